@@ -1,0 +1,121 @@
+// stitchc inspect / stitchc ops.
+#include <fmt/format.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "cli/subcommands.h"
+#include "importer/onnx_importer.h"
+#include "ir/op_table.h"
+
+namespace stitch::cli {
+namespace {
+
+struct Summary {
+  std::map<std::string, int> histogram;
+  int64_t nodes = 0, constants = 0, constant_bytes = 0;
+};
+
+Summary summarize(const Graph& g) {
+  Summary s;
+  for (const auto& n : g.nodes()) {
+    ++s.histogram[n->domain.empty() ? n->op_type : n->domain + "::" + n->op_type];
+    ++s.nodes;
+  }
+  for (const auto& v : g.values())
+    if (v->constant && !v->producer) {
+      ++s.constants;
+      s.constant_bytes += v->constant->byte_size();
+    }
+  return s;
+}
+
+nlohmann::json value_json(const Value& v) {
+  return {{"name", v.name}, {"dtype", std::string(dtype_name(v.dtype))}, {"type", v.type_string()}};
+}
+
+}  // namespace
+
+int run_inspect(const InspectArgs& a) {
+  auto imported = import_onnx_file(a.model);
+  if (!imported.is_ok()) return report(imported.status());
+  const Graph& raw = **imported;
+  Summary before = summarize(raw);
+  bool dynamic = false;
+  for (const Value* in : raw.inputs) dynamic |= !in->has_static_shape();
+
+  std::unique_ptr<Graph> folded;
+  std::string fold_note;
+  if (!dynamic || !a.shapes.empty()) {
+    auto m = load_model(a.model, a.shapes, {}, a.dump_dir);
+    if (!m.is_ok()) return report(m.status());
+    folded = std::move(m->graph);
+  } else {
+    fold_note = "inputs have dynamic dimensions: bind them with --shape to fold and see static shapes";
+  }
+  const Graph& shown = folded ? *folded : raw;
+
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = a.model;
+    j["opset"] = raw.opset;
+    for (const Value* v : shown.inputs) j["inputs"].push_back(value_json(*v));
+    for (const Value* v : shown.outputs) j["outputs"].push_back(value_json(*v));
+    j["nodes_imported"] = before.nodes;
+    j["parameter_bytes"] = before.constant_bytes;
+    j["parameter_tensors"] = before.constants;
+    j["histogram_imported"] = before.histogram;
+    if (folded) {
+      Summary after = summarize(*folded);
+      j["nodes_folded"] = after.nodes;
+      j["histogram_folded"] = after.histogram;
+      j["constant_bytes_folded"] = after.constant_bytes;
+    } else {
+      j["note"] = fold_note;
+    }
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+
+  fmt::print("model {}  (graph '{}', opset {})\n", a.model, raw.name, raw.opset);
+  fmt::print("inputs:\n");
+  for (size_t i = 0; i < shown.inputs.size(); ++i) {
+    const Value* v = shown.inputs[i];
+    std::string declared = raw.inputs[i]->type_string();
+    std::string now = v->type_string();
+    fmt::print("  {:<24} {}{}\n", v->name, declared, declared == now ? "" : "  bound to " + now);
+  }
+  fmt::print("outputs:\n");
+  for (const Value* v : shown.outputs)
+    fmt::print("  {:<24} {}\n", v->name, v->dtype == DType::kUndefined ? "(type known after binding)" : v->type_string());
+  fmt::print("parameters: {} tensors, {}\n", before.constants, human_bytes(before.constant_bytes));
+  if (folded) {
+    Summary after = summarize(*folded);
+    fmt::print("nodes: {} imported, {} after folding and clean-up\n", before.nodes, after.nodes);
+    fmt::print("op histogram after folding:\n");
+    for (const auto& [op, count] : after.histogram) {
+      const OpDef* d = find_op("", op, raw.opset);
+      fmt::print("  {:<24} {:>5}  {}\n", op, count, d ? category_name(d->category) : "");
+    }
+    int removed = 0;
+    for (const auto& [op, count] : before.histogram) removed += count - (after.histogram.count(op) ? after.histogram.at(op) : 0);
+    fmt::print("folded or removed: {} nodes\n", removed);
+  } else {
+    fmt::print("nodes: {} imported\n", before.nodes);
+    fmt::print("op histogram as imported:\n");
+    for (const auto& [op, count] : before.histogram) fmt::print("  {:<24} {:>5}\n", op, count);
+    fmt::print("note: {}\n", fold_note);
+  }
+  return 0;
+}
+
+int run_ops() {
+  fmt::print("{:<24} {:<8} {}\n", "op", "opsets", "category");
+  for (const OpDef& d : all_ops())
+    fmt::print("{:<24} {:<8} {}\n", d.name, fmt::format("{}-{}", d.since, d.until), category_name(d.category));
+  fmt::print("{} ops\n", all_ops().size());
+  return 0;
+}
+
+}  // namespace stitch::cli

@@ -1,0 +1,85 @@
+// stitchc: the stitch compiler's command line.
+//   stitchc inspect MODEL [--shape NAME=DxD...]
+//   stitchc run MODEL --inputs DIR [--expect DIR] [--rtol R --atol A] [--save-outputs DIR]
+//   stitchc ops
+// Exit codes: 0 ok, 1 verification mismatch, 2 user error, 3 internal error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/common.h"
+#include "cli/subcommands.h"
+#include "importer/onnx_importer.h"
+#include "support/check.h"
+
+namespace stitch::cli {
+
+StatusOr<LoadedModel> load_model(const std::string& path, const std::vector<std::string>& shapes,
+                                 const ShapeBindings& extra, const std::string& dump_dir) {
+  LoadedModel m;
+  ASSIGN_OR_RETURN(m.graph, import_onnx_file(path));
+  m.imported = clone_graph(*m.graph);
+  PassContext ctx;
+  ctx.dump_dir = dump_dir;
+  for (const auto& s : shapes) RETURN_IF_ERROR(parse_shape_binding(s, ctx.bindings));
+  for (const auto& [k, v] : extra.by_input)
+    if (!ctx.bindings.by_input.count(k)) ctx.bindings.by_input[k] = v;
+  Status st = run_frontend(*m.graph, ctx);
+  if (!st.is_ok()) return st.with_context(path);
+  return m;
+}
+
+int report(const Status& st) {
+  if (st.is_ok()) return 0;
+  const char* kind = st.code() == Code::kInternal ? "internal error" : "error";
+  std::fprintf(stderr, "stitchc: %s: %s\n", kind, st.message().c_str());
+  return static_cast<int>(st.code());
+}
+
+std::string human_bytes(int64_t b) {
+  if (b < 1024) return fmt::format("{} B", b);
+  if (b < 1024 * 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  if (b < int64_t{1024} * 1024 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
+  return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+}
+
+}  // namespace stitch::cli
+
+int main(int argc, char** argv) {
+  using namespace stitch::cli;
+  CLI::App app{"stitchc: ahead-of-time compiler for ONNX models on NVIDIA GPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "stitchc 0.1.0");
+
+  InspectArgs ia;
+  CLI::App* inspect = app.add_subcommand("inspect", "show inputs, outputs, op histogram and sizes of a model");
+  inspect->add_option("model", ia.model, "model.onnx")->required();
+  inspect->add_option("--shape", ia.shapes, "bind a dynamic input or symbolic dim: NAME=1x128 or SYMBOL=4");
+  inspect->add_option("--dump-dir", ia.dump_dir, "write the IR after each pass into this directory");
+  inspect->add_flag("--json", ia.json, "print a JSON report instead of text");
+
+  RunArgs ra;
+  CLI::App* run = app.add_subcommand("run", "run a model on given inputs and check expected outputs");
+  run->add_option("model", ra.model, "model.onnx")->required();
+  run->add_option("--inputs", ra.inputs, "directory with input_0.pb, input_1.pb... (ONNX test-data layout)")
+      ->required();
+  run->add_option("--expect", ra.expect, "directory with output_0.pb... to compare against");
+  run->add_option("--backend", ra.backend, "reference (CPU interpreter)")->default_val("reference");
+  run->add_option("--rtol", ra.rtol, "relative tolerance for --expect");
+  run->add_option("--atol", ra.atol, "absolute tolerance for --expect");
+  run->add_option("--save-outputs", ra.save, "write output_0.pb... into this directory");
+  run->add_option("--shape", ra.shapes, "bind a dynamic input or symbolic dim (default: from the input data)");
+  run->add_option("--dump-dir", ra.dump_dir, "write the IR after each pass into this directory");
+
+  CLI::App* ops = app.add_subcommand("ops", "list the supported ONNX ops with opsets and fusion categories");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (*inspect) return run_inspect(ia);
+  if (*run) return run_run(ra);
+  if (*ops) return run_ops();
+  return 2;
+}

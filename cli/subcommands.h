@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace stitch::cli {
+
+struct InspectArgs {
+  std::string model, dump_dir;
+  std::vector<std::string> shapes;
+  bool json = false;
+};
+int run_inspect(const InspectArgs& a);
+int run_ops();
+
+struct RunArgs {
+  std::string model, inputs, expect, backend = "reference", save, dump_dir;
+  std::vector<std::string> shapes;
+  double rtol = -1, atol = -1;
+};
+int run_run(const RunArgs& a);
+
+}  // namespace stitch::cli

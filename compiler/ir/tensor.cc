@@ -1,0 +1,152 @@
+#include "ir/tensor.h"
+
+#include <cmath>
+#include <limits>
+
+#include "support/check.h"
+
+namespace stitch {
+
+int64_t num_elements(const Dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::string dims_to_string(const Dims& dims) {
+  if (dims.empty()) return "scalar";
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(dims[i]);
+  }
+  return s;
+}
+
+Tensor::Tensor(DType dtype, Dims dims)
+    : dtype_(dtype), dims_(std::move(dims)),
+      bytes_(static_cast<size_t>(num_elements(dims_) * dtype_size(dtype))) {
+  for (int64_t d : dims_) STITCH_CHECK(d >= 0, "negative dim in {}", dims_to_string(dims_));
+}
+
+Tensor Tensor::reshaped(Dims dims) const {
+  STITCH_CHECK(num_elements(dims) == size(), "reshape {} -> {}", dims_to_string(dims_),
+               dims_to_string(dims));
+  Tensor t = *this;
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+double Tensor::get_f64(int64_t i) const {
+  const uint8_t* p = bytes_.data();
+  switch (dtype_) {
+    case DType::kF32: return reinterpret_cast<const float*>(p)[i];
+    case DType::kF64: return reinterpret_cast<const double*>(p)[i];
+    case DType::kF16: return half_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::kBF16: return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::kU64: return static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
+    default: return static_cast<double>(get_i64(i));
+  }
+}
+
+int64_t Tensor::get_i64(int64_t i) const {
+  const uint8_t* p = bytes_.data();
+  switch (dtype_) {
+    case DType::kI64: return reinterpret_cast<const int64_t*>(p)[i];
+    case DType::kI32: return reinterpret_cast<const int32_t*>(p)[i];
+    case DType::kI16: return reinterpret_cast<const int16_t*>(p)[i];
+    case DType::kI8: return reinterpret_cast<const int8_t*>(p)[i];
+    case DType::kU64: return static_cast<int64_t>(reinterpret_cast<const uint64_t*>(p)[i]);
+    case DType::kU32: return reinterpret_cast<const uint32_t*>(p)[i];
+    case DType::kU16: return reinterpret_cast<const uint16_t*>(p)[i];
+    case DType::kU8: return reinterpret_cast<const uint8_t*>(p)[i];
+    case DType::kBool: return reinterpret_cast<const uint8_t*>(p)[i] != 0;
+    default: {
+      double v = get_f64(i);  // float -> int truncates toward zero, like a C cast
+      if (std::isnan(v)) return 0;
+      if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+      if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(v);
+    }
+  }
+}
+
+void Tensor::set_f64(int64_t i, double v) {
+  uint8_t* p = bytes_.data();
+  switch (dtype_) {
+    case DType::kF32: reinterpret_cast<float*>(p)[i] = static_cast<float>(v); return;
+    case DType::kF64: reinterpret_cast<double*>(p)[i] = v; return;
+    case DType::kF16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_half_bits(static_cast<float>(v));
+      return;
+    case DType::kBF16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16_bits(static_cast<float>(v));
+      return;
+    case DType::kBool: reinterpret_cast<uint8_t*>(p)[i] = v != 0.0; return;
+    case DType::kU64:
+      reinterpret_cast<uint64_t*>(p)[i] = std::isnan(v) || v <= 0 ? 0 : static_cast<uint64_t>(v);
+      return;
+    default: {
+      int64_t iv;
+      if (std::isnan(v)) iv = 0;
+      else if (v >= 9.2233720368547758e18) iv = std::numeric_limits<int64_t>::max();
+      else if (v <= -9.2233720368547758e18) iv = std::numeric_limits<int64_t>::min();
+      else iv = static_cast<int64_t>(v);
+      set_i64(i, iv);
+    }
+  }
+}
+
+void Tensor::set_i64(int64_t i, int64_t v) {
+  uint8_t* p = bytes_.data();
+  switch (dtype_) {
+    case DType::kI64: reinterpret_cast<int64_t*>(p)[i] = v; return;
+    case DType::kI32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); return;
+    case DType::kI16: reinterpret_cast<int16_t*>(p)[i] = static_cast<int16_t>(v); return;
+    case DType::kI8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); return;
+    case DType::kU64: reinterpret_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(v); return;
+    case DType::kU32: reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v); return;
+    case DType::kU16: reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v); return;
+    case DType::kU8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); return;
+    case DType::kBool: reinterpret_cast<uint8_t*>(p)[i] = v != 0; return;
+    default: set_f64(i, static_cast<double>(v));
+  }
+}
+
+std::vector<double> Tensor::to_f64() const {
+  std::vector<double> v(static_cast<size_t>(size()));
+  if (dtype_ == DType::kF32) {
+    const float* p = data_as<float>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+  } else {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = get_f64(static_cast<int64_t>(i));
+  }
+  return v;
+}
+
+std::vector<int64_t> Tensor::to_i64() const {
+  std::vector<int64_t> v(static_cast<size_t>(size()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = get_i64(static_cast<int64_t>(i));
+  return v;
+}
+
+Tensor Tensor::from_f64(DType dtype, Dims dims, const std::vector<double>& v) {
+  Tensor t(dtype, std::move(dims));
+  STITCH_CHECK(static_cast<int64_t>(v.size()) == t.size());
+  if (dtype == DType::kF32) {
+    float* p = t.data_as<float>();
+    for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<float>(v[i]);
+  } else {
+    for (size_t i = 0; i < v.size(); ++i) t.set_f64(static_cast<int64_t>(i), v[i]);
+  }
+  return t;
+}
+
+Tensor Tensor::from_i64(DType dtype, Dims dims, const std::vector<int64_t>& v) {
+  Tensor t(dtype, std::move(dims));
+  STITCH_CHECK(static_cast<int64_t>(v.size()) == t.size());
+  for (size_t i = 0; i < v.size(); ++i) t.set_i64(static_cast<int64_t>(i), v[i]);
+  return t;
+}
+
+}  // namespace stitch

@@ -1,0 +1,475 @@
+// Elementwise and broadcasting ops: unary math and activations, binary
+// arithmetic, comparisons and logic, variadic Sum/Mean/Min/Max, Where, Clip,
+// Cast/CastLike. Floating types compute in double, integer and bool types in
+// int64, then store back to the output type.
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "ops/op_util.h"
+
+namespace stitch::ops {
+namespace {
+
+using F64 = std::function<double(double)>;
+using I64 = std::function<int64_t(int64_t)>;
+
+// ---- shared evaluation helpers -------------------------------------------
+
+// out[i] = f(inputs at broadcast positions), in double or int64.
+template <typename T, typename Get, typename Set, typename F>
+void broadcast_apply(std::span<const Tensor* const> ins, Tensor& out, Get get, Set set, F f) {
+  std::vector<Dims> strides;
+  std::vector<std::vector<T>> vals;
+  for (const Tensor* t : ins) {
+    strides.push_back(broadcast_strides(t->dims(), out.dims()));
+    vals.push_back(get(*t));
+  }
+  std::vector<T> args(ins.size());
+  BroadcastWalker(out.dims(), strides).run([&](int64_t i, const std::vector<int64_t>& off) {
+    for (size_t k = 0; k < ins.size(); ++k) args[k] = vals[k][off[k]];
+    set(out, i, f(args));
+  });
+}
+
+StatusOr<Dims> broadcast_all(const InferContext& ctx, size_t first = 0) {
+  Dims out = ctx.dims(first);
+  for (size_t i = first + 1; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    auto b = broadcast_dims(out, ctx.dims(i));
+    if (!b)
+      return ctx.error(fmt::format("input shapes {} and {} do not broadcast",
+                                   dims_to_string(out), dims_to_string(ctx.dims(i))));
+    out = *b;
+  }
+  return out;
+}
+
+Dims broadcast_eval(std::span<const Tensor* const> ins) {
+  Dims out = ins[0]->dims();
+  for (size_t i = 1; i < ins.size(); ++i) out = *broadcast_dims(out, ins[i]->dims());
+  return out;
+}
+
+Status require_same_dtype(const InferContext& ctx, size_t from = 0, size_t to = SIZE_MAX) {
+  for (size_t i = from + 1; i < std::min(to, ctx.num_inputs()); ++i) {
+    if (ctx.has_input(i) && ctx.dtype(i) != ctx.dtype(from))
+      return ctx.error(fmt::format("inputs must share one element type, got {} and {}",
+                                   dtype_name(ctx.dtype(from)), dtype_name(ctx.dtype(i))));
+  }
+  return Status::ok();
+}
+
+// ---- unary ----------------------------------------------------------------
+
+struct UnaryRow {
+  const char* name;
+  int since;
+  F64 (*make_f)(const Node&);
+  I64 (*make_i)(const Node&);  // null: floating types only
+  bool bool_only = false;
+  DType out = DType::kUndefined;  // fixed output type (IsNaN...), else input's
+};
+
+double erf_(double x) { return std::erf(x); }
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
+
+const UnaryRow kUnary[] = {
+    {"Abs", 1, [](const Node&) -> F64 { return [](double x) { return std::fabs(x); }; },
+     [](const Node&) -> I64 { return [](int64_t x) { return x < 0 ? -x : x; }; }},
+    {"Neg", 1, [](const Node&) -> F64 { return [](double x) { return -x; }; },
+     [](const Node&) -> I64 { return [](int64_t x) { return -x; }; }},
+    {"Sign", 1,
+     [](const Node&) -> F64 {
+       return [](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); };
+     },
+     [](const Node&) -> I64 { return [](int64_t x) { return int64_t((x > 0) - (x < 0)); }; }},
+    {"Relu", 1, [](const Node&) -> F64 { return [](double x) { return x > 0 ? x : 0.0 * x; }; },
+     [](const Node&) -> I64 { return [](int64_t x) { return x > 0 ? x : int64_t(0); }; }},
+    {"Reciprocal", 1, [](const Node&) -> F64 { return [](double x) { return 1.0 / x; }; }, nullptr},
+    {"Sqrt", 1, [](const Node&) -> F64 { return [](double x) { return std::sqrt(x); }; }, nullptr},
+    {"Exp", 1, [](const Node&) -> F64 { return [](double x) { return std::exp(x); }; }, nullptr},
+    {"Log", 1, [](const Node&) -> F64 { return [](double x) { return std::log(x); }; }, nullptr},
+    {"Erf", 1, [](const Node&) -> F64 { return erf_; }, nullptr},
+    {"Tanh", 1, [](const Node&) -> F64 { return [](double x) { return std::tanh(x); }; }, nullptr},
+    {"Sigmoid", 1, [](const Node&) -> F64 { return sigmoid; }, nullptr},
+    {"Softplus", 1, [](const Node&) -> F64 { return softplus; }, nullptr},
+    {"Softsign", 1, [](const Node&) -> F64 { return [](double x) { return x / (1 + std::fabs(x)); }; },
+     nullptr},
+    {"Floor", 1, [](const Node&) -> F64 { return [](double x) { return std::floor(x); }; }, nullptr},
+    {"Ceil", 1, [](const Node&) -> F64 { return [](double x) { return std::ceil(x); }; }, nullptr},
+    {"Round", 1, [](const Node&) -> F64 { return [](double x) { return std::nearbyint(x); }; },
+     nullptr},
+    {"Sin", 1, [](const Node&) -> F64 { return [](double x) { return std::sin(x); }; }, nullptr},
+    {"Cos", 1, [](const Node&) -> F64 { return [](double x) { return std::cos(x); }; }, nullptr},
+    {"Tan", 1, [](const Node&) -> F64 { return [](double x) { return std::tan(x); }; }, nullptr},
+    {"Asin", 1, [](const Node&) -> F64 { return [](double x) { return std::asin(x); }; }, nullptr},
+    {"Acos", 1, [](const Node&) -> F64 { return [](double x) { return std::acos(x); }; }, nullptr},
+    {"Atan", 1, [](const Node&) -> F64 { return [](double x) { return std::atan(x); }; }, nullptr},
+    {"Sinh", 1, [](const Node&) -> F64 { return [](double x) { return std::sinh(x); }; }, nullptr},
+    {"Cosh", 1, [](const Node&) -> F64 { return [](double x) { return std::cosh(x); }; }, nullptr},
+    {"Asinh", 1, [](const Node&) -> F64 { return [](double x) { return std::asinh(x); }; }, nullptr},
+    {"Acosh", 1, [](const Node&) -> F64 { return [](double x) { return std::acosh(x); }; }, nullptr},
+    {"Atanh", 1, [](const Node&) -> F64 { return [](double x) { return std::atanh(x); }; }, nullptr},
+    {"LeakyRelu", 1,
+     [](const Node& n) -> F64 {
+       double a = n.attr_float("alpha", 0.01f);
+       return [a](double x) { return x >= 0 ? x : a * x; };
+     },
+     nullptr},
+    {"Elu", 1,
+     [](const Node& n) -> F64 {
+       double a = n.attr_float("alpha", 1.0f);
+       return [a](double x) { return x >= 0 ? x : a * (std::exp(x) - 1); };
+     },
+     nullptr},
+    {"Selu", 1,
+     [](const Node& n) -> F64 {
+       double a = n.attr_float("alpha", 1.67326319217681884765625f);
+       double g = n.attr_float("gamma", 1.05070102214813232421875f);
+       return [a, g](double x) { return x > 0 ? g * x : g * a * (std::exp(x) - 1); };
+     },
+     nullptr},
+    {"Celu", 12,
+     [](const Node& n) -> F64 {
+       double a = n.attr_float("alpha", 1.0f);
+       return [a](double x) { return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1)); };
+     },
+     nullptr},
+    {"ThresholdedRelu", 1,
+     [](const Node& n) -> F64 {
+       double a = n.attr_float("alpha", 1.0f);
+       return [a](double x) { return x > a ? x : 0.0; };
+     },
+     nullptr},
+    {"HardSigmoid", 1,
+     [](const Node& n) -> F64 {
+       double a = n.attr_float("alpha", 0.2f), b = n.attr_float("beta", 0.5f);
+       return [a, b](double x) { return std::max(0.0, std::min(1.0, a * x + b)); };
+     },
+     nullptr},
+    {"HardSwish", 14,
+     [](const Node&) -> F64 {
+       return [](double x) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); };
+     },
+     nullptr},
+    {"Mish", 18, [](const Node&) -> F64 { return [](double x) { return x * std::tanh(softplus(x)); }; },
+     nullptr},
+    {"Gelu", 20,
+     [](const Node& n) -> F64 {
+       if (n.attr_string("approximate", "none") == "tanh") {
+         return [](double x) {
+           return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+         };
+       }
+       return [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); };
+     },
+     nullptr},
+    {"Not", 1, nullptr, [](const Node&) -> I64 { return [](int64_t x) { return int64_t(!x); }; },
+     true},
+    {"IsNaN", 1, [](const Node&) -> F64 { return [](double x) { return double(std::isnan(x)); }; },
+     nullptr, false, DType::kBool},
+    {"IsInf", 1,
+     [](const Node& n) -> F64 {
+       bool neg = n.attr_int("detect_negative", 1), pos = n.attr_int("detect_positive", 1);
+       return [neg, pos](double x) { return double(std::isinf(x) && (x > 0 ? pos : neg)); };
+     },
+     nullptr, false, DType::kBool},
+};
+
+const UnaryRow& unary_row(const Node& n) {
+  for (const auto& r : kUnary)
+    if (n.op_type == r.name) return r;
+  STITCH_UNREACHABLE("no unary row for {}", n.op_type);
+}
+
+Status infer_unary(InferContext& ctx) {
+  const UnaryRow& r = unary_row(ctx.node());
+  DType t = ctx.dtype(0);
+  if (r.bool_only && t != DType::kBool)
+    return ctx.error(fmt::format("expects a bool input, got {}", dtype_name(t)));
+  if (!r.bool_only && !is_float(t) && !(r.make_i && is_signed_int(t)))
+    return ctx.error(fmt::format("expects a {} input, got {}",
+                                 r.make_i ? "floating-point or signed integer" : "floating-point",
+                                 dtype_name(t)));
+  ctx.set_output(0, r.out == DType::kUndefined ? t : r.out, ctx.dims(0));
+  return Status::ok();
+}
+
+Status eval_unary(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const UnaryRow& r = unary_row(n);
+  const Tensor& x = *in[0];
+  Tensor y(r.out == DType::kUndefined ? x.dtype() : r.out, x.dims());
+  if (is_float(x.dtype())) {
+    F64 f = r.make_f(n);
+    for (int64_t i = 0; i < x.size(); ++i) y.set_f64(i, f(x.get_f64(i)));
+  } else {
+    I64 f = r.make_i(n);
+    for (int64_t i = 0; i < x.size(); ++i) y.set_i64(i, f(x.get_i64(i)));
+  }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+// ---- binary and variadic ---------------------------------------------------
+
+enum class Bin { kAdd, kSub, kMul, kDiv, kPow, kMod, kMin, kMax, kEq, kLt, kGt, kLe, kGe,
+                 kAnd, kOr, kXor, kPRelu, kBitAnd, kBitOr, kBitXor };
+
+struct BinaryRow {
+  const char* name;
+  int since;
+  Bin op;
+};
+const BinaryRow kBinary[] = {
+    {"Add", 1, Bin::kAdd},   {"Sub", 1, Bin::kSub},          {"Mul", 1, Bin::kMul},
+    {"Div", 1, Bin::kDiv},   {"Pow", 1, Bin::kPow},          {"Mod", 10, Bin::kMod},
+    {"Equal", 1, Bin::kEq},  {"Less", 1, Bin::kLt},          {"Greater", 1, Bin::kGt},
+    {"LessOrEqual", 12, Bin::kLe}, {"GreaterOrEqual", 12, Bin::kGe},
+    {"And", 1, Bin::kAnd},   {"Or", 1, Bin::kOr},            {"Xor", 1, Bin::kXor},
+    {"PRelu", 1, Bin::kPRelu}, {"BitwiseAnd", 18, Bin::kBitAnd},
+    {"BitwiseOr", 18, Bin::kBitOr}, {"BitwiseXor", 18, Bin::kBitXor},
+};
+const BinaryRow& binary_row(const Node& n) {
+  for (const auto& r : kBinary)
+    if (n.op_type == r.name) return r;
+  STITCH_UNREACHABLE("no binary row for {}", n.op_type);
+}
+
+bool is_compare(Bin b) { return b == Bin::kEq || b == Bin::kLt || b == Bin::kGt || b == Bin::kLe || b == Bin::kGe; }
+bool is_logic(Bin b) { return b == Bin::kAnd || b == Bin::kOr || b == Bin::kXor; }
+bool is_bitwise(Bin b) { return b == Bin::kBitAnd || b == Bin::kBitOr || b == Bin::kBitXor; }
+
+double apply_f(Bin op, double a, double b, bool fmod_mode) {
+  switch (op) {
+    case Bin::kAdd: return a + b;
+    case Bin::kSub: return a - b;
+    case Bin::kMul: return a * b;
+    case Bin::kDiv: return a / b;
+    case Bin::kPow: return std::pow(a, b);
+    case Bin::kMod: {
+      double r = std::fmod(a, b);
+      if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+    case Bin::kMin: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    case Bin::kMax: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case Bin::kEq: return a == b;
+    case Bin::kLt: return a < b;
+    case Bin::kGt: return a > b;
+    case Bin::kLe: return a <= b;
+    case Bin::kGe: return a >= b;
+    case Bin::kPRelu: return a < 0 ? a * b : a;
+    default: STITCH_UNREACHABLE();
+  }
+}
+
+int64_t apply_i(Bin op, int64_t a, int64_t b, bool fmod_mode) {
+  switch (op) {
+    case Bin::kAdd: return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+    case Bin::kSub: return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+    case Bin::kMul: return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+    case Bin::kDiv:  // truncating; division by zero gives 0 rather than a trap
+      if (b == 0 || (b == -1 && a == std::numeric_limits<int64_t>::min())) return 0;
+      return a / b;
+    case Bin::kPow: return static_cast<int64_t>(std::pow(double(a), double(b)));
+    case Bin::kMod: {
+      if (b == 0) return 0;
+      int64_t r = a % b;
+      if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+    case Bin::kMin: return std::min(a, b);
+    case Bin::kMax: return std::max(a, b);
+    case Bin::kEq: return a == b;
+    case Bin::kLt: return a < b;
+    case Bin::kGt: return a > b;
+    case Bin::kLe: return a <= b;
+    case Bin::kGe: return a >= b;
+    case Bin::kAnd: return a && b;
+    case Bin::kOr: return a || b;
+    case Bin::kXor: return (a != 0) != (b != 0);
+    case Bin::kPRelu: return a < 0 ? a * b : a;
+    case Bin::kBitAnd: return a & b;
+    case Bin::kBitOr: return a | b;
+    case Bin::kBitXor: return a ^ b;
+  }
+  STITCH_UNREACHABLE();
+}
+
+Status infer_binary(InferContext& ctx) {
+  const BinaryRow& r = binary_row(ctx.node());
+  if (r.op != Bin::kPow) RETURN_IF_ERROR(require_same_dtype(ctx));
+  DType t = ctx.dtype(0);
+  if (is_logic(r.op) && t != DType::kBool)
+    return ctx.error(fmt::format("expects bool inputs, got {}", dtype_name(t)));
+  if (is_bitwise(r.op) && !is_int(t))
+    return ctx.error(fmt::format("expects integer inputs, got {}", dtype_name(t)));
+  if (!is_logic(r.op) && !is_compare(r.op) && t == DType::kBool)
+    return ctx.error("does not take bool inputs; cast them first");
+  if (r.op == Bin::kMod && is_float(t) && ctx.node().attr_int("fmod", 0) == 0)
+    return ctx.error("needs fmod=1 for floating-point inputs (ONNX spec)");
+  ASSIGN_OR_RETURN(Dims d, broadcast_all(ctx));
+  ctx.set_output(0, is_compare(r.op) || is_logic(r.op) ? DType::kBool : t, d);
+  return Status::ok();
+}
+
+Status eval_binary_op(Bin op, bool fmod_mode, DType out_t, std::span<const Tensor* const> ins,
+                      Tensor& result) {
+  result = Tensor(out_t, broadcast_eval(ins));
+  bool use_float = false;
+  for (const Tensor* t : ins) use_float |= is_float(t->dtype());
+  // Pow with an integer base and float exponent: compute in double.
+  if (use_float) {
+    broadcast_apply<double>(
+        ins, result, [](const Tensor& t) { return t.to_f64(); },
+        [](Tensor& o, int64_t i, double v) { o.set_f64(i, v); },
+        [&](const std::vector<double>& a) { return apply_f(op, a[0], a[1], fmod_mode); });
+  } else {
+    broadcast_apply<int64_t>(
+        ins, result, [](const Tensor& t) { return t.to_i64(); },
+        [](Tensor& o, int64_t i, int64_t v) { o.set_i64(i, v); },
+        [&](const std::vector<int64_t>& a) { return apply_i(op, a[0], a[1], fmod_mode); });
+  }
+  return Status::ok();
+}
+
+Status eval_binary(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const BinaryRow& r = binary_row(n);
+  DType t = is_compare(r.op) || is_logic(r.op) ? DType::kBool : in[0]->dtype();
+  return eval_binary_op(r.op, n.attr_int("fmod", 0) != 0, t, in, out[0]);
+}
+
+// Sum, Mean, Min, Max: any number of inputs, broadcast together.
+Status infer_variadic(InferContext& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.error("needs at least one input");
+  RETURN_IF_ERROR(require_same_dtype(ctx));
+  if (ctx.dtype(0) == DType::kBool) return ctx.error("does not take bool inputs");
+  if (ctx.node().op_type == "Mean" && !is_float(ctx.dtype(0)))
+    return ctx.error("expects floating-point inputs");
+  ASSIGN_OR_RETURN(Dims d, broadcast_all(ctx));
+  ctx.set_output(0, ctx.dtype(0), d);
+  return Status::ok();
+}
+
+Status eval_variadic(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  Bin op = n.op_type == "Min" ? Bin::kMin : n.op_type == "Max" ? Bin::kMax : Bin::kAdd;
+  Tensor acc = *in[0];
+  for (size_t i = 1; i < in.size(); ++i) {
+    const Tensor* pair[] = {&acc, in[i]};
+    Tensor next;
+    RETURN_IF_ERROR(eval_binary_op(op, false, acc.dtype(), pair, next));
+    acc = std::move(next);
+  }
+  if (n.op_type == "Mean") {
+    for (int64_t i = 0; i < acc.size(); ++i) acc.set_f64(i, acc.get_f64(i) / double(in.size()));
+  }
+  out[0] = std::move(acc);
+  return Status::ok();
+}
+
+// ---- Where, Clip, Cast -----------------------------------------------------
+
+Status infer_where(InferContext& ctx) {
+  if (ctx.dtype(0) != DType::kBool)
+    return ctx.error(fmt::format("condition must be bool, got {}", dtype_name(ctx.dtype(0))));
+  RETURN_IF_ERROR(require_same_dtype(ctx, 1));
+  ASSIGN_OR_RETURN(Dims d, broadcast_all(ctx));
+  ctx.set_output(0, ctx.dtype(1), d);
+  return Status::ok();
+}
+
+Status eval_where(const Node&, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  Tensor y(in[1]->dtype(), broadcast_eval(in));
+  std::vector<Dims> strides;
+  for (const Tensor* t : in) strides.push_back(broadcast_strides(t->dims(), y.dims()));
+  const uint8_t* c = in[0]->data();
+  const int esz = dtype_size(y.dtype());
+  BroadcastWalker(y.dims(), strides).run([&](int64_t i, const std::vector<int64_t>& off) {
+    const Tensor* src = c[off[0]] ? in[1] : in[2];
+    std::memcpy(y.data() + i * esz, src->data() + off[c[off[0]] ? 1 : 2] * esz, esz);
+  });
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+Status infer_clip(InferContext& ctx) {
+  DType t = ctx.dtype(0);
+  if (t == DType::kBool) return ctx.error("does not take bool inputs");
+  for (size_t i = 1; i < 3; ++i) {
+    if (!ctx.has_input(i)) continue;
+    if (ctx.dtype(i) != t) return ctx.error("min and max must have the input's element type");
+    if (num_elements(ctx.dims(i)) != 1) return ctx.error("min and max must be scalars");
+  }
+  ctx.set_output(0, t, ctx.dims(0));
+  return Status::ok();
+}
+
+Status eval_clip(const Node&, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  Tensor y(x.dtype(), x.dims());
+  if (is_float(x.dtype())) {
+    double lo = in.size() > 1 && in[1] ? in[1]->get_f64(0) : -INFINITY;
+    double hi = in.size() > 2 && in[2] ? in[2]->get_f64(0) : INFINITY;
+    for (int64_t i = 0; i < x.size(); ++i) {
+      double v = x.get_f64(i);
+      y.set_f64(i, std::isnan(v) ? v : std::min(std::max(v, lo), hi));
+    }
+  } else {
+    int64_t lo = in.size() > 1 && in[1] ? in[1]->get_i64(0) : std::numeric_limits<int64_t>::min();
+    int64_t hi = in.size() > 2 && in[2] ? in[2]->get_i64(0) : std::numeric_limits<int64_t>::max();
+    for (int64_t i = 0; i < x.size(); ++i) y.set_i64(i, std::min(std::max(x.get_i64(i), lo), hi));
+  }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+Status infer_cast(InferContext& ctx) {
+  DType to;
+  if (ctx.node().op_type == "CastLike") {
+    to = ctx.dtype(1);
+  } else {
+    int64_t code = ctx.node().attr_int("to", 0);
+    auto t = dtype_from_onnx(static_cast<int>(code));
+    if (!t)
+      return ctx.error(fmt::format("casts to {}, which stitch does not support",
+                                   onnx_dtype_name(static_cast<int>(code))));
+    to = *t;
+  }
+  ctx.set_output(0, to, ctx.dims(0));
+  return Status::ok();
+}
+
+Status eval_cast(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  DType to = n.op_type == "CastLike" ? in[1]->dtype()
+                                     : *dtype_from_onnx(static_cast<int>(n.attr_int("to", 0)));
+  const Tensor& x = *in[0];
+  Tensor y(to, x.dims());
+  bool src_float = is_float(x.dtype());
+  for (int64_t i = 0; i < x.size(); ++i) {
+    if (src_float) y.set_f64(i, x.get_f64(i));
+    else if (x.dtype() == DType::kU64 && is_float(to)) y.set_f64(i, x.get_f64(i));
+    else y.set_i64(i, x.get_i64(i));
+  }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_elementwise(std::vector<OpDef>& t) {
+  for (const auto& r : kUnary)
+    t.push_back({r.name, std::max(r.since, kMinOpset), kMaxOpset, OpCategory::kElementwise,
+                 infer_unary, eval_unary});
+  for (const auto& r : kBinary)
+    t.push_back({r.name, std::max(r.since, kMinOpset), kMaxOpset, OpCategory::kBroadcast, infer_binary, eval_binary});
+  for (const char* v : {"Sum", "Mean", "Min", "Max"})
+    t.push_back({v, kMinOpset, kMaxOpset, OpCategory::kBroadcast, infer_variadic, eval_variadic});
+  t.push_back({"Where", kMinOpset, kMaxOpset, OpCategory::kBroadcast, infer_where, eval_where});
+  t.push_back({"Clip", kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_clip, eval_clip});
+  t.push_back({"Cast", kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_cast, eval_cast, same_type_as_input0});
+  t.push_back({"CastLike", 15, kMaxOpset, OpCategory::kElementwise, infer_cast, eval_cast, same_type_as_input0});
+}
+
+}  // namespace stitch::ops

@@ -1,0 +1,457 @@
+// Compute-heavy ops served by libraries on the GPU: MatMul, Gemm, Conv,
+// ConvTranspose, MaxPool, AveragePool, and the global pools. The reference
+// implementations are plain loops with double accumulation.
+#include <cmath>
+
+#include "ops/op_util.h"
+
+namespace stitch::ops {
+namespace {
+
+Status require_float(const InferContext& ctx, size_t i) {
+  if (!is_float(ctx.dtype(i)))
+    return ctx.error(fmt::format("expects floating-point input {}, got {}", i, dtype_name(ctx.dtype(i))));
+  return Status::ok();
+}
+
+// ---- MatMul -----------------------------------------------------------------------------
+
+struct MatMulShape {
+  Dims batch, out;
+  int64_t m, k, n;
+  Dims a_batch, b_batch;  // batch dims of each operand (after 1-D promotion)
+};
+
+StatusOr<MatMulShape> matmul_shape(const Node& node, const Dims& a0, const Dims& b0) {
+  if (a0.empty() || b0.empty()) return node_error(node, "MatMul inputs must have rank 1 or more");
+  Dims a = a0, b = b0;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  MatMulShape s;
+  s.m = a[a.size() - 2];
+  s.k = a.back();
+  s.n = b.back();
+  if (b[b.size() - 2] != s.k)
+    return node_error(node, fmt::format("inner dimensions differ: {} and {} (shapes {} and {})", s.k,
+                                        b[b.size() - 2], dims_to_string(a0), dims_to_string(b0)));
+  s.a_batch.assign(a.begin(), a.end() - 2);
+  s.b_batch.assign(b.begin(), b.end() - 2);
+  auto bb = broadcast_dims(s.a_batch, s.b_batch);
+  if (!bb) return node_error(node, fmt::format("batch dimensions of {} and {} do not broadcast",
+                                               dims_to_string(a0), dims_to_string(b0)));
+  s.batch = *bb;
+  s.out = s.batch;
+  if (a0.size() > 1) s.out.push_back(s.m);
+  if (b0.size() > 1) s.out.push_back(s.n);
+  return s;
+}
+
+Status infer_matmul(InferContext& ctx) {
+  if (ctx.dtype(0) != ctx.dtype(1)) return ctx.error("inputs must share one element type");
+  if (ctx.dtype(0) == DType::kBool) return ctx.error("does not take bool inputs");
+  ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), ctx.dims(0), ctx.dims(1)));
+  ctx.set_output(0, ctx.dtype(0), s.out);
+  return Status::ok();
+}
+
+// c[m,n] = sum_k a[m,k] * b[k,n] for row-major matrices.
+void gemm_kernel(const double* a, const double* b, double* c, int64_t m, int64_t k, int64_t n) {
+  for (int64_t i = 0; i < m; ++i) {
+    double* cr = c + i * n;
+    for (int64_t j = 0; j < n; ++j) cr[j] = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      double av = a[i * k + p];
+      const double* br = b + p * n;
+      for (int64_t j = 0; j < n; ++j) cr[j] += av * br[j];
+    }
+  }
+}
+
+Status eval_matmul(const Node& node, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(node, in[0]->dims(), in[1]->dims()));
+  std::vector<double> a = in[0]->to_f64(), b = in[1]->to_f64();
+  std::vector<double> c(static_cast<size_t>(num_elements(s.batch) * s.m * s.n));
+  Dims sa = broadcast_strides(s.a_batch, s.batch), sb = broadcast_strides(s.b_batch, s.batch);
+  BroadcastWalker(s.batch, {sa, sb}).run([&](int64_t i, const std::vector<int64_t>& o) {
+    gemm_kernel(a.data() + o[0] * s.m * s.k, b.data() + o[1] * s.k * s.n, c.data() + i * s.m * s.n,
+                s.m, s.k, s.n);
+  });
+  out[0] = Tensor::from_f64(in[0]->dtype(), s.out, c);
+  return Status::ok();
+}
+
+// ---- Gemm ---------------------------------------------------------------------------------
+
+Status infer_gemm(InferContext& ctx) {
+  RETURN_IF_ERROR(require_float(ctx, 0));
+  const Node& n = ctx.node();
+  if (ctx.rank(0) != 2 || ctx.rank(1) != 2) return ctx.error("A and B must be matrices");
+  bool ta = n.attr_int("transA", 0), tb = n.attr_int("transB", 0);
+  int64_t m = ctx.dims(0)[ta ? 1 : 0], k = ctx.dims(0)[ta ? 0 : 1];
+  int64_t k2 = ctx.dims(1)[tb ? 1 : 0], nn = ctx.dims(1)[tb ? 0 : 1];
+  if (k != k2) return ctx.error(fmt::format("inner dimensions differ: {} and {}", k, k2));
+  if (ctx.has_input(2)) {
+    auto b = broadcast_dims(ctx.dims(2), {m, nn});
+    if (!b || *b != Dims{m, nn})
+      return ctx.error(fmt::format("C of shape {} does not broadcast to {}x{}", dims_to_string(ctx.dims(2)), m, nn));
+  }
+  ctx.set_output(0, ctx.dtype(0), {m, nn});
+  return Status::ok();
+}
+
+std::vector<double> transposed(const std::vector<double>& x, int64_t r, int64_t c) {
+  std::vector<double> t(x.size());
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) t[j * r + i] = x[i * c + j];
+  return t;
+}
+
+Status eval_gemm(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  bool ta = n.attr_int("transA", 0), tb = n.attr_int("transB", 0);
+  double alpha = n.attr_float("alpha", 1.0f), beta = n.attr_float("beta", 1.0f);
+  std::vector<double> a = in[0]->to_f64(), b = in[1]->to_f64();
+  const Dims &da = in[0]->dims(), &db = in[1]->dims();
+  if (ta) a = transposed(a, da[0], da[1]);
+  if (tb) b = transposed(b, db[0], db[1]);
+  int64_t m = ta ? da[1] : da[0], k = ta ? da[0] : da[1], nn = tb ? db[0] : db[1];
+  std::vector<double> c(static_cast<size_t>(m * nn));
+  gemm_kernel(a.data(), b.data(), c.data(), m, k, nn);
+  for (double& v : c) v *= alpha;
+  if (in.size() > 2 && in[2]) {
+    std::vector<double> cv = in[2]->to_f64();
+    BroadcastWalker({m, nn}, {broadcast_strides(in[2]->dims(), {m, nn})})
+        .run([&](int64_t i, const std::vector<int64_t>& o) { c[i] += beta * cv[o[0]]; });
+  }
+  out[0] = Tensor::from_f64(in[0]->dtype(), {m, nn}, c);
+  return Status::ok();
+}
+
+// ---- Windows: shared by Conv, ConvTranspose and the pools -----------------------------------
+
+struct Window {
+  int64_t spatial = 0;
+  Dims kernel, strides, dilations, pad_begin, pad_end, in, out;
+};
+
+// Fills strides, dilations and pads from attributes, resolving auto_pad.
+// `kernel` and `in` must be set; computes `out` for the forward direction.
+StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_mode) {
+  Window w;
+  w.spatial = static_cast<int64_t>(in.size());
+  w.in = in;
+  w.kernel = kernel;
+  w.strides = n.attr_ints("strides", Dims(w.spatial, 1));
+  w.dilations = n.attr_ints("dilations", Dims(w.spatial, 1));
+  Dims pads = n.attr_ints("pads", Dims(2 * w.spatial, 0));
+  if (static_cast<int64_t>(w.strides.size()) != w.spatial || static_cast<int64_t>(w.dilations.size()) != w.spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * w.spatial)
+    return node_error(n, fmt::format("strides, dilations and pads must match the {} spatial dimensions", w.spatial));
+  std::string autopad = n.attr_string("auto_pad", "NOTSET");
+  w.pad_begin.assign(pads.begin(), pads.begin() + w.spatial);
+  w.pad_end.assign(pads.begin() + w.spatial, pads.end());
+  for (int64_t i = 0; i < w.spatial; ++i) {
+    if (w.strides[i] <= 0 || w.dilations[i] <= 0) return node_error(n, "strides and dilations must be positive");
+    int64_t ek = w.dilations[i] * (w.kernel[i] - 1) + 1;
+    if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+      int64_t o = (in[i] + w.strides[i] - 1) / w.strides[i];
+      int64_t total = std::max<int64_t>(0, (o - 1) * w.strides[i] + ek - in[i]);
+      int64_t small = total / 2, big = total - small;
+      w.pad_begin[i] = autopad == "SAME_UPPER" ? small : big;
+      w.pad_end[i] = autopad == "SAME_UPPER" ? big : small;
+    } else if (autopad == "VALID") {
+      w.pad_begin[i] = w.pad_end[i] = 0;
+    } else if (autopad != "NOTSET") {
+      return node_error(n, fmt::format("unknown auto_pad '{}'", autopad));
+    }
+    int64_t span = in[i] + w.pad_begin[i] + w.pad_end[i] - ek;
+    if (span < 0)
+      return node_error(n, fmt::format("the window ({} with dilation {}) is larger than the padded input ({}) on spatial axis {}",
+                                       w.kernel[i], w.dilations[i], in[i] + w.pad_begin[i] + w.pad_end[i], i));
+    int64_t o = (ceil_mode ? (span + w.strides[i] - 1) / w.strides[i] : span / w.strides[i]) + 1;
+    if (ceil_mode && (o - 1) * w.strides[i] >= in[i] + w.pad_begin[i]) --o;
+    w.out.push_back(o);
+  }
+  return w;
+}
+
+// Calls f(out_linear, kernel_linear, in_linear or -1 when in padding) for every pair.
+template <typename F>
+void for_each_window(const Window& w, F f) {
+  int64_t outs = num_elements(w.out), ks = num_elements(w.kernel);
+  Dims is = strides_of(w.in);
+  std::vector<int64_t> oi(w.spatial, 0), ki(w.spatial, 0);
+  for (int64_t o = 0; o < outs; ++o) {
+    std::fill(ki.begin(), ki.end(), 0);
+    for (int64_t k = 0; k < ks; ++k) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < w.spatial && off >= 0; ++d) {
+        int64_t p = oi[d] * w.strides[d] + ki[d] * w.dilations[d] - w.pad_begin[d];
+        off = (p < 0 || p >= w.in[d]) ? -1 : off + p * is[d];
+      }
+      f(o, k, off, oi, ki);
+      for (int64_t d = w.spatial - 1; d >= 0; --d) {
+        if (++ki[d] < w.kernel[d]) break;
+        ki[d] = 0;
+      }
+    }
+    for (int64_t d = w.spatial - 1; d >= 0; --d) {
+      if (++oi[d] < w.out[d]) break;
+      oi[d] = 0;
+    }
+  }
+}
+
+// ---- Conv ---------------------------------------------------------------------------------
+
+StatusOr<Window> conv_window(const Node& n, const Dims& x, const Dims& wt) {
+  if (x.size() < 3 || wt.size() != x.size())
+    return node_error(n, fmt::format("expects X of shape N x C x D1... and W of the same rank, got {} and {}",
+                                     dims_to_string(x), dims_to_string(wt)));
+  int64_t group = n.attr_int("group", 1);
+  if (group <= 0 || x[1] % group != 0 || wt[0] % group != 0 || wt[1] * group != x[1])
+    return node_error(n, fmt::format("channels do not fit group={}: X has {} channels, W has shape {}",
+                                     group, x[1], dims_to_string(wt)));
+  Dims kernel(wt.begin() + 2, wt.end());
+  if (n.has_attr("kernel_shape") && n.attr_ints("kernel_shape") != kernel)
+    return node_error(n, "kernel_shape does not match W");
+  return forward_window(n, Dims(x.begin() + 2, x.end()), kernel, false);
+}
+
+Status infer_conv(InferContext& ctx) {
+  RETURN_IF_ERROR(require_float(ctx, 0));
+  ASSIGN_OR_RETURN(Window w, conv_window(ctx.node(), ctx.dims(0), ctx.dims(1)));
+  if (ctx.has_input(2) && ctx.dims(2) != Dims{ctx.dims(1)[0]})
+    return ctx.error(fmt::format("B must have shape [{}]", ctx.dims(1)[0]));
+  Dims d{ctx.dims(0)[0], ctx.dims(1)[0]};
+  d.insert(d.end(), w.out.begin(), w.out.end());
+  ctx.set_output(0, ctx.dtype(0), d);
+  return Status::ok();
+}
+
+Status eval_conv(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Dims& xd = in[0]->dims();
+  const Dims& wd = in[1]->dims();
+  ASSIGN_OR_RETURN(Window w, conv_window(n, xd, wd));
+  int64_t group = n.attr_int("group", 1), N = xd[0], C = xd[1], M = wd[0], cg = C / group, mg = M / group;
+  int64_t isz = num_elements(w.in), osz = num_elements(w.out), ksz = num_elements(w.kernel);
+  std::vector<double> x = in[0]->to_f64(), wt = in[1]->to_f64();
+  std::vector<double> bias = in.size() > 2 && in[2] ? in[2]->to_f64() : std::vector<double>(M, 0.0);
+  // Precompute the (out, kernel) -> input offset table once; it is shared by every channel.
+  std::vector<int64_t> table(static_cast<size_t>(osz * ksz));
+  for_each_window(w, [&](int64_t o, int64_t k, int64_t off, auto&, auto&) { table[o * ksz + k] = off; });
+  std::vector<double> y(static_cast<size_t>(N * M * osz));
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t m = 0; m < M; ++m) {
+      int64_t g = m / mg;
+      double* yo = y.data() + (b * M + m) * osz;
+      for (int64_t o = 0; o < osz; ++o) yo[o] = bias[m];
+      for (int64_t c = 0; c < cg; ++c) {
+        const double* xc = x.data() + (b * C + g * cg + c) * isz;
+        const double* wk = wt.data() + (m * cg + c) * ksz;
+        for (int64_t o = 0; o < osz; ++o) {
+          const int64_t* t = table.data() + o * ksz;
+          double acc = 0;
+          for (int64_t k = 0; k < ksz; ++k)
+            if (t[k] >= 0) acc += xc[t[k]] * wk[k];
+          yo[o] += acc;
+        }
+      }
+    }
+  Dims od{N, M};
+  od.insert(od.end(), w.out.begin(), w.out.end());
+  out[0] = Tensor::from_f64(in[0]->dtype(), od, y);
+  return Status::ok();
+}
+
+// ---- ConvTranspose ---------------------------------------------------------------------------
+
+StatusOr<Window> convt_window(const Node& n, const Dims& x, const Dims& wt) {
+  if (x.size() < 3 || wt.size() != x.size())
+    return node_error(n, "expects X of shape N x C x D1... and W of the same rank");
+  int64_t group = n.attr_int("group", 1);
+  if (group <= 0 || wt[0] != x[1] || x[1] % group != 0)
+    return node_error(n, fmt::format("W's first dimension ({}) must equal X's channels ({})", wt[0], x[1]));
+  Window w;
+  w.spatial = static_cast<int64_t>(x.size()) - 2;
+  w.in.assign(x.begin() + 2, x.end());
+  w.kernel.assign(wt.begin() + 2, wt.end());
+  w.strides = n.attr_ints("strides", Dims(w.spatial, 1));
+  w.dilations = n.attr_ints("dilations", Dims(w.spatial, 1));
+  Dims pads = n.attr_ints("pads", Dims(2 * w.spatial, 0));
+  Dims outpad = n.attr_ints("output_padding", Dims(w.spatial, 0));
+  Dims oshape = n.attr_ints("output_shape");
+  std::string autopad = n.attr_string("auto_pad", "NOTSET");
+  if (static_cast<int64_t>(pads.size()) != 2 * w.spatial || static_cast<int64_t>(outpad.size()) != w.spatial)
+    return node_error(n, "pads and output_padding must match the spatial dimensions");
+  w.pad_begin.assign(pads.begin(), pads.begin() + w.spatial);
+  w.pad_end.assign(pads.begin() + w.spatial, pads.end());
+  if (!oshape.empty() && static_cast<int64_t>(oshape.size()) == w.spatial + 2) oshape.erase(oshape.begin(), oshape.begin() + 2);
+  for (int64_t i = 0; i < w.spatial; ++i) {
+    int64_t full = w.strides[i] * (w.in[i] - 1) + outpad[i] + (w.kernel[i] - 1) * w.dilations[i] + 1;
+    if (!oshape.empty() || autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+      int64_t target = oshape.empty() ? w.in[i] * w.strides[i] : oshape[i];
+      int64_t total = std::max<int64_t>(0, full - target);
+      bool upper = autopad != "SAME_LOWER";
+      w.pad_begin[i] = upper ? total / 2 : total - total / 2;
+      w.pad_end[i] = total - w.pad_begin[i];
+    } else if (autopad == "VALID") {
+      w.pad_begin[i] = w.pad_end[i] = 0;
+    }
+    int64_t o = full - w.pad_begin[i] - w.pad_end[i];
+    if (o <= 0) return node_error(n, "the output would be empty");
+    w.out.push_back(o);
+  }
+  return w;
+}
+
+Status infer_convt(InferContext& ctx) {
+  RETURN_IF_ERROR(require_float(ctx, 0));
+  ASSIGN_OR_RETURN(Window w, convt_window(ctx.node(), ctx.dims(0), ctx.dims(1)));
+  int64_t m = ctx.dims(1)[1] * ctx.node().attr_int("group", 1);
+  if (ctx.has_input(2) && ctx.dims(2) != Dims{m}) return ctx.error(fmt::format("B must have shape [{}]", m));
+  Dims d{ctx.dims(0)[0], m};
+  d.insert(d.end(), w.out.begin(), w.out.end());
+  ctx.set_output(0, ctx.dtype(0), d);
+  return Status::ok();
+}
+
+Status eval_convt(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Dims& xd = in[0]->dims();
+  const Dims& wd = in[1]->dims();
+  ASSIGN_OR_RETURN(Window w, convt_window(n, xd, wd));
+  int64_t group = n.attr_int("group", 1), N = xd[0], C = xd[1], mg = wd[1], M = mg * group, cg = C / group;
+  int64_t isz = num_elements(w.in), osz = num_elements(w.out), ksz = num_elements(w.kernel);
+  std::vector<double> x = in[0]->to_f64(), wt = in[1]->to_f64();
+  std::vector<double> y(static_cast<size_t>(N * M * osz), 0.0);
+  Dims os = strides_of(w.out);
+  std::vector<int64_t> ii(w.spatial), ki(w.spatial);
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t g = c / cg;
+      for (int64_t i = 0; i < isz; ++i) {
+        for (int64_t d = w.spatial - 1, r = i; d >= 0; --d) ii[d] = r % w.in[d], r /= w.in[d];
+        double xv = x[(b * C + c) * isz + i];
+        for (int64_t k = 0; k < ksz; ++k) {
+          for (int64_t d = w.spatial - 1, r = k; d >= 0; --d) ki[d] = r % w.kernel[d], r /= w.kernel[d];
+          int64_t off = 0;
+          for (int64_t d = 0; d < w.spatial && off >= 0; ++d) {
+            int64_t p = ii[d] * w.strides[d] + ki[d] * w.dilations[d] - w.pad_begin[d];
+            off = (p < 0 || p >= w.out[d]) ? -1 : off + p * os[d];
+          }
+          if (off < 0) continue;
+          for (int64_t m = 0; m < mg; ++m)
+            y[(b * M + g * mg + m) * osz + off] += xv * wt[(c * mg + m) * ksz + k];
+        }
+      }
+    }
+  if (in.size() > 2 && in[2]) {
+    std::vector<double> bias = in[2]->to_f64();
+    for (int64_t i = 0; i < N * M; ++i)
+      for (int64_t o = 0; o < osz; ++o) y[i * osz + o] += bias[i % M];
+  }
+  Dims od{N, M};
+  od.insert(od.end(), w.out.begin(), w.out.end());
+  out[0] = Tensor::from_f64(in[0]->dtype(), od, y);
+  return Status::ok();
+}
+
+// ---- Pools ----------------------------------------------------------------------------------
+
+StatusOr<Window> pool_window(const Node& n, const Dims& x) {
+  if (x.size() < 3) return node_error(n, "expects an input of shape N x C x D1...");
+  Dims kernel = n.attr_ints("kernel_shape");
+  if (kernel.size() != x.size() - 2) return node_error(n, "kernel_shape must match the spatial dimensions");
+  if (n.attr_int("storage_order", 0) != 0) return node_error(n, "storage_order=1 is not supported");
+  return forward_window(n, Dims(x.begin() + 2, x.end()), kernel, n.attr_int("ceil_mode", 0) != 0);
+}
+
+Status infer_pool(InferContext& ctx) {
+  ASSIGN_OR_RETURN(Window w, pool_window(ctx.node(), ctx.dims(0)));
+  Dims d{ctx.dims(0)[0], ctx.dims(0)[1]};
+  d.insert(d.end(), w.out.begin(), w.out.end());
+  ctx.set_output(0, ctx.dtype(0), d);
+  ctx.set_output(1, DType::kI64, d);
+  return Status::ok();
+}
+
+Status eval_pool(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& xt = *in[0];
+  ASSIGN_OR_RETURN(Window w, pool_window(n, xt.dims()));
+  bool is_max = n.op_type == "MaxPool";
+  bool include_pad = n.attr_int("count_include_pad", 0) != 0;
+  int64_t planes = xt.dims()[0] * xt.dims()[1], isz = num_elements(w.in), osz = num_elements(w.out);
+  std::vector<double> x = xt.to_f64(), y(static_cast<size_t>(planes * osz));
+  std::vector<int64_t> arg(y.size(), 0);
+  for (int64_t p = 0; p < planes; ++p) {
+    const double* xp = x.data() + p * isz;
+    std::vector<double> acc(osz, is_max ? -INFINITY : 0.0);
+    std::vector<int64_t> cnt(osz, 0), best(osz, 0);
+    for_each_window(w, [&](int64_t o, int64_t, int64_t off, const std::vector<int64_t>& oi,
+                           const std::vector<int64_t>& ki) {
+      if (off >= 0) {
+        if (is_max) {
+          if (xp[off] > acc[o]) acc[o] = xp[off], best[o] = p * isz + off;
+        } else {
+          acc[o] += xp[off];
+        }
+        ++cnt[o];
+        return;
+      }
+      if (!include_pad || is_max) return;
+      bool in_pads = true;  // inside the explicit padding, not the ceil_mode overhang
+      for (int64_t d = 0; d < w.spatial; ++d) {
+        int64_t pos = oi[d] * w.strides[d] + ki[d] * w.dilations[d] - w.pad_begin[d];
+        in_pads = in_pads && pos < w.in[d] + w.pad_end[d];
+      }
+      cnt[o] += in_pads;
+    });
+    for (int64_t o = 0; o < osz; ++o) {
+      y[p * osz + o] = is_max ? acc[o] : acc[o] / double(std::max<int64_t>(cnt[o], 1));
+      arg[p * osz + o] = best[o];
+    }
+  }
+  Dims od{xt.dims()[0], xt.dims()[1]};
+  od.insert(od.end(), w.out.begin(), w.out.end());
+  out[0] = Tensor::from_f64(xt.dtype(), od, y);
+  if (out.size() > 1 && n.output(1)) out[1] = Tensor::from_i64(DType::kI64, od, arg);
+  return Status::ok();
+}
+
+Status infer_global_pool(InferContext& ctx) {
+  if (ctx.rank(0) < 3) return ctx.error("expects an input of shape N x C x D1...");
+  Dims d = ctx.dims(0);
+  for (size_t i = 2; i < d.size(); ++i) d[i] = 1;
+  ctx.set_output(0, ctx.dtype(0), d);
+  return Status::ok();
+}
+
+Status eval_global_pool(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  Dims d = x.dims();
+  int64_t planes = d[0] * d[1], sz = x.size() / std::max<int64_t>(planes, 1);
+  for (size_t i = 2; i < d.size(); ++i) d[i] = 1;
+  bool is_max = n.op_type == "GlobalMaxPool";
+  std::vector<double> xv = x.to_f64(), y(static_cast<size_t>(planes));
+  for (int64_t p = 0; p < planes; ++p) {
+    double acc = is_max ? -INFINITY : 0.0;
+    for (int64_t i = 0; i < sz; ++i) acc = is_max ? std::max(acc, xv[p * sz + i]) : acc + xv[p * sz + i];
+    y[p] = is_max ? acc : acc / double(sz);
+  }
+  out[0] = Tensor::from_f64(x.dtype(), d, y);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_nn(std::vector<OpDef>& t) {
+  t.push_back({"MatMul", kMinOpset, kMaxOpset, OpCategory::kLibrary, infer_matmul, eval_matmul});
+  t.push_back({"Gemm", kMinOpset, kMaxOpset, OpCategory::kLibrary, infer_gemm, eval_gemm});
+  t.push_back({"Conv", kMinOpset, kMaxOpset, OpCategory::kLibrary, infer_conv, eval_conv});
+  t.push_back({"ConvTranspose", kMinOpset, kMaxOpset, OpCategory::kLibrary, infer_convt, eval_convt});
+  for (const char* p : {"MaxPool", "AveragePool"})
+    t.push_back({p, kMinOpset, kMaxOpset, OpCategory::kLibrary, infer_pool, eval_pool});
+  for (const char* p : {"GlobalAveragePool", "GlobalMaxPool"})
+    t.push_back({p, kMinOpset, kMaxOpset, OpCategory::kReduction, infer_global_pool, eval_global_pool});
+}
+
+}  // namespace stitch::ops

@@ -1,0 +1,164 @@
+// Normalizations: LayerNormalization (with its optional Mean and InvStdDev
+// outputs), BatchNormalization in inference mode, InstanceNormalization.
+// Statistics are computed in double.
+#include <cmath>
+
+#include "ops/op_util.h"
+
+namespace stitch::ops {
+namespace {
+
+Status infer_layernorm(InferContext& ctx) {
+  const Node& n = ctx.node();
+  if (!is_float(ctx.dtype(0))) return ctx.error("expects a floating-point input");
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(n, n.attr_int("axis", -1), ctx.rank(0)));
+  Dims norm(ctx.dims(0).begin() + axis, ctx.dims(0).end());
+  for (size_t i = 1; i < 3; ++i) {
+    if (!ctx.has_input(i)) continue;
+    auto b = broadcast_dims(norm, ctx.dims(i));
+    if (!b || *b != norm)
+      return ctx.error(fmt::format("{} of shape {} does not broadcast to the normalized shape {}",
+                                   i == 1 ? "Scale" : "B", dims_to_string(ctx.dims(i)),
+                                   dims_to_string(norm)));
+  }
+  ctx.set_output(0, ctx.dtype(0), ctx.dims(0));
+  Dims stat = ctx.dims(0);
+  for (size_t i = axis; i < stat.size(); ++i) stat[i] = 1;
+  int64_t stash = n.attr_int("stash_type", 1);
+  DType st = dtype_from_onnx(static_cast<int>(stash)).value_or(DType::kF32);
+  ctx.set_output(1, st, stat);
+  ctx.set_output(2, st, stat);
+  return Status::ok();
+}
+
+Status eval_layernorm(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  int64_t axis = *norm_axis(n, n.attr_int("axis", -1), x.rank());
+  double eps = n.attr_float("epsilon", 1e-5f);
+  Dims norm(x.dims().begin() + axis, x.dims().end());
+  int64_t inner = num_elements(norm), outer = x.size() / std::max<int64_t>(inner, 1);
+  std::vector<double> xv = x.to_f64(), yv(xv.size());
+  auto param = [&](size_t i) {
+    std::vector<double> full(static_cast<size_t>(inner), i == 1 ? 1.0 : 0.0);
+    if (i < in.size() && in[i]) {
+      std::vector<double> p = in[i]->to_f64();
+      Dims s = broadcast_strides(in[i]->dims(), norm);
+      BroadcastWalker(norm, {s}).run([&](int64_t k, const std::vector<int64_t>& o) { full[k] = p[o[0]]; });
+    }
+    return full;
+  };
+  std::vector<double> scale = param(1), bias = param(2);
+  DType st = dtype_from_onnx(static_cast<int>(n.attr_int("stash_type", 1))).value_or(DType::kF32);
+  Dims stat = x.dims();
+  for (size_t i = axis; i < stat.size(); ++i) stat[i] = 1;
+  std::vector<double> means(outer), inv(outer);
+  for (int64_t o = 0; o < outer; ++o) {
+    const double* row = xv.data() + o * inner;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < inner; ++k) mean += row[k];
+    mean /= double(inner);
+    for (int64_t k = 0; k < inner; ++k) var += (row[k] - mean) * (row[k] - mean);
+    var /= double(inner);
+    double r = 1.0 / std::sqrt(var + eps);
+    means[o] = mean;
+    inv[o] = r;
+    for (int64_t k = 0; k < inner; ++k) yv[o * inner + k] = (row[k] - mean) * r * scale[k] + bias[k];
+  }
+  out[0] = Tensor::from_f64(x.dtype(), x.dims(), yv);
+  if (out.size() > 1) out[1] = Tensor::from_f64(st, stat, means);
+  if (out.size() > 2) out[2] = Tensor::from_f64(st, stat, inv);
+  return Status::ok();
+}
+
+Status check_channel_params(InferContext& ctx, size_t first, size_t last) {
+  if (ctx.rank(0) < 2) return ctx.error("expects an input of shape N x C x ...");
+  int64_t c = ctx.dims(0)[1];
+  for (size_t i = first; i <= last; ++i) {
+    if (ctx.dims(i) != Dims{c})
+      return ctx.error(fmt::format("input {} must have shape [{}] (the channel count), got {}",
+                                   i, c, dims_to_string(ctx.dims(i))));
+  }
+  return Status::ok();
+}
+
+Status infer_batchnorm(InferContext& ctx) {
+  const Node& n = ctx.node();
+  if (n.attr_int("training_mode", 0) != 0 ||
+      (n.outputs.size() > 1 && std::any_of(n.outputs.begin() + 1, n.outputs.end(),
+                                           [](Value* v) { return v != nullptr; })))
+    return ctx.error("training-mode BatchNormalization is not supported; export the model in "
+                     "eval mode (model.eval())");
+  if (!is_float(ctx.dtype(0))) return ctx.error("expects a floating-point input");
+  RETURN_IF_ERROR(check_channel_params(ctx, 1, 4));
+  return same_as_input0(ctx);
+}
+
+// y = (x - mean) / sqrt(var + eps) * scale + bias, per channel.
+void channel_affine(const Tensor& x, const std::vector<double>& mul, const std::vector<double>& add,
+                    std::vector<double>& y, bool per_instance) {
+  const Dims& d = x.dims();
+  int64_t n = d[0], c = d[1], hw = x.size() / std::max<int64_t>(n * c, 1);
+  std::vector<double> xv = x.to_f64();
+  y.resize(xv.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j) {
+      size_t p = per_instance ? static_cast<size_t>(i * c + j) : static_cast<size_t>(j);
+      for (int64_t k = 0; k < hw; ++k) {
+        int64_t at = (i * c + j) * hw + k;
+        y[at] = xv[at] * mul[p] + add[p];
+      }
+    }
+}
+
+Status eval_batchnorm(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  double eps = n.attr_float("epsilon", 1e-5f);
+  std::vector<double> scale = in[1]->to_f64(), bias = in[2]->to_f64(), mean = in[3]->to_f64(),
+                      var = in[4]->to_f64();
+  std::vector<double> mul(scale.size()), add(scale.size()), y;
+  for (size_t c = 0; c < scale.size(); ++c) {
+    mul[c] = scale[c] / std::sqrt(var[c] + eps);
+    add[c] = bias[c] - mean[c] * mul[c];
+  }
+  channel_affine(*in[0], mul, add, y, false);
+  out[0] = Tensor::from_f64(in[0]->dtype(), in[0]->dims(), y);
+  return Status::ok();
+}
+
+Status infer_instancenorm(InferContext& ctx) {
+  if (!is_float(ctx.dtype(0))) return ctx.error("expects a floating-point input");
+  RETURN_IF_ERROR(check_channel_params(ctx, 1, 2));
+  return same_as_input0(ctx);
+}
+
+Status eval_instancenorm(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  double eps = n.attr_float("epsilon", 1e-5f);
+  int64_t nb = x.dims()[0], c = x.dims()[1], hw = x.size() / std::max<int64_t>(nb * c, 1);
+  std::vector<double> xv = x.to_f64(), scale = in[1]->to_f64(), bias = in[2]->to_f64();
+  std::vector<double> mul(nb * c), add(nb * c), y;
+  for (int64_t i = 0; i < nb * c; ++i) {
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < hw; ++k) mean += xv[i * hw + k];
+    mean /= double(hw);
+    for (int64_t k = 0; k < hw; ++k) var += (xv[i * hw + k] - mean) * (xv[i * hw + k] - mean);
+    var /= double(hw);
+    mul[i] = scale[i % c] / std::sqrt(var + eps);
+    add[i] = bias[i % c] - mean * mul[i];
+  }
+  channel_affine(x, mul, add, y, true);
+  out[0] = Tensor::from_f64(x.dtype(), x.dims(), y);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_normalization(std::vector<OpDef>& t) {
+  t.push_back({"LayerNormalization", 17, kMaxOpset, OpCategory::kReduction, infer_layernorm,
+               eval_layernorm});
+  t.push_back({"BatchNormalization", kMinOpset, kMaxOpset, OpCategory::kBroadcast, infer_batchnorm,
+               eval_batchnorm});
+  t.push_back({"InstanceNormalization", kMinOpset, kMaxOpset, OpCategory::kReduction,
+               infer_instancenorm, eval_instancenorm});
+}
+
+}  // namespace stitch::ops

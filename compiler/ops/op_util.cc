@@ -1,0 +1,81 @@
+#include "ops/op_util.h"
+
+namespace stitch::ops {
+
+std::optional<Dims> broadcast_dims(const Dims& a, const Dims& b) {
+  size_t r = std::max(a.size(), b.size());
+  Dims out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da == db || db == 1) out[i] = da;
+    else if (da == 1) out[i] = db;
+    else return std::nullopt;
+  }
+  return out;
+}
+
+Dims strides_of(const Dims& dims) {
+  Dims s(dims.size(), 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+Dims broadcast_strides(const Dims& in, const Dims& out) {
+  Dims s(out.size(), 0);
+  Dims own = strides_of(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i] == 1 ? 0 : own[i];
+  return s;
+}
+
+BroadcastWalker::BroadcastWalker(const Dims& out, std::vector<Dims> in_strides)
+    : out_(out), strides_(std::move(in_strides)) {}
+
+StatusOr<std::vector<int64_t>> const_ints(const InferContext& ctx, size_t input,
+                                          const char* what) {
+  const Tensor* t = ctx.constant(input);
+  if (!t) {
+    return ctx.error(fmt::format(
+        "its {} (input {} '{}') is computed at run time; stitch needs it known at compile time "
+        "(bind every dynamic dimension with --shape so it folds to a constant)",
+        what, input, ctx.node().inputs[input]->name));
+  }
+  if (!is_int(t->dtype()))
+    return ctx.error(fmt::format("its {} must be an integer tensor, got {}", what,
+                                 dtype_name(t->dtype())));
+  return t->to_i64();
+}
+
+StatusOr<std::optional<std::vector<int64_t>>> axes_operand(const InferContext& ctx,
+                                                           size_t input, const char* attr) {
+  if (ctx.node().has_attr(attr))
+    return std::optional<std::vector<int64_t>>(ctx.node().attr_ints(attr));
+  if (ctx.has_input(input)) {
+    ASSIGN_OR_RETURN(auto v, const_ints(ctx, input, "axes"));
+    return std::optional<std::vector<int64_t>>(std::move(v));
+  }
+  return std::optional<std::vector<int64_t>>();
+}
+
+std::optional<std::vector<int64_t>> axes_operand_eval(const Node& n,
+                                                      std::span<const Tensor* const> in,
+                                                      size_t input, const char* attr) {
+  if (n.has_attr(attr)) return n.attr_ints(attr);
+  if (input < in.size() && in[input]) return in[input]->to_i64();
+  return std::nullopt;
+}
+
+bool same_type_as_input0(const Node& n) {
+  const Value* in = n.input(0);
+  const Value* out = n.output(0);
+  return in && out && in->dtype == out->dtype && in->dims && out->dims && *in->dims == *out->dims;
+}
+
+Status same_as_input0(InferContext& ctx) {
+  ctx.set_output(0, ctx.dtype(0), ctx.dims(0));
+  return Status::ok();
+}
+
+}  // namespace stitch::ops

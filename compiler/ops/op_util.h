@@ -1,0 +1,94 @@
+// Helpers shared by the op rows: axis handling, broadcasting, attribute or
+// input operands, and the registration list.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <vector>
+
+#include "ir/op_table.h"
+#include "support/check.h"
+
+namespace stitch::ops {
+
+// Registration: each op family file appends its rows.
+void register_elementwise(std::vector<OpDef>& table);
+void register_reduce(std::vector<OpDef>& table);
+void register_normalization(std::vector<OpDef>& table);
+void register_layout(std::vector<OpDef>& table);
+void register_gather_scatter(std::vector<OpDef>& table);
+void register_nn(std::vector<OpDef>& table);
+void register_shape(std::vector<OpDef>& table);
+
+inline Status node_error(const Node& n, const std::string& msg) {
+  return Status::user(fmt::format("{}: {}", n.describe(), msg));
+}
+
+// Normalises a possibly negative axis against `rank`; error if out of range.
+inline StatusOr<int64_t> norm_axis(const Node& n, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1) || (rank == 0 && axis != 0 && axis != -1))
+    return node_error(n, fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Numpy-style broadcast of two shapes; nullopt if incompatible.
+std::optional<Dims> broadcast_dims(const Dims& a, const Dims& b);
+
+// Row-major strides of `dims`.
+Dims strides_of(const Dims& dims);
+
+// Strides of `in` aligned to the broadcast output `out` (0 on broadcast axes).
+Dims broadcast_strides(const Dims& in, const Dims& out);
+
+// Visits every index of `out` in row-major order, tracking one offset per
+// input (with its broadcast strides). f(out_index, offsets...).
+class BroadcastWalker {
+ public:
+  BroadcastWalker(const Dims& out, std::vector<Dims> in_strides);
+  template <typename F>
+  void run(F&& f) {
+    const int64_t n = num_elements(out_);
+    const size_t k = strides_.size();
+    std::vector<int64_t> off(k, 0);
+    std::vector<int64_t> idx(out_.size(), 0);
+    const int64_t r = static_cast<int64_t>(out_.size());
+    for (int64_t i = 0; i < n; ++i) {
+      f(i, off);
+      for (int64_t d = r - 1; d >= 0; --d) {
+        if (++idx[d] < out_[d]) {
+          for (size_t j = 0; j < k; ++j) off[j] += strides_[j][d];
+          break;
+        }
+        for (size_t j = 0; j < k; ++j) off[j] -= strides_[j][d] * (out_[d] - 1);
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  Dims out_;
+  std::vector<Dims> strides_;
+};
+
+// The int64 contents of a constant 1-D (or scalar) tensor input, or an error
+// naming the input when it is not a compile-time constant.
+StatusOr<std::vector<int64_t>> const_ints(const InferContext& ctx, size_t input,
+                                          const char* what);
+
+// Axes given as attribute `attr` (older opsets) or as input `input` (newer).
+// Returns nullopt when neither is given.
+StatusOr<std::optional<std::vector<int64_t>>> axes_operand(const InferContext& ctx,
+                                                           size_t input, const char* attr);
+// The same at evaluation time.
+std::optional<std::vector<int64_t>> axes_operand_eval(const Node& n,
+                                                      std::span<const Tensor* const> in,
+                                                      size_t input, const char* attr);
+
+// No-op test: output 0 has exactly input 0's dtype and dims.
+bool same_type_as_input0(const Node& n);
+
+// Shape rule that copies input 0's dtype and dims to output 0.
+Status same_as_input0(InferContext& ctx);
+
+}  // namespace stitch::ops

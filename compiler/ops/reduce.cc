@@ -1,0 +1,299 @@
+// Reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare},
+// ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax and CumSum. Accumulation is in
+// double (int64 for integer Sum/Prod/Max/Min, which must stay exact).
+#include <cmath>
+#include <limits>
+
+#include "ops/op_util.h"
+
+namespace stitch::ops {
+namespace {
+
+// Opset from which each Reduce op takes its axes as input 1 instead of an attribute.
+int axes_input_since(const std::string& op) { return op == "ReduceSum" ? 13 : 18; }
+
+struct ReduceAxes {
+  std::vector<bool> reduced;  // per input axis
+  bool identity = false;      // noop_with_empty_axes with no axes
+};
+
+StatusOr<ReduceAxes> reduce_axes(const Node& n, std::optional<std::vector<int64_t>> axes,
+                                 int64_t rank) {
+  ReduceAxes r;
+  r.reduced.assign(static_cast<size_t>(rank), false);
+  if (!axes || axes->empty()) {
+    if (n.attr_int("noop_with_empty_axes", 0)) r.identity = true;
+    else r.reduced.assign(static_cast<size_t>(rank), true);
+    return r;
+  }
+  for (int64_t a : *axes) {
+    ASSIGN_OR_RETURN(int64_t ax, norm_axis(n, a, rank));
+    if (r.reduced[ax]) return node_error(n, fmt::format("axis {} is listed twice", a));
+    r.reduced[ax] = true;
+  }
+  return r;
+}
+
+Dims reduced_dims(const Dims& in, const ReduceAxes& r, bool keep) {
+  if (r.identity) return in;
+  Dims out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!r.reduced[i]) out.push_back(in[i]);
+    else if (keep) out.push_back(1);
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> axes_of(const Node& n, std::span<const Tensor* const> in) {
+  if (n.opset >= axes_input_since(n.op_type)) {
+    if (in.size() > 1 && in[1]) return in[1]->to_i64();
+    return std::nullopt;
+  }
+  if (n.has_attr("axes")) return n.attr_ints("axes");
+  return std::nullopt;
+}
+
+Status infer_reduce(InferContext& ctx) {
+  const Node& n = ctx.node();
+  std::optional<std::vector<int64_t>> axes;
+  if (n.opset >= axes_input_since(n.op_type)) {
+    if (ctx.has_input(1)) {
+      ASSIGN_OR_RETURN(auto v, const_ints(ctx, 1, "axes"));
+      axes = v;
+    }
+  } else if (n.has_attr("axes")) {
+    axes = n.attr_ints("axes");
+  }
+  if (ctx.dtype(0) == DType::kBool) return ctx.error("does not take bool inputs");
+  ASSIGN_OR_RETURN(ReduceAxes r, reduce_axes(n, axes, ctx.rank(0)));
+  ctx.set_output(0, ctx.dtype(0), reduced_dims(ctx.dims(0), r, n.attr_int("keepdims", 1) != 0));
+  return Status::ok();
+}
+
+// For each input element (row-major), its output offset.
+std::vector<int64_t> output_offsets(const Dims& in, const ReduceAxes& r) {
+  Dims out_full = in;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (r.reduced[i]) out_full[i] = 1;
+  Dims s = broadcast_strides(out_full, in);
+  std::vector<int64_t> offs(static_cast<size_t>(num_elements(in)));
+  BroadcastWalker(in, {s}).run([&](int64_t i, const std::vector<int64_t>& o) { offs[i] = o[0]; });
+  return offs;
+}
+
+Status eval_reduce(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  ASSIGN_OR_RETURN(ReduceAxes r, reduce_axes(n, axes_of(n, in), x.rank()));
+  if (r.identity) {
+    out[0] = x;
+    return Status::ok();
+  }
+  Dims od = reduced_dims(x.dims(), r, n.attr_int("keepdims", 1) != 0);
+  Tensor y(x.dtype(), od);
+  const std::string& op = n.op_type;
+  std::vector<int64_t> offs = output_offsets(x.dims(), r);
+  const size_t m = static_cast<size_t>(y.size());
+  const bool exact_int = is_int(x.dtype()) &&
+                         (op == "ReduceSum" || op == "ReduceProd" || op == "ReduceMax" ||
+                          op == "ReduceMin");
+  if (exact_int) {
+    std::vector<int64_t> acc(m, op == "ReduceProd" ? 1
+                                : op == "ReduceMax" ? std::numeric_limits<int64_t>::min()
+                                : op == "ReduceMin" ? std::numeric_limits<int64_t>::max()
+                                                    : 0);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      int64_t v = x.get_i64(i);
+      int64_t& a = acc[offs[i]];
+      if (op == "ReduceSum") a += v;
+      else if (op == "ReduceProd") a *= v;
+      else if (op == "ReduceMax") a = std::max(a, v);
+      else a = std::min(a, v);
+    }
+    for (size_t i = 0; i < m; ++i) y.set_i64(static_cast<int64_t>(i), acc[i]);
+    out[0] = std::move(y);
+    return Status::ok();
+  }
+  std::vector<double> xv = x.to_f64();
+  std::vector<double> acc(m, 0.0);
+  std::vector<int64_t> count(m, 0);
+  std::vector<double> mx(m, -INFINITY);
+  if (op == "ReduceLogSumExp")
+    for (size_t i = 0; i < xv.size(); ++i) mx[offs[i]] = std::max(mx[offs[i]], xv[i]);
+  if (op == "ReduceProd") acc.assign(m, 1.0);
+  if (op == "ReduceMax") acc.assign(m, -INFINITY);
+  if (op == "ReduceMin") acc.assign(m, INFINITY);
+  for (size_t i = 0; i < xv.size(); ++i) {
+    double v = xv[i];
+    double& a = acc[offs[i]];
+    ++count[offs[i]];
+    if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceLogSum") a += v;
+    else if (op == "ReduceProd") a *= v;
+    else if (op == "ReduceMax") a = (std::isnan(v) || std::isnan(a)) ? NAN : std::max(a, v);
+    else if (op == "ReduceMin") a = (std::isnan(v) || std::isnan(a)) ? NAN : std::min(a, v);
+    else if (op == "ReduceL1") a += std::fabs(v);
+    else if (op == "ReduceL2" || op == "ReduceSumSquare") a += v * v;
+    else if (op == "ReduceLogSumExp") a += std::isinf(mx[offs[i]]) ? std::exp(v) : std::exp(v - mx[offs[i]]);
+    else STITCH_UNREACHABLE("reduce {}", op);
+  }
+  for (size_t i = 0; i < m; ++i) {
+    double a = acc[i];
+    if (op == "ReduceMean") a = count[i] ? a / double(count[i]) : NAN;
+    else if (op == "ReduceL2") a = std::sqrt(a);
+    else if (op == "ReduceLogSum") a = std::log(a);
+    else if (op == "ReduceLogSumExp") a = std::log(a) + (std::isinf(mx[i]) ? 0.0 : mx[i]);
+    y.set_f64(static_cast<int64_t>(i), a);
+  }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+// ---- ArgMax / ArgMin ----------------------------------------------------------
+
+Status infer_arg(InferContext& ctx) {
+  const Node& n = ctx.node();
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(n, n.attr_int("axis", 0), ctx.rank(0)));
+  Dims d = ctx.dims(0);
+  if (d.empty()) return ctx.error("needs an input of rank 1 or more");
+  if (d[axis] == 0) return ctx.error("cannot take an arg-extreme over an empty axis");
+  if (n.attr_int("keepdims", 1)) d[axis] = 1;
+  else d.erase(d.begin() + axis);
+  ctx.set_output(0, DType::kI64, d);
+  return Status::ok();
+}
+
+// View of a tensor as [outer, len, inner] around `axis`.
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+  AxisView(const Dims& d, int64_t axis, bool flatten_tail = false) {
+    for (int64_t i = 0; i < axis; ++i) outer *= d[i];
+    if (flatten_tail) {
+      for (size_t i = axis; i < d.size(); ++i) len *= d[i];
+    } else {
+      len = d[axis];
+      for (size_t i = axis + 1; i < d.size(); ++i) inner *= d[i];
+    }
+  }
+  int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * len + k) * inner + i; }
+};
+
+Status eval_arg(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  int64_t axis = *norm_axis(n, n.attr_int("axis", 0), x.rank());
+  bool last = n.attr_int("select_last_index", 0) != 0;
+  bool is_max = n.op_type == "ArgMax";
+  Dims d = x.dims();
+  if (n.attr_int("keepdims", 1)) d[axis] = 1;
+  else d.erase(d.begin() + axis);
+  Tensor y(DType::kI64, d);
+  AxisView v(x.dims(), axis);
+  std::vector<double> xv = x.to_f64();
+  int64_t* yp = y.data_as<int64_t>();
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      int64_t best = 0;
+      double bv = xv[v.at(o, 0, i)];
+      for (int64_t k = 1; k < v.len; ++k) {
+        double c = xv[v.at(o, k, i)];
+        bool better = is_max ? (c > bv || (last && c == bv)) : (c < bv || (last && c == bv));
+        if (better) best = k, bv = c;
+      }
+      yp[o * v.inner + i] = best;
+    }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+// ---- Softmax family -------------------------------------------------------------
+
+// Opsets before 13 flatten the input to 2-D at `axis` (default 1); 13+ use one axis (default -1).
+AxisView softmax_view(const Node& n, const Dims& d) {
+  bool legacy = n.opset < 13;
+  int64_t axis = *norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), static_cast<int64_t>(d.size()));
+  return AxisView(d, axis, legacy);
+}
+
+Status infer_softmax(InferContext& ctx) {
+  const Node& n = ctx.node();
+  if (!is_float(ctx.dtype(0))) return ctx.error("expects a floating-point input");
+  if (ctx.rank(0) == 0) return ctx.error("needs an input of rank 1 or more");
+  RETURN_IF_ERROR(norm_axis(n, n.attr_int("axis", n.opset < 13 ? 1 : -1), ctx.rank(0)).status());
+  ctx.set_output(0, ctx.dtype(0), ctx.dims(0));
+  return Status::ok();
+}
+
+Status eval_softmax(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  AxisView v = softmax_view(n, x.dims());
+  std::vector<double> xv = x.to_f64(), yv(xv.size());
+  const std::string& op = n.op_type;
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      double mx = -INFINITY;
+      int64_t arg = 0;
+      for (int64_t k = 0; k < v.len; ++k) {
+        double c = xv[v.at(o, k, i)];
+        if (c > mx) mx = c, arg = k;
+      }
+      if (op == "Hardmax") {
+        for (int64_t k = 0; k < v.len; ++k) yv[v.at(o, k, i)] = k == arg ? 1.0 : 0.0;
+        continue;
+      }
+      double sum = 0;
+      for (int64_t k = 0; k < v.len; ++k) sum += std::exp(xv[v.at(o, k, i)] - mx);
+      for (int64_t k = 0; k < v.len; ++k) {
+        double z = xv[v.at(o, k, i)] - mx;
+        yv[v.at(o, k, i)] = op == "LogSoftmax" ? z - std::log(sum) : std::exp(z) / sum;
+      }
+    }
+  out[0] = Tensor::from_f64(x.dtype(), x.dims(), yv);
+  return Status::ok();
+}
+
+// ---- CumSum -------------------------------------------------------------------------
+
+Status infer_cumsum(InferContext& ctx) {
+  ASSIGN_OR_RETURN(auto axis, const_ints(ctx, 1, "axis"));
+  if (axis.size() != 1) return ctx.error("axis must be a scalar");
+  RETURN_IF_ERROR(norm_axis(ctx.node(), axis[0], ctx.rank(0)).status());
+  return same_as_input0(ctx);
+}
+
+Status eval_cumsum(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  int64_t axis = *norm_axis(n, in[1]->get_i64(0), x.rank());
+  bool excl = n.attr_int("exclusive", 0), rev = n.attr_int("reverse", 0);
+  AxisView v(x.dims(), axis);
+  Tensor y(x.dtype(), x.dims());
+  bool fl = is_float(x.dtype());
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      double fs = 0;
+      int64_t is = 0;
+      for (int64_t s = 0; s < v.len; ++s) {
+        int64_t k = rev ? v.len - 1 - s : s;
+        int64_t at = v.at(o, k, i);
+        if (excl) { fl ? y.set_f64(at, fs) : y.set_i64(at, is); }
+        if (fl) fs += x.get_f64(at);
+        else is += x.get_i64(at);
+        if (!excl) { fl ? y.set_f64(at, fs) : y.set_i64(at, is); }
+      }
+    }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_reduce(std::vector<OpDef>& t) {
+  for (const char* r : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                        "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                        "ReduceSumSquare"})
+    t.push_back({r, kMinOpset, kMaxOpset, OpCategory::kReduction, infer_reduce, eval_reduce});
+  for (const char* r : {"ArgMax", "ArgMin"})
+    t.push_back({r, kMinOpset, kMaxOpset, OpCategory::kReduction, infer_arg, eval_arg});
+  for (const char* r : {"Softmax", "LogSoftmax", "Hardmax"})
+    t.push_back({r, kMinOpset, kMaxOpset, OpCategory::kReduction, infer_softmax, eval_softmax});
+  t.push_back({"CumSum", kMinOpset, kMaxOpset, OpCategory::kReduction, infer_cumsum, eval_cumsum});
+}
+
+}  // namespace stitch::ops

@@ -1,0 +1,139 @@
+// Shape-computing ops: Shape, Size, Range, ConstantOfShape, OneHot. With
+// static shapes they all fold to constants; their reference rows still exist
+// so the folder can evaluate them and so a graph with run-time values works.
+#include <cmath>
+
+#include "ops/op_util.h"
+
+namespace stitch::ops {
+namespace {
+
+std::pair<int64_t, int64_t> shape_range(const Node& n, int64_t rank) {
+  auto fix = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  int64_t start = fix(n.attr_int("start", 0));
+  int64_t end = n.has_attr("end") ? fix(n.attr_int("end", rank)) : rank;
+  return {start, std::max(start, end)};
+}
+
+Status infer_shape(InferContext& ctx) {
+  auto [s, e] = shape_range(ctx.node(), ctx.rank(0));
+  const Dims& d = ctx.dims(0);
+  ctx.set_output_constant(0, Tensor::vector_i64(std::vector<int64_t>(d.begin() + s, d.begin() + e)));
+  return Status::ok();
+}
+
+Status eval_shape(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  auto [s, e] = shape_range(n, in[0]->rank());
+  out[0] = Tensor::vector_i64(std::vector<int64_t>(in[0]->dims().begin() + s, in[0]->dims().begin() + e));
+  return Status::ok();
+}
+
+Status infer_size(InferContext& ctx) {
+  ctx.set_output_constant(0, Tensor::scalar_i64(num_elements(ctx.dims(0))));
+  return Status::ok();
+}
+
+Status eval_size(const Node&, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  out[0] = Tensor::scalar_i64(in[0]->size());
+  return Status::ok();
+}
+
+StatusOr<int64_t> range_length(const Node& n, double start, double limit, double delta) {
+  if (delta == 0) return node_error(n, "delta cannot be 0");
+  double len = std::ceil((limit - start) / delta);
+  if (!(len < 1e12)) return node_error(n, "the range is too long");
+  return std::max<int64_t>(0, static_cast<int64_t>(len));
+}
+
+Status infer_range(InferContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.dtype(i) != ctx.dtype(0)) return ctx.error("start, limit and delta must share one type");
+    if (!ctx.constant(i))
+      return ctx.error("start, limit and delta must be known at compile time (bind dynamic "
+                       "dimensions with --shape)");
+  }
+  ASSIGN_OR_RETURN(int64_t len, range_length(ctx.node(), ctx.constant(0)->get_f64(0),
+                                             ctx.constant(1)->get_f64(0), ctx.constant(2)->get_f64(0)));
+  ctx.set_output(0, ctx.dtype(0), {len});
+  return Status::ok();
+}
+
+Status eval_range(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  DType t = in[0]->dtype();
+  ASSIGN_OR_RETURN(int64_t len, range_length(n, in[0]->get_f64(0), in[1]->get_f64(0), in[2]->get_f64(0)));
+  Tensor y(t, {len});
+  for (int64_t i = 0; i < len; ++i) {
+    if (is_float(t)) y.set_f64(i, in[0]->get_f64(0) + double(i) * in[2]->get_f64(0));
+    else y.set_i64(i, in[0]->get_i64(0) + i * in[2]->get_i64(0));
+  }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+Status infer_constant_of_shape(InferContext& ctx) {
+  ASSIGN_OR_RETURN(auto shape, const_ints(ctx, 0, "shape"));
+  for (int64_t d : shape)
+    if (d < 0) return ctx.error(fmt::format("shape [{}] has a negative dimension", fmt::join(shape, ", ")));
+  const Tensor* v = ctx.node().attr_tensor("value");
+  if (v && v->size() != 1) return ctx.error("value must hold exactly one element");
+  ctx.set_output(0, v ? v->dtype() : DType::kF32, shape);
+  return Status::ok();
+}
+
+Status eval_constant_of_shape(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor* v = n.attr_tensor("value");
+  Tensor y(v ? v->dtype() : DType::kF32, in[0]->to_i64());
+  if (v) {
+    const int esz = dtype_size(y.dtype());
+    for (int64_t i = 0; i < y.size(); ++i) std::memcpy(y.data() + i * esz, v->data(), esz);
+  }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+Status infer_onehot(InferContext& ctx) {
+  const Tensor* depth = ctx.constant(1);
+  if (!depth) return ctx.error("depth must be known at compile time");
+  if (ctx.dims(2) != Dims{2}) return ctx.error("values must hold [off, on]");
+  int64_t r = ctx.rank(0) + 1;
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(ctx.node(), ctx.node().attr_int("axis", -1), r));
+  Dims d = ctx.dims(0);
+  d.insert(d.begin() + axis, static_cast<int64_t>(depth->get_f64(0)));
+  ctx.set_output(0, ctx.dtype(2), d);
+  return Status::ok();
+}
+
+Status eval_onehot(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& idx = *in[0];
+  int64_t depth = static_cast<int64_t>(in[1]->get_f64(0));
+  int64_t axis = *norm_axis(n, n.attr_int("axis", -1), idx.rank() + 1);
+  Dims d = idx.dims();
+  d.insert(d.begin() + axis, depth);
+  Tensor y(in[2]->dtype(), d);
+  const int esz = dtype_size(y.dtype());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= idx.dims()[i];
+  for (int64_t i = axis; i < idx.rank(); ++i) inner *= idx.dims()[i];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < depth; ++k)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t v = static_cast<int64_t>(idx.get_f64(o * inner + i));
+        if (v < 0) v += depth;
+        std::memcpy(y.data() + ((o * depth + k) * inner + i) * esz, in[2]->data() + (v == k ? esz : 0), esz);
+      }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_shape(std::vector<OpDef>& t) {
+  t.push_back({"Shape", kMinOpset, kMaxOpset, OpCategory::kShapeOnly, infer_shape, eval_shape});
+  t.push_back({"Size", kMinOpset, kMaxOpset, OpCategory::kShapeOnly, infer_size, eval_size});
+  t.push_back({"Range", kMinOpset, kMaxOpset, OpCategory::kShapeOnly, infer_range, eval_range});
+  t.push_back({"ConstantOfShape", kMinOpset, kMaxOpset, OpCategory::kShapeOnly,
+               infer_constant_of_shape, eval_constant_of_shape});
+  t.push_back({"OneHot", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_onehot, eval_onehot});
+}
+
+}  // namespace stitch::ops

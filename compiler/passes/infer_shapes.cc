@@ -1,0 +1,61 @@
+// infer_shapes: gives every value an element type and a static shape.
+//
+// Walks nodes in topological order and applies each op's shape rule. It also
+// propagates constants: a node whose inputs are all constants is evaluated
+// with the reference interpreter (when its outputs are not huge), and rules
+// that can compute values from shapes alone (Shape, Size) record them. That
+// is what lets PyTorch's Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+// chains resolve once the input shapes are bound; fold_constants then removes
+// those nodes. Assumes bound input shapes; guarantees static types everywhere.
+#include <fmt/format.h>
+
+#include "ir/op_table.h"
+#include "passes/pass.h"
+#include "reference/interpreter.h"
+#include "support/check.h"
+
+namespace stitch {
+
+// Outputs larger than this are left for run time rather than stored as constants.
+inline constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+
+StatusOr<bool> infer_shapes(Graph& g, PassContext&) {
+  for (const Value* in : g.inputs)
+    STITCH_CHECK(in->has_static_shape(), "input '{}' is unbound; bind_shapes runs first", in->name);
+  bool changed = false;
+  for (const auto& np : g.nodes()) {
+    Node& n = *np;
+    STITCH_CHECK(n.def, "{} has no op row", n.describe());
+    for (const Value* in : n.inputs)
+      STITCH_CHECK(!in || (in->dtype != DType::kUndefined && in->has_static_shape()),
+                   "{} reads '{}' before its type is known", n.describe(), in->name);
+    std::vector<std::pair<DType, std::optional<Dims>>> before;
+    for (const Value* o : n.outputs) before.emplace_back(o ? o->dtype : DType::kUndefined, o ? o->dims : std::nullopt);
+    InferContext ctx(n);
+    RETURN_IF_ERROR(n.def->infer(ctx));
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      const Value* o = n.outputs[i];
+      if (!o) continue;
+      if (o->dtype == DType::kUndefined || !o->has_static_shape())
+        return Status::internal(fmt::format("{}: the shape rule left output {} untyped", n.describe(), i));
+      changed |= before[i].first != o->dtype || before[i].second != o->dims;
+    }
+    bool all_const = std::all_of(n.inputs.begin(), n.inputs.end(), [](const Value* v) { return !v || v->constant; });
+    bool outputs_known = std::all_of(n.outputs.begin(), n.outputs.end(), [](const Value* v) { return !v || v->constant; });
+    if (!all_const || outputs_known) continue;
+    int64_t out_elems = 0;
+    for (const Value* o : n.outputs)
+      if (o) out_elems += num_elements(*o->dims);
+    if (out_elems > kMaxFoldElements) continue;
+    std::vector<const Tensor*> ins;
+    for (const Value* v : n.inputs) ins.push_back(v ? &*v->constant : nullptr);
+    auto outs = eval_node(n, ins);
+    if (!outs.is_ok()) return outs.status();
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      if (n.outputs[i]) n.outputs[i]->constant = std::move((*outs)[i]);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace stitch

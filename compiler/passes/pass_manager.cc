@@ -1,0 +1,84 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ir/text.h"
+#include "ir/verifier.h"
+#include "passes/pass.h"
+
+namespace stitch {
+
+namespace {
+constexpr PassInfo kFrontend[] = {
+    {"bind_shapes", "binds symbolic input dimensions from --shape", bind_shapes},
+    {"infer_shapes", "infers every dtype and static shape, propagating constants", infer_shapes},
+    {"fold_constants", "replaces nodes whose outputs are known by constants", fold_constants},
+    {"remove_noops", "drops Identity, eval Dropout, same-type Cast, same-shape Reshape...", remove_noops},
+    {"eliminate_dead_code", "drops nodes and constants no output depends on", eliminate_dead_code},
+};
+
+Status dump(const Graph& g, const std::string& dir, int index, const std::string& name) {
+  if (dir.empty()) return Status::ok();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string path = fmt::format("{}/{:02}_{}.txt", dir, index, name);
+  std::ofstream f(path);
+  if (!f) return Status::user(fmt::format("cannot write IR dump '{}'", path));
+  PrintOptions opts;
+  opts.max_constant_elements = 16;
+  f << print_graph(g, opts);
+  return Status::ok();
+}
+}  // namespace
+
+std::span<const PassInfo> frontend_passes() { return kFrontend; }
+
+Status run_frontend(Graph& g, PassContext& ctx) {
+  RETURN_IF_ERROR(dump(g, ctx.dump_dir, 0, "import"));
+  int index = 1;
+  bool inferred = false;
+  for (const PassInfo& p : kFrontend) {
+    ASSIGN_OR_RETURN(bool changed, p.fn(g, ctx));
+    if (changed) ctx.log.push_back(p.name);
+    inferred |= std::string(p.name) == "infer_shapes";
+    if (ctx.verify) {
+      VerifyOptions vo;
+      vo.require_static_types = inferred;
+      Status st = verify_graph(g, vo);
+      if (!st.is_ok()) return st.with_context(fmt::format("after pass {}", p.name));
+    }
+    RETURN_IF_ERROR(dump(g, ctx.dump_dir, index++, p.name));
+  }
+  return Status::ok();
+}
+
+Status parse_shape_binding(const std::string& arg, ShapeBindings& into) {
+  auto eq = arg.rfind('=');
+  if (eq == std::string::npos || eq == 0)
+    return Status::user(fmt::format("--shape '{}' must look like NAME=1x128 (an input) or SYMBOL=4 (a "
+                                    "symbolic dimension)", arg));
+  std::string name = arg.substr(0, eq), spec = arg.substr(eq + 1);
+  Dims d;
+  if (spec != "scalar") {
+    size_t pos = 0;
+    while (true) {
+      size_t x = spec.find('x', pos);
+      std::string part = spec.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+      char* end = nullptr;
+      long long v = part.empty() ? -1 : std::strtoll(part.c_str(), &end, 10);
+      if (part.empty() || *end || v < 0)
+        return Status::user(fmt::format("--shape '{}': '{}' is not a dimension (use non-negative integers "
+                                        "joined by 'x', e.g. 1x128)", arg, part));
+      d.push_back(v);
+      if (x == std::string::npos) break;
+      pos = x + 1;
+    }
+  }
+  if (into.by_input.count(name) || into.by_symbol.count(name))
+    return Status::user(fmt::format("--shape binds '{}' twice", name));
+  into.by_input[name] = d;  // bind_shapes decides whether NAME is an input or a symbol
+  return Status::ok();
+}
+
+}  // namespace stitch

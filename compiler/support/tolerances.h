@@ -1,0 +1,35 @@
+// Every numerical tolerance of the project, in one place, with its reason.
+// A comparison passes when |actual - expected| <= atol + rtol * |expected|
+// for every element (numpy.allclose); integer and bool outputs must match exactly.
+#pragma once
+
+namespace stitch {
+
+struct Tolerance {
+  double rtol;
+  double atol;
+  const char* reason;
+};
+
+// ONNX's own backend test runner (onnx/backend/test/runner) uses these
+// defaults for its node tests; expected outputs there come from numpy.
+inline constexpr Tolerance kOnnxNodeTest = {1e-3, 1e-7,
+                                            "ONNX backend test runner defaults"};
+
+// Some node tests have values near zero after cancellation (e.g. sums of
+// random data), where atol 1e-7 is below float32 rounding of the inputs;
+// ONNX's runner widens atol for such cases in the same way.
+inline constexpr Tolerance kOnnxNodeTestLoose = {1e-3, 1e-5,
+                                                 "float32 rounding of intermediate sums"};
+
+// Whole models against PyTorch or onnxruntime float32 outputs: float32
+// kernels (reordered sums, fused multiply-add, approximate exp/erf) versus a
+// double-accumulating reference differ by a few ulp per op, compounding over
+// dozens of layers.
+inline constexpr Tolerance kModelF32 = {1e-3, 1e-4,
+                                        "f32 framework kernels vs double-accumulating reference"};
+
+// Default for `stitchc run --expect` when the user gives no --rtol/--atol.
+inline constexpr Tolerance kRunDefault = kModelF32;
+
+}  // namespace stitch
