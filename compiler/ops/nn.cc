@@ -289,10 +289,12 @@ StatusOr<Window> convt_window(const Node& n, const Dims& x, const Dims& wt) {
   for (int64_t i = 0; i < w.spatial; ++i) {
     int64_t full = w.strides[i] * (w.in[i] - 1) + outpad[i] + (w.kernel[i] - 1) * w.dilations[i] + 1;
     if (!oshape.empty() || autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+      // ONNX: total padding may be negative (the output grows); split with floor division.
       int64_t target = oshape.empty() ? w.in[i] * w.strides[i] : oshape[i];
-      int64_t total = std::max<int64_t>(0, full - target);
-      bool upper = autopad != "SAME_LOWER";
-      w.pad_begin[i] = upper ? total / 2 : total - total / 2;
+      int64_t total = full - target;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      bool upper = autopad == "SAME_UPPER";
+      w.pad_begin[i] = upper ? half : total - half;
       w.pad_end[i] = total - w.pad_begin[i];
     } else if (autopad == "VALID") {
       w.pad_begin[i] = w.pad_end[i] = 0;
@@ -361,7 +363,6 @@ StatusOr<Window> pool_window(const Node& n, const Dims& x) {
   if (x.size() < 3) return node_error(n, "expects an input of shape N x C x D1...");
   Dims kernel = n.attr_ints("kernel_shape");
   if (kernel.size() != x.size() - 2) return node_error(n, "kernel_shape must match the spatial dimensions");
-  if (n.attr_int("storage_order", 0) != 0) return node_error(n, "storage_order=1 is not supported");
   return forward_window(n, Dims(x.begin() + 2, x.end()), kernel, n.attr_int("ceil_mode", 0) != 0);
 }
 
@@ -379,6 +380,15 @@ Status eval_pool(const Node& n, std::span<const Tensor* const> in, std::vector<T
   ASSIGN_OR_RETURN(Window w, pool_window(n, xt.dims()));
   bool is_max = n.op_type == "MaxPool";
   bool include_pad = n.attr_int("count_include_pad", 0) != 0;
+  bool col_major = n.attr_int("storage_order", 0) != 0;  // Indices output in column-major order
+  Dims row_strides = strides_of(w.in), col_strides(w.spatial, 1);
+  for (int64_t d = 1; d < w.spatial; ++d) col_strides[d] = col_strides[d - 1] * w.in[d - 1];
+  auto index_of = [&](int64_t off) {
+    if (!col_major) return off;
+    int64_t r = 0;
+    for (int64_t d = 0; d < w.spatial; ++d) r += (off / row_strides[d] % w.in[d]) * col_strides[d];
+    return r;
+  };
   int64_t planes = xt.dims()[0] * xt.dims()[1], isz = num_elements(w.in), osz = num_elements(w.out);
   std::vector<double> x = xt.to_f64(), y(static_cast<size_t>(planes * osz));
   std::vector<int64_t> arg(y.size(), 0);
@@ -390,7 +400,7 @@ Status eval_pool(const Node& n, std::span<const Tensor* const> in, std::vector<T
                            const std::vector<int64_t>& ki) {
       if (off >= 0) {
         if (is_max) {
-          if (xp[off] > acc[o]) acc[o] = xp[off], best[o] = p * isz + off;
+          if (xp[off] > acc[o]) acc[o] = xp[off], best[o] = p * isz + index_of(off);
         } else {
           acc[o] += xp[off];
         }
