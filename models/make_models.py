@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Makes the small real-architecture models in models/ with their test data.
+
+Each model is a PyTorch module with seeded random weights, exported to ONNX
+the way users export them, with test_data_set_0/ holding inputs and the
+outputs PyTorch itself computed (never stitch's own interpreter):
+
+  bert_tiny   HuggingFace BertModel, 2 layers, TorchScript exporter, opset 17,
+              dynamic batch/sequence axes (Shape->Gather->Concat->Reshape chains)
+  gpt2_tiny   HuggingFace GPT2Model, 2 layers, causal mask, TorchScript, opset 14
+  llama_tiny  HuggingFace LlamaModel, 2 layers (RMSNorm, rotary embedding, SiLU
+              gating, causal mask), torch.export-based exporter, opset 18
+  cnn_small   torchvision-style CNN: conv/BN/ReLU stem, max pool, residual
+              blocks, depthwise conv with squeeze-excite and HardSwish
+              (MobileNetV3-like), global pool, linear head; TorchScript, opset 13
+
+Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript
+Run: python3 models/make_models.py [--out models]
+"""
+import argparse
+import os
+import warnings
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+warnings.filterwarnings("ignore")
+
+
+def save_test_data(out_dir, name, inputs, input_names, outputs, output_names):
+    d = os.path.join(out_dir, name, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    for i, (n, t) in enumerate(zip(input_names, inputs)):
+        onnx.save_tensor(numpy_helper.from_array(t.numpy(), n), os.path.join(d, f"input_{i}.pb"))
+    for i, (n, t) in enumerate(zip(output_names, outputs)):
+        onnx.save_tensor(numpy_helper.from_array(t.detach().numpy(), n), os.path.join(d, f"output_{i}.pb"))
+
+
+def export(module, inputs, out_dir, name, input_names, output_names, dynamic_axes, opset, dynamo=False):
+    module.eval()
+    with torch.no_grad():
+        outputs = module(*inputs)
+    if not isinstance(outputs, (tuple, list)):
+        outputs = (outputs,)
+    path = os.path.join(out_dir, name, "model.onnx")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if dynamo:
+        dims = {}
+        shapes = []
+        for n in input_names:
+            axes = dynamic_axes.get(n, {})
+            shapes.append({a: dims.setdefault(s, torch.export.Dim(s, min=1, max=1024)) for a, s in axes.items()})
+        prog = torch.onnx.export(module, tuple(inputs), None, input_names=input_names, output_names=output_names,
+                                 dynamic_shapes=tuple(shapes), opset_version=opset, dynamo=True)
+        prog.save(path, external_data=False)
+    else:
+        torch.onnx.export(module, tuple(inputs), path, input_names=input_names, output_names=output_names,
+                          dynamic_axes=dynamic_axes, opset_version=opset, dynamo=False)
+    onnx.checker.check_model(onnx.load(path))
+    save_test_data(out_dir, name, inputs, input_names, outputs, output_names)
+    print(f"{name}: {os.path.getsize(path)} bytes, opset {opset}")
+
+
+class HFWrapper(torch.nn.Module):
+    """Calls a HuggingFace model with keyword arguments and returns a tuple."""
+
+    def __init__(self, model, keys):
+        super().__init__()
+        self.model, self.keys = model, keys
+
+    def forward(self, input_ids, attention_mask):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        return tuple(getattr(out, k) for k in self.keys)
+
+
+class SqueezeExcite(torch.nn.Module):
+    def __init__(self, c, r=4):
+        super().__init__()
+        self.fc1 = torch.nn.Conv2d(c, c // r, 1)
+        self.fc2 = torch.nn.Conv2d(c // r, c, 1)
+
+    def forward(self, x):
+        s = torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        s = torch.nn.functional.hardsigmoid(self.fc2(torch.relu(self.fc1(s))))
+        return x * s
+
+
+class Residual(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b1 = torch.nn.BatchNorm2d(c)
+        self.c2 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        return torch.relu(x + self.b2(self.c2(y)))
+
+
+class InvertedResidual(torch.nn.Module):
+    def __init__(self, c, e):
+        super().__init__()
+        self.expand = torch.nn.Sequential(torch.nn.Conv2d(c, e, 1, bias=False), torch.nn.BatchNorm2d(e), torch.nn.Hardswish())
+        self.dw = torch.nn.Sequential(torch.nn.Conv2d(e, e, 3, padding=1, groups=e, bias=False), torch.nn.BatchNorm2d(e),
+                                      torch.nn.Hardswish())
+        self.se = SqueezeExcite(e)
+        self.project = torch.nn.Sequential(torch.nn.Conv2d(e, c, 1, bias=False), torch.nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        return x + self.project(self.se(self.dw(self.expand(x))))
+
+
+class SmallCNN(torch.nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(16),
+                                        torch.nn.ReLU(), torch.nn.MaxPool2d(3, stride=2, padding=1))
+        self.block1 = Residual(16)
+        self.down = torch.nn.Sequential(torch.nn.Conv2d(16, 24, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(24),
+                                        torch.nn.ReLU6())
+        self.block2 = InvertedResidual(24, 48)
+        self.head = torch.nn.Linear(24, classes)
+
+    def forward(self, x):
+        x = self.block2(self.down(self.block1(self.stem(x))))
+        x = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1)
+        return torch.softmax(self.head(x), dim=-1)
+
+
+def randomize_batchnorm(module, gen):
+    # Fresh BatchNorm layers are identities; give them real statistics.
+    for m in module.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    args = ap.parse_args()
+    from transformers import BertConfig, BertModel, GPT2Config, GPT2Model, LlamaConfig, LlamaModel
+
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 100, (2, 16), generator=gen)
+    mask = torch.ones(2, 16, dtype=torch.long)
+    mask[1, 11:] = 0  # a padded sequence exercises the attention mask
+    seq_axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+
+    bert = BertModel(BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                intermediate_size=128, max_position_embeddings=64), add_pooling_layer=True)
+    export(HFWrapper(bert, ["last_hidden_state", "pooler_output"]), [ids, mask], args.out, "bert_tiny",
+           ["input_ids", "attention_mask"], ["last_hidden_state", "pooler_output"], seq_axes, 17)
+
+    gpt2 = GPT2Model(GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0))
+    gmask = torch.ones(2, 16, dtype=torch.long)
+    export(HFWrapper(gpt2, ["last_hidden_state"]), [ids, gmask], args.out, "gpt2_tiny",
+           ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 14)
+
+    llama = LlamaModel(LlamaConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
+    export(HFWrapper(llama, ["last_hidden_state"]), [ids, gmask], args.out, "llama_tiny",
+           ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+
+    cnn = SmallCNN()
+    randomize_batchnorm(cnn, gen)
+    img = torch.randn(2, 3, 32, 32, generator=gen)
+    export(cnn, [img], args.out, "cnn_small", ["image"], ["probabilities"], {"image": {0: "batch"}}, 13)
+
+
+if __name__ == "__main__":
+    main()
