@@ -77,8 +77,11 @@ int run_run(const RunArgs& a) {
   auto inputs = match((*raw)->inputs, std::move(*in_files), a.inputs, "input");
   if (!inputs.is_ok()) return report(inputs.status());
   ShapeBindings from_data;
-  for (const auto& [v, t] : *inputs)
+  for (const auto& [v, t] : *inputs) {
+    Status st = check_input(*v, t);  // dtype and rank before any binding
+    if (!st.is_ok()) return report(st.with_context(a.inputs));
     if (!v->has_static_shape()) from_data.by_input[v->name] = t.dims();
+  }
   auto model = load_model(a.model, a.shapes, from_data, a.dump_dir);
   if (!model.is_ok()) return report(model.status());
   const Graph& g = *model->graph;

@@ -18,9 +18,11 @@ bool Value::has_static_shape() const {
 std::string Value::type_string() const {
   std::string s(dtype_name(dtype));
   if (!dims) return s + "[?]";
+  // "2x3" when static (the --shape syntax), "batch,4" when symbolic.
+  const char* sep = has_static_shape() ? "x" : ",";
   s += '[';
   for (size_t i = 0; i < dims->size(); ++i) {
-    if (i) s += 'x';
+    if (i) s += sep;
     int64_t d = (*dims)[i];
     if (d >= 0) s += std::to_string(d);
     else if (i < dim_params.size() && !dim_params[i].empty()) s += dim_params[i];

@@ -37,7 +37,7 @@ struct Value {
 
   bool has_static_shape() const;
   bool is_constant() const { return constant.has_value(); }
-  std::string type_string() const;  // "f32[2x3]", "f32[?x3]", "f32[?]" (rank unknown)
+  std::string type_string() const;  // "f32[2x3]", "f32[batch,3]", "f32[?,3]", "f32[?]" (rank unknown)
 };
 
 struct Node {

@@ -8,7 +8,7 @@
 //     output %y
 //   }
 //
-// Names are bare when they only use [A-Za-z0-9_.:/-], quoted otherwise. An
+// Names are bare when they only use [A-Za-z0-9_./-], quoted otherwise. An
 // omitted optional input or output is `_`. Attribute values: 3, 2.5, "s",
 // ints[..], floats[..], strings[..], tensor<f32[2]>[..]. Output types are
 // optional in the parsed form (shape inference fills them).

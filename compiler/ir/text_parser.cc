@@ -145,7 +145,7 @@ class Parser {
     ++pos_;
     if (peek() == '"') return string_lit();
     size_t b = pos_;
-    while (!at_end() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || std::strchr("_.:/-", s_[pos_]))) ++pos_;
+    while (!at_end() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || std::strchr("_./-", s_[pos_]))) ++pos_;
     if (b == pos_) return error("empty value name");
     return s_.substr(b, pos_ - b);
   }

@@ -8,7 +8,7 @@ namespace stitch {
 namespace {
 
 bool bare_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-';
 }
 
 std::string quote(const std::string& s) {

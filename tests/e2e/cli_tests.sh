@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# End-to-end tests of the stitchc command line: the shipped models against
+# their PyTorch outputs, and every bad input getting a clear error and exit 2.
+#   tests/e2e/cli_tests.sh STITCHC REPO_ROOT
+set -u
+STITCHC=$1
+ROOT=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+
+# expect NAME CODE PATTERN -- CMD...: CMD must exit with CODE and print PATTERN (grep -E).
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$code" ]; then
+    echo "FAIL $name: exit $rc, wanted $code"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
+  fi
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"
+  pass=$((pass + 1))
+}
+
+# --- the shipped models match PyTorch's outputs ---------------------------------
+for m in "$ROOT"/models/*/; do
+  name=$(basename "$m")
+  [ -f "$m/model.onnx" ] || continue
+  expect "run $name --expect" 0 "all [0-9]+ output\(s\) match" -- \
+    "$STITCHC" run "$m/model.onnx" --inputs "$m/test_data_set_0" --expect "$m/test_data_set_0"
+done
+M=$ROOT/models/bert_tiny
+D=$M/test_data_set_0
+
+# --- inspect ------------------------------------------------------------------------
+expect "inspect without bindings notes dynamic dims" 0 "bind them with --shape" -- "$STITCHC" inspect "$M/model.onnx"
+expect "inspect with symbol bindings folds" 0 "after folding" -- "$STITCHC" inspect "$M/model.onnx" --shape batch=2 --shape sequence=8
+expect "inspect with input bindings" 0 "bound to i64\[1x5\]" -- \
+  "$STITCHC" inspect "$M/model.onnx" --shape input_ids=1x5 --shape attention_mask=1x5
+expect "inspect --json" 0 '"nodes_folded"' -- "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --json
+expect "inspect --dump-dir" 0 "" -- "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --dump-dir "$TMP/dump"
+if [ -f "$TMP/dump/00_import.txt" ] && [ -f "$TMP/dump/05_eliminate_dead_code.txt" ]; then
+  echo "ok   dump-dir holds one IR file per pass"; pass=$((pass + 1))
+else
+  echo "FAIL dump-dir files missing: $(ls "$TMP/dump" 2>&1)"; fail=$((fail + 1))
+fi
+expect "ops lists the table" 0 "LayerNormalization +17-" -- "$STITCHC" ops
+
+# --- run: save outputs and compare against them --------------------------------------
+expect "run --save-outputs" 0 "saved 2 output" -- "$STITCHC" run "$M/model.onnx" --inputs "$D" --save-outputs "$TMP/out"
+expect "saved outputs match themselves exactly" 0 "all 2 output" -- \
+  "$STITCHC" run "$M/model.onnx" --inputs "$D" --expect "$TMP/out" --rtol 0 --atol 0
+expect "a wrong expectation exits 1" 1 "MISMATCH: [0-9]+ element" -- \
+  "$STITCHC" run "$ROOT/models/gpt2_tiny/model.onnx" --inputs "$ROOT/models/gpt2_tiny/test_data_set_0" \
+  --expect "$ROOT/models/llama_tiny/test_data_set_0"
+mkdir -p "$TMP/perturbed" && cp "$ROOT/models/cnn_small/test_data_set_0/input_0.pb" "$TMP/perturbed/"
+cp "$ROOT/models/llama_tiny/test_data_set_0/output_0.pb" "$TMP/perturbed/output_0.pb"
+expect "outputs of another model's shape are a mismatch" 1 "MISMATCH: shape" -- \
+  "$STITCHC" run "$ROOT/models/cnn_small/model.onnx" --inputs "$TMP/perturbed" --expect "$TMP/perturbed"
+
+# --- bad input: exit 2 with a message naming the culprit -----------------------------
+expect "missing model file" 2 "nope.onnx: no such file" -- "$STITCHC" inspect "$TMP/nope.onnx"
+printf 'not a model' >"$TMP/text.onnx"
+expect "not an ONNX file" 2 "text.onnx: not (a valid )?(an )?ONNX" -- "$STITCHC" inspect "$TMP/text.onnx"
+head -c 5000 "$M/model.onnx" >"$TMP/cut.onnx"
+expect "truncated model" 2 "cut.onnx" -- "$STITCHC" inspect "$TMP/cut.onnx"
+expect "unknown --shape name" 2 "no input or symbolic dimension has that name" -- \
+  "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --shape nosuch=3
+expect "malformed --shape" 2 "is not a dimension" -- "$STITCHC" inspect "$M/model.onnx" --shape batch=two
+expect "partial binding names what is left" 2 "input 'input_ids' has dynamic dimensions 'sequence'" -- \
+  "$STITCHC" inspect "$M/model.onnx" --shape batch=2
+expect "inputs directory missing" 2 "is not a directory" -- "$STITCHC" run "$M/model.onnx" --inputs "$TMP/none"
+mkdir -p "$TMP/oneinput" && cp "$D/input_0.pb" "$TMP/oneinput/"
+expect "too few input files" 2 "holds 1 input file\(s\) but the model has 2" -- \
+  "$STITCHC" run "$M/model.onnx" --inputs "$TMP/oneinput"
+mkdir -p "$TMP/badtype" && cp "$ROOT/models/cnn_small/test_data_set_0/input_0.pb" "$TMP/badtype/input_0.pb" && cp "$D/input_1.pb" "$TMP/badtype/input_1.pb"
+expect "input of the wrong dtype" 2 "input 'input_ids' must be i64, got f32" -- \
+  "$STITCHC" run "$M/model.onnx" --inputs "$TMP/badtype"
+printf 'junk' >"$TMP/oneinput/input_1.pb"
+expect "corrupt tensor file" 2 "input_1.pb" -- "$STITCHC" run "$M/model.onnx" --inputs "$TMP/oneinput"
+expect "unknown backend" 2 "backend 'cuda' is not available" -- \
+  "$STITCHC" run "$M/model.onnx" --inputs "$D" --backend cuda
+expect "unknown subcommand" 2 "" -- "$STITCHC" frobnicate
+expect "no arguments" 2 "" -- "$STITCHC"
+
+echo "e2e: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

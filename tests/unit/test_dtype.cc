@@ -1,0 +1,51 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "ir/dtype.h"
+#include "ir/tensor.h"
+
+using namespace stitch;
+
+TEST_CASE("half conversion matches IEEE binary16") {
+  CHECK(float_to_half_bits(1.0f) == 0x3c00);
+  CHECK(float_to_half_bits(-2.0f) == 0xc000);
+  CHECK(float_to_half_bits(65504.0f) == 0x7bff);                 // largest finite
+  CHECK(float_to_half_bits(65536.0f) == 0x7c00);                 // overflows to inf
+  CHECK(float_to_half_bits(5.960464477539063e-08f) == 0x0001);   // smallest subnormal
+  CHECK(float_to_half_bits(1.0f + 1.0f / 2048) == 0x3c00);       // tie rounds to even
+  CHECK(float_to_half_bits(1.0f + 3.0f / 2048) == 0x3c02);       // tie rounds to even (up)
+  CHECK(std::isnan(half_bits_to_float(float_to_half_bits(NAN))));
+  for (uint32_t h = 0; h < 0x7c00; ++h)  // every finite positive half survives a round trip
+    REQUIRE(float_to_half_bits(half_bits_to_float(static_cast<uint16_t>(h))) == h);
+}
+
+TEST_CASE("bfloat16 conversion rounds to nearest even") {
+  CHECK(float_to_bf16_bits(1.0f) == 0x3f80);
+  CHECK(bf16_bits_to_float(0x3f80) == 1.0f);
+  CHECK(float_to_bf16_bits(1.0f + 1.0f / 256) == 0x3f80);   // tie, even stays
+  CHECK(float_to_bf16_bits(1.0f + 3.0f / 256) == 0x3f82);   // tie, odd rounds up
+  CHECK(std::isnan(bf16_bits_to_float(float_to_bf16_bits(NAN))));
+}
+
+TEST_CASE("tensor widened access converts like C casts") {
+  Tensor t = Tensor::from_f64(DType::kF32, {3}, {1.75, -1.75, 3e10});
+  CHECK(t.get_i64(0) == 1);
+  CHECK(t.get_i64(1) == -1);
+  Tensor u8(DType::kU8, {1});
+  u8.set_i64(0, 300);  // wraps like a store to uint8
+  CHECK(u8.get_i64(0) == 44);
+  Tensor b(DType::kBool, {1});
+  b.set_f64(0, 0.5);
+  CHECK(b.get_i64(0) == 1);
+}
+
+TEST_CASE("dtype names and ONNX codes round-trip") {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI64, DType::kI32, DType::kI16,
+                  DType::kI8, DType::kU64, DType::kU32, DType::kU16, DType::kU8, DType::kBool}) {
+    CHECK(dtype_from_name(dtype_name(t)) == t);
+    CHECK(dtype_from_onnx(dtype_to_onnx(t)) == t);
+  }
+  CHECK_FALSE(dtype_from_onnx(8).has_value());  // STRING
+  CHECK(onnx_dtype_name(8) == "STRING");
+}

@@ -1,0 +1,229 @@
+// Importer: every bad input gets a user error that names what is at fault.
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "importer/onnx_importer.h"
+#include "importer/tensor_io.h"
+
+using namespace stitch;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir() {
+  fs::path d = fs::temp_directory_path() / fmt::format("stitch_importer_{}", ::getpid());
+  fs::create_directories(d);
+  return d;
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f << bytes;
+}
+
+onnx::ValueInfoProto tensor_info(const std::string& name, int elem, std::vector<std::string> dims) {
+  onnx::ValueInfoProto v;
+  v.set_name(name);
+  auto* tt = v.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elem);
+  auto* shape = tt->mutable_shape();
+  for (const auto& d : dims) {
+    auto* dim = shape->add_dim();
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+    else dim->set_dim_param(d);
+  }
+  return v;
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
+                          std::vector<std::string> out, const std::string& name = "", const std::string& domain = "") {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  n->set_domain(domain);
+  for (auto& s : in) n->add_input(s);
+  for (auto& s : out) n->add_output(s);
+  return n;
+}
+
+// x: f32[batch,4] -> Relu -> y
+onnx::ModelProto base_model(int opset = 17) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("t");
+  *g->add_input() = tensor_info("x", 1, {"batch", "4"});
+  add_node(g, "Relu", {"x"}, {"y"}, "relu");
+  *g->add_output() = tensor_info("y", 1, {"batch", "4"});
+  return m;
+}
+
+Status import_model(const onnx::ModelProto& m) {
+  return import_onnx_bytes(m.SerializeAsString(), temp_dir().string(), "m.onnx").status();
+}
+
+}  // namespace
+
+TEST_CASE("a well-formed model imports with its symbolic dims") {
+  auto g = import_onnx_bytes(base_model().SerializeAsString(), ".", "m.onnx");
+  REQUIRE(g.is_ok());
+  CHECK((*g)->inputs[0]->type_string() == "f32[batch,4]");
+  CHECK((*g)->opset == 17);
+}
+
+TEST_CASE("file-level problems") {
+  fs::path d = temp_dir();
+  SECTION("missing file") {
+    auto st = import_onnx_file((d / "nope.onnx").string()).status();
+    CHECK(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains("nope.onnx") && Catch::Contains("no such file"));
+  }
+  SECTION("a directory") {
+    CHECK_THAT(import_onnx_file(d.string()).status().message(), Catch::Contains("directory"));
+  }
+  SECTION("empty file") {
+    write_file(d / "empty.onnx", "");
+    CHECK_THAT(import_onnx_file((d / "empty.onnx").string()).status().message(), Catch::Contains("empty"));
+  }
+  SECTION("not ONNX") {
+    write_file(d / "text.onnx", "this is a text file, not a model\n");
+    auto st = import_onnx_file((d / "text.onnx").string()).status();
+    CHECK(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains("not") && Catch::Contains("ONNX"));
+  }
+  SECTION("truncated model") {
+    onnx::ModelProto m = base_model();
+    auto* w = m.mutable_graph()->add_initializer();
+    w->set_name("w");
+    w->set_data_type(1);
+    w->add_dims(64);
+    w->set_raw_data(std::string(256, '\1'));
+    std::string bytes = m.SerializeAsString();
+    for (size_t cut : {bytes.size() / 2, bytes.size() - 3}) {
+      write_file(d / "cut.onnx", bytes.substr(0, cut));
+      auto st = import_onnx_file((d / "cut.onnx").string()).status();
+      INFO("cut at " << cut << ": " << st.message());
+      CHECK(st.code() == Code::kUser);
+    }
+  }
+}
+
+TEST_CASE("opset outside the supported range") {
+  auto st = import_model(base_model(22));
+  CHECK(st.code() == Code::kUser);
+  CHECK_THAT(st.message(), Catch::Contains("opset 22") && Catch::Contains("version_converter"));
+  CHECK_THAT(import_model(base_model(7)).message(), Catch::Contains("opset 7"));
+}
+
+TEST_CASE("every unsupported op is listed at once with counts and examples") {
+  onnx::ModelProto m = base_model();
+  auto* g = m.mutable_graph();
+  add_node(g, "Loop", {"x"}, {"l1"}, "loop_a");
+  add_node(g, "Loop", {"x"}, {"l2"}, "loop_b");
+  add_node(g, "FusedGemm", {"x"}, {"f"}, "fg", "com.microsoft");
+  add_node(g, "NoSuchOp", {"x"}, {"n"}, "mystery");
+  add_node(g, "LayerNormalization", {"x"}, {"ln"}, "ln");  // exists only from opset 17
+  m.mutable_opset_import(0)->set_version(13);
+  auto st = import_model(m);
+  REQUIRE(st.code() == Code::kUser);
+  const std::string& msg = st.message();
+  CHECK_THAT(msg, Catch::Contains("Loop x2") && Catch::Contains("'loop_a'") && Catch::Contains("'loop_b'"));
+  CHECK_THAT(msg, Catch::Contains("com.microsoft::FusedGemm x1"));
+  CHECK_THAT(msg, Catch::Contains("NoSuchOp x1") && Catch::Contains("'mystery'"));
+  CHECK_THAT(msg, Catch::Contains("LayerNormalization x1") && Catch::Contains("opsets 17-"));
+  CHECK_THAT(msg, Catch::Contains("control flow"));
+}
+
+TEST_CASE("graph structure problems") {
+  SECTION("dangling input names the node and the value") {
+    onnx::ModelProto m = base_model();
+    add_node(m.mutable_graph(), "Add", {"y", "ghost"}, {"z"}, "adder");
+    auto st = import_model(m);
+    CHECK(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains("node 'adder' (Add)") && Catch::Contains("'ghost'"));
+  }
+  SECTION("cycle") {
+    onnx::ModelProto m = base_model();
+    auto* g = m.mutable_graph();
+    add_node(g, "Neg", {"b"}, {"a"}, "n1");
+    add_node(g, "Neg", {"a"}, {"b"}, "n2");
+    auto st = import_model(m);
+    CHECK(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains("cycle") && Catch::Contains("'n1'"));
+  }
+  SECTION("two producers of one value") {
+    onnx::ModelProto m = base_model();
+    add_node(m.mutable_graph(), "Neg", {"x"}, {"y"}, "again");
+    CHECK_THAT(import_model(m).message(), Catch::Contains("'y' is produced twice"));
+  }
+  SECTION("undefined graph output") {
+    onnx::ModelProto m = base_model();
+    *m.mutable_graph()->add_output() = tensor_info("nowhere", 1, {"1"});
+    CHECK_THAT(import_model(m).message(), Catch::Contains("graph output 'nowhere'"));
+  }
+  SECTION("unsupported input element type") {
+    onnx::ModelProto m = base_model();
+    m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(8);
+    CHECK_THAT(import_model(m).message(), Catch::Contains("input 'x'") && Catch::Contains("STRING"));
+  }
+}
+
+TEST_CASE("initializers: inline, external and broken") {
+  fs::path d = temp_dir();
+  onnx::ModelProto m = base_model();
+  auto* g = m.mutable_graph();
+  add_node(g, "Add", {"y", "w"}, {"z"}, "add");
+  g->mutable_output(0)->set_name("z");
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(1);
+  w->add_dims(4);
+  SECTION("typed float_data") {
+    for (float f : {1.f, 2.f, 3.f, 4.f}) w->add_float_data(f);
+    auto r = import_onnx_bytes(m.SerializeAsString(), d.string(), "m.onnx");
+    REQUIRE(r.is_ok());
+    CHECK((*r)->find_value("w")->constant->get_f64(3) == 4.0);
+  }
+  SECTION("raw data of the wrong size") {
+    w->set_raw_data(std::string(12, '\0'));
+    CHECK_THAT(import_model(m).message(), Catch::Contains("initializer 'w'") && Catch::Contains("12 bytes"));
+  }
+  SECTION("external data") {
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* loc = w->add_external_data();
+    loc->set_key("location");
+    loc->set_value("weights.bin");
+    float vals[4] = {1, 2, 3, 4};
+    write_file(d / "weights.bin", std::string(reinterpret_cast<char*>(vals), sizeof vals));
+    auto r = import_onnx_bytes(m.SerializeAsString(), d.string(), "m.onnx");
+    REQUIRE(r.is_ok());
+    CHECK((*r)->find_value("w")->constant->get_f64(2) == 3.0);
+    write_file(d / "weights.bin", std::string(8, '\0'));  // truncated
+    CHECK_THAT(import_model(m).message(), Catch::Contains("weights.bin") && Catch::Contains("truncated"));
+    fs::remove(d / "weights.bin");
+    CHECK_THAT(import_model(m).message(), Catch::Contains("cannot be opened"));
+    loc->set_value("../../etc/passwd");
+    CHECK_THAT(import_model(m).message(), Catch::Contains("outside the model's directory"));
+  }
+}
+
+TEST_CASE("tensor files: round trip and bad files") {
+  fs::path d = temp_dir();
+  Tensor t = Tensor::from_f64(DType::kBF16, {2}, {1.5, -2});
+  REQUIRE(write_tensor_file((d / "t.pb").string(), t, "t").is_ok());
+  auto back = read_tensor_file((d / "t.pb").string());
+  REQUIRE(back.is_ok());
+  CHECK(back->name == "t");
+  CHECK(back->tensor.same_as(t));
+  write_file(d / "junk.pb", "\xff\xff\xff");
+  CHECK_THAT(read_tensor_file((d / "junk.pb").string()).status().message(), Catch::Contains("junk.pb"));
+  CHECK_THAT(read_tensor_file((d / "none.pb").string()).status().message(), Catch::Contains("cannot open"));
+}

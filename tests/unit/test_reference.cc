@@ -1,0 +1,80 @@
+// Reference interpreter checks against hand-computed values for semantics
+// the node tests cover thinly (legacy softmax, numpy matmul promotion, errors).
+#include "reference/compare.h"
+#include "test_util.h"
+
+using namespace stitch;
+
+namespace {
+TensorMap run(const std::string& text, TensorMap in) {
+  auto g = test::parse_or_die(text);
+  test::run_frontend_or_die(*g);
+  auto out = run_reference(*g, in);
+  INFO(out.status().message());
+  REQUIRE(out.is_ok());
+  return *out;
+}
+}  // namespace
+
+TEST_CASE("Softmax before opset 13 normalises over the flattened tail") {
+  Tensor x = Tensor::from_f64(DType::kF32, {1, 2, 2}, {0, 0, 0, 0});
+  const char* body = " {\n input %x: f32[1,2,2]\n %y = Softmax(%x) {axis = 1}\n output %y\n}\n";
+  auto legacy = run(std::string("graph \"g\" opset 11") + body, {{"x", x}});
+  auto modern = run(std::string("graph \"g\" opset 13") + body, {{"x", x}});
+  CHECK(legacy.at("y").get_f64(0) == Approx(0.25));  // 4 elements share one softmax
+  CHECK(modern.at("y").get_f64(0) == Approx(0.5));   // 2 elements along axis 1
+}
+
+TEST_CASE("MatMul promotes 1-D operands and broadcasts batches like numpy") {
+  Tensor a = Tensor::from_f64(DType::kF32, {2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor v = Tensor::from_f64(DType::kF32, {3}, {1, 0, -1});
+  auto out = run("graph \"g\" opset 17 {\n input %a: f32[2,1,3]\n input %v: f32[3]\n %y = MatMul(%a, %v)\n output %y\n}\n",
+                 {{"a", a}, {"v", v}});
+  const Tensor& y = out.at("y");
+  REQUIRE(y.dims() == Dims{2, 1});
+  CHECK(y.get_f64(0) == -2.0);
+  CHECK(y.get_f64(1) == -2.0);
+}
+
+TEST_CASE("an out-of-range Gather index is an error naming the node, not a wild read") {
+  auto g = test::parse_or_die(
+      "graph \"g\" opset 17 {\n input %x: f32[3]\n input %i: i64[1]\n %y = Gather(%x, %i) @\"emb\"\n output %y\n}\n");
+  test::run_frontend_or_die(*g);
+  auto out = run_reference(*g, {{"x", Tensor(DType::kF32, {3})}, {"i", Tensor::vector_i64({3})}});
+  REQUIRE_FALSE(out.is_ok());
+  CHECK_THAT(out.status().message(), Catch::Contains("node 'emb' (Gather)") && Catch::Contains("index 3"));
+}
+
+TEST_CASE("integer division by zero does not trap") {
+  auto out = run("graph \"g\" opset 17 {\n input %a: i32[2]\n input %b: i32[2]\n %y = Div(%a, %b)\n output %y\n}\n",
+                 {{"a", Tensor::from_i64(DType::kI32, {2}, {7, -7})}, {"b", Tensor::from_i64(DType::kI32, {2}, {0, 2})}});
+  CHECK(out.at("y").get_i64(0) == 0);
+  CHECK(out.at("y").get_i64(1) == -3);  // truncates toward zero
+}
+
+TEST_CASE("inputs are checked against the model's types") {
+  auto g = test::parse_or_die("graph \"g\" opset 17 {\n input %x: f32[2]\n %y = Neg(%x)\n output %y\n}\n");
+  test::run_frontend_or_die(*g);
+  auto wrong_type = run_reference(*g, {{"x", Tensor(DType::kF64, {2})}});
+  CHECK_THAT(wrong_type.status().message(), Catch::Contains("input 'x' must be f32"));
+  auto wrong_shape = run_reference(*g, {{"x", Tensor(DType::kF32, {3})}});
+  CHECK_THAT(wrong_shape.status().message(), Catch::Contains("input 'x' must have shape"));
+  auto missing = run_reference(*g, {});
+  CHECK_THAT(missing.status().message(), Catch::Contains("no data for model input 'x'"));
+  auto extra = run_reference(*g, {{"x", Tensor(DType::kF32, {2})}, {"q", Tensor(DType::kF32, {2})}});
+  CHECK_THAT(extra.status().message(), Catch::Contains("'q' is not an input"));
+}
+
+TEST_CASE("compare_tensors applies allclose and reports errors") {
+  Tensor e = Tensor::from_f64(DType::kF32, {3}, {1.0, 100.0, 0.0});
+  Tensor a = Tensor::from_f64(DType::kF32, {3}, {1.0005, 100.05, 1e-6});
+  auto ok = compare_tensors(a, e, 1e-3, 1e-5);
+  CHECK(ok.ok);
+  CHECK(ok.max_abs == Approx(0.05).epsilon(1e-3));
+  auto bad = compare_tensors(a, e, 1e-4, 1e-8);
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.mismatches == 3);
+  CHECK(bad.first_bad == 0);
+  auto shape = compare_tensors(Tensor(DType::kF32, {2}), e, 1, 1);
+  CHECK_THAT(shape.problem, Catch::Contains("shape"));
+}

@@ -1,0 +1,103 @@
+#include "test_util.h"
+#include "ir/op_table.h"
+#include "ir/verifier.h"
+
+using namespace stitch;
+
+static const char* kGraph = R"(graph "g" opset 17 {
+  input %x: f32[batch,4]
+  input %"odd name": i64[2]
+  const %w: f32[4] = [1.0, -2.5, inf, nan]
+  %y: f32[batch,4] = Add(%x, %w) @"add"
+  %a, _ = Dropout(%y) {seed = 3} @"drop"
+  %z = Transpose(%a) {perm = ints[1, 0]} @"t"
+  %c = ConstantOfShape(%"odd name") {value = tensor<f32[1]>[0.5]} @"cos"
+  output %z
+  output %c
+}
+)";
+
+TEST_CASE("IR text prints what it parses") {
+  auto g = test::parse_or_die(kGraph);
+  std::string once = print_graph(*g);
+  auto g2 = test::parse_or_die(once);
+  CHECK(print_graph(*g2) == once);
+  CHECK(g->nodes().size() == 4);
+  CHECK(g->find_value("odd name") != nullptr);
+  CHECK(g->nodes()[2]->attr_ints("perm") == std::vector<int64_t>{1, 0});
+  CHECK(g->nodes()[1]->attr_int("seed", 0) == 3);
+  const Tensor& w = *g->find_value("w")->constant;
+  CHECK(std::isinf(w.get_f64(2)));
+  CHECK(std::isnan(w.get_f64(3)));
+  CHECK(verify_graph(*g).is_ok());
+}
+
+TEST_CASE("IR text errors give line and column") {
+  auto bad = parse_graph("graph \"g\" opset 17 {\n  input %x: f99[2]\n}\n");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("2:") && Catch::Contains("unknown element type 'f99'"));
+
+  auto undefined = parse_graph("graph \"g\" opset 17 {\n  %y = Relu(%nope)\n  output %y\n}\n");
+  REQUIRE_FALSE(undefined.is_ok());
+  CHECK_THAT(undefined.status().message(), Catch::Contains("%nope"));
+
+  auto twice = parse_graph("graph \"g\" opset 17 {\n input %x: f32[1]\n %x = Relu(%x)\n output %x\n}\n");
+  REQUIRE_FALSE(twice.is_ok());
+  CHECK_THAT(twice.status().message(), Catch::Contains("defined twice"));
+}
+
+TEST_CASE("elided constants are refused on parse") {
+  auto g = test::parse_or_die(kGraph);
+  PrintOptions opts;
+  opts.max_constant_elements = 2;
+  std::string text = print_graph(*g, opts);
+  CHECK_THAT(text, Catch::Contains("<4 elements>"));
+  auto back = parse_graph(text);
+  REQUIRE_FALSE(back.is_ok());
+  CHECK_THAT(back.status().message(), Catch::Contains("elided"));
+}
+
+static std::unique_ptr<Node> make_node(const char* op, Value* in, Value* out) {
+  auto n = std::make_unique<Node>();
+  n->op_type = n->name = op;
+  n->opset = 17;
+  n->def = find_op("", op, 17);
+  n->inputs = {in};
+  n->outputs = {out};
+  return n;
+}
+
+TEST_CASE("verifier catches a use before definition; topo_sort repairs it") {
+  Graph g;
+  g.opset = 17;
+  Value* x = g.add_value("x");
+  x->dtype = DType::kF32;
+  x->dims = Dims{2};
+  g.inputs.push_back(x);
+  Value* a = g.add_value("a");
+  Value* b = g.add_value("b");
+  g.add_node(make_node("Neg", a, b));  // reads a before Relu defines it
+  g.add_node(make_node("Relu", x, a));
+  g.outputs.push_back(b);
+  Status st = verify_graph(g);
+  REQUIRE_FALSE(st.is_ok());
+  CHECK(st.code() == Code::kInternal);
+  CHECK_THAT(st.message(), Catch::Contains("reads 'a' before it is defined"));
+  REQUIRE(g.topo_sort().is_ok());
+  CHECK(verify_graph(g).is_ok());
+  CHECK(g.nodes()[0]->op_type == "Relu");
+}
+
+TEST_CASE("topo_sort names the nodes of a cycle") {
+  Graph g;
+  g.opset = 17;
+  Value* a = g.add_value("a");
+  Value* b = g.add_value("b");
+  g.add_node(make_node("Neg", a, b));
+  g.add_node(make_node("Relu", b, a));
+  g.outputs.push_back(b);
+  Status st = g.topo_sort();
+  REQUIRE_FALSE(st.is_ok());
+  CHECK(st.code() == Code::kUser);
+  CHECK_THAT(st.message(), Catch::Contains("cycle") && Catch::Contains("'Neg'") && Catch::Contains("'Relu'"));
+}

@@ -1,0 +1,42 @@
+// Helpers for unit tests: parse IR text, run the pipeline, seeded data.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "ir/text.h"
+#include "passes/pass.h"
+#include "reference/interpreter.h"
+
+namespace stitch::test {
+
+inline std::unique_ptr<Graph> parse_or_die(const std::string& text) {
+  auto g = parse_graph(text);
+  INFO(g.status().message());
+  REQUIRE(g.is_ok());
+  return std::move(g).value();
+}
+
+// Runs the front-end pipeline; fails the test with the message on error.
+inline void run_frontend_or_die(Graph& g, PassContext& ctx) {
+  Status st = run_frontend(g, ctx);
+  INFO(st.message());
+  REQUIRE(st.is_ok());
+}
+inline void run_frontend_or_die(Graph& g) {
+  PassContext ctx;
+  run_frontend_or_die(g, ctx);
+}
+
+inline Tensor random_tensor(DType t, Dims d, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-2.0, 2.0);
+  Tensor x(t, d);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    if (is_float(t)) x.set_f64(i, u(rng));
+    else x.set_i64(i, static_cast<int64_t>(rng() % 7));
+  }
+  return x;
+}
+
+}  // namespace stitch::test
