@@ -78,8 +78,15 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (*inspect) return run_inspect(ia);
-  if (*run) return run_run(ra);
-  if (*ops) return run_ops();
+  try {
+    if (*inspect) return run_inspect(ia);
+    if (*run) return run_run(ra);
+    if (*ops) return run_ops();
+  } catch (const std::bad_alloc&) {
+    return report(stitch::Status::user(
+        "out of memory: the model needs a tensor larger than this machine can hold (check --shape bindings)"));
+  } catch (const std::length_error&) {
+    return report(stitch::Status::user("a tensor of the model is too large to allocate (check --shape bindings)"));
+  }
   return 2;
 }

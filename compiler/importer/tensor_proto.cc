@@ -60,20 +60,44 @@ StatusOr<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
     return Status::user(fmt::format("{} has element type {}, which stitch does not support", what,
                                     onnx_dtype_name(p.data_type())));
   Dims dims(p.dims().begin(), p.dims().end());
-  for (int64_t d : dims)
+  // Check the size before allocating: a corrupt file must not exhaust memory.
+  constexpr int64_t kMaxElements = int64_t{1} << 38;
+  int64_t count = 1;
+  for (int64_t d : dims) {
     if (d < 0) return Status::user(fmt::format("{} has a negative dimension", what));
-  Tensor t(*dt, dims);
-  const int64_t n = t.size(), bytes = t.byte_size();
+    if (d > 0 && count > kMaxElements / d)
+      return Status::user(fmt::format("{} claims shape {}, larger than any real tensor; the file is corrupt",
+                                      what, dims_to_string(dims)));
+    count *= d;
+  }
+  int64_t need = count * dtype_size(*dt);
+  if (p.data_location() != onnx::TensorProto::EXTERNAL && p.has_raw_data() &&
+      static_cast<int64_t>(p.raw_data().size()) != need)
+    return Status::user(fmt::format("{} holds {} bytes but its shape {} of {} needs {}; the file is "
+                                    "truncated or corrupt", what, p.raw_data().size(),
+                                    dims_to_string(dims), dtype_name(*dt), need));
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    ASSIGN_OR_RETURN(std::string raw, read_external(p, base_dir, what, bytes));
+    ASSIGN_OR_RETURN(std::string raw, read_external(p, base_dir, what, need));
+    Tensor t(*dt, dims);
     std::memcpy(t.data(), raw.data(), raw.size());
     return t;
   }
+  if (!p.has_raw_data()) {
+    int64_t held = 0;
+    switch (*dt) {
+      case DType::kF32: held = p.float_data_size(); break;
+      case DType::kF64: held = p.double_data_size(); break;
+      case DType::kI64: held = p.int64_data_size(); break;
+      case DType::kU32: case DType::kU64: held = p.uint64_data_size(); break;
+      default: held = p.int32_data_size(); break;
+    }
+    if (held != count)
+      return Status::user(fmt::format("{} holds {} values but its shape {} needs {}", what, held,
+                                      dims_to_string(dims), count));
+  }
+  Tensor t(*dt, dims);
+  const int64_t n = t.size(), bytes = t.byte_size();
   if (p.has_raw_data()) {
-    if (static_cast<int64_t>(p.raw_data().size()) != bytes)
-      return Status::user(fmt::format("{} holds {} bytes but its shape {} of {} needs {}; the file is "
-                                      "truncated or corrupt", what, p.raw_data().size(),
-                                      dims_to_string(dims), dtype_name(*dt), bytes));
     std::memcpy(t.data(), p.raw_data().data(), static_cast<size_t>(bytes));
     return t;
   }

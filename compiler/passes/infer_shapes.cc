@@ -19,6 +19,19 @@ namespace stitch {
 // Outputs larger than this are left for run time rather than stored as constants.
 inline constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
 
+namespace {
+// Rejects shapes whose element count overflows or exceeds 2^40 (4 TiB of bytes).
+bool fits_in_memory(const Dims& d) {
+  constexpr int64_t kMax = int64_t{1} << 40;
+  int64_t n = 1;
+  for (int64_t x : d) {
+    if (x > 0 && n > kMax / x) return false;
+    n *= x;
+  }
+  return true;
+}
+}  // namespace
+
 StatusOr<bool> infer_shapes(Graph& g, PassContext&) {
   for (const Value* in : g.inputs)
     STITCH_CHECK(in->has_static_shape(), "input '{}' is unbound; bind_shapes runs first", in->name);
@@ -38,6 +51,10 @@ StatusOr<bool> infer_shapes(Graph& g, PassContext&) {
       if (!o) continue;
       if (o->dtype == DType::kUndefined || !o->has_static_shape())
         return Status::internal(fmt::format("{}: the shape rule left output {} untyped", n.describe(), i));
+      if (!fits_in_memory(*o->dims))
+        return Status::user(fmt::format("{}: output '{}' would have shape {}, too large to exist; check the "
+                                        "--shape bindings and the model's shape constants",
+                                        n.describe(), o->name, dims_to_string(*o->dims)));
       changed |= before[i].first != o->dtype || before[i].second != o->dims;
     }
     bool all_const = std::all_of(n.inputs.begin(), n.inputs.end(), [](const Value* v) { return !v || v->constant; });

@@ -192,6 +192,15 @@ TEST_CASE("initializers: inline, external and broken") {
     REQUIRE(r.is_ok());
     CHECK((*r)->find_value("w")->constant->get_f64(3) == 4.0);
   }
+  SECTION("absurd dims are refused before any allocation") {
+    w->clear_dims();
+    w->add_dims(int64_t{1} << 40);
+    w->add_dims(int64_t{1} << 40);
+    CHECK_THAT(import_model(m).message(), Catch::Contains("initializer 'w'") && Catch::Contains("corrupt"));
+    w->clear_dims();
+    w->add_dims(int64_t{1} << 36);  // 256 GiB of floats with no data behind it
+    CHECK_THAT(import_model(m).message(), Catch::Contains("holds 0 values"));
+  }
   SECTION("raw data of the wrong size") {
     w->set_raw_data(std::string(12, '\0'));
     CHECK_THAT(import_model(m).message(), Catch::Contains("initializer 'w'") && Catch::Contains("12 bytes"));

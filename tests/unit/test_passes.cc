@@ -183,3 +183,16 @@ TEST_CASE("a Reshape whose target is only known at run time is refused clearly")
   REQUIRE(st.code() == Code::kUser);
   CHECK_THAT(st.message(), Catch::Contains("node 'r' (Reshape)") && Catch::Contains("compile time"));
 }
+
+TEST_CASE("a shape too large to exist is a user error, not a crash") {
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[1]
+  const %s: i64[4] = [100000, 100000, 100000, 100000]
+  %y = Expand(%x, %s) @"huge"
+  output %y
+}
+)");
+  Status st = run_frontend(*g, *std::make_unique<PassContext>());
+  REQUIRE(st.code() == Code::kUser);
+  CHECK_THAT(st.message(), Catch::Contains("node 'huge' (Expand)") && Catch::Contains("too large"));
+}
