@@ -501,7 +501,6 @@ Status eval_trilu(const Node& n, std::span<const Tensor* const> in, std::vector<
 }
 
 Status infer_dropout(InferContext& ctx) {
-  const Node& n = ctx.node();
   if (ctx.has_input(2)) {
     const Tensor* t = ctx.constant(2);
     if (!t || t->get_i64(0) != 0)
@@ -509,7 +508,6 @@ Status infer_dropout(InferContext& ctx) {
   }
   ctx.set_output(0, ctx.dtype(0), ctx.dims(0));
   ctx.set_output(1, DType::kBool, ctx.dims(0));
-  (void)n;
   return Status::ok();
 }
 
