@@ -10,15 +10,11 @@
 
 namespace stitch::cli {
 
-struct LoadedModel {
-  std::unique_ptr<Graph> imported;  // as imported, before any pass
-  std::unique_ptr<Graph> graph;     // after the front-end pipeline
-};
-
-// Imports MODEL, applies --shape bindings (plus `extra` bindings, e.g. from
-// input data) and runs the front-end passes.
-StatusOr<LoadedModel> load_model(const std::string& path, const std::vector<std::string>& shapes,
-                                 const ShapeBindings& extra, const std::string& dump_dir);
+// Applies --shape bindings (plus `extra` bindings, e.g. from input data) to
+// an imported graph and runs the front-end passes on it in place. `path`
+// names the model in messages.
+Status prepare_model(Graph& g, const std::string& path, const std::vector<std::string>& shapes,
+                     const ShapeBindings& extra, const std::string& dump_dir);
 
 // Prints "error: ..." to stderr and returns the exit code for the status.
 int report(const Status& st);

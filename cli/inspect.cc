@@ -48,9 +48,9 @@ int run_inspect(const InspectArgs& a) {
   std::unique_ptr<Graph> folded;
   std::string fold_note;
   if (!dynamic || !a.shapes.empty()) {
-    auto m = load_model(a.model, a.shapes, {}, a.dump_dir);
-    if (!m.is_ok()) return report(m.status());
-    folded = std::move(m->graph);
+    folded = clone_graph(raw);
+    Status st = prepare_model(*folded, a.model, a.shapes, {}, a.dump_dir);
+    if (!st.is_ok()) return report(st);
   } else {
     fold_note = "inputs have dynamic dimensions: bind them with --shape to fold and see static shapes";
   }

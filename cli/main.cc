@@ -8,24 +8,18 @@
 
 #include "cli/common.h"
 #include "cli/subcommands.h"
-#include "importer/onnx_importer.h"
 #include "support/check.h"
 
 namespace stitch::cli {
 
-StatusOr<LoadedModel> load_model(const std::string& path, const std::vector<std::string>& shapes,
-                                 const ShapeBindings& extra, const std::string& dump_dir) {
-  LoadedModel m;
-  ASSIGN_OR_RETURN(m.graph, import_onnx_file(path));
-  m.imported = clone_graph(*m.graph);
+Status prepare_model(Graph& g, const std::string& path, const std::vector<std::string>& shapes,
+                     const ShapeBindings& extra, const std::string& dump_dir) {
   PassContext ctx;
   ctx.dump_dir = dump_dir;
   for (const auto& s : shapes) RETURN_IF_ERROR(parse_shape_binding(s, ctx.bindings));
   for (const auto& [k, v] : extra.by_input)
     if (!ctx.bindings.by_input.count(k)) ctx.bindings.by_input[k] = v;
-  Status st = run_frontend(*m.graph, ctx);
-  if (!st.is_ok()) return st.with_context(path);
-  return m;
+  return run_frontend(g, ctx).with_context(path);
 }
 
 int report(const Status& st) {

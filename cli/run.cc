@@ -69,7 +69,7 @@ int run_run(const RunArgs& a) {
                                            a.backend)));
   if ((a.rtol >= 0) != (a.atol >= 0) && a.expect.empty())
     return report(Status::user("--rtol and --atol only apply with --expect"));
-  // Import once to learn the inputs, then bind dynamic dims from the data.
+  // Match the data to the imported inputs, then bind dynamic dims from it.
   auto raw = import_onnx_file(a.model);
   if (!raw.is_ok()) return report(raw.status());
   auto in_files = read_tensor_dir(a.inputs, "input");
@@ -82,9 +82,9 @@ int run_run(const RunArgs& a) {
     if (!st.is_ok()) return report(st.with_context(a.inputs));
     if (!v->has_static_shape()) from_data.by_input[v->name] = t.dims();
   }
-  auto model = load_model(a.model, a.shapes, from_data, a.dump_dir);
-  if (!model.is_ok()) return report(model.status());
-  const Graph& g = *model->graph;
+  Status prepared = prepare_model(**raw, a.model, a.shapes, from_data, a.dump_dir);
+  if (!prepared.is_ok()) return report(prepared);
+  const Graph& g = **raw;
 
   TensorMap feed;
   for (auto& [v, t] : *inputs) feed[v->name] = std::move(t);
