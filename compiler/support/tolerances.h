@@ -29,6 +29,17 @@ inline constexpr Tolerance kOnnxNodeTestLoose = {1e-3, 1e-5,
 inline constexpr Tolerance kModelF32 = {1e-3, 1e-4,
                                         "f32 framework kernels vs double-accumulating reference"};
 
+// Emulated CUDA kernels with float32 arithmetic against a double-precision
+// reference: reordered float32 sums over rows of up to ~10^5 elements; the
+// emulator computes fast-math intrinsics (__expf, rsqrtf) precisely.
+inline constexpr Tolerance kEmuF32 = {1e-4, 1e-5,
+                                      "f32 kernel sums vs double reference"};
+
+// Emulated kernels that store float16 outputs: one rounding to half
+// (relative step 2^-11 = 4.9e-4) on top of the float32 error.
+inline constexpr Tolerance kEmuF16Output = {1e-3, 1e-5,
+                                            "one rounding to float16 of an f32 result"};
+
 // Default for `stitchc run --expect` when the user gives no --rtol/--atol.
 inline constexpr Tolerance kRunDefault = kModelF32;
 
