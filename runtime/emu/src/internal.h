@@ -113,6 +113,7 @@ struct Worker {
   unsigned char* smem = nullptr;  // dynamic shared memory of the running block
   std::size_t smem_capacity = 0;
 
+  std::unique_ptr<char[]> signal_stack;  // where fault handlers run, off the fiber stacks
   void* scheduler_sp = nullptr;
   sigjmp_buf jump;
   volatile sig_atomic_t in_fiber = 0;

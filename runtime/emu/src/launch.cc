@@ -220,8 +220,9 @@ class Pool {
 
   void worker_main(Worker* w, std::uint64_t seen) {
     t_worker = w;
+    w->signal_stack = std::make_unique<char[]>(kAltStackBytes);
     stack_t alt{};
-    alt.ss_sp = std::malloc(kAltStackBytes);
+    alt.ss_sp = w->signal_stack.get();
     alt.ss_size = kAltStackBytes;
     sigaltstack(&alt, nullptr);
     for (;;) {

@@ -132,6 +132,7 @@ class BlockRun {
   void on_suspend(ThreadState& t);
   void on_exit(ThreadState& t);
   void on_warp_arrival(ThreadState& t);
+  void report_bad_mask(const ThreadState& t);
   void try_complete(unsigned warp, const ThreadState& arriving);
   bool release_barrier();
   bool release_grid();
@@ -313,7 +314,8 @@ void BlockRun::on_suspend(ThreadState& t) {
       fail(Failure::kDeadlock, where(t) + ": internal error: thread suspended without a reason");
       return;
   }
-  w_.progress.fetch_add(1, std::memory_order_relaxed);
+  // One writer (this worker), one reader (the watchdog): no read-modify-write needed.
+  w_.progress.store(w_.progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 void BlockRun::on_exit(ThreadState& t) {
@@ -344,29 +346,32 @@ void BlockRun::on_warp_arrival(ThreadState& t) {
   WarpBits& wb = w_.warps[t.warp];
   const unsigned bit = 1u << t.lane;
   const unsigned m = t.mask;
-  const std::string call = std::string(warp_op_name(t.op)) + " at " + site_text(t.site) + " with mask " + hex(m);
-  if (!(m & bit)) {
-    fail(Failure::kBadWarpMask, where(t) + ": " + call + " does not include the calling lane " + std::to_string(t.lane));
-    return;
-  }
-  if (m & ~wb.present) {
-    fail(Failure::kBadWarpMask, where(t) + ": " + call + " names lanes " + lanes_of(m & ~wb.present) +
-                                    " that do not exist (warp " + std::to_string(t.warp) + " of a block of " +
-                                    std::to_string(n_) + " threads has lanes " + lanes_of(wb.present) + ")");
-    return;
-  }
-  if (m & wb.exited) {
-    fail(Failure::kBadWarpMask, where(t) + ": " + call + " names lanes " + lanes_of(m & wb.exited) +
-                                    " that have exited");
-    return;
-  }
-  if (is_shuffle(t.op) && (t.width < 1 || t.width > 32 || (t.width & (t.width - 1)) != 0)) {
-    fail(Failure::kBadWarpMask, where(t) + ": " + call + " has width " + std::to_string(t.width) +
-                                    "; width must be a power of two from 1 to 32");
+  const bool bad_width = is_shuffle(t.op) && (t.width < 1 || t.width > 32 || (t.width & (t.width - 1)) != 0);
+  if (!(m & bit) || (m & ~wb.present) || (m & wb.exited) || bad_width) {
+    report_bad_mask(t);
     return;
   }
   wb.waiting |= bit;
   if ((wb.waiting & m) == m) try_complete(t.warp, t);
+}
+
+void BlockRun::report_bad_mask(const ThreadState& t) {
+  const WarpBits& wb = w_.warps[t.warp];
+  const unsigned m = t.mask;
+  const std::string call = std::string(warp_op_name(t.op)) + " at " + site_text(t.site) + " with mask " + hex(m);
+  if (!(m & (1u << t.lane))) {
+    fail(Failure::kBadWarpMask, where(t) + ": " + call + " does not include the calling lane " + std::to_string(t.lane));
+  } else if (m & ~wb.present) {
+    fail(Failure::kBadWarpMask, where(t) + ": " + call + " names lanes " + lanes_of(m & ~wb.present) +
+                                    " that do not exist (warp " + std::to_string(t.warp) + " of a block of " +
+                                    std::to_string(n_) + " threads has lanes " + lanes_of(wb.present) + ")");
+  } else if (m & wb.exited) {
+    fail(Failure::kBadWarpMask, where(t) + ": " + call + " names lanes " + lanes_of(m & wb.exited) +
+                                    " that have exited");
+  } else {
+    fail(Failure::kBadWarpMask, where(t) + ": " + call + " has width " + std::to_string(t.width) +
+                                    "; width must be a power of two from 1 to 32");
+  }
 }
 
 void BlockRun::try_complete(unsigned warp, const ThreadState& arriving) {

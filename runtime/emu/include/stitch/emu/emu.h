@@ -335,13 +335,13 @@ inline float max(float a, float b) { return std::fmax(a, b); }
 inline double max(double a, double b) { return std::fmax(a, b); }
 
 // ---- half and bfloat16 math that CUDA's headers define for the device only ----------------
-#define STITCH_EMU_HALF_UNARY(name, fn)                                                        \
+#define STITCH_EMU_HALF_UNARY(name, name2, fn)                                                 \
   inline __half name(__half x) { return __double2half(fn(static_cast<double>(__half2float(x)))); } \
   inline __nv_bfloat16 name(__nv_bfloat16 x) {                                                   \
     return __double2bfloat16(fn(static_cast<double>(__bfloat162float(x))));                      \
   }                                                                                              \
-  inline __half2 h2##name(__half2 x) { return __halves2half2(name(__low2half(x)), name(__high2half(x))); } \
-  inline __nv_bfloat162 h2##name(__nv_bfloat162 x) {                                            \
+  inline __half2 name2(__half2 x) { return __halves2half2(name(__low2half(x)), name(__high2half(x))); } \
+  inline __nv_bfloat162 name2(__nv_bfloat162 x) {                                               \
     return __halves2bfloat162(name(__low2bfloat16(x)), name(__high2bfloat16(x)));               \
   }
 namespace stitch::emu::detail {
@@ -349,22 +349,22 @@ inline double rsqrt_d(double x) { return 1.0 / std::sqrt(x); }
 inline double rcp_d(double x) { return 1.0 / x; }
 inline double exp10_d(double x) { return std::pow(10.0, x); }
 }  // namespace stitch::emu::detail
-STITCH_EMU_HALF_UNARY(hexp, std::exp)
-STITCH_EMU_HALF_UNARY(hexp2, std::exp2)
-STITCH_EMU_HALF_UNARY(hexp10, ::stitch::emu::detail::exp10_d)
-STITCH_EMU_HALF_UNARY(hlog, std::log)
-STITCH_EMU_HALF_UNARY(hlog2, std::log2)
-STITCH_EMU_HALF_UNARY(hlog10, std::log10)
-STITCH_EMU_HALF_UNARY(hsqrt, std::sqrt)
-STITCH_EMU_HALF_UNARY(hrsqrt, ::stitch::emu::detail::rsqrt_d)
-STITCH_EMU_HALF_UNARY(hrcp, ::stitch::emu::detail::rcp_d)
-STITCH_EMU_HALF_UNARY(htanh, std::tanh)
-STITCH_EMU_HALF_UNARY(hsin, std::sin)
-STITCH_EMU_HALF_UNARY(hcos, std::cos)
-STITCH_EMU_HALF_UNARY(hfloor, std::floor)
-STITCH_EMU_HALF_UNARY(hceil, std::ceil)
-STITCH_EMU_HALF_UNARY(htrunc, std::trunc)
-STITCH_EMU_HALF_UNARY(hrint, std::nearbyint)
+STITCH_EMU_HALF_UNARY(hexp, h2exp, std::exp)
+STITCH_EMU_HALF_UNARY(hexp2, h2exp2, std::exp2)
+STITCH_EMU_HALF_UNARY(hexp10, h2exp10, ::stitch::emu::detail::exp10_d)
+STITCH_EMU_HALF_UNARY(hlog, h2log, std::log)
+STITCH_EMU_HALF_UNARY(hlog2, h2log2, std::log2)
+STITCH_EMU_HALF_UNARY(hlog10, h2log10, std::log10)
+STITCH_EMU_HALF_UNARY(hsqrt, h2sqrt, std::sqrt)
+STITCH_EMU_HALF_UNARY(hrsqrt, h2rsqrt, ::stitch::emu::detail::rsqrt_d)
+STITCH_EMU_HALF_UNARY(hrcp, h2rcp, ::stitch::emu::detail::rcp_d)
+STITCH_EMU_HALF_UNARY(htanh, h2tanh, std::tanh)
+STITCH_EMU_HALF_UNARY(hsin, h2sin, std::sin)
+STITCH_EMU_HALF_UNARY(hcos, h2cos, std::cos)
+STITCH_EMU_HALF_UNARY(hfloor, h2floor, std::floor)
+STITCH_EMU_HALF_UNARY(hceil, h2ceil, std::ceil)
+STITCH_EMU_HALF_UNARY(htrunc, h2trunc, std::trunc)
+STITCH_EMU_HALF_UNARY(hrint, h2rint, std::nearbyint)
 #undef STITCH_EMU_HALF_UNARY
 // Products of two halves are exact in double, so one rounding to half is a true fused fma.
 inline __half __hfma(__half a, __half b, __half c) {
