@@ -21,11 +21,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
-    if (flag == "--reps") reps = value;
-    else if (flag == "--rows") rows = value;
-    else if (flag == "--cols") cols = value;
-    else if (flag == "--threads") threads = value;
-    else if (flag == "--workers") workers = value;
+    if (flag == "--reps")
+      reps = value;
+    else if (flag == "--rows")
+      rows = value;
+    else if (flag == "--cols")
+      cols = value;
+    else if (flag == "--threads")
+      threads = value;
+    else if (flag == "--workers")
+      workers = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", argv[i]);
       return 2;
@@ -44,8 +49,9 @@ int main(int argc, char** argv) {
   std::vector<double> seconds;
   for (int r = 0; r < reps + 1; ++r) {  // the first run warms the worker pool and stacks
     const auto t0 = std::chrono::steady_clock::now();
-    const auto result = stitch::emu::launch(block_row_layernorm, dim3(rows), dim3(threads), 0, x.data(), bias.data(),
-                                            res.data(), gamma.data(), beta.data(), y.data(), cols, 1e-5f);
+    const auto result =
+        stitch::emu::launch(block_row_layernorm, dim3(rows), dim3(threads), 0, x.data(), bias.data(),
+                            res.data(), gamma.data(), beta.data(), y.data(), cols, 1e-5f);
     const auto t1 = std::chrono::steady_clock::now();
     if (!result.ok()) {
       std::fprintf(stderr, "launch failed: %s\n", result.message.c_str());
@@ -56,8 +62,8 @@ int main(int argc, char** argv) {
   std::sort(seconds.begin(), seconds.end());
   const double median = seconds[seconds.size() / 2];
   const double emulated = double(rows) * threads;
-  std::printf("layernorm %dx%d, %d threads/block, %d blocks, %.0f emulated threads\n", rows, cols, threads, rows,
-              emulated);
+  std::printf("layernorm %dx%d, %d threads/block, %d blocks, %.0f emulated threads\n", rows, cols, threads,
+              rows, emulated);
   std::printf("median %.4f s (min %.4f, max %.4f) over %d runs: %.2f million emulated threads/s\n", median,
               seconds.front(), seconds.back(), reps, emulated / median / 1e6);
   return 0;

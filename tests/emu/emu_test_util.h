@@ -2,7 +2,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <string>
@@ -13,7 +12,8 @@
 
 namespace stitch::emu::test {
 
-inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
+inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -2.0f,
+                                        float hi = 2.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(lo, hi);
   std::vector<float> v(n);
@@ -23,7 +23,8 @@ inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float
 
 // Every element within tolerance; reports the first few mismatches.
 template <class Got>
-void check_close(const std::vector<double>& expected, const Got& got, Tolerance tol, const std::string& what) {
+void check_close(const std::vector<double>& expected, const Got& got, Tolerance tol,
+                 const std::string& what) {
   REQUIRE(expected.size() == got.size());
   std::size_t bad = 0;
   std::string first;
@@ -31,7 +32,8 @@ void check_close(const std::vector<double>& expected, const Got& got, Tolerance 
     const double g = static_cast<double>(got[i]);
     const double e = expected[i];
     if (!(std::fabs(g - e) <= tol.atol + tol.rtol * std::fabs(e))) {
-      if (bad < 3) first += " [" + std::to_string(i) + "] got " + std::to_string(g) + " want " + std::to_string(e);
+      if (bad < 3)
+        first += " [" + std::to_string(i) + "] got " + std::to_string(g) + " want " + std::to_string(e);
       ++bad;
     }
   }
@@ -44,7 +46,8 @@ inline const char* order_name(ThreadOrder order) {
   return order == ThreadOrder::kForward ? "forward" : order == ThreadOrder::kReverse ? "reverse" : "random";
 }
 
-inline constexpr ThreadOrder kAllOrders[] = {ThreadOrder::kForward, ThreadOrder::kReverse, ThreadOrder::kRandom};
+inline constexpr ThreadOrder kAllOrders[] = {ThreadOrder::kForward, ThreadOrder::kReverse,
+                                             ThreadOrder::kRandom};
 
 // Sets process-wide emulator options for one scope.
 class ScopedOptions {

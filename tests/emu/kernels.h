@@ -2,6 +2,7 @@
 // emulation layer. Plain prototypes: __global__ means nothing on the host side.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 // layernorm.cu
@@ -33,6 +34,10 @@ void histogram(const int* values, int n, unsigned* bins, int num_bins);
 void statistics(const int* values, int n, Stats* stats);
 void locked_sum(const float* values, int n, double* out);
 void warp_scan(const int* in, int* scan, int* warp_totals);
+// warp_features.cu
+void tile_features(const float* in, float* sums, unsigned* ballots, float* firsts);
+void width_and_syncwarp(const int* in, int* broadcast, int* after);
+void half_math(const float* x, __half* h, __nv_bfloat16* b, int n);
 // broken.cu
 void reverse_missing_barrier(const float* in, float* out);
 void divergent_barrier(float* out);
@@ -45,6 +50,7 @@ void stack_overflow(float* out, int depth);
 void out_of_bounds_write(float* out, int n);
 void null_write(float* out);
 void trap_on_negative(const float* in);
+void racy_last_writer(int* out);
 // grid_misuse.cu
 void grid_sync_kernel(float* out);
 void grid_sync_block_exits(float* out);

@@ -50,9 +50,10 @@ TEST_CASE("a missing barrier changes the result with the thread order", "[emu][b
 
 TEST_CASE("divergent __syncthreads is reported", "[emu][broken]") {
   std::vector<float> out(64);
-  require_failure(launch(divergent_barrier, dim3(2), dim3(64), 0, out.data()), Failure::kDivergentBarrier,
-                  {"kernel 'divergent_barrier'", "block (", "divergent barrier", "threads 0-31: __syncthreads at broken.cu:",
-                   "threads 32-63: __syncthreads at broken.cu:"});
+  require_failure(
+      launch(divergent_barrier, dim3(2), dim3(64), 0, out.data()), Failure::kDivergentBarrier,
+      {"kernel 'divergent_barrier'", "block (", "divergent barrier",
+       "threads 0-31: __syncthreads at broken.cu:", "threads 32-63: __syncthreads at broken.cu:"});
   require_healthy();
 }
 
@@ -60,8 +61,8 @@ TEST_CASE("threads that exit before a barrier are reported", "[emu][broken]") {
   std::vector<float> in(64, 1.0f), out(64);
   require_failure(launch(exit_before_barrier, dim3(1), dim3(64), 0, in.data(), out.data(), 20),
                   Failure::kExitedAtBarrier,
-                  {"kernel 'exit_before_barrier' block (0,0,0)", "exited", "__syncthreads at broken.cu:",
-                   "every thread must reach each barrier"});
+                  {"kernel 'exit_before_barrier' block (0,0,0)", "exited",
+                   "__syncthreads at broken.cu:", "every thread must reach each barrier"});
   require_healthy();
 }
 
@@ -75,8 +76,9 @@ TEST_CASE("a warp mask naming lanes that do not exist is reported", "[emu][broke
 
 TEST_CASE("a warp mask that leaves out the calling lane is reported", "[emu][broken]") {
   std::vector<float> out(32);
-  require_failure(launch(shuffle_mask_excludes_caller, dim3(1), dim3(32), 0, out.data()), Failure::kBadWarpMask,
-                  {"thread (16,0,0)", "__shfl_sync", "mask 0x0000ffff", "does not include the calling lane 16"});
+  require_failure(
+      launch(shuffle_mask_excludes_caller, dim3(1), dim3(32), 0, out.data()), Failure::kBadWarpMask,
+      {"thread (16,0,0)", "__shfl_sync", "mask 0x0000ffff", "does not include the calling lane 16"});
   require_healthy();
 }
 
@@ -101,22 +103,24 @@ TEST_CASE("the watchdog stops a spin loop", "[emu][broken]") {
 
 TEST_CASE("stack overflow is caught by the guard region", "[emu][broken]") {
   std::vector<float> out(32);
-  require_failure(launch(stack_overflow, dim3(1), dim3(32), 0, out.data(), 1000), Failure::kStackOverflow,
-                  {"kernel 'stack_overflow' block (0,0,0) thread (", "stack overflow", "Options::stack_bytes"});
+  require_failure(
+      launch(stack_overflow, dim3(1), dim3(32), 0, out.data(), 1000), Failure::kStackOverflow,
+      {"kernel 'stack_overflow' block (0,0,0) thread (", "stack overflow", "Options::stack_bytes"});
   require_healthy();
 }
 
 TEST_CASE("a null-pointer write is a memory fault, not a crash", "[emu][broken][faults-under-ubsan]") {
-  require_failure(launch(null_write, dim3(2), dim3(32), 0, static_cast<float*>(nullptr)), Failure::kMemoryFault,
-                  {"kernel 'null_write' block (", "SIGSEGV at address"});
+  require_failure(launch(null_write, dim3(2), dim3(32), 0, static_cast<float*>(nullptr)),
+                  Failure::kMemoryFault, {"kernel 'null_write' block (", "SIGSEGV at address"});
   require_healthy();
 }
 
 TEST_CASE("__trap() fails the launch", "[emu][broken]") {
   std::vector<float> in(32, 1.0f);
   in[7] = -1.0f;
-  require_failure(launch(trap_on_negative, dim3(1), dim3(32), 0, in.data()), Failure::kTrap,
-                  {"kernel 'trap_on_negative' block (0,0,0) thread (7,0,0)", "__trap() called at broken.cu:"});
+  require_failure(
+      launch(trap_on_negative, dim3(1), dim3(32), 0, in.data()), Failure::kTrap,
+      {"kernel 'trap_on_negative' block (0,0,0) thread (7,0,0)", "__trap() called at broken.cu:"});
   require_healthy();
 }
 
@@ -126,7 +130,8 @@ TEST_CASE("grid barriers need a cooperative launch in which every block arrives"
                   {"kernel 'grid_sync_kernel'", "not cooperative"});
   require_ok(launch_cooperative(grid_sync_kernel, dim3(4), dim3(64), 0, out.data()));
   for (float v : out) CHECK(v == 2.0f);
-  require_failure(launch_cooperative(grid_sync_block_exits, dim3(4), dim3(32), 0, out.data()), Failure::kGridSync,
+  require_failure(launch_cooperative(grid_sync_block_exits, dim3(4), dim3(32), 0, out.data()),
+                  Failure::kGridSync,
                   {"kernel 'grid_sync_block_exits' block (", "every block must reach each grid barrier"});
   require_healthy();
 }
@@ -139,6 +144,7 @@ TEST_CASE("invalid launch configurations are rejected before running", "[emu][br
                   {"no zero dimension"});
   require_failure(launch(divergent_barrier, dim3(1), dim3(32), 300000, out.data()), Failure::kLaunchConfig,
                   {"dynamic shared memory"});
-  require_failure(launch_cooperative(grid_sync_kernel, dim3(max_cooperative_blocks() + 1), dim3(32), 0, out.data()),
-                  Failure::kLaunchConfig, {"co-resident"});
+  require_failure(
+      launch_cooperative(grid_sync_kernel, dim3(max_cooperative_blocks() + 1), dim3(32), 0, out.data()),
+      Failure::kLaunchConfig, {"co-resident"});
 }

@@ -26,7 +26,8 @@ std::vector<double> layernorm_ref(const std::vector<float>& x, const std::vector
     double var = 0;
     for (int c = 0; c < cols; ++c) var += (s[c] - mean) * (s[c] - mean);
     var /= cols;
-    for (int c = 0; c < cols; ++c) y[r * cols + c] = (s[c] - mean) / std::sqrt(var + eps) * gamma[c] + beta[c];
+    for (int c = 0; c < cols; ++c)
+      y[r * cols + c] = (s[c] - mean) / std::sqrt(var + eps) * gamma[c] + beta[c];
   }
   return y;
 }
@@ -41,15 +42,16 @@ TEST_CASE("layer norm, one block per row, matches double reference", "[emu][kern
   const LayerNormCase cases[] = {{1, 770}, {37, 770}, {4, 1}, {3, 33}, {2, 4096}};
   for (const auto& [rows, cols] : cases) {
     const auto x = random_floats(size_t(rows) * cols, 1), res = random_floats(size_t(rows) * cols, 2);
-    const auto bias = random_floats(cols, 3), gamma = random_floats(cols, 4, 0.5f, 1.5f), beta = random_floats(cols, 5);
+    const auto bias = random_floats(cols, 3), gamma = random_floats(cols, 4, 0.5f, 1.5f),
+               beta = random_floats(cols, 5);
     const auto ref = layernorm_ref(x, bias, res, gamma, beta, rows, cols, 1e-5);
     for (int threads : {32, 64, 128, 256, 1024}) {
       for (ThreadOrder order : kAllOrders) {
         ScopedOptions scoped(with_order(order));
         INFO(rows << "x" << cols << " threads " << threads << " order " << order_name(order));
         std::vector<float> y(x.size(), -1.0f);
-        require_ok(launch(block_row_layernorm, dim3(rows), dim3(threads), 0, x.data(), bias.data(), res.data(),
-                          gamma.data(), beta.data(), y.data(), cols, 1e-5f));
+        require_ok(launch(block_row_layernorm, dim3(rows), dim3(threads), 0, x.data(), bias.data(),
+                          res.data(), gamma.data(), beta.data(), y.data(), cols, 1e-5f));
         check_close(ref, y, kEmuF32, "block_row_layernorm");
       }
     }
@@ -78,7 +80,8 @@ TEST_CASE("layer norm, one warp per row with cooperative_groups tiles", "[emu][k
   const LayerNormCase cases[] = {{1, 770}, {37, 770}, {100, 5}, {9, 64}};
   for (const auto& [rows, cols] : cases) {
     const auto x = random_floats(size_t(rows) * cols, 21), res = random_floats(size_t(rows) * cols, 22);
-    const auto bias = random_floats(cols, 23), gamma = random_floats(cols, 24), beta = random_floats(cols, 25);
+    const auto bias = random_floats(cols, 23), gamma = random_floats(cols, 24),
+               beta = random_floats(cols, 25);
     const auto ref = layernorm_ref(x, bias, res, gamma, beta, rows, cols, 1e-6);
     for (int threads : {32, 128, 1024}) {
       for (ThreadOrder order : kAllOrders) {
@@ -86,8 +89,9 @@ TEST_CASE("layer norm, one warp per row with cooperative_groups tiles", "[emu][k
         INFO(rows << "x" << cols << " threads " << threads << " order " << order_name(order));
         const int rows_per_block = threads / 32;
         std::vector<float> y(x.size(), -1.0f);
-        require_ok(launch(warp_row_layernorm, dim3((rows + rows_per_block - 1) / rows_per_block), dim3(threads), 0,
-                          x.data(), bias.data(), res.data(), gamma.data(), beta.data(), y.data(), rows, cols, 1e-6f));
+        require_ok(launch(warp_row_layernorm, dim3((rows + rows_per_block - 1) / rows_per_block),
+                          dim3(threads), 0, x.data(), bias.data(), res.data(), gamma.data(), beta.data(),
+                          y.data(), rows, cols, 1e-6f));
         check_close(ref, y, kEmuF32, "warp_row_layernorm");
       }
     }
@@ -125,8 +129,8 @@ TEST_CASE("scaled softmax with a dynamic shared-memory row cache and float16 out
         ScopedOptions scoped(with_order(order));
         INFO(rows << "x" << cols << " threads " << threads << " order " << order_name(order));
         std::vector<__half> y(x.size(), __float2half(-1.0f));
-        require_ok(launch(scaled_softmax_f16, dim3(rows), dim3(threads), cols * sizeof(float), x.data(), y.data(),
-                          cols, scale));
+        require_ok(launch(scaled_softmax_f16, dim3(rows), dim3(threads), cols * sizeof(float), x.data(),
+                          y.data(), cols, scale));
         check_close(ref, to_float(y), kEmuF16Output, "scaled_softmax_f16");
       }
     }
@@ -172,8 +176,8 @@ TEST_CASE("grid-synchronised RMS normalisation in a cooperative launch", "[emu][
           ScopedOptions scoped(with_order(order));
           INFO("n " << n << " blocks " << blocks << " threads " << threads << " order " << order_name(order));
           std::vector<float> y(x.size(), -1.0f), partials(blocks, -1.0f);
-          require_ok(launch_cooperative(grid_rms_normalize, dim3(blocks), dim3(threads), 0, x.data(), y.data(),
-                                        partials.data(), n, 1e-6f));
+          require_ok(launch_cooperative(grid_rms_normalize, dim3(blocks), dim3(threads), 0, x.data(),
+                                        y.data(), partials.data(), n, 1e-6f));
           check_close(ref, y, kEmuF32, "grid_rms_normalize");
         }
       }
@@ -194,8 +198,8 @@ TEST_CASE("column reductions: shared-memory tiles and float atomics", "[emu][ker
         ScopedOptions scoped(with_order(order));
         INFO(rows << "x" << cols << " block (32," << ty << ") order " << order_name(order));
         std::vector<float> s(cols, -1.0f), m(cols, -1.0f);
-        require_ok(launch(column_sum_tiled, dim3((cols + 31) / 32), dim3(32, ty), 0, x.data(), s.data(), m.data(),
-                          rows, cols));
+        require_ok(launch(column_sum_tiled, dim3((cols + 31) / 32), dim3(32, ty), 0, x.data(), s.data(),
+                          m.data(), rows, cols));
         // A column sum of `rows` float32 values: allow the reordered-sum error per row.
         check_close(sums, s, Tolerance{kEmuF32.rtol, kEmuF32.atol * rows, "sums"}, "column sums");
         check_close(means, m, kEmuF32, "column means");
@@ -206,7 +210,8 @@ TEST_CASE("column reductions: shared-memory tiles and float atomics", "[emu][ker
         INFO(rows << "x" << cols << " threads " << threads << " rows/block " << rows_per_block);
         std::vector<float> s(cols, 0.0f);
         const dim3 grid((cols + threads - 1) / threads, (rows + rows_per_block - 1) / rows_per_block);
-        require_ok(launch(column_sum_atomic, grid, dim3(threads), 0, x.data(), s.data(), rows, cols, rows_per_block));
+        require_ok(launch(column_sum_atomic, grid, dim3(threads), 0, x.data(), s.data(), rows, cols,
+                          rows_per_block));
         check_close(sums, s, Tolerance{kEmuF32.rtol, kEmuF32.atol * rows, "sums"}, "atomic column sums");
       }
     }
@@ -226,8 +231,8 @@ TEST_CASE("histogram with shared- and global-memory atomics", "[emu][kernels]") 
     for (ThreadOrder order : kAllOrders) {
       ScopedOptions scoped(with_order(order));
       std::vector<unsigned> bins(num_bins, 0);
-      require_ok(launch(histogram, dim3(8), dim3(256), num_bins * sizeof(unsigned), values.data(), n, bins.data(),
-                        num_bins));
+      require_ok(launch(histogram, dim3(8), dim3(256), num_bins * sizeof(unsigned), values.data(), n,
+                        bins.data(), num_bins));
       check_close(expected, bins, Tolerance{0, 0, "exact"}, "histogram");
     }
   }
@@ -308,4 +313,98 @@ TEST_CASE("warp prefix sums with __shfl_up_sync and __reduce_add_sync", "[emu][k
     }
     CHECK(totals[w] == acc);
   }
+}
+
+TEST_CASE("cooperative_groups tiles of 4, 8 and 16 lanes: reduce, ballot, shuffles", "[emu][kernels]") {
+  const int threads = 64, blocks = 2, n = threads * blocks;
+  const auto in = random_floats(n, 111);
+  std::vector<float> sums(3 * n), firsts(3 * n);
+  std::vector<unsigned> ballots(3 * n);
+  for (ThreadOrder order : kAllOrders) {
+    ScopedOptions scoped(with_order(order));
+    INFO("order " << order_name(order));
+    require_ok(launch(tile_features, dim3(blocks), dim3(threads), 0, in.data(), sums.data(), ballots.data(),
+                      firsts.data()));
+    int k = 0;
+    for (int size : {4, 8, 16}) {
+      std::vector<double> want_sum(n), want_first(n);
+      for (int i = 0; i < n; ++i) {
+        const int base = i / size * size, rank = i % size;
+        double s = 0;
+        unsigned ballot = 0;
+        for (int j = 0; j < size; ++j) {
+          s += in[base + j];
+          if (in[base + j] > 0) ballot |= 1u << j;
+        }
+        want_sum[i] = s;
+        CHECK(ballots[k * n + i] == ballot);
+        const float up = rank >= 1 ? in[i - 1] : in[i];
+        const float down = rank + 1 < size ? in[i + 1] : in[i];
+        want_first[i] = double(in[base]) + up - down;
+      }
+      check_close(want_sum, std::vector<float>(sums.begin() + k * n, sums.begin() + (k + 1) * n), kEmuF32,
+                  "tile reduce " + std::to_string(size));
+      check_close(want_first, std::vector<float>(firsts.begin() + k * n, firsts.begin() + (k + 1) * n),
+                  kEmuF32, "tile shuffles " + std::to_string(size));
+      ++k;
+    }
+  }
+}
+
+TEST_CASE("__shfl_sync with width 16, and __syncwarp of half a warp after the other half exits",
+          "[emu][kernels]") {
+  const int threads = 64, n = threads;
+  std::vector<int> in(n), broadcast(n, -1), after(n, -1);
+  for (int i = 0; i < n; ++i) in[i] = 100 + i;
+  for (ThreadOrder order : kAllOrders) {
+    ScopedOptions scoped(with_order(order));
+    require_ok(
+        launch(width_and_syncwarp, dim3(1), dim3(threads), 0, in.data(), broadcast.data(), after.data()));
+    for (int i = 0; i < n; ++i) {
+      CHECK(broadcast[i] == in[i / 16 * 16 + 3]);
+      CHECK(after[i] == (i % 32 < 16 ? in[i / 32 * 32 + (i % 32 + 1) % 16] : -1));
+    }
+  }
+}
+
+TEST_CASE("half and bfloat16 device math", "[emu][kernels]") {
+  const int n = 300;
+  const auto x = random_floats(n, 121, -3.0f, 3.0f);
+  std::vector<__half> h(4 * n);
+  std::vector<__nv_bfloat16> b(4 * n);
+  require_ok(launch(half_math, dim3((n + 127) / 128), dim3(128), 0, x.data(), h.data(), b.data(), n));
+  std::vector<double> want_h(4 * n), want_b(4 * n);
+  std::vector<float> got_h(4 * n), got_b(4 * n);
+  for (int i = 0; i < n; ++i) {
+    const double xh = __half2float(__float2half_rn(x[i]));
+    const double xb = __bfloat162float(__float2bfloat16_rn(x[i]));
+    // The kernel adds |x| + 1 in the narrow type before the rsqrt.
+    const double sh = __half2float(__float2half_rn(float(std::fabs(xh) + 1)));
+    const double sb = __bfloat162float(__float2bfloat16_rn(float(std::fabs(xb) + 1)));
+    const double hv[4] = {std::exp(xh), std::tanh(xh), 1 / std::sqrt(sh), xh * xh + xh};
+    const double bv[4] = {std::exp(xb), std::tanh(xb), 1 / std::sqrt(sb), xb * xb + xb};
+    for (int k = 0; k < 4; ++k) {
+      want_h[4 * i + k] = hv[k];
+      want_b[4 * i + k] = bv[k];
+      got_h[4 * i + k] = __half2float(h[4 * i + k]);
+      got_b[4 * i + k] = __bfloat162float(b[4 * i + k]);
+    }
+  }
+  check_close(want_h, got_h, kEmuF16Output, "half math");
+  // bfloat16 keeps 8 significant bits: one rounding is a relative step of 2^-8.
+  check_close(want_b, got_b, Tolerance{4e-3, 1e-5, "one rounding to bfloat16"}, "bfloat16 math");
+}
+
+TEST_CASE("thread order decides a write race; random order is reproducible from its seed", "[emu][kernels]") {
+  const int threads = 128, blocks = 4;
+  auto run = [&](ThreadOrder order, std::uint64_t seed) {
+    ScopedOptions scoped(with_order(order, seed));
+    std::vector<int> out(threads * blocks, -1);
+    require_ok(launch(racy_last_writer, dim3(blocks), dim3(threads), 0, out.data()));
+    return out;
+  };
+  CHECK(run(ThreadOrder::kForward, 0) == std::vector<int>(threads * blocks, threads - 1));
+  CHECK(run(ThreadOrder::kReverse, 0) == std::vector<int>(threads * blocks, 0));
+  CHECK(run(ThreadOrder::kRandom, 5) == run(ThreadOrder::kRandom, 5));
+  CHECK(run(ThreadOrder::kRandom, 5) != run(ThreadOrder::kRandom, 6));
 }

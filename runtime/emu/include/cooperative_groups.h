@@ -37,13 +37,21 @@ class thread_block_tile {
   }
   void sync(STITCH_EMU_SITE) const { __syncwarp(mask(), site); }
   template <class T>
-  T shfl(T v, int src, STITCH_EMU_SITE) const { return __shfl_sync(mask(), v, src, N, site); }
+  T shfl(T v, int src, STITCH_EMU_SITE) const {
+    return __shfl_sync(mask(), v, src, N, site);
+  }
   template <class T>
-  T shfl_down(T v, unsigned delta, STITCH_EMU_SITE) const { return __shfl_down_sync(mask(), v, delta, N, site); }
+  T shfl_down(T v, unsigned delta, STITCH_EMU_SITE) const {
+    return __shfl_down_sync(mask(), v, delta, N, site);
+  }
   template <class T>
-  T shfl_up(T v, unsigned delta, STITCH_EMU_SITE) const { return __shfl_up_sync(mask(), v, delta, N, site); }
+  T shfl_up(T v, unsigned delta, STITCH_EMU_SITE) const {
+    return __shfl_up_sync(mask(), v, delta, N, site);
+  }
   template <class T>
-  T shfl_xor(T v, int lane_mask, STITCH_EMU_SITE) const { return __shfl_xor_sync(mask(), v, lane_mask, N, site); }
+  T shfl_xor(T v, int lane_mask, STITCH_EMU_SITE) const {
+    return __shfl_xor_sync(mask(), v, lane_mask, N, site);
+  }
   unsigned ballot(int pred, STITCH_EMU_SITE) const {
     const unsigned base = ::stitch::emu::detail::t_thread->lane / N * N;
     return (__ballot_sync(mask(), pred, site) >> base) & static_cast<unsigned>((1ull << N) - 1);
@@ -85,17 +93,36 @@ void sync(const Group& group, STITCH_EMU_SITE) {
   group.sync(site);
 }
 
-template <class T> struct plus { T operator()(T a, T b) const { return a + b; } };
-template <class T> struct less { T operator()(T a, T b) const { return b < a ? b : a; } };
-template <class T> struct greater { T operator()(T a, T b) const { return a < b ? b : a; } };
-template <class T> struct bit_and { T operator()(T a, T b) const { return a & b; } };
-template <class T> struct bit_or { T operator()(T a, T b) const { return a | b; } };
-template <class T> struct bit_xor { T operator()(T a, T b) const { return a ^ b; } };
+template <class T>
+struct plus {
+  T operator()(T a, T b) const { return a + b; }
+};
+template <class T>
+struct less {
+  T operator()(T a, T b) const { return b < a ? b : a; }
+};
+template <class T>
+struct greater {
+  T operator()(T a, T b) const { return a < b ? b : a; }
+};
+template <class T>
+struct bit_and {
+  T operator()(T a, T b) const { return a & b; }
+};
+template <class T>
+struct bit_or {
+  T operator()(T a, T b) const { return a | b; }
+};
+template <class T>
+struct bit_xor {
+  T operator()(T a, T b) const { return a ^ b; }
+};
 
 // cooperative_groups::reduce over a tile: every lane gets the reduction of the tile.
 template <unsigned N, class T, class Op>
 T reduce(const thread_block_tile<N>& tile, T value, Op op) {
-  for (unsigned offset = N / 2; offset > 0; offset /= 2) value = op(value, tile.shfl_xor(value, static_cast<int>(offset)));
+  for (unsigned offset = N / 2; offset > 0; offset /= 2)
+    value = op(value, tile.shfl_xor(value, static_cast<int>(offset)));
   return value;
 }
 

@@ -91,8 +91,8 @@ bool StackPool::reserve(std::size_t count, std::size_t bytes) {
   bytes = std::max(bytes, stack_bytes_);
   release();
   const std::size_t slot = bytes + kGuardBytes;
-  void* region = mmap(nullptr, slot * count, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* region =
+      mmap(nullptr, slot * count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (region == MAP_FAILED) return false;
   region_ = static_cast<char*>(region);
   region_bytes_ = slot * count;
@@ -121,8 +121,8 @@ void* prepare_stack(const Stack& stack, void (*entry)(void*)) {
   std::memset(frame, 0, 80);
   std::memcpy(reinterpret_cast<char*>(frame), &mxcsr, 4);
   std::memcpy(reinterpret_cast<char*>(frame) + 4, &fpu_cw, 2);
-  frame[3] = 0;                                            // r13: argument
-  frame[4] = reinterpret_cast<std::uint64_t>(entry);       // r12: function
+  frame[3] = 0;                                       // r13: argument
+  frame[4] = reinterpret_cast<std::uint64_t>(entry);  // r12: function
   frame[7] = reinterpret_cast<std::uint64_t>(&stitch_emu_fiber_trampoline);
   return frame;
 }

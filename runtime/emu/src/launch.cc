@@ -37,17 +37,28 @@ unsigned max_cooperative_blocks() { return options().max_cooperative_blocks; }
 
 const char* failure_name(Failure failure) {
   switch (failure) {
-    case Failure::kNone: return "ok";
-    case Failure::kLaunchConfig: return "invalid launch configuration";
-    case Failure::kDivergentBarrier: return "divergent barrier";
-    case Failure::kExitedAtBarrier: return "exited thread at barrier";
-    case Failure::kBadWarpMask: return "bad warp mask";
-    case Failure::kDeadlock: return "deadlock";
-    case Failure::kWatchdog: return "watchdog";
-    case Failure::kStackOverflow: return "stack overflow";
-    case Failure::kMemoryFault: return "memory fault";
-    case Failure::kGridSync: return "grid barrier misuse";
-    case Failure::kTrap: return "trap";
+    case Failure::kNone:
+      return "ok";
+    case Failure::kLaunchConfig:
+      return "invalid launch configuration";
+    case Failure::kDivergentBarrier:
+      return "divergent barrier";
+    case Failure::kExitedAtBarrier:
+      return "exited thread at barrier";
+    case Failure::kBadWarpMask:
+      return "bad warp mask";
+    case Failure::kDeadlock:
+      return "deadlock";
+    case Failure::kWatchdog:
+      return "watchdog";
+    case Failure::kStackOverflow:
+      return "stack overflow";
+    case Failure::kMemoryFault:
+      return "memory fault";
+    case Failure::kGridSync:
+      return "grid barrier misuse";
+    case Failure::kTrap:
+      return "trap";
   }
   return "?";
 }
@@ -306,11 +317,12 @@ class Pool {
         if (stalled < limit) continue;
         char secs[32];
         std::snprintf(secs, sizeof secs, "%.1f", stalled);
-        launch.fail(Failure::kWatchdog,
-                    launch.where(w.current_block.load(), w.current_thread.load()) + ": no progress for " + secs +
-                        " s: the thread neither reached a barrier, warp operation or exit nor let another "
-                        "thread run (a spin loop waiting on plain memory? spin on atomics instead); the limit "
-                        "is Options::watchdog_seconds");
+        launch.fail(
+            Failure::kWatchdog,
+            launch.where(w.current_block.load(), w.current_thread.load()) + ": no progress for " + secs +
+                " s: the thread neither reached a barrier, warp operation or exit nor let another "
+                "thread run (a spin loop waiting on plain memory? spin on atomics instead); the limit "
+                "is Options::watchdog_seconds");
         pthread_kill(w.thread.native_handle(), watchdog_signal());
       }
     }
@@ -358,12 +370,14 @@ Result launch_impl(const LaunchRequest& request) {
   const std::uint64_t blocks = std::uint64_t{g.x} * g.y * g.z;
   if (blocks > 0xffffffffull) return config_error(name, "grid " + dims(g) + " has more than 2^32 blocks");
   if (request.dynamic_smem_bytes > kMaxDynamicSmem)
-    return config_error(name, std::to_string(request.dynamic_smem_bytes) +
-                                  " bytes of dynamic shared memory exceed the 232448-byte (227 KiB) per-block maximum");
+    return config_error(
+        name, std::to_string(request.dynamic_smem_bytes) +
+                  " bytes of dynamic shared memory exceed the 232448-byte (227 KiB) per-block maximum");
   if (request.cooperative && blocks > launch.options.max_cooperative_blocks)
-    return config_error(name, "a cooperative launch of " + std::to_string(blocks) + " blocks exceeds the " +
-                                  std::to_string(launch.options.max_cooperative_blocks) +
-                                  " blocks that can be co-resident (size the grid with max_cooperative_blocks())");
+    return config_error(name,
+                        "a cooperative launch of " + std::to_string(blocks) + " blocks exceeds the " +
+                            std::to_string(launch.options.max_cooperative_blocks) +
+                            " blocks that can be co-resident (size the grid with max_cooperative_blocks())");
   launch.num_blocks = static_cast<unsigned>(blocks);
   launch.block_threads = b.x * b.y * b.z;
 

@@ -22,20 +22,34 @@ thread_local const BlockState* t_block = nullptr;
 
 const char* warp_op_name(WarpOp op) {
   switch (op) {
-    case WarpOp::kShfl: return "__shfl_sync";
-    case WarpOp::kShflUp: return "__shfl_up_sync";
-    case WarpOp::kShflDown: return "__shfl_down_sync";
-    case WarpOp::kShflXor: return "__shfl_xor_sync";
-    case WarpOp::kBallot: return "__ballot_sync";
-    case WarpOp::kAny: return "__any_sync";
-    case WarpOp::kAll: return "__all_sync";
-    case WarpOp::kSyncwarp: return "__syncwarp";
-    case WarpOp::kReduceAdd: return "__reduce_add_sync";
-    case WarpOp::kReduceMin: return "__reduce_min_sync";
-    case WarpOp::kReduceMax: return "__reduce_max_sync";
-    case WarpOp::kReduceAnd: return "__reduce_and_sync";
-    case WarpOp::kReduceOr: return "__reduce_or_sync";
-    case WarpOp::kReduceXor: return "__reduce_xor_sync";
+    case WarpOp::kShfl:
+      return "__shfl_sync";
+    case WarpOp::kShflUp:
+      return "__shfl_up_sync";
+    case WarpOp::kShflDown:
+      return "__shfl_down_sync";
+    case WarpOp::kShflXor:
+      return "__shfl_xor_sync";
+    case WarpOp::kBallot:
+      return "__ballot_sync";
+    case WarpOp::kAny:
+      return "__any_sync";
+    case WarpOp::kAll:
+      return "__all_sync";
+    case WarpOp::kSyncwarp:
+      return "__syncwarp";
+    case WarpOp::kReduceAdd:
+      return "__reduce_add_sync";
+    case WarpOp::kReduceMin:
+      return "__reduce_min_sync";
+    case WarpOp::kReduceMax:
+      return "__reduce_max_sync";
+    case WarpOp::kReduceAnd:
+      return "__reduce_and_sync";
+    case WarpOp::kReduceOr:
+      return "__reduce_or_sync";
+    case WarpOp::kReduceXor:
+      return "__reduce_xor_sync";
   }
   return "?";
 }
@@ -44,10 +58,14 @@ namespace {
 
 const char* barrier_name(BarrierKind kind) {
   switch (kind) {
-    case BarrierKind::kSync: return "__syncthreads";
-    case BarrierKind::kCount: return "__syncthreads_count";
-    case BarrierKind::kAnd: return "__syncthreads_and";
-    case BarrierKind::kOr: return "__syncthreads_or";
+    case BarrierKind::kSync:
+      return "__syncthreads";
+    case BarrierKind::kCount:
+      return "__syncthreads_count";
+    case BarrierKind::kAnd:
+      return "__syncthreads_and";
+    case BarrierKind::kOr:
+      return "__syncthreads_or";
   }
   return "?";
 }
@@ -182,7 +200,8 @@ void BlockRun::make_order(std::uint64_t pass) {
       break;
     case ThreadOrder::kRandom: {
       for (unsigned i = 0; i < n_; ++i) order[i] = i;
-      std::uint64_t state = launch_.options.seed ^ (std::uint64_t{block_} << 32) ^ (pass * 0x2545F4914F6CDD1Dull);
+      std::uint64_t state =
+          launch_.options.seed ^ (std::uint64_t{block_} << 32) ^ (pass * 0x2545F4914F6CDD1Dull);
       for (unsigned i = n_; i > 1; --i) std::swap(order[i - 1], order[splitmix(state) % i]);
       break;
     }
@@ -241,13 +260,15 @@ bool BlockRun::run() {
     } else if (at_barrier_ + at_grid_ == live_) {
       fail(Failure::kDivergentBarrier, launch_.where_block(block_) +
                                            ": some threads wait at __syncthreads, others at "
-                                           "this_grid().sync():\n" + describe_waits());
+                                           "this_grid().sync():\n" +
+                                           describe_waits());
       return false;
     } else {
-      fail(Failure::kDeadlock, launch_.where_block(block_) +
-                                   ": deadlock: every thread waits and no barrier or warp operation can "
-                                   "complete (mismatched warp masks or a warp operation in divergent code?):\n" +
-                                   describe_waits());
+      fail(Failure::kDeadlock,
+           launch_.where_block(block_) +
+               ": deadlock: every thread waits and no barrier or warp operation can "
+               "complete (mismatched warp masks or a warp operation in divergent code?):\n" +
+               describe_waits());
       return false;
     }
   }
@@ -268,7 +289,7 @@ void BlockRun::fail_from_signal() {
                std::to_string(stack->size / 1024) +
                " KiB of stack (deep recursion or large local arrays; raise Options::stack_bytes)");
     } else {
-      const char* sig = w_.fault_signal == SIGSEGV ? "SIGSEGV"
+      const char* sig = w_.fault_signal == SIGSEGV  ? "SIGSEGV"
                         : w_.fault_signal == SIGBUS ? "SIGBUS"
                         : w_.fault_signal == SIGFPE ? "SIGFPE (integer division by zero?)"
                                                     : "SIGILL";
@@ -326,8 +347,10 @@ void BlockRun::on_exit(ThreadState& t) {
   wb.exited |= bit;
   if (at_barrier_ > 0 || at_grid_ > 0) {
     fail(Failure::kExitedAtBarrier,
-         where(t) + " exited while other threads of its block wait at a barrier; every thread must reach "
-                    "each barrier:\n" + describe_waits());
+         where(t) +
+             " exited while other threads of its block wait at a barrier; every thread must reach "
+             "each barrier:\n" +
+             describe_waits());
     return;
   }
   for (unsigned l = 0; l < 32; ++l) {
@@ -335,8 +358,8 @@ void BlockRun::on_exit(ThreadState& t) {
     const ThreadState& other = w_.threads[t.warp * 32 + l];
     if (other.mask & bit) {
       fail(Failure::kBadWarpMask, where(t) + " exited while lane " + std::to_string(l) + " waits for it in " +
-                                      warp_op_name(other.op) + " at " + site_text(other.site) + " with mask " +
-                                      hex(other.mask));
+                                      warp_op_name(other.op) + " at " + site_text(other.site) +
+                                      " with mask " + hex(other.mask));
       return;
     }
   }
@@ -358,16 +381,18 @@ void BlockRun::on_warp_arrival(ThreadState& t) {
 void BlockRun::report_bad_mask(const ThreadState& t) {
   const WarpBits& wb = w_.warps[t.warp];
   const unsigned m = t.mask;
-  const std::string call = std::string(warp_op_name(t.op)) + " at " + site_text(t.site) + " with mask " + hex(m);
+  const std::string call =
+      std::string(warp_op_name(t.op)) + " at " + site_text(t.site) + " with mask " + hex(m);
   if (!(m & (1u << t.lane))) {
-    fail(Failure::kBadWarpMask, where(t) + ": " + call + " does not include the calling lane " + std::to_string(t.lane));
+    fail(Failure::kBadWarpMask,
+         where(t) + ": " + call + " does not include the calling lane " + std::to_string(t.lane));
   } else if (m & ~wb.present) {
     fail(Failure::kBadWarpMask, where(t) + ": " + call + " names lanes " + lanes_of(m & ~wb.present) +
                                     " that do not exist (warp " + std::to_string(t.warp) + " of a block of " +
                                     std::to_string(n_) + " threads has lanes " + lanes_of(wb.present) + ")");
   } else if (m & wb.exited) {
-    fail(Failure::kBadWarpMask, where(t) + ": " + call + " names lanes " + lanes_of(m & wb.exited) +
-                                    " that have exited");
+    fail(Failure::kBadWarpMask,
+         where(t) + ": " + call + " names lanes " + lanes_of(m & wb.exited) + " that have exited");
   } else {
     fail(Failure::kBadWarpMask, where(t) + ": " + call + " has width " + std::to_string(t.width) +
                                     "; width must be a power of two from 1 to 32");
@@ -397,9 +422,15 @@ void BlockRun::try_complete(unsigned warp, const ThreadState& arriving) {
         const unsigned pos = l & (w - 1);
         unsigned src = l;
         switch (s.op) {
-          case WarpOp::kShfl: src = seg + (static_cast<unsigned>(s.arg) & (w - 1)); break;
-          case WarpOp::kShflUp: src = pos >= static_cast<unsigned>(s.arg) ? l - s.arg : l; break;
-          case WarpOp::kShflDown: src = pos + static_cast<unsigned>(s.arg) < w ? l + s.arg : l; break;
+          case WarpOp::kShfl:
+            src = seg + (static_cast<unsigned>(s.arg) & (w - 1));
+            break;
+          case WarpOp::kShflUp:
+            src = pos >= static_cast<unsigned>(s.arg) ? l - s.arg : l;
+            break;
+          case WarpOp::kShflDown:
+            src = pos + static_cast<unsigned>(s.arg) < w ? l + s.arg : l;
+            break;
           default: {
             const unsigned x = l ^ static_cast<unsigned>(s.arg);
             src = (x < 32 && x <= (l | (w - 1))) ? x : l;
@@ -435,19 +466,32 @@ void BlockRun::try_complete(unsigned warp, const ThreadState& arriving) {
       for (unsigned l = 0; l < 32; ++l) {
         if (!(m & (1u << l))) continue;
         const std::uint32_t raw = static_cast<std::uint32_t>(lanes[l].in[0]);
-        const std::int64_t v = arriving.is_signed ? std::int64_t{static_cast<std::int32_t>(raw)} : std::int64_t{raw};
+        const std::int64_t v =
+            arriving.is_signed ? std::int64_t{static_cast<std::int32_t>(raw)} : std::int64_t{raw};
         if (first) {
           acc = v;
           first = false;
           continue;
         }
         switch (arriving.op) {
-          case WarpOp::kReduceAdd: acc += v; break;
-          case WarpOp::kReduceMin: acc = std::min(acc, v); break;
-          case WarpOp::kReduceMax: acc = std::max(acc, v); break;
-          case WarpOp::kReduceAnd: acc &= v; break;
-          case WarpOp::kReduceOr: acc |= v; break;
-          default: acc ^= v; break;
+          case WarpOp::kReduceAdd:
+            acc += v;
+            break;
+          case WarpOp::kReduceMin:
+            acc = std::min(acc, v);
+            break;
+          case WarpOp::kReduceMax:
+            acc = std::max(acc, v);
+            break;
+          case WarpOp::kReduceAnd:
+            acc &= v;
+            break;
+          case WarpOp::kReduceOr:
+            acc |= v;
+            break;
+          default:
+            acc ^= v;
+            break;
         }
       }
       for (unsigned l = 0; l < 32; ++l)
@@ -475,11 +519,10 @@ bool BlockRun::release_barrier() {
     }
   }
   if (live_ != n_) {
-    fail(Failure::kExitedAtBarrier, launch_.where_block(block_) + ": " + std::to_string(live_) + " of " +
-                                        std::to_string(n_) + " threads wait at " + barrier_name(first->barrier) +
-                                        " at " + site_text(first->site) +
-                                        " but the others have exited; every thread must reach each barrier:\n" +
-                                        describe_waits());
+    fail(Failure::kExitedAtBarrier,
+         launch_.where_block(block_) + ": " + std::to_string(live_) + " of " + std::to_string(n_) +
+             " threads wait at " + barrier_name(first->barrier) + " at " + site_text(first->site) +
+             " but the others have exited; every thread must reach each barrier:\n" + describe_waits());
     return false;
   }
   int count = 0;
@@ -505,7 +548,8 @@ bool BlockRun::release_grid() {
     if (!same_site(t.site, first->site)) {
       fail(Failure::kDivergentBarrier, launch_.where_block(block_) +
                                            ": divergent grid barrier: threads wait at different "
-                                           "this_grid().sync() calls:\n" + describe_waits());
+                                           "this_grid().sync() calls:\n" +
+                                           describe_waits());
       return false;
     }
   }
@@ -522,8 +566,9 @@ bool BlockRun::release_grid() {
     std::unique_lock lock(launch_.grid_mu);
     if (launch_.blocks_finished > 0) {
       ok = false;
-      error = launch_.where_block(block_) + " reached this_grid().sync() at " + site_text(first->site) + " after " +
-              std::to_string(launch_.blocks_finished) + " block(s) had exited; every block must reach each grid barrier";
+      error = launch_.where_block(block_) + " reached this_grid().sync() at " + site_text(first->site) +
+              " after " + std::to_string(launch_.blocks_finished) +
+              " block(s) had exited; every block must reach each grid barrier";
     } else {
       const std::uint64_t generation = launch_.grid_generation;
       if (++launch_.grid_arrived == launch_.num_blocks) {
@@ -555,11 +600,21 @@ std::string BlockRun::describe_waits() const {
   for (const ThreadState& t : w_.threads) {
     std::string key;
     switch (t.wait) {
-      case Wait::kBarrier: key = std::string(barrier_name(t.barrier)) + " at " + site_text(t.site); break;
-      case Wait::kWarp: key = std::string(warp_op_name(t.op)) + " with mask " + hex(t.mask) + " at " + site_text(t.site); break;
-      case Wait::kGrid: key = "this_grid().sync() at " + site_text(t.site); break;
-      case Wait::kExited: key = "exited"; break;
-      default: key = "not yet at a barrier"; break;
+      case Wait::kBarrier:
+        key = std::string(barrier_name(t.barrier)) + " at " + site_text(t.site);
+        break;
+      case Wait::kWarp:
+        key = std::string(warp_op_name(t.op)) + " with mask " + hex(t.mask) + " at " + site_text(t.site);
+        break;
+      case Wait::kGrid:
+        key = "this_grid().sync() at " + site_text(t.site);
+        break;
+      case Wait::kExited:
+        key = "exited";
+        break;
+      default:
+        key = "not yet at a barrier";
+        break;
     }
     auto [it, inserted] = groups.try_emplace(key);
     if (inserted) keys.push_back(key);
@@ -592,8 +647,9 @@ bool finish_cooperative_block(Launch& launch, unsigned block_linear) {
     waiting = launch.grid_arrived;
   }
   if (waiting == 0) return true;
-  launch.fail(Failure::kGridSync, launch.where_block(block_linear) + " exited while " + std::to_string(waiting) +
-                                      " block(s) wait at this_grid().sync(); every block must reach each grid barrier");
+  launch.fail(Failure::kGridSync,
+              launch.where_block(block_linear) + " exited while " + std::to_string(waiting) +
+                  " block(s) wait at this_grid().sync(); every block must reach each grid barrier");
   return false;
 }
 
@@ -637,12 +693,6 @@ void trap(const std::source_location& site) {
   t_thread->site = site;
   suspend();
   __builtin_trap();  // a trapped thread is never resumed
-}
-
-unsigned active_mask() {
-  const ThreadState* t = t_thread;
-  const WarpBits& wb = t_worker->warps[t->warp];
-  return wb.present & ~wb.exited;
 }
 
 }  // namespace stitch::emu::detail

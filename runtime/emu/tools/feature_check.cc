@@ -42,7 +42,8 @@ std::vector<Row> parse_list(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("| `", 0) != 0 && line.rfind("| C math", 0) != 0 && line.rfind("| templates", 0) != 0) continue;
+    if (line.rfind("| `", 0) != 0 && line.rfind("| C math", 0) != 0 && line.rfind("| templates", 0) != 0)
+      continue;
     std::vector<std::string> cells;
     std::string cell;
     for (std::size_t i = 1; i < line.size(); ++i) {
@@ -96,21 +97,25 @@ std::string strip(const std::string& s) {
 
 bool word_in(const std::string& text, const std::string& word) {
   for (std::size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) {
-    const bool left = p == 0 || !(std::isalnum(static_cast<unsigned char>(text[p - 1])) || text[p - 1] == '_');
+    const bool left =
+        p == 0 || !(std::isalnum(static_cast<unsigned char>(text[p - 1])) || text[p - 1] == '_');
     const std::size_t e = p + word.size();
-    const bool right = e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_');
+    const bool right =
+        e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_');
     if (left && right) return true;
   }
   return false;
 }
 
-const std::set<std::string> kIgnoredDunder = {"__FILE__", "__LINE__", "__func__", "__VA_ARGS__", "__cplusplus",
-                                              "__attribute__", "__STITCH_EMU__"};
+const std::set<std::string> kIgnoredDunder = {"__FILE__",    "__LINE__",      "__func__",      "__VA_ARGS__",
+                                              "__cplusplus", "__attribute__", "__STITCH_EMU__"};
 const std::set<std::string> kCudaOnlyMath = {
-    "rsqrtf", "rsqrt", "rcbrtf", "rcbrt", "normcdff", "normcdf", "normcdfinvf", "normcdfinv", "erfinvf", "erfinv",
-    "erfcinvf", "erfcinv", "erfcxf", "erfcx", "sinpif", "sinpi", "cospif", "cospi", "sincospif", "sincospi",
-    "rhypotf", "rhypot", "rnormf", "norm3df", "rnorm3df", "norm4df", "fdividef", "clock64", "min", "max"};
-const std::regex kHalfMath("h2?(exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|rcp|tanh|sin|cos|floor|ceil|trunc|rint)");
+    "rsqrtf",   "rsqrt",   "rcbrtf",    "rcbrt",    "normcdff", "normcdf", "normcdfinvf", "normcdfinv",
+    "erfinvf",  "erfinv",  "erfcinvf",  "erfcinv",  "erfcxf",   "erfcx",   "sinpif",      "sinpi",
+    "cospif",   "cospi",   "sincospif", "sincospi", "rhypotf",  "rhypot",  "rnormf",      "norm3df",
+    "rnorm3df", "norm4df", "fdividef",  "clock64",  "min",      "max"};
+const std::regex kHalfMath(
+    "h2?(exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|rcp|tanh|sin|cos|floor|ceil|trunc|rint)");
 
 }  // namespace
 
@@ -181,9 +186,12 @@ int main(int argc, char** argv) {
       }
       if (trimmed.rfind("#include", 0) == 0) continue;
       if (std::regex_search(line, std::regex(R"(extern\s+__shared__)")))
-        report("`extern __shared__` is not supported; declare dynamic shared memory with STITCH_DYNAMIC_SMEM");
-      if (line.find("<<<") != std::string::npos) report("`<<<...>>>` launches are host code; kernel files hold kernels");
-      if (std::regex_search(line, std::regex(R"(\basm\b|\b__asm__\b)"))) report("inline assembly is not supported");
+        report(
+            "`extern __shared__` is not supported; declare dynamic shared memory with STITCH_DYNAMIC_SMEM");
+      if (line.find("<<<") != std::string::npos)
+        report("`<<<...>>>` launches are host code; kernel files hold kernels");
+      if (std::regex_search(line, std::regex(R"(\basm\b|\b__asm__\b)")))
+        report("inline assembly is not supported");
       for (std::sregex_iterator it(line.begin(), line.end(), ident), end; it != end; ++it) {
         const std::string tok = it->str();
         const std::size_t pos = static_cast<std::size_t>(it->position());
@@ -196,13 +204,18 @@ int main(int argc, char** argv) {
           }
         }
         if (name.empty()) {
-          if (tok.rfind("__", 0) == 0 && tok.rfind("__builtin", 0) != 0 && !kIgnoredDunder.count(tok)) name = tok;
-          else if (std::regex_match(tok, std::regex("atomic[A-Z]\\w*"))) name = tok;
-          else if (tok == "threadIdx" || tok == "blockIdx" || tok == "blockDim" || tok == "gridDim" || tok == "warpSize")
+          if (tok.rfind("__", 0) == 0 && tok.rfind("__builtin", 0) != 0 && !kIgnoredDunder.count(tok))
             name = tok;
-          else if (kCudaOnlyMath.count(tok) || std::regex_match(tok, kHalfMath)) name = tok;
+          else if (std::regex_match(tok, std::regex("atomic[A-Z]\\w*")))
+            name = tok;
+          else if (tok == "threadIdx" || tok == "blockIdx" || tok == "blockDim" || tok == "gridDim" ||
+                   tok == "warpSize")
+            name = tok;
+          else if (kCudaOnlyMath.count(tok) || std::regex_match(tok, kHalfMath))
+            name = tok;
         }
-        if (!name.empty() && !listed.count(name)) report("`" + name + "` is not in the supported-feature list");
+        if (!name.empty() && !listed.count(name))
+          report("`" + name + "` is not in the supported-feature list");
       }
     }
   }

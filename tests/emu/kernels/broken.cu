@@ -79,3 +79,12 @@ __global__ void null_write(float* out) { out[threadIdx.x] = 1.0f; }
 __global__ void trap_on_negative(const float* in) {
   if (in[threadIdx.x] < 0.0f) __trap();
 }
+
+// Every thread writes the same shared variable before the barrier: which write survives
+// depends on the order threads run (undefined in CUDA).
+__global__ void racy_last_writer(int* out) {
+  __shared__ int winner;
+  winner = threadIdx.x;
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = winner;
+}

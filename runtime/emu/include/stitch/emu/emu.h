@@ -44,7 +44,6 @@ constexpr int warpSize = 32;
 
 namespace stitch::emu::detail {
 using Site = std::source_location;
-unsigned active_mask();
 
 template <class T>
 T shuffle(WarpOp op, unsigned mask, T value, int arg, int width, const Site& site) {
@@ -114,8 +113,10 @@ inline float half_in(__half h) { return __half2float(h); }
 inline float half_in(__nv_bfloat16 h) { return __bfloat162float(h); }
 template <class H>
 H half_out(double v) {
-  if constexpr (std::is_same_v<H, __half>) return __double2half(v);
-  else return __double2bfloat16(v);
+  if constexpr (std::is_same_v<H, __half>)
+    return __double2half(v);
+  else
+    return __double2bfloat16(v);
 }
 }  // namespace stitch::emu::detail
 
@@ -146,12 +147,13 @@ inline void __nanosleep(unsigned) { ::stitch::emu::detail::yield(); }
 // ---- Warp shuffles, votes, reductions ---------------------------------------------------
 template <class T>
 T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize, STITCH_EMU_SITE) {
-  return ::stitch::emu::detail::shuffle(::stitch::emu::detail::WarpOp::kShfl, mask, var, src_lane, width, site);
+  return ::stitch::emu::detail::shuffle(::stitch::emu::detail::WarpOp::kShfl, mask, var, src_lane, width,
+                                        site);
 }
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize, STITCH_EMU_SITE) {
-  return ::stitch::emu::detail::shuffle(::stitch::emu::detail::WarpOp::kShflUp, mask, var, static_cast<int>(delta),
-                                        width, site);
+  return ::stitch::emu::detail::shuffle(::stitch::emu::detail::WarpOp::kShflUp, mask, var,
+                                        static_cast<int>(delta), width, site);
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize, STITCH_EMU_SITE) {
@@ -160,10 +162,12 @@ T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize, S
 }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize, STITCH_EMU_SITE) {
-  return ::stitch::emu::detail::shuffle(::stitch::emu::detail::WarpOp::kShflXor, mask, var, lane_mask, width, site);
+  return ::stitch::emu::detail::shuffle(::stitch::emu::detail::WarpOp::kShflXor, mask, var, lane_mask, width,
+                                        site);
 }
 inline unsigned __ballot_sync(unsigned mask, int pred, STITCH_EMU_SITE) {
-  return static_cast<unsigned>(::stitch::emu::detail::vote(::stitch::emu::detail::WarpOp::kBallot, mask, pred, site));
+  return static_cast<unsigned>(
+      ::stitch::emu::detail::vote(::stitch::emu::detail::WarpOp::kBallot, mask, pred, site));
 }
 inline int __any_sync(unsigned mask, int pred, STITCH_EMU_SITE) {
   return ::stitch::emu::detail::vote(::stitch::emu::detail::WarpOp::kAny, mask, pred, site);
@@ -171,9 +175,8 @@ inline int __any_sync(unsigned mask, int pred, STITCH_EMU_SITE) {
 inline int __all_sync(unsigned mask, int pred, STITCH_EMU_SITE) {
   return ::stitch::emu::detail::vote(::stitch::emu::detail::WarpOp::kAll, mask, pred, site);
 }
-inline unsigned __activemask() { return ::stitch::emu::detail::active_mask(); }
-#define STITCH_EMU_WARP_REDUCE(name, op, T)                                            \
-  inline T name(unsigned mask, T value, STITCH_EMU_SITE) {                             \
+#define STITCH_EMU_WARP_REDUCE(name, op, T)                                                          \
+  inline T name(unsigned mask, T value, STITCH_EMU_SITE) {                                           \
     return ::stitch::emu::detail::warp_reduce(::stitch::emu::detail::WarpOp::op, mask, value, site); \
   }
 STITCH_EMU_WARP_REDUCE(__reduce_add_sync, kReduceAdd, unsigned)
@@ -203,8 +206,10 @@ inline __nv_bfloat16 atomicAdd(__nv_bfloat16* a, __nv_bfloat16 v) {
 }
 inline int atomicSub(int* a, int v) { return ::stitch::emu::detail::atomic_add(a, -v); }
 inline unsigned atomicSub(unsigned* a, unsigned v) { return ::stitch::emu::detail::atomic_add(a, 0u - v); }
-#define STITCH_EMU_ATOMIC_FN(name, T, expr) \
-  inline T name(T* a, T v) { return ::stitch::emu::detail::atomic_update(a, [v](T o) { return (expr); }); }
+#define STITCH_EMU_ATOMIC_FN(name, T, expr)                                      \
+  inline T name(T* a, T v) {                                                     \
+    return ::stitch::emu::detail::atomic_update(a, [v](T o) { return (expr); }); \
+  }
 STITCH_EMU_ATOMIC_FN(atomicExch, int, (static_cast<void>(o), v))
 STITCH_EMU_ATOMIC_FN(atomicExch, unsigned, (static_cast<void>(o), v))
 STITCH_EMU_ATOMIC_FN(atomicExch, unsigned long long, (static_cast<void>(o), v))
@@ -245,16 +250,46 @@ inline unsigned short atomicCAS(unsigned short* a, unsigned short c, unsigned sh
 }
 
 // ---- Cache-hinted loads and stores --------------------------------------------------------
-template <class T> T __ldg(const T* p) { return *p; }
-template <class T> T __ldca(const T* p) { return *p; }
-template <class T> T __ldcg(const T* p) { return *p; }
-template <class T> T __ldcs(const T* p) { return *p; }
-template <class T> T __ldlu(const T* p) { return *p; }
-template <class T> T __ldcv(const T* p) { return *p; }
-template <class T> void __stwb(T* p, T v) { *p = v; }
-template <class T> void __stcg(T* p, T v) { *p = v; }
-template <class T> void __stcs(T* p, T v) { *p = v; }
-template <class T> void __stwt(T* p, T v) { *p = v; }
+template <class T>
+T __ldg(const T* p) {
+  return *p;
+}
+template <class T>
+T __ldca(const T* p) {
+  return *p;
+}
+template <class T>
+T __ldcg(const T* p) {
+  return *p;
+}
+template <class T>
+T __ldcs(const T* p) {
+  return *p;
+}
+template <class T>
+T __ldlu(const T* p) {
+  return *p;
+}
+template <class T>
+T __ldcv(const T* p) {
+  return *p;
+}
+template <class T>
+void __stwb(T* p, T v) {
+  *p = v;
+}
+template <class T>
+void __stcg(T* p, T v) {
+  *p = v;
+}
+template <class T>
+void __stcs(T* p, T v) {
+  *p = v;
+}
+template <class T>
+void __stwt(T* p, T v) {
+  *p = v;
+}
 
 // ---- Integer and float intrinsics ---------------------------------------------------------
 // The fast-math forms are computed precisely: emulated numbers are not bitwise GPU numbers.
@@ -291,12 +326,36 @@ inline unsigned __float2uint_rn(float x) { return static_cast<unsigned>(std::nea
 inline long long __float2ll_rn(float x) { return static_cast<long long>(std::nearbyint(x)); }
 inline float __int2float_rn(int x) { return static_cast<float>(x); }
 inline float __uint2float_rn(unsigned x) { return static_cast<float>(x); }
-inline int __float_as_int(float x) { int r; std::memcpy(&r, &x, 4); return r; }
-inline unsigned __float_as_uint(float x) { unsigned r; std::memcpy(&r, &x, 4); return r; }
-inline float __int_as_float(int x) { float r; std::memcpy(&r, &x, 4); return r; }
-inline float __uint_as_float(unsigned x) { float r; std::memcpy(&r, &x, 4); return r; }
-inline long long __double_as_longlong(double x) { long long r; std::memcpy(&r, &x, 8); return r; }
-inline double __longlong_as_double(long long x) { double r; std::memcpy(&r, &x, 8); return r; }
+inline int __float_as_int(float x) {
+  int r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline unsigned __float_as_uint(float x) {
+  unsigned r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline float __int_as_float(int x) {
+  float r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline float __uint_as_float(unsigned x) {
+  float r;
+  std::memcpy(&r, &x, 4);
+  return r;
+}
+inline long long __double_as_longlong(double x) {
+  long long r;
+  std::memcpy(&r, &x, 8);
+  return r;
+}
+inline double __longlong_as_double(long long x) {
+  double r;
+  std::memcpy(&r, &x, 8);
+  return r;
+}
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
@@ -335,14 +394,14 @@ inline float max(float a, float b) { return std::fmax(a, b); }
 inline double max(double a, double b) { return std::fmax(a, b); }
 
 // ---- half and bfloat16 math that CUDA's headers define for the device only ----------------
-#define STITCH_EMU_HALF_UNARY(name, name2, fn)                                                 \
-  inline __half name(__half x) { return __double2half(fn(static_cast<double>(__half2float(x)))); } \
-  inline __nv_bfloat16 name(__nv_bfloat16 x) {                                                   \
-    return __double2bfloat16(fn(static_cast<double>(__bfloat162float(x))));                      \
-  }                                                                                              \
+#define STITCH_EMU_HALF_UNARY(name, name2, fn)                                                          \
+  inline __half name(__half x) { return __double2half(fn(static_cast<double>(__half2float(x)))); }      \
+  inline __nv_bfloat16 name(__nv_bfloat16 x) {                                                          \
+    return __double2bfloat16(fn(static_cast<double>(__bfloat162float(x))));                             \
+  }                                                                                                     \
   inline __half2 name2(__half2 x) { return __halves2half2(name(__low2half(x)), name(__high2half(x))); } \
-  inline __nv_bfloat162 name2(__nv_bfloat162 x) {                                               \
-    return __halves2bfloat162(name(__low2bfloat16(x)), name(__high2bfloat16(x)));               \
+  inline __nv_bfloat162 name2(__nv_bfloat162 x) {                                                       \
+    return __halves2bfloat162(name(__low2bfloat16(x)), name(__high2bfloat16(x)));                       \
   }
 namespace stitch::emu::detail {
 inline double rsqrt_d(double x) { return 1.0 / std::sqrt(x); }
@@ -371,7 +430,8 @@ inline __half __hfma(__half a, __half b, __half c) {
   return __double2half(static_cast<double>(__half2float(a)) * __half2float(b) + __half2float(c));
 }
 inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) {
-  return __double2bfloat16(static_cast<double>(__bfloat162float(a)) * __bfloat162float(b) + __bfloat162float(c));
+  return __double2bfloat16(static_cast<double>(__bfloat162float(a)) * __bfloat162float(b) +
+                           __bfloat162float(c));
 }
 inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) {
   return __halves2half2(__hfma(__low2half(a), __low2half(b), __low2half(c)),

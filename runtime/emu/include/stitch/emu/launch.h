@@ -23,11 +23,11 @@ enum class ThreadOrder { kForward, kReverse, kRandom };
 
 struct Options {
   ThreadOrder order = ThreadOrder::kForward;
-  std::uint64_t seed = 1;             // for ThreadOrder::kRandom
-  int workers = 0;                    // OS threads running blocks; 0 = all hardware threads
-  std::size_t stack_bytes = 0;        // per emulated thread; 0 = 64 KiB (256 KiB under ASan)
-  double watchdog_seconds = 20.0;     // one thread running this long without reaching a
-                                      // barrier, warp operation, atomic or exit fails the launch
+  std::uint64_t seed = 1;                 // for ThreadOrder::kRandom
+  int workers = 0;                        // OS threads running blocks; 0 = all hardware threads
+  std::size_t stack_bytes = 0;            // per emulated thread; 0 = 64 KiB (256 KiB under ASan)
+  double watchdog_seconds = 20.0;         // one thread running this long without reaching a
+                                          // barrier, warp operation, atomic or exit fails the launch
   unsigned max_cooperative_blocks = 128;  // emulated co-residency limit for cooperative launches
 };
 
@@ -142,8 +142,8 @@ struct KernelEntry {
 
 }  // namespace stitch::emu
 
-#define STITCH_EMU_EXPORT_KERNEL(kernel)                                                          \
-  extern "C" const ::stitch::emu::KernelEntry stitch_emu_entry_##kernel = {                      \
-      #kernel, [](dim3 g, dim3 b, std::size_t s, void** a, bool c) {                               \
-        return ::stitch::emu::launch_with_args(kernel, g, b, s, a, c, #kernel);                   \
+#define STITCH_EMU_EXPORT_KERNEL(kernel)                                        \
+  extern "C" const ::stitch::emu::KernelEntry stitch_emu_entry_##kernel = {     \
+      #kernel, [](dim3 g, dim3 b, std::size_t s, void** a, bool c) {            \
+        return ::stitch::emu::launch_with_args(kernel, g, b, s, a, c, #kernel); \
       }}

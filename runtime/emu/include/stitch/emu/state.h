@@ -17,13 +17,24 @@ enum class Wait : std::uint8_t {
   kWarp,      // in a warp collective (__shfl*_sync, __ballot_sync, __syncwarp, ...)
   kGrid,      // in cooperative_groups::this_grid().sync()
   kExited,
-  kTrap,      // called __trap()
+  kTrap,  // called __trap()
 };
 
 enum class WarpOp : std::uint8_t {
-  kShfl, kShflUp, kShflDown, kShflXor,
-  kBallot, kAny, kAll, kSyncwarp,
-  kReduceAdd, kReduceMin, kReduceMax, kReduceAnd, kReduceOr, kReduceXor,
+  kShfl,
+  kShflUp,
+  kShflDown,
+  kShflXor,
+  kBallot,
+  kAny,
+  kAll,
+  kSyncwarp,
+  kReduceAdd,
+  kReduceMin,
+  kReduceMax,
+  kReduceAnd,
+  kReduceOr,
+  kReduceXor,
 };
 const char* warp_op_name(WarpOp op);
 
@@ -35,17 +46,17 @@ struct ThreadState {
   unsigned linear = 0;  // x + y*bx + z*bx*by
   unsigned lane = 0;
   unsigned warp = 0;
-  void* sp = nullptr;   // saved stack pointer while suspended
+  void* sp = nullptr;  // saved stack pointer while suspended
   Wait wait = Wait::kRunnable;
   WarpOp op = WarpOp::kSyncwarp;
   BarrierKind barrier = BarrierKind::kSync;
   bool is_signed = false;          // operand signedness of __reduce_*_sync
   std::uint8_t payload_bytes = 0;  // shuffle operand size
   unsigned mask = 0;
-  int arg = 0;       // srcLane, delta or laneMask
+  int arg = 0;  // srcLane, delta or laneMask
   int width = 32;
-  int pred = 0;      // vote / barrier predicate
-  int result = 0;    // barrier and vote result
+  int pred = 0;    // vote / barrier predicate
+  int result = 0;  // barrier and vote result
   unsigned atomics = 0;
   alignas(16) std::uint64_t in[2] = {0, 0};
   alignas(16) std::uint64_t out[2] = {0, 0};
