@@ -1,6 +1,8 @@
 // Benchmark of the CPU emulation layer: the fused bias + residual + layer-norm test kernel on
 // a 1024 x 768 input with 128-thread blocks (1024 blocks, 131072 emulated threads). Reports
-// the median wall time over repetitions and emulated CUDA threads per second.
+// the median wall time over repetitions and emulated CUDA threads per second; then the cost of
+// a nearly empty launch (one 32-thread block on a 32-element row), which bounds how fast a
+// schedule of many small kernels can replay.
 //   stitch_emu_bench [--reps N] [--rows R] [--cols C] [--threads T] [--workers W]
 #include <algorithm>
 #include <chrono>
@@ -66,5 +68,17 @@ int main(int argc, char** argv) {
               rows, emulated);
   std::printf("median %.4f s (min %.4f, max %.4f) over %d runs: %.2f million emulated threads/s\n", median,
               seconds.front(), seconds.back(), reps, emulated / median / 1e6);
+
+  const int small_launches = 2000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < small_launches; ++i) {
+    const auto result = stitch::emu::launch(block_row_layernorm, dim3(1), dim3(32), 0, x.data(), bias.data(),
+                                            res.data(), gamma.data(), beta.data(), y.data(), 32, 1e-5f);
+    if (!result.ok()) return 1;
+  }
+  const double per_launch = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                            small_launches;
+  std::printf("small launch (1 block x 32 threads, 32 columns): %.1f us each over %d launches\n",
+              per_launch * 1e6, small_launches);
   return 0;
 }
