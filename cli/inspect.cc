@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
 #include "cli/subcommands.h"
+#include "codegen/memory_plan.h"
 #include "importer/onnx_importer.h"
 #include "ir/op_table.h"
 
@@ -55,6 +57,15 @@ int run_inspect(const InspectArgs& a) {
     fold_note = "inputs have dynamic dimensions: bind them with --shape to fold and see static shapes";
   }
   const Graph& shown = folded ? *folded : raw;
+  // The unfused schedule's arena: one buffer per node output, reused once dead.
+  std::optional<MemoryPlan> memory;
+  std::vector<BufferRequest> buffers;
+  if (folded) {
+    buffers = graph_buffer_requests(*folded);
+    memory = plan_memory(buffers);
+    Status st = verify_memory_plan(buffers, *memory);
+    if (!st.is_ok()) return report(st);
+  }
 
   if (a.json) {
     nlohmann::json j;
@@ -71,6 +82,11 @@ int run_inspect(const InspectArgs& a) {
       j["nodes_folded"] = after.nodes;
       j["histogram_folded"] = after.histogram;
       j["constant_bytes_folded"] = after.constant_bytes;
+      j["memory_unfused"] = {{"buffers", buffers.size()},
+                             {"arena_bytes", memory->arena_bytes},
+                             {"sum_of_buffers_bytes", memory->total_bytes},
+                             {"peak_live_bytes", memory->peak_live_bytes},
+                             {"in_place", memory->in_place}};
     } else {
       j["note"] = fold_note;
     }
@@ -101,6 +117,9 @@ int run_inspect(const InspectArgs& a) {
     int removed = 0;
     for (const auto& [op, count] : before.histogram) removed += count - (after.histogram.count(op) ? after.histogram.at(op) : 0);
     fmt::print("folded or removed: {} nodes\n", removed);
+    fmt::print("memory, unfused schedule: arena {} for {} intermediate buffers (sum {}, live peak {}, {} in place)\n",
+               human_bytes(memory->arena_bytes), buffers.size(), human_bytes(memory->total_bytes),
+               human_bytes(memory->peak_live_bytes), memory->in_place);
   } else {
     fmt::print("nodes: {} imported\n", before.nodes);
     fmt::print("op histogram as imported:\n");
