@@ -138,6 +138,9 @@ struct Worker {
 
 extern thread_local Worker* t_worker;
 
+// thread_calls.cc: where every fiber starts (prepare_stack's entry).
+void fiber_entry(void*);
+
 // scheduler.cc: runs one block to completion. False when the launch failed.
 bool run_block(Worker& worker, Launch& launch, unsigned block_linear);
 // Called by a worker after a cooperative block finished; false when the launch failed.

@@ -205,6 +205,7 @@ class Pool {
       ++generation_;
     }
     cv_.notify_all();
+    monitor_cv_.notify_all();
     {
       std::unique_lock lock(mu_);
       done_cv_.wait(lock, [&] { return done_ == participants_; });
@@ -295,8 +296,10 @@ class Pool {
     std::vector<Seen> seen;
     std::uint64_t generation = 0;
     for (;;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      // Sleeps until a launch runs, then looks every 20 ms while it does.
+      monitor_cv_.wait(lock, [&] { return job_ != nullptr; });
+      monitor_cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return job_ == nullptr; });
       if (job_ == nullptr) continue;
       Launch& launch = *job_;
       const auto now = Clock::now();
@@ -331,6 +334,7 @@ class Pool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable done_cv_;
+  std::condition_variable monitor_cv_;
   std::vector<std::unique_ptr<Worker>> workers_;
   Launch* job_ = nullptr;
   std::uint64_t generation_ = 0;

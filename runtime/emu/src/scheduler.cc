@@ -17,43 +17,6 @@
 
 namespace stitch::emu::detail {
 
-thread_local ThreadState* t_thread = nullptr;
-thread_local const BlockState* t_block = nullptr;
-
-const char* warp_op_name(WarpOp op) {
-  switch (op) {
-    case WarpOp::kShfl:
-      return "__shfl_sync";
-    case WarpOp::kShflUp:
-      return "__shfl_up_sync";
-    case WarpOp::kShflDown:
-      return "__shfl_down_sync";
-    case WarpOp::kShflXor:
-      return "__shfl_xor_sync";
-    case WarpOp::kBallot:
-      return "__ballot_sync";
-    case WarpOp::kAny:
-      return "__any_sync";
-    case WarpOp::kAll:
-      return "__all_sync";
-    case WarpOp::kSyncwarp:
-      return "__syncwarp";
-    case WarpOp::kReduceAdd:
-      return "__reduce_add_sync";
-    case WarpOp::kReduceMin:
-      return "__reduce_min_sync";
-    case WarpOp::kReduceMax:
-      return "__reduce_max_sync";
-    case WarpOp::kReduceAnd:
-      return "__reduce_and_sync";
-    case WarpOp::kReduceOr:
-      return "__reduce_or_sync";
-    case WarpOp::kReduceXor:
-      return "__reduce_xor_sync";
-  }
-  return "?";
-}
-
 namespace {
 
 const char* barrier_name(BarrierKind kind) {
@@ -117,25 +80,6 @@ std::uint64_t splitmix(std::uint64_t& state) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
-}
-
-// Runs on the fiber's own stack: the kernel body, then a final switch back.
-void fiber_entry(void*) {
-  Worker* w = t_worker;
-  asan_finish_switch(nullptr, &w->native_bottom, &w->native_size);
-  w->launch->request.invoke(w->launch->request.ctx);
-  t_thread->wait = Wait::kExited;
-  asan_start_switch(nullptr, w->native_bottom, w->native_size);  // this fiber is done
-  stitch_emu_switch_context(&t_thread->sp, w->scheduler_sp);
-  __builtin_trap();  // an exited fiber is never resumed
-}
-
-void suspend() {
-  Worker* w = t_worker;
-  void* fake = nullptr;
-  asan_start_switch(&fake, w->native_bottom, w->native_size);
-  stitch_emu_switch_context(&t_thread->sp, w->scheduler_sp);
-  asan_finish_switch(fake, nullptr, nullptr);
 }
 
 class BlockRun {
@@ -243,7 +187,8 @@ bool BlockRun::run() {
   }
   for (std::uint64_t pass = 0; live_ > 0; ++pass) {
     if (launch_.abort.load(std::memory_order_relaxed)) return false;
-    make_order(pass);
+    // Forward and reverse orders are fixed; a random order is drawn afresh for every pass.
+    if (pass == 0 || launch_.options.order == ThreadOrder::kRandom) make_order(pass);
     for (unsigned i : w_.order) {
       ThreadState& t = w_.threads[i];
       if (t.wait != Wait::kRunnable && t.wait != Wait::kYield) continue;
@@ -651,48 +596,6 @@ bool finish_cooperative_block(Launch& launch, unsigned block_linear) {
               launch.where_block(block_linear) + " exited while " + std::to_string(waiting) +
                   " block(s) wait at this_grid().sync(); every block must reach each grid barrier");
   return false;
-}
-
-// ---- Entry points called from kernel code (on the fiber's stack) ----------------------------
-
-int block_barrier(BarrierKind kind, int pred, const std::source_location& site) {
-  ThreadState* t = t_thread;
-  t->wait = Wait::kBarrier;
-  t->barrier = kind;
-  t->pred = pred;
-  t->site = site;
-  suspend();
-  return t_thread->result;
-}
-
-void warp_collective(WarpOp op, unsigned mask, int arg, int width, const std::source_location& site) {
-  ThreadState* t = t_thread;
-  t->wait = Wait::kWarp;
-  t->op = op;
-  t->mask = mask;
-  t->arg = arg;
-  t->width = width;
-  t->site = site;
-  suspend();
-}
-
-void grid_barrier(const std::source_location& site) {
-  ThreadState* t = t_thread;
-  t->wait = Wait::kGrid;
-  t->site = site;
-  suspend();
-}
-
-void yield() {
-  t_thread->wait = Wait::kYield;
-  suspend();
-}
-
-void trap(const std::source_location& site) {
-  t_thread->wait = Wait::kTrap;
-  t_thread->site = site;
-  suspend();
-  __builtin_trap();  // a trapped thread is never resumed
 }
 
 }  // namespace stitch::emu::detail

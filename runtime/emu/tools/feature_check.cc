@@ -114,6 +114,12 @@ const std::set<std::string> kCudaOnlyMath = {
     "erfinvf",  "erfinv",  "erfcinvf",  "erfcinv",  "erfcxf",   "erfcx",   "sinpif",      "sinpi",
     "cospif",   "cospi",   "sincospif", "sincospi", "rhypotf",  "rhypot",  "rnormf",      "norm3df",
     "rnorm3df", "norm4df", "fdividef",  "clock64",  "min",      "max"};
+const std::regex kIdentifier(R"([A-Za-z_][A-Za-z_0-9]*)");
+const std::regex kCgAlias(R"(namespace\s+(\w+)\s*=\s*cooperative_groups\s*;)");
+const std::regex kSpaces(R"(\s+)");
+const std::regex kExternShared(R"(extern\s+__shared__)");
+const std::regex kInlineAsm(R"(\basm\b|\b__asm__\b)");
+const std::regex kAtomic("atomic[A-Z]\\w*");
 const std::regex kHalfMath(
     "h2?(exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|rcp|tanh|sin|cos|floor|ceil|trunc|rint)");
 
@@ -163,12 +169,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  const std::regex ident(R"([A-Za-z_][A-Za-z_0-9]*)");
-  const std::regex cg_alias(R"(namespace\s+(\w+)\s*=\s*cooperative_groups\s*;)");
   for (const std::string& path : files) {
     const std::string text = strip(read_file(path));
     std::set<std::string> cg_prefixes = {"cooperative_groups"};
-    for (std::sregex_iterator it(text.begin(), text.end(), cg_alias), end; it != end; ++it)
+    for (std::sregex_iterator it(text.begin(), text.end(), kCgAlias), end; it != end; ++it)
       cg_prefixes.insert((*it)[1]);
     std::istringstream in(text);
     std::string line;
@@ -179,20 +183,19 @@ int main(int argc, char** argv) {
       };
       std::string trimmed = line.substr(std::min(line.size(), line.find_first_not_of(" \t")));
       if (trimmed.rfind("#pragma", 0) == 0) {
-        std::string pragma = std::regex_replace(trimmed, std::regex(R"(\s+)"), " ");
+        std::string pragma = std::regex_replace(trimmed, kSpaces, " ");
         pragma = pragma.substr(0, pragma.find(' ', 8));
         if (!listed.count(pragma)) report("`" + pragma + "` is not in the supported-feature list");
         continue;
       }
       if (trimmed.rfind("#include", 0) == 0) continue;
-      if (std::regex_search(line, std::regex(R"(extern\s+__shared__)")))
+      if (std::regex_search(line, kExternShared))
         report(
             "`extern __shared__` is not supported; declare dynamic shared memory with STITCH_DYNAMIC_SMEM");
       if (line.find("<<<") != std::string::npos)
         report("`<<<...>>>` launches are host code; kernel files hold kernels");
-      if (std::regex_search(line, std::regex(R"(\basm\b|\b__asm__\b)")))
-        report("inline assembly is not supported");
-      for (std::sregex_iterator it(line.begin(), line.end(), ident), end; it != end; ++it) {
+      if (std::regex_search(line, kInlineAsm)) report("inline assembly is not supported");
+      for (std::sregex_iterator it(line.begin(), line.end(), kIdentifier), end; it != end; ++it) {
         const std::string tok = it->str();
         const std::size_t pos = static_cast<std::size_t>(it->position());
         std::string name;
@@ -206,7 +209,7 @@ int main(int argc, char** argv) {
         if (name.empty()) {
           if (tok.rfind("__", 0) == 0 && tok.rfind("__builtin", 0) != 0 && !kIgnoredDunder.count(tok))
             name = tok;
-          else if (std::regex_match(tok, std::regex("atomic[A-Z]\\w*")))
+          else if (std::regex_match(tok, kAtomic))
             name = tok;
           else if (tok == "threadIdx" || tok == "blockIdx" || tok == "blockDim" || tok == "gridDim" ||
                    tok == "warpSize")

@@ -50,7 +50,6 @@ T shuffle(WarpOp op, unsigned mask, T value, int arg, int width, const Site& sit
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 16, "shuffle operands are at most 16 bytes");
   ThreadState* t = t_thread;
   std::memcpy(t->in, &value, sizeof(T));
-  t->payload_bytes = sizeof(T);
   warp_collective(op, mask, arg, width, site);
   T result;
   std::memcpy(&result, t_thread->out, sizeof(T));
@@ -109,15 +108,6 @@ H atomic_update16(H* address, F f) {
   }
 }
 
-inline float half_in(__half h) { return __half2float(h); }
-inline float half_in(__nv_bfloat16 h) { return __bfloat162float(h); }
-template <class H>
-H half_out(double v) {
-  if constexpr (std::is_same_v<H, __half>)
-    return __double2half(v);
-  else
-    return __double2bfloat16(v);
-}
 }  // namespace stitch::emu::detail
 
 #define STITCH_EMU_SITE ::std::source_location site = ::std::source_location::current()

@@ -51,7 +51,6 @@ struct ThreadState {
   WarpOp op = WarpOp::kSyncwarp;
   BarrierKind barrier = BarrierKind::kSync;
   bool is_signed = false;          // operand signedness of __reduce_*_sync
-  std::uint8_t payload_bytes = 0;  // shuffle operand size
   unsigned mask = 0;
   int arg = 0;  // srcLane, delta or laneMask
   int width = 32;
