@@ -1,6 +1,8 @@
 // stitchc: the stitch compiler's command line.
 //   stitchc inspect MODEL [--shape NAME=DxD...]
 //   stitchc run MODEL --inputs DIR [--expect DIR] [--rtol R --atol A] [--save-outputs DIR]
+//   stitchc compile MODEL -o DIR [--shape ...] [--arch sm_80,sm_90] [--fusion none] [--report-json F]
+//   stitchc MODEL -o DIR  (the same)
 //   stitchc ops
 // Exit codes: 0 ok, 1 verification mismatch, 2 user error, 3 internal error.
 #include <CLI/CLI.hpp>
@@ -53,21 +55,38 @@ int main(int argc, char** argv) {
 
   RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run a model on given inputs and check expected outputs");
-  run->add_option("model", ra.model, "model.onnx")->required();
+  run->add_option("model", ra.model, "model.onnx, or an artifact directory from stitchc compile")->required();
   run->add_option("--inputs", ra.inputs, "directory with input_0.pb, input_1.pb... (ONNX test-data layout)")
       ->required();
   run->add_option("--expect", ra.expect, "directory with output_0.pb... to compare against");
-  run->add_option("--backend", ra.backend, "reference (CPU interpreter)")->default_val("reference");
+  run->add_option("--backend", ra.backend, "reference (CPU interpreter, MODEL.onnx), emu (CPU emulation of an artifact DIR) or cuda (GPU)")->default_val("reference");
   run->add_option("--rtol", ra.rtol, "relative tolerance for --expect");
   run->add_option("--atol", ra.atol, "absolute tolerance for --expect");
   run->add_option("--save-outputs", ra.save, "write output_0.pb... into this directory");
   run->add_option("--shape", ra.shapes, "bind a dynamic input or symbolic dim (default: from the input data)");
   run->add_option("--dump-dir", ra.dump_dir, "write the IR after each pass into this directory");
 
+  CompileArgs ca;
+  CLI::App* compile = app.add_subcommand("compile", "compile a model into an artifact directory");
+  compile->add_option("model", ca.model, "model.onnx")->required();
+  compile->add_option("-o,--output", ca.out, "artifact directory to write")->required();
+  compile->add_option("--shape", ca.shapes, "bind a dynamic input or symbolic dim: NAME=1x128 or SYMBOL=4");
+  compile->add_option("--arch", ca.arch, "comma-separated GPU targets")->default_val("sm_90");
+  compile->add_option("--fusion", ca.fusion, "fusion planner: none (unfused baseline)")->default_val("none");
+  compile->add_option("--report-json", ca.report_json, "also write the plan report here");
+  compile->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass into this directory");
+  compile->add_flag("--no-nvcc", ca.no_nvcc, "emit sources only; do not run nvcc");
+  compile->add_flag("--no-emu", ca.no_emu, "do not build the CPU emulation library");
+
   CLI::App* ops = app.add_subcommand("ops", "list the supported ONNX ops with opsets and fusion categories");
 
+  // `stitchc MODEL -o DIR` is `stitchc compile MODEL -o DIR`.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0].size() > 5 && args[0].compare(args[0].size() - 5, 5, ".onnx") == 0)
+    args.insert(args.begin(), "compile");
+  std::reverse(args.begin(), args.end());
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
@@ -76,6 +95,7 @@ int main(int argc, char** argv) {
     if (*inspect) return run_inspect(ia);
     if (*run) return run_run(ra);
     if (*ops) return run_ops();
+    if (*compile) return run_compile(ca);
   } catch (const std::bad_alloc&) {
     return report(stitch::Status::user(
         "out of memory: the model needs a tensor larger than this machine can hold (check --shape bindings)"));

@@ -12,6 +12,7 @@
 #include "reference/compare.h"
 #include "support/tolerances.h"
 #include "reference/interpreter.h"
+#include "stitch/runtime.hpp"
 
 namespace stitch::cli {
 namespace fs = std::filesystem;
@@ -61,12 +62,109 @@ StatusOr<std::vector<std::pair<const Value*, Tensor>>> match(const std::vector<V
   return out;
 }
 
+// Compares outputs with --expect files and prints the table; returns the exit code.
+int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const TensorMap& result) {
+  auto exp_files = read_tensor_dir(a.expect, "output");
+  if (!exp_files.is_ok()) return report(exp_files.status());
+  auto expected = match(outs, std::move(*exp_files), a.expect, "output");
+  if (!expected.is_ok()) return report(expected.status());
+  double rtol = a.rtol >= 0 ? a.rtol : kRunDefault.rtol, atol = a.atol >= 0 ? a.atol : kRunDefault.atol;
+  fmt::print("{:<24} {:<6} {:<14} {:>10} {:>10}  {}\n", "output", "dtype", "shape", "max_abs", "max_rel", "result");
+  int bad = 0;
+  for (const auto& [v, want] : *expected) {
+    CompareResult r = compare_tensors(result.at(v->name), want, rtol, atol);
+    std::string verdict = r.ok ? "ok" : !r.problem.empty() ? "MISMATCH: " + r.problem
+                                       : fmt::format("MISMATCH: {} element(s) out of tolerance, first at index {}",
+                                                     r.mismatches, r.first_bad);
+    fmt::print("{:<24} {:<6} {:<14} {:>10.3e} {:>10.3e}  {}\n", v->name, dtype_name(v->dtype),
+               dims_to_string(*v->dims), r.max_abs, r.max_rel, verdict);
+    bad += !r.ok;
+  }
+  fmt::print("tolerance: rtol {} atol {}\n", rtol, atol);
+  if (bad) {
+    std::fprintf(stderr, "stitchc: %d of %zu output(s) do not match the expected outputs\n", bad, expected->size());
+    return 1;
+  }
+  fmt::print("all {} output(s) match\n", expected->size());
+  return 0;
+}
+
+Status save_outputs(const RunArgs& a, const std::vector<Value*>& outs, const TensorMap& result) {
+  std::error_code ec;
+  fs::create_directories(a.save, ec);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const std::string& name = outs[i]->name;
+    RETURN_IF_ERROR(write_tensor_file(fmt::format("{}/output_{}.pb", a.save, i), result.at(name), name));
+  }
+  fmt::print("saved {} output(s) to {}\n", outs.size(), a.save);
+  return Status::ok();
+}
+
+// Runs an artifact directory on the emu or cuda backend.
+int run_artifact(const RunArgs& a) {
+  std::shared_ptr<const rt::Model> model;
+  std::unique_ptr<rt::Session> session;
+  // Stand-in values so the data can be matched and compared like the graph's.
+  std::vector<std::unique_ptr<Value>> holder;
+  std::vector<Value*> ins, outs;
+  try {
+    model = rt::Model::load(a.model);
+    for (const auto& [list, vec] : {std::pair{&model->inputs(), &ins}, std::pair{&model->outputs(), &outs}})
+      for (const rt::TensorInfo& t : *list) {
+        auto v = std::make_unique<Value>();
+        v->name = t.name;
+        v->dtype = dtype_from_name(t.dtype).value_or(DType::kUndefined);
+        v->dims = Dims(t.dims.begin(), t.dims.end());
+        vec->push_back(v.get());
+        holder.push_back(std::move(v));
+      }
+    auto in_files = read_tensor_dir(a.inputs, "input");
+    if (!in_files.is_ok()) return report(in_files.status());
+    auto inputs = match(ins, std::move(*in_files), a.inputs, "input");
+    if (!inputs.is_ok()) return report(inputs.status());
+    session = std::make_unique<rt::Session>(model, rt::parse_backend(a.backend));
+    for (const auto& [v, t] : *inputs)
+      session->set_input(v->name, std::string(dtype_name(t.dtype())), std::vector<int64_t>(t.dims().begin(), t.dims().end()),
+                         t.data(), static_cast<size_t>(t.byte_size()));
+    auto t0 = std::chrono::steady_clock::now();
+    session->run();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print("ran {} in {:.3f} s\n", session->describe(), secs);
+    TensorMap result;
+    for (const Value* v : outs) {
+      Tensor t(v->dtype, *v->dims);
+      session->get_output(v->name, t.data(), static_cast<size_t>(t.byte_size()));
+      result[v->name] = std::move(t);
+    }
+    if (!a.save.empty()) {
+      Status st = save_outputs(a, outs, result);
+      if (!st.is_ok()) return report(st);
+    }
+    if (a.expect.empty()) {
+      for (const Value* v : outs) fmt::print("  {:<24} {}\n", v->name, v->type_string());
+      return 0;
+    }
+    return check_outputs(a, outs, result);
+  } catch (const rt::Error& e) {
+    return report(e.code() == 2 ? Status::user(e.what()) : Status::internal(e.what()));
+  }
+}
+
 }  // namespace
 
 int run_run(const RunArgs& a) {
+  std::error_code dir_ec;
+  if (fs::is_directory(a.model, dir_ec)) {
+    if (a.backend == "reference")
+      return report(Status::user(fmt::format("'{}' is an artifact directory: run it with --backend emu or --backend "
+                                             "cuda (the reference backend runs a model.onnx)", a.model)));
+    if ((a.rtol >= 0) != (a.atol >= 0) && a.expect.empty())
+      return report(Status::user("--rtol and --atol only apply with --expect"));
+    return run_artifact(a);
+  }
   if (a.backend != "reference")
-    return report(Status::user(fmt::format("backend '{}' is not available in this build; use --backend reference",
-                                           a.backend)));
+    return report(Status::user(fmt::format("backend '{}' runs a compiled artifact: stitchc compile {} -o DIR first, "
+                                           "then stitchc run DIR --backend {}", a.backend, a.model, a.backend)));
   if ((a.rtol >= 0) != (a.atol >= 0) && a.expect.empty())
     return report(Status::user("--rtol and --atol only apply with --expect"));
   // Match the data to the imported inputs, then bind dynamic dims from it.
@@ -95,42 +193,14 @@ int run_run(const RunArgs& a) {
   fmt::print("ran {} nodes on the reference backend in {:.3f} s\n", g.nodes().size(), secs);
 
   if (!a.save.empty()) {
-    std::error_code ec;
-    fs::create_directories(a.save, ec);
-    for (size_t i = 0; i < g.outputs.size(); ++i) {
-      const std::string& name = g.outputs[i]->name;
-      Status st = write_tensor_file(fmt::format("{}/output_{}.pb", a.save, i), result->at(name), name);
-      if (!st.is_ok()) return report(st);
-    }
-    fmt::print("saved {} output(s) to {}\n", g.outputs.size(), a.save);
+    Status st = save_outputs(a, g.outputs, *result);
+    if (!st.is_ok()) return report(st);
   }
   if (a.expect.empty()) {
     for (const Value* v : g.outputs) fmt::print("  {:<24} {}\n", v->name, v->type_string());
     return 0;
   }
-  auto exp_files = read_tensor_dir(a.expect, "output");
-  if (!exp_files.is_ok()) return report(exp_files.status());
-  auto expected = match(g.outputs, std::move(*exp_files), a.expect, "output");
-  if (!expected.is_ok()) return report(expected.status());
-  double rtol = a.rtol >= 0 ? a.rtol : kRunDefault.rtol, atol = a.atol >= 0 ? a.atol : kRunDefault.atol;
-  fmt::print("{:<24} {:<6} {:<14} {:>10} {:>10}  {}\n", "output", "dtype", "shape", "max_abs", "max_rel", "result");
-  int bad = 0;
-  for (const auto& [v, want] : *expected) {
-    CompareResult r = compare_tensors(result->at(v->name), want, rtol, atol);
-    std::string verdict = r.ok ? "ok" : !r.problem.empty() ? "MISMATCH: " + r.problem
-                                       : fmt::format("MISMATCH: {} element(s) out of tolerance, first at index {}",
-                                                     r.mismatches, r.first_bad);
-    fmt::print("{:<24} {:<6} {:<14} {:>10.3e} {:>10.3e}  {}\n", v->name, dtype_name(v->dtype),
-               dims_to_string(*v->dims), r.max_abs, r.max_rel, verdict);
-    bad += !r.ok;
-  }
-  fmt::print("tolerance: rtol {} atol {}\n", rtol, atol);
-  if (bad) {
-    std::fprintf(stderr, "stitchc: %d of %zu output(s) do not match the expected outputs\n", bad, expected->size());
-    return 1;
-  }
-  fmt::print("all {} output(s) match\n", expected->size());
-  return 0;
+  return check_outputs(a, g.outputs, *result);
 }
 
 }  // namespace stitch::cli

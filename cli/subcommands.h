@@ -20,4 +20,11 @@ struct RunArgs {
 };
 int run_run(const RunArgs& a);
 
+struct CompileArgs {
+  std::string model, out, arch = "sm_90", fusion = "none", report_json, dump_dir;
+  std::vector<std::string> shapes;
+  bool no_nvcc = false, no_emu = false;
+};
+int run_compile(const CompileArgs& a);
+
 }  // namespace stitch::cli

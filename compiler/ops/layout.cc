@@ -3,6 +3,7 @@
 // Split Slice Expand Tile Pad Trilu, plus Identity and inference-mode Dropout.
 #include <numeric>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace stitch::ops {
@@ -140,6 +141,8 @@ Status eval_view(const Node& n, std::span<const Tensor* const> in, std::vector<T
 
 // ---- Transpose --------------------------------------------------------------------
 
+}  // namespace
+
 StatusOr<std::vector<int64_t>> transpose_perm(const Node& n, int64_t rank) {
   std::vector<int64_t> perm = n.attr_ints("perm");
   if (perm.empty() && !n.has_attr("perm")) {
@@ -154,6 +157,8 @@ StatusOr<std::vector<int64_t>> transpose_perm(const Node& n, int64_t rank) {
     return node_error(n, fmt::format("perm [{}] is not a permutation of the {} axes", fmt::join(perm, ", "), rank));
   return perm;
 }
+
+namespace {
 
 Status infer_transpose(InferContext& ctx) {
   ASSIGN_OR_RETURN(auto perm, transpose_perm(ctx.node(), ctx.rank(0)));
@@ -211,6 +216,8 @@ Status eval_concat(const Node& n, std::span<const Tensor* const> in, std::vector
   return Status::ok();
 }
 
+}  // namespace
+
 StatusOr<std::vector<int64_t>> split_sizes(const Node& n, int64_t dim, size_t num_outputs,
                                            std::optional<std::vector<int64_t>> split) {
   if (split && !split->empty()) {
@@ -236,6 +243,8 @@ StatusOr<std::vector<int64_t>> split_sizes(const Node& n, int64_t dim, size_t nu
   }
   return sizes;
 }
+
+namespace {
 
 Status infer_split(InferContext& ctx) {
   const Node& n = ctx.node();
@@ -269,11 +278,8 @@ Status eval_split(const Node& n, std::span<const Tensor* const> in, std::vector<
 
 // ---- Slice ----------------------------------------------------------------------------
 
-struct SliceSpec {
-  Dims out;
-  int64_t base = 0;
-  Dims strides;
-};
+
+}  // namespace
 
 StatusOr<SliceSpec> slice_spec(const Node& n, const Dims& in, std::vector<int64_t> starts,
                                std::vector<int64_t> ends, std::optional<std::vector<int64_t>> axes,
@@ -315,6 +321,8 @@ StatusOr<SliceSpec> slice_spec(const Node& n, const Dims& in, std::vector<int64_
   }
   return sp;
 }
+
+namespace {
 
 Status infer_slice(InferContext& ctx) {
   ASSIGN_OR_RETURN(auto starts, const_ints(ctx, 1, "starts"));
@@ -401,6 +409,8 @@ Status eval_tile(const Node&, std::span<const Tensor* const> in, std::vector<Ten
 
 // ---- Pad --------------------------------------------------------------------------------
 
+}  // namespace
+
 StatusOr<std::vector<int64_t>> full_pads(const Node& n, int64_t rank, std::vector<int64_t> pads,
                                          std::optional<std::vector<int64_t>> axes) {
   if (!axes) {
@@ -417,6 +427,8 @@ StatusOr<std::vector<int64_t>> full_pads(const Node& n, int64_t rank, std::vecto
   }
   return full;
 }
+
+namespace {
 
 Status infer_pad(InferContext& ctx) {
   const Node& n = ctx.node();

@@ -3,6 +3,7 @@
 // implementations are plain loops with double accumulation.
 #include <cmath>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace stitch::ops {
@@ -128,13 +129,11 @@ Status eval_gemm(const Node& n, std::span<const Tensor* const> in, std::vector<T
 
 // ---- Windows: shared by Conv, ConvTranspose and the pools -----------------------------------
 
-struct Window {
-  int64_t spatial = 0;
-  Dims kernel, strides, dilations, pad_begin, pad_end, in, out;
-};
 
 // Fills strides, dilations and pads from attributes, resolving auto_pad.
 // `kernel` and `in` must be set; computes `out` for the forward direction.
+}  // namespace
+
 StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_mode) {
   Window w;
   w.spatial = static_cast<int64_t>(in.size());
@@ -174,6 +173,8 @@ StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_m
   return w;
 }
 
+namespace {
+
 // Calls f(out_linear, kernel_linear, in_linear or -1 when in padding) for every pair.
 template <typename F>
 void for_each_window(const Window& w, F f) {
@@ -203,6 +204,8 @@ void for_each_window(const Window& w, F f) {
 
 // ---- Conv ---------------------------------------------------------------------------------
 
+}  // namespace
+
 StatusOr<Window> conv_window(const Node& n, const Dims& x, const Dims& wt) {
   if (x.size() < 3 || wt.size() != x.size())
     return node_error(n, fmt::format("expects X of shape N x C x D1... and W of the same rank, got {} and {}",
@@ -216,6 +219,8 @@ StatusOr<Window> conv_window(const Node& n, const Dims& x, const Dims& wt) {
     return node_error(n, "kernel_shape does not match W");
   return forward_window(n, Dims(x.begin() + 2, x.end()), kernel, false);
 }
+
+namespace {
 
 Status infer_conv(InferContext& ctx) {
   RETURN_IF_ERROR(require_float(ctx, 0));
@@ -359,12 +364,16 @@ Status eval_convt(const Node& n, std::span<const Tensor* const> in, std::vector<
 
 // ---- Pools ----------------------------------------------------------------------------------
 
+}  // namespace
+
 StatusOr<Window> pool_window(const Node& n, const Dims& x) {
   if (x.size() < 3) return node_error(n, "expects an input of shape N x C x D1...");
   Dims kernel = n.attr_ints("kernel_shape");
   if (kernel.size() != x.size() - 2) return node_error(n, "kernel_shape must match the spatial dimensions");
   return forward_window(n, Dims(x.begin() + 2, x.end()), kernel, n.attr_int("ceil_mode", 0) != 0);
 }
+
+namespace {
 
 Status infer_pool(InferContext& ctx) {
   ASSIGN_OR_RETURN(Window w, pool_window(ctx.node(), ctx.dims(0)));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace stitch::ops {
@@ -12,10 +13,8 @@ namespace {
 // Opset from which each Reduce op takes its axes as input 1 instead of an attribute.
 int axes_input_since(const std::string& op) { return op == "ReduceSum" ? 13 : 18; }
 
-struct ReduceAxes {
-  std::vector<bool> reduced;  // per input axis
-  bool identity = false;      // noop_with_empty_axes with no axes
-};
+
+}  // namespace
 
 StatusOr<ReduceAxes> reduce_axes(const Node& n, std::optional<std::vector<int64_t>> axes,
                                  int64_t rank) {
@@ -33,6 +32,8 @@ StatusOr<ReduceAxes> reduce_axes(const Node& n, std::optional<std::vector<int64_
   }
   return r;
 }
+
+namespace {
 
 Dims reduced_dims(const Dims& in, const ReduceAxes& r, bool keep) {
   if (r.identity) return in;

@@ -1,0 +1,403 @@
+#include "codegen/artifact.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "stitch/artifact_format.h"
+#include "support/check.h"
+
+namespace stitch::codegen {
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+// Runs argv (through /bin/sh with quoted words), capturing stdout and stderr together.
+int run_command(const std::vector<std::string>& argv, std::string* output) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+  cmd += " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Status write_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) return Status::user(fmt::format("cannot write '{}': check the output directory is writable", p.string()));
+  return Status::ok();
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string hex64(uint64_t h) { return fmt::format("{:016x}", h); }
+
+ordered_json dims_json(const Dims& d) { return ordered_json(std::vector<int64_t>(d.begin(), d.end())); }
+
+ordered_json tensor_json(const Value* v) {
+  return {{"name", v->name}, {"dtype", std::string(dtype_name(v->dtype))}, {"dims", dims_json(*v->dims)}};
+}
+
+// "sm_90" -> "90"; error for anything else.
+StatusOr<std::string> arch_number(const std::string& arch) {
+  static const std::regex re("sm_([0-9]{2,3}[a-z]?)");
+  std::smatch m;
+  if (!std::regex_match(arch, m, re))
+    return Status::user(fmt::format("--arch '{}' is not of the form sm_XY (for example sm_80,sm_90)", arch));
+  return m[1].str();
+}
+
+// Where an nvcc error points into a generated file, show that line.
+std::string annotate_nvcc_errors(const std::string& log) {
+  static const std::regex loc(R"(([^\s:]+\.cu)\((\d+)\): error)");
+  std::string extra;
+  for (std::sregex_iterator it(log.begin(), log.end(), loc), end; it != end; ++it) {
+    const std::string file = (*it)[1].str();
+    const int line = std::stoi((*it)[2].str());
+    std::ifstream f(file);
+    std::string text;
+    for (int i = 1; std::getline(f, text); ++i)
+      if (i == line) {
+        extra += fmt::format("\n  {}:{}: {}", file, line, text);
+        break;
+      }
+    if (!extra.empty()) break;  // the first error is enough
+  }
+  return extra;
+}
+
+}  // namespace
+
+StatusOr<std::string> find_nvcc() {
+  std::vector<fs::path> candidates;
+  if (const char* home = std::getenv("CUDA_HOME")) candidates.push_back(fs::path(home) / "bin" / "nvcc");
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream ss(path);
+    std::string dir;
+    while (std::getline(ss, dir, ':'))
+      if (!dir.empty()) candidates.push_back(fs::path(dir) / "nvcc");
+  }
+  candidates.push_back("/usr/local/cuda/bin/nvcc");
+  for (const auto& c : candidates)
+    if (access(c.c_str(), X_OK) == 0) return c.string();
+  return Status::user("nvcc not found (looked in $CUDA_HOME/bin, PATH and /usr/local/cuda/bin): install the CUDA "
+                      "toolkit, set CUDA_HOME, or pass --no-nvcc to emit sources only");
+}
+
+std::vector<KernelResources> parse_ptxas(const std::string& log) {
+  std::vector<KernelResources> out;
+  static const std::regex entry(R"(Compiling entry function '([^']+)' for '([^']+)')");
+  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex used(R"(Used (\d+) registers)");
+  static const std::regex smem(R"((\d+) bytes smem)");
+  std::stringstream ss(log);
+  std::string line;
+  std::smatch m;
+  while (std::getline(ss, line)) {
+    if (std::regex_search(line, m, entry)) {
+      out.push_back({m[1].str(), m[2].str()});
+      continue;
+    }
+    if (out.empty()) continue;
+    KernelResources& r = out.back();
+    if (std::regex_search(line, m, frame)) {
+      r.stack_bytes = std::stoi(m[1].str());
+      r.spill_stores = std::stoi(m[2].str());
+      r.spill_loads = std::stoi(m[3].str());
+    }
+    if (std::regex_search(line, m, used)) r.registers = std::stoi(m[1].str());
+    if (line.find("Used") != std::string::npos && std::regex_search(line, m, smem)) r.smem_bytes = std::stoi(m[1].str());
+  }
+  return out;
+}
+
+namespace {
+
+struct Writer {
+  const Graph& g;
+  const Schedule& s;
+  const CompileOptions& o;
+  fs::path tmp;
+  ArtifactSummary* summary;
+  std::map<const Value*, int> buffer_ids;
+  ordered_json buffers = ordered_json::array();
+
+  int buffer_id(const Value* v) {
+    if (auto it = buffer_ids.find(v); it != buffer_ids.end()) return it->second;
+    const BufferRef& r = buffer_of(s, v);
+    ordered_json b = tensor_json(v);
+    b["storage"] = storage_name(r.storage);
+    if (r.storage == Storage::kArena || r.storage == Storage::kWeights) b["offset"] = r.offset;
+    if (r.storage == Storage::kInput || r.storage == Storage::kOutput) b["index"] = r.index;
+    b["bytes"] = num_elements(*v->dims) * dtype_size(v->dtype);
+    buffers.push_back(b);
+    return buffer_ids[v] = static_cast<int>(buffers.size()) - 1;
+  }
+  int output_slot_id(const Value* v, int slot) {
+    ordered_json b = tensor_json(v);
+    b["storage"] = "output";
+    b["index"] = slot;
+    b["bytes"] = num_elements(*v->dims) * dtype_size(v->dtype);
+    buffers.push_back(b);
+    return static_cast<int>(buffers.size()) - 1;
+  }
+
+  Status kernels_dir() {
+    fs::create_directories(tmp / artifact::kKernelsDir);
+    std::string unity = "// Every kernel of this artifact in one translation unit (one nvcc run).\n";
+    for (const Kernel& k : s.kernels) {
+      RETURN_IF_ERROR(write_file(tmp / artifact::kKernelsDir / (k.name + ".cu"), k.source));
+      unity += fmt::format("#include \"{}.cu\"\n", k.name);
+    }
+    RETURN_IF_ERROR(write_file(tmp / artifact::kUnityFile, unity));
+    for (const char* h : {"stitch_device.cuh", "compat.cuh"})
+      fs::copy_file(fs::path(STITCH_DEVICE_INCLUDE_DIR) / "stitch" / "device" / h, tmp / artifact::kKernelsDir / h);
+    return Status::ok();
+  }
+
+  Status nvcc() {
+    ASSIGN_OR_RETURN(std::string nvcc, find_nvcc());
+    std::vector<std::string> argv = {nvcc, "-std=c++17", "-O3", "--fatbin", "-Xptxas", "-v"};
+    std::string highest;
+    for (const std::string& a : o.archs) {
+      ASSIGN_OR_RETURN(std::string num, arch_number(a));
+      argv.push_back(fmt::format("-gencode=arch=compute_{0},code=sm_{0}", num));
+      highest = std::max(highest, num);
+    }
+    // PTX of the newest arch too, so newer GPUs can JIT it.
+    argv.push_back(fmt::format("-gencode=arch=compute_{0},code=compute_{0}", highest));
+    argv.insert(argv.end(), {"-o", (tmp / artifact::kFatbinFile).string(), (tmp / artifact::kUnityFile).string()});
+    std::string log;
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = run_command(argv, &log);
+    summary->nvcc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RETURN_IF_ERROR(write_file(tmp / "kernels" / "nvcc.log", log));
+    if (rc != 0)
+      return Status::internal(fmt::format("nvcc failed on the generated kernels (exit {}):\n{}{}", rc, log,
+                                          annotate_nvcc_errors(log)));
+    summary->resources = parse_ptxas(log);
+    return Status::ok();
+  }
+
+  Status emu() {
+    fs::create_directories(tmp / "emu");
+    std::string src = "// The kernels for the CPU emulation layer: same sources, plus entry points by name.\n"
+                      "#include \"../kernels/all_kernels.cu\"\n";
+    for (const Kernel& k : s.kernels) src += fmt::format("STITCH_EMU_EXPORT_KERNEL({});\n", k.name);
+    RETURN_IF_ERROR(write_file(tmp / "emu" / "kernels_emu.cc", src));
+    std::vector<std::string> argv = {STITCH_HOST_CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w",
+                                     "-fstack-clash-protection", "-include", "stitch/emu/emu.h",
+                                     "-I", STITCH_EMU_INCLUDE_DIR, "-I", STITCH_DEVICE_INCLUDE_DIR,
+                                     "-isystem", STITCH_CUDA_INCLUDE_DIR,
+                                     "-o", (tmp / artifact::kEmuLibrary).string(),
+                                     (tmp / "emu" / "kernels_emu.cc").string()};
+    std::string log;
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = run_command(argv, &log);
+    summary->emu_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rc != 0)
+      return Status::internal(fmt::format("building the emulation library failed (exit {}):\n{}", rc, log));
+    return Status::ok();
+  }
+
+  Status weights() {
+    std::string blob(static_cast<size_t>(s.weights_bytes), '\0');
+    for (const Value* v : s.weights) {
+      const BufferRef& r = buffer_of(s, v);
+      const Tensor& t = *v->constant;
+      std::memcpy(blob.data() + r.offset, t.data(), static_cast<size_t>(t.byte_size()));
+    }
+    return write_file(tmp / artifact::kWeightsFile, blob);
+  }
+
+  ordered_json gemm_json(const LibraryCall& c) {
+    const GemmParams& p = c.gemm;
+    return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"trans_a", p.trans_a}, {"trans_b", p.trans_b},
+            {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc}, {"alpha", p.alpha}, {"beta", p.beta},
+            {"batch", dims_json(p.batch)}, {"stride_a", dims_json(p.stride_a)}, {"stride_b", dims_json(p.stride_b)},
+            {"stride_c", dims_json(p.stride_c)}};
+  }
+  ordered_json conv_json(const LibraryCall& c) {
+    const ConvParams& p = c.conv;
+    return {{"n", p.n}, {"c", p.c}, {"m", p.m}, {"group", p.group}, {"in", dims_json(p.in)},
+            {"kernel", dims_json(p.kernel)}, {"out", dims_json(p.out)}, {"strides", dims_json(p.strides)},
+            {"dilations", dims_json(p.dilations)}, {"pads", dims_json(p.pads)}, {"has_bias", p.has_bias}};
+  }
+
+  ordered_json schedule() {
+    ordered_json kernels = ordered_json::array(), steps = ordered_json::array();
+    for (const Kernel& k : s.kernels)
+      kernels.push_back({{"name", k.name}, {"grid", k.grid}, {"block", k.block}, {"smem", k.smem_bytes}});
+    for (const Step& st : s.steps) {
+      ordered_json j;
+      if (st.kind == Step::kKernel) {
+        const Kernel& k = s.kernels[st.item];
+        ordered_json args = ordered_json::array();
+        for (const KernelParam& p : k.params) args.push_back(buffer_id(p.value));
+        j = {{"op", "kernel"}, {"kernel", st.item}, {"args", args}};
+        ordered_json nodes = ordered_json::array();
+        for (const Node* n : k.nodes) nodes.push_back(n->name);
+        j["nodes"] = nodes;
+      } else if (st.kind == Step::kLibrary) {
+        const LibraryCall& c = s.calls[st.item];
+        ordered_json args = ordered_json::array();
+        for (const Value* v : c.args) args.push_back(buffer_id(v));
+        j = {{"op", c.kind}, {"dtype", std::string(dtype_name(c.dtype))}, {"args", args},
+             {"params", c.kind == "gemm" ? gemm_json(c) : conv_json(c)}, {"nodes", {c.node->name}}};
+      } else {
+        const int src = buffer_id(st.src);
+        j = {{"op", "copy"}, {"src", src}, {"dst", output_slot_id(st.dst, st.dst_output)},
+             {"bytes", num_elements(*st.src->dims) * dtype_size(st.src->dtype)}};
+      }
+      steps.push_back(j);
+    }
+    ordered_json sched = {{"format", artifact::kFormatName}, {"version", artifact::kArtifactVersion},
+                          {"arena_bytes", s.plan.arena_bytes}, {"weights_bytes", s.weights_bytes}};
+    sched["buffers"] = buffers;  // filled while building the steps
+    sched["kernels"] = kernels;
+    sched["steps"] = steps;
+    return sched;
+  }
+
+  ordered_json report() {
+    ordered_json kernels = ordered_json::array(), calls = ordered_json::array();
+    int64_t bytes = 0;
+    for (const Kernel& k : s.kernels) {
+      ordered_json nodes = ordered_json::array();
+      for (const Node* n : k.nodes) nodes.push_back({{"name", n->name}, {"op", n->op_type}});
+      ordered_json j = {{"name", k.name}, {"nodes", nodes}, {"mapping", k.mapping}, {"grid", k.grid},
+                        {"block", k.block}, {"smem", k.smem_bytes}, {"bytes_moved", k.bytes_moved}};
+      ordered_json res = ordered_json::array();
+      for (const KernelResources& r : summary->resources)
+        if (r.kernel == k.name)
+          res.push_back({{"arch", r.arch}, {"registers", r.registers}, {"spill_stores", r.spill_stores},
+                         {"spill_loads", r.spill_loads}, {"smem_bytes", r.smem_bytes}, {"stack_bytes", r.stack_bytes}});
+      j["ptxas"] = res;
+      kernels.push_back(j);
+      bytes += k.bytes_moved;
+    }
+    for (const LibraryCall& c : s.calls)
+      calls.push_back({{"kind", c.kind}, {"node", c.node->name}, {"op", c.node->op_type}, {"flops", c.flops}});
+    ordered_json groups = ordered_json::array();
+    for (const Kernel& k : s.kernels)
+      groups.push_back({{"kernel", k.name}, {"nodes", k.nodes.size()}, {"scheme", "single node (unfused)"},
+                        {"reason", "--fusion none"}});
+    return {{"fusion", o.fusion},
+            {"kernel_launches", s.kernels.size()},
+            {"library_calls", s.calls.size()},
+            {"views", s.views},
+            {"estimated_bytes_moved", bytes},
+            {"memory", {{"arena_bytes", s.plan.arena_bytes}, {"intermediate_sum_bytes", s.plan.total_bytes},
+                        {"live_peak_bytes", s.plan.peak_live_bytes}, {"in_place", s.plan.in_place},
+                        {"arena_buffers", s.requests.size()}, {"weights_bytes", s.weights_bytes}}},
+            {"nvcc_seconds", summary->nvcc_seconds},
+            {"emu_build_seconds", summary->emu_seconds},
+            {"groups", groups},
+            {"kernels", kernels},
+            {"library_calls_detail", calls}};
+  }
+
+  Status manifest() {
+    ordered_json ins = ordered_json::array(), outs = ordered_json::array();
+    for (const Value* v : g.inputs) ins.push_back(tensor_json(v));
+    for (const Value* v : g.outputs) outs.push_back(tensor_json(v));
+    std::string model = read_all(o.model_path);
+    ordered_json files = ordered_json::object();
+    std::vector<fs::path> all;
+    for (const auto& e : fs::recursive_directory_iterator(tmp))
+      if (e.is_regular_file()) all.push_back(fs::relative(e.path(), tmp));
+    std::sort(all.begin(), all.end());
+    for (const fs::path& p : all) {
+      std::string data = read_all(tmp / p);
+      files[p.generic_string()] = {{"bytes", data.size()}, {"fnv1a", hex64(artifact::fnv1a(data.data(), data.size()))}};
+    }
+    ordered_json backends = ordered_json::array();
+    if (o.run_nvcc) backends.push_back("cuda");
+    if (o.build_emu) backends.push_back("emu");
+    ordered_json m = {{"format", artifact::kFormatName},
+                      {"version", artifact::kArtifactVersion},
+                      {"compiler", "stitchc 0.1.0"},
+                      {"model", {{"path", o.model_path}, {"bytes", model.size()},
+                                 {"fnv1a", hex64(artifact::fnv1a(model.data(), model.size()))}}},
+                      {"inputs", ins},
+                      {"outputs", outs},
+                      {"archs", o.archs},
+                      {"backends", backends},
+                      {"options", {{"fusion", o.fusion}, {"shapes", o.shape_bindings}, {"nvcc", o.run_nvcc}}},
+                      {"files", files}};
+    return write_file(tmp / artifact::kManifestFile, m.dump(2) + "\n");
+  }
+};
+
+}  // namespace
+
+Status write_artifact(const Graph& g, const Schedule& s, const CompileOptions& o, const std::string& dir,
+                      ArtifactSummary* summary) {
+  std::error_code ec;
+  const fs::path out(dir);
+  if (fs::exists(out, ec)) {
+    const bool artifact = fs::exists(out / artifact::kManifestFile, ec);
+    const bool empty = fs::is_directory(out, ec) && fs::is_empty(out, ec);
+    if (!artifact && !empty)
+      return Status::user(fmt::format("'{}' exists and is not a stitch artifact directory; choose another -o or "
+                                      "remove it", dir));
+  }
+  for (const std::string& a : o.archs) RETURN_IF_ERROR(arch_number(a).status());
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);
+  if (ec) return Status::user(fmt::format("cannot create '{}': {}", parent.string(), ec.message()));
+  std::string templ = (parent / (out.filename().string() + ".tmp-XXXXXX")).string();
+  if (mkdtemp(templ.data()) == nullptr)
+    return Status::user(fmt::format("cannot create a directory next to '{}': check it is writable", dir));
+  Writer w{g, s, o, fs::path(templ), summary, {}, ordered_json::array()};
+  auto body = [&]() -> Status {
+    RETURN_IF_ERROR(w.kernels_dir());
+    RETURN_IF_ERROR(w.weights());
+    if (o.run_nvcc) RETURN_IF_ERROR(w.nvcc());
+    if (o.build_emu) RETURN_IF_ERROR(w.emu());
+    RETURN_IF_ERROR(write_file(w.tmp / artifact::kScheduleFile, w.schedule().dump(1) + "\n"));
+    summary->report_json = w.report().dump(2) + "\n";
+    RETURN_IF_ERROR(write_file(w.tmp / artifact::kReportFile, summary->report_json));
+    return w.manifest();
+  };
+  Status st = body();
+  if (!st.is_ok()) {
+    fs::remove_all(w.tmp, ec);
+    return st;
+  }
+  fs::remove_all(out, ec);
+  fs::rename(w.tmp, out, ec);
+  if (ec) {
+    fs::remove_all(w.tmp, ec);
+    return Status::user(fmt::format("cannot move the artifact into '{}'", dir));
+  }
+  return Status::ok();
+}
+
+}  // namespace stitch::codegen

@@ -1,0 +1,43 @@
+// The artifact writer: schedule + kernels -> the artifact directory of DESIGN.md
+// (docs/artifact-format.md). Writes into a temporary sibling directory and renames it into
+// place at the end, so a failed compile leaves no partial output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/schedule.h"
+
+namespace stitch::codegen {
+
+struct CompileOptions {
+  std::vector<std::string> archs{"sm_90"};  // sm_XY for each target
+  bool run_nvcc = true;                      // false: emit sources only (--no-nvcc)
+  bool build_emu = true;                     // build the emulation library for --backend emu
+  std::string fusion = "none";
+  std::string model_path;                    // for the manifest
+  std::vector<std::string> shape_bindings;   // as given on the command line
+};
+
+// ptxas's resource use of one kernel for one arch.
+struct KernelResources {
+  std::string kernel, arch;
+  int registers = 0, spill_stores = 0, spill_loads = 0, smem_bytes = 0, stack_bytes = 0;
+};
+
+struct ArtifactSummary {
+  std::vector<KernelResources> resources;
+  double nvcc_seconds = 0, emu_seconds = 0;
+  std::string report_json;  // report.json's text
+};
+
+// Finds nvcc: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc.
+StatusOr<std::string> find_nvcc();
+
+// Parses `nvcc -Xptxas -v` output into per-kernel resources.
+std::vector<KernelResources> parse_ptxas(const std::string& log);
+
+Status write_artifact(const Graph& g, const Schedule& s, const CompileOptions& o, const std::string& dir,
+                      ArtifactSummary* summary);
+
+}  // namespace stitch::codegen

@@ -1,0 +1,39 @@
+// Kernel IR: what the back end knows about one generated kernel. It is small on purpose
+// (DESIGN.md): it carries the launch configuration, the parameter list (which graph values the
+// kernel reads and writes, in order), the ONNX nodes it implements, and the emitted source. The
+// schedule writer turns it into a launch step; the artifact writer into a .cu file.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace stitch::codegen {
+
+struct KernelParam {
+  std::string name;           // in the kernel signature
+  const Value* value = nullptr;
+  bool output = false;
+};
+
+struct Kernel {
+  std::string name;                 // deterministic: k012_map_add, k013_row_softmax...
+  std::vector<const Node*> nodes;   // the ONNX nodes it implements
+  std::string mapping;              // thread mapping in words, for the header and report
+  std::vector<KernelParam> params;  // kernel arguments, all device pointers
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> block{1, 1, 1};
+  int64_t smem_bytes = 0;  // dynamic shared memory
+  int64_t bytes_moved = 0;  // global memory bytes read + written, ideal caching
+  std::string source;      // the whole .cu file
+};
+
+// The C type a tensor of `t` is stored as in device memory, and the type kernels compute in
+// (half and bfloat16 compute in float, integers in 64 bits).
+std::string storage_type(DType t);
+std::string compute_type(DType t);
+
+}  // namespace stitch::codegen

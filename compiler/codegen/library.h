@@ -1,0 +1,49 @@
+// Library calls: MatMul and Gemm through cuBLAS (CPU GEMM on the emu backend), Conv through
+// cuDNN (CPU convolution on the emu backend). Parameters are row-major and library-neutral; the
+// runtime maps them to each library. Transposes of Gemm are folded into the call; MatMul's batch
+// dimensions broadcast through per-operand batch strides (0 where an operand is broadcast).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "support/status.h"
+
+namespace stitch::codegen {
+
+struct GemmParams {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;  // row-major: A is k x m when trans_a
+  int64_t lda = 0, ldb = 0, ldc = 0;      // row-major leading dimensions
+  double alpha = 1, beta = 0;             // C = alpha * op(A) op(B) + beta * C
+  Dims batch;                             // batch dims of C (may be empty)
+  Dims stride_a, stride_b, stride_c;      // per batch dim, in elements
+};
+
+struct ConvParams {
+  int64_t n = 0, c = 0, m = 0, group = 1;  // batch, input channels, output channels
+  Dims in, kernel, out;                    // spatial sizes
+  Dims strides, dilations, pads;           // pads: symmetric, one per spatial axis
+  bool has_bias = false;
+};
+
+struct LibraryCall {
+  std::string kind;  // "gemm" or "conv"
+  const Node* node = nullptr;
+  DType dtype = DType::kF32;
+  std::vector<const Value*> args;  // gemm: A, B, C; conv: X, W, Y, then B if has_bias
+  GemmParams gemm;
+  ConvParams conv;
+  int64_t flops = 0;
+};
+
+// The steps that implement a library node: for a Gemm with a C input, a broadcast kernel that
+// fills Y with C first (then beta accumulates onto it); then the call.
+struct LibraryLowering {
+  std::vector<Kernel> kernels;  // run before the call
+  LibraryCall call;
+};
+StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index);
+
+}  // namespace stitch::codegen

@@ -1,0 +1,457 @@
+// Element-parallel kernels: one thread per element of an iteration domain (the output, or the
+// input for Split), in a grid-stride loop. The flat index i is split into coordinates c0..cR-1
+// only as far as some operand needs them; every operand offset is then an expression of those
+// coordinates: affine (broadcast, transpose, slice, expand), modular (tile), guarded (pad), or
+// read through an index tensor (gather). Elementwise ops compute their scalar expression
+// (scalar_ops.h) on operands converted to the compute type; layout ops copy storage values as
+// they are.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "codegen/cuda_writer.h"
+#include "codegen/lower.h"
+#include "codegen/scalar_ops.h"
+#include "ops/op_params.h"
+#include "ops/op_util.h"
+#include "support/check.h"
+
+namespace stitch::codegen {
+namespace {
+
+using ops::strides_of;
+
+class MapBuilder {
+ public:
+  MapBuilder(const Node& n, int index, Dims domain) : n_(n), domain_(std::move(domain)) {
+    k_.name = fmt::format("k{:03d}_map_{}", index, snake(n.op_type));
+    k_.nodes = {&n};
+    uses_.assign(domain_.size(), false);
+  }
+
+  // The kernel parameter for `v` (one per distinct value).
+  std::string param(const Value* v, bool output) {
+    for (const KernelParam& p : k_.params)
+      if (p.value == v && p.output == output) return p.name;
+    std::string name = fmt::format("{}{}", output ? "y" : "x", output ? outs_++ : ins_++);
+    k_.params.push_back({name, v, output});
+    const int64_t bytes = num_elements(*v->dims) * dtype_size(v->dtype);
+    k_.bytes_moved += bytes;
+    return name;
+  }
+  std::string coord(size_t d) {
+    uses_[d] = true;
+    return fmt::format("c{}", d);
+  }
+  std::string flat() {
+    uses_i_ = true;
+    return "i";
+  }
+  // base + sum(c_d * stride_d); "i" when that is the flat index itself.
+  std::string affine(int64_t base, const Dims& strides) {
+    if (base == 0 && strides == strides_of(domain_)) return flat();
+    std::string s;
+    for (size_t d = 0; d < strides.size(); ++d) {
+      if (strides[d] == 0 || domain_[d] == 1) continue;
+      std::string term = strides[d] == 1 ? coord(d) : fmt::format("{} * {}LL", coord(d), strides[d]);
+      if (!s.empty()) s += " + ";
+      s += term;
+    }
+    if (base != 0 || s.empty()) s = s.empty() ? fmt::format("{}LL", base) : fmt::format("{}LL + {}", base, s);
+    return s;
+  }
+  // Loads v[offset] converted to its compute type.
+  std::string load(const Value* v, const std::string& offset) {
+    const std::string p = param(v, false);
+    const std::string ct = compute_type(v->dtype), st = storage_type(v->dtype);
+    if (ct == st) return fmt::format("{}[{}]", p, offset);
+    return fmt::format("stitch_dev::cvt<{}>({}[{}])", ct, p, offset);
+  }
+  // y[offset] = value (value in the compute type of v).
+  void store(const Value* v, const std::string& offset, const std::string& value) {
+    const std::string p = param(v, true);
+    const std::string ct = compute_type(v->dtype), st = storage_type(v->dtype);
+    if (ct == st) line(fmt::format("{}[{}] = {};", p, offset, value));
+    else line(fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, offset, st, value));
+  }
+  void line(const std::string& s) { body_.push_back(std::string(static_cast<size_t>(2 * depth_), ' ') + s); }
+  void indent(int delta) { depth_ += delta; }
+
+  Kernel finish(const std::string& mapping_extra = "") {
+    const int64_t n = num_elements(domain_);
+    k_.block = {kMapBlock, 1, 1};
+    k_.grid = {std::clamp<int64_t>((n + kMapBlock - 1) / kMapBlock, 1, kMaxMapBlocks), 1, 1};
+    k_.mapping = fmt::format("grid-stride loop, one thread per element of {} ({} elements){}",
+                             dims_to_string(domain_), n, mapping_extra);
+    CudaWriter w;
+    w.raw_line(kernel_header(k_));
+    std::string sig;
+    for (const KernelParam& p : k_.params) {
+      if (!sig.empty()) sig += ", ";
+      const std::string st = storage_type(p.value->dtype);
+      sig += p.output ? fmt::format("{}* __restrict__ {}", st, p.name)
+                      : fmt::format("const {}* __restrict__ {}", st, p.name);
+    }
+    w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kMapBlock, k_.name, sig);
+    w.line("const long long n = {}LL;", n);
+    w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+           "i += (long long)gridDim.x * blockDim.x)");
+    emit_coords(w);
+    for (const std::string& s : body_) w.raw_line(s);
+    w.close();
+    w.close();
+    k_.source = w.text();
+    return std::move(k_);
+  }
+
+ private:
+  // c_d for the used dims, innermost first: c_d = t % D_d; t /= D_d.
+  void emit_coords(CudaWriter& w) {
+    int lowest = -1;
+    for (size_t d = 0; d < uses_.size(); ++d)
+      if (uses_[d]) { lowest = static_cast<int>(d); break; }
+    if (lowest < 0) return;
+    const int r = static_cast<int>(domain_.size());
+    if (lowest == r - 1 && r == 1) {
+      w.line("const long long c0 = i;");
+      return;
+    }
+    w.line("long long t = i;");
+    for (int d = r - 1; d >= lowest; --d) {
+      if (d == 0) {
+        w.line("const long long c0 = t;");
+        break;
+      }
+      if (uses_[d]) w.line("const long long c{} = t % {}LL;", d, domain_[d]);
+      if (d > lowest) w.line("t /= {}LL;", domain_[d]);
+    }
+  }
+
+  const Node& n_;
+  Dims domain_;
+  Kernel k_;
+  std::vector<bool> uses_;
+  bool uses_i_ = false;
+  int ins_ = 0, outs_ = 0, depth_ = 0;
+  std::vector<std::string> body_;
+};
+
+const Dims& dims(const Value* v) { return *v->dims; }
+
+StatusOr<std::vector<int64_t>> const_input(const Node& n, size_t i, const char* what) {
+  const Value* v = n.input(i);
+  if (v == nullptr || !v->is_constant())
+    return Status::user(fmt::format("{}: {} must be a compile-time constant for code generation", n.describe(), what));
+  return v->constant->to_i64();
+}
+
+// ---- elementwise and broadcast -------------------------------------------------------------
+
+StatusOr<Kernel> lower_scalar(const Node& n, int index) {
+  const Value* out = n.output(0);
+  MapBuilder b(n, index, dims(out));
+  std::vector<std::string> args;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Value* v = n.input(k);
+    if (v == nullptr) {
+      args.emplace_back();
+      continue;
+    }
+    Dims strides;
+    if (n.op_type == "BatchNormalization" && k > 0) {
+      strides.assign(dims(out).size(), 0);  // per-channel parameters along axis 1
+      strides[1] = 1;
+    } else {
+      strides = ops::broadcast_strides(dims(v), dims(out));
+    }
+    std::string name = fmt::format("a{}", k);
+    b.line(fmt::format("const {} {} = {};", compute_type(v->dtype), name, b.load(v, b.affine(0, strides))));
+    args.push_back(name);
+  }
+  ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
+  b.store(out, b.flat(), expr);
+  return b.finish();
+}
+
+// Trilu: zero outside the kept triangle of the last two axes.
+StatusOr<Kernel> lower_trilu(const Node& n, int index) {
+  const Value* out = n.output(0);
+  const size_t r = dims(out).size();
+  int64_t k = 0;
+  if (n.input(1)) {
+    ASSIGN_OR_RETURN(auto kv, const_input(n, 1, "k"));
+    k = kv.at(0);
+  }
+  const bool upper = n.attr_int("upper", 1) != 0;
+  MapBuilder b(n, index, dims(out));
+  std::string cond = fmt::format("{} - {} {} {}LL", b.coord(r - 1), b.coord(r - 2), upper ? ">=" : "<=", k);
+  std::string y = b.param(out, true), x = b.param(n.input(0), false);
+  b.line(fmt::format("{}[i] = ({}) ? {}[i] : ({})0;", y, cond, x, storage_type(out->dtype)));
+  return b.finish();
+}
+
+// ---- layout: one source element per output element ------------------------------------------
+
+StatusOr<Kernel> copy_affine(const Node& n, int index, int64_t base, const Dims& strides) {
+  const Value* out = n.output(0);
+  MapBuilder b(n, index, dims(out));
+  std::string src = b.param(n.input(0), false);
+  std::string off = b.affine(base, strides);
+  b.line(fmt::format("{}[i] = {}[{}];", b.param(out, true), src, off));
+  return b.finish();
+}
+
+StatusOr<Kernel> lower_transpose(const Node& n, int index) {
+  const Dims& in = dims(n.input(0));
+  ASSIGN_OR_RETURN(auto perm, ops::transpose_perm(n, static_cast<int64_t>(in.size())));
+  Dims s = strides_of(in), strides;
+  for (int64_t p : perm) strides.push_back(s[p]);
+  return copy_affine(n, index, 0, strides);
+}
+
+StatusOr<Kernel> lower_slice(const Node& n, int index) {
+  ASSIGN_OR_RETURN(auto starts, const_input(n, 1, "starts"));
+  ASSIGN_OR_RETURN(auto ends, const_input(n, 2, "ends"));
+  std::optional<std::vector<int64_t>> axes, steps;
+  if (n.input(3)) { ASSIGN_OR_RETURN(axes, const_input(n, 3, "axes")); }
+  if (n.input(4)) { ASSIGN_OR_RETURN(steps, const_input(n, 4, "steps")); }
+  ASSIGN_OR_RETURN(ops::SliceSpec sp, ops::slice_spec(n, dims(n.input(0)), starts, ends, axes, steps));
+  return copy_affine(n, index, sp.base, sp.strides);
+}
+
+StatusOr<Kernel> lower_expand(const Node& n, int index) {
+  return copy_affine(n, index, 0, ops::broadcast_strides(dims(n.input(0)), dims(n.output(0))));
+}
+
+StatusOr<Kernel> lower_tile(const Node& n, int index) {
+  const Value* out = n.output(0);
+  const Dims& in = dims(n.input(0));
+  Dims s = strides_of(in);
+  MapBuilder b(n, index, dims(out));
+  std::string off;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 1) continue;
+    std::string c = dims(out)[d] == in[d] ? b.coord(d) : fmt::format("({} % {}LL)", b.coord(d), in[d]);
+    std::string term = s[d] == 1 ? c : fmt::format("{} * {}LL", c, s[d]);
+    if (!off.empty()) off += " + ";
+    off += term;
+  }
+  if (off.empty()) off.push_back('0');
+  b.line(fmt::format("{}[i] = {}[{}];", b.param(out, true), b.param(n.input(0), false), off));
+  return b.finish();
+}
+
+StatusOr<Kernel> lower_pad(const Node& n, int index) {
+  const Value* out = n.output(0);
+  const Dims& in = dims(n.input(0));
+  const int64_t r = static_cast<int64_t>(in.size());
+  ASSIGN_OR_RETURN(auto pads, const_input(n, 1, "pads"));
+  std::optional<std::vector<int64_t>> axes;
+  if (n.input(3)) { ASSIGN_OR_RETURN(axes, const_input(n, 3, "axes")); }
+  ASSIGN_OR_RETURN(auto p, ops::full_pads(n, r, pads, axes));
+  const std::string mode = n.attr_string("mode", "constant");
+  const std::string st = storage_type(out->dtype);
+  MapBuilder b(n, index, dims(out));
+  std::string y = b.param(out, true), x = b.param(n.input(0), false);
+  std::string fill = fmt::format("({})0", st);
+  if (mode == "constant" && n.input(2) && num_elements(dims(n.input(2))) > 0) {
+    if (!n.input(2)->is_constant()) {
+      fill = fmt::format("{}[0]", b.param(n.input(2), false));
+    } else {
+      const Tensor& t = *n.input(2)->constant;
+      const std::string ct = compute_type(out->dtype);
+      std::string lit = is_float(t.dtype()) ? literal(t.get_f64(0), ct) : literal(static_cast<double>(t.get_i64(0)), ct);
+      fill = ct == st ? lit : fmt::format("stitch_dev::cvt<{}>({})", st, lit);
+    }
+  }
+  Dims s = strides_of(in);
+  b.line("long long off = 0;");
+  b.line("bool inside = true;");
+  for (int64_t d = 0; d < r; ++d) {
+    if (p[d] == 0 && p[d + r] == 0) {
+      if (in[d] > 1) b.line(fmt::format("off += {} * {}LL;", b.coord(d), s[d]));
+      continue;
+    }
+    b.line(fmt::format("{{ long long j = {} - {}LL;", b.coord(d), p[d]));
+    b.indent(1);
+    const int64_t dim = in[d];
+    if (mode == "constant") {
+      b.line(fmt::format("inside = inside && j >= 0 && j < {}LL;", dim));
+    } else if (mode == "edge") {
+      b.line(fmt::format("j = j < 0 ? 0 : (j >= {0}LL ? {0}LL - 1 : j);", dim));
+    } else if (mode == "wrap") {
+      b.line(fmt::format("j = ((j % {0}LL) + {0}LL) % {0}LL;", dim));
+    } else {  // reflect, without repeating the edge
+      const int64_t period = 2 * (dim - 1);
+      if (period == 0) {
+        b.line("j = 0;");
+      } else {
+        b.line(fmt::format("j = ((j % {0}LL) + {0}LL) % {0}LL;", period));
+        b.line(fmt::format("if (j >= {}LL) j = {}LL - j;", dim, period));
+      }
+    }
+    b.line(fmt::format("off += j * {}LL; }}", s[d]));
+    b.indent(-1);
+  }
+  b.line(fmt::format("{}[i] = inside ? {}[off] : {};", y, x, fill));
+  return b.finish(fmt::format(", {} padding", mode));
+}
+
+StatusOr<Kernel> lower_concat(const Node& n, int index) {
+  const Value* out = n.output(0);
+  const int64_t r = static_cast<int64_t>(dims(out).size());
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+  MapBuilder b(n, index, dims(out));
+  std::string y = b.param(out, true);
+  int64_t start = 0;
+  bool first = true;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Value* v = n.input(k);
+    const int64_t len = dims(v)[axis];
+    if (len == 0) continue;
+    Dims s = strides_of(dims(v));
+    const int64_t base = -start * s[axis];
+    std::string off = b.affine(base, s);
+    if (off == "i") off = fmt::format("{}", off);  // only when this input is the whole output
+    std::string cond = fmt::format("{} < {}LL", b.coord(axis), start + len);
+    const bool last = start + len == dims(out)[axis];
+    if (last) b.line(first ? "{" : "} else {");
+    else b.line(fmt::format("{}if ({}) {{", first ? "" : "} else ", cond));
+    b.indent(1);
+    b.line(fmt::format("{}[i] = {}[{}];", y, b.param(v, false), off));
+    b.indent(-1);
+    first = false;
+    start += len;
+  }
+  if (!first) b.line("}");
+  return b.finish(fmt::format(", {} inputs along axis {}", n.inputs.size(), axis));
+}
+
+// Split iterates over the input and writes each element to the output that owns it.
+StatusOr<Kernel> lower_split(const Node& n, int index) {
+  const Value* x = n.input(0);
+  const int64_t r = static_cast<int64_t>(dims(x).size());
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+  std::optional<std::vector<int64_t>> split;
+  if (n.input(1)) { ASSIGN_OR_RETURN(split, const_input(n, 1, "split")); }
+  else if (n.has_attr("split")) split = n.attr_ints("split");
+  ASSIGN_OR_RETURN(auto sizes, ops::split_sizes(n, dims(x)[axis], n.outputs.size(), split));
+  MapBuilder b(n, index, dims(x));
+  std::string src = b.param(x, false);
+  int64_t start = 0;
+  bool first = true;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const Value* v = n.output(k);
+    const int64_t len = sizes[k];
+    if (v == nullptr || len == 0) {
+      start += len;
+      continue;
+    }
+    Dims s = strides_of(dims(v)), full(r, 0);
+    for (int64_t d = 0; d < r; ++d) full[d] = s[d];
+    std::string off = b.affine(-start * s[axis], full);
+    b.line(fmt::format("{}if ({} >= {}LL && {} < {}LL) {{", first ? "" : "} else ", b.coord(axis), start,
+                       b.coord(axis), start + len));
+    b.indent(1);
+    b.line(fmt::format("{}[{}] = {}[i];", b.param(v, true), off, src));
+    b.indent(-1);
+    first = false;
+    start += len;
+  }
+  if (!first) b.line("}");
+  return b.finish(fmt::format(", split into {} outputs along axis {}", n.outputs.size(), axis));
+}
+
+// Gather: out[pre, idx..., post] = data[pre, indices[idx...], post].
+StatusOr<Kernel> lower_gather(const Node& n, int index) {
+  const Value* data = n.input(0);
+  const Value* ind = n.input(1);
+  const Value* out = n.output(0);
+  const Dims& dd = dims(data);
+  const int64_t r = static_cast<int64_t>(dd.size()), q = static_cast<int64_t>(dims(ind).size());
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+  MapBuilder b(n, index, dims(out));
+  Dims ds = strides_of(dd), is = strides_of(dims(ind));
+  // Index tensor offset from output coordinates axis..axis+q-1.
+  Dims istr(dims(out).size(), 0);
+  for (int64_t j = 0; j < q; ++j) istr[axis + j] = is[j];
+  b.line(fmt::format("long long j = (long long){}[{}];", b.param(ind, false), b.affine(0, istr)));
+  b.line(fmt::format("if (j < 0) j += {}LL;", dd[axis]));
+  b.line(fmt::format("if (j < 0 || j >= {}LL) j = 0;  // out of range: ONNX leaves it undefined", dd[axis]));
+  Dims dstr(dims(out).size(), 0);
+  for (int64_t d = 0; d < axis; ++d) dstr[d] = ds[d];
+  for (int64_t d = axis + 1; d < r; ++d) dstr[d + q - 1] = ds[d];
+  std::string off = b.affine(0, dstr);
+  b.line(fmt::format("{}[i] = {}[{} + j * {}LL];", b.param(out, true), b.param(data, false), off, ds[axis]));
+  return b.finish(fmt::format(", indices along axis {}", axis));
+}
+
+StatusOr<Kernel> lower_gather_elements(const Node& n, int index) {
+  const Value* data = n.input(0);
+  const Value* ind = n.input(1);
+  const Value* out = n.output(0);
+  const Dims& dd = dims(data);
+  const int64_t r = static_cast<int64_t>(dd.size());
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+  MapBuilder b(n, index, dims(out));
+  Dims ds = strides_of(dd);
+  b.line(fmt::format("long long j = (long long){}[i];", b.param(ind, false)));
+  b.line(fmt::format("if (j < 0) j += {}LL;", dd[axis]));
+  b.line(fmt::format("if (j < 0 || j >= {}LL) j = 0;  // out of range: ONNX leaves it undefined", dd[axis]));
+  Dims dstr = ds;
+  dstr[axis] = 0;
+  std::string off = b.affine(0, dstr);
+  b.line(fmt::format("{}[i] = {}[{} + j * {}LL];", b.param(out, true), b.param(data, false), off, ds[axis]));
+  return b.finish(fmt::format(", indices along axis {}", axis));
+}
+
+// GatherND: out[b..., i...] = data[b..., indices[b..., i..., :], rest...].
+StatusOr<Kernel> lower_gather_nd(const Node& n, int index) {
+  const Value* data = n.input(0);
+  const Value* ind = n.input(1);
+  const Value* out = n.output(0);
+  const Dims& dd = dims(data);
+  const Dims& id = dims(ind);
+  const int64_t bd = n.attr_int("batch_dims", 0), q = static_cast<int64_t>(id.size());
+  const int64_t last = id.back();
+  MapBuilder b(n, index, dims(out));
+  Dims ds = strides_of(dd), is = strides_of(id);
+  // Output coordinates: [0, q-1) follow indices' leading dims, then data dims bd+last...
+  Dims istr(dims(out).size(), 0);
+  for (int64_t d = 0; d < q - 1; ++d) istr[d] = is[d];
+  b.line(fmt::format("const long long ib = {};", b.affine(0, istr)));
+  Dims dstr(dims(out).size(), 0);
+  for (int64_t d = 0; d < bd; ++d) dstr[d] = ds[d];
+  for (int64_t d = bd + last; d < static_cast<int64_t>(dd.size()); ++d) dstr[q - 1 + d - bd - last] = ds[d];
+  b.line(fmt::format("long long off = {};", b.affine(0, dstr)));
+  const std::string ip = b.param(ind, false);
+  for (int64_t k = 0; k < last; ++k) {
+    const int64_t dim = dd[bd + k];
+    b.line(fmt::format("{{ long long j = (long long){}[ib + {}LL]; if (j < 0) j += {}LL; "
+                       "if (j < 0 || j >= {}LL) j = 0; off += j * {}LL; }}",
+                       ip, k, dim, dim, ds[bd + k]));
+  }
+  b.line(fmt::format("{}[i] = {}[off];", b.param(out, true), b.param(data, false)));
+  return b.finish(fmt::format(", {} index components, {} batch dims", last, bd));
+}
+
+}  // namespace
+
+StatusOr<Kernel> lower_map(const Node& n, int index) {
+  const std::string& op = n.op_type;
+  if (has_scalar_expr(n)) return lower_scalar(n, index);
+  if (op == "Trilu") return lower_trilu(n, index);
+  if (op == "Transpose") return lower_transpose(n, index);
+  if (op == "Slice") return lower_slice(n, index);
+  if (op == "Expand") return lower_expand(n, index);
+  if (op == "Tile") return lower_tile(n, index);
+  if (op == "Pad") return lower_pad(n, index);
+  if (op == "Concat") return lower_concat(n, index);
+  if (op == "Split") return lower_split(n, index);
+  if (op == "Gather") return lower_gather(n, index);
+  if (op == "GatherElements") return lower_gather_elements(n, index);
+  if (op == "GatherND") return lower_gather_nd(n, index);
+  return Status::internal(fmt::format("{}: lower_map has no rule", n.describe()));
+}
+
+}  // namespace stitch::codegen

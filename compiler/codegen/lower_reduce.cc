@@ -1,0 +1,471 @@
+// Segment kernels: reductions and the ops built on them (Softmax, LogSoftmax, layer and
+// instance normalization, global pools, ArgMax/ArgMin, CumSum), plus windowed pooling.
+//
+// A segment is the set of input elements that reduce together; segments are numbered o in
+// row-major order of the kept axes and their elements r in row-major order of the reduced axes,
+// so a segment's input offset is base(o) + red(r). The thread mapping follows the shape:
+//   warp per segment   when the innermost axis is reduced and a segment is short (< 1024);
+//   block per segment  when the innermost axis is reduced and a segment is long;
+//   thread per segment otherwise (neighbouring threads take neighbouring segments, so a column
+//                      reduction reads coalesced rows).
+// Each kernel is a few passes over its segment (max, sum of exponentials, mean, variance...),
+// each pass a strided loop plus a warp or block tree, then a write pass.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "codegen/cuda_writer.h"
+#include "codegen/lower.h"
+#include "codegen/scalar_ops.h"
+#include "ops/op_params.h"
+#include "ops/op_util.h"
+#include "support/check.h"
+
+namespace stitch::codegen {
+namespace {
+
+using ops::strides_of;
+
+enum class Mapping { kWarp, kBlock, kThread };
+
+const Dims& dims(const Value* v) { return *v->dims; }
+
+struct Segments {
+  Dims in;                    // input dims
+  std::vector<bool> reduced;  // per input axis
+  int64_t count = 1;          // number of segments
+  int64_t len = 1;            // elements per segment
+};
+
+Segments make_segments(const Dims& in, std::vector<bool> reduced) {
+  Segments s{in, std::move(reduced), 1, 1};
+  for (size_t d = 0; d < in.size(); ++d) (s.reduced[d] ? s.len : s.count) *= in[d];
+  return s;
+}
+
+// Offset expression of element `var` of the axes selected by `pick` (row-major over them).
+std::string offset_of(const Segments& s, bool pick, const std::string& var) {
+  Dims st = strides_of(s.in);
+  std::vector<size_t> axes;
+  for (size_t d = 0; d < s.in.size(); ++d)
+    if (s.reduced[d] == pick && s.in[d] > 1) axes.push_back(d);
+  if (axes.empty()) return "0LL";
+  std::string expr;
+  int64_t inner = 1;
+  for (size_t k = axes.size(); k-- > 0;) {
+    const size_t d = axes[k];
+    std::string c = var;
+    if (inner > 1) c = fmt::format("({} / {}LL)", c, inner);
+    if (k > 0) c = fmt::format("({} % {}LL)", c, s.in[d]);
+    std::string term = st[d] == 1 ? c : fmt::format("{} * {}LL", c, st[d]);
+    expr = expr.empty() ? term : term + " + " + expr;
+    inner *= s.in[d];
+  }
+  return expr;
+}
+
+Mapping choose_mapping(const Segments& s) {
+  const bool inner_reduced = !s.in.empty() && s.reduced.back() && s.in.back() > 1;
+  if (!inner_reduced || s.len <= 1) return Mapping::kThread;
+  return s.len >= 1024 ? Mapping::kBlock : Mapping::kWarp;
+}
+
+class SegmentKernel {
+ public:
+  SegmentKernel(const Node& n, int index, Segments seg, Mapping m, const char* kind)
+      : n_(n), seg_(std::move(seg)), map_(m) {
+    k_.name = fmt::format("k{:03d}_{}_{}", index, kind, snake(n.op_type));
+    k_.nodes = {&n};
+    block_ = m == Mapping::kBlock ? (seg_.len >= 4096 ? 512 : 256) : kMapBlock;
+  }
+
+  std::string param(const Value* v, bool output) {
+    for (const KernelParam& p : k_.params)
+      if (p.value == v && p.output == output) return p.name;
+    std::string name = fmt::format("{}{}", output ? "y" : "x", output ? outs_++ : ins_++);
+    k_.params.push_back({name, v, output});
+    k_.bytes_moved += num_elements(*v->dims) * dtype_size(v->dtype);
+    return name;
+  }
+  std::string load(const Value* v, const std::string& off, const std::string& ct) {
+    const std::string p = param(v, false), st = storage_type(v->dtype);
+    if (st == "__half" || st == "__nv_bfloat16") return fmt::format("stitch_dev::cvt<float>({}[{}])", p, off);
+    return ct == st ? fmt::format("{}[{}]", p, off) : fmt::format("({}){}[{}]", ct, p, off);
+  }
+  std::string store(const Value* v, const std::string& off, const std::string& val) {
+    const std::string p = param(v, true), st = storage_type(v->dtype);
+    if (st == "__half" || st == "__nv_bfloat16") return fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, off, st, val);
+    return fmt::format("{}[{}] = ({})({});", p, off, st, val);
+  }
+  CudaWriter& w() { return body_; }
+  const Segments& seg() const { return seg_; }
+  Mapping mapping() const { return map_; }
+
+  // acc = combine over the segment of elem(off) (the loop body gets `off`, the element's input
+  // offset, and `r`, its index in the segment); all threads of the segment get the result.
+  void reduce_pass(const std::string& ct, const std::string& acc, const std::string& init,
+                   const std::string& op, const std::string& elem) {
+    body_.line("{} {} = {};", ct, acc, init);
+    body_.open("for (long long r = lane; r < {}LL; r += step)", seg_.len);
+    body_.line("const long long off = base + {};", offset_of(seg_, true, "r"));
+    body_.line("{} = {}({}, {});", acc, op, acc, elem);
+    body_.close();
+    if (map_ == Mapping::kWarp) body_.line("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op);
+    if (map_ == Mapping::kBlock) {
+      body_.line("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, ct == "double" ? "d" : ct == "float" ? "f" : "i");
+      scratch_.insert(ct);
+    }
+  }
+  // A loop over the segment; the caller writes the body, then calls end_loop().
+  void begin_loop() {
+    body_.open("for (long long r = lane; r < {}LL; r += step)", seg_.len);
+    body_.line("const long long off = base + {};", offset_of(seg_, true, "r"));
+  }
+  void end_loop() { body_.close(); }
+
+  Kernel finish(const std::string& what) {
+    const char* mapping = map_ == Mapping::kWarp ? "warp per segment" : map_ == Mapping::kBlock ? "block per segment"
+                                                                                              : "thread per segment";
+    k_.mapping = fmt::format("{}: {} segments of {} elements over axes {} of {}; {}", mapping, seg_.count, seg_.len,
+                             reduced_axes_text(), dims_to_string(seg_.in), what);
+    const int64_t per_block = map_ == Mapping::kWarp ? block_ / 32 : map_ == Mapping::kBlock ? 1 : block_;
+    k_.block = {block_, 1, 1};
+    k_.grid = {std::max<int64_t>(1, (seg_.count + per_block - 1) / per_block), 1, 1};
+    CudaWriter w;
+    w.raw_line(kernel_header(k_));
+    std::string sig;
+    for (const KernelParam& p : k_.params) {
+      if (!sig.empty()) sig += ", ";
+      const std::string st = storage_type(p.value->dtype);
+      sig += p.output ? fmt::format("{}* __restrict__ {}", st, p.name)
+                      : fmt::format("const {}* __restrict__ {}", st, p.name);
+    }
+    w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", block_, k_.name, sig);
+    for (const std::string& ct : scratch_)
+      w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : ct == "float" ? "f" : "i");
+    if (map_ == Mapping::kWarp) {
+      w.line("const long long o = (long long)blockIdx.x * {} + (threadIdx.x >> 5);", block_ / 32);
+      w.line("const int lane = threadIdx.x & 31;");
+      w.line("const int step = 32;");
+    } else if (map_ == Mapping::kBlock) {
+      w.line("const long long o = blockIdx.x;");
+      w.line("const int lane = threadIdx.x;");
+      w.line("const int step = {};", block_);
+    } else {
+      w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x;", block_);
+      w.line("const int lane = 0;");
+      w.line("const int step = 1;");
+    }
+    w.line("if (o >= {}LL) return;  // uniform per {}", seg_.count,
+           map_ == Mapping::kWarp ? "warp" : map_ == Mapping::kBlock ? "block" : "thread");
+    w.line("const long long base = {};", offset_of(seg_, false, "o"));
+    std::string text = body_.text();
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      w.raw_line(text.substr(start, end - start));
+      start = end + 1;
+    }
+    w.close();
+    k_.source = w.text();
+    return std::move(k_);
+  }
+
+ private:
+  std::string reduced_axes_text() const {
+    std::string s;
+    for (size_t d = 0; d < seg_.reduced.size(); ++d)
+      if (seg_.reduced[d]) s += (s.empty() ? "" : ",") + std::to_string(d);
+    return "[" + s + "]";
+  }
+  const Node& n_;
+  Segments seg_;
+  Mapping map_;
+  Kernel k_;
+  int64_t block_;
+  int ins_ = 0, outs_ = 0;
+  CudaWriter body_;
+  std::set<std::string> scratch_;
+};
+
+std::string fnm(const std::string& ct, const char* name) { return ct == "float" ? std::string(name) + "f" : name; }
+
+// ---- ReduceX and global pools ----------------------------------------------------------------
+
+StatusOr<Kernel> lower_reduction(const Node& n, int index) {
+  const Value* x = n.input(0);
+  const Value* y = n.output(0);
+  const std::string& op = n.op_type;
+  std::vector<bool> red;
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    red.assign(dims(x).size(), true);
+    red[0] = red[1] = false;
+  } else {
+    std::optional<std::vector<int64_t>> axes;
+    const int since = op == "ReduceSum" ? 13 : 18;
+    if (n.opset >= since) {
+      if (n.input(1)) {
+        if (!n.input(1)->is_constant())
+          return Status::user(fmt::format("{}: axes must be a compile-time constant", n.describe()));
+        axes = n.input(1)->constant->to_i64();
+      }
+    } else if (n.has_attr("axes")) {
+      axes = n.attr_ints("axes");
+    }
+    ASSIGN_OR_RETURN(ops::ReduceAxes ra, ops::reduce_axes(n, axes, static_cast<int64_t>(dims(x).size())));
+    red = ra.identity ? std::vector<bool>(dims(x).size(), false) : ra.reduced;
+  }
+  Segments seg = make_segments(dims(x), red);
+  SegmentKernel k(n, index, seg, choose_mapping(seg), "red");
+  const std::string ct = compute_type(x->dtype);
+  const std::string v = k.load(x, "off", ct);
+  const bool is_max = op == "ReduceMax" || op == "GlobalMaxPool", is_min = op == "ReduceMin";
+  std::string result;
+  if (is_max || is_min) {
+    std::string init = is_int(x->dtype) ? (is_max ? "(long long)(-9223372036854775807LL - 1)" : "9223372036854775807LL")
+                                        : literal(is_max ? -INFINITY : INFINITY, ct);
+    k.reduce_pass(ct, "acc", init, is_max ? "stitch_dev::Max()" : "stitch_dev::Min()", v);
+    result = "acc";
+  } else if (op == "ReduceProd") {
+    k.reduce_pass(ct, "acc", literal(1, ct), "stitch_dev::Prod()", v);
+    result = "acc";
+  } else if (op == "ReduceLogSumExp") {
+    k.reduce_pass(ct, "mx", literal(-INFINITY, ct), "stitch_dev::Max()", v);
+    k.w().line("const {} shift = isinf(mx) ? ({})0 : mx;", ct, ct);
+    k.reduce_pass(ct, "acc", literal(0, ct), "stitch_dev::Sum()", fmt::format("{}({} - shift)", fnm(ct, "exp"), v));
+    result = fmt::format("{}(acc) + shift", fnm(ct, "log"));
+  } else {
+    std::string elem = v;
+    if (op == "ReduceL1") elem = fmt::format("{}({})", is_int(x->dtype) ? "llabs" : fnm(ct, "fabs"), v);
+    if (op == "ReduceL2" || op == "ReduceSumSquare") elem = fmt::format("({0}) * ({0})", v);
+    k.reduce_pass(ct, "acc", literal(0, ct), "stitch_dev::Sum()", elem);
+    result = "acc";
+    if (op == "ReduceMean" || op == "GlobalAveragePool") result = fmt::format("acc / ({}){}", ct, seg.len);
+    if (op == "ReduceL2") result = fmt::format("{}(acc)", fnm(ct, "sqrt"));
+    if (op == "ReduceLogSum") result = fmt::format("{}(acc)", fnm(ct, "log"));
+  }
+  k.w().line("if (lane == 0) {}", k.store(y, "o", result));
+  return k.finish(op);
+}
+
+// ArgMax / ArgMin: one thread per segment, first (or last) extreme index.
+StatusOr<Kernel> lower_arg(const Node& n, int index) {
+  const Value* x = n.input(0);
+  const int64_t r = static_cast<int64_t>(dims(x).size());
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+  std::vector<bool> red(r, false);
+  red[axis] = true;
+  Segments seg = make_segments(dims(x), red);
+  SegmentKernel k(n, index, seg, Mapping::kThread, "red");
+  const std::string ct = compute_type(x->dtype);
+  const bool last = n.attr_int("select_last_index", 0) != 0, is_max = n.op_type == "ArgMax";
+  k.w().line("long long best = 0;");
+  k.w().line("{} bv = {};", ct, k.load(x, "base", ct));
+  k.begin_loop();
+  k.w().line("const {} c = {};", ct, k.load(x, "off", ct));
+  k.w().line("if (c {} bv{}) {{ best = r; bv = c; }}", is_max ? ">" : "<", last ? " || c == bv" : "");
+  k.end_loop();
+  k.w().line("{}", k.store(n.output(0), "o", "best"));
+  return k.finish(n.op_type);
+}
+
+// ---- Softmax, LogSoftmax ------------------------------------------------------------------------
+
+StatusOr<Kernel> lower_softmax(const Node& n, int index) {
+  const Value* x = n.input(0);
+  const int64_t r = static_cast<int64_t>(dims(x).size());
+  const bool legacy = n.opset < 13;
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), r));
+  std::vector<bool> red(r, false);
+  for (int64_t d = axis; d < (legacy ? r : axis + 1); ++d) red[d] = true;
+  Segments seg = make_segments(dims(x), red);
+  SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
+  const std::string ct = compute_type(x->dtype);
+  const std::string v = k.load(x, "off", ct);
+  k.reduce_pass(ct, "mx", literal(-INFINITY, ct), "stitch_dev::Max()", v);
+  k.reduce_pass(ct, "sum", literal(0, ct), "stitch_dev::Sum()", fmt::format("{}({} - mx)", fnm(ct, "exp"), v));
+  if (n.op_type == "LogSoftmax") {
+    k.w().line("const {} lse = mx + {}(sum);", ct, fnm(ct, "log"));
+    k.begin_loop();
+    k.w().line("{}", k.store(n.output(0), "off", fmt::format("{} - lse", v)));
+  } else {
+    k.w().line("const {0} inv = ({0})1 / sum;", ct);
+    k.begin_loop();
+    k.w().line("{}", k.store(n.output(0), "off", fmt::format("{}({} - mx) * inv", fnm(ct, "exp"), v)));
+  }
+  k.end_loop();
+  return k.finish(fmt::format("{}: max, sum of exponentials, write", n.op_type));
+}
+
+// ---- LayerNormalization, InstanceNormalization ----------------------------------------------
+
+StatusOr<Kernel> lower_norm(const Node& n, int index) {
+  const Value* x = n.input(0);
+  const int64_t r = static_cast<int64_t>(dims(x).size());
+  const bool layer = n.op_type == "LayerNormalization";
+  std::vector<bool> red(r, false);
+  int64_t axis = 2;
+  if (layer) { ASSIGN_OR_RETURN(axis, ops::norm_axis(n, n.attr_int("axis", -1), r)); }
+  for (int64_t d = axis; d < r; ++d) red[d] = true;
+  Segments seg = make_segments(dims(x), red);
+  SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
+  const std::string ct = compute_type(x->dtype);
+  const std::string v = k.load(x, "off", ct);
+  k.reduce_pass(ct, "sum", literal(0, ct), "stitch_dev::Sum()", v);
+  k.w().line("const {} mean = sum / ({}){};", ct, ct, seg.len);
+  k.reduce_pass(ct, "sq", literal(0, ct), "stitch_dev::Sum()", fmt::format("({0} - mean) * ({0} - mean)", v));
+  const std::string eps = literal(n.attr_float("epsilon", 1e-5f), ct);
+  k.w().line("const {} rstd = {}(({})1 / (sq / ({}){} + {}));", ct, fnm(ct, "sqrt"), ct, ct, seg.len, eps);
+  // Scale and bias: broadcast over the normalized axes (layer) or per channel (instance).
+  auto param = [&](size_t i, const char* dflt) -> std::string {
+    const Value* p = n.input(i);
+    if (p == nullptr) return dflt;
+    std::string off;
+    if (layer) {
+      Dims norm(dims(x).begin() + axis, dims(x).end());
+      Dims s = ops::broadcast_strides(dims(p), norm);
+      // Offset of element r of the normalized block inside the parameter.
+      Dims ns = strides_of(norm);
+      bool same = s == ns;
+      off = same ? "r" : "0LL";
+      if (!same) {
+        off.clear();
+        for (size_t d = 0; d < norm.size(); ++d) {
+          if (s[d] == 0 || norm[d] == 1) continue;
+          std::string c = fmt::format("((r / {}LL) % {}LL)", ns[d], norm[d]);
+          if (!off.empty()) off += " + ";
+          off += fmt::format("{} * {}LL", c, s[d]);
+        }
+        if (off.empty()) off = "0LL";
+      }
+    } else {
+      off = fmt::format("(o % {}LL)", dims(x)[1]);
+    }
+    return k.load(p, off, ct);
+  };
+  const std::string scale = param(1, "1"), bias = param(2, "0");
+  k.begin_loop();
+  k.w().line("{}", k.store(n.output(0), "off", fmt::format("({} - mean) * rstd * {} + {}", v, scale, bias)));
+  k.end_loop();
+  if (layer) {
+    if (n.output(1)) k.w().line("if (lane == 0) {}", k.store(n.output(1), "o", "mean"));
+    if (n.output(2)) k.w().line("if (lane == 0) {}", k.store(n.output(2), "o", "rstd"));
+  }
+  return k.finish(fmt::format("{}: mean, variance, normalize", n.op_type));
+}
+
+// ---- CumSum -------------------------------------------------------------------------------------
+
+StatusOr<Kernel> lower_cumsum(const Node& n, int index) {
+  const Value* x = n.input(0);
+  const int64_t r = static_cast<int64_t>(dims(x).size());
+  if (!n.input(1) || !n.input(1)->is_constant())
+    return Status::user(fmt::format("{}: axis must be a compile-time constant", n.describe()));
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.input(1)->constant->get_i64(0), r));
+  std::vector<bool> red(r, false);
+  red[axis] = true;
+  Segments seg = make_segments(dims(x), red);
+  SegmentKernel k(n, index, seg, Mapping::kThread, "scan");
+  const std::string ct = compute_type(x->dtype);
+  const bool exclusive = n.attr_int("exclusive", 0) != 0, reverse = n.attr_int("reverse", 0) != 0;
+  const int64_t stride = strides_of(dims(x))[axis];
+  k.w().line("{} acc = 0;", ct);
+  k.w().open("for (long long j = 0; j < {}LL; ++j)", seg.len);
+  k.w().line("const long long off = base + ({}) * {}LL;", reverse ? fmt::format("{}LL - 1 - j", seg.len) : "j", stride);
+  k.w().line("const {} v = {};", ct, k.load(x, "off", ct));
+  if (exclusive) {
+    k.w().line("{}", k.store(n.output(0), "off", "acc"));
+    k.w().line("acc += v;");
+  } else {
+    k.w().line("acc += v;");
+    k.w().line("{}", k.store(n.output(0), "off", "acc"));
+  }
+  k.w().close();
+  return k.finish("running sum");
+}
+
+// ---- MaxPool, AveragePool -------------------------------------------------------------------------
+
+StatusOr<Kernel> lower_pool(const Node& n, int index) {
+  const Value* x = n.input(0);
+  const Value* y = n.output(0);
+  if (n.output(1)) return Status::user(fmt::format("{}: the Indices output is not supported by the back end", n.describe()));
+  ASSIGN_OR_RETURN(ops::Window win, ops::pool_window(n, dims(x)));
+  const bool is_max = n.op_type == "MaxPool";
+  const bool include_pad = n.attr_int("count_include_pad", 0) != 0;
+  const std::string ct = compute_type(x->dtype);
+  // One thread per output element; the window loops are unrolled by the compiler.
+  Kernel k;
+  k.name = fmt::format("k{:03d}_map_{}", index, snake(n.op_type));
+  k.nodes = {&n};
+  k.params = {{"x0", x, false}, {"y0", y, true}};
+  k.bytes_moved = (num_elements(dims(x)) + num_elements(dims(y))) * dtype_size(x->dtype);
+  const int64_t total = num_elements(dims(y));
+  k.block = {kMapBlock, 1, 1};
+  k.grid = {std::clamp<int64_t>((total + kMapBlock - 1) / kMapBlock, 1, kMaxMapBlocks), 1, 1};
+  k.mapping = fmt::format("grid-stride loop, one thread per output element of {}, window {}", dims_to_string(dims(y)),
+                          dims_to_string(win.kernel));
+  CudaWriter w;
+  w.raw_line(kernel_header(k));
+  const std::string st = storage_type(x->dtype);
+  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x0, {}* __restrict__ y0)",
+         kMapBlock, k.name, st, st);
+  w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL; "
+         "i += (long long)gridDim.x * blockDim.x)", total);
+  const int64_t sp = win.spatial;
+  const int64_t in_plane = num_elements(win.in), out_plane = num_elements(win.out);
+  w.line("const long long plane = i / {}LL;", out_plane);
+  w.line("long long t = i % {}LL;", out_plane);
+  for (int64_t d = sp - 1; d >= 0; --d) {
+    w.line("const long long o{} = t % {}LL;", d, win.out[d]);
+    if (d > 0) w.line("t /= {}LL;", win.out[d]);
+  }
+  w.line("{} acc = {};", ct, is_max ? literal(-INFINITY, ct) : literal(0, ct));
+  w.line("long long count = 0;");
+  Dims is = strides_of(win.in);
+  for (int64_t d = 0; d < sp; ++d) {
+    w.open("for (long long k{0} = 0; k{0} < {1}LL; ++k{0})", d, win.kernel[d]);
+    w.line("const long long p{0} = o{0} * {1}LL + k{0} * {2}LL - {3}LL;", d, win.strides[d], win.dilations[d],
+           win.pad_begin[d]);
+    if (include_pad && !is_max)
+      w.line("if (p{} >= {}LL) continue;  // beyond the explicit padding (ceil_mode overhang)", d,
+             win.in[d] + win.pad_end[d]);
+  }
+  std::string inside, off;
+  for (int64_t d = 0; d < sp; ++d) {
+    inside += fmt::format("{0}p{1} >= 0 && p{1} < {2}LL", d ? " && " : "", d, win.in[d]);
+    off += fmt::format(" + p{} * {}LL", d, is[d]);
+  }
+  if (include_pad && !is_max) w.line("++count;");
+  w.open("if ({})", inside);
+  const std::string v = st == "__half" || st == "__nv_bfloat16" ? fmt::format("stitch_dev::cvt<float>(x0[plane * {}LL{}])", in_plane, off)
+                                                               : fmt::format("x0[plane * {}LL{}]", in_plane, off);
+  w.line("const {} v = {};", ct, v);
+  if (is_max) w.line("acc = stitch_dev::Max()(acc, v);");
+  else w.line("acc += v;");
+  if (!(include_pad && !is_max)) w.line("++count;");
+  w.close();
+  for (int64_t d = 0; d < sp; ++d) w.close();
+  std::string val = is_max ? "acc" : fmt::format("acc / ({})(count > 0 ? count : 1)", ct);
+  if (st == "__half" || st == "__nv_bfloat16") w.line("y0[i] = stitch_dev::cvt<{}>({});", st, val);
+  else w.line("y0[i] = {};", val);
+  w.close();
+  w.close();
+  k.source = w.text();
+  return k;
+}
+
+}  // namespace
+
+StatusOr<Kernel> lower_reduce(const Node& n, int index) {
+  const std::string& op = n.op_type;
+  if (op == "ArgMax" || op == "ArgMin") return lower_arg(n, index);
+  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index);
+  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index);
+  if (op == "CumSum") return lower_cumsum(n, index);
+  if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, index);
+  return lower_reduction(n, index);
+}
+
+}  // namespace stitch::codegen

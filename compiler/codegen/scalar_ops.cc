@@ -1,0 +1,208 @@
+#include "codegen/scalar_ops.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "codegen/kernel.h"
+
+namespace stitch::codegen {
+namespace {
+
+using Args = std::vector<std::string>;
+using ExprFn = std::string (*)(const Node& n, const Args& a, const std::string& ct);
+
+// Math function name for the compute type: expf for float, exp for double.
+std::string fn(const std::string& ct, const char* name) {
+  return ct == "float" ? std::string(name) + "f" : std::string(name);
+}
+
+std::string f_attr(const Node& n, const char* k, float dflt, const std::string& ct) {
+  return literal(n.attr_float(k, dflt), ct);
+}
+
+const std::map<std::string, ExprFn>& unary_table() {
+  static const std::map<std::string, ExprFn> t = {
+      {"Abs", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("({0} < ({1})0 ? -{0} : {0})", a[0], ct); }},
+      {"Neg", [](const Node&, const Args& a, const std::string&) { return fmt::format("(-{})", a[0]); }},
+      {"Sign", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("({0} != {0} ? {0} : ({1})(({0} > ({1})0) - ({0} < ({1})0)))", a[0], ct); }},
+      {"Relu", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("(({0} > ({1})0 || {0} != {0}) ? {0} : ({1})0)", a[0], ct); }},
+      {"Reciprocal", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("(({})1 / {})", ct, a[0]); }},
+      {"Sqrt", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "sqrt") + "(" + a[0] + ")"; }},
+      {"Exp", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "exp") + "(" + a[0] + ")"; }},
+      {"Log", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "log") + "(" + a[0] + ")"; }},
+      {"Erf", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "erf") + "(" + a[0] + ")"; }},
+      {"Tanh", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "tanh") + "(" + a[0] + ")"; }},
+      {"Sigmoid", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("(({0})1 / (({0})1 + {1}(-{2})))", ct, fn(ct, "exp"), a[0]); }},
+      {"Softplus", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("({0} > ({1})30 ? {0} : {2}({3}({0})))", a[0], ct, fn(ct, "log1p"), fn(ct, "exp")); }},
+      {"Softsign", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("({0} / (({1})1 + {2}({0})))", a[0], ct, fn(ct, "fabs")); }},
+      {"Floor", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "floor") + "(" + a[0] + ")"; }},
+      {"Ceil", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "ceil") + "(" + a[0] + ")"; }},
+      {"Round", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "rint") + "(" + a[0] + ")"; }},
+      {"Sin", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "sin") + "(" + a[0] + ")"; }},
+      {"Cos", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "cos") + "(" + a[0] + ")"; }},
+      {"Tan", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "tan") + "(" + a[0] + ")"; }},
+      {"Asin", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "asin") + "(" + a[0] + ")"; }},
+      {"Acos", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "acos") + "(" + a[0] + ")"; }},
+      {"Atan", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "atan") + "(" + a[0] + ")"; }},
+      {"Sinh", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "sinh") + "(" + a[0] + ")"; }},
+      {"Cosh", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "cosh") + "(" + a[0] + ")"; }},
+      {"Asinh", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "asinh") + "(" + a[0] + ")"; }},
+      {"Acosh", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "acosh") + "(" + a[0] + ")"; }},
+      {"Atanh", [](const Node&, const Args& a, const std::string& ct) { return fn(ct, "atanh") + "(" + a[0] + ")"; }},
+      {"LeakyRelu", [](const Node& n, const Args& a, const std::string& ct) {
+         return fmt::format("({0} >= ({1})0 ? {0} : {2} * {0})", a[0], ct, f_attr(n, "alpha", 0.01f, ct)); }},
+      {"Elu", [](const Node& n, const Args& a, const std::string& ct) {
+         return fmt::format("({0} >= ({1})0 ? {0} : {2} * ({3}({0}) - ({1})1))", a[0], ct,
+                            f_attr(n, "alpha", 1.0f, ct), fn(ct, "exp")); }},
+      {"Selu", [](const Node& n, const Args& a, const std::string& ct) {
+         return fmt::format("({0} > ({1})0 ? {2} * {0} : {2} * {3} * ({4}({0}) - ({1})1))", a[0], ct,
+                            f_attr(n, "gamma", 1.05070102214813232421875f, ct),
+                            f_attr(n, "alpha", 1.67326319217681884765625f, ct), fn(ct, "exp")); }},
+      {"Celu", [](const Node& n, const Args& a, const std::string& ct) {
+         std::string al = f_attr(n, "alpha", 1.0f, ct);
+         return fmt::format("({2}(({1})0, {0}) + {3}(({1})0, {4} * ({5}({0} / {4}) - ({1})1)))", a[0], ct,
+                            fn(ct, "fmax"), fn(ct, "fmin"), al, fn(ct, "exp")); }},
+      {"ThresholdedRelu", [](const Node& n, const Args& a, const std::string& ct) {
+         return fmt::format("({0} > {2} ? {0} : ({1})0)", a[0], ct, f_attr(n, "alpha", 1.0f, ct)); }},
+      {"HardSigmoid", [](const Node& n, const Args& a, const std::string& ct) {
+         return fmt::format("{2}(({1})0, {3}(({1})1, {4} * {0} + {5}))", a[0], ct, fn(ct, "fmax"), fn(ct, "fmin"),
+                            f_attr(n, "alpha", 0.2f, ct), f_attr(n, "beta", 0.5f, ct)); }},
+      {"HardSwish", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("({0} * {2}(({1})0, {3}(({1})1, {0} / ({1})6 + ({1})0.5)))", a[0], ct, fn(ct, "fmax"),
+                            fn(ct, "fmin")); }},
+      {"Mish", [](const Node&, const Args& a, const std::string& ct) {
+         return fmt::format("({0} * {2}({0} > ({1})30 ? {0} : {3}({4}({0}))))", a[0], ct, fn(ct, "tanh"),
+                            fn(ct, "log1p"), fn(ct, "exp")); }},
+      {"Gelu", [](const Node& n, const Args& a, const std::string& ct) {
+         if (n.attr_string("approximate", "none") == "tanh")
+           return fmt::format("(({1})0.5 * {0} * (({1})1 + {2}({3} * ({0} + {4} * {0} * {0} * {0}))))", a[0], ct,
+                              fn(ct, "tanh"), literal(std::sqrt(2 / M_PI), ct), literal(0.044715, ct));
+         return fmt::format("(({1})0.5 * {0} * (({1})1 + {2}({0} * {3})))", a[0], ct, fn(ct, "erf"),
+                            literal(1 / std::sqrt(2.0), ct)); }},
+      {"Not", [](const Node&, const Args& a, const std::string&) { return fmt::format("(!{})", a[0]); }},
+      {"IsNaN", [](const Node&, const Args& a, const std::string&) { return fmt::format("({0} != {0})", a[0]); }},
+      {"IsInf", [](const Node& n, const Args& a, const std::string&) {
+         bool neg = n.attr_int("detect_negative", 1) != 0, pos = n.attr_int("detect_positive", 1) != 0;
+         return fmt::format("(isinf({0}) && ({0} > 0 ? {1} : {2}))", a[0], pos ? "true" : "false",
+                            neg ? "true" : "false"); }},
+  };
+  return t;
+}
+
+bool is_int_type(const std::string& ct) { return ct == "long long" || ct == "unsigned long long"; }
+
+// Binary ops by name; `ct` is the compute type of the operands.
+StatusOr<std::string> binary(const Node& n, const std::string& op, const std::string& a, const std::string& b,
+                             const std::string& ct) {
+  const bool ints = is_int_type(ct);
+  if (op == "Add" || op == "Sum") return fmt::format("({} + {})", a, b);
+  if (op == "Sub") return fmt::format("({} - {})", a, b);
+  if (op == "Mul") return fmt::format("({} * {})", a, b);
+  if (op == "Div")
+    return ints ? fmt::format("({1} == 0 ? ({2})0 : {0} / {1})", a, b, ct) : fmt::format("({} / {})", a, b);
+  if (op == "Pow")
+    return ints ? fmt::format("(({})pow((double){}, (double){}))", ct, a, b) : fmt::format("{}({}, {})", fn(ct, "pow"), a, b);
+  if (op == "Mod") {
+    bool fmod_mode = n.attr_int("fmod", 0) != 0;
+    if (!ints) return fmt::format("{}({}, {})", fn(ct, "fmod"), a, b);
+    if (fmod_mode) return fmt::format("({1} == 0 ? ({2})0 : {0} % {1})", a, b, ct);
+    return fmt::format("({1} == 0 ? ({2})0 : (({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0))) ? {0} % {1} + {1} : {0} % {1}))",
+                       a, b, ct);
+  }
+  if (op == "Max") return fmt::format("stitch_dev::Max()({}, {})", a, b);
+  if (op == "Min") return fmt::format("stitch_dev::Min()({}, {})", a, b);
+  if (op == "Equal") return fmt::format("({} == {})", a, b);
+  if (op == "Less") return fmt::format("({} < {})", a, b);
+  if (op == "Greater") return fmt::format("({} > {})", a, b);
+  if (op == "LessOrEqual") return fmt::format("({} <= {})", a, b);
+  if (op == "GreaterOrEqual") return fmt::format("({} >= {})", a, b);
+  if (op == "And") return fmt::format("({} && {})", a, b);
+  if (op == "Or") return fmt::format("({} || {})", a, b);
+  if (op == "Xor") return fmt::format("({} != {})", a, b);
+  if (op == "PRelu") return fmt::format("({0} < ({2})0 ? {0} * {1} : {0})", a, b, ct);
+  if (op == "BitwiseAnd") return fmt::format("({} & {})", a, b);
+  if (op == "BitwiseOr") return fmt::format("({} | {})", a, b);
+  if (op == "BitwiseXor") return fmt::format("({} ^ {})", a, b);
+  return Status::user(fmt::format("{}: no CUDA expression for this op", n.describe()));
+}
+
+bool is_binary(const std::string& op) {
+  static const char* names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",
+                                "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "PRelu",
+                                "BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+  for (const char* s : names)
+    if (op == s) return true;
+  return false;
+}
+
+bool is_variadic(const std::string& op) { return op == "Sum" || op == "Mean" || op == "Max" || op == "Min"; }
+
+}  // namespace
+
+std::string literal(double v, const std::string& ct) {
+  if (ct == "bool") return v != 0 ? "true" : "false";
+  if (is_int_type(ct)) return fmt::format("{}LL", static_cast<long long>(v));
+  if (std::isnan(v)) return ct == "float" ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(v))
+    return ct == "float" ? (v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)")
+                         : (v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
+                                  : "__longlong_as_double(0xfff0000000000000LL)");
+  std::string s = ct == "float" ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return ct == "float" ? s + "f" : s;
+}
+
+bool has_scalar_expr(const Node& n) {
+  const std::string& op = n.op_type;
+  return unary_table().count(op) || is_binary(op) || is_variadic(op) || op == "Where" || op == "Clip" ||
+         op == "Cast" || op == "CastLike" || op == "BatchNormalization";
+}
+
+StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a) {
+  const std::string& op = n.op_type;
+  const DType out_t = n.output(0)->dtype;
+  const std::string ct = compute_type(out_t);
+  if (auto it = unary_table().find(op); it != unary_table().end()) {
+    // IsNaN/IsInf output bool but compute on the input's type.
+    return it->second(n, a, compute_type(n.input(0)->dtype));
+  }
+  if (is_binary(op)) return binary(n, op, a[0], a[1], compute_type(n.input(0)->dtype));
+  if (is_variadic(op)) {
+    std::string acc = a[0];
+    const std::string step = op == "Mean" ? "Sum" : op;
+    for (size_t i = 1; i < a.size(); ++i) {
+      ASSIGN_OR_RETURN(acc, binary(n, step, acc, a[i], ct));
+    }
+    if (op == "Mean") acc = fmt::format("({} / ({}){})", acc, ct, a.size());
+    return acc;
+  }
+  if (op == "Where") return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
+  if (op == "Clip") {
+    std::string x = a[0];
+    if (a.size() > 1 && !a[1].empty()) x = fmt::format("stitch_dev::Max()({}, {})", x, a[1]);
+    if (a.size() > 2 && !a[2].empty()) x = fmt::format("stitch_dev::Min()({}, {})", x, a[2]);
+    return x;
+  }
+  if (op == "Cast" || op == "CastLike") {
+    // Float to bool is "non-zero"; every other conversion is C's, through the compute types.
+    if (out_t == DType::kBool) return fmt::format("({} != 0)", a[0]);
+    return fmt::format("(({}){})", ct, a[0]);
+  }
+  if (op == "BatchNormalization") {
+    // y = (x - mean) / sqrt(var + eps) * scale + B, inference form.
+    return fmt::format("(({0} - {3}) * ({1} / {5}({4} + {6})) + {2})", a[0], a[1], a[2], a[3], a[4], fn(ct, "sqrt"),
+                       literal(n.attr_float("epsilon", 1e-5f), ct));
+  }
+  return Status::user(fmt::format("{}: no CUDA expression for this op", n.describe()));
+}
+
+}  // namespace stitch::codegen

@@ -1,0 +1,26 @@
+// Scalar expressions of the elementwise and broadcasting ops, as CUDA C text.
+//
+// Operands arrive already loaded in their compute types (kernel.h); the result is an
+// expression in the compute type of the node's output. These mirror the reference rows in
+// ops/elementwise.cc (the oracle) op by op, in float instead of double for float inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch::codegen {
+
+// True when the node is lowered as a per-element expression of broadcast operands.
+bool has_scalar_expr(const Node& n);
+
+// The expression for output 0 from operand expressions `a` (one per node input; "" for an
+// omitted optional input). Error (naming the node) for a case the back end does not handle.
+StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a);
+
+// A literal of `v` in compute type `ct` ("float": 0.5f, "double": 0.5, integers: 5LL).
+std::string literal(double v, const std::string& ct);
+
+}  // namespace stitch::codegen

@@ -1,0 +1,53 @@
+// The static launch schedule of a compiled model: ordered steps (generated kernel launches,
+// library calls, copies) over buffers that live in one of four storages: the arena (planned
+// offsets), the weights blob, the session's input buffers, or its output buffers. Views
+// (Reshape and friends) share their source's storage and cost no step.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "codegen/library.h"
+#include "codegen/memory_plan.h"
+
+namespace stitch::codegen {
+
+enum class Storage { kArena, kWeights, kInput, kOutput };
+const char* storage_name(Storage s);
+
+struct BufferRef {
+  Storage storage = Storage::kArena;
+  int64_t offset = 0;  // bytes into the arena or weights blob; 0 for inputs and outputs
+  int index = 0;       // input or output number
+};
+
+struct Step {
+  enum Kind { kKernel, kLibrary, kCopy } kind = kKernel;
+  int item = 0;                    // kernels[item] or calls[item]
+  const Value* src = nullptr;      // kCopy
+  const Value* dst = nullptr;      // kCopy
+  int dst_output = -1;             // kCopy into output slot
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;
+  std::vector<LibraryCall> calls;
+  std::vector<Step> steps;
+  std::map<const Value*, BufferRef> buffers;  // every value a step touches
+  std::vector<const Value*> weights;          // constants in the weights blob, in blob order
+  int64_t weights_bytes = 0;
+  std::vector<BufferRequest> requests;        // arena buffers, for the report and verifier
+  MemoryPlan plan;
+  int views = 0;                              // nodes lowered to no step
+};
+
+// Lowers every node of a frontend-prepared graph (static shapes) into a schedule. Reports every
+// node the back end cannot handle in one error.
+StatusOr<Schedule> build_schedule(const Graph& g);
+
+// The storage reference of value `v` (must be in the schedule).
+const BufferRef& buffer_of(const Schedule& s, const Value* v);
+
+}  // namespace stitch::codegen

@@ -1,0 +1,52 @@
+// Op parameters resolved the way the op rows resolve them (defaults, negative axes, auto_pad,
+// clamping), shared with the back end so generated kernels and the reference interpreter read
+// every attribute identically.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch::ops {
+
+// Transpose: the permutation (attribute or the reversal default), validated.
+StatusOr<std::vector<int64_t>> transpose_perm(const Node& n, int64_t rank);
+
+// Split: the sizes of the outputs along the axis.
+StatusOr<std::vector<int64_t>> split_sizes(const Node& n, int64_t dim, size_t num_outputs,
+                                           std::optional<std::vector<int64_t>> split);
+
+// Slice: output dims, and the input offset and per-axis input strides of output element 0..n.
+struct SliceSpec {
+  Dims out;
+  int64_t base = 0;
+  Dims strides;
+};
+StatusOr<SliceSpec> slice_spec(const Node& n, const Dims& in, std::vector<int64_t> starts,
+                               std::vector<int64_t> ends, std::optional<std::vector<int64_t>> axes,
+                               std::optional<std::vector<int64_t>> steps);
+
+// Pad: begin pads for every axis then end pads for every axis.
+StatusOr<std::vector<int64_t>> full_pads(const Node& n, int64_t rank, std::vector<int64_t> pads,
+                                         std::optional<std::vector<int64_t>> axes);
+
+// Reductions: which input axes are reduced.
+struct ReduceAxes {
+  std::vector<bool> reduced;  // per input axis
+  bool identity = false;      // noop_with_empty_axes with no axes
+};
+StatusOr<ReduceAxes> reduce_axes(const Node& n, std::optional<std::vector<int64_t>> axes,
+                                 int64_t rank);
+
+// Convolution and pooling windows over the spatial axes.
+struct Window {
+  int64_t spatial = 0;
+  Dims kernel, strides, dilations, pad_begin, pad_end, in, out;
+};
+StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_mode);
+StatusOr<Window> conv_window(const Node& n, const Dims& x, const Dims& wt);
+StatusOr<Window> pool_window(const Node& n, const Dims& x);
+
+}  // namespace stitch::ops

@@ -1,0 +1,69 @@
+// Device helpers that generated kernels include: element conversions, warp and block
+// reductions. Compiles with nvcc and with g++ under the emulation layer (stitch/emu/emu.h).
+// stitchc copies this file and compat.cuh next to the generated sources of every artifact, so
+// an artifact's kernels/ directory compiles on its own.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "compat.cuh"
+
+namespace stitch_dev {
+
+// ---- conversions between storage and compute types ------------------------------------------
+// Half and bfloat16 compute in float; every other type computes in itself.
+template <typename To, typename From>
+__device__ __forceinline__ To cvt(From x) { return static_cast<To>(x); }
+template <> __device__ __forceinline__ float cvt<float, __half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ __half cvt<__half, float>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ float cvt<float, __nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 cvt<__nv_bfloat16, float>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// ---- warp and block reductions ---------------------------------------------------------------
+struct Sum {
+  template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct Prod {
+  template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a * b; }
+};
+// Max and Min propagate NaN, as ONNX's reductions and numpy do.
+struct Max {
+  template <typename T> __device__ __forceinline__ T operator()(T a, T b) const {
+    return (a != a || a > b) ? a : b;
+  }
+};
+struct Min {
+  template <typename T> __device__ __forceinline__ T operator()(T a, T b) const {
+    return (a != a || a < b) ? a : b;
+  }
+};
+
+// All 32 lanes of the warp must call it; every lane gets the result.
+template <typename T, typename Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// All threads of the block must call it (blockDim.x a multiple of 32, at most 1024); every
+// thread gets the result. `scratch` holds 32 values in shared memory; the function leaves it
+// free for the next call.
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_reduce(v, op);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  T r = scratch[0];
+  for (int w = 1; w < warps; ++w) r = op(r, scratch[w]);
+  __syncthreads();
+  return r;
+}
+
+}  // namespace stitch_dev

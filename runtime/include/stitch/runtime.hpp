@@ -1,0 +1,80 @@
+// stitch runtime, C++ API. A Model is an immutable, loaded artifact directory that threads can
+// share; a Session owns the memory and library handles of one backend and is used by one thread
+// at a time. Failures throw stitch::rt::Error, whose code() is 2 for user errors (bad input,
+// bad or mismatched artifact, no GPU) and 3 for internal ones.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace stitch::rt {
+
+class Error : public std::runtime_error {
+ public:
+  Error(int code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+struct TensorInfo {
+  std::string name;
+  std::string dtype;  // "f32", "i64", "bool"...
+  std::vector<int64_t> dims;
+  int64_t bytes = 0;
+};
+
+struct ModelData;  // parsed manifest, schedule and weights (runtime/src/model.h)
+
+class Model {
+ public:
+  // Loads and validates an artifact directory: format version, file sizes and checksums.
+  static std::shared_ptr<const Model> load(const std::string& dir);
+  ~Model();
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  const std::string& dir() const;
+  const ModelData& data() const { return *data_; }
+
+ private:
+  explicit Model(std::unique_ptr<ModelData> d);
+  std::unique_ptr<ModelData> data_;
+};
+
+enum class Backend { kEmu, kCuda };
+// "emu" or "cuda"; throws for anything else.
+Backend parse_backend(const std::string& name);
+
+class BackendImpl;
+
+class Session {
+ public:
+  Session(std::shared_ptr<const Model> model, Backend backend);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Copies an input in; dtype and dims must match the artifact's (checked, by name).
+  void set_input(const std::string& name, const std::string& dtype, const std::vector<int64_t>& dims,
+                 const void* data, size_t bytes);
+  // Runs the schedule once. Every input must have been set.
+  void run();
+  // Copies an output out; `bytes` must equal its size.
+  void get_output(const std::string& name, void* data, size_t bytes);
+  std::vector<uint8_t> output(const std::string& name);
+
+  const Model& model() const { return *model_; }
+  // The backend's description of itself ("emu: 2 workers", "cuda: NVIDIA H100, graph replay").
+  std::string describe() const;
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<BackendImpl> impl_;
+  std::vector<bool> input_set_;
+};
+
+}  // namespace stitch::rt

@@ -1,0 +1,123 @@
+#include "cpu_ops.h"
+
+#include <cuda_fp16.h>
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace stitch::rt {
+namespace {
+
+// Element access in the compute type (float for f32/f16, double for f64).
+template <typename T>
+struct Elem {
+  using C = T;
+  static C get(const void* p, int64_t i) { return static_cast<const T*>(p)[i]; }
+  static void set(void* p, int64_t i, C v) { static_cast<T*>(p)[i] = v; }
+};
+template <>
+struct Elem<__half> {
+  using C = float;
+  static C get(const void* p, int64_t i) { return __half2float(static_cast<const __half*>(p)[i]); }
+  static void set(void* p, int64_t i, C v) { static_cast<__half*>(p)[i] = __float2half_rn(v); }
+};
+
+template <typename T>
+void gemm(const GemmDesc& g, const void* a, const void* b, void* c) {
+  using E = Elem<T>;
+  using C = typename E::C;
+  int64_t batches = 1;
+  for (int64_t d : g.batch) batches *= d;
+  std::vector<C> row(static_cast<size_t>(g.n));
+  std::vector<int64_t> idx(g.batch.size(), 0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (size_t d = 0; d < g.batch.size(); ++d) {
+      oa += idx[d] * g.stride_a[d];
+      ob += idx[d] * g.stride_b[d];
+      oc += idx[d] * g.stride_c[d];
+    }
+    for (int64_t i = 0; i < g.m; ++i) {
+      std::fill(row.begin(), row.end(), C(0));
+      for (int64_t k = 0; k < g.k; ++k) {
+        const C av = E::get(a, oa + (g.trans_a ? k * g.lda + i : i * g.lda + k));
+        if (g.trans_b)
+          for (int64_t j = 0; j < g.n; ++j) row[j] += av * E::get(b, ob + j * g.ldb + k);
+        else
+          for (int64_t j = 0; j < g.n; ++j) row[j] += av * E::get(b, ob + k * g.ldb + j);
+      }
+      for (int64_t j = 0; j < g.n; ++j) {
+        const int64_t at = oc + i * g.ldc + j;
+        C v = static_cast<C>(g.alpha) * row[j];
+        if (g.beta != 0) v += static_cast<C>(g.beta) * E::get(c, at);
+        E::set(c, at, v);
+      }
+    }
+    for (size_t d = g.batch.size(); d-- > 0;) {
+      if (++idx[d] < g.batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename T>
+void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, void* y) {
+  using E = Elem<T>;
+  using C = typename E::C;
+  // Spatial dims padded to 3 with size-1 axes.
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pd[3] = {0, 0, 0};
+  const size_t sp = p.in.size();
+  for (size_t i = 0; i < sp; ++i) {
+    const size_t j = 3 - sp + i;
+    in[j] = p.in[i], k[j] = p.kernel[i], out[j] = p.out[i], st[j] = p.strides[i], dl[j] = p.dilations[i], pd[j] = p.pads[i];
+  }
+  const int64_t cg = p.c / p.group, mg = p.m / p.group;
+  const int64_t in_plane = in[0] * in[1] * in[2], out_plane = out[0] * out[1] * out[2], kvol = k[0] * k[1] * k[2];
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t m = 0; m < p.m; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t o0 = 0; o0 < out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < out[2]; ++o2) {
+            C acc = bias ? E::get(bias, m) : C(0);
+            for (int64_t c = 0; c < cg; ++c) {
+              const int64_t xbase = (n * p.c + g * cg + c) * in_plane;
+              const int64_t wbase = (m * cg + c) * kvol;
+              for (int64_t k0 = 0; k0 < k[0]; ++k0) {
+                const int64_t i0 = o0 * st[0] + k0 * dl[0] - pd[0];
+                if (i0 < 0 || i0 >= in[0]) continue;
+                for (int64_t k1 = 0; k1 < k[1]; ++k1) {
+                  const int64_t i1 = o1 * st[1] + k1 * dl[1] - pd[1];
+                  if (i1 < 0 || i1 >= in[1]) continue;
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    const int64_t i2 = o2 * st[2] + k2 * dl[2] - pd[2];
+                    if (i2 < 0 || i2 >= in[2]) continue;
+                    acc += E::get(x, xbase + (i0 * in[1] + i1) * in[2] + i2) *
+                           E::get(w, wbase + (k0 * k[1] + k1) * k[2] + k2);
+                  }
+                }
+              }
+            }
+            E::set(y, (n * p.m + m) * out_plane + (o0 * out[1] + o1) * out[2] + o2, acc);
+          }
+    }
+}
+
+}  // namespace
+
+void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c) {
+  if (dtype == "f32") return gemm<float>(g, a, b, c);
+  if (dtype == "f64") return gemm<double>(g, a, b, c);
+  if (dtype == "f16") return gemm<__half>(g, a, b, c);
+  fail(3, fmt::format("gemm on {} is not implemented on the emu backend", dtype));
+}
+
+void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias, void* y) {
+  if (p.in.empty() || p.in.size() > 3) fail(3, "conv with other than 1 to 3 spatial dims on the emu backend");
+  if (dtype == "f32") return conv<float>(p, x, w, bias, y);
+  if (dtype == "f64") return conv<double>(p, x, w, bias, y);
+  if (dtype == "f16") return conv<__half>(p, x, w, bias, y);
+  fail(3, fmt::format("conv on {} is not implemented on the emu backend", dtype));
+}
+
+}  // namespace stitch::rt

@@ -1,0 +1,15 @@
+// CPU implementations of the library calls, for the emu backend: the same parameters the cuda
+// backend hands to cuBLAS and cuDNN, computed with float accumulation like the GPU libraries.
+#pragma once
+
+#include "model.h"
+
+namespace stitch::rt {
+
+// C = alpha * op(A) op(B) + beta * C over the batch dims; dtype f32, f64 or f16.
+void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c);
+
+// Y = conv(X, W) (+ bias per output channel); NCHW with 1 to 3 spatial dims, groups.
+void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias, void* y);
+
+}  // namespace stitch::rt

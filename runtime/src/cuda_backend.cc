@@ -1,0 +1,315 @@
+// The cuda backend: device memory for the arena, weights and inputs/outputs; the artifact's
+// fatbin loaded with cudaLibraryLoadFromFile; GEMMs through cuBLAS, convolutions through cuDNN.
+// The first run captures the whole schedule on the session's stream as a CUDA Graph; later runs
+// replay it (inputs and outputs are copied outside the graph, into fixed device buffers).
+// Every CUDA, cuBLAS and cuDNN call is checked; the message carries the call, file and line.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "backend.h"
+#include "stitch/artifact_format.h"
+
+namespace stitch::rt {
+namespace {
+
+void check(cudaError_t e, const char* call, const char* file, int line) {
+  if (e != cudaSuccess) fail(3, fmt::format("{} failed: {} ({}:{})", call, cudaGetErrorString(e), file, line));
+}
+void check(cublasStatus_t e, const char* call, const char* file, int line) {
+  if (e != CUBLAS_STATUS_SUCCESS)
+    fail(3, fmt::format("{} failed: {} ({}:{})", call, cublasGetStatusString(e), file, line));
+}
+void check(cudnnStatus_t e, const char* call, const char* file, int line) {
+  if (e != CUDNN_STATUS_SUCCESS) fail(3, fmt::format("{} failed: {} ({}:{})", call, cudnnGetErrorString(e), file, line));
+}
+#define CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+cudaDataType_t cuda_type(const std::string& t) {
+  if (t == "f32") return CUDA_R_32F;
+  if (t == "f16") return CUDA_R_16F;
+  if (t == "f64") return CUDA_R_64F;
+  fail(3, fmt::format("no cuBLAS type for {}", t));
+}
+cudnnDataType_t cudnn_type(const std::string& t) {
+  if (t == "f32") return CUDNN_DATA_FLOAT;
+  if (t == "f16") return CUDNN_DATA_HALF;
+  if (t == "f64") return CUDNN_DATA_DOUBLE;
+  fail(3, fmt::format("no cuDNN type for {}", t));
+}
+
+// cuDNN descriptors of one convolution step, made once per session.
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t workspace = 0;
+};
+
+class CudaBackend final : public BackendImpl {
+ public:
+  explicit CudaBackend(const ModelData& m) : m_(m) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0)
+      fail(2, fmt::format("--backend cuda needs an NVIDIA GPU and none is usable here ({}); run on the CPU with "
+                          "--backend emu", e != cudaSuccess ? cudaGetErrorString(e) : "no devices"));
+    CHECK(cudaGetDeviceProperties(&prop_, 0));
+    const int cc = prop_.major * 10 + prop_.minor;
+    bool runs = false;
+    for (const std::string& a : m.archs) {
+      const int want = std::atoi(a.c_str() + 3);
+      runs |= want / 10 == prop_.major && want % 10 <= prop_.minor;  // SASS runs within a major version
+      runs |= want <= cc;                                            // PTX of the newest arch is JIT-compiled
+    }
+    if (!runs)
+      fail(2, fmt::format("artifact '{}' was compiled for {} but this GPU ({}) is sm_{}; recompile with --arch sm_{}",
+                          m.dir, fmt::join(m.archs, ","), prop_.name, cc, cc));
+    CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    arena_ = alloc(m.arena_bytes);
+    weights_ = alloc(m.weights_bytes);
+    CHECK(cudaMemcpy(weights_, m.weights.data(), m.weights.size(), cudaMemcpyHostToDevice));
+    for (const TensorInfo& t : m.inputs) inputs_.push_back(static_cast<uint8_t*>(alloc(t.bytes)));
+    for (const TensorInfo& t : m.outputs) outputs_.push_back(static_cast<uint8_t*>(alloc(t.bytes)));
+    const std::string fatbin = (std::filesystem::path(m.dir) / artifact::kFatbinFile).string();
+    CHECK(cudaLibraryLoadFromFile(&library_, fatbin.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+    for (const KernelDesc& k : m.kernels) {
+      cudaKernel_t fn = nullptr;
+      CHECK(cudaLibraryGetKernel(&fn, library_, k.name.c_str()));
+      kernels_.push_back(fn);
+    }
+    CHECK(cublasCreate(&cublas_));
+    CHECK(cublasSetStream(cublas_, stream_));
+    // A fixed workspace keeps cuBLAS from allocating during graph capture.
+    cublas_ws_bytes_ = 32u << 20;
+    cublas_ws_ = alloc(static_cast<int64_t>(cublas_ws_bytes_));
+    CHECK(cublasSetWorkspace(cublas_, cublas_ws_, cublas_ws_bytes_));
+    for (const StepDesc& s : m.steps)
+      if (s.op == StepDesc::kConv) plan_conv(s);
+  }
+
+  ~CudaBackend() override {
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+    for (ConvPlan& p : conv_plans_) {
+      cudnnDestroyTensorDescriptor(p.x);
+      cudnnDestroyTensorDescriptor(p.y);
+      if (p.bias) cudnnDestroyTensorDescriptor(p.bias);
+      cudnnDestroyFilterDescriptor(p.w);
+      cudnnDestroyConvolutionDescriptor(p.conv);
+    }
+    if (cudnn_) cudnnDestroy(cudnn_);
+    if (cublas_) cublasDestroy(cublas_);
+    if (library_) cudaLibraryUnload(library_);
+    for (void* p : allocations_) cudaFree(p);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  void upload(int i, const void* data, size_t bytes) override {
+    CHECK(cudaMemcpyAsync(inputs_[i], data, bytes, cudaMemcpyHostToDevice, stream_));
+    CHECK(cudaStreamSynchronize(stream_));
+  }
+  void download(int i, void* data, size_t bytes) override {
+    CHECK(cudaMemcpyAsync(data, outputs_[i], bytes, cudaMemcpyDeviceToHost, stream_));
+    CHECK(cudaStreamSynchronize(stream_));
+  }
+  std::string describe() const override {
+    return fmt::format("cuda: {} (sm_{}{}), {} kernels, CUDA Graph replay", prop_.name, prop_.major, prop_.minor,
+                       m_.kernels.size());
+  }
+
+  void run() override {
+    if (!graph_exec_) {
+      CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      try {
+        enqueue();
+      } catch (...) {
+        cudaGraph_t broken = nullptr;
+        cudaStreamEndCapture(stream_, &broken);
+        if (broken) cudaGraphDestroy(broken);
+        throw;
+      }
+      CHECK(cudaStreamEndCapture(stream_, &graph_));
+      CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
+    }
+    CHECK(cudaGraphLaunch(graph_exec_, stream_));
+    cudaError_t e = cudaStreamSynchronize(stream_);
+    if (e != cudaSuccess) fail(3, fmt::format("running the schedule of '{}' failed: {}", m_.dir, cudaGetErrorString(e)));
+  }
+
+ private:
+  void* alloc(int64_t bytes) {
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    if (e != cudaSuccess)
+      fail(2, fmt::format("cannot allocate {} bytes of GPU memory: {}", bytes, cudaGetErrorString(e)));
+    allocations_.push_back(p);
+    return p;
+  }
+
+  void* ptr(int id) {
+    const BufferDesc& b = m_.buffers[id];
+    switch (b.storage) {
+      case StorageKind::kArena: return static_cast<uint8_t*>(arena_) + b.offset;
+      case StorageKind::kWeights: return static_cast<uint8_t*>(weights_) + b.offset;
+      case StorageKind::kInput: return inputs_[b.index];
+      case StorageKind::kOutput: return outputs_[b.index];
+    }
+    return nullptr;
+  }
+
+  void plan_conv(const StepDesc& s) {
+    if (!cudnn_) {
+      CHECK(cudnnCreate(&cudnn_));
+      CHECK(cudnnSetStream(cudnn_, stream_));
+    }
+    const ConvDesc& c = s.conv;
+    ConvPlan p;
+    const cudnnDataType_t t = cudnn_type(s.dtype);
+    // cuDNN wants at least 2 spatial dims: a 1-D convolution gets a leading size-1 axis.
+    std::vector<int> in = {int(c.n), int(c.c)}, out = {int(c.n), int(c.m)}, w = {int(c.m), int(c.c / c.group)};
+    std::vector<int> pads, strides, dil;
+    if (c.in.size() == 1) {
+      in.push_back(1), out.push_back(1), w.push_back(1);
+      pads.push_back(0), strides.push_back(1), dil.push_back(1);
+    }
+    for (size_t i = 0; i < c.in.size(); ++i) {
+      in.push_back(int(c.in[i])), out.push_back(int(c.out[i])), w.push_back(int(c.kernel[i]));
+      pads.push_back(int(c.pads[i])), strides.push_back(int(c.strides[i])), dil.push_back(int(c.dilations[i]));
+    }
+    auto packed = [](const std::vector<int>& d) {
+      std::vector<int> s(d.size(), 1);
+      for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
+      return s;
+    };
+    CHECK(cudnnCreateTensorDescriptor(&p.x));
+    CHECK(cudnnCreateTensorDescriptor(&p.y));
+    CHECK(cudnnCreateFilterDescriptor(&p.w));
+    CHECK(cudnnCreateConvolutionDescriptor(&p.conv));
+    CHECK(cudnnSetTensorNdDescriptor(p.x, t, int(in.size()), in.data(), packed(in).data()));
+    CHECK(cudnnSetTensorNdDescriptor(p.y, t, int(out.size()), out.data(), packed(out).data()));
+    CHECK(cudnnSetFilterNdDescriptor(p.w, t, CUDNN_TENSOR_NCHW, int(w.size()), w.data()));
+    CHECK(cudnnSetConvolutionNdDescriptor(p.conv, int(pads.size()), pads.data(), strides.data(), dil.data(),
+                                          CUDNN_CROSS_CORRELATION, t == CUDNN_DATA_HALF ? CUDNN_DATA_FLOAT : t));
+    CHECK(cudnnSetConvolutionGroupCount(p.conv, int(c.group)));
+    CHECK(cudnnSetConvolutionMathType(p.conv, CUDNN_DEFAULT_MATH));
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int found = 0;
+    CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x, p.w, p.conv, p.y, 8, &found, perf));
+    for (int i = 0; i < found; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+        p.algo = perf[i].algo;
+        break;
+      }
+    CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p.x, p.w, p.conv, p.y, p.algo, &p.workspace));
+    if (c.has_bias) {
+      std::vector<int> b(out.size(), 1);
+      b[1] = int(c.m);
+      CHECK(cudnnCreateTensorDescriptor(&p.bias));
+      CHECK(cudnnSetTensorNdDescriptor(p.bias, t, int(b.size()), b.data(), packed(b).data()));
+    }
+    if (p.workspace > conv_ws_bytes_) {
+      conv_ws_bytes_ = p.workspace;
+      conv_ws_ = alloc(static_cast<int64_t>(p.workspace));
+    }
+    conv_plans_.push_back(p);
+  }
+
+  void gemm(const StepDesc& s) {
+    const GemmDesc& g = s.gemm;
+    const cudaDataType_t t = cuda_type(s.dtype);
+    const int64_t esz = dtype_bytes(s.dtype);
+    const bool dbl = s.dtype == "f64";
+    const double alpha_d = g.alpha, beta_d = g.beta;
+    const float alpha_f = float(g.alpha), beta_f = float(g.beta);
+    const void* alpha = dbl ? static_cast<const void*>(&alpha_d) : &alpha_f;
+    const void* beta = dbl ? static_cast<const void*>(&beta_d) : &beta_f;
+    const cublasComputeType_t compute = dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    // All batch dims but the last are looped here; the last goes to the strided-batched call.
+    const size_t nb = g.batch.size();
+    const int64_t inner = nb ? g.batch.back() : 1;
+    const int64_t sa = nb ? g.stride_a.back() : 0, sb = nb ? g.stride_b.back() : 0, sc = nb ? g.stride_c.back() : 0;
+    int64_t outer = 1;
+    for (size_t d = 0; d + 1 < nb; ++d) outer *= g.batch[d];
+    std::vector<int64_t> idx(nb > 0 ? nb - 1 : 0, 0);
+    auto* a = static_cast<const uint8_t*>(ptr(s.args[0]));
+    auto* b = static_cast<const uint8_t*>(ptr(s.args[1]));
+    auto* c = static_cast<uint8_t*>(ptr(s.args[2]));
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t oa = 0, ob = 0, oc = 0;
+      for (size_t d = 0; d < idx.size(); ++d) oa += idx[d] * g.stride_a[d], ob += idx[d] * g.stride_b[d], oc += idx[d] * g.stride_c[d];
+      // Row-major C = A'B' is column-major C^T = B'^T A'^T: swap the operands.
+      CHECK(cublasGemmStridedBatchedEx(cublas_, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                       int(g.n), int(g.m), int(g.k), alpha, b + ob * esz, t, int(g.ldb), sb,
+                                       a + oa * esz, t, int(g.lda), sa, beta, c + oc * esz, t, int(g.ldc), sc,
+                                       int(inner), compute, CUBLAS_GEMM_DEFAULT));
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < g.batch[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  void enqueue() {
+    size_t conv_i = 0;
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const StepDesc& s = m_.steps[i];
+      switch (s.op) {
+        case StepDesc::kKernel: {
+          const KernelDesc& k = m_.kernels[s.kernel];
+          std::vector<void*> ptrs, args;
+          for (int b : s.args) ptrs.push_back(ptr(b));
+          for (void*& p : ptrs) args.push_back(&p);
+          cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[s.kernel]),
+                                           dim3(k.grid[0], k.grid[1], k.grid[2]), dim3(k.block[0], k.block[1], k.block[2]),
+                                           args.data(), static_cast<size_t>(k.smem), stream_);
+          if (e != cudaSuccess) fail(3, fmt::format("{}: launch failed: {}", m_.step_text(i), cudaGetErrorString(e)));
+          break;
+        }
+        case StepDesc::kGemm:
+          gemm(s);
+          break;
+        case StepDesc::kConv: {
+          const ConvPlan& p = conv_plans_[conv_i++];
+          const double one_d = 1, zero_d = 0;
+          const float one_f = 1, zero_f = 0;
+          const bool dbl = s.dtype == "f64";
+          const void* one = dbl ? static_cast<const void*>(&one_d) : &one_f;
+          const void* zero = dbl ? static_cast<const void*>(&zero_d) : &zero_f;
+          CHECK(cudnnConvolutionForward(cudnn_, one, p.x, ptr(s.args[0]), p.w, ptr(s.args[1]), p.conv, p.algo, conv_ws_,
+                                        p.workspace, zero, p.y, ptr(s.args[2])));
+          if (s.conv.has_bias) CHECK(cudnnAddTensor(cudnn_, one, p.bias, ptr(s.args[3]), one, p.y, ptr(s.args[2])));
+          break;
+        }
+        case StepDesc::kCopy:
+          CHECK(cudaMemcpyAsync(ptr(s.dst), ptr(s.src), static_cast<size_t>(s.bytes), cudaMemcpyDeviceToDevice, stream_));
+          break;
+      }
+    }
+  }
+
+  const ModelData& m_;
+  cudaDeviceProp prop_{};
+  cudaStream_t stream_ = nullptr;
+  void *arena_ = nullptr, *weights_ = nullptr, *cublas_ws_ = nullptr, *conv_ws_ = nullptr;
+  size_t cublas_ws_bytes_ = 0, conv_ws_bytes_ = 0;
+  std::vector<uint8_t*> inputs_, outputs_;
+  std::vector<void*> allocations_;
+  cudaLibrary_t library_ = nullptr;
+  std::vector<cudaKernel_t> kernels_;
+  cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  std::vector<ConvPlan> conv_plans_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t graph_exec_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<BackendImpl> make_cuda_backend(const ModelData& m) { return std::make_unique<CudaBackend>(m); }
+
+}  // namespace stitch::rt

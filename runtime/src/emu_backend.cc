@@ -1,0 +1,111 @@
+// The emu backend: host memory for the arena, weights and inputs/outputs; the artifact's
+// kernels built for the emulation layer (emu/kernels_emu.so, made by stitchc) and loaded with
+// dlopen; library calls on the CPU (cpu_ops.h). Runs the schedule in order, synchronously.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "backend.h"
+#include "cpu_ops.h"
+#include "stitch/artifact_format.h"
+#include "stitch/emu/launch.h"
+
+namespace stitch::rt {
+namespace {
+
+struct AlignedBuffer {
+  explicit AlignedBuffer(int64_t bytes) {
+    size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1) + artifact::kAlignment - 1) /
+               artifact::kAlignment * artifact::kAlignment;
+    p = static_cast<uint8_t*>(std::aligned_alloc(artifact::kAlignment, n));
+    if (!p) fail(2, fmt::format("out of host memory allocating {} bytes", bytes));
+    std::memset(p, 0, n);
+  }
+  ~AlignedBuffer() { std::free(p); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  uint8_t* p = nullptr;
+};
+
+class EmuBackend final : public BackendImpl {
+ public:
+  explicit EmuBackend(const ModelData& m) : m_(m), arena_(m.arena_bytes), weights_(m.weights_bytes) {
+    std::memcpy(weights_.p, m.weights.data(), m.weights.size());
+    for (const TensorInfo& t : m.inputs) inputs_.push_back(std::make_unique<AlignedBuffer>(t.bytes));
+    for (const TensorInfo& t : m.outputs) outputs_.push_back(std::make_unique<AlignedBuffer>(t.bytes));
+    const std::string lib = (std::filesystem::path(m.dir) / artifact::kEmuLibrary).string();
+    handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_)
+      fail(2, fmt::format("cannot load the emulation kernels '{}': {}; recompile the model with stitchc on this "
+                          "machine", lib, dlerror()));
+    for (const KernelDesc& k : m.kernels) {
+      auto* e = static_cast<const emu::KernelEntry*>(dlsym(handle_, ("stitch_emu_entry_" + k.name).c_str()));
+      if (!e) fail(2, fmt::format("'{}' has no kernel '{}'; the artifact is damaged, recompile it", lib, k.name));
+      entries_.push_back(e);
+    }
+  }
+  ~EmuBackend() override {
+    if (handle_) dlclose(handle_);
+  }
+
+  void upload(int i, const void* data, size_t bytes) override { std::memcpy(inputs_[i]->p, data, bytes); }
+  void download(int i, void* data, size_t bytes) override { std::memcpy(data, outputs_[i]->p, bytes); }
+  std::string describe() const override {
+    return fmt::format("emu: CPU emulation of {} kernels, {} arena", m_.kernels.size(), m_.arena_bytes);
+  }
+
+  void run() override {
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const StepDesc& s = m_.steps[i];
+      switch (s.op) {
+        case StepDesc::kKernel: {
+          const KernelDesc& k = m_.kernels[s.kernel];
+          std::vector<void*> ptrs, args;
+          for (int b : s.args) ptrs.push_back(ptr(b));
+          for (void*& p : ptrs) args.push_back(&p);
+          dim3 grid(k.grid[0], k.grid[1], k.grid[2]), block(k.block[0], k.block[1], k.block[2]);
+          emu::Result r = entries_[s.kernel]->launch(grid, block, static_cast<size_t>(k.smem), args.data(), false);
+          if (!r.ok()) fail(3, fmt::format("{} failed on the emu backend: {}", m_.step_text(i), r.message));
+          break;
+        }
+        case StepDesc::kGemm:
+          cpu_gemm(s.gemm, s.dtype, ptr(s.args[0]), ptr(s.args[1]), ptr(s.args[2]));
+          break;
+        case StepDesc::kConv:
+          cpu_conv(s.conv, s.dtype, ptr(s.args[0]), ptr(s.args[1]), s.conv.has_bias ? ptr(s.args[3]) : nullptr,
+                   ptr(s.args[2]));
+          break;
+        case StepDesc::kCopy:
+          std::memcpy(ptr(s.dst), ptr(s.src), static_cast<size_t>(s.bytes));
+          break;
+      }
+    }
+  }
+
+ private:
+  void* ptr(int id) {
+    const BufferDesc& b = m_.buffers[id];
+    switch (b.storage) {
+      case StorageKind::kArena: return arena_.p + b.offset;
+      case StorageKind::kWeights: return weights_.p + b.offset;
+      case StorageKind::kInput: return inputs_[b.index]->p;
+      case StorageKind::kOutput: return outputs_[b.index]->p;
+    }
+    return nullptr;
+  }
+
+  const ModelData& m_;
+  AlignedBuffer arena_, weights_;
+  std::vector<std::unique_ptr<AlignedBuffer>> inputs_, outputs_;
+  void* handle_ = nullptr;
+  std::vector<const emu::KernelEntry*> entries_;
+};
+
+}  // namespace
+
+std::unique_ptr<BackendImpl> make_emu_backend(const ModelData& m) { return std::make_unique<EmuBackend>(m); }
+
+}  // namespace stitch::rt

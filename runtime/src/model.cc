@@ -1,0 +1,218 @@
+// Loading an artifact directory: the manifest first (format and version), then every listed
+// file's size and checksum, then the schedule and weights. Any mismatch is a user error that
+// names the file and says to recompile.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "model.h"
+#include "stitch/artifact_format.h"
+
+namespace stitch::rt {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void fail(int code, const std::string& msg) { throw Error(code, msg); }
+
+int64_t dtype_bytes(const std::string& t) {
+  if (t == "f32" || t == "i32" || t == "u32") return 4;
+  if (t == "f16" || t == "bf16" || t == "i16" || t == "u16") return 2;
+  if (t == "f64" || t == "i64" || t == "u64") return 8;
+  if (t == "i8" || t == "u8" || t == "bool") return 1;
+  return 0;
+}
+
+std::string ModelData::step_text(size_t i) const {
+  const StepDesc& s = steps[i];
+  std::string what = s.op == StepDesc::kKernel ? "kernel " + kernels[s.kernel].name
+                     : s.op == StepDesc::kGemm ? std::string("gemm")
+                     : s.op == StepDesc::kConv ? std::string("conv")
+                                               : std::string("copy");
+  return s.node.empty() ? fmt::format("step {} ({})", i, what) : fmt::format("step {} ({}, node '{}')", i, what, s.node);
+}
+
+namespace {
+
+std::string read_file(const fs::path& p, const std::string& dir) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) fail(2, fmt::format("artifact '{}': missing file '{}'; recompile the model with stitchc compile", dir,
+                              fs::relative(p, dir).string()));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+json parse_json(const std::string& text, const std::string& what) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    fail(2, fmt::format("{} is not valid JSON ({}); the artifact is damaged, recompile it", what, e.what()));
+  }
+}
+
+TensorInfo tensor_info(const json& j) {
+  TensorInfo t;
+  t.name = j.at("name").get<std::string>();
+  t.dtype = j.at("dtype").get<std::string>();
+  t.dims = j.at("dims").get<std::vector<int64_t>>();
+  t.bytes = dtype_bytes(t.dtype);
+  for (int64_t d : t.dims) t.bytes *= d;
+  return t;
+}
+
+StorageKind storage_of(const std::string& s) {
+  if (s == "arena") return StorageKind::kArena;
+  if (s == "weights") return StorageKind::kWeights;
+  if (s == "input") return StorageKind::kInput;
+  if (s == "output") return StorageKind::kOutput;
+  fail(2, fmt::format("schedule.json: unknown storage '{}'", s));
+}
+
+void parse_schedule(ModelData& m, const json& j) {
+  m.arena_bytes = j.at("arena_bytes").get<int64_t>();
+  m.weights_bytes = j.at("weights_bytes").get<int64_t>();
+  for (const json& b : j.at("buffers")) {
+    BufferDesc d;
+    d.name = b.at("name").get<std::string>();
+    d.dtype = b.at("dtype").get<std::string>();
+    d.dims = b.at("dims").get<std::vector<int64_t>>();
+    d.storage = storage_of(b.at("storage").get<std::string>());
+    d.offset = b.value("offset", int64_t{0});
+    d.index = b.value("index", 0);
+    d.bytes = b.at("bytes").get<int64_t>();
+    const int64_t limit = d.storage == StorageKind::kArena ? m.arena_bytes
+                          : d.storage == StorageKind::kWeights ? m.weights_bytes : INT64_MAX;
+    const size_t slots = d.storage == StorageKind::kInput ? m.inputs.size() : m.outputs.size();
+    if (d.offset < 0 || d.bytes < 0 || d.offset + d.bytes > limit ||
+        ((d.storage == StorageKind::kInput || d.storage == StorageKind::kOutput) &&
+         (d.index < 0 || static_cast<size_t>(d.index) >= slots)))
+      fail(2, fmt::format("schedule.json: buffer '{}' lies outside its storage; the artifact is damaged, recompile it",
+                          d.name));
+    m.buffers.push_back(d);
+  }
+  for (const json& k : j.at("kernels")) {
+    KernelDesc d;
+    d.name = k.at("name").get<std::string>();
+    auto g = k.at("grid").get<std::vector<unsigned>>(), b = k.at("block").get<std::vector<unsigned>>();
+    for (int i = 0; i < 3; ++i) d.grid[i] = g.at(i), d.block[i] = b.at(i);
+    d.smem = k.at("smem").get<int64_t>();
+    m.kernels.push_back(d);
+  }
+  auto check_buf = [&](int id) {
+    if (id < 0 || static_cast<size_t>(id) >= m.buffers.size())
+      fail(2, fmt::format("schedule.json: buffer id {} out of range; the artifact is damaged, recompile it", id));
+    return id;
+  };
+  for (const json& s : j.at("steps")) {
+    StepDesc d;
+    const std::string op = s.at("op").get<std::string>();
+    if (s.contains("nodes") && !s.at("nodes").empty()) d.node = s.at("nodes")[0].get<std::string>();
+    if (op == "kernel") {
+      d.op = StepDesc::kKernel;
+      d.kernel = s.at("kernel").get<int>();
+      if (d.kernel < 0 || static_cast<size_t>(d.kernel) >= m.kernels.size())
+        fail(2, "schedule.json: kernel index out of range; the artifact is damaged, recompile it");
+      for (const json& a : s.at("args")) d.args.push_back(check_buf(a.get<int>()));
+    } else if (op == "gemm" || op == "conv") {
+      d.op = op == "gemm" ? StepDesc::kGemm : StepDesc::kConv;
+      d.dtype = s.at("dtype").get<std::string>();
+      for (const json& a : s.at("args")) d.args.push_back(check_buf(a.get<int>()));
+      const json& p = s.at("params");
+      if (d.op == StepDesc::kGemm) {
+        GemmDesc& g = d.gemm;
+        g.m = p.at("m"); g.n = p.at("n"); g.k = p.at("k");
+        g.lda = p.at("lda"); g.ldb = p.at("ldb"); g.ldc = p.at("ldc");
+        g.trans_a = p.at("trans_a"); g.trans_b = p.at("trans_b");
+        g.alpha = p.at("alpha"); g.beta = p.at("beta");
+        g.batch = p.at("batch").get<std::vector<int64_t>>();
+        g.stride_a = p.at("stride_a").get<std::vector<int64_t>>();
+        g.stride_b = p.at("stride_b").get<std::vector<int64_t>>();
+        g.stride_c = p.at("stride_c").get<std::vector<int64_t>>();
+        if (d.args.size() != 3) fail(2, "schedule.json: a gemm step needs 3 buffers");
+      } else {
+        ConvDesc& c = d.conv;
+        c.n = p.at("n"); c.c = p.at("c"); c.m = p.at("m"); c.group = p.at("group");
+        c.in = p.at("in").get<std::vector<int64_t>>();
+        c.kernel = p.at("kernel").get<std::vector<int64_t>>();
+        c.out = p.at("out").get<std::vector<int64_t>>();
+        c.strides = p.at("strides").get<std::vector<int64_t>>();
+        c.dilations = p.at("dilations").get<std::vector<int64_t>>();
+        c.pads = p.at("pads").get<std::vector<int64_t>>();
+        c.has_bias = p.at("has_bias");
+        if (d.args.size() != (c.has_bias ? 4u : 3u)) fail(2, "schedule.json: a conv step has the wrong buffer count");
+      }
+    } else if (op == "copy") {
+      d.op = StepDesc::kCopy;
+      d.src = check_buf(s.at("src").get<int>());
+      d.dst = check_buf(s.at("dst").get<int>());
+      d.bytes = s.at("bytes").get<int64_t>();
+    } else {
+      fail(2, fmt::format("schedule.json: unknown step '{}'; was the artifact made by a newer stitchc?", op));
+    }
+    m.steps.push_back(std::move(d));
+  }
+}
+
+}  // namespace
+
+Model::Model(std::unique_ptr<ModelData> d) : data_(std::move(d)) {}
+Model::~Model() = default;
+const std::vector<TensorInfo>& Model::inputs() const { return data_->inputs; }
+const std::vector<TensorInfo>& Model::outputs() const { return data_->outputs; }
+const std::string& Model::dir() const { return data_->dir; }
+
+std::shared_ptr<const Model> Model::load(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    fail(2, fmt::format("'{}' is not an artifact directory (make one with stitchc compile MODEL -o DIR)", dir));
+  auto m = std::make_unique<ModelData>();
+  m->dir = dir;
+  const fs::path root(dir);
+  json manifest = parse_json(read_file(root / artifact::kManifestFile, dir), fmt::format("'{}/manifest.json'", dir));
+  try {
+    if (manifest.value("format", std::string()) != artifact::kFormatName)
+      fail(2, fmt::format("'{}/manifest.json' is not a stitch artifact manifest", dir));
+    const int version = manifest.at("version").get<int>();
+    if (version != artifact::kArtifactVersion)
+      fail(2, fmt::format("artifact '{}' has format version {}, this runtime reads version {}: recompile the model "
+                          "with the stitchc that matches this runtime", dir, version, artifact::kArtifactVersion));
+    for (const auto& [rel, info] : manifest.at("files").items()) {
+      std::string data = read_file(root / rel, dir);
+      const auto bytes = info.at("bytes").get<size_t>();
+      if (data.size() != bytes)
+        fail(2, fmt::format("artifact '{}': '{}' has {} bytes, the manifest says {} (truncated or replaced?); recompile "
+                            "the model", dir, rel, data.size(), bytes));
+      const std::string sum = fmt::format("{:016x}", artifact::fnv1a(data.data(), data.size()));
+      if (sum != info.at("fnv1a").get<std::string>())
+        fail(2, fmt::format("artifact '{}': '{}' does not match its checksum in the manifest (edited after "
+                            "compilation?); recompile the model", dir, rel));
+    }
+    for (const json& t : manifest.at("inputs")) m->inputs.push_back(tensor_info(t));
+    for (const json& t : manifest.at("outputs")) m->outputs.push_back(tensor_info(t));
+    m->archs = manifest.at("archs").get<std::vector<std::string>>();
+    m->backends = manifest.at("backends").get<std::vector<std::string>>();
+    json sched = parse_json(read_file(root / artifact::kScheduleFile, dir), "schedule.json");
+    if (sched.value("version", -1) != artifact::kArtifactVersion)
+      fail(2, fmt::format("artifact '{}': schedule.json has another format version than the manifest", dir));
+    parse_schedule(*m, sched);
+  } catch (const json::exception& e) {
+    fail(2, fmt::format("artifact '{}' has a malformed manifest or schedule ({}); recompile the model", dir, e.what()));
+  }
+  std::string w = read_file(root / artifact::kWeightsFile, dir);
+  if (static_cast<int64_t>(w.size()) != m->weights_bytes)
+    fail(2, fmt::format("artifact '{}': weights.bin has {} bytes, the schedule needs {}; recompile the model", dir,
+                        w.size(), m->weights_bytes));
+  m->weights.assign(w.begin(), w.end());
+  return std::shared_ptr<const Model>(new Model(std::move(m)));
+}
+
+Backend parse_backend(const std::string& name) {
+  if (name == "emu") return Backend::kEmu;
+  if (name == "cuda") return Backend::kCuda;
+  fail(2, fmt::format("unknown backend '{}': use emu (CPU emulation) or cuda (GPU)", name));
+}
+
+}  // namespace stitch::rt

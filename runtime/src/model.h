@@ -1,0 +1,71 @@
+// The parsed artifact: what the backends execute. Mirrors schedule.json (docs/artifact-format.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stitch/runtime.hpp"
+
+namespace stitch::rt {
+
+enum class StorageKind { kArena, kWeights, kInput, kOutput };
+
+struct BufferDesc {
+  std::string name, dtype;
+  std::vector<int64_t> dims;
+  StorageKind storage = StorageKind::kArena;
+  int64_t offset = 0;
+  int index = 0;
+  int64_t bytes = 0;
+};
+
+struct KernelDesc {
+  std::string name;
+  std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int64_t smem = 0;
+};
+
+struct GemmDesc {
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  bool trans_a = false, trans_b = false;
+  double alpha = 1, beta = 0;
+  std::vector<int64_t> batch, stride_a, stride_b, stride_c;
+};
+
+struct ConvDesc {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  std::vector<int64_t> in, kernel, out, strides, dilations, pads;
+  bool has_bias = false;
+};
+
+struct StepDesc {
+  enum Op { kKernel, kGemm, kConv, kCopy } op = kKernel;
+  int kernel = -1;
+  std::vector<int> args;  // buffer ids
+  std::string dtype;      // library calls
+  GemmDesc gemm;
+  ConvDesc conv;
+  int src = -1, dst = -1;
+  int64_t bytes = 0;
+  std::string node;  // first ONNX node, for messages
+};
+
+struct ModelData {
+  std::string dir;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<std::string> archs, backends;
+  int64_t arena_bytes = 0, weights_bytes = 0;
+  std::vector<BufferDesc> buffers;
+  std::vector<KernelDesc> kernels;
+  std::vector<StepDesc> steps;
+  std::vector<uint8_t> weights;
+  std::string step_text(size_t i) const;  // "step 12 (kernel k011_map_add, node '...')"
+};
+
+int64_t dtype_bytes(const std::string& dtype);  // 0 for unknown names
+
+[[noreturn]] void fail(int code, const std::string& msg);
+
+}  // namespace stitch::rt

@@ -1,0 +1,79 @@
+// Session: validates inputs and outputs by name, dtype and shape, then hands bytes to the backend.
+#include <fmt/format.h>
+
+#include "backend.h"
+
+namespace stitch::rt {
+namespace {
+
+std::string dims_text(const std::vector<int64_t>& d) {
+  if (d.empty()) return "scalar";
+  return fmt::format("{}", fmt::join(d, "x"));
+}
+
+template <typename List>
+int find_by_name(const List& list, const std::string& name, const char* role) {
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].name == name) return static_cast<int>(i);
+  std::string names;
+  for (const auto& t : list) names += (names.empty() ? "'" : ", '") + t.name + "'";
+  fail(2, fmt::format("the model has no {} named '{}' (its {}s: {})", role, name, role, names));
+}
+
+}  // namespace
+
+Session::Session(std::shared_ptr<const Model> model, Backend backend) : model_(std::move(model)) {
+  const ModelData& m = model_->data();
+  const char* want = backend == Backend::kEmu ? "emu" : "cuda";
+  bool built = false;
+  for (const auto& b : m.backends) built |= b == want;
+  if (!built)
+    fail(2, fmt::format("artifact '{}' was compiled without the {} backend ({}); recompile without {}", m.dir, want,
+                        backend == Backend::kEmu ? "--no-emu" : "--no-nvcc",
+                        backend == Backend::kEmu ? "--no-emu" : "--no-nvcc"));
+  impl_ = backend == Backend::kEmu ? make_emu_backend(m) : make_cuda_backend(m);
+  input_set_.assign(m.inputs.size(), false);
+}
+
+Session::~Session() = default;
+
+void Session::set_input(const std::string& name, const std::string& dtype, const std::vector<int64_t>& dims,
+                        const void* data, size_t bytes) {
+  const int i = find_by_name(model_->inputs(), name, "input");
+  const TensorInfo& t = model_->inputs()[i];
+  if (dtype != t.dtype)
+    fail(2, fmt::format("input '{}' has dtype {}, the artifact expects {}", name, dtype, t.dtype));
+  if (dims != t.dims)
+    fail(2, fmt::format("input '{}' has shape {}, the artifact was compiled for {} (recompile with --shape {}={})", name,
+                        dims_text(dims), dims_text(t.dims), name, dims_text(dims)));
+  if (bytes != static_cast<size_t>(t.bytes))
+    fail(2, fmt::format("input '{}': {} bytes given, shape {} of {} needs {}", name, bytes, dims_text(t.dims), t.dtype,
+                        t.bytes));
+  impl_->upload(i, data, bytes);
+  input_set_[i] = true;
+}
+
+void Session::run() {
+  for (size_t i = 0; i < input_set_.size(); ++i)
+    if (!input_set_[i]) fail(2, fmt::format("input '{}' was not set before run()", model_->inputs()[i].name));
+  impl_->run();
+}
+
+void Session::get_output(const std::string& name, void* data, size_t bytes) {
+  const int i = find_by_name(model_->outputs(), name, "output");
+  const TensorInfo& t = model_->outputs()[i];
+  if (bytes != static_cast<size_t>(t.bytes))
+    fail(2, fmt::format("output '{}' has {} bytes, the buffer given has {}", name, t.bytes, bytes));
+  impl_->download(i, data, bytes);
+}
+
+std::vector<uint8_t> Session::output(const std::string& name) {
+  const int i = find_by_name(model_->outputs(), name, "output");
+  std::vector<uint8_t> out(static_cast<size_t>(model_->outputs()[i].bytes));
+  get_output(name, out.data(), out.size());
+  return out;
+}
+
+std::string Session::describe() const { return impl_->describe(); }
+
+}  // namespace stitch::rt
