@@ -96,7 +96,13 @@ std::string annotate_nvcc_errors(const std::string& log) {
 
 StatusOr<std::string> find_nvcc() {
   std::vector<fs::path> candidates;
-  if (const char* home = std::getenv("CUDA_HOME")) candidates.push_back(fs::path(home) / "bin" / "nvcc");
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
+    // An explicit CUDA_HOME is the user's choice: no silent fallback to another toolkit.
+    const fs::path nvcc = fs::path(home) / "bin" / "nvcc";
+    if (access(nvcc.c_str(), X_OK) == 0) return nvcc.string();
+    return Status::user(fmt::format("nvcc not found at {} (from CUDA_HOME): point CUDA_HOME at a CUDA toolkit, or "
+                                    "pass --no-nvcc to emit sources only", nvcc.string()));
+  }
   if (const char* path = std::getenv("PATH")) {
     std::stringstream ss(path);
     std::string dir;

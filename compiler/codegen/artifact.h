@@ -31,7 +31,8 @@ struct ArtifactSummary {
   std::string report_json;  // report.json's text
 };
 
-// Finds nvcc: $CUDA_HOME/bin/nvcc, then PATH, then /usr/local/cuda/bin/nvcc.
+// Finds nvcc: $CUDA_HOME/bin/nvcc when CUDA_HOME is set (and nowhere else), else PATH, then
+// /usr/local/cuda/bin/nvcc.
 StatusOr<std::string> find_nvcc();
 
 // Parses `nvcc -Xptxas -v` output into per-kernel resources.

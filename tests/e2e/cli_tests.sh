@@ -85,7 +85,7 @@ expect "input of the wrong dtype" 2 "input 'input_ids' must be i64, got f32" -- 
   "$STITCHC" run "$M/model.onnx" --inputs "$TMP/badtype"
 printf 'junk' >"$TMP/oneinput/input_1.pb"
 expect "corrupt tensor file" 2 "input_1.pb" -- "$STITCHC" run "$M/model.onnx" --inputs "$TMP/oneinput"
-expect "unknown backend" 2 "backend 'cuda' is not available" -- \
+expect "a compiled backend on a model file" 2 "backend 'cuda' runs a compiled artifact: stitchc compile" -- \
   "$STITCHC" run "$M/model.onnx" --inputs "$D" --backend cuda
 expect "unknown subcommand" 2 "" -- "$STITCHC" frobnicate
 expect "no arguments" 2 "" -- "$STITCHC"

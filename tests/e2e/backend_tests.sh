@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# End-to-end tests of the back end: every shipped model compiled (nvcc for sm_90 included) and
+# run on the emu backend against its PyTorch outputs; generated kernels through the emulation
+# layer's feature check; the example program; every bad artifact or runtime input getting a
+# clear error, exit 2, and no partial output.
+#   tests/e2e/backend_tests.sh STITCHC FEATURE_CHECK EXAMPLE REPO_ROOT
+set -u
+STITCHC=$1
+FEATURE_CHECK=$2
+EXAMPLE=$3
+ROOT=$4
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$code" ]; then
+    echo "FAIL $name: exit $rc, wanted $code"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
+  fi
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"
+  pass=$((pass + 1))
+}
+check() {  # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
+}
+
+# --- every shipped model: compile (nvcc sm_90 + emulation library), run on emu, match PyTorch ---
+shapes_for() {
+  case $1 in
+    cnn_small) echo "--shape batch=2" ;;
+    *) echo "--shape batch=2 --shape sequence=16" ;;
+  esac
+}
+for m in "$ROOT"/models/*/; do
+  name=$(basename "$m")
+  [ -f "$m/model.onnx" ] || continue
+  # shellcheck disable=SC2046
+  expect "compile $name (nvcc sm_90)" 0 "nvcc \(sm_90\): .* kernel binaries" -- \
+    "$STITCHC" compile "$m/model.onnx" -o "$TMP/$name" $(shapes_for "$name") --arch sm_90 --report-json "$TMP/$name.json"
+  expect "run $name --backend emu --expect" 0 "all [0-9]+ output\(s\) match" -- \
+    "$STITCHC" run "$TMP/$name" --backend emu --inputs "$m/test_data_set_0" --expect "$m/test_data_set_0"
+  expect "generated kernels of $name use only emulated CUDA features" 0 "" -- \
+    "$FEATURE_CHECK" --list "$ROOT/runtime/emu/SUPPORTED.md" \
+    --header "stitch/emu/emu.h=$ROOT/runtime/emu/include/stitch/emu/emu.h" \
+    --header "cooperative_groups.h=$ROOT/runtime/emu/include/cooperative_groups.h" \
+    --header "stitch/device/compat.cuh=$ROOT/runtime/device/include/stitch/device/compat.cuh" \
+    --header "stitch/device/stitch_device.cuh=$ROOT/runtime/device/include/stitch/device/stitch_device.cuh" \
+    "$TMP/$name"/kernels/k*.cu
+  check "report of $name counts launches and the arena" grep -q '"kernel_launches"' "$TMP/$name.json"
+done
+B=$TMP/bert_tiny
+D=$ROOT/models/bert_tiny/test_data_set_0
+check "artifact holds manifest, schedule, weights, sources, fatbin, emu library, report" \
+  test -f "$B/manifest.json" -a -f "$B/schedule.json" -a -f "$B/weights.bin" -a -f "$B/kernels/all_kernels.cu" \
+  -a -f "$B/kernels/kernels.fatbin" -a -f "$B/emu/kernels_emu.so" -a -f "$B/report.json"
+check "kernel files open with a header naming their nodes" grep -q "node '.*' (Gather)" "$B/kernels/k000_map_gather.cu"
+expect "stitchc MODEL -o DIR is compile" 0 "compiled" -- \
+  "$STITCHC" "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/short" --shape batch=1 --shape sequence=4 --no-nvcc
+expect "recompiling over an artifact replaces it" 0 "compiled" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/short" --shape batch=1 --shape sequence=4 --no-nvcc
+expect "--save-outputs from the emu backend" 0 "saved 2 output" -- \
+  "$STITCHC" run "$B" --backend emu --inputs "$D" --save-outputs "$TMP/emu_out"
+expect "emu outputs agree with the reference interpreter" 0 "all 2 output" -- \
+  "$STITCHC" run "$ROOT/models/bert_tiny/model.onnx" --inputs "$D" --expect "$TMP/emu_out"
+expect "example program runs the artifact" 0 "last_hidden_state f32 \[2x16x64\] sum .* finite" -- "$EXAMPLE" "$B" emu
+
+# --- bad input: exit 2, clear message, no partial output ----------------------------------
+expect "dynamic input left unbound" 2 "input 'input_ids' has dynamic dimensions .* bind them with --shape" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/unbound"
+check "no directory left after a failed compile" test ! -e "$TMP/unbound"
+expect "bad --arch" 2 "--arch 'ampere' is not of the form sm_XY" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/badarch" --shape batch=1 --shape sequence=4 --arch ampere
+check "no directory left after a bad --arch" test ! -e "$TMP/badarch"
+expect "nvcc missing" 2 "nvcc not found at /nonexistent/bin/nvcc" -- \
+  env CUDA_HOME=/nonexistent "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nonvcc" \
+  --shape batch=1 --shape sequence=4
+check "no directory left when nvcc is missing" test -z "$(ls "$TMP" | grep nonvcc)"
+mkdir -p "$TMP/notart" && echo hi >"$TMP/notart/keep.txt"
+expect "refuses to overwrite a non-artifact directory" 2 "exists and is not a stitch artifact" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/notart" --shape batch=1 --shape sequence=4 --no-nvcc
+check "the non-artifact directory is untouched" test -f "$TMP/notart/keep.txt"
+expect "--fusion other than none" 2 "only 'none' is available" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --fusion beam
+expect "--backend cuda without a GPU" 2 "needs an NVIDIA GPU .* --backend emu" -- \
+  "$STITCHC" run "$B" --backend cuda --inputs "$D"
+expect "cuda on an artifact compiled with --no-nvcc" 2 "compiled without the cuda backend .* --no-nvcc" -- \
+  "$STITCHC" run "$TMP/short" --backend cuda --inputs "$D"
+expect "input shape differs from the compiled shape" 2 "input 'input_ids' has shape 2x16, the artifact was compiled for 1x4" -- \
+  "$STITCHC" run "$TMP/short" --backend emu --inputs "$D"
+mkdir -p "$TMP/wrongtype" && cp "$ROOT/models/cnn_small/test_data_set_0/input_0.pb" "$TMP/wrongtype/input_0.pb" && \
+  cp "$D/input_1.pb" "$TMP/wrongtype/input_1.pb"
+expect "input of the wrong dtype" 2 "input 'input_ids' has dtype f32, the artifact expects i64" -- \
+  "$STITCHC" run "$B" --backend emu --inputs "$TMP/wrongtype"
+expect "reference backend on a directory" 2 "is an artifact directory: run it with --backend emu" -- \
+  "$STITCHC" run "$B" --inputs "$D"
+expect "not an artifact directory" 2 "manifest.json'; recompile" -- "$STITCHC" run "$TMP/notart" --backend emu --inputs "$D"
+cp -r "$B" "$TMP/tampered" && printf 'x' >>"$TMP/tampered/weights.bin"
+expect "weights with extra bytes" 2 "'weights.bin' has [0-9]+ bytes, the manifest says" -- \
+  "$STITCHC" run "$TMP/tampered" --backend emu --inputs "$D"
+cp -r "$B" "$TMP/edited" && sed -i 's/const long long n = /const long long n =  /' "$TMP/edited/kernels/k001_map_add.cu"
+expect "edited kernel source" 2 "k001_map_add.cu' .*(checksum|bytes)" -- "$STITCHC" run "$TMP/edited" --backend emu --inputs "$D"
+cp -r "$B" "$TMP/truncated" && head -c 100 "$B/schedule.json" >"$TMP/truncated/schedule.json"
+expect "truncated schedule" 2 "schedule.json' has [0-9]+ bytes" -- "$STITCHC" run "$TMP/truncated" --backend emu --inputs "$D"
+cp -r "$B" "$TMP/missing" && rm "$TMP/missing/emu/kernels_emu.so"
+expect "missing file" 2 "missing file 'emu/kernels_emu.so'" -- "$STITCHC" run "$TMP/missing" --backend emu --inputs "$D"
+cp -r "$B" "$TMP/version" && sed -i 's/"version": 1,/"version": 99,/' "$TMP/version/manifest.json"
+expect "format version mismatch" 2 "format version 99, this runtime reads version 1" -- \
+  "$STITCHC" run "$TMP/version" --backend emu --inputs "$D"
+expect "example: unknown backend" 2 "unknown backend 'tpu'" -- "$EXAMPLE" "$B" tpu
+
+echo "backend e2e: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
