@@ -89,14 +89,14 @@ NodeLowering classify_node(const Node& n, std::string* why) {
   if (is_one_of(op, {"Trilu", "Transpose", "Slice", "Expand", "Tile", "Pad", "Concat", "Split", "Gather",
                      "GatherElements", "GatherND", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
                      "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
-                     "ArgMax", "ArgMin", "Softmax", "LogSoftmax", "LayerNormalization", "InstanceNormalization",
+                     "ArgMax", "ArgMin", "Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "InstanceNormalization",
                      "CumSum", "GlobalAveragePool", "GlobalMaxPool", "AveragePool"}))
     return NodeLowering::kKernel;
   if (op == "MaxPool") {
     if (n.output(1)) return unsupported("MaxPool's Indices output is not supported by the back end");
     return NodeLowering::kKernel;
   }
-  if (op == "Dropout") return unsupported("Dropout's mask output is not supported by the back end");
+  if (op == "Dropout") return NodeLowering::kKernel;  // with its mask output
   return unsupported(fmt::format("the back end has no kernel for {} yet (the reference backend runs it: "
                                  "stitchc run MODEL --backend reference)", op));
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "codegen/cuda_writer.h"
 #include "codegen/lower.h"
@@ -96,8 +97,12 @@ class MapBuilder {
     w.line("const long long n = {}LL;", n);
     w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
            "i += (long long)gridDim.x * blockDim.x)");
-    emit_coords(w);
-    for (const std::string& s : body_) w.raw_line(s);
+    if (n == 0) {
+      w.comment("empty domain: nothing to compute");
+    } else {
+      emit_coords(w);
+      for (const std::string& s : body_) w.raw_line(s);
+    }
     w.close();
     w.close();
     k_.source = w.text();
@@ -147,13 +152,105 @@ StatusOr<std::vector<int64_t>> const_input(const Node& n, size_t i, const char* 
 
 // ---- elementwise and broadcast -------------------------------------------------------------
 
+bool is_word(DType t) { return t == DType::kF32 || t == DType::kI32; }
+
+// The 128-bit path: every operand is either the output's shape (read as float4/int4) or a single
+// element (read once); 4-byte types; a multiple of 4 elements. Buffers start 256-byte aligned.
+bool can_vectorize(const Node& n) {
+  const Value* out = n.output(0);
+  if (n.op_type == "BatchNormalization" || n.op_type == "CastLike" || !is_word(out->dtype)) return false;
+  const int64_t total = num_elements(dims(out));
+  if (total < 4 || total % 4 != 0) return false;
+  for (const Value* v : n.inputs) {
+    if (v == nullptr) continue;
+    const int64_t e = num_elements(dims(v));
+    if (e == 1) continue;
+    if (e != total || !is_word(v->dtype)) return false;
+  }
+  return true;
+}
+
+StatusOr<Kernel> lower_scalar_vec4(const Node& n, int index) {
+  const Value* out = n.output(0);
+  const int64_t total = num_elements(dims(out));
+  Kernel k;
+  k.name = fmt::format("k{:03d}_map_{}", index, snake(n.op_type));
+  k.nodes = {&n};
+  std::vector<std::string> loads, scalars;
+  std::vector<std::pair<const Value*, std::string>> operand(n.inputs.size());
+  int ins = 0;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.input(i);
+    if (v == nullptr) continue;
+    std::string name;
+    for (const KernelParam& p : k.params)
+      if (p.value == v) name = p.name;
+    if (name.empty()) {
+      name = fmt::format("x{}", ins++);
+      k.params.push_back({name, v, false});
+      k.bytes_moved += num_elements(dims(v)) * dtype_size(v->dtype);
+    }
+    operand[i] = {v, name};
+  }
+  k.params.push_back({"y0", out, true});
+  k.bytes_moved += total * dtype_size(out->dtype);
+  const int64_t vecs = total / 4;
+  k.block = {kMapBlock, 1, 1};
+  k.grid = {std::clamp<int64_t>((vecs + kMapBlock - 1) / kMapBlock, 1, kMaxMapBlocks), 1, 1};
+  k.mapping = fmt::format("grid-stride loop, one thread per 4 elements of {} ({} elements) with 128-bit loads and stores",
+                          dims_to_string(dims(out)), total);
+  CudaWriter w;
+  w.raw_line(kernel_header(k));
+  std::string sig;
+  for (const KernelParam& p : k.params) {
+    if (!sig.empty()) sig += ", ";
+    const std::string st = storage_type(p.value->dtype);
+    sig += p.output ? fmt::format("{}* __restrict__ {}", st, p.name) : fmt::format("const {}* __restrict__ {}", st, p.name);
+  }
+  auto vec_type = [](const Value* v) { return v->dtype == DType::kF32 ? "float4" : "int4"; };
+  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kMapBlock, k.name, sig);
+  w.open("for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < {}LL; "
+         "v += (long long)gridDim.x * blockDim.x)", vecs);
+  std::set<std::string> loaded;
+  for (const auto& [v, name] : operand) {
+    if (v == nullptr || loaded.count(name)) continue;
+    loaded.insert(name);
+    if (num_elements(dims(v)) == 1) w.line("const {} {}s = {}[0];", storage_type(v->dtype), name, name);
+    else w.line("const {0} {1}v = reinterpret_cast<const {0}*>({1})[v];", vec_type(v), name);
+  }
+  w.line("{} r;", vec_type(out));
+  for (const char* c : {"x", "y", "z", "w"}) {
+    std::vector<std::string> args;
+    std::string decl;
+    for (size_t i = 0; i < operand.size(); ++i) {
+      const auto& [v, name] = operand[i];
+      if (v == nullptr) {
+        args.emplace_back();
+        continue;
+      }
+      const std::string src = num_elements(dims(v)) == 1 ? name + "s" : fmt::format("{}v.{}", name, c);
+      const std::string a = fmt::format("a{}", i);
+      decl += fmt::format("const {} {} = ({}){}; ", compute_type(v->dtype), a, compute_type(v->dtype), src);
+      args.push_back(a);
+    }
+    ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
+    w.line("{{ {}r.{} = ({})({}); }}", decl, c, storage_type(out->dtype), expr);
+  }
+  w.line("reinterpret_cast<{}*>(y0)[v] = r;", vec_type(out));
+  w.close();
+  w.close();
+  k.source = w.text();
+  return k;
+}
+
 StatusOr<Kernel> lower_scalar(const Node& n, int index) {
+  if (can_vectorize(n)) return lower_scalar_vec4(n, index);
   const Value* out = n.output(0);
   MapBuilder b(n, index, dims(out));
   std::vector<std::string> args;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const Value* v = n.input(k);
-    if (v == nullptr) {
+    if (v == nullptr || (n.op_type == "CastLike" && k == 1)) {  // CastLike reads only its target's type
       args.emplace_back();
       continue;
     }
@@ -344,6 +441,7 @@ StatusOr<Kernel> lower_split(const Node& n, int index) {
     const Value* v = n.output(k);
     const int64_t len = sizes[k];
     if (v == nullptr || len == 0) {
+      if (v != nullptr) b.param(v, true);  // empty output: a parameter, never written
       start += len;
       continue;
     }
@@ -435,12 +533,22 @@ StatusOr<Kernel> lower_gather_nd(const Node& n, int index) {
   return b.finish(fmt::format(", {} index components, {} batch dims", last, bd));
 }
 
+// Dropout in inference mode with its mask requested: a copy, and a mask of all true.
+StatusOr<Kernel> lower_dropout_mask(const Node& n, int index) {
+  const Value* out = n.output(0);
+  MapBuilder b(n, index, dims(out));
+  b.line(fmt::format("{}[i] = {}[i];", b.param(out, true), b.param(n.input(0), false)));
+  b.line(fmt::format("{}[i] = true;", b.param(n.output(1), true)));
+  return b.finish(", inference Dropout: copy and an all-true mask");
+}
+
 }  // namespace
 
 StatusOr<Kernel> lower_map(const Node& n, int index) {
   const std::string& op = n.op_type;
   if (has_scalar_expr(n)) return lower_scalar(n, index);
   if (op == "Trilu") return lower_trilu(n, index);
+  if (op == "Dropout") return lower_dropout_mask(n, index);
   if (op == "Transpose") return lower_transpose(n, index);
   if (op == "Slice") return lower_slice(n, index);
   if (op == "Expand") return lower_expand(n, index);

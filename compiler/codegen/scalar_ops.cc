@@ -114,7 +114,7 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
   if (op == "Mod") {
     bool fmod_mode = n.attr_int("fmod", 0) != 0;
     if (!ints) return fmt::format("{}({}, {})", fn(ct, "fmod"), a, b);
-    if (fmod_mode) return fmt::format("({1} == 0 ? ({2})0 : {0} % {1})", a, b, ct);
+    if (fmod_mode || ct == "unsigned long long") return fmt::format("({1} == 0 ? ({2})0 : {0} % {1})", a, b, ct);
     return fmt::format("({1} == 0 ? ({2})0 : (({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0))) ? {0} % {1} + {1} : {0} % {1}))",
                        a, b, ct);
   }

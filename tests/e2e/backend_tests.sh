@@ -107,7 +107,7 @@ expect "not an artifact directory" 2 "manifest.json'; recompile" -- "$STITCHC" r
 cp -r "$B" "$TMP/tampered" && printf 'x' >>"$TMP/tampered/weights.bin"
 expect "weights with extra bytes" 2 "'weights.bin' has [0-9]+ bytes, the manifest says" -- \
   "$STITCHC" run "$TMP/tampered" --backend emu --inputs "$D"
-cp -r "$B" "$TMP/edited" && sed -i 's/const long long n = /const long long n =  /' "$TMP/edited/kernels/k001_map_add.cu"
+cp -r "$B" "$TMP/edited" && sed -i '1s/$/ (edited)/' "$TMP/edited/kernels/k001_map_add.cu"
 expect "edited kernel source" 2 "k001_map_add.cu' .*(checksum|bytes)" -- "$STITCHC" run "$TMP/edited" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/truncated" && head -c 100 "$B/schedule.json" >"$TMP/truncated/schedule.json"
 expect "truncated schedule" 2 "schedule.json' has [0-9]+ bytes" -- "$STITCHC" run "$TMP/truncated" --backend emu --inputs "$D"

@@ -7,7 +7,14 @@
 // Tests using ops the table does not claim are skipped. Prints one line per
 // failure and closes with "node-tests: N passed, N failed, N skipped".
 //
-//   stitch_node_tests [--known FILE] [--filter SUBSTR] [--verbose] DIR...
+// With --backend emu, each test is instead compiled by the back end (schedule, generated
+// kernels, emulation library) and run on the runtime's emu backend; tests with nodes the back
+// end does not claim are skipped. --nvcc-dir DIR also gathers every generated kernel (renamed
+// per test) into DIR/node_kernels.cu for one nvcc check of them all.
+//
+//   stitch_node_tests [--known FILE] [--filter SUBSTR] [--verbose] [--backend emu] [--nvcc-dir D]
+//                     [--shard K/N] DIR...
+// --shard K/N runs every N-th test starting at the K-th (so N processes can share the work).
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
@@ -16,12 +23,16 @@
 #include <map>
 #include <set>
 
+#include "codegen/artifact.h"
+#include "codegen/lower.h"
+#include "codegen/schedule.h"
 #include "importer/onnx_importer.h"
 #include "importer/tensor_io.h"
 #include "ir/op_table.h"
 #include "passes/pass.h"
 #include "reference/compare.h"
 #include "reference/interpreter.h"
+#include "stitch/runtime.hpp"
 #include "support/tolerances.h"
 
 namespace fs = std::filesystem;
@@ -75,6 +86,65 @@ bool needs_constant(const Status& st) {
 // How many tests ran with some inputs frozen into constants.
 int g_frozen_runs = 0;
 
+// Back-end mode.
+bool g_emu = false;
+std::string g_nvcc_dir;
+std::string g_all_kernels;  // every generated kernel, renamed per test
+int g_kernel_sets = 0;
+int g_backend_skipped = 0;
+
+// A Status that marks "the back end does not claim a node of this test".
+Status backend_skip(const std::string& why) { return Status::internal("backend-skip: " + why); }
+bool is_backend_skip(const Status& st) { return st.message().rfind("backend-skip: ", 0) == 0; }
+
+// Compiles the prepared graph and runs it on the emu backend.
+StatusOr<TensorMap> run_emu(const Graph& g, const TensorMap& feed, const fs::path& test_dir) {
+  for (const auto& n : g.nodes()) {
+    std::string why;
+    if (codegen::classify_node(*n, &why) == codegen::NodeLowering::kUnsupported)
+      return backend_skip(fmt::format("{}: {}", n->describe(), why));
+  }
+  ASSIGN_OR_RETURN(codegen::Schedule s, codegen::build_schedule(g));
+  codegen::CompileOptions o;
+  o.run_nvcc = false;
+  o.model_path = (test_dir / "model.onnx").string();
+  const fs::path out = fs::temp_directory_path() / fmt::format("stitch_node_{}_{}", getpid(), test_dir.filename().string());
+  codegen::ArtifactSummary summary;
+  RETURN_IF_ERROR(codegen::write_artifact(g, s, o, out.string(), &summary));
+  if (!g_nvcc_dir.empty()) {
+    const std::string prefix = fmt::format("t{:04d}_", g_kernel_sets++);
+    for (const codegen::Kernel& k : s.kernels) {
+      std::string src = k.source;
+      for (size_t at = src.find(k.name); at != std::string::npos; at = src.find(k.name, at + prefix.size() + 1))
+        src.insert(at, prefix);
+      g_all_kernels += fmt::format("// from {}\n{}\n", test_dir.filename().string(), src);
+    }
+  }
+  TensorMap got;
+  try {
+    auto model = rt::Model::load(out.string());
+    rt::Session session(model, rt::Backend::kEmu);
+    for (const rt::TensorInfo& t : model->inputs()) {
+      const Tensor& x = feed.at(t.name);
+      session.set_input(t.name, std::string(dtype_name(x.dtype())), std::vector<int64_t>(x.dims().begin(), x.dims().end()),
+                        x.data(), static_cast<size_t>(x.byte_size()));
+    }
+    session.run();
+    for (const Value* v : g.outputs) {
+      Tensor t(v->dtype, *v->dims);
+      session.get_output(v->name, t.data(), static_cast<size_t>(t.byte_size()));
+      got[v->name] = std::move(t);
+    }
+  } catch (const rt::Error& e) {
+    std::error_code ec;
+    fs::remove_all(out, ec);
+    return Status::internal(e.what());
+  }
+  std::error_code ec;
+  fs::remove_all(out, ec);
+  return got;
+}
+
 // Runs one test directory; returns ok or the reason it failed. stitch needs
 // shape operands (Reshape's shape, Slice's starts...) at compile time, while
 // node tests feed them as inputs: `freeze` turns integer inputs (1) or all
@@ -121,7 +191,12 @@ Status run_test_once(const fs::path& dir, int freeze) {
     }
     g->inputs = kept;
     RETURN_IF_ERROR(run_frontend(*g, ctx));
-    ASSIGN_OR_RETURN(TensorMap got, run_reference(*g, feed));
+    TensorMap got;
+    if (g_emu) {
+      ASSIGN_OR_RETURN(got, run_emu(*g, feed, dir));
+    } else {
+      ASSIGN_OR_RETURN(got, run_reference(*g, feed));
+    }
     if (expected.size() != g->outputs.size())
       return Status::user(fmt::format("{} outputs in data, {} in model", expected.size(), g->outputs.size()));
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -158,12 +233,21 @@ std::map<std::string, std::string> read_known(const std::string& path) {
 int main(int argc, char** argv) {
   std::string known_path, filter;
   bool verbose = false;
+  int shard_k = 0, shard_n = 1, ordinal = 0;
   std::vector<std::string> roots;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--known" && i + 1 < argc) known_path = argv[++i];
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--verbose") verbose = true;
+    else if (a == "--backend" && i + 1 < argc) g_emu = std::string(argv[++i]) == "emu";
+    else if (a == "--nvcc-dir" && i + 1 < argc) g_nvcc_dir = argv[++i];
+    else if (a == "--shard" && i + 1 < argc) {
+      if (std::sscanf(argv[++i], "%d/%d", &shard_k, &shard_n) != 2 || shard_n < 1 || shard_k < 0 || shard_k >= shard_n) {
+        fmt::print(stderr, "node-tests: --shard wants K/N with 0 <= K < N\n");
+        return 2;
+      }
+    }
     else roots.push_back(a);
   }
   if (roots.empty()) {
@@ -186,6 +270,7 @@ int main(int argc, char** argv) {
     for (const auto& dir : dirs) {
       std::string name = dir.filename().string();
       if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      if (ordinal++ % shard_n != shard_k) continue;
       auto missing = unclaimed_ops((dir / "model.onnx").string());
       if (!missing.empty()) {
         ++skipped;
@@ -194,6 +279,11 @@ int main(int argc, char** argv) {
         continue;
       }
       Status st = run_test(dir);
+      if (is_backend_skip(st)) {
+        ++g_backend_skipped;
+        if (verbose) fmt::print("SKIP {} ({})\n", name, st.message());
+        continue;
+      }
       bool is_known = known.count(name) != 0;
       if (is_known) seen_known.insert(name);
       if (st.is_ok() && !is_known) {
@@ -212,7 +302,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& [name, why] : known)
-    if (!seen_known.count(name) && filter.empty())
+    if (!seen_known.count(name) && filter.empty() && shard_n == 1)
       fmt::print("note: known failure '{}' did not run (not found or its ops are unclaimed)\n", name);
   if (verbose && !skipped_ops.empty()) {
     fmt::print("skipped for unsupported ops:\n");
@@ -220,6 +310,17 @@ int main(int argc, char** argv) {
   }
   fmt::print("known failures (listed with reasons): {}\n", xfail);
   fmt::print("tests run with shape operands frozen into constants: {}\n", g_frozen_runs);
-  fmt::print("node-tests: {} passed, {} failed, {} skipped\n", passed, failed, skipped + xfail);
+  if (g_emu) fmt::print("skipped because the back end does not claim a node: {}\n", g_backend_skipped);
+  if (!g_nvcc_dir.empty()) {
+    // One translation unit with every kernel the node tests generated, for nvcc.
+    fs::create_directories(g_nvcc_dir);
+    std::ofstream f(fs::path(g_nvcc_dir) / "node_kernels.cu");
+    f << "// Every kernel generated for the ONNX node tests, renamed per test.\n" << g_all_kernels;
+    for (const char* h : {"stitch_device.cuh", "compat.cuh"})
+      fs::copy_file(fs::path(STITCH_DEVICE_INCLUDE_DIR) / "stitch" / "device" / h, fs::path(g_nvcc_dir) / h,
+                    fs::copy_options::overwrite_existing);
+    fmt::print("wrote the kernels of {} tests to {}/node_kernels.cu\n", g_kernel_sets, g_nvcc_dir);
+  }
+  fmt::print("node-tests: {} passed, {} failed, {} skipped\n", passed, failed, skipped + xfail + g_backend_skipped);
   return failed ? 1 : 0;
 }

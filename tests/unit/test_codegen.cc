@@ -1,0 +1,231 @@
+// Back end: the printer, ptxas parsing, schedules of the shipped models (memory plan verified,
+// every step's buffers placed, byte-stable output, launch counts), goldens, and odd-shaped
+// graphs compiled and run on the emu backend against the reference interpreter.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/artifact.h"
+#include "codegen/cuda_writer.h"
+#include "codegen/lower.h"
+#include "codegen/scalar_ops.h"
+#include "codegen/schedule.h"
+#include "importer/onnx_importer.h"
+#include "importer/tensor_io.h"
+#include "reference/compare.h"
+#include "stitch/runtime.hpp"
+#include "support/tolerances.h"
+#include "test_util.h"
+
+using namespace stitch;
+using namespace stitch::codegen;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::unique_ptr<Graph> prepared_model(const std::string& name) {
+  const fs::path dir = fs::path(STITCH_SOURCE_DIR) / "models" / name;
+  auto g = import_onnx_file((dir / "model.onnx").string());
+  REQUIRE(g.is_ok());
+  PassContext ctx;
+  for (size_t i = 0; i < (*g)->inputs.size(); ++i) {
+    auto t = read_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb")).string());
+    REQUIRE(t.is_ok());
+    ctx.bindings.by_input[(*g)->inputs[i]->name] = t->tensor.dims();
+  }
+  test::run_frontend_or_die(**g, ctx);
+  return std::move(g).value();
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Compiles `g` (emu only) into a temporary artifact, runs it on the emu backend on seeded
+// inputs, and compares every output with the reference interpreter.
+void check_on_emu(const Graph& g, const Tolerance& tol) {
+  auto s = build_schedule(g);
+  INFO(s.status().message());
+  REQUIRE(s.is_ok());
+  CompileOptions o;
+  o.run_nvcc = false;
+  const fs::path dir = fs::temp_directory_path() / ("stitch_codegen_test_" + std::to_string(getpid()));
+  o.model_path = "/dev/null";
+  ArtifactSummary summary;
+  Status st = write_artifact(g, *s, o, dir.string(), &summary);
+  INFO(st.message());
+  REQUIRE(st.is_ok());
+  TensorMap feed;
+  uint32_t seed = 1;
+  for (const Value* v : g.inputs) feed[v->name] = test::random_tensor(v->dtype, *v->dims, seed++);
+  auto want = run_reference(g, feed);
+  REQUIRE(want.is_ok());
+  auto model = rt::Model::load(dir.string());
+  rt::Session session(model, rt::Backend::kEmu);
+  for (const Value* v : g.inputs) {
+    const Tensor& t = feed.at(v->name);
+    session.set_input(v->name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
+  }
+  session.run();
+  for (const Value* v : g.outputs) {
+    Tensor got(v->dtype, *v->dims);
+    session.get_output(v->name, got.data(), got.byte_size());
+    CompareResult r = compare_tensors(got, want->at(v->name), tol.rtol, tol.atol);
+    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
+    CHECK(r.ok);
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST_CASE("the printer indents scopes and closes them", "[codegen]") {
+  CudaWriter w;
+  w.comment("one\ntwo");
+  {
+    Block b(w, "if ({})", "x");
+    w.line("y = {};", 1);
+  }
+  CHECK(w.text() == "// one\n// two\nif (x) {\n  y = 1;\n}\n");
+  CHECK(w.depth() == 0);
+}
+
+TEST_CASE("literals keep their type", "[codegen]") {
+  CHECK(literal(0.5, "float") == "0.5f");
+  CHECK(literal(2, "float") == "2.0f");
+  CHECK(literal(2, "double") == "2.0");
+  CHECK(literal(3, "long long") == "3LL");
+  CHECK(literal(-INFINITY, "float") == "__int_as_float(0xff800000)");
+}
+
+TEST_CASE("ptxas resource lines are parsed per kernel", "[codegen]") {
+  const std::string log =
+      "ptxas info    : Compiling entry function 'k000_map_add' for 'sm_90'\n"
+      "ptxas info    : Function properties for k000_map_add\n"
+      "    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 30 registers, used 1 barriers, 128 bytes smem, 372 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'k001_row_softmax' for 'sm_80'\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 18 registers, 368 bytes cmem[0]\n";
+  auto r = parse_ptxas(log);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].kernel == "k000_map_add");
+  CHECK(r[0].arch == "sm_90");
+  CHECK(r[0].registers == 30);
+  CHECK(r[0].spill_stores == 4);
+  CHECK(r[0].spill_loads == 12);
+  CHECK(r[0].smem_bytes == 128);
+  CHECK(r[0].stack_bytes == 8);
+  CHECK(r[1].registers == 18);
+  CHECK(r[1].smem_bytes == 0);
+}
+
+TEST_CASE("schedules of the shipped models: plan verified, buffers placed, output byte-stable", "[codegen][models]") {
+  // Unfused launch counts at the shipped test data's shapes: a change that adds launches shows here.
+  const std::map<std::string, std::pair<size_t, size_t>> expected = {
+      {"bert_tiny", {62, 17}}, {"gpt2_tiny", {102, 12}}, {"llama_tiny", {104, 18}}, {"cnn_small", {18, 10}}};
+  for (const auto& [name, counts] : expected) {
+    INFO(name);
+    auto g = prepared_model(name);
+    auto a = build_schedule(*g);
+    INFO(a.status().message());
+    REQUIRE(a.is_ok());
+    CHECK(a->kernels.size() == counts.first);
+    CHECK(a->calls.size() == counts.second);
+    Status st = verify_memory_plan(a->requests, a->plan);
+    INFO(st.message());
+    CHECK(st.is_ok());
+    CHECK(a->plan.arena_bytes < a->plan.total_bytes);
+    for (const Kernel& k : a->kernels)
+      for (const KernelParam& p : k.params) CHECK(a->buffers.count(p.value) == 1);
+    // A second build from a fresh import emits identical text.
+    auto g2 = prepared_model(name);
+    auto b = build_schedule(*g2);
+    REQUIRE(b.is_ok());
+    REQUIRE(a->kernels.size() == b->kernels.size());
+    for (size_t i = 0; i < a->kernels.size(); ++i) CHECK(a->kernels[i].source == b->kernels[i].source);
+    CHECK(a->plan.offsets == b->plan.offsets);
+  }
+}
+
+TEST_CASE("golden kernels: layer norm and softmax of bert_tiny", "[codegen][golden]") {
+  // To accept an intended change: stitchc compile models/bert_tiny/model.onnx -o /tmp/b
+  //   --shape batch=2 --shape sequence=16 --no-nvcc --no-emu, then copy the two files here.
+  auto g = prepared_model("bert_tiny");
+  auto s = build_schedule(*g);
+  REQUIRE(s.is_ok());
+  const fs::path golden = fs::path(STITCH_SOURCE_DIR) / "tests" / "codegen" / "golden";
+  int compared = 0;
+  for (const Kernel& k : s->kernels) {
+    const fs::path p = golden / (k.name + ".cu");
+    if (!fs::exists(p)) continue;
+    INFO(k.name);
+    CHECK(k.source == read(p));
+    ++compared;
+  }
+  CHECK(compared == 2);
+}
+
+TEST_CASE("odd shapes and every thread mapping run on the emu backend like the reference", "[codegen][emu]") {
+  SECTION("row softmax over 3x100000 (block per row) and 37x770 (warp per row)") {
+    auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[3,100000]
+  input %z: f32[37,770]
+  %y = Softmax(%x) {axis = -1} @"sm"
+  %w = LogSoftmax(%z) {axis = 1} @"lsm"
+  output %y
+  output %w
+}
+)");
+    test::run_frontend_or_die(*g);
+    check_on_emu(*g, kEmuF32);
+  }
+  SECTION("column reduction 1000x37 (thread per segment), 1x1, keepdims off, middle axis") {
+    auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[1000,37]
+  input %o: f32[1,1]
+  input %m: f32[4,33,5]
+  const %a0: i64[1] = [0]
+  const %a1: i64[1] = [1]
+  %s = ReduceSum(%x, %a0) {keepdims = 0} @"col"
+  %t = ReduceMax(%o, %a1) @"one"
+  %u = ReduceMean(%m, %a1) @"mid"
+  %v = ArgMax(%m) {axis = 1} @"arg"
+  output %s
+  output %t
+  output %u
+  output %v
+}
+)");
+    test::run_frontend_or_die(*g);
+    check_on_emu(*g, kEmuF32);
+  }
+  SECTION("layer norm 37x770 with broadcast scale, bias add with every broadcast kind, transpose, slice, concat") {
+    auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[37,770]
+  input %s: f32[770]
+  input %b: f32[37,1]
+  input %c: f32[1,770]
+  input %k: f32[1]
+  const %st: i64[1] = [5]
+  const %en: i64[1] = [700]
+  const %ax: i64[1] = [1]
+  const %sp: i64[1] = [3]
+  %n = LayerNormalization(%x, %s) {axis = -1, epsilon = 0.00001} @"ln"
+  %p = Add(%n, %b) @"col_bcast"
+  %q = Mul(%p, %c) @"row_bcast"
+  %r = Sub(%q, %k) @"scalar_bcast"
+  %t = Transpose(%r) {perm = ints[1, 0]} @"tr"
+  %l = Slice(%r, %st, %en, %ax, %sp) @"sl"
+  %j = Concat(%l, %l) {axis = 0} @"cat"
+  output %t
+  output %j
+}
+)");
+    test::run_frontend_or_die(*g);
+    check_on_emu(*g, kEmuF32);
+  }
+}
