@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: install dependencies, build, then inspect a
-# shipped transformer and run every shipped model on the reference backend
-# against the outputs PyTorch computed for it.
+# The main job on a fresh machine: install dependencies, build, then compile every shipped model
+# ahead of time (generated CUDA kernels through nvcc for sm_90, static schedule, weights) and run
+# each artifact on the CPU emulation backend against the outputs PyTorch computed for it. On a
+# machine with a GPU, add `--backend cuda` runs of the same artifacts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 stitchc=build/cli/stitchc
-echo
-echo "== stitchc inspect models/bert_tiny/model.onnx --shape batch=2 --shape sequence=16"
-$stitchc inspect models/bert_tiny/model.onnx --shape batch=2 --shape sequence=16
+out=build/demo
+mkdir -p "$out"
 for m in models/*/; do
+  name=$(basename "$m")
+  shapes=(--shape batch=2)
+  [ "$name" = cnn_small ] || shapes+=(--shape sequence=16)
   echo
-  echo "== stitchc run ${m}model.onnx --backend reference --inputs ${m}test_data_set_0 --expect ${m}test_data_set_0"
-  $stitchc run "${m}model.onnx" --backend reference --inputs "${m}test_data_set_0" --expect "${m}test_data_set_0"
+  echo "== stitchc compile ${m}model.onnx -o $out/$name ${shapes[*]}"
+  $stitchc compile "${m}model.onnx" -o "$out/$name" "${shapes[@]}"
+  echo "== stitchc run $out/$name --backend emu --inputs ${m}test_data_set_0 --expect ${m}test_data_set_0"
+  $stitchc run "$out/$name" --backend emu --inputs "${m}test_data_set_0" --expect "${m}test_data_set_0"
 done
+echo
+echo "== build/examples/stitch_example $out/bert_tiny emu   (the C++ example linking the runtime)"
+build/examples/stitch_example "$out/bert_tiny" emu
