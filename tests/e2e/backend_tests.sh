@@ -3,12 +3,13 @@
 # run on the emu backend against its PyTorch outputs; generated kernels through the emulation
 # layer's feature check; the example program; every bad artifact or runtime input getting a
 # clear error, exit 2, and no partial output.
-#   tests/e2e/backend_tests.sh STITCHC FEATURE_CHECK EXAMPLE REPO_ROOT
+#   tests/e2e/backend_tests.sh STITCHC FEATURE_CHECK EXAMPLE REPO_ROOT C_API_TEST
 set -u
 STITCHC=$1
 FEATURE_CHECK=$2
 EXAMPLE=$3
 ROOT=$4
+C_API_TEST=$5
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0
@@ -72,6 +73,7 @@ expect "--save-outputs from the emu backend" 0 "saved 2 output" -- \
   "$STITCHC" run "$B" --backend emu --inputs "$D" --save-outputs "$TMP/emu_out"
 expect "emu outputs agree with the reference interpreter" 0 "all 2 output" -- \
   "$STITCHC" run "$ROOT/models/bert_tiny/model.onnx" --inputs "$D" --expect "$TMP/emu_out"
+expect "the C ABI from C" 0 "c-api: all checks passed" -- "$C_API_TEST" "$B"
 expect "example program runs the artifact" 0 "last_hidden_state f32 \[2x16x64\] sum .* finite" -- "$EXAMPLE" "$B" emu
 
 # --- bad input: exit 2, clear message, no partial output ----------------------------------
