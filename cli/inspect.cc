@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "cli/subcommands.h"
 #include "codegen/memory_plan.h"
+#include "codegen/schedule.h"
 #include "importer/onnx_importer.h"
 #include "ir/op_table.h"
 
@@ -57,12 +58,19 @@ int run_inspect(const InspectArgs& a) {
     fold_note = "inputs have dynamic dimensions: bind them with --shape to fold and see static shapes";
   }
   const Graph& shown = folded ? *folded : raw;
-  // The unfused schedule's arena: one buffer per node output, reused once dead.
+  // The unfused schedule's arena: the back end's schedule (views share storage, outputs live in
+  // the session's buffers) when it can lower every node, else one buffer per node output.
   std::optional<MemoryPlan> memory;
   std::vector<BufferRequest> buffers;
   if (folded) {
-    buffers = graph_buffer_requests(*folded);
-    memory = plan_memory(buffers);
+    auto sched = codegen::build_schedule(*folded);
+    if (sched.is_ok()) {
+      buffers = sched->requests;
+      memory = sched->plan;
+    } else {
+      buffers = graph_buffer_requests(*folded);
+      memory = plan_memory(buffers);
+    }
     Status st = verify_memory_plan(buffers, *memory);
     if (!st.is_ok()) return report(st);
   }

@@ -3,6 +3,7 @@
 //   stitchc run MODEL --inputs DIR [--expect DIR] [--rtol R --atol A] [--save-outputs DIR]
 //   stitchc compile MODEL -o DIR [--shape ...] [--arch sm_80,sm_90] [--fusion none] [--report-json F]
 //   stitchc MODEL -o DIR  (the same)
+//   stitchc bench DIR [--backend cuda|emu] [--iters N] [--warmup N] [--no-cuda-graph]
 //   stitchc ops
 // Exit codes: 0 ok, 1 verification mismatch, 2 user error, 3 internal error.
 #include <CLI/CLI.hpp>
@@ -78,6 +79,14 @@ int main(int argc, char** argv) {
   compile->add_flag("--no-nvcc", ca.no_nvcc, "emit sources only; do not run nvcc");
   compile->add_flag("--no-emu", ca.no_emu, "do not build the CPU emulation library");
 
+  BenchArgs ba;
+  CLI::App* bench = app.add_subcommand("bench", "time an artifact's run() after warm-up");
+  bench->add_option("dir", ba.dir, "artifact directory from stitchc compile")->required();
+  bench->add_option("--backend", ba.backend, "cuda (GPU) or emu (CPU emulation)")->default_val("cuda");
+  bench->add_option("--iters", ba.iters, "timed runs")->default_val(100);
+  bench->add_option("--warmup", ba.warmup, "untimed runs first")->default_val(10);
+  bench->add_flag("--no-cuda-graph", ba.no_cuda_graph, "launch every step each run instead of replaying a CUDA Graph");
+
   CLI::App* ops = app.add_subcommand("ops", "list the supported ONNX ops with opsets and fusion categories");
 
   // `stitchc MODEL -o DIR` is `stitchc compile MODEL -o DIR`.
@@ -96,6 +105,7 @@ int main(int argc, char** argv) {
     if (*run) return run_run(ra);
     if (*ops) return run_ops();
     if (*compile) return run_compile(ca);
+    if (*bench) return run_bench(ba);
   } catch (const std::bad_alloc&) {
     return report(stitch::Status::user(
         "out of memory: the model needs a tensor larger than this machine can hold (check --shape bindings)"));

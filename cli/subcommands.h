@@ -27,4 +27,11 @@ struct CompileArgs {
 };
 int run_compile(const CompileArgs& a);
 
+struct BenchArgs {
+  std::string dir, backend = "cuda";
+  int iters = 100, warmup = 10;
+  bool no_cuda_graph = false;
+};
+int run_bench(const BenchArgs& a);
+
 }  // namespace stitch::cli

@@ -18,6 +18,6 @@ class BackendImpl {
 };
 
 std::unique_ptr<BackendImpl> make_emu_backend(const ModelData& m);
-std::unique_ptr<BackendImpl> make_cuda_backend(const ModelData& m);
+std::unique_ptr<BackendImpl> make_cuda_backend(const ModelData& m, bool use_graph);
 
 }  // namespace stitch::rt

@@ -52,7 +52,7 @@ struct ConvPlan {
 
 class CudaBackend final : public BackendImpl {
  public:
-  explicit CudaBackend(const ModelData& m) : m_(m) {
+  CudaBackend(const ModelData& m, bool use_graph) : m_(m), use_graph_(use_graph) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0)
@@ -118,11 +118,17 @@ class CudaBackend final : public BackendImpl {
     CHECK(cudaStreamSynchronize(stream_));
   }
   std::string describe() const override {
-    return fmt::format("cuda: {} (sm_{}{}), {} kernels, CUDA Graph replay", prop_.name, prop_.major, prop_.minor,
-                       m_.kernels.size());
+    return fmt::format("cuda: {} (sm_{}{}), {} kernels, {}", prop_.name, prop_.major, prop_.minor, m_.kernels.size(),
+                       use_graph_ ? "CUDA Graph replay" : "stream launches");
   }
 
   void run() override {
+    if (!use_graph_) {
+      enqueue();
+      cudaError_t e = cudaStreamSynchronize(stream_);
+      if (e != cudaSuccess) fail(3, fmt::format("running the schedule of '{}' failed: {}", m_.dir, cudaGetErrorString(e)));
+      return;
+    }
     if (!graph_exec_) {
       CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
@@ -293,6 +299,7 @@ class CudaBackend final : public BackendImpl {
   }
 
   const ModelData& m_;
+  bool use_graph_ = true;
   cudaDeviceProp prop_{};
   cudaStream_t stream_ = nullptr;
   void *arena_ = nullptr, *weights_ = nullptr, *cublas_ws_ = nullptr, *conv_ws_ = nullptr;
@@ -310,6 +317,8 @@ class CudaBackend final : public BackendImpl {
 
 }  // namespace
 
-std::unique_ptr<BackendImpl> make_cuda_backend(const ModelData& m) { return std::make_unique<CudaBackend>(m); }
+std::unique_ptr<BackendImpl> make_cuda_backend(const ModelData& m, bool use_graph) {
+  return std::make_unique<CudaBackend>(m, use_graph);
+}
 
 }  // namespace stitch::rt

@@ -22,7 +22,8 @@ int find_by_name(const List& list, const std::string& name, const char* role) {
 
 }  // namespace
 
-Session::Session(std::shared_ptr<const Model> model, Backend backend) : model_(std::move(model)) {
+Session::Session(std::shared_ptr<const Model> model, Backend backend, SessionOptions options)
+    : model_(std::move(model)) {
   const ModelData& m = model_->data();
   const char* want = backend == Backend::kEmu ? "emu" : "cuda";
   bool built = false;
@@ -31,7 +32,7 @@ Session::Session(std::shared_ptr<const Model> model, Backend backend) : model_(s
     fail(2, fmt::format("artifact '{}' was compiled without the {} backend ({}); recompile without {}", m.dir, want,
                         backend == Backend::kEmu ? "--no-emu" : "--no-nvcc",
                         backend == Backend::kEmu ? "--no-emu" : "--no-nvcc"));
-  impl_ = backend == Backend::kEmu ? make_emu_backend(m) : make_cuda_backend(m);
+  impl_ = backend == Backend::kEmu ? make_emu_backend(m) : make_cuda_backend(m, options.cuda_graph);
   input_set_.assign(m.inputs.size(), false);
 }
 

@@ -118,6 +118,10 @@ expect "missing file" 2 "missing file 'emu/kernels_emu.so'" -- "$STITCHC" run "$
 cp -r "$B" "$TMP/version" && sed -i 's/"version": 1,/"version": 99,/' "$TMP/version/manifest.json"
 expect "format version mismatch" 2 "format version 99, this runtime reads version 1" -- \
   "$STITCHC" run "$TMP/version" --backend emu --inputs "$D"
+expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min .* ms, median" -- \
+  "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1
+expect "bench --backend cuda without a GPU" 2 "needs an NVIDIA GPU" -- "$STITCHC" bench "$B"
+expect "bench with zero iterations" 2 "--iters must be at least 1" -- "$STITCHC" bench "$B" --backend emu --iters 0
 expect "example: unknown backend" 2 "unknown backend 'tpu'" -- "$EXAMPLE" "$B" tpu
 
 echo "backend e2e: $pass passed, $fail failed"

@@ -51,9 +51,15 @@ Backend parse_backend(const std::string& name);
 
 class BackendImpl;
 
+struct SessionOptions {
+  // cuda backend: capture the schedule once as a CUDA Graph and replay it (false: launch every
+  // step on the stream at each run, for comparison).
+  bool cuda_graph = true;
+};
+
 class Session {
  public:
-  Session(std::shared_ptr<const Model> model, Backend backend);
+  Session(std::shared_ptr<const Model> model, Backend backend, SessionOptions options = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
