@@ -87,7 +87,7 @@ NodeLowering classify_node(const Node& n, std::string* why) {
     return NodeLowering::kKernel;
   }
   if (is_one_of(op, {"Trilu", "Transpose", "Slice", "Expand", "Tile", "Pad", "Concat", "Split", "Gather",
-                     "GatherElements", "GatherND", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                     "GatherElements", "GatherND", "ScatterElements", "ScatterND", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
                      "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
                      "ArgMax", "ArgMin", "Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "InstanceNormalization",
                      "CumSum", "GlobalAveragePool", "GlobalMaxPool", "AveragePool"}))

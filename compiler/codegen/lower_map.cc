@@ -409,7 +409,6 @@ StatusOr<Kernel> lower_concat(const Node& n, int index) {
     Dims s = strides_of(dims(v));
     const int64_t base = -start * s[axis];
     std::string off = b.affine(base, s);
-    if (off == "i") off = fmt::format("{}", off);  // only when this input is the whole output
     std::string cond = fmt::format("{} < {}LL", b.coord(axis), start + len);
     const bool last = start + len == dims(out)[axis];
     if (last) b.line(first ? "{" : "} else {");
@@ -533,6 +532,81 @@ StatusOr<Kernel> lower_gather_nd(const Node& n, int index) {
   return b.finish(fmt::format(", {} index components, {} batch dims", last, bd));
 }
 
+// ScatterElements / ScatterND: one block copies the data into the output, synchronises, then
+// applies the updates: in parallel when reduction is "none" (ONNX leaves duplicate indices
+// undefined), else by one thread in update order, so add/mul/max/min are exact and repeatable.
+// One block keeps the copy-then-scatter order inside a single launch; it is slow on large
+// tensors, which inference graphs rarely scatter into.
+StatusOr<Kernel> lower_scatter(const Node& n, int index) {
+  const Value* data = n.input(0);
+  const Value* ind = n.input(1);
+  const Value* upd = n.input(2);
+  const Value* out = n.output(0);
+  const Dims& dd = dims(data);
+  const std::string red = n.attr_string("reduction", "none");
+  const bool nd = n.op_type == "ScatterND";
+  Kernel k;
+  k.name = fmt::format("k{:03d}_map_{}", index, snake(n.op_type));
+  k.nodes = {&n};
+  k.params = {{"x0", data, false}, {"x1", ind, false}, {"x2", upd, false}, {"y0", out, true}};
+  k.bytes_moved = 2 * num_elements(dd) * dtype_size(out->dtype) +
+                  num_elements(dims(ind)) * dtype_size(ind->dtype) + num_elements(dims(upd)) * dtype_size(upd->dtype);
+  k.block = {kMapBlock, 1, 1};
+  k.grid = {1, 1, 1};
+  k.mapping = fmt::format("one block: copy {} elements, barrier, then {} updates {}", num_elements(dd),
+                          num_elements(dims(upd)), red == "none" ? "in parallel" : "in order by one thread (" + red + ")");
+  const std::string st = storage_type(out->dtype), ct = compute_type(out->dtype);
+  const Dims ds = strides_of(dd);
+  CudaWriter w;
+  w.raw_line(kernel_header(k));
+  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x0, const {}* __restrict__ x1, "
+         "const {}* __restrict__ x2, {}* __restrict__ y0)", kMapBlock, k.name, st, storage_type(ind->dtype), st, st);
+  w.line("for (long long i = threadIdx.x; i < {}LL; i += blockDim.x) y0[i] = x0[i];", num_elements(dd));
+  w.line("__syncthreads();");
+  if (red == "none") w.open("for (long long u = threadIdx.x; u < {}LL; u += blockDim.x)", num_elements(dims(upd)));
+  else w.open("if (threadIdx.x == 0) for (long long u = 0; u < {}LL; ++u)", num_elements(dims(upd)));
+  w.line("long long off = 0;");
+  if (nd) {
+    const int64_t kk = dims(ind).back();
+    int64_t inner = 1;
+    for (size_t d = static_cast<size_t>(kk); d < dd.size(); ++d) inner *= dd[d];
+    w.line("const long long pos = u / {}LL;", inner);
+    for (int64_t j = 0; j < kk; ++j)
+      w.line("{{ long long j = (long long)x1[pos * {}LL + {}LL]; if (j < 0) j += {}LL; off += j * {}LL; }}", kk, j,
+             dd[j], ds[j]);
+    w.line("off += u % {}LL;", inner);
+  } else {
+    const int64_t r = static_cast<int64_t>(dd.size());
+    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+    const Dims& id = dims(ind);
+    w.line("long long t = u;");
+    for (int64_t d = r - 1; d >= 0; --d) {
+      if (d == axis) {
+        w.line("{{ long long j = (long long)x1[u]; if (j < 0) j += {}LL; off += j * {}LL; }}", dd[d], ds[d]);
+      } else {
+        w.line("off += (t % {}LL) * {}LL;", id[d], ds[d]);
+      }
+      if (d > 0) w.line("t /= {}LL;", id[d]);
+    }
+  }
+  const bool half = st == "__half" || st == "__nv_bfloat16";
+  auto ld = [&](const std::string& e) { return half ? fmt::format("stitch_dev::cvt<float>({})", e) : fmt::format("({}){}", ct, e); };
+  auto sto = [&](const std::string& e) { return half ? fmt::format("stitch_dev::cvt<{}>({})", st, e) : fmt::format("({})({})", st, e); };
+  if (red == "none") {
+    w.line("y0[off] = x2[u];");
+  } else {
+    const std::string a = ld("y0[off]"), b = ld("x2[u]");
+    const std::string e = red == "add" ? fmt::format("{} + {}", a, b) : red == "mul" ? fmt::format("{} * {}", a, b)
+                          : red == "max" ? fmt::format("stitch_dev::Max()({}, {})", a, b)
+                                         : fmt::format("stitch_dev::Min()({}, {})", a, b);
+    w.line("y0[off] = {};", sto(e));
+  }
+  w.close();
+  w.close();
+  k.source = w.text();
+  return k;
+}
+
 // Dropout in inference mode with its mask requested: a copy, and a mask of all true.
 StatusOr<Kernel> lower_dropout_mask(const Node& n, int index) {
   const Value* out = n.output(0);
@@ -549,6 +623,7 @@ StatusOr<Kernel> lower_map(const Node& n, int index) {
   if (has_scalar_expr(n)) return lower_scalar(n, index);
   if (op == "Trilu") return lower_trilu(n, index);
   if (op == "Dropout") return lower_dropout_mask(n, index);
+  if (op == "ScatterElements" || op == "ScatterND") return lower_scatter(n, index);
   if (op == "Transpose") return lower_transpose(n, index);
   if (op == "Slice") return lower_slice(n, index);
   if (op == "Expand") return lower_expand(n, index);
