@@ -4,20 +4,20 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli/common.h"
 #include "cli/subcommands.h"
 #include "codegen/artifact.h"
 #include "codegen/schedule.h"
+#include "fusion/plan.h"
 #include "importer/onnx_importer.h"
 
 namespace stitch::cli {
 
 int run_compile(const CompileArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
-  if (a.fusion != "none")
-    return report(Status::user(fmt::format("--fusion {}: only 'none' is available in this version", a.fusion)));
   codegen::CompileOptions o;
   o.archs.clear();
   std::stringstream ss(a.arch);
@@ -39,7 +39,20 @@ int run_compile(const CompileArgs& a) {
       return report(Status::user(fmt::format("input '{}' has dynamic shape {}: an artifact has static shapes; bind it "
                                              "with --shape {}=... or bind its symbolic dims (--shape NAME=N)",
                                              v->name, v->type_string(), v->name)));
-  auto sched = codegen::build_schedule(**g);
+  fusion::FusionOptions fo;
+  fo.mode = a.fusion;
+  fo.no_fuse = std::set<std::string>(a.no_fuse.begin(), a.no_fuse.end());
+  fo.max_group_size = a.max_group_size;
+  auto plan = fusion::make_plan(**g, fo);
+  if (!plan.is_ok()) return report(plan.status());
+  codegen::NodeGroups groups;
+  for (const auto& grp : plan->groups) {
+    groups.push_back(grp.nodes);
+    o.group_reasons[grp.nodes.front()->name] = grp.reason;
+  }
+  o.plan_text = fusion::explain(*plan);
+  if (a.explain) fmt::print("{}", o.plan_text);
+  auto sched = codegen::build_schedule(**g, &groups);
   if (!sched.is_ok()) return report(sched.status().with_context(a.model));
   codegen::ArtifactSummary summary;
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);

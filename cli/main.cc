@@ -73,7 +73,12 @@ int main(int argc, char** argv) {
   compile->add_option("-o,--output", ca.out, "artifact directory to write")->required();
   compile->add_option("--shape", ca.shapes, "bind a dynamic input or symbolic dim: NAME=1x128 or SYMBOL=4");
   compile->add_option("--arch", ca.arch, "comma-separated GPU targets")->default_val("sm_90");
-  compile->add_option("--fusion", ca.fusion, "fusion planner: none (unfused baseline)")->default_val("none");
+  compile->add_option("--fusion", ca.fusion, "fusion planner: none (unfused baseline) or greedy (local stitching)")
+      ->default_val("none");
+  compile->add_flag("--explain-fusion", ca.explain, "print every group, its reason, and every rejected merge");
+  compile->add_option("--no-fuse", ca.no_fuse, "keep this node (by name) out of every fused group; repeatable");
+  compile->add_option("--max-group-size", ca.max_group_size, "at most this many nodes per fused group")
+      ->default_val(64);
   compile->add_option("--report-json", ca.report_json, "also write the plan report here");
   compile->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass into this directory");
   compile->add_flag("--no-nvcc", ca.no_nvcc, "emit sources only; do not run nvcc");

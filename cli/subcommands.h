@@ -22,8 +22,9 @@ int run_run(const RunArgs& a);
 
 struct CompileArgs {
   std::string model, out, arch = "sm_90", fusion = "none", report_json, dump_dir;
-  std::vector<std::string> shapes;
-  bool no_nvcc = false, no_emu = false;
+  std::vector<std::string> shapes, no_fuse;
+  int max_group_size = 64;
+  bool no_nvcc = false, no_emu = false, explain = false;
 };
 int run_compile(const CompileArgs& a);
 

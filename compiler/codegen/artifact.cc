@@ -311,9 +311,14 @@ struct Writer {
     for (const LibraryCall& c : s.calls)
       calls.push_back({{"kind", c.kind}, {"node", c.node->name}, {"op", c.node->op_type}, {"flops", c.flops}});
     ordered_json groups = ordered_json::array();
-    for (const Kernel& k : s.kernels)
-      groups.push_back({{"kernel", k.name}, {"nodes", k.nodes.size()}, {"scheme", "single node (unfused)"},
-                        {"reason", "--fusion none"}});
+    for (const Kernel& k : s.kernels) {
+      ordered_json names = ordered_json::array();
+      for (const Node* n : k.nodes) names.push_back(n->name);
+      auto why = o.group_reasons.find(k.nodes.front()->name);
+      groups.push_back({{"kernel", k.name}, {"nodes", names},
+                        {"scheme", k.nodes.size() > 1 ? "local (registers)" : "single node"},
+                        {"reason", why != o.group_reasons.end() ? why->second : "--fusion " + o.fusion}});
+    }
     return {{"fusion", o.fusion},
             {"kernel_launches", s.kernels.size()},
             {"library_calls", s.calls.size()},
@@ -390,6 +395,7 @@ Status write_artifact(const Graph& g, const Schedule& s, const CompileOptions& o
     RETURN_IF_ERROR(write_file(w.tmp / artifact::kScheduleFile, w.schedule().dump(1) + "\n"));
     summary->report_json = w.report().dump(2) + "\n";
     RETURN_IF_ERROR(write_file(w.tmp / artifact::kReportFile, summary->report_json));
+    if (!o.plan_text.empty()) RETURN_IF_ERROR(write_file(w.tmp / "plan.txt", o.plan_text));
     return w.manifest();
   };
   Status st = body();

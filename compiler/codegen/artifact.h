@@ -3,6 +3,7 @@
 // place at the end, so a failed compile leaves no partial output.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct CompileOptions {
   std::string fusion = "none";
   std::string model_path;                    // for the manifest
   std::vector<std::string> shape_bindings;   // as given on the command line
+  std::string plan_text;                     // the fusion plan explained (written as plan.txt)
+  std::map<std::string, std::string> group_reasons;  // first node of a group -> why it is so
 };
 
 // ptxas's resource use of one kernel for one arch.

@@ -7,7 +7,9 @@
 // unsupported node of a model is reported at once before any code is emitted.
 #pragma once
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include "codegen/kernel.h"
 #include "support/status.h"
@@ -34,6 +36,10 @@ inline constexpr int kMapBlock = 256;
 inline constexpr int64_t kMaxMapBlocks = 4096;
 
 StatusOr<Kernel> lower_map(const Node& n, int index);     // elementwise, broadcast, layout
+// One kernel for a group of per-element nodes with one output shape (local stitching); stores the
+// outputs in `escaping` (read outside the group or graph outputs).
+StatusOr<Kernel> lower_fused_map(const std::vector<const Node*>& nodes, const std::set<const Value*>& escaping,
+                                 int index);
 StatusOr<Kernel> lower_reduce(const Node& n, int index);  // reductions, softmax, norms, pools
 
 }  // namespace stitch::codegen

@@ -37,7 +37,7 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 }  // namespace
 
-StatusOr<Schedule> build_schedule(const Graph& g) {
+StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups) {
   // 1. Everything the back end cannot do, at once.
   std::vector<std::string> problems;
   for (const auto& np : g.nodes()) {
@@ -58,7 +58,6 @@ StatusOr<Schedule> build_schedule(const Graph& g) {
   };
   std::map<const Value*, int> producer_step;  // root values written by a step
   std::map<const Value*, int> last_use;       // root values: last step reading them
-  std::vector<std::vector<const Value*>> step_outputs;
   int kernel_index = 0;
   auto reads = [&](const Value* v) {
     const Value* r = root_of(v);
@@ -66,8 +65,34 @@ StatusOr<Schedule> build_schedule(const Graph& g) {
   };
   std::map<int, const Value*> in_place_input;  // step -> input it may overwrite (scalar kernels)
 
-  for (const auto& np : g.nodes()) {
-    const Node& n = *np;
+  NodeGroups units;
+  if (groups) units = *groups;
+  else
+    for (const auto& np : g.nodes()) units.push_back({np.get()});
+  const auto users = g.users();
+  for (const auto& unit : units) {
+    STITCH_CHECK(!unit.empty(), "empty fusion group");
+    if (unit.size() > 1) {
+      std::set<const Node*> members(unit.begin(), unit.end());
+      std::set<const Value*> escaping;
+      for (const Node* m : unit)
+        for (const Value* v : m->outputs) {
+          if (!v) continue;
+          bool outside = g.is_graph_output(v);
+          if (auto it = users.find(v); it != users.end())
+            for (const Node* u : it->second) outside |= !members.count(u);
+          if (outside) escaping.insert(v);
+        }
+      ASSIGN_OR_RETURN(Kernel k, lower_fused_map(unit, escaping, kernel_index++));
+      for (const KernelParam& p : k.params)
+        if (!p.output) reads(p.value);
+      for (const KernelParam& p : k.params)
+        if (p.output) producer_step[p.value] = static_cast<int>(s.steps.size());
+      s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
+      s.kernels.push_back(std::move(k));
+      continue;
+    }
+    const Node& n = *unit.front();
     switch (classify_node(n)) {
       case NodeLowering::kView:
         root[n.output(0)] = n.input(0);

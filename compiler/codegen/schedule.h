@@ -44,8 +44,11 @@ struct Schedule {
 };
 
 // Lowers every node of a frontend-prepared graph (static shapes) into a schedule. Reports every
-// node the back end cannot handle in one error.
-StatusOr<Schedule> build_schedule(const Graph& g);
+// node the back end cannot handle in one error. `groups` (from a fusion plan, in a valid
+// execution order, every node once) runs each multi-node group as one fused kernel; without it
+// every node runs alone in graph order.
+using NodeGroups = std::vector<std::vector<const Node*>>;
+StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups = nullptr);
 
 // The storage reference of value `v` (must be in the schedule).
 const BufferRef& buffer_of(const Schedule& s, const Value* v);

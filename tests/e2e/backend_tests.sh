@@ -59,6 +59,20 @@ for m in "$ROOT"/models/*/; do
     "$TMP/$name"/kernels/k*.cu
   check "report of $name counts launches and the arena" grep -q '"kernel_launches"' "$TMP/$name.json"
 done
+# --- greedy local stitching: fewer launches, same outputs, kernels through nvcc ------------
+for m in "$ROOT"/models/*/; do
+  name=$(basename "$m")
+  # shellcheck disable=SC2046
+  expect "compile $name --fusion greedy (nvcc sm_90)" 0 "nvcc \(sm_90\)" -- \
+    "$STITCHC" compile "$m/model.onnx" -o "$TMP/fused_$name" $(shapes_for "$name") --fusion greedy
+  expect "run fused $name --backend emu --expect" 0 "all [0-9]+ output\(s\) match" -- \
+    "$STITCHC" run "$TMP/fused_$name" --backend emu --inputs "$m/test_data_set_0" --expect "$m/test_data_set_0"
+done
+expect "--explain-fusion names groups and rejected merges" 0 "group [0-9]+ \[local\]: .* in registers" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/explained" --shape batch=1 --shape sequence=4 \
+  --fusion greedy --explain-fusion --no-nvcc --no-emu
+check "the plan is kept in the artifact" grep -q "rejected merges:" "$TMP/explained/plan.txt"
+check "fused kernels name their scheme" grep -q "local stitching" "$TMP/fused_bert_tiny/kernels/k001_fused_add_add.cu"
 B=$TMP/bert_tiny
 D=$ROOT/models/bert_tiny/test_data_set_0
 check "artifact holds manifest, schedule, weights, sources, fatbin, emu library, report" \
@@ -91,8 +105,11 @@ mkdir -p "$TMP/notart" && echo hi >"$TMP/notart/keep.txt"
 expect "refuses to overwrite a non-artifact directory" 2 "exists and is not a stitch artifact" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/notart" --shape batch=1 --shape sequence=4 --no-nvcc
 check "the non-artifact directory is untouched" test -f "$TMP/notart/keep.txt"
-expect "--fusion other than none" 2 "only 'none' is available" -- \
-  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --fusion beam
+expect "--fusion planner not available yet" 2 "available planners are none and greedy" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --fusion beam
+expect "--no-fuse of an unknown node" 2 "--no-fuse 'nosuch': the model has no node of that name" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --fusion greedy --no-fuse nosuch
 expect "--backend cuda without a GPU" 2 "needs an NVIDIA GPU .* --backend emu" -- \
   "$STITCHC" run "$B" --backend cuda --inputs "$D"
 expect "cuda on an artifact compiled with --no-nvcc" 2 "compiled without the cuda backend .* --no-nvcc" -- \

@@ -1,0 +1,139 @@
+// MapBuilder: the element-parallel kernel skeleton shared by the per-node lowerings
+// (lower_map.cc) and fused groups (lower_fused.cc). One thread per element of an iteration
+// domain in a grid-stride loop; the flat index i is split into coordinates c0..cR-1 only as far
+// as some operand needs them; callers add parameters, loads, body lines and stores.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_writer.h"
+#include "codegen/lower.h"
+#include "ops/op_util.h"
+
+namespace stitch::codegen {
+
+class MapBuilder {
+ public:
+  MapBuilder(const Node& n, int index, Dims domain)
+      : MapBuilder(fmt::format("k{:03d}_map_{}", index, snake(n.op_type)), {&n}, std::move(domain)) {}
+  MapBuilder(std::string name, std::vector<const Node*> nodes, Dims domain) : domain_(std::move(domain)) {
+    k_.name = std::move(name);
+    k_.nodes = std::move(nodes);
+    uses_.assign(domain_.size(), false);
+  }
+
+  // The kernel parameter for `v` (one per distinct value).
+  std::string param(const Value* v, bool output) {
+    for (const KernelParam& p : k_.params)
+      if (p.value == v && p.output == output) return p.name;
+    std::string name = fmt::format("{}{}", output ? "y" : "x", output ? outs_++ : ins_++);
+    k_.params.push_back({name, v, output});
+    const int64_t bytes = num_elements(*v->dims) * dtype_size(v->dtype);
+    k_.bytes_moved += bytes;
+    return name;
+  }
+  std::string coord(size_t d) {
+    uses_[d] = true;
+    return fmt::format("c{}", d);
+  }
+  std::string flat() {
+    uses_i_ = true;
+    return "i";
+  }
+  // base + sum(c_d * stride_d); "i" when that is the flat index itself.
+  std::string affine(int64_t base, const Dims& strides) {
+    if (base == 0 && strides == ops::strides_of(domain_)) return flat();
+    std::string s;
+    for (size_t d = 0; d < strides.size(); ++d) {
+      if (strides[d] == 0 || domain_[d] == 1) continue;
+      std::string term = strides[d] == 1 ? coord(d) : fmt::format("{} * {}LL", coord(d), strides[d]);
+      if (!s.empty()) s += " + ";
+      s += term;
+    }
+    if (base != 0 || s.empty()) s = s.empty() ? fmt::format("{}LL", base) : fmt::format("{}LL + {}", base, s);
+    return s;
+  }
+  // Loads v[offset] converted to its compute type.
+  std::string load(const Value* v, const std::string& offset) {
+    const std::string p = param(v, false);
+    const std::string ct = compute_type(v->dtype), st = storage_type(v->dtype);
+    if (ct == st) return fmt::format("{}[{}]", p, offset);
+    return fmt::format("stitch_dev::cvt<{}>({}[{}])", ct, p, offset);
+  }
+  // y[offset] = value (value in the compute type of v).
+  void store(const Value* v, const std::string& offset, const std::string& value) {
+    const std::string p = param(v, true);
+    const std::string ct = compute_type(v->dtype), st = storage_type(v->dtype);
+    if (ct == st) line(fmt::format("{}[{}] = {};", p, offset, value));
+    else line(fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, offset, st, value));
+  }
+  void line(const std::string& s) { body_.push_back(std::string(static_cast<size_t>(2 * depth_), ' ') + s); }
+  void indent(int delta) { depth_ += delta; }
+
+  Kernel finish(const std::string& mapping_extra = "") {
+    const int64_t n = num_elements(domain_);
+    k_.block = {kMapBlock, 1, 1};
+    k_.grid = {std::clamp<int64_t>((n + kMapBlock - 1) / kMapBlock, 1, kMaxMapBlocks), 1, 1};
+    k_.mapping = fmt::format("grid-stride loop, one thread per element of {} ({} elements){}",
+                             dims_to_string(domain_), n, mapping_extra);
+    CudaWriter w;
+    w.raw_line(kernel_header(k_));
+    std::string sig;
+    for (const KernelParam& p : k_.params) {
+      if (!sig.empty()) sig += ", ";
+      const std::string st = storage_type(p.value->dtype);
+      sig += p.output ? fmt::format("{}* __restrict__ {}", st, p.name)
+                      : fmt::format("const {}* __restrict__ {}", st, p.name);
+    }
+    w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kMapBlock, k_.name, sig);
+    w.line("const long long n = {}LL;", n);
+    w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+           "i += (long long)gridDim.x * blockDim.x)");
+    if (n == 0) {
+      w.comment("empty domain: nothing to compute");
+    } else {
+      emit_coords(w);
+      for (const std::string& s : body_) w.raw_line(s);
+    }
+    w.close();
+    w.close();
+    k_.source = w.text();
+    return std::move(k_);
+  }
+
+ private:
+  // c_d for the used dims, innermost first: c_d = t % D_d; t /= D_d.
+  void emit_coords(CudaWriter& w) {
+    int lowest = -1;
+    for (size_t d = 0; d < uses_.size(); ++d)
+      if (uses_[d]) { lowest = static_cast<int>(d); break; }
+    if (lowest < 0) return;
+    const int r = static_cast<int>(domain_.size());
+    if (lowest == r - 1 && r == 1) {
+      w.line("const long long c0 = i;");
+      return;
+    }
+    w.line("long long t = i;");
+    for (int d = r - 1; d >= lowest; --d) {
+      if (d == 0) {
+        w.line("const long long c0 = t;");
+        break;
+      }
+      if (uses_[d]) w.line("const long long c{} = t % {}LL;", d, domain_[d]);
+      if (d > lowest) w.line("t /= {}LL;", domain_[d]);
+    }
+  }
+
+  Dims domain_;
+  Kernel k_;
+  std::vector<bool> uses_;
+  bool uses_i_ = false;
+  int ins_ = 0, outs_ = 0, depth_ = 0;
+  std::vector<std::string> body_;
+};
+
+}  // namespace stitch::codegen

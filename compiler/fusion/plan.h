@@ -1,0 +1,54 @@
+// Fusion plans: which nodes run together in one generated kernel, and why.
+//
+// A FusionPlan is a value the planners return (DESIGN.md), so planners can be swapped and
+// compared on the same graph. Groups are listed in a valid execution order (a topological order
+// of the group graph); every node of the graph is in exactly one group.
+//
+// This first planner does local stitching only: chains of per-element nodes (elementwise and
+// broadcast ops whose intermediates all have the group's shape) become one element-parallel
+// kernel whose intermediates stay in registers. Every merge it makes removes one write and one
+// read of an intermediate tensor and one launch, so greedy merging in topological order never
+// increases the estimated cost; the cost model that weighs reductions, barriers and recompute
+// comes with the regional and global schemes.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch::fusion {
+
+struct FusionOptions {
+  std::string mode = "none";             // none | greedy
+  std::set<std::string> no_fuse;         // node names that stay alone
+  int max_group_size = 64;               // nodes per group
+};
+
+struct FusionGroup {
+  std::vector<const Node*> nodes;  // in graph (topological) order
+  std::string scheme;              // "single" or "local"
+  std::string reason;              // why the group is what it is
+  int64_t saved_bytes = 0;         // intermediate traffic removed against unfused
+};
+
+struct FusionPlan {
+  std::string mode;
+  std::vector<FusionGroup> groups;
+  std::vector<std::string> rejected;  // "node 'b' not merged into the group of 'a': reason"
+};
+
+// Every node alone, in graph order: the unfused baseline.
+FusionPlan plan_none(const Graph& g);
+// Greedy local stitching (see above).
+StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o);
+// Dispatch on o.mode; a user error for an unknown mode, or no_fuse names no node.
+StatusOr<FusionPlan> make_plan(const Graph& g, const FusionOptions& o);
+
+// Human-readable plan for --explain-fusion.
+std::string explain(const FusionPlan& plan);
+
+}  // namespace stitch::fusion
