@@ -40,6 +40,21 @@ StatusOr<Kernel> lower_map(const Node& n, int index);     // elementwise, broadc
 // outputs in `escaping` (read outside the group or graph outputs).
 StatusOr<Kernel> lower_fused_map(const std::vector<const Node*>& nodes, const std::set<const Value*>& escaping,
                                  int index);
-StatusOr<Kernel> lower_reduce(const Node& n, int index);  // reductions, softmax, norms, pools
+// A per-element chain inlined into the loads of a segment kernel (regional stitching): the
+// segment kernel reads `value` (its input 0) by calling `function` on the flat index instead of
+// loading it; `inputs` are the chain's external inputs in the function's parameter order.
+struct Prologue {
+  std::vector<const Node*> nodes;
+  const Value* value = nullptr;
+  std::string function;  // name
+  std::string source;    // the device function's text
+  std::vector<const Value*> inputs;
+};
+StatusOr<Prologue> lower_prologue(const std::vector<const Node*>& nodes, const Value* value, int index);
+
+// Reductions, softmax, norms, pools; with a prologue, input 0 is computed on the fly.
+StatusOr<Kernel> lower_reduce(const Node& n, int index, const Prologue* prologue = nullptr);
+// True when lower_reduce accepts a prologue for this node.
+bool takes_prologue(const Node& n);
 
 }  // namespace stitch::codegen

@@ -22,6 +22,55 @@ std::string group_name(const std::vector<const Node*>& nodes, int index) {
 
 }  // namespace
 
+StatusOr<Prologue> lower_prologue(const std::vector<const Node*>& nodes, const Value* value, int index) {
+  STITCH_CHECK(!nodes.empty());
+  const Dims domain = *value->dims;
+  MapBuilder b("", nodes, domain);
+  std::map<const Value*, std::string> reg;
+  int loads = 0;
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    const Node& n = *nodes[j];
+    const Value* out = n.output(0);
+    STITCH_CHECK(*out->dims == domain, "prologue node {} has another shape", n.describe());
+    std::vector<std::string> args;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Value* v = n.input(k);
+      if (v == nullptr || (n.op_type == "CastLike" && k == 1)) {
+        args.emplace_back();
+        continue;
+      }
+      const bool per_channel = n.op_type == "BatchNormalization" && k > 0;
+      if (!per_channel && reg.count(v)) {
+        args.push_back(reg.at(v));
+        continue;
+      }
+      Dims strides;
+      if (per_channel) {
+        strides.assign(domain.size(), 0);
+        strides[1] = 1;
+      } else {
+        strides = ops::broadcast_strides(*v->dims, domain);
+      }
+      const std::string name = fmt::format("a{}", loads++);
+      b.line(fmt::format("const {} {} = {};", compute_type(v->dtype), name, b.load(v, b.affine(0, strides))));
+      if (!per_channel) reg[v] = name;
+      args.push_back(name);
+    }
+    ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
+    const std::string t = fmt::format("t{}", j);
+    b.line(fmt::format("const {} {} = {};  // {} '{}'", compute_type(out->dtype), t, expr, n.op_type, n.name));
+    reg[out] = t;
+  }
+  STITCH_CHECK(reg.count(value), "the prologue does not compute {}", value->name);
+  Prologue p;
+  p.nodes = nodes;
+  p.value = value;
+  p.function = fmt::format("k{:03d}_prologue", index);
+  p.source = b.finish_function(p.function, compute_type(value->dtype), reg.at(value));
+  for (const KernelParam& kp : b.params()) p.inputs.push_back(kp.value);
+  return p;
+}
+
 StatusOr<Kernel> lower_fused_map(const std::vector<const Node*>& nodes, const std::set<const Value*>& escaping,
                                  int index) {
   STITCH_CHECK(!nodes.empty());

@@ -106,7 +106,21 @@ class SegmentKernel {
     k_.bytes_moved += num_elements(*v->dims) * dtype_size(v->dtype);
     return name;
   }
+  // Regional stitching: input `pro->value` is computed by the prologue's device function.
+  void set_prologue(const Prologue* pro, int index, const char* kind) {
+    if (pro == nullptr) return;
+    pro_ = pro;
+    k_.nodes = pro->nodes;
+    k_.nodes.push_back(&n_);
+    k_.name = fmt::format("k{:03d}_{}_{}_to_{}", index, kind, snake(pro->nodes.front()->op_type), snake(n_.op_type));
+  }
   std::string load(const Value* v, const std::string& off, const std::string& ct) {
+    if (pro_ && v == pro_->value) {
+      std::string call = fmt::format("{}({}", pro_->function, off);
+      for (const Value* in : pro_->inputs) call += ", " + param(in, false);
+      call += ")";
+      return compute_type(v->dtype) == ct ? call : fmt::format("({}){}", ct, call);
+    }
     const std::string p = param(v, false), st = storage_type(v->dtype);
     if (st == "__half" || st == "__nv_bfloat16") return fmt::format("stitch_dev::cvt<float>({}[{}])", p, off);
     return ct == st ? fmt::format("{}[{}]", p, off) : fmt::format("({}){}[{}]", ct, p, off);
@@ -152,6 +166,11 @@ class SegmentKernel {
     k_.grid = {std::max<int64_t>(1, (seg_.count + per_block - 1) / per_block), 1, 1};
     CudaWriter w;
     w.raw_line(kernel_header(k_));
+    if (pro_) {
+      w.comment(fmt::format("The {} per-element nodes before {} '{}', recomputed at every read (regional stitching).",
+                            pro_->nodes.size(), n_.op_type, n_.name));
+      w.raw_line(pro_->source);
+    }
     std::string sig;
     for (const KernelParam& p : k_.params) {
       if (!sig.empty()) sig += ", ";
@@ -205,6 +224,7 @@ class SegmentKernel {
   Segments seg_;
   Mapping map_;
   Kernel k_;
+  const Prologue* pro_ = nullptr;
   int64_t block_;
   int ins_ = 0, outs_ = 0;
   CudaWriter body_;
@@ -215,7 +235,7 @@ std::string fnm(const std::string& ct, const char* name) { return ct == "float" 
 
 // ---- ReduceX and global pools ----------------------------------------------------------------
 
-StatusOr<Kernel> lower_reduction(const Node& n, int index) {
+StatusOr<Kernel> lower_reduction(const Node& n, int index, const Prologue* pro) {
   const Value* x = n.input(0);
   const Value* y = n.output(0);
   const std::string& op = n.op_type;
@@ -240,6 +260,7 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index) {
   }
   Segments seg = make_segments(dims(x), red);
   SegmentKernel k(n, index, seg, choose_mapping(seg), "red");
+  k.set_prologue(pro, index, "red");
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   const bool is_max = op == "ReduceMax" || op == "GlobalMaxPool", is_min = op == "ReduceMin";
@@ -317,7 +338,7 @@ StatusOr<Kernel> lower_hardmax(const Node& n, int index) {
 
 // ---- Softmax, LogSoftmax ------------------------------------------------------------------------
 
-StatusOr<Kernel> lower_softmax(const Node& n, int index) {
+StatusOr<Kernel> lower_softmax(const Node& n, int index, const Prologue* pro) {
   const Value* x = n.input(0);
   const int64_t r = static_cast<int64_t>(dims(x).size());
   const bool legacy = n.opset < 13;
@@ -326,6 +347,7 @@ StatusOr<Kernel> lower_softmax(const Node& n, int index) {
   for (int64_t d = axis; d < (legacy ? r : axis + 1); ++d) red[d] = true;
   Segments seg = make_segments(dims(x), red);
   SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
+  k.set_prologue(pro, index, "row");
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   k.reduce_pass(ct, "mx", literal(-INFINITY, ct), "stitch_dev::Max()", v);
@@ -345,7 +367,7 @@ StatusOr<Kernel> lower_softmax(const Node& n, int index) {
 
 // ---- LayerNormalization, InstanceNormalization ----------------------------------------------
 
-StatusOr<Kernel> lower_norm(const Node& n, int index) {
+StatusOr<Kernel> lower_norm(const Node& n, int index, const Prologue* pro) {
   const Value* x = n.input(0);
   const int64_t r = static_cast<int64_t>(dims(x).size());
   const bool layer = n.op_type == "LayerNormalization";
@@ -355,6 +377,7 @@ StatusOr<Kernel> lower_norm(const Node& n, int index) {
   for (int64_t d = axis; d < r; ++d) red[d] = true;
   Segments seg = make_segments(dims(x), red);
   SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
+  k.set_prologue(pro, index, "row");
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   k.reduce_pass(ct, "sum", literal(0, ct), "stitch_dev::Sum()", v);
@@ -503,15 +526,25 @@ StatusOr<Kernel> lower_pool(const Node& n, int index) {
 
 }  // namespace
 
-StatusOr<Kernel> lower_reduce(const Node& n, int index) {
+bool takes_prologue(const Node& n) {
   const std::string& op = n.op_type;
+  if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" || op == "InstanceNormalization" ||
+      op == "GlobalAveragePool" || op == "GlobalMaxPool")
+    return true;
+  return op.rfind("Reduce", 0) == 0;
+}
+
+StatusOr<Kernel> lower_reduce(const Node& n, int index, const Prologue* pro) {
+  const std::string& op = n.op_type;
+  STITCH_CHECK(pro == nullptr || takes_prologue(n), "{} takes no prologue", n.describe());
+  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index, pro);
+  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index, pro);
+  if (pro) return lower_reduction(n, index, pro);
   if (op == "ArgMax" || op == "ArgMin") return lower_arg(n, index);
-  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index);
   if (op == "Hardmax") return lower_hardmax(n, index);
-  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index);
   if (op == "CumSum") return lower_cumsum(n, index);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, index);
-  return lower_reduction(n, index);
+  return lower_reduction(n, index, nullptr);
 }
 
 }  // namespace stitch::codegen

@@ -13,6 +13,7 @@
 #include "codegen/cuda_writer.h"
 #include "codegen/lower.h"
 #include "ops/op_util.h"
+#include "support/check.h"
 
 namespace stitch::codegen {
 
@@ -104,6 +105,26 @@ class MapBuilder {
     k_.source = w.text();
     return std::move(k_);
   }
+
+  // The same body as a device function of the flat index instead of a kernel loop:
+  //   static __device__ __forceinline__ RET name(long long i, inputs...) { ...; return result; }
+  // Used to inline a per-element chain into another kernel's loads (regional stitching). Only
+  // inputs are allowed (no stores). Returns the text; params() gives the inputs in order.
+  std::string finish_function(const std::string& name, const std::string& ret, const std::string& result) {
+    CudaWriter w;
+    std::string sig = "long long i";
+    for (const KernelParam& p : k_.params) {
+      STITCH_CHECK(!p.output, "a prologue function cannot store");
+      sig += fmt::format(", const {}* __restrict__ {}", storage_type(p.value->dtype), p.name);
+    }
+    w.open("static __device__ __forceinline__ {} {}({})", ret, name, sig);
+    emit_coords(w);
+    for (const std::string& s : body_) w.raw_line(s);
+    w.line("return {};", result);
+    w.close();
+    return w.text();
+  }
+  const std::vector<KernelParam>& params() const { return k_.params; }
 
  private:
   // c_d for the used dims, innermost first: c_d = t % D_d; t /= D_d.

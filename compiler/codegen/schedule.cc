@@ -83,7 +83,19 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups) {
             for (const Node* u : it->second) outside |= !members.count(u);
           if (outside) escaping.insert(v);
         }
-      ASSIGN_OR_RETURN(Kernel k, lower_fused_map(unit, escaping, kernel_index++));
+      Kernel k;
+      const Node* last = unit.back();
+      if (has_scalar_expr(*last)) {
+        ASSIGN_OR_RETURN(k, lower_fused_map(unit, escaping, kernel_index++));
+      } else {
+        // Regional: the per-element nodes feed the last node's input 0 and nothing else.
+        const std::vector<const Node*> chain(unit.begin(), unit.end() - 1);
+        for (const Node* m : chain)
+          STITCH_CHECK(!escaping.count(m->output(0)), "prologue value {} is needed outside its group",
+                       m->output(0)->name);
+        ASSIGN_OR_RETURN(Prologue pro, lower_prologue(chain, last->input(0), kernel_index));
+        ASSIGN_OR_RETURN(k, lower_reduce(*last, kernel_index++, &pro));
+      }
       for (const KernelParam& p : k.params)
         if (!p.output) reads(p.value);
       for (const KernelParam& p : k.params)

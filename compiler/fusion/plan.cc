@@ -129,6 +129,50 @@ StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o) {
         break;
       }
     }
+    // Regional: a segment op (softmax, norms, reductions) takes the per-element group that makes
+    // its input as a prologue, recomputed at each of its reads, when nothing else needs the
+    // group's results.
+    if (joined < 0 && codegen::takes_prologue(*n) && codegen::classify_node(*n) == codegen::NodeLowering::kKernel &&
+        !o.no_fuse.count(n->name) && n->input(0) && n->input(0)->producer && group_of.count(n->input(0)->producer)) {
+      const Value* x = n->input(0);
+      const int gi = group_of.at(x->producer);
+      FusionGroup& grp = groups[gi];
+      const Node* head = grp.nodes.front();
+      auto reject = [&](const std::string& why) {
+        p.rejected.push_back(fmt::format("{} not merged with {}: {}", n->describe(), x->producer->describe(), why));
+      };
+      const bool per_element = grp.scheme == "local" || (grp.nodes.size() == 1 && pointwise(*head));
+      std::string why;
+      if (!per_element || o.no_fuse.count(head->name)) {
+        why = "its producer is not a per-element group";
+      } else if (*head->output(0)->dims != *x->dims) {
+        why = "the per-element group has another shape";
+      } else if (static_cast<int>(grp.nodes.size()) >= o.max_group_size) {
+        why = fmt::format("the group has reached --max-group-size {}", o.max_group_size);
+      } else {
+        std::set<const Node*> members(grp.nodes.begin(), grp.nodes.end());
+        for (const Node* m : grp.nodes) {
+          const Value* v = m->output(0);
+          if (g.is_graph_output(v)) why = fmt::format("'{}' is a graph output", v->name);
+          for (const Node* u : users.count(v) ? users.at(v) : std::vector<Node*>{})
+            if (u != n && !members.count(u)) why = fmt::format("'{}' is also read by {}", v->name, u->describe());
+        }
+        for (size_t k = 1; k < n->inputs.size() && why.empty(); ++k) {
+          const Value* in = n->input(k);
+          if (in && in->producer && depends_on_group(in->producer, gi)) why = "another input depends on the group (a cycle)";
+          if (in && in->producer && group_of.count(in->producer) && group_of.at(in->producer) == gi)
+            why = "it reads the group's results through another input";
+        }
+      }
+      if (why.empty()) {
+        grp.nodes.push_back(n);
+        grp.scheme = "regional";
+        grp.saved_bytes += 2 * bytes_of(x);
+        group_of[n] = gi;
+        continue;
+      }
+      reject(why);
+    }
     if (joined >= 0) {
       FusionGroup& grp = groups[joined];
       grp.scheme = "local";
@@ -148,7 +192,11 @@ StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o) {
     }
   }
   for (FusionGroup& grp : groups) {
-    if (grp.scheme == "local")
+    if (grp.scheme == "regional")
+      grp.reason = fmt::format("{} per-element nodes recomputed inside {} '{}' (regional): {} fewer launches, {} B less "
+                               "traffic", grp.nodes.size() - 1, grp.nodes.back()->op_type, grp.nodes.back()->name,
+                               grp.nodes.size() - 1, grp.saved_bytes);
+    else if (grp.scheme == "local")
       grp.reason = fmt::format("{} per-element nodes of shape {} in registers: {} fewer launches, {} B less traffic",
                                grp.nodes.size(), dims_to_string(*grp.nodes.front()->output(0)->dims), grp.nodes.size() - 1,
                                grp.saved_bytes);

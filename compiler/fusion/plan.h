@@ -4,12 +4,17 @@
 // compared on the same graph. Groups are listed in a valid execution order (a topological order
 // of the group graph); every node of the graph is in exactly one group.
 //
-// This first planner does local stitching only: chains of per-element nodes (elementwise and
-// broadcast ops whose intermediates all have the group's shape) become one element-parallel
-// kernel whose intermediates stay in registers. Every merge it makes removes one write and one
-// read of an intermediate tensor and one launch, so greedy merging in topological order never
-// increases the estimated cost; the cost model that weighs reductions, barriers and recompute
-// comes with the regional and global schemes.
+// The first planner is greedy, in graph order, with two schemes:
+//  - local: chains of per-element nodes (elementwise and broadcast ops whose intermediates all
+//    have the group's shape) become one element-parallel kernel with intermediates in registers;
+//  - regional (first form): such a chain that feeds only a softmax, layer norm or reduction is
+//    recomputed inside that kernel's reads (a device function of the flat index), so the chain
+//    costs no launch and no intermediate tensor.
+// Each merge removes one write and one read of an intermediate and one launch; the recompute it
+// adds is a few flops per read of a memory-bound kernel, so greedy merging never increases the
+// estimated cost in these two schemes. The cost model that weighs barriers, shared-memory
+// caching against recompute, and occupancy comes with the global scheme and the beam and ILP
+// planners.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +35,7 @@ struct FusionOptions {
 
 struct FusionGroup {
   std::vector<const Node*> nodes;  // in graph (topological) order
-  std::string scheme;              // "single" or "local"
+  std::string scheme;              // "single", "local" or "regional" (last node takes the rest as a prologue)
   std::string reason;              // why the group is what it is
   int64_t saved_bytes = 0;         // intermediate traffic removed against unfused
 };
