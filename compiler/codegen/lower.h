@@ -43,17 +43,22 @@ StatusOr<Kernel> lower_fused_map(const std::vector<const Node*>& nodes, const st
 // A per-element chain inlined into the loads of a segment kernel (regional stitching): the
 // segment kernel reads `value` (its input 0) by calling `function` on the flat index instead of
 // loading it; `inputs` are the chain's external inputs in the function's parameter order.
+// The same machinery serves as an epilogue: `bound` (the segment op's output) arrives as the
+// function's second argument `v`, and `value` is what the chain computes from it and stores.
 struct Prologue {
   std::vector<const Node*> nodes;
   const Value* value = nullptr;
+  const Value* bound = nullptr;  // epilogues only
   std::string function;  // name
   std::string source;    // the device function's text
   std::vector<const Value*> inputs;
 };
-StatusOr<Prologue> lower_prologue(const std::vector<const Node*>& nodes, const Value* value, int index);
+StatusOr<Prologue> lower_prologue(const std::vector<const Node*>& nodes, const Value* value, int index,
+                                  const Value* bound = nullptr);
 
 // Reductions, softmax, norms, pools; with a prologue, input 0 is computed on the fly.
-StatusOr<Kernel> lower_reduce(const Node& n, int index, const Prologue* prologue = nullptr);
+StatusOr<Kernel> lower_reduce(const Node& n, int index, const Prologue* prologue = nullptr,
+                              const Prologue* epilogue = nullptr);
 // True when lower_reduce accepts a prologue for this node.
 bool takes_prologue(const Node& n);
 

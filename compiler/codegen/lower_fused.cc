@@ -22,11 +22,13 @@ std::string group_name(const std::vector<const Node*>& nodes, int index) {
 
 }  // namespace
 
-StatusOr<Prologue> lower_prologue(const std::vector<const Node*>& nodes, const Value* value, int index) {
+StatusOr<Prologue> lower_prologue(const std::vector<const Node*>& nodes, const Value* value, int index,
+                                  const Value* bound) {
   STITCH_CHECK(!nodes.empty());
   const Dims domain = *value->dims;
   MapBuilder b("", nodes, domain);
   std::map<const Value*, std::string> reg;
+  if (bound) reg[bound] = "v";
   int loads = 0;
   for (size_t j = 0; j < nodes.size(); ++j) {
     const Node& n = *nodes[j];
@@ -65,8 +67,10 @@ StatusOr<Prologue> lower_prologue(const std::vector<const Node*>& nodes, const V
   Prologue p;
   p.nodes = nodes;
   p.value = value;
-  p.function = fmt::format("k{:03d}_prologue", index);
-  p.source = b.finish_function(p.function, compute_type(value->dtype), reg.at(value));
+  p.bound = bound;
+  p.function = fmt::format("k{:03d}_{}", index, bound ? "epilogue" : "prologue");
+  p.source = b.finish_function(p.function, compute_type(value->dtype), reg.at(value),
+                               bound ? fmt::format("{} v", compute_type(bound->dtype)) : "");
   for (const KernelParam& kp : b.params()) p.inputs.push_back(kp.value);
   return p;
 }

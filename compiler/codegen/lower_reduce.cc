@@ -125,7 +125,24 @@ class SegmentKernel {
     if (st == "__half" || st == "__nv_bfloat16") return fmt::format("stitch_dev::cvt<float>({}[{}])", p, off);
     return ct == st ? fmt::format("{}[{}]", p, off) : fmt::format("({}){}[{}]", ct, p, off);
   }
+  // Epilogue: the segment op's output goes through the chain, and the chain's result is stored.
+  void set_epilogue(const Prologue* epi) {
+    if (epi == nullptr) return;
+    epi_ = epi;
+    k_.nodes.insert(k_.nodes.end(), epi->nodes.begin(), epi->nodes.end());
+    k_.name += "_to_" + snake(epi->nodes.back()->op_type);
+  }
   std::string store(const Value* v, const std::string& off, const std::string& val) {
+    if (epi_ && v == epi_->bound) {
+      std::string call = fmt::format("{}({}, {}", epi_->function, off, val);
+      for (const Value* in : epi_->inputs) call += ", " + param(in, false);
+      call += ")";
+      const Prologue* e = epi_;
+      epi_ = nullptr;  // store the chain's result as a plain output
+      std::string text = store(e->value, off, call);
+      epi_ = e;
+      return text;
+    }
     const std::string p = param(v, true), st = storage_type(v->dtype);
     if (st == "__half" || st == "__nv_bfloat16") return fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, off, st, val);
     return fmt::format("{}[{}] = ({})({});", p, off, st, val);
@@ -170,6 +187,11 @@ class SegmentKernel {
       w.comment(fmt::format("The {} per-element nodes before {} '{}', recomputed at every read (regional stitching).",
                             pro_->nodes.size(), n_.op_type, n_.name));
       w.raw_line(pro_->source);
+    }
+    if (epi_) {
+      w.comment(fmt::format("The {} per-element nodes after {} '{}', applied before its store (regional stitching).",
+                            epi_->nodes.size(), n_.op_type, n_.name));
+      w.raw_line(epi_->source);
     }
     std::string sig;
     for (const KernelParam& p : k_.params) {
@@ -225,6 +247,7 @@ class SegmentKernel {
   Mapping map_;
   Kernel k_;
   const Prologue* pro_ = nullptr;
+  const Prologue* epi_ = nullptr;
   int64_t block_;
   int ins_ = 0, outs_ = 0;
   CudaWriter body_;
@@ -235,7 +258,7 @@ std::string fnm(const std::string& ct, const char* name) { return ct == "float" 
 
 // ---- ReduceX and global pools ----------------------------------------------------------------
 
-StatusOr<Kernel> lower_reduction(const Node& n, int index, const Prologue* pro) {
+StatusOr<Kernel> lower_reduction(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
   const Value* x = n.input(0);
   const Value* y = n.output(0);
   const std::string& op = n.op_type;
@@ -261,6 +284,7 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index, const Prologue* pro) 
   Segments seg = make_segments(dims(x), red);
   SegmentKernel k(n, index, seg, choose_mapping(seg), "red");
   k.set_prologue(pro, index, "red");
+  k.set_epilogue(epi);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   const bool is_max = op == "ReduceMax" || op == "GlobalMaxPool", is_min = op == "ReduceMin";
@@ -338,7 +362,7 @@ StatusOr<Kernel> lower_hardmax(const Node& n, int index) {
 
 // ---- Softmax, LogSoftmax ------------------------------------------------------------------------
 
-StatusOr<Kernel> lower_softmax(const Node& n, int index, const Prologue* pro) {
+StatusOr<Kernel> lower_softmax(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
   const Value* x = n.input(0);
   const int64_t r = static_cast<int64_t>(dims(x).size());
   const bool legacy = n.opset < 13;
@@ -348,6 +372,7 @@ StatusOr<Kernel> lower_softmax(const Node& n, int index, const Prologue* pro) {
   Segments seg = make_segments(dims(x), red);
   SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
   k.set_prologue(pro, index, "row");
+  k.set_epilogue(epi);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   k.reduce_pass(ct, "mx", literal(-INFINITY, ct), "stitch_dev::Max()", v);
@@ -367,7 +392,7 @@ StatusOr<Kernel> lower_softmax(const Node& n, int index, const Prologue* pro) {
 
 // ---- LayerNormalization, InstanceNormalization ----------------------------------------------
 
-StatusOr<Kernel> lower_norm(const Node& n, int index, const Prologue* pro) {
+StatusOr<Kernel> lower_norm(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
   const Value* x = n.input(0);
   const int64_t r = static_cast<int64_t>(dims(x).size());
   const bool layer = n.op_type == "LayerNormalization";
@@ -378,6 +403,7 @@ StatusOr<Kernel> lower_norm(const Node& n, int index, const Prologue* pro) {
   Segments seg = make_segments(dims(x), red);
   SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
   k.set_prologue(pro, index, "row");
+  k.set_epilogue(epi);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   k.reduce_pass(ct, "sum", literal(0, ct), "stitch_dev::Sum()", v);
@@ -534,17 +560,17 @@ bool takes_prologue(const Node& n) {
   return op.rfind("Reduce", 0) == 0;
 }
 
-StatusOr<Kernel> lower_reduce(const Node& n, int index, const Prologue* pro) {
+StatusOr<Kernel> lower_reduce(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
   const std::string& op = n.op_type;
-  STITCH_CHECK(pro == nullptr || takes_prologue(n), "{} takes no prologue", n.describe());
-  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index, pro);
-  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index, pro);
-  if (pro) return lower_reduction(n, index, pro);
+  STITCH_CHECK((pro == nullptr && epi == nullptr) || takes_prologue(n), "{} takes no prologue", n.describe());
+  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index, pro, epi);
+  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index, pro, epi);
+  if (pro || epi) return lower_reduction(n, index, pro, epi);
   if (op == "ArgMax" || op == "ArgMin") return lower_arg(n, index);
   if (op == "Hardmax") return lower_hardmax(n, index);
   if (op == "CumSum") return lower_cumsum(n, index);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, index);
-  return lower_reduction(n, index, nullptr);
+  return lower_reduction(n, index, nullptr, nullptr);
 }
 
 }  // namespace stitch::codegen

@@ -110,9 +110,11 @@ class MapBuilder {
   //   static __device__ __forceinline__ RET name(long long i, inputs...) { ...; return result; }
   // Used to inline a per-element chain into another kernel's loads (regional stitching). Only
   // inputs are allowed (no stores). Returns the text; params() gives the inputs in order.
-  std::string finish_function(const std::string& name, const std::string& ret, const std::string& result) {
+  std::string finish_function(const std::string& name, const std::string& ret, const std::string& result,
+                              const std::string& bound_decl = "") {
     CudaWriter w;
     std::string sig = "long long i";
+    if (!bound_decl.empty()) sig += ", " + bound_decl;
     for (const KernelParam& p : k_.params) {
       STITCH_CHECK(!p.output, "a prologue function cannot store");
       sig += fmt::format(", const {}* __restrict__ {}", storage_type(p.value->dtype), p.name);

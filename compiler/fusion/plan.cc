@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <queue>
 
@@ -80,9 +81,13 @@ StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o) {
     }
     return false;
   };
+  // Groups with a segment op: the values an epilogue may read in registers (the op's output 0 and
+  // the epilogue's results). Which of them must be stored is settled after the walk.
+  std::map<int, std::set<const Value*>> epi_vals;
   for (const auto& np : g.nodes()) {
     const Node* n = np.get();
     int joined = -1;
+    bool epilogue = false;
     if (pointwise(*n) && !o.no_fuse.count(n->name)) {
       for (const Value* v : n->inputs) {
         if (!v || !v->producer || !group_of.count(v->producer)) continue;
@@ -92,6 +97,27 @@ StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o) {
         auto reject = [&](const std::string& why) {
           p.rejected.push_back(fmt::format("{} not merged with {}: {}", n->describe(), v->producer->describe(), why));
         };
+        if (epi_vals.count(gi) && epi_vals.at(gi).count(v)) {
+          // Epilogue after a segment op: applied to its output before the store.
+          std::string why;
+          if (*n->output(0)->dims != *v->dims) why = "an epilogue must keep the segment op's output shape";
+          else if (static_cast<int>(grp.nodes.size()) >= o.max_group_size)
+            why = fmt::format("the group has reached --max-group-size {}", o.max_group_size);
+          for (const Value* in : n->inputs) {
+            if (!in || epi_vals.at(gi).count(in) || !in->producer || !why.empty()) continue;
+            if (group_of.count(in->producer) && group_of.at(in->producer) == gi)
+              why = "it reads a value of the group that is not in registers at the store";
+            else if (depends_on_group(in->producer, gi))
+              why = "another input depends on the group (a cycle)";
+          }
+          if (!why.empty()) {
+            reject(why);
+            continue;
+          }
+          joined = gi;
+          epilogue = true;
+          break;
+        }
         if (grp.scheme != "local" && !(grp.nodes.size() == 1 && pointwise(*head) && !o.no_fuse.count(head->name))) {
           reject(o.no_fuse.count(head->name) ? "the producer is in --no-fuse"
                                              : "the producer is not a per-element op (local stitching only)");
@@ -169,9 +195,18 @@ StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o) {
         grp.scheme = "regional";
         grp.saved_bytes += 2 * bytes_of(x);
         group_of[n] = gi;
+        epi_vals[gi] = {n->output(0)};
         continue;
       }
       reject(why);
+    }
+    if (joined >= 0 && epilogue) {
+      FusionGroup& grp = groups[joined];
+      grp.scheme = "regional";
+      grp.nodes.push_back(n);
+      group_of[n] = joined;
+      epi_vals[joined].insert(n->output(0));
+      continue;
     }
     if (joined >= 0) {
       FusionGroup& grp = groups[joined];
@@ -189,13 +224,56 @@ StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o) {
     } else {
       groups.push_back({{n}, "single", "", 0});
       group_of[n] = static_cast<int>(groups.size()) - 1;
+      if (codegen::takes_prologue(*n) && codegen::classify_node(*n) == codegen::NodeLowering::kKernel &&
+          !o.no_fuse.count(n->name))
+        epi_vals[group_of[n]] = {n->output(0)};
+    }
+  }
+  // An epilogue stores only its last value: drop trailing epilogue nodes until nothing else in
+  // registers is read outside the group (dropped nodes run alone).
+  groups.reserve(groups.size() + g.nodes().size());  // dropped nodes are appended below
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    FusionGroup& grp = groups[gi];
+    if (grp.scheme != "regional") continue;
+    auto row = std::find_if(grp.nodes.begin(), grp.nodes.end(), [](const Node* m) { return !pointwise(*m); });
+    for (;;) {
+      const size_t r = static_cast<size_t>(row - grp.nodes.begin());
+      if (r + 1 == grp.nodes.size()) break;
+      std::set<const Node*> members(grp.nodes.begin(), grp.nodes.end());
+      std::string leak;
+      for (size_t i = r; i + 1 < grp.nodes.size() && leak.empty(); ++i) {
+        const Value* v = grp.nodes[i]->output(0);
+        if (g.is_graph_output(v)) leak = fmt::format("'{}' is a graph output", v->name);
+        if (users.count(v))
+          for (const Node* u : users.at(v))
+            if (!members.count(u)) leak = fmt::format("'{}' is also read by {}", v->name, u->describe());
+      }
+      if (leak.empty()) break;
+      const Node* dropped = grp.nodes.back();
+      p.rejected.push_back(fmt::format("{} taken out of the epilogue of {}: {} (an epilogue stores only its last value)",
+                                       dropped->describe(), (*row)->describe(), leak));
+      grp.nodes.pop_back();
+      groups.push_back({{dropped}, "single", "", 0});
+      group_of[dropped] = static_cast<int>(groups.size()) - 1;
+      row = std::find_if(groups[gi].nodes.begin(), groups[gi].nodes.end(), [](const Node* m) { return !pointwise(*m); });
     }
   }
   for (FusionGroup& grp : groups) {
-    if (grp.scheme == "regional")
-      grp.reason = fmt::format("{} per-element nodes recomputed inside {} '{}' (regional): {} fewer launches, {} B less "
-                               "traffic", grp.nodes.size() - 1, grp.nodes.back()->op_type, grp.nodes.back()->name,
-                               grp.nodes.size() - 1, grp.saved_bytes);
+    if (grp.scheme == "regional" && std::all_of(grp.nodes.begin(), grp.nodes.end(),
+                                                [&](const Node* m) { return m == grp.nodes.front(); })) {
+      grp.scheme = "single";
+    }
+    if (grp.scheme == "regional") {
+      auto row = std::find_if(grp.nodes.begin(), grp.nodes.end(), [](const Node* m) { return !pointwise(*m); });
+      const long before = row - grp.nodes.begin(), after = grp.nodes.end() - row - 1;
+      // Every value but the stored one (the last node's) stays in registers.
+      grp.saved_bytes = 0;
+      for (const Node* m : grp.nodes)
+        if (m != grp.nodes.back() && m->output(0)) grp.saved_bytes += 2 * bytes_of(m->output(0));
+      grp.reason = fmt::format("{} '{}' with {} per-element nodes recomputed at its reads and {} applied before its "
+                               "store (regional): {} fewer launches, {} B less traffic", (*row)->op_type, (*row)->name,
+                               before, after, grp.nodes.size() - 1, grp.saved_bytes);
+    }
     else if (grp.scheme == "local")
       grp.reason = fmt::format("{} per-element nodes of shape {} in registers: {} fewer launches, {} B less traffic",
                                grp.nodes.size(), dims_to_string(*grp.nodes.front()->output(0)->dims), grp.nodes.size() - 1,

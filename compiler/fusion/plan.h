@@ -8,8 +8,9 @@
 //  - local: chains of per-element nodes (elementwise and broadcast ops whose intermediates all
 //    have the group's shape) become one element-parallel kernel with intermediates in registers;
 //  - regional (first form): such a chain that feeds only a softmax, layer norm or reduction is
-//    recomputed inside that kernel's reads (a device function of the flat index), so the chain
-//    costs no launch and no intermediate tensor.
+//    recomputed inside that kernel's reads (a device function of the flat index), and a chain
+//    that consumes its output is applied before its store (an epilogue that stores only its last
+//    value; trailing nodes whose intermediates are read elsewhere are cut off and run alone).
 // Each merge removes one write and one read of an intermediate and one launch; the recompute it
 // adds is a few flops per read of a memory-bound kernel, so greedy merging never increases the
 // estimated cost in these two schemes. The cost model that weighs barriers, shared-memory

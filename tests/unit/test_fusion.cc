@@ -82,7 +82,7 @@ size_t fused_matches_reference(const Graph& g, uint32_t seed) {
 
 TEST_CASE("greedy local stitching: launch counts of the shipped models do not grow", "[fusion][models]") {
   // Unfused counts are 62, 102, 104 and 18 (test_codegen.cc).
-  const std::map<std::string, size_t> most = {{"bert_tiny", 36}, {"gpt2_tiny", 64}, {"llama_tiny", 69}, {"cnn_small", 14}};
+  const std::map<std::string, size_t> most = {{"bert_tiny", 34}, {"gpt2_tiny", 57}, {"llama_tiny", 62}, {"cnn_small", 14}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = prepared(name);
@@ -215,4 +215,36 @@ TEST_CASE("regional stitching: per-element chains recomputed inside softmax, lay
   for (const auto& grp : plan->groups) regional += grp.scheme == "regional";
   CHECK(regional == 3);
   CHECK(fused_matches_reference(*g, 40) == 3);  // one kernel each: scale+mask+softmax, bias+residual+LN, tanh+sum
+}
+
+TEST_CASE("epilogues: per-element consumers of a segment op's output applied before its store", "[fusion][emu]") {
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[37,770]
+  input %h: f32[6,1000]
+  const %zero: f32[] = [0.0]
+  const %eps: f32[] = [0.000001]
+  const %ax: i64[1] = [1]
+  %p = Softmax(%x) {axis = -1} @"softmax"
+  %nan = IsNaN(%p) @"isnan"
+  %q = Where(%nan, %zero, %p) @"guard"
+  %sq = Mul(%h, %h) @"square"
+  %ms = ReduceMean(%sq, %ax) @"mean"
+  %me = Add(%ms, %eps) @"add_eps"
+  %rs = Sqrt(%me) @"sqrt"
+  %inv = Reciprocal(%rs) @"recip"
+  %leak = Neg(%rs) @"leak"
+  output %q
+  output %inv
+  output %leak
+}
+)");
+  test::run_frontend_or_die(*g);
+  auto plan = fusion::make_plan(*g, {"greedy", {}, 64});
+  REQUIRE(plan.is_ok());
+  const std::string text = fusion::explain(*plan);
+  INFO(text);
+  // softmax + isnan + where; square + mean + add_eps + sqrt (sqrt is also read by 'leak', so the
+  // epilogue stops there and recip runs alone, as does leak).
+  CHECK(text.find("taken out of the epilogue") != std::string::npos);
+  CHECK(fused_matches_reference(*g, 50) == 4);
 }
