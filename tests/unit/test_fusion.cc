@@ -100,7 +100,7 @@ TEST_CASE("greedy local stitching: launch counts of the shipped models do not gr
   }
 }
 
-TEST_CASE("--no-fuse and --max-group-size are honoured, and bad values rejected", "[fusion]") {
+TEST_CASE("the no-fuse list and the group size cap are honoured, and bad values rejected", "[fusion]") {
   auto g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[4,8]
   %a = Relu(%x) @"a"
