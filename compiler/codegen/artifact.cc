@@ -153,6 +153,14 @@ struct Writer {
   ArtifactSummary* summary;
   std::map<const Value*, int> buffer_ids;
   ordered_json buffers = ordered_json::array();
+  std::map<std::string, std::pair<size_t, uint64_t>> written;  // relative path -> bytes, FNV-1a
+
+  // Writes a file of the artifact and remembers its size and checksum for the manifest.
+  Status put(const std::string& rel, const std::string& text) {
+    RETURN_IF_ERROR(write_file(tmp / rel, text));
+    written[rel] = {text.size(), artifact::fnv1a(text.data(), text.size())};
+    return Status::ok();
+  }
 
   int buffer_id(const Value* v) {
     if (auto it = buffer_ids.find(v); it != buffer_ids.end()) return it->second;
@@ -178,10 +186,10 @@ struct Writer {
     fs::create_directories(tmp / artifact::kKernelsDir);
     std::string unity = "// Every kernel of this artifact in one translation unit (one nvcc run).\n";
     for (const Kernel& k : s.kernels) {
-      RETURN_IF_ERROR(write_file(tmp / artifact::kKernelsDir / (k.name + ".cu"), k.source));
+      RETURN_IF_ERROR(put(std::string(artifact::kKernelsDir) + "/" + k.name + ".cu", k.source));
       unity += fmt::format("#include \"{}.cu\"\n", k.name);
     }
-    RETURN_IF_ERROR(write_file(tmp / artifact::kUnityFile, unity));
+    RETURN_IF_ERROR(put(artifact::kUnityFile, unity));
     for (const char* h : {"stitch_device.cuh", "compat.cuh"})
       fs::copy_file(fs::path(STITCH_DEVICE_INCLUDE_DIR) / "stitch" / "device" / h, tmp / artifact::kKernelsDir / h);
     return Status::ok();
@@ -203,7 +211,7 @@ struct Writer {
     auto t0 = std::chrono::steady_clock::now();
     int rc = run_command(argv, &log);
     summary->nvcc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    RETURN_IF_ERROR(write_file(tmp / "kernels" / "nvcc.log", log));
+    RETURN_IF_ERROR(put("kernels/nvcc.log", log));
     if (rc != 0)
       return Status::internal(fmt::format("nvcc failed on the generated kernels (exit {}):\n{}{}", rc, log,
                                           annotate_nvcc_errors(log)));
@@ -216,7 +224,7 @@ struct Writer {
     std::string src = "// The kernels for the CPU emulation layer: same sources, plus entry points by name.\n"
                       "#include \"../kernels/all_kernels.cu\"\n";
     for (const Kernel& k : s.kernels) src += fmt::format("STITCH_EMU_EXPORT_KERNEL({});\n", k.name);
-    RETURN_IF_ERROR(write_file(tmp / "emu" / "kernels_emu.cc", src));
+    RETURN_IF_ERROR(put("emu/kernels_emu.cc", src));
     std::vector<std::string> argv = {STITCH_HOST_CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w",
                                      "-fstack-clash-protection", "-include", "stitch/emu/emu.h",
                                      "-I", STITCH_EMU_INCLUDE_DIR, "-I", STITCH_DEVICE_INCLUDE_DIR,
@@ -239,7 +247,7 @@ struct Writer {
       const Tensor& t = *v->constant;
       std::memcpy(blob.data() + r.offset, t.data(), static_cast<size_t>(t.byte_size()));
     }
-    return write_file(tmp / artifact::kWeightsFile, blob);
+    return put(artifact::kWeightsFile, blob);
   }
 
   ordered_json gemm_json(const LibraryCall& c) {
@@ -345,8 +353,13 @@ struct Writer {
       if (e.is_regular_file()) all.push_back(fs::relative(e.path(), tmp));
     std::sort(all.begin(), all.end());
     for (const fs::path& p : all) {
-      std::string data = read_all(tmp / p);
-      files[p.generic_string()] = {{"bytes", data.size()}, {"fnv1a", hex64(artifact::fnv1a(data.data(), data.size()))}};
+      const std::string rel = p.generic_string();
+      auto it = written.find(rel);
+      if (it == written.end()) {  // made by nvcc or the host compiler
+        const std::string data = read_all(tmp / p);
+        it = written.emplace(rel, std::pair{data.size(), artifact::fnv1a(data.data(), data.size())}).first;
+      }
+      files[rel] = {{"bytes", it->second.first}, {"fnv1a", hex64(it->second.second)}};
     }
     ordered_json backends = ordered_json::array();
     if (o.run_nvcc) backends.push_back("cuda");
@@ -386,16 +399,16 @@ Status write_artifact(const Graph& g, const Schedule& s, const CompileOptions& o
   std::string templ = (parent / (out.filename().string() + ".tmp-XXXXXX")).string();
   if (mkdtemp(templ.data()) == nullptr)
     return Status::user(fmt::format("cannot create a directory next to '{}': check it is writable", dir));
-  Writer w{g, s, o, fs::path(templ), summary, {}, ordered_json::array()};
+  Writer w{g, s, o, fs::path(templ), summary, {}, ordered_json::array(), {}};
   auto body = [&]() -> Status {
     RETURN_IF_ERROR(w.kernels_dir());
     RETURN_IF_ERROR(w.weights());
     if (o.run_nvcc) RETURN_IF_ERROR(w.nvcc());
     if (o.build_emu) RETURN_IF_ERROR(w.emu());
-    RETURN_IF_ERROR(write_file(w.tmp / artifact::kScheduleFile, w.schedule().dump(1) + "\n"));
+    RETURN_IF_ERROR(w.put(artifact::kScheduleFile, w.schedule().dump(1) + "\n"));
     summary->report_json = w.report().dump(2) + "\n";
-    RETURN_IF_ERROR(write_file(w.tmp / artifact::kReportFile, summary->report_json));
-    if (!o.plan_text.empty()) RETURN_IF_ERROR(write_file(w.tmp / "plan.txt", o.plan_text));
+    RETURN_IF_ERROR(w.put(artifact::kReportFile, summary->report_json));
+    if (!o.plan_text.empty()) RETURN_IF_ERROR(w.put("plan.txt", o.plan_text));
     return w.manifest();
   };
   Status st = body();

@@ -36,9 +36,7 @@ Kernel bias_fill_kernel(const Node& n, const Value* c, const Value* y, int index
   if (off.empty()) off.push_back('0');
   CudaWriter w;
   w.raw_line(kernel_header(k));
-  const std::string st = storage_type(y->dtype);
-  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x0, {}* __restrict__ y0)",
-         kMapBlock, k.name, st, st);
+  open_kernel(w, k, kMapBlock);
   w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL; "
          "i += (long long)gridDim.x * blockDim.x)", total);
   w.line("y0[i] = x0[{}];", off);

@@ -5,6 +5,7 @@
 
 #include <cctype>
 
+#include "codegen/cuda_writer.h"
 #include "codegen/library.h"
 #include "codegen/scalar_ops.h"
 #include "ir/op_table.h"
@@ -107,6 +108,16 @@ StatusOr<Kernel> lower_node(const Node& n, int index) {
       n.op_type == "GlobalMaxPool")
     return lower_reduce(n, index);
   return lower_map(n, index);
+}
+
+void open_kernel(CudaWriter& w, const Kernel& k, int64_t block) {
+  std::string sig;
+  for (const KernelParam& p : k.params) {
+    if (!sig.empty()) sig += ", ";
+    const std::string st = storage_type(p.value->dtype);
+    sig += fmt::format("{}{}* __restrict__ {}", p.output ? "" : "const ", st, p.name);
+  }
+  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", block, k.name, sig);
 }
 
 std::string kernel_header(const Kernel& k, const std::string& extra) {

@@ -28,6 +28,10 @@ StatusOr<Kernel> lower_node(const Node& n, int index);
 // ---- shared by the lowering files ----
 // The header comment and includes every generated file starts with.
 std::string kernel_header(const Kernel& k, const std::string& extra = "");
+// Opens the kernel's definition: extern "C" __global__ with launch bounds `block` and one
+// restrict pointer per parameter (const for inputs), in k.params order.
+class CudaWriter;
+void open_kernel(CudaWriter& w, const Kernel& k, int64_t block);
 // A C identifier fragment from an op type: "LayerNormalization" -> "layernormalization".
 std::string snake(const std::string& s);
 // Launch bounds used by the element-parallel kernels.

@@ -84,14 +84,8 @@ StatusOr<Kernel> lower_scalar_vec4(const Node& n, int index) {
                           dims_to_string(dims(out)), total);
   CudaWriter w;
   w.raw_line(kernel_header(k));
-  std::string sig;
-  for (const KernelParam& p : k.params) {
-    if (!sig.empty()) sig += ", ";
-    const std::string st = storage_type(p.value->dtype);
-    sig += p.output ? fmt::format("{}* __restrict__ {}", st, p.name) : fmt::format("const {}* __restrict__ {}", st, p.name);
-  }
+  open_kernel(w, k, kMapBlock);
   auto vec_type = [](const Value* v) { return v->dtype == DType::kF32 ? "float4" : "int4"; };
-  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kMapBlock, k.name, sig);
   w.open("for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < {}LL; "
          "v += (long long)gridDim.x * blockDim.x)", vecs);
   std::set<std::string> loaded;
@@ -128,28 +122,9 @@ StatusOr<Kernel> lower_scalar_vec4(const Node& n, int index) {
 
 StatusOr<Kernel> lower_scalar(const Node& n, int index) {
   if (can_vectorize(n)) return lower_scalar_vec4(n, index);
-  const Value* out = n.output(0);
-  MapBuilder b(n, index, dims(out));
-  std::vector<std::string> args;
-  for (size_t k = 0; k < n.inputs.size(); ++k) {
-    const Value* v = n.input(k);
-    if (v == nullptr || (n.op_type == "CastLike" && k == 1)) {  // CastLike reads only its target's type
-      args.emplace_back();
-      continue;
-    }
-    Dims strides;
-    if (n.op_type == "BatchNormalization" && k > 0) {
-      strides.assign(dims(out).size(), 0);  // per-channel parameters along axis 1
-      strides[1] = 1;
-    } else {
-      strides = ops::broadcast_strides(dims(v), dims(out));
-    }
-    std::string name = fmt::format("a{}", k);
-    b.line(fmt::format("const {} {} = {};", compute_type(v->dtype), name, b.load(v, b.affine(0, strides))));
-    args.push_back(name);
-  }
-  ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
-  b.store(out, b.flat(), expr);
+  MapBuilder b(n, index, dims(n.output(0)));
+  std::map<const Value*, std::string> reg;
+  RETURN_IF_ERROR(emit_chain(b, {&n}, reg, {n.output(0)}));
   return b.finish();
 }
 
@@ -442,8 +417,7 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index) {
   const Dims ds = strides_of(dd);
   CudaWriter w;
   w.raw_line(kernel_header(k));
-  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x0, const {}* __restrict__ x1, "
-         "const {}* __restrict__ x2, {}* __restrict__ y0)", kMapBlock, k.name, st, storage_type(ind->dtype), st, st);
+  open_kernel(w, k, kMapBlock);
   w.line("for (long long i = threadIdx.x; i < {}LL; i += blockDim.x) y0[i] = x0[i];", num_elements(dd));
   w.line("__syncthreads();");
   if (red == "none") w.open("for (long long u = threadIdx.x; u < {}LL; u += blockDim.x)", num_elements(dims(upd)));

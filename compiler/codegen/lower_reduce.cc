@@ -193,14 +193,7 @@ class SegmentKernel {
                             epi_->nodes.size(), n_.op_type, n_.name));
       w.raw_line(epi_->source);
     }
-    std::string sig;
-    for (const KernelParam& p : k_.params) {
-      if (!sig.empty()) sig += ", ";
-      const std::string st = storage_type(p.value->dtype);
-      sig += p.output ? fmt::format("{}* __restrict__ {}", st, p.name)
-                      : fmt::format("const {}* __restrict__ {}", st, p.name);
-    }
-    w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", block_, k_.name, sig);
+    open_kernel(w, k_, block_);
     for (const std::string& ct : scratch_)
       w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : ct == "float" ? "f" : "i");
     const std::string body = body_.text();
@@ -337,15 +330,22 @@ StatusOr<Kernel> lower_arg(const Node& n, int index) {
   return k.finish(n.op_type);
 }
 
-// Hardmax: 1 at the first maximum of each segment, 0 elsewhere; one thread per segment.
-StatusOr<Kernel> lower_hardmax(const Node& n, int index) {
-  const Value* x = n.input(0);
-  const int64_t r = static_cast<int64_t>(dims(x).size());
+// The softmax family's rows: one axis (default -1) from opset 13, before that everything from
+// `axis` (default 1) on, the input flattened to 2-D.
+StatusOr<Segments> softmax_segments(const Node& n) {
+  const Dims& d = dims(n.input(0));
+  const int64_t r = static_cast<int64_t>(d.size());
   const bool legacy = n.opset < 13;
   ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), r));
   std::vector<bool> red(r, false);
-  for (int64_t d = axis; d < (legacy ? r : axis + 1); ++d) red[d] = true;
-  Segments seg = make_segments(dims(x), red);
+  for (int64_t dd = axis; dd < (legacy ? r : axis + 1); ++dd) red[dd] = true;
+  return make_segments(d, red);
+}
+
+// Hardmax: 1 at the first maximum of each segment, 0 elsewhere; one thread per segment.
+StatusOr<Kernel> lower_hardmax(const Node& n, int index) {
+  const Value* x = n.input(0);
+  ASSIGN_OR_RETURN(Segments seg, softmax_segments(n));
   SegmentKernel k(n, index, seg, Mapping::kThread, "row");
   const std::string ct = compute_type(x->dtype);
   k.w().line("long long best = 0;");
@@ -364,12 +364,7 @@ StatusOr<Kernel> lower_hardmax(const Node& n, int index) {
 
 StatusOr<Kernel> lower_softmax(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
   const Value* x = n.input(0);
-  const int64_t r = static_cast<int64_t>(dims(x).size());
-  const bool legacy = n.opset < 13;
-  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), r));
-  std::vector<bool> red(r, false);
-  for (int64_t d = axis; d < (legacy ? r : axis + 1); ++d) red[d] = true;
-  Segments seg = make_segments(dims(x), red);
+  ASSIGN_OR_RETURN(Segments seg, softmax_segments(n));
   SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
   k.set_prologue(pro, index, "row");
   k.set_epilogue(epi);
@@ -503,8 +498,7 @@ StatusOr<Kernel> lower_pool(const Node& n, int index) {
   CudaWriter w;
   w.raw_line(kernel_header(k));
   const std::string st = storage_type(x->dtype);
-  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ x0, {}* __restrict__ y0)",
-         kMapBlock, k.name, st, st);
+  open_kernel(w, k, kMapBlock);
   w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL; "
          "i += (long long)gridDim.x * blockDim.x)", total);
   const int64_t sp = win.spatial;

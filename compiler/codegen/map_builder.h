@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,14 +85,7 @@ class MapBuilder {
                              dims_to_string(domain_), n, mapping_extra);
     CudaWriter w;
     w.raw_line(kernel_header(k_));
-    std::string sig;
-    for (const KernelParam& p : k_.params) {
-      if (!sig.empty()) sig += ", ";
-      const std::string st = storage_type(p.value->dtype);
-      sig += p.output ? fmt::format("{}* __restrict__ {}", st, p.name)
-                      : fmt::format("const {}* __restrict__ {}", st, p.name);
-    }
-    w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kMapBlock, k_.name, sig);
+    open_kernel(w, k_, kMapBlock);
     w.line("const long long n = {}LL;", n);
     w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
            "i += (long long)gridDim.x * blockDim.x)");
@@ -127,6 +122,7 @@ class MapBuilder {
     return w.text();
   }
   const std::vector<KernelParam>& params() const { return k_.params; }
+  const Dims& domain() const { return domain_; }
 
  private:
   // c_d for the used dims, innermost first: c_d = t % D_d; t /= D_d.
@@ -158,5 +154,12 @@ class MapBuilder {
   int ins_ = 0, outs_ = 0, depth_ = 0;
   std::vector<std::string> body_;
 };
+
+// Emits per-element nodes (scalar_ops.h) over the builder's domain in order: external inputs are
+// loaded once at their broadcast offsets, each result is a named register (`reg` maps values to
+// the expressions that hold them; callers may pre-bind values), and values in `stored` are
+// written at the flat index. Every node's output must have the domain's shape. (lower_fused.cc)
+Status emit_chain(MapBuilder& b, const std::vector<const Node*>& nodes, std::map<const Value*, std::string>& reg,
+                  const std::set<const Value*>& stored);
 
 }  // namespace stitch::codegen

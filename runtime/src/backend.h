@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model.h"
 
@@ -16,6 +17,18 @@ class BackendImpl {
   virtual void download(int output, void* data, size_t bytes) = 0;
   virtual std::string describe() const = 0;
 };
+
+// The address of every schedule buffer, from the bases of its storage (arena, weights, the
+// session's input and output buffers). Computed once per session: buffers never move.
+std::vector<void*> buffer_addresses(const ModelData& m, void* arena, void* weights,
+                                    const std::vector<uint8_t*>& inputs, const std::vector<uint8_t*>& outputs);
+
+// Per kernel step, its argument values and the void** array that launch APIs take (pointing into
+// `values`). Built once; `pointers` stays valid because `values` is never resized afterwards.
+struct LaunchArgs {
+  std::vector<void*> values, pointers;
+};
+std::vector<LaunchArgs> kernel_launch_args(const ModelData& m, const std::vector<void*>& addresses);
 
 std::unique_ptr<BackendImpl> make_emu_backend(const ModelData& m);
 std::unique_ptr<BackendImpl> make_cuda_backend(const ModelData& m, bool use_graph);

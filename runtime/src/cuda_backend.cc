@@ -75,6 +75,8 @@ class CudaBackend final : public BackendImpl {
     CHECK(cudaMemcpy(weights_, m.weights.data(), m.weights.size(), cudaMemcpyHostToDevice));
     for (const TensorInfo& t : m.inputs) inputs_.push_back(static_cast<uint8_t*>(alloc(t.bytes)));
     for (const TensorInfo& t : m.outputs) outputs_.push_back(static_cast<uint8_t*>(alloc(t.bytes)));
+    addr_ = buffer_addresses(m, arena_, weights_, inputs_, outputs_);
+    args_ = kernel_launch_args(m, addr_);
     const std::string fatbin = (std::filesystem::path(m.dir) / artifact::kFatbinFile).string();
     CHECK(cudaLibraryLoadFromFile(&library_, fatbin.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
     for (const KernelDesc& k : m.kernels) {
@@ -157,16 +159,7 @@ class CudaBackend final : public BackendImpl {
     return p;
   }
 
-  void* ptr(int id) {
-    const BufferDesc& b = m_.buffers[id];
-    switch (b.storage) {
-      case StorageKind::kArena: return static_cast<uint8_t*>(arena_) + b.offset;
-      case StorageKind::kWeights: return static_cast<uint8_t*>(weights_) + b.offset;
-      case StorageKind::kInput: return inputs_[b.index];
-      case StorageKind::kOutput: return outputs_[b.index];
-    }
-    return nullptr;
-  }
+  void* ptr(int id) const { return addr_[id]; }
 
   void plan_conv(const StepDesc& s) {
     if (!cudnn_) {
@@ -267,12 +260,9 @@ class CudaBackend final : public BackendImpl {
       switch (s.op) {
         case StepDesc::kKernel: {
           const KernelDesc& k = m_.kernels[s.kernel];
-          std::vector<void*> ptrs, args;
-          for (int b : s.args) ptrs.push_back(ptr(b));
-          for (void*& p : ptrs) args.push_back(&p);
           cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[s.kernel]),
                                            dim3(k.grid[0], k.grid[1], k.grid[2]), dim3(k.block[0], k.block[1], k.block[2]),
-                                           args.data(), static_cast<size_t>(k.smem), stream_);
+                                           args_[i].pointers.data(), static_cast<size_t>(k.smem), stream_);
           if (e != cudaSuccess) fail(3, fmt::format("{}: launch failed: {}", m_.step_text(i), cudaGetErrorString(e)));
           break;
         }
@@ -305,6 +295,8 @@ class CudaBackend final : public BackendImpl {
   void *arena_ = nullptr, *weights_ = nullptr, *cublas_ws_ = nullptr, *conv_ws_ = nullptr;
   size_t cublas_ws_bytes_ = 0, conv_ws_bytes_ = 0;
   std::vector<uint8_t*> inputs_, outputs_;
+  std::vector<void*> addr_;       // every buffer's device address
+  std::vector<LaunchArgs> args_;  // per kernel step
   std::vector<void*> allocations_;
   cudaLibrary_t library_ = nullptr;
   std::vector<cudaKernel_t> kernels_;

@@ -36,6 +36,11 @@ class EmuBackend final : public BackendImpl {
     std::memcpy(weights_.p, m.weights.data(), m.weights.size());
     for (const TensorInfo& t : m.inputs) inputs_.push_back(std::make_unique<AlignedBuffer>(t.bytes));
     for (const TensorInfo& t : m.outputs) outputs_.push_back(std::make_unique<AlignedBuffer>(t.bytes));
+    std::vector<uint8_t*> in, out;
+    for (auto& b : inputs_) in.push_back(b->p);
+    for (auto& b : outputs_) out.push_back(b->p);
+    addr_ = buffer_addresses(m, arena_.p, weights_.p, in, out);
+    args_ = kernel_launch_args(m, addr_);
     const std::string lib = (std::filesystem::path(m.dir) / artifact::kEmuLibrary).string();
     handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_)
@@ -63,11 +68,9 @@ class EmuBackend final : public BackendImpl {
       switch (s.op) {
         case StepDesc::kKernel: {
           const KernelDesc& k = m_.kernels[s.kernel];
-          std::vector<void*> ptrs, args;
-          for (int b : s.args) ptrs.push_back(ptr(b));
-          for (void*& p : ptrs) args.push_back(&p);
           dim3 grid(k.grid[0], k.grid[1], k.grid[2]), block(k.block[0], k.block[1], k.block[2]);
-          emu::Result r = entries_[s.kernel]->launch(grid, block, static_cast<size_t>(k.smem), args.data(), false);
+          emu::Result r =
+              entries_[s.kernel]->launch(grid, block, static_cast<size_t>(k.smem), args_[i].pointers.data(), false);
           if (!r.ok()) fail(3, fmt::format("{} failed on the emu backend: {}", m_.step_text(i), r.message));
           break;
         }
@@ -86,20 +89,13 @@ class EmuBackend final : public BackendImpl {
   }
 
  private:
-  void* ptr(int id) {
-    const BufferDesc& b = m_.buffers[id];
-    switch (b.storage) {
-      case StorageKind::kArena: return arena_.p + b.offset;
-      case StorageKind::kWeights: return weights_.p + b.offset;
-      case StorageKind::kInput: return inputs_[b.index]->p;
-      case StorageKind::kOutput: return outputs_[b.index]->p;
-    }
-    return nullptr;
-  }
+  void* ptr(int id) const { return addr_[id]; }
 
   const ModelData& m_;
   AlignedBuffer arena_, weights_;
   std::vector<std::unique_ptr<AlignedBuffer>> inputs_, outputs_;
+  std::vector<void*> addr_;       // every buffer's address
+  std::vector<LaunchArgs> args_;  // per kernel step
   void* handle_ = nullptr;
   std::vector<const emu::KernelEntry*> entries_;
 };

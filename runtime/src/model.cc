@@ -171,6 +171,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
   auto m = std::make_unique<ModelData>();
   m->dir = dir;
   const fs::path root(dir);
+  std::string weights;
   json manifest = parse_json(read_file(root / artifact::kManifestFile, dir), fmt::format("'{}/manifest.json'", dir));
   try {
     if (manifest.value("format", std::string()) != artifact::kFormatName)
@@ -189,6 +190,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
       if (sum != info.at("fnv1a").get<std::string>())
         fail(2, fmt::format("artifact '{}': '{}' does not match its checksum in the manifest (edited after "
                             "compilation?); recompile the model", dir, rel));
+      if (rel == artifact::kWeightsFile) weights = std::move(data);  // read once: it can be hundreds of MiB
     }
     for (const json& t : manifest.at("inputs")) m->inputs.push_back(tensor_info(t));
     for (const json& t : manifest.at("outputs")) m->outputs.push_back(tensor_info(t));
@@ -201,7 +203,9 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
   } catch (const json::exception& e) {
     fail(2, fmt::format("artifact '{}' has a malformed manifest or schedule ({}); recompile the model", dir, e.what()));
   }
-  std::string w = read_file(root / artifact::kWeightsFile, dir);
+  if (!manifest.at("files").contains(artifact::kWeightsFile))
+    fail(2, fmt::format("artifact '{}': the manifest does not list weights.bin; recompile the model", dir));
+  const std::string& w = weights;
   if (static_cast<int64_t>(w.size()) != m->weights_bytes)
     fail(2, fmt::format("artifact '{}': weights.bin has {} bytes, the schedule needs {}; recompile the model", dir,
                         w.size(), m->weights_bytes));

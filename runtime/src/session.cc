@@ -22,6 +22,32 @@ int find_by_name(const List& list, const std::string& name, const char* role) {
 
 }  // namespace
 
+std::vector<void*> buffer_addresses(const ModelData& m, void* arena, void* weights,
+                                    const std::vector<uint8_t*>& inputs, const std::vector<uint8_t*>& outputs) {
+  std::vector<void*> out;
+  out.reserve(m.buffers.size());
+  for (const BufferDesc& b : m.buffers) {
+    switch (b.storage) {
+      case StorageKind::kArena: out.push_back(static_cast<uint8_t*>(arena) + b.offset); break;
+      case StorageKind::kWeights: out.push_back(static_cast<uint8_t*>(weights) + b.offset); break;
+      case StorageKind::kInput: out.push_back(inputs[b.index]); break;
+      case StorageKind::kOutput: out.push_back(outputs[b.index]); break;
+    }
+  }
+  return out;
+}
+
+std::vector<LaunchArgs> kernel_launch_args(const ModelData& m, const std::vector<void*>& addresses) {
+  std::vector<LaunchArgs> out(m.steps.size());
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    if (m.steps[i].op != StepDesc::kKernel) continue;
+    LaunchArgs& a = out[i];
+    for (int b : m.steps[i].args) a.values.push_back(addresses[b]);
+    for (void*& v : a.values) a.pointers.push_back(&v);
+  }
+  return out;
+}
+
 Session::Session(std::shared_ptr<const Model> model, Backend backend, SessionOptions options)
     : model_(std::move(model)) {
   const ModelData& m = model_->data();

@@ -10,30 +10,8 @@ FEATURE_CHECK=$2
 EXAMPLE=$3
 ROOT=$4
 C_API_TEST=$5
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$code" ]; then
-    echo "FAIL $name: exit $rc, wanted $code"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
-  fi
-  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
-  fi
-  echo "ok   $name"
-  pass=$((pass + 1))
-}
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
-}
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 # --- every shipped model: compile (nvcc sm_90 + emulation library), run on emu, match PyTorch ---
 shapes_for() {

@@ -5,27 +5,8 @@
 set -u
 STITCHC=$1
 ROOT=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-
-# expect NAME CODE PATTERN -- CMD...: CMD must exit with CODE and print PATTERN (grep -E).
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$code" ]; then
-    echo "FAIL $name: exit $rc, wanted $code"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
-  fi
-  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
-  fi
-  echo "ok   $name"
-  pass=$((pass + 1))
-}
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 # --- the shipped models match PyTorch's outputs ---------------------------------
 for m in "$ROOT"/models/*/; do

@@ -5,17 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "codegen/artifact.h"
+#include "backend_test_util.h"
 #include "codegen/cuda_writer.h"
 #include "codegen/lower.h"
 #include "codegen/scalar_ops.h"
-#include "codegen/schedule.h"
-#include "importer/onnx_importer.h"
-#include "importer/tensor_io.h"
-#include "reference/compare.h"
-#include "stitch/runtime.hpp"
-#include "support/tolerances.h"
-#include "test_util.h"
 
 using namespace stitch;
 using namespace stitch::codegen;
@@ -23,61 +16,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::unique_ptr<Graph> prepared_model(const std::string& name) {
-  const fs::path dir = fs::path(STITCH_SOURCE_DIR) / "models" / name;
-  auto g = import_onnx_file((dir / "model.onnx").string());
-  REQUIRE(g.is_ok());
-  PassContext ctx;
-  for (size_t i = 0; i < (*g)->inputs.size(); ++i) {
-    auto t = read_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb")).string());
-    REQUIRE(t.is_ok());
-    ctx.bindings.by_input[(*g)->inputs[i]->name] = t->tensor.dims();
-  }
-  test::run_frontend_or_die(**g, ctx);
-  return std::move(g).value();
-}
-
 std::string read(const fs::path& p) {
   std::ifstream f(p);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-// Compiles `g` (emu only) into a temporary artifact, runs it on the emu backend on seeded
-// inputs, and compares every output with the reference interpreter.
-void check_on_emu(const Graph& g, const Tolerance& tol) {
-  auto s = build_schedule(g);
-  INFO(s.status().message());
-  REQUIRE(s.is_ok());
-  CompileOptions o;
-  o.run_nvcc = false;
-  const fs::path dir = fs::temp_directory_path() / ("stitch_codegen_test_" + std::to_string(getpid()));
-  o.model_path = "/dev/null";
-  ArtifactSummary summary;
-  Status st = write_artifact(g, *s, o, dir.string(), &summary);
-  INFO(st.message());
-  REQUIRE(st.is_ok());
-  TensorMap feed;
-  uint32_t seed = 1;
-  for (const Value* v : g.inputs) feed[v->name] = test::random_tensor(v->dtype, *v->dims, seed++);
-  auto want = run_reference(g, feed);
-  REQUIRE(want.is_ok());
-  auto model = rt::Model::load(dir.string());
-  rt::Session session(model, rt::Backend::kEmu);
-  for (const Value* v : g.inputs) {
-    const Tensor& t = feed.at(v->name);
-    session.set_input(v->name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
-  }
-  session.run();
-  for (const Value* v : g.outputs) {
-    Tensor got(v->dtype, *v->dims);
-    session.get_output(v->name, got.data(), got.byte_size());
-    CompareResult r = compare_tensors(got, want->at(v->name), tol.rtol, tol.atol);
-    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
-    CHECK(r.ok);
-  }
-  fs::remove_all(dir);
 }
 
 }  // namespace
@@ -129,7 +72,7 @@ TEST_CASE("schedules of the shipped models: plan verified, buffers placed, outpu
       {"bert_tiny", {62, 17}}, {"gpt2_tiny", {102, 12}}, {"llama_tiny", {104, 18}}, {"cnn_small", {18, 10}}};
   for (const auto& [name, counts] : expected) {
     INFO(name);
-    auto g = prepared_model(name);
+    auto g = test::prepared_model(name);
     auto a = build_schedule(*g);
     INFO(a.status().message());
     REQUIRE(a.is_ok());
@@ -142,7 +85,7 @@ TEST_CASE("schedules of the shipped models: plan verified, buffers placed, outpu
     for (const Kernel& k : a->kernels)
       for (const KernelParam& p : k.params) CHECK(a->buffers.count(p.value) == 1);
     // A second build from a fresh import emits identical text.
-    auto g2 = prepared_model(name);
+    auto g2 = test::prepared_model(name);
     auto b = build_schedule(*g2);
     REQUIRE(b.is_ok());
     REQUIRE(a->kernels.size() == b->kernels.size());
@@ -154,7 +97,7 @@ TEST_CASE("schedules of the shipped models: plan verified, buffers placed, outpu
 TEST_CASE("golden kernels: layer norm and softmax of bert_tiny", "[codegen][golden]") {
   // To accept an intended change: stitchc compile models/bert_tiny/model.onnx -o /tmp/b
   //   --shape batch=2 --shape sequence=16 --no-nvcc --no-emu, then copy the two files here.
-  auto g = prepared_model("bert_tiny");
+  auto g = test::prepared_model("bert_tiny");
   auto s = build_schedule(*g);
   REQUIRE(s.is_ok());
   const fs::path golden = fs::path(STITCH_SOURCE_DIR) / "tests" / "codegen" / "golden";
@@ -181,7 +124,7 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
 }
 )");
     test::run_frontend_or_die(*g);
-    check_on_emu(*g, kEmuF32);
+    test::emu_matches_reference(*g, nullptr, 1);
   }
   SECTION("column reduction 1000x37 (thread per segment), 1x1, keepdims off, middle axis") {
     auto g = test::parse_or_die(R"(graph "g" opset 17 {
@@ -201,7 +144,7 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
 }
 )");
     test::run_frontend_or_die(*g);
-    check_on_emu(*g, kEmuF32);
+    test::emu_matches_reference(*g, nullptr, 1);
   }
   SECTION("layer norm 37x770 with broadcast scale, bias add with every broadcast kind, transpose, slice, concat") {
     auto g = test::parse_or_die(R"(graph "g" opset 17 {
@@ -226,6 +169,6 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
 }
 )");
     test::run_frontend_or_die(*g);
-    check_on_emu(*g, kEmuF32);
+    test::emu_matches_reference(*g, nullptr, 1);
   }
 }

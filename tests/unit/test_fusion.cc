@@ -3,37 +3,14 @@
 // of broadcast, fused and run on the emu backend against the reference interpreter.
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <random>
 
-#include "codegen/artifact.h"
-#include "codegen/schedule.h"
+#include "backend_test_util.h"
 #include "fusion/plan.h"
-#include "importer/onnx_importer.h"
-#include "importer/tensor_io.h"
-#include "reference/compare.h"
-#include "stitch/runtime.hpp"
-#include "support/tolerances.h"
-#include "test_util.h"
 
 using namespace stitch;
-namespace fs = std::filesystem;
 
 namespace {
-
-std::unique_ptr<Graph> prepared(const std::string& name) {
-  const fs::path dir = fs::path(STITCH_SOURCE_DIR) / "models" / name;
-  auto g = import_onnx_file((dir / "model.onnx").string());
-  REQUIRE(g.is_ok());
-  PassContext ctx;
-  for (size_t i = 0; i < (*g)->inputs.size(); ++i) {
-    auto t = read_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb")).string());
-    REQUIRE(t.is_ok());
-    ctx.bindings.by_input[(*g)->inputs[i]->name] = t->tensor.dims();
-  }
-  test::run_frontend_or_die(**g, ctx);
-  return std::move(g).value();
-}
 
 codegen::NodeGroups groups_of(const fusion::FusionPlan& p) {
   codegen::NodeGroups out;
@@ -41,41 +18,12 @@ codegen::NodeGroups groups_of(const fusion::FusionPlan& p) {
   return out;
 }
 
-// Fuses greedily, compiles for emu, runs on seeded inputs, compares with the reference.
+// Fuses greedily, then compiles, runs on emu and compares with the reference.
 size_t fused_matches_reference(const Graph& g, uint32_t seed) {
   auto plan = fusion::make_plan(g, {"greedy", {}, 64});
   REQUIRE(plan.is_ok());
   const auto groups = groups_of(*plan);
-  auto s = codegen::build_schedule(g, &groups);
-  INFO(s.status().message());
-  REQUIRE(s.is_ok());
-  codegen::CompileOptions o;
-  o.run_nvcc = false;
-  o.model_path = "/dev/null";
-  const fs::path dir = fs::temp_directory_path() / ("stitch_fusion_test_" + std::to_string(getpid()));
-  codegen::ArtifactSummary summary;
-  Status st = codegen::write_artifact(g, *s, o, dir.string(), &summary);
-  INFO(st.message());
-  REQUIRE(st.is_ok());
-  TensorMap feed;
-  for (const Value* v : g.inputs) feed[v->name] = test::random_tensor(v->dtype, *v->dims, seed++);
-  auto want = run_reference(g, feed);
-  REQUIRE(want.is_ok());
-  rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
-  for (const Value* v : g.inputs) {
-    const Tensor& t = feed.at(v->name);
-    session.set_input(v->name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
-  }
-  session.run();
-  for (const Value* v : g.outputs) {
-    Tensor got(v->dtype, *v->dims);
-    session.get_output(v->name, got.data(), got.byte_size());
-    CompareResult r = compare_tensors(got, want->at(v->name), kEmuF32.rtol, kEmuF32.atol);
-    INFO(v->name << ": max abs " << r.max_abs << " " << r.problem);
-    CHECK(r.ok);
-  }
-  fs::remove_all(dir);
-  return s->kernels.size();
+  return test::emu_matches_reference(g, &groups, seed);
 }
 
 }  // namespace
@@ -85,7 +33,7 @@ TEST_CASE("greedy local stitching: launch counts of the shipped models do not gr
   const std::map<std::string, size_t> most = {{"bert_tiny", 34}, {"gpt2_tiny", 57}, {"llama_tiny", 62}, {"cnn_small", 14}};
   for (const auto& [name, limit] : most) {
     INFO(name);
-    auto g = prepared(name);
+    auto g = test::prepared_model(name);
     auto plan = fusion::make_plan(*g, {"greedy", {}, 64});
     REQUIRE(plan.is_ok());
     const auto groups = groups_of(*plan);

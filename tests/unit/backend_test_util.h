@@ -1,0 +1,73 @@
+// Helpers for back-end unit tests: shipped models prepared at their test data's shapes, and a
+// graph compiled (optionally with fusion groups) into an emu-only artifact, run on the emu
+// backend and compared with the reference interpreter.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "codegen/artifact.h"
+#include "codegen/schedule.h"
+#include "importer/onnx_importer.h"
+#include "importer/tensor_io.h"
+#include "reference/compare.h"
+#include "stitch/runtime.hpp"
+#include "support/tolerances.h"
+#include "test_util.h"
+
+namespace stitch::test {
+
+// models/NAME imported and run through the front end, dynamic inputs bound from test_data_set_0.
+inline std::unique_ptr<Graph> prepared_model(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(STITCH_SOURCE_DIR) / "models" / name;
+  auto g = import_onnx_file((dir / "model.onnx").string());
+  REQUIRE(g.is_ok());
+  PassContext ctx;
+  for (size_t i = 0; i < (*g)->inputs.size(); ++i) {
+    auto t = read_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb")).string());
+    REQUIRE(t.is_ok());
+    ctx.bindings.by_input[(*g)->inputs[i]->name] = t->tensor.dims();
+  }
+  run_frontend_or_die(**g, ctx);
+  return std::move(g).value();
+}
+
+// Compiles `g` (emu only; `groups` from a fusion plan, or every node alone), runs it on seeded
+// inputs and checks every output against the reference within `tol`. Returns the kernel count.
+inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
+                                    const Tolerance& tol = kEmuF32) {
+  auto s = codegen::build_schedule(g, groups);
+  INFO(s.status().message());
+  REQUIRE(s.is_ok());
+  codegen::CompileOptions o;
+  o.run_nvcc = false;
+  o.model_path = "/dev/null";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("stitch_unit_emu_" + std::to_string(getpid()));
+  codegen::ArtifactSummary summary;
+  Status st = codegen::write_artifact(g, *s, o, dir.string(), &summary);
+  INFO(st.message());
+  REQUIRE(st.is_ok());
+  TensorMap feed;
+  for (const Value* v : g.inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+  auto want = run_reference(g, feed);
+  REQUIRE(want.is_ok());
+  rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+  for (const Value* v : g.inputs) {
+    const Tensor& t = feed.at(v->name);
+    session.set_input(v->name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
+  }
+  session.run();
+  for (const Value* v : g.outputs) {
+    Tensor got(v->dtype, *v->dims);
+    session.get_output(v->name, got.data(), got.byte_size());
+    CompareResult r = compare_tensors(got, want->at(v->name), tol.rtol, tol.atol);
+    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
+    CHECK(r.ok);
+  }
+  std::filesystem::remove_all(dir);
+  return s->kernels.size();
+}
+
+}  // namespace stitch::test
