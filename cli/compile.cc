@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -43,8 +44,18 @@ int run_compile(const CompileArgs& a) {
   fo.mode = a.fusion;
   fo.no_fuse = std::set<std::string>(a.no_fuse.begin(), a.no_fuse.end());
   fo.max_group_size = a.max_group_size;
+  fo.beam_width = a.beam_width;
+  fo.time_limit_s = a.plan_time_limit;
+  {
+    // The cost model's device: a spec file, a named arch, or the newest --arch target.
+    const std::string spec = a.device_spec.empty() ? *std::max_element(o.archs.begin(), o.archs.end()) : a.device_spec;
+    auto dev = spec.find(".json") != std::string::npos ? fusion::load_device_spec(spec) : fusion::device_spec(spec);
+    if (!dev.is_ok()) return report(dev.status());
+    fo.device = *dev;
+  }
   auto plan = fusion::make_plan(**g, fo);
   if (!plan.is_ok()) return report(plan.status());
+  const fusion::FusionPlan baseline = fusion::plan_none(**g, fo);
   codegen::NodeGroups groups;
   for (const auto& grp : plan->groups) {
     groups.push_back(grp.nodes);
@@ -58,8 +69,33 @@ int run_compile(const CompileArgs& a) {
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);
   if (!st.is_ok()) return report(st);
   if (!a.report_json.empty()) {
+    nlohmann::json rep = nlohmann::json::parse(summary.report_json);
+    auto side = [](const fusion::FusionPlan& p) {
+      return nlohmann::json{{"planner", p.mode},
+                            {"kernel_launches", p.cost.kernels},
+                            {"library_calls", p.cost.library_calls},
+                            {"launches", p.cost.launches},
+                            {"estimated_bytes_moved", p.cost.bytes},
+                            {"estimated_time_us", p.cost.time * 1e6},
+                            {"groups", p.groups.size()}};
+    };
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& grp : plan->groups) {
+      if (grp.nodes.size() < 2) continue;
+      nlohmann::json names = nlohmann::json::array();
+      for (const Node* n : grp.nodes) names.push_back(n->name);
+      groups.push_back({{"scheme", grp.scheme}, {"nodes", names}, {"mapping", grp.mapping},
+                        {"estimated_time_us", grp.cost.time * 1e6}, {"unfused_time_us", grp.unfused.time * 1e6},
+                        {"estimated_bytes", grp.cost.bytes}, {"unfused_bytes", grp.unfused.bytes}});
+    }
+    rep["fusion"] = {{"device", plan->device},
+                     {"plan_seconds", plan->plan_seconds},
+                     {"timed_out", plan->timed_out},
+                     {"chosen", side(*plan)},
+                     {"none", side(baseline)},
+                     {"fused_groups", groups}};
     std::ofstream f(a.report_json);
-    f << summary.report_json;
+    f << rep.dump(2) << "\n";
     if (!f) return report(Status::user(fmt::format("cannot write --report-json '{}'", a.report_json)));
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -85,6 +121,36 @@ int run_compile(const CompileArgs& a) {
   }
   if (o.build_emu) fmt::print("  emulation library: {:.1f} s\n", summary.emu_seconds);
   fmt::print("  total {:.1f} s\n", secs);
+  return 0;
+}
+
+
+int run_calibrate(const CalibrateArgs& a) {
+  std::ifstream f(a.measurements);
+  if (!f) return report(Status::user(fmt::format("{}: cannot read the measurements file", a.measurements)));
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("arch") || !j["arch"].is_string() || !j.contains("measurements") ||
+      !j["measurements"].is_array())
+    return report(Status::user(fmt::format(
+        "{}: expected {{\"arch\": \"sm_90\", \"measurements\": [{{\"bytes\": B, \"launches\": L, \"seconds\": T}}, ...]}}",
+        a.measurements)));
+  auto base = fusion::device_spec(j["arch"].get<std::string>());
+  if (!base.is_ok()) return report(base.status());
+  std::vector<fusion::Measurement> ms;
+  for (const auto& m : j["measurements"]) {
+    if (!m.is_object() || !m.contains("bytes") || !m.contains("seconds") || !m["bytes"].is_number() ||
+        !m["seconds"].is_number())
+      return report(Status::user(fmt::format("{}: measurement {} needs numeric \"bytes\" and \"seconds\"", a.measurements,
+                                             ms.size())));
+    ms.push_back({m["bytes"].get<int64_t>(), m.value("launches", 1), m["seconds"].get<double>()});
+  }
+  auto spec = fusion::calibrate(*base, ms);
+  if (!spec.is_ok()) return report(spec.status().with_context(a.measurements));
+  std::ofstream out(a.out);
+  out << fusion::device_spec_json(*spec);
+  if (!out) return report(Status::user(fmt::format("cannot write '{}'", a.out)));
+  fmt::print("calibrated {}: launch {:.2f} us, bandwidth efficiency {:.3f} of {:.0f} GB/s -> {}\n", spec->arch,
+             spec->launch * 1e6, spec->bw_eff, spec->dram_bw / 1e9, a.out);
   return 0;
 }
 

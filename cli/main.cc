@@ -73,8 +73,14 @@ int main(int argc, char** argv) {
   compile->add_option("-o,--output", ca.out, "artifact directory to write")->required();
   compile->add_option("--shape", ca.shapes, "bind a dynamic input or symbolic dim: NAME=1x128 or SYMBOL=4");
   compile->add_option("--arch", ca.arch, "comma-separated GPU targets")->default_val("sm_90");
-  compile->add_option("--fusion", ca.fusion, "fusion planner: none (unfused baseline) or greedy (local stitching)")
-      ->default_val("none");
+  compile->add_option("--fusion", ca.fusion,
+                      "fusion planner: beam (default), ilp (exact per component, GLPK), greedy (baseline) or none")
+      ->default_val("beam");
+  compile->add_option("--beam-width", ca.beam_width, "partitions kept per beam step")->default_val(8);
+  compile->add_option("--plan-time-limit", ca.plan_time_limit, "seconds for the fusion search (best plan so far after)")
+      ->default_val(20);
+  compile->add_option("--device-spec", ca.device_spec,
+                      "cost-model device: sm_80, sm_90 or a JSON file from stitchc calibrate (default: the newest --arch)");
   compile->add_flag("--explain-fusion", ca.explain, "print every group, its reason, and every rejected merge");
   compile->add_option("--no-fuse", ca.no_fuse, "keep this node (by name) out of every fused group; repeatable");
   compile->add_option("--max-group-size", ca.max_group_size, "at most this many nodes per fused group")
@@ -83,6 +89,14 @@ int main(int argc, char** argv) {
   compile->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass into this directory");
   compile->add_flag("--no-nvcc", ca.no_nvcc, "emit sources only; do not run nvcc");
   compile->add_flag("--no-emu", ca.no_emu, "do not build the CPU emulation library");
+
+  CalibrateArgs cal;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "fit the cost model's launch overhead and bandwidth efficiency from measured kernel times");
+  calibrate->add_option("measurements", cal.measurements,
+                        "JSON: {\"arch\": \"sm_90\", \"measurements\": [{\"bytes\": B, \"launches\": L, \"seconds\": T}, ...]}")
+      ->required();
+  calibrate->add_option("-o,--output", cal.out, "device spec file to write (for --device-spec)")->required();
 
   BenchArgs ba;
   CLI::App* bench = app.add_subcommand("bench", "time an artifact's run() after warm-up");
@@ -111,6 +125,7 @@ int main(int argc, char** argv) {
     if (*ops) return run_ops();
     if (*compile) return run_compile(ca);
     if (*bench) return run_bench(ba);
+    if (*calibrate) return run_calibrate(cal);
   } catch (const std::bad_alloc&) {
     return report(stitch::Status::user(
         "out of memory: the model needs a tensor larger than this machine can hold (check --shape bindings)"));

@@ -21,12 +21,18 @@ struct RunArgs {
 int run_run(const RunArgs& a);
 
 struct CompileArgs {
-  std::string model, out, arch = "sm_90", fusion = "none", report_json, dump_dir;
+  std::string model, out, arch = "sm_90", fusion = "beam", report_json, dump_dir, device_spec;
   std::vector<std::string> shapes, no_fuse;
-  int max_group_size = 64;
+  int max_group_size = 64, beam_width = 8;
+  double plan_time_limit = 20;
   bool no_nvcc = false, no_emu = false, explain = false;
 };
 int run_compile(const CompileArgs& a);
+
+struct CalibrateArgs {
+  std::string measurements, out;
+};
+int run_calibrate(const CalibrateArgs& a);
 
 struct BenchArgs {
   std::string dir, backend = "cuda";

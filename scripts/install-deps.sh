@@ -9,6 +9,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev      # command line, formatting, JSON
   catch2                                          # unit tests
   libonnx-testdata                                # ONNX's own backend node tests (oracle)
+  libglpk-dev                                     # exact ILP fusion planner (GLPK)
 )
 
 missing=()

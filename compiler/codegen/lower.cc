@@ -130,7 +130,7 @@ std::string kernel_header(const Kernel& k, const std::string& extra) {
       if (v) s += fmt::format("//     out {:<28} {}\n", v->name, v->type_string());
   }
   s += k.nodes.size() == 1 ? fmt::format("//   group: one node (unfused); mapping: {}\n", k.mapping)
-                           : fmt::format("//   group: {} nodes, local stitching; mapping: {}\n", k.nodes.size(), k.mapping);
+                           : fmt::format("//   group: {} nodes stitched; mapping: {}\n", k.nodes.size(), k.mapping);
   s += fmt::format("//   launch: grid {}x{}x{}, block {}x{}x{}, {} B dynamic shared memory\n", k.grid[0], k.grid[1],
                    k.grid[2], k.block[0], k.block[1], k.block[2], k.smem_bytes);
   s += fmt::format("//   global memory: {} B read and written\n", k.bytes_moved);

@@ -10,6 +10,7 @@
 
 #include "codegen/lower.h"
 #include "codegen/scalar_ops.h"
+#include "codegen/stitch.h"
 #include "support/check.h"
 
 namespace stitch::codegen {
@@ -83,28 +84,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups) {
             for (const Node* u : it->second) outside |= !members.count(u);
           if (outside) escaping.insert(v);
         }
-      Kernel k;
-      auto row = std::find_if(unit.begin(), unit.end(), [](const Node* m) { return !has_scalar_expr(*m); });
-      if (row == unit.end()) {
-        ASSIGN_OR_RETURN(k, lower_fused_map(unit, escaping, kernel_index++));
-      } else {
-        // Regional: per-element nodes before the segment node feed its input 0 (prologue); those
-        // after it consume its output 0 (epilogue). Only the last epilogue value is stored.
-        const Node* r = *row;
-        const std::vector<const Node*> before(unit.begin(), row), after(row + 1, unit.end());
-        for (const Node* m : before)
-          STITCH_CHECK(!escaping.count(m->output(0)), "prologue value {} is needed outside its group", m->output(0)->name);
-        for (size_t i = 0; i + 1 < after.size(); ++i)
-          STITCH_CHECK(!escaping.count(after[i]->output(0)), "epilogue value {} is needed outside its group",
-                       after[i]->output(0)->name);
-        Prologue pro, epi;
-        if (!before.empty()) { ASSIGN_OR_RETURN(pro, lower_prologue(before, r->input(0), kernel_index)); }
-        if (!after.empty()) {
-          ASSIGN_OR_RETURN(epi, lower_prologue(after, after.back()->output(0), kernel_index, r->output(0)));
-        }
-        ASSIGN_OR_RETURN(k, lower_reduce(*r, kernel_index++, before.empty() ? nullptr : &pro,
-                                         after.empty() ? nullptr : &epi));
-      }
+      ASSIGN_OR_RETURN(Kernel k, lower_stitched(unit, escaping, kernel_index++));
       for (const KernelParam& p : k.params)
         if (!p.output) reads(p.value);
       for (const KernelParam& p : k.params)

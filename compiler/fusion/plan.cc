@@ -1,295 +1,609 @@
 #include "fusion/plan.h"
 
 #include <fmt/format.h>
+#include <glpk.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <map>
+#include <optional>
 #include <queue>
+#include <unordered_map>
 
 #include "codegen/lower.h"
-#include "codegen/scalar_ops.h"
+#include "codegen/stitch.h"
 #include "support/check.h"
 
 namespace stitch::fusion {
 namespace {
 
-int64_t bytes_of(const Value* v) { return num_elements(*v->dims) * dtype_size(v->dtype); }
+using Clock = std::chrono::steady_clock;
 
-// A node whose output element i depends only on element-aligned or broadcast inputs.
-bool pointwise(const Node& n) {
-  return codegen::has_scalar_expr(n) && codegen::classify_node(n) == codegen::NodeLowering::kKernel &&
-         n.outputs.size() == 1 && n.output(0) != nullptr;
-}
+struct Eval {
+  bool ok = false;
+  std::string why;
+  Cost cost;
+  codegen::StitchInfo info;
+};
 
-// Orders groups so every group follows the groups it reads from; ties by first node index.
-std::vector<FusionGroup> order_groups(const Graph& g, std::vector<FusionGroup> groups,
-                                      const std::map<const Node*, int>& group_of) {
-  std::map<const Node*, int> index;
-  for (size_t i = 0; i < g.nodes().size(); ++i) index[g.nodes()[i].get()] = static_cast<int>(i);
-  const size_t n = groups.size();
-  std::vector<std::set<int>> succ(n);
-  std::vector<int> indeg(n, 0);
-  for (size_t gi = 0; gi < n; ++gi)
-    for (const Node* node : groups[gi].nodes)
-      for (const Value* v : node->inputs)
-        if (v && v->producer && group_of.at(v->producer) != static_cast<int>(gi))
-          if (succ[group_of.at(v->producer)].insert(static_cast<int>(gi)).second) ++indeg[gi];
-  auto first = [&](int gi) { return index.at(groups[gi].nodes.front()); };
-  auto later = [&](int a, int b) { return first(a) > first(b); };
-  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-  for (size_t gi = 0; gi < n; ++gi)
-    if (indeg[gi] == 0) ready.push(static_cast<int>(gi));
-  std::vector<FusionGroup> out;
-  while (!ready.empty()) {
-    int gi = ready.top();
-    ready.pop();
-    out.push_back(groups[gi]);
-    for (int s : succ[gi])
-      if (--indeg[s] == 0) ready.push(s);
+// A partition: gid[node] is the smallest node index of its group (so equal partitions are equal
+// vectors); groups maps that id to the sorted member indices.
+struct Part {
+  std::vector<int> gid;
+  std::map<int, std::vector<int>> groups;
+  double cost = 0;  // of the component being planned
+};
+
+class Planner {
+ public:
+  Planner(const Graph& g, const FusionOptions& o) : g_(g), o_(o), start_(Clock::now()) {
+    for (const auto& n : g.nodes()) {
+      idx_[n.get()] = static_cast<int>(nodes_.size());
+      nodes_.push_back(n.get());
+    }
+    users_ = g.users();
+    const size_t n = nodes_.size();
+    succ_.resize(n);
+    pred_.resize(n);
+    fusible_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Node* x = nodes_[i];
+      fusible_[i] = codegen::stitch_role(*x) != codegen::StitchRole::kNone && !o.no_fuse.count(x->name);
+      for (const Value* v : x->inputs)
+        if (v && v->producer && idx_.count(v->producer)) {
+          const int p = idx_.at(v->producer);
+          if (std::find(pred_[i].begin(), pred_[i].end(), p) == pred_[i].end()) {
+            pred_[i].push_back(p);
+            succ_[p].push_back(static_cast<int>(i));
+          }
+        }
+      single_.push_back(single_cost(*x, o.device));
+    }
   }
-  return out;  // the merge rule keeps the group graph acyclic, so every group is here
+
+  bool timed_out() const { return timed_out_; }
+  bool out_of_time() {
+    if (std::chrono::duration<double>(Clock::now() - start_).count() > o_.time_limit_s) timed_out_ = true;
+    return timed_out_;
+  }
+
+  Part singletons() const {
+    Part p;
+    p.gid.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      p.gid[i] = static_cast<int>(i);
+      p.groups[static_cast<int>(i)] = {static_cast<int>(i)};
+    }
+    return p;
+  }
+
+  // Components: fusible nodes joined by producer-consumer edges, in order of their first node.
+  std::vector<std::vector<int>> components() const {
+    std::vector<int> comp(nodes_.size(), -1);
+    std::vector<std::vector<int>> out;
+    for (size_t s = 0; s < nodes_.size(); ++s) {
+      if (!fusible_[s] || comp[s] >= 0) continue;
+      std::vector<int> members, stack{static_cast<int>(s)};
+      comp[s] = static_cast<int>(out.size());
+      while (!stack.empty()) {
+        const int x = stack.back();
+        stack.pop_back();
+        members.push_back(x);
+        for (const auto* adj : {&succ_[x], &pred_[x]})
+          for (int y : *adj)
+            if (fusible_[y] && comp[y] < 0) {
+              comp[y] = comp[s];
+              stack.push_back(y);
+            }
+      }
+      std::sort(members.begin(), members.end());
+      out.push_back(members);
+    }
+    return out;
+  }
+
+  // Legality and cost of one group (sorted member indices), memoised.
+  const Eval& eval(const std::vector<int>& m) {
+    if (auto it = memo_.find(m); it != memo_.end()) return it->second;
+    Eval e;
+    if (m.size() == 1) {
+      e.ok = true;
+      e.cost = single_[m[0]];
+      return memo_[m] = e;
+    }
+    if (static_cast<int>(m.size()) > o_.max_group_size) {
+      e.why = fmt::format("the group would exceed --max-group-size {}", o_.max_group_size);
+      return memo_[m] = e;
+    }
+    std::vector<const Node*> ns;
+    std::set<const Node*> members;
+    for (int i : m) {
+      if (!fusible_[i]) {
+        e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())
+                                                  : fmt::format("{} cannot be stitched", nodes_[i]->describe());
+        return memo_[m] = e;
+      }
+      ns.push_back(nodes_[i]);
+      members.insert(nodes_[i]);
+    }
+    std::set<const Value*> escaping;
+    for (const Node* x : ns)
+      for (const Value* v : x->outputs) {
+        if (!v) continue;
+        bool out = g_.is_graph_output(v);
+        if (auto it = users_.find(v); it != users_.end())
+          for (const Node* u : it->second) out |= !members.count(u);
+        if (out) escaping.insert(v);
+      }
+    auto info = codegen::analyze_stitch(ns, escaping);
+    if (!info.is_ok()) {
+      e.why = info.status().message();
+      return memo_[m] = e;
+    }
+    e.ok = true;
+    e.info = *info;
+    e.cost = stitched_cost(ns, e.info, o_.device);
+    return memo_[m] = e;
+  }
+
+  static std::vector<int> merged(const std::vector<int>& a, const std::vector<int>& b) {
+    std::vector<int> m;
+    std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(m));
+    return m;
+  }
+
+  // True when the groups `ids` (to become one) would sit on a cycle of the group graph: some path
+  // leaves them and comes back through other groups.
+  bool cycle(const Part& p, const std::set<int>& ids) const {
+    std::set<int> seen;
+    std::vector<int> stack;
+    for (int id : ids)
+      for (int m : p.groups.at(id))
+        for (int s : succ_[m])
+          if (!ids.count(p.gid[s]) && seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
+    while (!stack.empty()) {
+      const int gi = stack.back();
+      stack.pop_back();
+      for (int m : p.groups.at(gi))
+        for (int s : succ_[m]) {
+          if (ids.count(p.gid[s])) return true;
+          if (seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
+        }
+    }
+    return false;
+  }
+
+  // Why groups a and b cannot merge ("" when they can), and the merged evaluation.
+  std::string merge_check(const Part& p, int a, int b, const Eval** out) {
+    const std::vector<int> m = merged(p.groups.at(a), p.groups.at(b));
+    const Eval& e = eval(m);
+    *out = &e;
+    if (!e.ok) return e.why;
+    if (cycle(p, {a, b})) return "another path between the two groups runs outside them (merging would make a cycle)";
+    return "";
+  }
+
+  static void apply(Part& p, int a, int b, double delta) {
+    const int lo = std::min(a, b), hi = std::max(a, b);
+    std::vector<int> m = merged(p.groups.at(lo), p.groups.at(hi));
+    for (int x : m) p.gid[x] = lo;
+    p.groups.erase(hi);
+    p.groups[lo] = std::move(m);
+    p.cost += delta;
+  }
+
+  double group_cost(const Part& p, int id) { return eval(p.groups.at(id)).cost.time; }
+
+  // Edges inside a component, consumer order.
+  std::vector<std::pair<int, int>> edges(const std::vector<int>& comp) const {
+    std::set<int> in(comp.begin(), comp.end());
+    std::vector<std::pair<int, int>> e;
+    for (int v : comp)
+      for (int u : pred_[v])
+        if (in.count(u)) e.push_back({u, v});
+    return e;
+  }
+
+  double component_cost(const Part& p, const std::vector<int>& comp) {
+    std::set<int> ids;
+    for (int v : comp) ids.insert(p.gid[v]);
+    double c = 0;
+    for (int id : ids) c += group_cost(p, id);
+    return c;
+  }
+
+  void greedy(Part& p, const std::vector<int>& comp) {
+    const auto es = edges(comp);
+    for (bool changed = true; changed && !out_of_time();) {
+      changed = false;
+      for (auto [u, v] : es) {
+        const int a = p.gid[u], b = p.gid[v];
+        if (a == b) continue;
+        const Eval* e = nullptr;
+        if (!merge_check(p, a, b, &e).empty()) continue;
+        const double delta = e->cost.time - group_cost(p, a) - group_cost(p, b);
+        if (delta > 1e-9) continue;  // equal cost: a view joining its consumer costs nothing and opens later merges
+        apply(p, a, b, delta);
+        changed = true;
+      }
+    }
+  }
+
+  void beam(Part& p, const std::vector<int>& comp) {
+    Part greedy_part = p;
+    greedy_part.cost = component_cost(p, comp);
+    greedy(greedy_part, comp);
+    const auto es = edges(comp);
+    p.cost = component_cost(p, comp);
+    std::vector<Part> frontier{p};
+    Part best = p;
+    auto key = [&](const Part& x) {
+      std::vector<int> k;
+      for (int v : comp) k.push_back(x.gid[v]);
+      return k;
+    };
+    while (!frontier.empty() && !out_of_time()) {
+      std::vector<Part> children;
+      std::set<std::vector<int>> seen;
+      for (const Part& s : frontier) {
+        // Moves: two groups joined by an edge; a group with all its producer groups, or with all
+        // its consumer groups, in the component (several at once reach groups whose pairwise
+        // steps are illegal, e.g. one that would store two shapes until a third node joins).
+        std::set<std::set<int>> moves;
+        std::map<int, std::set<int>> ins, outs;
+        for (auto [u, v] : es) {
+          const int a = s.gid[u], b = s.gid[v];
+          if (a == b) continue;
+          moves.insert({a, b});
+          outs[a].insert(b);
+          ins[b].insert(a);
+        }
+        for (auto* side : {&ins, &outs})
+          for (auto& [a, others] : *side) {
+            if (others.size() < 2) continue;
+            std::set<int> m = others;
+            m.insert(a);
+            moves.insert(m);
+          }
+        for (const std::set<int>& ids : moves) {
+          std::vector<int> members;
+          double apart = 0;
+          for (int id : ids) {
+            members = merged(members, s.groups.at(id));
+            apart += group_cost(s, id);
+          }
+          const Eval& e = eval(members);
+          if (!e.ok || cycle(s, ids)) continue;
+          const double delta = e.cost.time - apart;
+          if (delta > 1e-9) continue;  // equal cost: a view joining its consumer costs nothing and opens later merges
+          Part c = s;
+          const int lo = *ids.begin();
+          for (int id : ids)
+            if (id != lo) apply(c, lo, id, 0);
+          c.cost = s.cost + delta;
+          if (seen.insert(key(c)).second) children.push_back(std::move(c));
+        }
+      }
+      std::sort(children.begin(), children.end(), [&](const Part& x, const Part& y) {
+        if (x.cost != y.cost) return x.cost < y.cost;
+        return key(x) < key(y);
+      });
+      if (children.size() > static_cast<size_t>(o_.beam_width)) children.resize(o_.beam_width);
+      if (!children.empty() && children.front().cost < best.cost) best = children.front();
+      frontier = std::move(children);
+    }
+    p = greedy_part.cost < best.cost - 1e-15 ? greedy_part : best;
+  }
+
+  // Connected legal groups of a component (bit masks over comp positions), for ILP and brute force.
+  std::vector<std::vector<int>> candidate_groups(const Part& p, const std::vector<int>& comp) {
+    const size_t n = comp.size();
+    std::vector<uint32_t> adj(n, 0);
+    std::map<int, size_t> pos;
+    for (size_t i = 0; i < n; ++i) pos[comp[i]] = i;
+    for (auto [u, v] : edges(comp)) {
+      adj[pos[u]] |= 1u << pos[v];
+      adj[pos[v]] |= 1u << pos[u];
+    }
+    std::vector<std::vector<int>> out;
+    for (uint32_t mask = 1; mask < (1u << n); ++mask) {
+      if (out_of_time()) break;
+      const int size = __builtin_popcount(mask);
+      if (size > o_.max_group_size) continue;
+      uint32_t reach = mask & (~mask + 1), frontier = reach;
+      while (frontier) {
+        uint32_t next = 0;
+        for (size_t i = 0; i < n; ++i)
+          if (frontier & (1u << i)) next |= adj[i];
+        next &= mask & ~reach;
+        reach |= next;
+        frontier = next;
+      }
+      if (reach != mask) continue;
+      std::vector<int> m;
+      for (size_t i = 0; i < n; ++i)
+        if (mask & (1u << i)) m.push_back(comp[i]);
+      if (!eval(m).ok) continue;
+      if (size > 1) {  // convex on its own: no path out of the group and back
+        Part q = p;
+        for (size_t i = 1; i < m.size(); ++i)
+          if (q.gid[m[0]] != q.gid[m[i]]) apply(q, q.gid[m[0]], q.gid[m[i]], 0);
+        if (cycle(q, {q.gid[m[0]]})) continue;
+      }
+      out.push_back(m);
+    }
+    return out;
+  }
+
+  static bool acyclic(const Part& p, const std::vector<std::vector<int>>& succ) {
+    std::map<int, std::set<int>> out;
+    std::map<int, int> indeg;
+    for (const auto& [id, m] : p.groups) indeg[id] += 0;
+    for (const auto& [id, m] : p.groups)
+      for (int x : m)
+        for (int s : succ[x])
+          if (p.gid[s] != id && out[id].insert(p.gid[s]).second) ++indeg[p.gid[s]];
+    std::vector<int> ready;
+    for (auto [id, d] : indeg)
+      if (d == 0) ready.push_back(id);
+    size_t done = 0;
+    while (!ready.empty()) {
+      const int id = ready.back();
+      ready.pop_back();
+      ++done;
+      for (int s : out[id])
+        if (--indeg[s] == 0) ready.push_back(s);
+    }
+    return done == p.groups.size();
+  }
+
+  Part with_groups(Part p, const std::vector<std::vector<int>>& chosen) {
+    for (const auto& m : chosen)
+      for (size_t i = 1; i < m.size(); ++i)
+        if (p.gid[m[0]] != p.gid[m[i]]) apply(p, p.gid[m[0]], p.gid[m[i]], 0);
+    return p;
+  }
+
+  // Exact cover by GLPK; false when the component is too big or no acyclic optimum was found.
+  bool ilp(Part& p, const std::vector<int>& comp) {
+    if (comp.size() > static_cast<size_t>(o_.ilp_max_nodes) || comp.size() > 24) return false;
+    const auto cands = candidate_groups(p, comp);
+    if (out_of_time()) return false;
+    glp_prob* lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_rows(lp, static_cast<int>(comp.size()));
+    std::map<int, int> row;
+    for (size_t i = 0; i < comp.size(); ++i) {
+      row[comp[i]] = static_cast<int>(i) + 1;
+      glp_set_row_bnds(lp, static_cast<int>(i) + 1, GLP_FX, 1, 1);
+    }
+    glp_add_cols(lp, static_cast<int>(cands.size()));
+    std::vector<int> ia{0}, ja{0};
+    std::vector<double> ar{0};
+    for (size_t c = 0; c < cands.size(); ++c) {
+      const int col = static_cast<int>(c) + 1;
+      glp_set_col_kind(lp, col, GLP_BV);
+      glp_set_obj_coef(lp, col, eval(cands[c]).cost.time * 1e6);  // microseconds
+      for (int v : cands[c]) {
+        ia.push_back(row[v]);
+        ja.push_back(col);
+        ar.push_back(1);
+      }
+    }
+    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    bool found = false;
+    for (int round = 0; round < 64 && !out_of_time(); ++round) {
+      const double left = o_.time_limit_s - std::chrono::duration<double>(Clock::now() - start_).count();
+      parm.tm_lim = std::max(1, static_cast<int>(left * 1000));
+      if (glp_intopt(lp, &parm) != 0 || (glp_mip_status(lp) != GLP_OPT)) break;
+      std::vector<std::vector<int>> chosen;
+      std::vector<int> cols;
+      for (size_t c = 0; c < cands.size(); ++c)
+        if (glp_mip_col_val(lp, static_cast<int>(c) + 1) > 0.5) {
+          chosen.push_back(cands[c]);
+          if (cands[c].size() > 1) cols.push_back(static_cast<int>(c) + 1);
+        }
+      Part q = with_groups(p, chosen);
+      if (acyclic(q, succ_)) {
+        q.cost = component_cost(q, comp);
+        p = q;
+        found = true;
+        break;
+      }
+      // Cut this combination of groups and solve again.
+      const int r = glp_add_rows(lp, 1);
+      std::vector<int> ind{0};
+      std::vector<double> val{0};
+      for (int c : cols) {
+        ind.push_back(c);
+        val.push_back(1);
+      }
+      glp_set_mat_row(lp, r, static_cast<int>(cols.size()), ind.data(), val.data());
+      glp_set_row_bnds(lp, r, GLP_UP, 0, static_cast<double>(cols.size()) - 1);
+    }
+    glp_delete_prob(lp);
+    return found;
+  }
+
+  bool brute(Part& p, const std::vector<int>& comp) {
+    if (comp.size() > 12) return false;
+    const auto cands = candidate_groups(p, comp);
+    std::map<int, std::vector<const std::vector<int>*>> by_first;
+    for (const auto& c : cands) by_first[c[0]].push_back(&c);
+    std::optional<Part> best;
+    std::vector<std::vector<int>> chosen;
+    std::set<int> used;
+    std::function<void()> rec = [&]() {
+      int first = -1;
+      for (int v : comp)
+        if (!used.count(v)) { first = v; break; }
+      if (first < 0) {
+        Part q = with_groups(p, chosen);
+        if (!acyclic(q, succ_)) return;
+        q.cost = component_cost(q, comp);
+        if (!best || q.cost < best->cost - 1e-15) best = q;
+        return;
+      }
+      for (const auto* c : by_first[first]) {
+        bool free = true;
+        for (int v : *c) free &= !used.count(v);
+        if (!free) continue;
+        for (int v : *c) used.insert(v);
+        chosen.push_back(*c);
+        rec();
+        chosen.pop_back();
+        for (int v : *c) used.erase(v);
+      }
+    };
+    rec();
+    if (!best) return false;
+    p = *best;
+    return true;
+  }
+
+  // The plan for a finished partition: groups in execution order, costs, reasons, rejections.
+  FusionPlan finish(const Part& p, const std::string& mode) {
+    FusionPlan plan;
+    plan.mode = mode;
+    plan.device = o_.device.arch + " (" + o_.device.name + ")";
+    // Order groups: Kahn over the group graph, ties by first node.
+    std::map<int, std::set<int>> out;
+    std::map<int, int> indeg;
+    for (const auto& [id, m] : p.groups) indeg[id] += 0;
+    for (const auto& [id, m] : p.groups)
+      for (int x : m)
+        for (int s : succ_[x])
+          if (p.gid[s] != id && out[id].insert(p.gid[s]).second) ++indeg[p.gid[s]];
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (auto [id, d] : indeg)
+      if (d == 0) ready.push(id);
+    while (!ready.empty()) {
+      const int id = ready.top();
+      ready.pop();
+      plan.groups.push_back(describe(p.groups.at(id)));
+      for (int s : out[id])
+        if (--indeg[s] == 0) ready.push(s);
+    }
+    STITCH_CHECK(plan.groups.size() == p.groups.size(), "fusion: the group graph has a cycle");
+    for (const FusionGroup& grp : plan.groups) {
+      plan.cost += grp.cost;
+      plan.unfused += grp.unfused;
+    }
+    // Every edge between two groups where one side is a generated kernel: why it is a boundary.
+    std::set<std::pair<int, int>> said;
+    for (size_t v = 0; v < nodes_.size(); ++v)
+      for (int u : pred_[v]) {
+        const int a = p.gid[u], b = p.gid[v];
+        if (a == b || !said.insert({std::min(a, b), std::max(a, b)}).second) continue;
+        const auto lu = codegen::classify_node(*nodes_[u]), lv = codegen::classify_node(*nodes_[v]);
+        if (lu != codegen::NodeLowering::kKernel && lv != codegen::NodeLowering::kKernel) continue;
+        std::string why;
+        if (lu == codegen::NodeLowering::kLibrary || lv == codegen::NodeLowering::kLibrary) {
+          why = fmt::format("{} is a library call", (lu == codegen::NodeLowering::kLibrary ? nodes_[u] : nodes_[v])->describe());
+        } else {
+          const Eval* e = nullptr;
+          why = merge_check(p, a, b, &e);
+          if (why.empty()) {
+            const double apart = group_cost(p, a) + group_cost(p, b);
+            why = e->cost.time >= apart
+                      ? fmt::format("merging would not lower the estimate ({:.2f} us together, {:.2f} us apart)",
+                                    e->cost.time * 1e6, apart * 1e6)
+                      : fmt::format("the {} planner chose other groups (merging these two alone: {:.2f} us, apart {:.2f} us)",
+                                    mode, e->cost.time * 1e6, apart * 1e6);
+          }
+        }
+        plan.rejected.push_back(fmt::format("{} not merged with {}: {}", nodes_[v]->describe(), nodes_[u]->describe(), why));
+      }
+    plan.timed_out = timed_out_;
+    plan.plan_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    return plan;
+  }
+
+  FusionGroup describe(const std::vector<int>& m) {
+    FusionGroup grp;
+    for (int i : m) {
+      grp.nodes.push_back(nodes_[i]);
+      grp.unfused += single_[i];
+    }
+    const Eval& e = eval(m);
+    grp.cost = e.cost;
+    grp.saved_bytes = grp.unfused.bytes - grp.cost.bytes;
+    const Node* n = nodes_[m[0]];
+    if (m.size() == 1) {
+      switch (codegen::classify_node(*n)) {
+        case codegen::NodeLowering::kView: grp.scheme = "view"; grp.reason = "a view: shares its input's storage, no kernel"; break;
+        case codegen::NodeLowering::kLibrary: grp.scheme = "library"; grp.reason = "a library call (cuBLAS/cuDNN)"; break;
+        default:
+          grp.scheme = "single";
+          grp.reason = !fusible_[m[0]] ? (o_.no_fuse.count(n->name) ? "in --no-fuse" : "an op the stitcher does not take (own kernel)")
+                                       : "no merge with a neighbour is legal and cheaper (see rejected merges)";
+      }
+      return grp;
+    }
+    const codegen::StitchInfo& info = e.info;
+    grp.scheme = info.row ? "regional" : "local";
+    if (info.row) {
+      const codegen::RowMapping rm = codegen::row_mapping(info.cols);
+      grp.mapping = fmt::format("{}, {} rows x {}, {} passes", rm.warp_per_row ? "warp per row" : "block per row", info.rows,
+                                info.cols, info.passes);
+    } else {
+      grp.mapping = fmt::format("one thread per element of {}", dims_to_string(info.domain));
+    }
+    grp.reason = fmt::format("{} nodes in one {} kernel: {} fewer launches, {} B less traffic, {:.2f} us vs {:.2f} us alone",
+                             m.size(), info.row ? "row (regional)" : "element (local)", grp.unfused.launches - 1,
+                             grp.saved_bytes, grp.cost.time * 1e6, grp.unfused.time * 1e6);
+    return grp;
+  }
+
+  const std::vector<const Node*>& nodes() const { return nodes_; }
+  const std::vector<Cost>& singles() const { return single_; }
+
+ private:
+  const Graph& g_;
+  const FusionOptions& o_;
+  Clock::time_point start_;
+  bool timed_out_ = false;
+  std::vector<const Node*> nodes_;
+  std::map<const Node*, int> idx_;
+  std::unordered_map<const Value*, std::vector<Node*>> users_;
+  std::vector<std::vector<int>> succ_, pred_;
+  std::vector<bool> fusible_;
+  std::vector<Cost> single_;
+  std::map<std::vector<int>, Eval> memo_;
+};
+
+StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const std::string& mode) {
+  Planner pl(g, o);
+  Part p = pl.singletons();
+  for (const auto& comp : pl.components()) {
+    if (comp.size() < 2) continue;
+    if (mode == "greedy") pl.greedy(p, comp);
+    else if (mode == "beam") pl.beam(p, comp);
+    else if (mode == "ilp") {
+      if (!pl.ilp(p, comp)) pl.beam(p, comp);
+    } else if (mode == "brute") {
+      if (!pl.brute(p, comp)) return Status::user(fmt::format("brute force: a component of {} nodes is too big", comp.size()));
+    }
+  }
+  return pl.finish(p, mode);
 }
 
 }  // namespace
 
-FusionPlan plan_none(const Graph& g) {
-  FusionPlan p;
-  p.mode = "none";
-  for (const auto& n : g.nodes()) p.groups.push_back({{n.get()}, "single", "--fusion none", 0});
-  return p;
+FusionPlan plan_none(const Graph& g, const FusionOptions& o) {
+  Planner pl(g, o);
+  return pl.finish(pl.singletons(), "none");
 }
 
-StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o) {
-  FusionPlan p;
-  p.mode = "greedy";
-  std::vector<FusionGroup> groups;
-  std::map<const Node*, int> group_of;
-  const auto users = g.users();
-  // True when `q` (outside group gi) reads, directly or transitively, something group gi makes.
-  auto depends_on_group = [&](const Node* q, int gi) {
-    std::vector<const Node*> stack{q};
-    std::set<const Node*> seen;
-    while (!stack.empty()) {
-      const Node* x = stack.back();
-      stack.pop_back();
-      if (!seen.insert(x).second) continue;
-      for (const Value* v : x->inputs) {
-        if (!v || !v->producer) continue;
-        if (group_of.count(v->producer) && group_of.at(v->producer) == gi) return true;
-        stack.push_back(v->producer);
-      }
-    }
-    return false;
-  };
-  // Groups with a segment op: the values an epilogue may read in registers (the op's output 0 and
-  // the epilogue's results). Which of them must be stored is settled after the walk.
-  std::map<int, std::set<const Value*>> epi_vals;
-  for (const auto& np : g.nodes()) {
-    const Node* n = np.get();
-    int joined = -1;
-    bool epilogue = false;
-    if (pointwise(*n) && !o.no_fuse.count(n->name)) {
-      for (const Value* v : n->inputs) {
-        if (!v || !v->producer || !group_of.count(v->producer)) continue;
-        const int gi = group_of.at(v->producer);
-        FusionGroup& grp = groups[gi];
-        const Node* head = grp.nodes.front();
-        auto reject = [&](const std::string& why) {
-          p.rejected.push_back(fmt::format("{} not merged with {}: {}", n->describe(), v->producer->describe(), why));
-        };
-        if (epi_vals.count(gi) && epi_vals.at(gi).count(v)) {
-          // Epilogue after a segment op: applied to its output before the store.
-          std::string why;
-          if (*n->output(0)->dims != *v->dims) why = "an epilogue must keep the segment op's output shape";
-          else if (static_cast<int>(grp.nodes.size()) >= o.max_group_size)
-            why = fmt::format("the group has reached --max-group-size {}", o.max_group_size);
-          for (const Value* in : n->inputs) {
-            if (!in || epi_vals.at(gi).count(in) || !in->producer || !why.empty()) continue;
-            if (group_of.count(in->producer) && group_of.at(in->producer) == gi)
-              why = "it reads a value of the group that is not in registers at the store";
-            else if (depends_on_group(in->producer, gi))
-              why = "another input depends on the group (a cycle)";
-          }
-          if (!why.empty()) {
-            reject(why);
-            continue;
-          }
-          joined = gi;
-          epilogue = true;
-          break;
-        }
-        if (grp.scheme != "local" && !(grp.nodes.size() == 1 && pointwise(*head) && !o.no_fuse.count(head->name))) {
-          reject(o.no_fuse.count(head->name) ? "the producer is in --no-fuse"
-                                             : "the producer is not a per-element op (local stitching only)");
-          continue;
-        }
-        const Dims& domain = *head->output(0)->dims;
-        if (*n->output(0)->dims != domain) {
-          reject(fmt::format("its shape {} differs from the group's {} (a broadcast into a larger domain)",
-                             dims_to_string(*n->output(0)->dims), dims_to_string(domain)));
-          continue;
-        }
-        bool aligned = true;
-        for (const Value* in : n->inputs)
-          if (in && in->producer && group_of.count(in->producer) && group_of.at(in->producer) == gi &&
-              *in->dims != domain)
-            aligned = false;
-        if (!aligned) {
-          reject("it reads a group intermediate through a broadcast");
-          continue;
-        }
-        if (static_cast<int>(grp.nodes.size()) >= o.max_group_size) {
-          reject(fmt::format("the group has reached --max-group-size {}", o.max_group_size));
-          continue;
-        }
-        bool cycle = false;
-        for (const Value* in : n->inputs)
-          if (in && in->producer && (!group_of.count(in->producer) || group_of.at(in->producer) != gi) &&
-              depends_on_group(in->producer, gi))
-            cycle = true;
-        if (cycle) {
-          reject("another of its inputs is computed from the group's outputs outside the group (a cycle)");
-          continue;
-        }
-        joined = gi;
-        break;
-      }
-    }
-    // Regional: a segment op (softmax, norms, reductions) takes the per-element group that makes
-    // its input as a prologue, recomputed at each of its reads, when nothing else needs the
-    // group's results.
-    if (joined < 0 && codegen::takes_prologue(*n) && codegen::classify_node(*n) == codegen::NodeLowering::kKernel &&
-        !o.no_fuse.count(n->name) && n->input(0) && n->input(0)->producer && group_of.count(n->input(0)->producer)) {
-      const Value* x = n->input(0);
-      const int gi = group_of.at(x->producer);
-      FusionGroup& grp = groups[gi];
-      const Node* head = grp.nodes.front();
-      auto reject = [&](const std::string& why) {
-        p.rejected.push_back(fmt::format("{} not merged with {}: {}", n->describe(), x->producer->describe(), why));
-      };
-      const bool per_element = grp.scheme == "local" || (grp.nodes.size() == 1 && pointwise(*head));
-      std::string why;
-      if (!per_element || o.no_fuse.count(head->name)) {
-        why = "its producer is not a per-element group";
-      } else if (*head->output(0)->dims != *x->dims) {
-        why = "the per-element group has another shape";
-      } else if (static_cast<int>(grp.nodes.size()) >= o.max_group_size) {
-        why = fmt::format("the group has reached --max-group-size {}", o.max_group_size);
-      } else {
-        std::set<const Node*> members(grp.nodes.begin(), grp.nodes.end());
-        for (const Node* m : grp.nodes) {
-          const Value* v = m->output(0);
-          if (g.is_graph_output(v)) why = fmt::format("'{}' is a graph output", v->name);
-          for (const Node* u : users.count(v) ? users.at(v) : std::vector<Node*>{})
-            if (u != n && !members.count(u)) why = fmt::format("'{}' is also read by {}", v->name, u->describe());
-        }
-        for (size_t k = 1; k < n->inputs.size() && why.empty(); ++k) {
-          const Value* in = n->input(k);
-          if (in && in->producer && depends_on_group(in->producer, gi)) why = "another input depends on the group (a cycle)";
-          if (in && in->producer && group_of.count(in->producer) && group_of.at(in->producer) == gi)
-            why = "it reads the group's results through another input";
-        }
-      }
-      if (why.empty()) {
-        grp.nodes.push_back(n);
-        grp.scheme = "regional";
-        grp.saved_bytes += 2 * bytes_of(x);
-        group_of[n] = gi;
-        epi_vals[gi] = {n->output(0)};
-        continue;
-      }
-      reject(why);
-    }
-    if (joined >= 0 && epilogue) {
-      FusionGroup& grp = groups[joined];
-      grp.scheme = "regional";
-      grp.nodes.push_back(n);
-      group_of[n] = joined;
-      epi_vals[joined].insert(n->output(0));
-      continue;
-    }
-    if (joined >= 0) {
-      FusionGroup& grp = groups[joined];
-      grp.scheme = "local";
-      // The intermediates this merge keeps in registers: inputs made by the group and read only inside.
-      for (const Value* in : n->inputs) {
-        if (!in || !in->producer || group_of.at(in->producer) != joined) continue;
-        bool inside_only = !g.is_graph_output(in);
-        for (const Node* u : users.at(in))
-          if (u != n && (!group_of.count(u) || group_of.at(u) != joined)) inside_only = false;
-        if (inside_only) grp.saved_bytes += 2 * bytes_of(in);
-      }
-      grp.nodes.push_back(n);
-      group_of[n] = joined;
-    } else {
-      groups.push_back({{n}, "single", "", 0});
-      group_of[n] = static_cast<int>(groups.size()) - 1;
-      if (codegen::takes_prologue(*n) && codegen::classify_node(*n) == codegen::NodeLowering::kKernel &&
-          !o.no_fuse.count(n->name))
-        epi_vals[group_of[n]] = {n->output(0)};
-    }
-  }
-  // An epilogue stores only its last value: drop trailing epilogue nodes until nothing else in
-  // registers is read outside the group (dropped nodes run alone).
-  groups.reserve(groups.size() + g.nodes().size());  // dropped nodes are appended below
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    FusionGroup& grp = groups[gi];
-    if (grp.scheme != "regional") continue;
-    auto row = std::find_if(grp.nodes.begin(), grp.nodes.end(), [](const Node* m) { return !pointwise(*m); });
-    for (;;) {
-      const size_t r = static_cast<size_t>(row - grp.nodes.begin());
-      if (r + 1 == grp.nodes.size()) break;
-      std::set<const Node*> members(grp.nodes.begin(), grp.nodes.end());
-      std::string leak;
-      for (size_t i = r; i + 1 < grp.nodes.size() && leak.empty(); ++i) {
-        const Value* v = grp.nodes[i]->output(0);
-        if (g.is_graph_output(v)) leak = fmt::format("'{}' is a graph output", v->name);
-        if (users.count(v))
-          for (const Node* u : users.at(v))
-            if (!members.count(u)) leak = fmt::format("'{}' is also read by {}", v->name, u->describe());
-      }
-      if (leak.empty()) break;
-      const Node* dropped = grp.nodes.back();
-      p.rejected.push_back(fmt::format("{} taken out of the epilogue of {}: {} (an epilogue stores only its last value)",
-                                       dropped->describe(), (*row)->describe(), leak));
-      grp.nodes.pop_back();
-      groups.push_back({{dropped}, "single", "", 0});
-      group_of[dropped] = static_cast<int>(groups.size()) - 1;
-      row = std::find_if(groups[gi].nodes.begin(), groups[gi].nodes.end(), [](const Node* m) { return !pointwise(*m); });
-    }
-  }
-  for (FusionGroup& grp : groups) {
-    if (grp.scheme == "regional" && std::all_of(grp.nodes.begin(), grp.nodes.end(),
-                                                [&](const Node* m) { return m == grp.nodes.front(); })) {
-      grp.scheme = "single";
-    }
-    if (grp.scheme == "regional") {
-      auto row = std::find_if(grp.nodes.begin(), grp.nodes.end(), [](const Node* m) { return !pointwise(*m); });
-      const long before = row - grp.nodes.begin(), after = grp.nodes.end() - row - 1;
-      // Every value but the stored one (the last node's) stays in registers.
-      grp.saved_bytes = 0;
-      for (const Node* m : grp.nodes)
-        if (m != grp.nodes.back() && m->output(0)) grp.saved_bytes += 2 * bytes_of(m->output(0));
-      grp.reason = fmt::format("{} '{}' with {} per-element nodes recomputed at its reads and {} applied before its "
-                               "store (regional): {} fewer launches, {} B less traffic", (*row)->op_type, (*row)->name,
-                               before, after, grp.nodes.size() - 1, grp.saved_bytes);
-    }
-    else if (grp.scheme == "local")
-      grp.reason = fmt::format("{} per-element nodes of shape {} in registers: {} fewer launches, {} B less traffic",
-                               grp.nodes.size(), dims_to_string(*grp.nodes.front()->output(0)->dims), grp.nodes.size() - 1,
-                               grp.saved_bytes);
-    else if (codegen::classify_node(*grp.nodes.front()) == codegen::NodeLowering::kView)
-      grp.reason = "a view: shares its input's storage, no kernel";
-    else if (codegen::classify_node(*grp.nodes.front()) == codegen::NodeLowering::kLibrary)
-      grp.reason = "a library call (GEMM epilogues come later)";
-    else
-      grp.reason = pointwise(*grp.nodes.front()) ? "no per-element producer of the same shape to join"
-                                                 : "not a per-element op (regional and global schemes come later)";
-  }
-  const size_t count = groups.size();
-  p.groups = order_groups(g, std::move(groups), group_of);
-  STITCH_CHECK(p.groups.size() == count, "fusion: the group graph has a cycle");
-  return p;
+StatusOr<FusionPlan> plan_brute_force(const Graph& g, const FusionOptions& o) {
+  FusionOptions b = o;
+  if (b.device.arch.empty()) { ASSIGN_OR_RETURN(b.device, device_spec("sm_90")); }
+  return run_planner(g, b, "brute");
 }
 
 StatusOr<FusionPlan> make_plan(const Graph& g, const FusionOptions& o) {
@@ -299,25 +613,32 @@ StatusOr<FusionPlan> make_plan(const Graph& g, const FusionOptions& o) {
     if (!found) return Status::user(fmt::format("--no-fuse '{}': the model has no node of that name", name));
   }
   if (o.max_group_size < 1) return Status::user("--max-group-size must be at least 1");
-  if (o.mode == "none") return plan_none(g);
-  if (o.mode == "greedy") return plan_greedy(g, o);
-  return Status::user(fmt::format("--fusion {}: available planners are none and greedy (beam and ilp come later)",
-                                  o.mode));
+  if (o.beam_width < 1) return Status::user("--beam-width must be at least 1");
+  FusionOptions b = o;
+  if (b.device.arch.empty()) { ASSIGN_OR_RETURN(b.device, device_spec("sm_90")); }
+  if (o.mode == "none") return plan_none(g, b);
+  if (o.mode == "greedy" || o.mode == "beam" || o.mode == "ilp") return run_planner(g, b, o.mode);
+  return Status::user(fmt::format("--fusion {}: available planners are none, greedy, beam and ilp", o.mode));
 }
 
 std::string explain(const FusionPlan& plan) {
-  std::string s = fmt::format("fusion plan ({}): {} groups\n", plan.mode, plan.groups.size());
+  std::string s = fmt::format("fusion plan ({}) for {}: {} groups, {} kernels + {} library calls, estimated {:.1f} us and "
+                              "{} B moved by generated kernels (unfused: {} kernels, {:.1f} us, {} B); planned in {:.3f} s{}\n",
+                              plan.mode, plan.device, plan.groups.size(), plan.cost.kernels, plan.cost.library_calls,
+                              plan.cost.time * 1e6, plan.cost.bytes, plan.unfused.kernels, plan.unfused.time * 1e6,
+                              plan.unfused.bytes, plan.plan_seconds, plan.timed_out ? " (time limit reached: best plan so far)" : "");
   int i = 0;
   for (const FusionGroup& grp : plan.groups) {
-    if (grp.nodes.size() == 1 && grp.scheme == "single" && plan.mode == "none") {
+    if (plan.mode == "none" && grp.nodes.size() == 1) {
       ++i;
       continue;
     }
     s += fmt::format("  group {} [{}]: {}\n", i++, grp.scheme, grp.reason);
+    if (!grp.mapping.empty()) s += fmt::format("    mapping: {}\n", grp.mapping);
     for (const Node* n : grp.nodes) s += fmt::format("    {} -> {}\n", n->describe(), n->output(0) ? n->output(0)->type_string() : "");
   }
   if (!plan.rejected.empty()) {
-    s += "rejected merges:\n";
+    s += "kernel boundaries (rejected merges):\n";
     for (const std::string& r : plan.rejected) s += "  " + r + "\n";
   }
   return s;

@@ -1,21 +1,23 @@
-// Fusion plans: which nodes run together in one generated kernel, and why.
+// Fusion plans: which nodes run together in one stitched kernel, and why.
 //
 // A FusionPlan is a value the planners return (DESIGN.md), so planners can be swapped and
 // compared on the same graph. Groups are listed in a valid execution order (a topological order
 // of the group graph); every node of the graph is in exactly one group.
 //
-// The first planner is greedy, in graph order, with two schemes:
-//  - local: chains of per-element nodes (elementwise and broadcast ops whose intermediates all
-//    have the group's shape) become one element-parallel kernel with intermediates in registers;
-//  - regional (first form): such a chain that feeds only a softmax, layer norm or reduction is
-//    recomputed inside that kernel's reads (a device function of the flat index), and a chain
-//    that consumes its output is applied before its store (an epilogue that stores only its last
-//    value; trailing nodes whose intermediates are read elsewhere are cut off and run alone).
-// Each merge removes one write and one read of an intermediate and one launch; the recompute it
-// adds is a few flops per read of a memory-bound kernel, so greedy merging never increases the
-// estimated cost in these two schemes. The cost model that weighs barriers, shared-memory
-// caching against recompute, and occupancy comes with the global scheme and the beam and ILP
-// planners.
+// A group is legal when codegen::analyze_stitch accepts it (an element or a row kernel, see
+// codegen/stitch.h), it has at most max_group_size nodes, no node is in no_fuse, and the group
+// graph stays acyclic. Its cost is the cost model's estimate (cost.h); a plan's cost is the sum.
+// Three planners search the partitions, all deterministic (ties broken by node order) and
+// time-bounded; fusion only happens inside a "component": nodes that can be stitched, connected
+// by producer-consumer edges (library calls and unsupported ops separate components).
+//  - greedy: merges along edges in graph order whenever the merge is legal and lowers the cost,
+//    until no merge does (the baseline);
+//  - beam (default): per component, a beam of the `beam_width` cheapest partitions, each step
+//    trying every legal merge of two groups joined by an edge; greedy's partition is kept in the
+//    candidates, so beam is never worse than greedy;
+//  - ilp: per component of at most `ilp_max_nodes` nodes, every legal connected group is a binary
+//    variable and GLPK picks the cheapest exact cover (cycles between chosen groups are cut and
+//    the model solved again); larger components fall back to beam.
 #pragma once
 
 #include <cstdint>
@@ -23,36 +25,48 @@
 #include <string>
 #include <vector>
 
+#include "fusion/cost.h"
 #include "ir/graph.h"
 #include "support/status.h"
 
 namespace stitch::fusion {
 
 struct FusionOptions {
-  std::string mode = "none";             // none | greedy
+  std::string mode = "beam";             // none | greedy | beam | ilp
   std::set<std::string> no_fuse;         // node names that stay alone
   int max_group_size = 64;               // nodes per group
+  int beam_width = 8;
+  int ilp_max_nodes = 16;                // larger components use beam under --fusion ilp
+  double time_limit_s = 20;              // for the whole search; the best plan so far is kept
+  DeviceSpec device;                     // the cost model's device (sm_90 when unset)
 };
 
 struct FusionGroup {
   std::vector<const Node*> nodes;  // in graph (topological) order
-  std::string scheme;              // "single", "local" or "regional" (last node takes the rest as a prologue)
+  std::string scheme;              // "single", "view", "library", "local" (element kernel) or "regional" (row kernel)
   std::string reason;              // why the group is what it is
-  int64_t saved_bytes = 0;         // intermediate traffic removed against unfused
+  std::string mapping;             // thread mapping (kernels)
+  int64_t saved_bytes = 0;         // traffic removed against running its nodes alone
+  Cost cost;                       // estimated
+  Cost unfused;                    // the same nodes alone
 };
 
 struct FusionPlan {
   std::string mode;
   std::vector<FusionGroup> groups;
-  std::vector<std::string> rejected;  // "node 'b' not merged into the group of 'a': reason"
+  std::vector<std::string> rejected;  // "node 'b' not merged with node 'a': reason"
+  std::string device;                 // the device the costs are for
+  Cost cost, unfused;
+  double plan_seconds = 0;            // planning time
+  bool timed_out = false;
 };
 
 // Every node alone, in graph order: the unfused baseline.
-FusionPlan plan_none(const Graph& g);
-// Greedy local stitching (see above).
-StatusOr<FusionPlan> plan_greedy(const Graph& g, const FusionOptions& o);
+FusionPlan plan_none(const Graph& g, const FusionOptions& o = {});
 // Dispatch on o.mode; a user error for an unknown mode, or no_fuse names no node.
 StatusOr<FusionPlan> make_plan(const Graph& g, const FusionOptions& o);
+// Exhaustive search over partitions of each component (tests only: exponential).
+StatusOr<FusionPlan> plan_brute_force(const Graph& g, const FusionOptions& o);
 
 // Human-readable plan for --explain-fusion.
 std::string explain(const FusionPlan& plan);

@@ -46,13 +46,12 @@ for m in "$ROOT"/models/*/; do
   expect "run fused $name --backend emu --expect" 0 "all [0-9]+ output\(s\) match" -- \
     "$STITCHC" run "$TMP/fused_$name" --backend emu --inputs "$m/test_data_set_0" --expect "$m/test_data_set_0"
 done
-expect "--explain-fusion names groups and rejected merges" 0 "group [0-9]+ \[local\]: .* in registers" -- \
+expect "--explain-fusion names groups and rejected merges" 0 "group [0-9]+ \[regional\]: .* row \(regional\) kernel" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/explained" --shape batch=1 --shape sequence=4 \
   --fusion greedy --explain-fusion --no-nvcc --no-emu
-check "the plan is kept in the artifact" grep -q "rejected merges:" "$TMP/explained/plan.txt"
+check "the plan is kept in the artifact" grep -q "kernel boundaries (rejected merges):" "$TMP/explained/plan.txt"
 check "bias + residual + layer norm is one kernel in bert_tiny" \
-  grep -q "regional stitching" "$TMP/fused_bert_tiny/kernels/k001_row_add_to_layernormalization.cu"
-check "per-element chains are one kernel" grep -q "local stitching" "$TMP/fused_bert_tiny/kernels/k004_fused_and_to_where.cu"
+  grep -q "regional stitching" "$TMP/fused_bert_tiny/kernels/k000_rows_gather_to_layernormalization.cu"
 B=$TMP/bert_tiny
 D=$ROOT/models/bert_tiny/test_data_set_0
 check "artifact holds manifest, schedule, weights, sources, fatbin, emu library, report" \

@@ -1,0 +1,806 @@
+// Stitched kernels (stitch.h): group analysis and the pull-based code generator.
+#include "codegen/stitch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "codegen/cuda_writer.h"
+#include "codegen/lower.h"
+#include "codegen/scalar_ops.h"
+#include "ops/op_params.h"
+#include "ops/op_util.h"
+#include "support/check.h"
+
+namespace stitch::codegen {
+namespace {
+
+using ops::strides_of;
+
+const Dims& dims(const Value* v) { return *v->dims; }
+std::optional<std::vector<int64_t>> const_ints(const Value* v) {
+  if (v == nullptr || !v->is_constant()) return std::nullopt;
+  return v->constant->to_i64();
+}
+
+// Row ops reduce in floating point only (integer reductions keep their own kernels).
+bool float_compute(const Value* v) { return is_float(v->dtype); }
+
+// True when `v`'s dims broadcast into `d` aligned on the right (each dim equal or 1).
+bool broadcasts_into(const Dims& v, const Dims& d) {
+  if (v.size() > d.size()) return false;
+  const size_t off = d.size() - v.size();
+  for (size_t k = 0; k < v.size(); ++k)
+    if (v[k] != 1 && v[k] != d[k + off]) return false;
+  return true;
+}
+
+StatusOr<ops::SliceSpec> slice_of(const Node& n) {
+  auto starts = const_ints(n.input(1)), ends = const_ints(n.input(2));
+  if (!starts || !ends) return Status::user(fmt::format("{}: starts and ends are not constants", n.describe()));
+  std::optional<std::vector<int64_t>> axes, steps;
+  if (n.input(3)) {
+    axes = const_ints(n.input(3));
+    if (!axes) return Status::user(fmt::format("{}: axes are not constants", n.describe()));
+  }
+  if (n.input(4)) {
+    steps = const_ints(n.input(4));
+    if (!steps) return Status::user(fmt::format("{}: steps are not constants", n.describe()));
+  }
+  return ops::slice_spec(n, dims(n.input(0)), *starts, *ends, axes, steps);
+}
+
+}  // namespace
+
+// ---- roles and analysis ---------------------------------------------------------------------
+
+StatusOr<RowOpInfo> row_op_info(const Node& n) {
+  const std::string& op = n.op_type;
+  const Value* x = n.input(0);
+  if (x == nullptr || n.output(0) == nullptr || !x->has_static_shape())
+    return Status::user(fmt::format("{} has no static input", n.describe()));
+  if (!float_compute(x)) return Status::user(fmt::format("{} reduces integers", n.describe()));
+  const Dims& in = dims(x);
+  const int64_t r = static_cast<int64_t>(in.size());
+  if (num_elements(in) == 0) return Status::user(fmt::format("{} has an empty input", n.describe()));
+  std::vector<bool> red(r, false);
+  int passes = 2;
+  if (op.rfind("Reduce", 0) == 0 && n.def && n.def->category == OpCategory::kReduction) {
+    std::optional<std::vector<int64_t>> axes;
+    const int since = op == "ReduceSum" ? 13 : 18;
+    if (n.opset >= since) {
+      if (n.input(1)) {
+        axes = const_ints(n.input(1));
+        if (!axes) return Status::user(fmt::format("{}: axes are not constants", n.describe()));
+      }
+    } else if (n.has_attr("axes")) {
+      axes = n.attr_ints("axes");
+    }
+    ASSIGN_OR_RETURN(ops::ReduceAxes ra, ops::reduce_axes(n, axes, r));
+    if (ra.identity) return Status::user(fmt::format("{} reduces nothing", n.describe()));
+    red = ra.reduced;
+    passes = op == "ReduceLogSumExp" ? 2 : 1;
+  } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    if (r < 3) return Status::user(fmt::format("{} needs spatial axes", n.describe()));
+    for (int64_t d = 2; d < r; ++d) red[d] = true;
+    passes = 1;
+  } else if (op == "Softmax" || op == "LogSoftmax") {
+    const bool legacy = n.opset < 13;
+    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), r));
+    for (int64_t d = axis; d < (legacy ? r : axis + 1); ++d) red[d] = true;
+  } else if (op == "LayerNormalization") {
+    if (n.outputs.size() > 1 && (n.output(1) || (n.outputs.size() > 2 && n.output(2))))
+      return Status::user(fmt::format("{} also returns its statistics", n.describe()));
+    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", -1), r));
+    for (int64_t d = axis; d < r; ++d) red[d] = true;
+  } else {
+    return Status::user(fmt::format("{} is not a row op", n.describe()));
+  }
+  // The reduced axes must be the trailing ones (axes of size 1 count as either).
+  int64_t first = r;
+  for (int64_t d = r - 1; d >= 0 && (red[d] || in[d] == 1); --d) first = d;
+  for (int64_t d = 0; d < first; ++d)
+    if (red[d] && in[d] != 1) return Status::user(fmt::format("{} does not reduce trailing axes (a column reduction)", n.describe()));
+  // Put size-1 axes just before the reduced block on the kept side.
+  while (first < r && !red[first] && in[first] == 1) ++first;
+  if (first == r) return Status::user(fmt::format("{} reduces only axes of size 1", n.describe()));
+  return RowOpInfo{in, r - first, passes};
+}
+
+StitchRole stitch_role(const Node& n) {
+  const NodeLowering l = classify_node(n);
+  if (l == NodeLowering::kView) return n.input(0) && n.output(0) ? StitchRole::kView : StitchRole::kNone;
+  if (l != NodeLowering::kKernel || n.outputs.size() != 1 || n.output(0) == nullptr) return StitchRole::kNone;
+  if (num_elements(dims(n.output(0))) == 0) return StitchRole::kNone;
+  if (has_scalar_expr(n)) return StitchRole::kPointwise;
+  const std::string& op = n.op_type;
+  if (op == "Transpose" || op == "Expand") return StitchRole::kLayout;
+  if (op == "Slice") return slice_of(n).is_ok() ? StitchRole::kLayout : StitchRole::kNone;
+  if (op == "Concat") return StitchRole::kLayout;
+  if (op == "Gather") return StitchRole::kLayout;
+  if (row_op_info(n).is_ok()) return StitchRole::kRow;
+  return StitchRole::kNone;
+}
+
+StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored) {
+  StitchInfo info;
+  std::set<const Value*> made;
+  std::vector<const Node*> rows;
+  for (const Node* n : nodes) {
+    const StitchRole role = stitch_role(*n);
+    if (role == StitchRole::kNone) return Status::user(fmt::format("{} cannot be stitched with other ops", n->describe()));
+    if (role == StitchRole::kView && stored.count(n->output(0)))
+      return Status::user(fmt::format("{} is a view whose result is read outside the group", n->describe()));
+    if (role == StitchRole::kRow) rows.push_back(n);
+    made.insert(n->output(0));
+  }
+  for (const Value* v : stored) {
+    if (!made.count(v)) return Status::user(fmt::format("'{}' is not computed by the group", v->name));
+    info.stored.push_back(v);
+  }
+  std::sort(info.stored.begin(), info.stored.end(), [](const Value* a, const Value* b) { return a->name < b->name; });
+  if (info.stored.empty()) return Status::user("the group stores nothing");
+  if (rows.empty()) {
+    info.domain = dims(info.stored.front());
+    for (const Value* v : info.stored)
+      if (dims(v) != info.domain)
+        return Status::user(fmt::format("it would store '{}' ({}) and '{}' ({}): one element kernel stores one shape",
+                                        info.stored.front()->name, dims_to_string(info.domain), v->name,
+                                        dims_to_string(dims(v))));
+    for (const Node* n : nodes) {
+      if (stitch_role(*n) == StitchRole::kView || stitch_role(*n) == StitchRole::kLayout) continue;  // no arithmetic
+      const int64_t e = num_elements(dims(n->output(0))), d = num_elements(info.domain);
+      if (e < d) info.recompute_elements += d - e;
+    }
+    return info;
+  }
+  info.row = true;
+  ASSIGN_OR_RETURN(RowOpInfo first, row_op_info(*rows.front()));
+  info.domain = first.in;
+  info.axes = first.axes;
+  const int64_t r = static_cast<int64_t>(info.domain.size());
+  for (int64_t d = 0; d < r; ++d) (d < r - info.axes ? info.rows : info.cols) *= info.domain[d];
+  info.passes = 0;
+  for (const Node* n : rows) {
+    ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*n));
+    if (ri.in != info.domain || ri.axes != info.axes)
+      return Status::user(fmt::format("{} reduces rows of {} over {} axes, the group's rows are {} over {} axes",
+                                      n->describe(), dims_to_string(ri.in), ri.axes, dims_to_string(info.domain), info.axes));
+    info.passes += ri.passes;
+  }
+  const Dims kept(info.domain.begin(), info.domain.end() - info.axes);
+  auto per_row = [&](const Dims& d) {
+    if (d == kept) return true;
+    if (d.size() != info.domain.size()) return false;
+    for (int64_t k = 0; k < r; ++k)
+      if (d[k] != (k < r - info.axes ? info.domain[k] : 1)) return false;
+    return true;
+  };
+  // Values computed from a row op's result are read at the current row only: per-element ops
+  // over the rows' shape (a broadcast of a per-row value), never a layout change.
+  std::set<const Value*> after_row;
+  for (const Node* n : nodes) {
+    bool after = false;
+    for (const Value* in : n->inputs) after |= in && after_row.count(in);
+    const StitchRole role = stitch_role(*n);
+    if (after && role != StitchRole::kPointwise && role != StitchRole::kRow)
+      return Status::user(fmt::format("{} changes the layout of a value computed from a row op in the group", n->describe()));
+    if (after && !broadcasts_into(dims(n->output(0)), info.domain))
+      return Status::user(fmt::format("{} makes {} from a row op's result, not a broadcast of the rows {}", n->describe(),
+                                      dims_to_string(dims(n->output(0))), dims_to_string(info.domain)));
+    if (after)
+      for (const Value* in : n->inputs)
+        if (in && after_row.count(in) && dims(in).size() != info.domain.size() && in->producer &&
+            stitch_role(*in->producer) == StitchRole::kRow)
+          return Status::user(fmt::format("{} reads '{}', a reduction without keepdims, inside the group", n->describe(),
+                                          in->name));
+    if (after || role == StitchRole::kRow) after_row.insert(n->output(0));
+  }
+  bool full = false;
+  for (const Value* v : info.stored) {
+    if (dims(v) == info.domain) {
+      full = true;
+      continue;
+    }
+    if (!per_row(dims(v)))
+      return Status::user(fmt::format("it would store '{}' ({}), neither the rows' shape {} nor one value per row",
+                                      v->name, dims_to_string(dims(v)), dims_to_string(info.domain)));
+  }
+  if (full) ++info.passes;
+  return info;
+}
+
+RowMapping row_mapping(int64_t cols) {
+  if (cols >= 1024) return {false, cols >= 4096 ? 512 : 256, 1};
+  return {true, 256, 8};
+}
+
+int64_t row_cache_bytes(int64_t cols, int64_t elem_bytes) {
+  const RowMapping m = row_mapping(cols);
+  const int64_t bytes = cols * m.rows_per_block * elem_bytes;
+  return bytes <= kRowCacheBudget ? bytes : 0;
+}
+
+// ---- the generator --------------------------------------------------------------------------
+
+namespace {
+
+// An expression and the loop level it depends on (0: the row or the whole kernel, 1: the loop).
+struct SExpr {
+  std::string s;
+  int level = 0;
+};
+using Coords = std::vector<SExpr>;
+
+std::string fnm(const std::string& ct, const char* name) { return ct == "float" ? std::string(name) + "f" : name; }
+
+class Stitcher {
+ public:
+  Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache)
+      : nodes_(nodes), info_(info), cache_allowed_(cache) {
+    for (const Node* n : nodes) producer_[n->output(0)] = n;
+    k_.nodes = nodes;
+    std::string first = snake(nodes.front()->op_type), last = snake(nodes.back()->op_type);
+    k_.name = fmt::format("k{:03d}_{}_{}", index, info.row ? "rows" : "fused", first);
+    if (nodes.size() > 2) k_.name += "_to";
+    if (nodes.size() > 1) k_.name += "_" + last;
+  }
+
+  StatusOr<Kernel> run() {
+    scopes_.resize(2);
+    if (info_.row) {
+      RETURN_IF_ERROR(emit_rows());
+    } else {
+      RETURN_IF_ERROR(emit_elements());
+    }
+    return std::move(k_);
+  }
+
+ private:
+  struct Scope {
+    std::vector<std::string> lines;
+    std::map<std::string, SExpr> memo;
+  };
+
+  // ---- parameters, loads, stores ----
+  std::string param(const Value* v, bool output) {
+    for (const KernelParam& p : k_.params)
+      if (p.value == v && p.output == output) return p.name;
+    std::string name = fmt::format("{}{}", output ? "y" : "x", output ? outs_++ : ins_++);
+    k_.params.push_back({name, v, output});
+    k_.bytes_moved += num_elements(dims(v)) * dtype_size(v->dtype);
+    return name;
+  }
+  void line(int level, const std::string& s) { scopes_[level].lines.push_back(s); }
+  std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, counter_++); }
+
+  // The offset of `v` at `c`: the flat index when c are the domain's own coordinates.
+  SExpr offset(const Value* v, const Coords& c) {
+    const Dims& d = dims(v);
+    if (d == info_.domain && same(c, dom_)) return flat_;
+    const Dims s = strides_of(d);
+    std::string e;
+    int level = 0;
+    for (size_t k = 0; k < d.size(); ++k) {
+      if (d[k] == 1 || c[k].s == "0") continue;
+      level = std::max(level, c[k].level);
+      std::string term = s[k] == 1 ? c[k].s : fmt::format("{} * {}LL", c[k].s, s[k]);
+      e = e.empty() ? term : e + " + " + term;
+    }
+    if (e.empty()) e = "0";
+    return {e, level};
+  }
+  static bool same(const Coords& a, const Coords& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k)
+      if (a[k].s != b[k].s) return false;
+    return true;
+  }
+  static int level_of(const Coords& c) {
+    int l = 0;
+    for (const SExpr& e : c) l = std::max(l, e.level);
+    return l;
+  }
+  std::string key(const Value* v, const Coords& c) {
+    std::string k = fmt::format("{}@", static_cast<const void*>(v));
+    for (const SExpr& e : c) k += e.s + ",";
+    return k;
+  }
+  const SExpr* find(const std::string& k) {
+    for (const Scope& s : scopes_)
+      if (auto it = s.memo.find(k); it != s.memo.end()) return &it->second;
+    return nullptr;
+  }
+  SExpr bind(const std::string& k, const std::string& type, const std::string& expr, int level, const std::string& note = "") {
+    const std::string name = fresh("v");
+    line(level, fmt::format("const {} {} = {};{}", type, name, expr, note.empty() ? "" : "  // " + note));
+    SExpr r{name, level};
+    scopes_[level].memo[k] = r;
+    return r;
+  }
+  void store(const Value* v, const std::string& off, const std::string& val, int level) {
+    const std::string p = param(v, true), ct = compute_type(v->dtype), st = storage_type(v->dtype);
+    if (ct == st) line(level, fmt::format("{}[{}] = {};", p, off, val));
+    else line(level, fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, off, st, val));
+  }
+
+  // ---- pulling values ----
+  StatusOr<SExpr> at(const Value* v, const Coords& c) {
+    STITCH_CHECK(c.size() == dims(v).size(), "coordinates of rank {} for '{}' of rank {}", c.size(), v->name, dims(v).size());
+    const std::string k = key(v, c);
+    if (const SExpr* hit = find(k)) return *hit;
+    auto pit = producer_.find(v);
+    const std::string ct = compute_type(v->dtype);
+    if (pit == producer_.end()) {  // read from outside the group
+      if (cache_.count(v) && same(c, dom_) && cached_ready_.count(v))
+        return bind(k, ct, fmt::format("{}[cache_row + j]", cache_.at(v)), 1, "cached by an earlier pass");
+      const SExpr off = offset(v, c);
+      const std::string p = param(v, false), st = storage_type(v->dtype);
+      const std::string load = ct == st ? fmt::format("{}[{}]", p, off.s) : fmt::format("stitch_dev::cvt<{}>({}[{}])", ct, p, off.s);
+      SExpr r = bind(k, ct, load, std::max(off.level, level_of(c)));
+      maybe_cache(v, c, r);
+      return r;
+    }
+    const Node& n = *pit->second;
+    if (cache_.count(v) && same(c, dom_) && cached_ready_.count(v))
+      return bind(k, ct, fmt::format("{}[cache_row + j]", cache_.at(v)), 1, "cached by an earlier pass");
+    ASSIGN_OR_RETURN(SExpr r, compute(n, v, c, k));
+    maybe_cache(v, c, r);
+    return r;
+  }
+  void maybe_cache(const Value* v, const Coords& c, const SExpr& r) {
+    if (!cache_.count(v) || !same(c, dom_) || cached_ready_.count(v) || r.level != 1) return;
+    line(1, fmt::format("{}[cache_row + j] = {};", cache_.at(v), r.s));
+    cached_ready_.insert(v);
+  }
+
+  StatusOr<SExpr> compute(const Node& n, const Value* v, const Coords& c, const std::string& k) {
+    const std::string ct = compute_type(v->dtype);
+    const std::string& op = n.op_type;
+    const StitchRole role = stitch_role(n);
+    const Dims& od = dims(v);
+    if (role == StitchRole::kPointwise) {
+      std::vector<std::string> args;
+      int level = 0;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const Value* in = n.input(i);
+        if (in == nullptr || (op == "CastLike" && i == 1)) {
+          args.emplace_back();
+          continue;
+        }
+        Coords ci;
+        if (op == "BatchNormalization" && i > 0) {
+          ci = {c[1]};
+        } else {
+          const Dims& id = dims(in);
+          const size_t off = od.size() - id.size();
+          for (size_t d = 0; d < id.size(); ++d) ci.push_back(id[d] == 1 ? SExpr{"0", 0} : c[d + off]);
+        }
+        ASSIGN_OR_RETURN(SExpr a, at(in, ci));
+        level = std::max(level, a.level);
+        args.push_back(a.s);
+      }
+      ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
+      return bind(k, ct, expr, level, fmt::format("{} '{}'", op, n.name));
+    }
+    if (role == StitchRole::kView) {
+      const Value* in = n.input(0);
+      return at(in, reshape_coords(c, od, dims(in)));
+    }
+    if (op == "Transpose") {
+      ASSIGN_OR_RETURN(auto perm, ops::transpose_perm(n, static_cast<int64_t>(od.size())));
+      Coords ci(od.size());
+      for (size_t d = 0; d < perm.size(); ++d) ci[perm[d]] = c[d];
+      return at(n.input(0), ci);
+    }
+    if (op == "Expand") {
+      const Dims& id = dims(n.input(0));
+      const size_t off = od.size() - id.size();
+      Coords ci;
+      for (size_t d = 0; d < id.size(); ++d) ci.push_back(id[d] == 1 ? SExpr{"0", 0} : c[d + off]);
+      return at(n.input(0), ci);
+    }
+    if (op == "Slice") {
+      ASSIGN_OR_RETURN(ops::SliceSpec sp, slice_of(n));
+      const Dims& id = dims(n.input(0));
+      const Dims is = strides_of(id);
+      int64_t rem = sp.base;
+      Coords ci;
+      for (size_t d = 0; d < id.size(); ++d) {
+        const int64_t start = rem / is[d];
+        rem %= is[d];
+        const int64_t step = sp.strides[d] / is[d];
+        if (id[d] == 1) {
+          ci.push_back({"0", 0});
+          continue;
+        }
+        std::string e = c[d].s;
+        if (step != 1) e = fmt::format("{} * {}LL", e, step);
+        if (start != 0) e = fmt::format("({}LL + {})", start, e);
+        else if (step != 1) e = "(" + e + ")";
+        ci.push_back({e, c[d].level});
+      }
+      return at(n.input(0), ci);
+    }
+    if (op == "Concat") {
+      ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(od.size())));
+      std::vector<std::pair<int64_t, SExpr>> parts;  // (end along the axis, value)
+      int64_t start = 0;
+      int level = c[axis].level;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const Value* in = n.input(i);
+        const int64_t len = dims(in)[axis];
+        if (len == 0) continue;
+        Coords ci = c;
+        // Clamped into this input so every branch reads in bounds; the select keeps the right one.
+        std::string x = start == 0 ? c[axis].s : fmt::format("({} - {}LL)", c[axis].s, start);
+        if (start > 0) x = fmt::format("({0} < 0LL ? 0LL : {0})", x);
+        if (start + len < od[axis]) x = fmt::format("({0} > {1}LL ? {1}LL : {0})", x, len - 1);
+        ci[axis] = {len == 1 ? "0" : x, c[axis].level};
+        ASSIGN_OR_RETURN(SExpr a, at(in, ci));
+        level = std::max(level, a.level);
+        parts.push_back({start + len, a});
+        start += len;
+      }
+      std::string e = parts.back().second.s;
+      for (size_t i = parts.size() - 1; i-- > 0;)
+        e = fmt::format("({} < {}LL ? {} : {})", c[axis].s, parts[i].first, parts[i].second.s, e);
+      return bind(k, ct, e, level, fmt::format("Concat '{}'", n.name));
+    }
+    if (op == "Gather") {
+      const Value* data = n.input(0);
+      const Value* ind = n.input(1);
+      const Dims& dd = dims(data);
+      const int64_t r = static_cast<int64_t>(dd.size()), q = static_cast<int64_t>(dims(ind).size());
+      ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+      Coords cq(c.begin() + axis, c.begin() + axis + q);
+      ASSIGN_OR_RETURN(SExpr idx, at(ind, cq));
+      const std::string j = fresh("g");
+      line(idx.level, fmt::format("long long {} = (long long){};", j, idx.s));
+      line(idx.level, fmt::format("if ({0} < 0) {0} += {1}LL;", j, dd[axis]));
+      line(idx.level, fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j, dd[axis]));
+      Coords ci(c.begin(), c.begin() + axis);
+      ci.push_back({j, idx.level});
+      ci.insert(ci.end(), c.begin() + axis + q, c.end());
+      return at(data, ci);
+    }
+    if (role == StitchRole::kRow) return row_value(n, c, k);
+    return Status::user(fmt::format("{} cannot be stitched", n.describe()));
+  }
+
+  // Coordinates of a view's input from its output's: the same non-1 dims in order need no
+  // arithmetic; anything else goes through the flat index.
+  Coords reshape_coords(const Coords& c, const Dims& od, const Dims& id) {
+    Dims on, in;
+    std::vector<size_t> opos, ipos;
+    for (size_t d = 0; d < od.size(); ++d)
+      if (od[d] != 1) { on.push_back(od[d]); opos.push_back(d); }
+    for (size_t d = 0; d < id.size(); ++d)
+      if (id[d] != 1) { in.push_back(id[d]); ipos.push_back(d); }
+    Coords ci(id.size(), SExpr{"0", 0});
+    if (on == in) {
+      for (size_t k = 0; k < ipos.size(); ++k) ci[ipos[k]] = c[opos[k]];
+      return ci;
+    }
+    const Dims os = strides_of(od), is = strides_of(id);
+    std::string f;
+    int level = 0;
+    for (size_t d = 0; d < od.size(); ++d) {
+      if (od[d] == 1 || c[d].s == "0") continue;
+      level = std::max(level, c[d].level);
+      std::string term = os[d] == 1 ? c[d].s : fmt::format("{} * {}LL", c[d].s, os[d]);
+      f = f.empty() ? term : f + " + " + term;
+    }
+    if (f.empty()) return ci;
+    const std::string name = fresh("f");
+    line(level, fmt::format("const long long {} = {};", name, f));
+    const int64_t total = num_elements(id);
+    for (size_t d = 0; d < id.size(); ++d) {
+      if (id[d] == 1) continue;
+      std::string e = name;
+      if (is[d] > 1) e = fmt::format("({} / {}LL)", e, is[d]);
+      if (is[d] * id[d] < total) e = fmt::format("({} % {}LL)", e, id[d]);
+      ci[d] = {e, level};
+    }
+    return ci;
+  }
+
+  // ---- element kernels ----
+  Status emit_elements() {
+    const Dims& d = info_.domain;
+    const int64_t n = num_elements(d);
+    const Dims s = strides_of(d);
+    for (size_t k = 0; k < d.size(); ++k) {
+      if (d[k] == 1) {
+        dom_.push_back({"0", 0});
+        continue;
+      }
+      std::string e = "i";
+      if (s[k] > 1) e = fmt::format("(i / {}LL)", s[k]);
+      if (s[k] * d[k] < n) e = fmt::format("({} % {}LL)", e, d[k]);
+      dom_.push_back({e, 1});
+    }
+    flat_ = {"i", 1};
+    for (const Value* v : info_.stored) {
+      ASSIGN_OR_RETURN(SExpr val, at(v, dom_));
+      store(v, "i", val.s, 1);
+    }
+    k_.block = {kMapBlock, 1, 1};
+    k_.grid = {std::clamp<int64_t>((n + kMapBlock - 1) / kMapBlock, 1, kMaxMapBlocks), 1, 1};
+    k_.mapping = fmt::format("grid-stride loop, one thread per element of {} ({} elements); {} nodes stitched, "
+                             "values pulled through registers and index maps (local stitching)",
+                             dims_to_string(d), n, nodes_.size());
+    CudaWriter w;
+    w.raw_line(kernel_header(k_, "//   scheme: element kernel (local stitching)\n"));
+    open_kernel(w, k_, kMapBlock);
+    for (const std::string& l : scopes_[0].lines) w.line("{}", l);
+    w.line("const long long n = {}LL;", n);
+    w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+           "i += (long long)gridDim.x * blockDim.x)");
+    for (const std::string& l : scopes_[1].lines) w.line("{}", l);
+    w.close();
+    w.close();
+    k_.source = w.text();
+    return Status::ok();
+  }
+
+  // ---- row kernels ----
+  // Pass over the row: acc = op(acc, elem(j)) then a warp or block tree.
+  StatusOr<std::string> pass(const std::string& ct, const std::string& init, const std::string& op,
+                             const std::function<StatusOr<std::string>()>& elem) {
+    scopes_[1] = Scope{};
+    ASSIGN_OR_RETURN(std::string e, elem());
+    const std::string acc = fresh("acc");
+    std::vector<std::string> body = std::move(scopes_[1].lines);
+    scopes_[1] = Scope{};
+    line(0, fmt::format("{} {} = {};", ct, acc, init));
+    line(0, fmt::format("for (long long j = lane; j < {}LL; j += step) {{", info_.cols));
+    for (const std::string& l : body) line(0, "  " + l);
+    line(0, fmt::format("  {0} = {1}({0}, {2});", acc, op, e));
+    line(0, "}");
+    if (map_.warp_per_row) line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
+    else {
+      const std::string tag = ct == "double" ? "d" : "f";
+      scratch_.insert(ct);
+      line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, tag));
+    }
+    ++passes_;
+    return acc;
+  }
+
+  Status emit_row_op(const Node& n) {
+    const Value* x = n.input(0);
+    const std::string ct = compute_type(x->dtype);
+    const std::string& op = n.op_type;
+    auto xv = [&]() -> StatusOr<std::string> {
+      ASSIGN_OR_RETURN(SExpr e, at(x, dom_));
+      return e.s;
+    };
+    auto xf = [&](std::function<std::string(const std::string&)> f) {
+      return [&, f]() -> StatusOr<std::string> {
+        ASSIGN_OR_RETURN(std::string e, xv());
+        return f(e);
+      };
+    };
+    const std::string len = fmt::format("({}){}", ct, info_.cols);
+    Stats st;
+    if (op == "Softmax" || op == "LogSoftmax") {
+      ASSIGN_OR_RETURN(st.a, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv));
+      const std::string mx = st.a;
+      ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()",
+                                             xf([&, mx](const std::string& e) { return fmt::format("{}({} - {})", fnm(ct, "exp"), e, mx); })));
+      st.b = fresh("s");
+      if (op == "LogSoftmax") line(0, fmt::format("const {} {} = {} + {}({});", ct, st.b, mx, fnm(ct, "log"), sum));
+      else line(0, fmt::format("const {0} {1} = ({0})1 / {2};", ct, st.b, sum));
+    } else if (op == "LayerNormalization") {
+      ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xv));
+      st.a = fresh("mean");
+      line(0, fmt::format("const {} {} = {} / {};", ct, st.a, sum, len));
+      const std::string mean = st.a;
+      ASSIGN_OR_RETURN(std::string sq, pass(ct, literal(0, ct), "stitch_dev::Sum()",
+                                            xf([mean](const std::string& e) { return fmt::format("({0} - {1}) * ({0} - {1})", e, mean); })));
+      st.b = fresh("rstd");
+      line(0, fmt::format("const {0} {1} = {2}(({0})1 / ({3} / {4} + {5}));", ct, st.b, fnm(ct, "sqrt"), sq, len,
+                          literal(n.attr_float("epsilon", 1e-5f), ct)));
+    } else {  // Reduce*
+      std::string result;
+      if (op == "ReduceMax" || op == "ReduceMin" || op == "GlobalMaxPool") {
+        const bool mx = op != "ReduceMin";
+        ASSIGN_OR_RETURN(result, pass(ct, literal(mx ? -INFINITY : INFINITY, ct), mx ? "stitch_dev::Max()" : "stitch_dev::Min()", xv));
+      } else if (op == "ReduceProd") {
+        ASSIGN_OR_RETURN(result, pass(ct, literal(1, ct), "stitch_dev::Prod()", xv));
+      } else if (op == "ReduceLogSumExp") {
+        ASSIGN_OR_RETURN(std::string mx, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv));
+        const std::string shift = fresh("shift");
+        line(0, fmt::format("const {0} {1} = isinf({2}) ? ({0})0 : {2};", ct, shift, mx));
+        ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()",
+                                               xf([&, shift](const std::string& e) { return fmt::format("{}({} - {})", fnm(ct, "exp"), e, shift); })));
+        result = fmt::format("{}({}) + {}", fnm(ct, "log"), sum, shift);
+      } else {
+        std::function<std::string(const std::string&)> f = [](const std::string& e) { return e; };
+        if (op == "ReduceL1") f = [ct](const std::string& e) { return fmt::format("{}({})", fnm(ct, "fabs"), e); };
+        if (op == "ReduceL2" || op == "ReduceSumSquare") f = [](const std::string& e) { return fmt::format("{0} * {0}", e); };
+        ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xf(f)));
+        result = sum;
+        if (op == "ReduceMean" || op == "GlobalAveragePool") result = fmt::format("{} / {}", sum, len);
+        if (op == "ReduceL2") result = fmt::format("{}({})", fnm(ct, "sqrt"), sum);
+        if (op == "ReduceLogSum") result = fmt::format("{}({})", fnm(ct, "log"), sum);
+      }
+      st.a = fresh("r");
+      line(0, fmt::format("const {} {} = {};  // {} '{}'", compute_type(n.output(0)->dtype), st.a, result, op, n.name));
+    }
+    stats_[&n] = st;
+    return Status::ok();
+  }
+
+  // A row op's output at c (the current row; D coordinates for Softmax and LayerNormalization).
+  StatusOr<SExpr> row_value(const Node& n, const Coords& c, const std::string& k) {
+    STITCH_CHECK(stats_.count(&n), "row op {} read before its passes", n.describe());
+    const Stats& st = stats_.at(&n);
+    const std::string ct = compute_type(n.output(0)->dtype);
+    const std::string& op = n.op_type;
+    if (op != "Softmax" && op != "LogSoftmax" && op != "LayerNormalization") return SExpr{st.a, 0};
+    ASSIGN_OR_RETURN(SExpr x, at(n.input(0), c));
+    if (op == "Softmax") return bind(k, ct, fmt::format("{}({} - {}) * {}", fnm(ct, "exp"), x.s, st.a, st.b), x.level, "Softmax '" + n.name + "'");
+    if (op == "LogSoftmax") return bind(k, ct, fmt::format("{} - {}", x.s, st.b), x.level, "LogSoftmax '" + n.name + "'");
+    std::string e = fmt::format("({} - {}) * {}", x.s, st.a, st.b);
+    int level = x.level;
+    for (size_t i = 1; i <= 2; ++i) {
+      const Value* p = n.input(i);
+      if (p == nullptr) continue;
+      const Dims& pd = dims(p);
+      const size_t off = c.size() - pd.size();
+      Coords cp;
+      for (size_t d = 0; d < pd.size(); ++d) cp.push_back(pd[d] == 1 ? SExpr{"0", 0} : c[d + off]);
+      ASSIGN_OR_RETURN(SExpr pv, at(p, cp));
+      level = std::max(level, pv.level);
+      e = i == 1 ? fmt::format("{} * {}", e, pv.s) : fmt::format("{} + {}", e, pv.s);
+    }
+    return bind(k, ct, e, level, "LayerNormalization '" + n.name + "'");
+  }
+
+  Status emit_rows() {
+    const Dims& d = info_.domain;
+    const int64_t r = static_cast<int64_t>(d.size()), a = r - info_.axes;
+    map_ = row_mapping(info_.cols);
+    // Row coordinates from `row`, in-row coordinates from `j`.
+    int64_t inner = 1;
+    dom_.assign(r, SExpr{"0", 0});
+    for (int64_t k = a; k-- > 0;) {
+      if (d[k] != 1) {
+        std::string e = "row";
+        if (inner > 1) e = fmt::format("(row / {}LL)", inner);
+        if (inner * d[k] < info_.rows) e = fmt::format("({} % {}LL)", e, d[k]);
+        dom_[k] = {e, 0};
+      }
+      inner *= d[k];
+    }
+    inner = 1;
+    for (int64_t k = r; k-- > a;) {
+      if (d[k] != 1) {
+        std::string e = "j";
+        if (inner > 1) e = fmt::format("(j / {}LL)", inner);
+        if (inner * d[k] < info_.cols) e = fmt::format("({} % {}LL)", e, d[k]);
+        dom_[k] = {e, 1};
+      }
+      inner *= d[k];
+    }
+    flat_ = {"base + j", 1};
+    // Shared-memory cache of the input of the row ops when it is read by two or more passes.
+    std::map<const Value*, int> readers;
+    for (const Node* n : nodes_)
+      if (stitch_role(*n) == StitchRole::kRow) {
+        ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*n));
+        readers[n->input(0)] += ri.passes;
+      }
+    for (const Value* v : info_.stored)
+      for (auto& [x, count] : readers)
+        if (dims(v) == d) ++count;  // the store pass reads the inputs again (an upper bound)
+    int64_t smem = 0;
+    for (const auto& [x, count] : readers) {
+      const int64_t bytes = row_cache_bytes(info_.cols, static_cast<int64_t>(compute_type(x->dtype) == "double" ? 8 : 4));
+      if (!cache_allowed_ || count < 2 || bytes == 0 || smem + bytes > kRowCacheBudget) continue;
+      const std::string name = fmt::format("cache{}", cache_.size());
+      cache_[x] = name;
+      cache_decl_.push_back(fmt::format("__shared__ {} {}[{}];", compute_type(x->dtype), name,
+                                        info_.cols * map_.rows_per_block));
+      smem += bytes;
+    }
+    for (const Node* n : nodes_)
+      if (stitch_role(*n) == StitchRole::kRow) RETURN_IF_ERROR(emit_row_op(*n));
+    // Store pass for values of the rows' shape, then one value per row.
+    std::vector<const Value*> full, one;
+    for (const Value* v : info_.stored) (dims(v) == d ? full : one).push_back(v);
+    if (!full.empty()) {
+      scopes_[1] = Scope{};
+      for (const Value* v : full) {
+        ASSIGN_OR_RETURN(SExpr val, at(v, dom_));
+        store(v, "base + j", val.s, 1);
+      }
+      std::vector<std::string> body = std::move(scopes_[1].lines);
+      scopes_[1] = Scope{};
+      line(0, fmt::format("for (long long j = lane; j < {}LL; j += step) {{", info_.cols));
+      for (const std::string& l : body) line(0, "  " + l);
+      line(0, "}");
+      ++passes_;
+    }
+    for (const Value* v : one) {
+      Coords c;
+      if (dims(v).size() == d.size()) {
+        c = dom_;
+        for (int64_t k = a; k < r; ++k) c[k] = {"0", 0};
+      } else {
+        c.assign(dom_.begin(), dom_.begin() + a);
+      }
+      ASSIGN_OR_RETURN(SExpr val, at(v, c));
+      STITCH_CHECK(val.level == 0, "per-row value '{}' depends on the loop", v->name);
+      const std::string p = param(v, true), ct = compute_type(v->dtype), stt = storage_type(v->dtype);
+      line(0, ct == stt ? fmt::format("if (lane == 0) {}[row] = {};", p, val.s)
+                        : fmt::format("if (lane == 0) {}[row] = stitch_dev::cvt<{}>({});", p, stt, val.s));
+    }
+    k_.block = {map_.block, 1, 1};
+    k_.grid = {std::max<int64_t>(1, (info_.rows + map_.rows_per_block - 1) / map_.rows_per_block), 1, 1};
+    std::string cached;
+    for (const auto& [x, name] : cache_) cached += (cached.empty() ? "" : ", ") + fmt::format("'{}'", x->name);
+    k_.mapping = fmt::format("{}: {} rows of {} over the trailing {} axes of {}; {} passes per row, {} nodes stitched "
+                             "(regional stitching){}", map_.warp_per_row ? "warp per row, 8 rows per block" : "block per row",
+                             info_.rows, info_.cols, info_.axes, dims_to_string(d), passes_, nodes_.size(),
+                             cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
+    CudaWriter w;
+    w.raw_line(kernel_header(k_, "//   scheme: row kernel (regional stitching)\n"));
+    open_kernel(w, k_, map_.block);
+    for (const std::string& ct : scratch_) w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : "f");
+    for (const std::string& l : cache_decl_) w.line("{}", l);
+    if (map_.warp_per_row) {
+      w.line("const long long row = (long long)blockIdx.x * {} + (threadIdx.x >> 5);", map_.rows_per_block);
+      w.line("const int lane = threadIdx.x & 31;");
+      w.line("const int step = 32;");
+      if (!cache_.empty()) w.line("const long long cache_row = (long long)(threadIdx.x >> 5) * {}LL;", info_.cols);
+      w.line("if (row >= {}LL) return;  // uniform per warp", info_.rows);
+    } else {
+      w.line("const long long row = blockIdx.x;");
+      w.line("const int lane = threadIdx.x;");
+      w.line("const int step = {};", map_.block);
+      if (!cache_.empty()) w.line("const long long cache_row = 0;");
+    }
+    w.line("const long long base = row * {}LL;", info_.cols);
+    for (const std::string& l : scopes_[0].lines) w.line("{}", l);
+    w.close();
+    k_.source = w.text();
+    return Status::ok();
+  }
+
+  struct Stats {
+    std::string a, b;  // max and 1/sum (softmax), max and lse (log-softmax), mean and rstd (norm), result (reduce)
+  };
+
+  const std::vector<const Node*>& nodes_;
+  const StitchInfo& info_;
+  bool cache_allowed_;
+  std::map<const Value*, const Node*> producer_;
+  Kernel k_;
+  int ins_ = 0, outs_ = 0, counter_ = 0, passes_ = 0;
+  std::vector<Scope> scopes_;
+  Coords dom_;
+  SExpr flat_;
+  RowMapping map_;
+  std::map<const Node*, Stats> stats_;
+  std::set<std::string> scratch_;
+  std::map<const Value*, std::string> cache_;
+  std::set<const Value*> cached_ready_;
+  std::vector<std::string> cache_decl_;
+};
+
+}  // namespace
+
+StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored, int index,
+                                bool cache) {
+  ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(nodes, stored));
+  Stitcher s(nodes, info, index, cache);
+  return s.run();
+}
+
+}  // namespace stitch::codegen

@@ -1,0 +1,78 @@
+// Stitched kernels: one generated kernel for a group of memory-intensive nodes (DESIGN.md,
+// "Fusion: what the planner must know").
+//
+// Every value of a group is computed by *pulling*: the value of node n at coordinates c is an
+// expression of its inputs at coordinates that n's op derives from c (the same coordinates for
+// elementwise ops, a broadcast for broadcasting reads, a permutation for Transpose, an affine map
+// for Slice, a clamped shift and a select for Concat, a loaded index for Gather, a re-split of the
+// flat index for views). Values a group reads from outside are loaded at those coordinates;
+// values it computes are held in registers and shared (by exact coordinates) within a scope.
+//
+// Two kernel shapes, chosen by the group's dominant ops:
+//  - element (local stitching): no row op; one thread per element of the stored values' shape
+//    in a grid-stride loop. Layout ops inside the group cost index arithmetic, not a round trip
+//    through global memory.
+//  - row (regional stitching): one or more row ops (Reduce* over trailing axes, Softmax,
+//    LogSoftmax, LayerNormalization) over the same rows. A warp (rows shorter than 1024) or a
+//    block (longer rows) owns a row and runs one pass per statistic (max, sum, mean, variance...),
+//    each a strided loop plus a warp-shuffle or shared-memory tree; statistics stay in registers
+//    for every later pass, so a decomposed layer norm (two ReduceMeans) or RMSNorm is one kernel.
+//    A value several passes read can be cached in shared memory by the first pass instead of
+//    being recomputed and re-read (each thread reads back only what it wrote: no barrier).
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "support/status.h"
+
+namespace stitch::codegen {
+
+enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow };
+// How `n` can take part in a stitched kernel.
+StitchRole stitch_role(const Node& n);
+
+// Row ops reduce the trailing `axes` axes of their input 0 (dims `in`) in `passes` passes.
+struct RowOpInfo {
+  Dims in;
+  int64_t axes = 0;
+  int passes = 0;
+};
+StatusOr<RowOpInfo> row_op_info(const Node& n);
+
+struct StitchInfo {
+  bool row = false;
+  Dims domain;            // element kernels: the stored shape; row kernels: the rows' input shape
+  int64_t axes = 0;       // row kernels: trailing axes in a row
+  int64_t rows = 1, cols = 1;
+  int passes = 1;         // loops over each row (row kernels), 1 for element kernels
+  std::vector<const Value*> stored;
+  int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element
+};
+
+// Whether `nodes` (in topological order) can be one stitched kernel that stores `stored` (the
+// group's values read outside it); the reason when not (a user-facing Status).
+StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored);
+
+// The kernel for such a group. `cache` lets a row kernel keep a value read by several passes in
+// shared memory (the cost model's choice).
+StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored,
+                                int index, bool cache = true);
+
+// Rows per block and threads per block of a row kernel over rows of `cols` elements.
+struct RowMapping {
+  bool warp_per_row = true;
+  int64_t block = 256;
+  int64_t rows_per_block = 8;
+};
+RowMapping row_mapping(int64_t cols);
+// Shared memory a row kernel would use to cache one value of element size `bytes`; 0 when the
+// row is too long to cache within the per-block budget.
+int64_t row_cache_bytes(int64_t cols, int64_t elem_bytes);
+// Static shared memory a row kernel may use for caches: 32 KiB per block of 256 threads keeps 5
+// blocks (40 warps) per SM on sm_80 (164 KiB) and 7 on sm_90 (228 KiB), within the 48 KiB static limit.
+inline constexpr int64_t kRowCacheBudget = 32 * 1024;
+
+}  // namespace stitch::codegen

@@ -1,0 +1,251 @@
+#include "fusion/cost.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "codegen/lower.h"
+
+namespace stitch::fusion {
+namespace {
+
+int64_t bytes_of(const Value* v) { return num_elements(*v->dims) * dtype_size(v->dtype); }
+
+// Bandwidth-bound time or the longest per-thread chain of memory round trips and arithmetic,
+// whichever is larger (a kernel with few threads is latency-bound, not bandwidth-bound).
+double kernel_time(int64_t bytes, int64_t reread, double flops, int64_t threads, double round_trips, int64_t barriers,
+                   const DeviceSpec& d) {
+  const double serial = round_trips * d.latency + flops / std::max<int64_t>(threads, 1) / d.clock;
+  return d.launch + std::max(bytes / (d.dram_bw * d.bw_eff), std::max(serial, flops / d.fp32)) + reread / d.l2_bw +
+         barriers * d.barrier;
+}
+
+// Dependent round trips of an element kernel: one per grid-stride iteration.
+double element_trips(int64_t n) {
+  const int64_t threads = std::min<int64_t>(std::max<int64_t>(n, 1), codegen::kMaxMapBlocks * codegen::kMapBlock);
+  return static_cast<double>((n + threads - 1) / threads);
+}
+
+// A row kernel: per pass, the strided loop (4 loads in flight per thread) and the tree.
+double row_trips(int64_t cols, int passes) {
+  const codegen::RowMapping m = codegen::row_mapping(cols);
+  const int64_t lanes = m.warp_per_row ? 32 : m.block;
+  const int64_t iters = (cols + lanes - 1) / lanes;
+  return passes * (static_cast<double>((iters + 3) / 4) + 1);
+}
+
+}  // namespace
+
+StatusOr<DeviceSpec> device_spec(const std::string& arch) {
+  DeviceSpec s;
+  s.arch = arch;
+  if (arch == "sm_90") {
+    s.name = "H100 SXM5 80GB";
+    s.sms = 132;
+    s.smem_per_sm = 228 * 1024;
+    s.dram_bw = 3.35e12;
+    s.l2_bw = 3 * 3.35e12;
+    s.fp32 = 67e12;
+    s.tensor = 495e12;
+    s.clock = 1.98e9;
+    s.sources =
+        "sms, boost clock 1.98 GHz, fp32 67 TFLOPS, tf32 tensor 495 TFLOPS dense, HBM3 3.35 TB/s: NVIDIA H100 Tensor Core GPU datasheet (SXM5); "
+        "228 KB shared memory and 2048 threads and 64K registers per SM: CUDA C++ Programming Guide, compute "
+        "capability 9.0 table; L2 bandwidth 3x DRAM: assumed; bw_eff 0.85, launch 3 us, memory latency 0.5 us, barrier 0.1 us: "
+        "assumed until calibrated (stitchc calibrate)";
+  } else if (arch == "sm_80") {
+    s.name = "A100 SXM4 80GB";
+    s.sms = 108;
+    s.smem_per_sm = 164 * 1024;
+    s.dram_bw = 2.039e12;
+    s.l2_bw = 3 * 2.039e12;
+    s.fp32 = 19.5e12;
+    s.tensor = 156e12;
+    s.clock = 1.41e9;
+    s.sources =
+        "sms, boost clock 1.41 GHz, fp32 19.5 TFLOPS, tf32 tensor 156 TFLOPS dense, HBM2e 2039 GB/s: NVIDIA A100 Tensor Core GPU datasheet "
+        "(SXM4 80GB); 164 KB shared memory and 2048 threads and 64K registers per SM: CUDA C++ Programming Guide, "
+        "compute capability 8.0 table; L2 bandwidth 3x DRAM: assumed; bw_eff 0.85, launch 3 us, memory latency 0.5 us, barrier "
+        "0.1 us: assumed until calibrated (stitchc calibrate)";
+  } else {
+    return Status::user(fmt::format("no device spec for '{}': the cost model knows sm_80 and sm_90 (or pass "
+                                    "--device-spec FILE from stitchc calibrate)", arch));
+  }
+  return s;
+}
+
+std::string device_spec_json(const DeviceSpec& s) {
+  nlohmann::json j = {{"arch", s.arch}, {"name", s.name}, {"sms", s.sms}, {"max_threads_per_sm", s.max_threads_per_sm},
+                      {"smem_per_sm", s.smem_per_sm}, {"regs_per_sm", s.regs_per_sm}, {"dram_bw", s.dram_bw},
+                      {"l2_bw", s.l2_bw}, {"fp32", s.fp32}, {"tensor", s.tensor}, {"bw_eff", s.bw_eff},
+                      {"launch", s.launch}, {"latency", s.latency}, {"clock", s.clock}, {"barrier", s.barrier}, {"sources", s.sources}};
+  return j.dump(2) + "\n";
+}
+
+StatusOr<DeviceSpec> load_device_spec(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Status::user(fmt::format("{}: cannot read the device spec file", path));
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("arch"))
+    return Status::user(fmt::format("{}: not a device spec (JSON from stitchc calibrate with an \"arch\" field)", path));
+  auto base = device_spec(j["arch"].get<std::string>());
+  if (!base.is_ok()) return Status::user(fmt::format("{}: {}", path, base.status().message()));
+  DeviceSpec s = *base;
+  auto num = [&](const char* k, double& out) -> Status {
+    if (!j.contains(k)) return Status::ok();
+    if (!j[k].is_number() || j[k].get<double>() <= 0)
+      return Status::user(fmt::format("{}: \"{}\" must be a positive number", path, k));
+    out = j[k].get<double>();
+    return Status::ok();
+  };
+  RETURN_IF_ERROR(num("dram_bw", s.dram_bw));
+  RETURN_IF_ERROR(num("l2_bw", s.l2_bw));
+  RETURN_IF_ERROR(num("fp32", s.fp32));
+  RETURN_IF_ERROR(num("tensor", s.tensor));
+  RETURN_IF_ERROR(num("bw_eff", s.bw_eff));
+  RETURN_IF_ERROR(num("launch", s.launch));
+  RETURN_IF_ERROR(num("barrier", s.barrier));
+  RETURN_IF_ERROR(num("latency", s.latency));
+  RETURN_IF_ERROR(num("clock", s.clock));
+  if (j.contains("sources") && j["sources"].is_string()) s.sources = j["sources"].get<std::string>();
+  return s;
+}
+
+Cost single_cost(const Node& n, const DeviceSpec& d) {
+  Cost c;
+  switch (codegen::classify_node(n)) {
+    case codegen::NodeLowering::kView:
+    case codegen::NodeLowering::kUnsupported:
+      return c;
+    case codegen::NodeLowering::kLibrary: {
+      // 2*M*N*K from the output and the reduced dimension of input 0 (MatMul/Gemm), or the output
+      // times the filter volume (Conv); the operands once each.
+      int64_t bytes = 0;
+      for (const Value* v : n.inputs)
+        if (v) bytes += bytes_of(v);
+      for (const Value* v : n.outputs)
+        if (v) bytes += bytes_of(v);
+      double flops = 0;
+      const Value* y = n.output(0);
+      if (n.op_type == "Conv" && n.input(1)) {
+        const Dims& w = *n.input(1)->dims;
+        flops = 2.0 * num_elements(*y->dims) * (num_elements(w) / std::max<int64_t>(1, w[0]));
+      } else if (n.input(0) && !n.input(0)->dims->empty()) {
+        const int64_t k = n.op_type == "Gemm" && n.attr_int("transA", 0) ? n.input(0)->dims->front() : n.input(0)->dims->back();
+        flops = 2.0 * num_elements(*y->dims) * k;
+      }
+      c.time = d.launch + flops / d.tensor + bytes / (d.dram_bw * d.bw_eff);
+      c.launches = 1;
+      c.library_calls = 1;
+      if (n.op_type == "Gemm" && n.input(2) && n.attr_float("beta", 1.0f) != 0.0f) {  // C is broadcast into the output by a generated kernel first
+        const int64_t fill = bytes_of(n.input(2)) + bytes_of(y);
+        c.time += kernel_time(fill, 0, static_cast<double>(num_elements(*y->dims)),
+                              std::min<int64_t>(num_elements(*y->dims), codegen::kMaxMapBlocks * codegen::kMapBlock),
+                              element_trips(num_elements(*y->dims)), 0, d);
+        c.bytes += fill;
+        c.launches += 1;
+        c.kernels += 1;
+      }
+      c.flops = flops;
+      return c;
+    }
+    case codegen::NodeLowering::kKernel:
+      break;
+  }
+  int64_t bytes = 0, elements = 0;
+  for (const Value* v : n.inputs)
+    if (v) bytes += bytes_of(v);
+  for (const Value* v : n.outputs)
+    if (v) {
+      bytes += bytes_of(v);
+      elements = std::max(elements, num_elements(*v->dims));
+    }
+  int64_t threads = std::min<int64_t>(std::max<int64_t>(elements, 1), codegen::kMaxMapBlocks * codegen::kMapBlock);
+  int64_t barriers = 0, reread = 0;
+  double trips = element_trips(elements);
+  if (auto ri = codegen::row_op_info(n); ri.is_ok()) {
+    int64_t rows = 1, cols = 1;
+    for (size_t k = 0; k < ri->in.size(); ++k) (k + ri->axes < ri->in.size() ? rows : cols) *= ri->in[k];
+    const codegen::RowMapping m = codegen::row_mapping(cols);
+    threads = rows * (m.warp_per_row ? 32 : m.block);
+    if (!m.warp_per_row) barriers = 2 * ri->passes * ((rows + d.sms - 1) / d.sms);
+    reread = ri->passes * bytes_of(n.input(0));  // later passes and the write pass read the input again
+    elements = std::max(elements, num_elements(ri->in)) * (ri->passes + 1);
+    trips = row_trips(cols, ri->passes + 1);
+  }
+  c.bytes = bytes;
+  c.reread = reread;
+  c.flops = static_cast<double>(elements);
+  c.time = kernel_time(bytes, reread, c.flops, threads, trips, barriers, d);
+  c.launches = c.kernels = 1;
+  return c;
+}
+
+Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchInfo& info, const DeviceSpec& d) {
+  std::set<const Value*> made, read;
+  for (const Node* n : nodes) made.insert(n->output(0));
+  int64_t bytes = 0, in_bytes = 0;
+  double flops = static_cast<double>(info.recompute_elements);
+  for (const Node* n : nodes) {
+    for (const Value* v : n->inputs)
+      if (v && !made.count(v) && read.insert(v).second) in_bytes += bytes_of(v);
+    if (codegen::stitch_role(*n) != codegen::StitchRole::kView)
+      flops += static_cast<double>(num_elements(*n->output(0)->dims));
+  }
+  bytes = in_bytes;
+  for (const Value* v : info.stored) bytes += bytes_of(v);
+  int64_t threads = 0, barriers = 0, reread = 0;
+  double trips = 0;
+  if (info.row) {
+    const codegen::RowMapping m = codegen::row_mapping(info.cols);
+    threads = info.rows * (m.warp_per_row ? 32 : m.block);
+    if (!m.warp_per_row) barriers = 2 * info.passes * ((info.rows + d.sms - 1) / d.sms);
+    // Later passes read the row inputs again: from shared memory when they fit the cache budget,
+    // else from L2. Every pass recomputes the per-element chain in front of the row ops.
+    const bool cached = codegen::row_cache_bytes(info.cols, 4) > 0;
+    if (!cached) reread = (info.passes - 1) * in_bytes;
+    flops *= info.passes;
+    trips = row_trips(info.cols, info.passes);
+  } else {
+    threads = std::min<int64_t>(num_elements(info.domain), codegen::kMaxMapBlocks * codegen::kMapBlock);
+    trips = element_trips(num_elements(info.domain));
+  }
+  Cost c;
+  c.bytes = bytes;
+  c.reread = reread;
+  c.flops = flops;
+  c.time = kernel_time(bytes, reread, flops, std::max<int64_t>(threads, 1), trips, barriers, d);
+  c.launches = c.kernels = 1;
+  return c;
+}
+
+StatusOr<DeviceSpec> calibrate(DeviceSpec base, const std::vector<Measurement>& m) {
+  // Least squares for t = launches * L + bytes * a, with a = 1 / (dram_bw * bw_eff).
+  double s_ll = 0, s_lb = 0, s_bb = 0, s_lt = 0, s_bt = 0;
+  for (const Measurement& x : m) {
+    if (x.seconds <= 0 || x.launches < 1 || x.bytes < 0)
+      return Status::user("calibration: every measurement needs seconds > 0, launches >= 1 and bytes >= 0");
+    const double l = x.launches, b = static_cast<double>(x.bytes), t = x.seconds;
+    s_ll += l * l;
+    s_lb += l * b;
+    s_bb += b * b;
+    s_lt += l * t;
+    s_bt += b * t;
+  }
+  const double det = s_ll * s_bb - s_lb * s_lb;
+  if (m.size() < 2 || det <= 1e-30 * s_ll * s_bb)
+    return Status::user("calibration: need at least two measurements with different bytes per launch");
+  const double launch = (s_lt * s_bb - s_bt * s_lb) / det;
+  const double a = (s_ll * s_bt - s_lb * s_lt) / det;
+  if (launch <= 0 || a <= 0)
+    return Status::user(fmt::format("calibration: the fit gives launch {:.3g} s and {:.3g} s/B; both must be positive "
+                                    "(measure kernels of more different sizes)", launch, a));
+  base.launch = launch;
+  base.bw_eff = std::min(1.0, 1.0 / (a * base.dram_bw));
+  base.sources += fmt::format("; launch and bw_eff fitted from {} measurements", m.size());
+  return base;
+}
+
+}  // namespace stitch::fusion

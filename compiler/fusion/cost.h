@@ -1,0 +1,89 @@
+// The fusion cost model: estimated time of one kernel (or library call) of a plan, from written
+// formulas over device constants whose sources are listed with them (docs/cost-model.md).
+//
+//   t(kernel) = launch
+//             + max(dram_bytes / (dram_bw * bw_eff), round_trips * latency + flops / threads / clock,
+//                   flops / fp32)                              (bandwidth-bound or latency-bound)
+//             + reread_bytes / l2_bw                          (row passes after the first, uncached)
+//             + barriers * barrier                            (block-wide trees in block-per-row kernels)
+//   round_trips: element kernels one per grid-stride iteration; row kernels per pass
+//               ceil(row / lanes / 4) (four loads in flight per thread) + 1 for the tree
+//   dram_bytes = each external input once + each stored value once
+//   flops      = one operation per node per element computed, recomputation included
+//   t(library call) = launch + 2*M*N*K / tensor_flops + operand bytes / dram_bw (the same in every plan)
+//   t(view) = 0
+//
+// launch, bw_eff and barrier are assumptions until calibrated on the device
+// (`stitchc calibrate MEASUREMENTS.json` fits launch and bw_eff by least squares from
+// measured kernel times and writes a spec file that `--device-spec` loads).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/stitch.h"
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch::fusion {
+
+struct DeviceSpec {
+  std::string arch;             // sm_80, sm_90
+  std::string name;
+  int sms = 0;
+  int max_threads_per_sm = 2048;
+  int64_t smem_per_sm = 0;      // bytes usable by blocks
+  int64_t regs_per_sm = 65536;
+  double dram_bw = 0;           // bytes/s, datasheet peak
+  double l2_bw = 0;             // bytes/s
+  double fp32 = 0;              // flop/s, non-tensor
+  double tensor = 0;            // flop/s, dense tf32 tensor cores (GEMMs)
+  double bw_eff = 0.85;         // achievable fraction of dram_bw (assumed until calibrated)
+  double launch = 3e-6;         // s per kernel launch on a stream (assumed until calibrated)
+  double barrier = 1e-7;        // s per block-wide barrier round (assumed)
+  double latency = 5e-7;        // s per dependent global-memory round trip (assumed until calibrated)
+  double clock = 1.5e9;         // Hz, SM boost clock
+  std::string sources;          // where each number comes from
+};
+
+// Built-in specs: "sm_80" (A100 SXM4 80GB) and "sm_90" (H100 SXM5 80GB).
+StatusOr<DeviceSpec> device_spec(const std::string& arch);
+// A spec file written by `stitchc calibrate` (JSON with the fields above).
+StatusOr<DeviceSpec> load_device_spec(const std::string& path);
+std::string device_spec_json(const DeviceSpec& s);
+
+struct Cost {
+  double time = 0;          // seconds
+  int64_t bytes = 0;        // dram bytes moved by generated kernels
+  int64_t reread = 0;       // bytes re-read from L2 by later passes
+  double flops = 0;
+  int launches = 0;         // generated kernels + library calls
+  int kernels = 0;          // generated kernels only
+  int library_calls = 0;
+  Cost& operator+=(const Cost& o) {
+    time += o.time;
+    bytes += o.bytes;
+    reread += o.reread;
+    flops += o.flops;
+    launches += o.launches;
+    kernels += o.kernels;
+    library_calls += o.library_calls;
+    return *this;
+  }
+};
+
+// The cost of one node alone (kernel, library call or view).
+Cost single_cost(const Node& n, const DeviceSpec& d);
+// The cost of a stitched kernel with this analysis, over these nodes.
+Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchInfo& info, const DeviceSpec& d);
+
+// Calibration: measured kernel times with their bytes and launch counts; fits launch and bw_eff.
+struct Measurement {
+  int64_t bytes = 0;
+  int launches = 1;
+  double seconds = 0;
+};
+StatusOr<DeviceSpec> calibrate(DeviceSpec base, const std::vector<Measurement>& m);
+
+}  // namespace stitch::fusion
