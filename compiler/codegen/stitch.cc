@@ -689,16 +689,44 @@ class Stitcher {
       inner *= d[k];
     }
     flat_ = {"base + j", 1};
-    // Shared-memory cache of the input of the row ops when it is read by two or more passes.
-    std::map<const Value*, int> readers;
-    for (const Node* n : nodes_)
-      if (stitch_role(*n) == StitchRole::kRow) {
-        ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*n));
-        readers[n->input(0)] += ri.passes;
+    // Shared-memory cache of a row op's input when two or more passes read it per element (its own
+    // passes, later row ops' passes whose input is computed from it, the store pass). In node
+    // order, so the choice is deterministic.
+    std::vector<std::pair<const Value*, int>> readers;
+    auto pulls = [&](const Value* v, const Value* x) {  // v's per-element value reads x's
+      std::vector<const Value*> stack{v};
+      std::set<const Value*> seen;
+      while (!stack.empty()) {
+        const Value* u = stack.back();
+        stack.pop_back();
+        if (u == x) return true;
+        if (!seen.insert(u).second || !producer_.count(u)) continue;
+        const Node& n = *producer_.at(u);
+        if (stitch_role(n) == StitchRole::kRow && n.op_type != "Softmax" && n.op_type != "LogSoftmax" &&
+            n.op_type != "LayerNormalization")
+          continue;  // a reduction's result is a per-row register
+        for (const Value* in : n.inputs)
+          if (in) stack.push_back(in);
       }
-    for (const Value* v : info_.stored)
-      for (auto& [x, count] : readers)
-        if (dims(v) == d) ++count;  // the store pass reads the inputs again (an upper bound)
+      return false;
+    };
+    for (const Node* n : nodes_) {
+      if (stitch_role(*n) != StitchRole::kRow) continue;
+      const Value* x = n->input(0);
+      if (std::any_of(readers.begin(), readers.end(), [&](const auto& r) { return r.first == x; })) continue;
+      int count = 0;
+      for (const Node* m : nodes_)
+        if (stitch_role(*m) == StitchRole::kRow && pulls(m->input(0), x)) {
+          ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*m));
+          count += ri.passes;
+        }
+      for (const Value* v : info_.stored)
+        if (dims(v) == d && pulls(v, x)) {
+          ++count;
+          break;
+        }
+      readers.push_back({x, count});
+    }
     int64_t smem = 0;
     for (const auto& [x, count] : readers) {
       const int64_t bytes = row_cache_bytes(info_.cols, static_cast<int64_t>(compute_type(x->dtype) == "double" ? 8 : 4));
@@ -744,7 +772,8 @@ class Stitcher {
     k_.block = {map_.block, 1, 1};
     k_.grid = {std::max<int64_t>(1, (info_.rows + map_.rows_per_block - 1) / map_.rows_per_block), 1, 1};
     std::string cached;
-    for (const auto& [x, name] : cache_) cached += (cached.empty() ? "" : ", ") + fmt::format("'{}'", x->name);
+    for (const auto& [x, count] : readers)
+      if (cache_.count(x)) cached += (cached.empty() ? "" : ", ") + fmt::format("'{}'", x->name);
     k_.mapping = fmt::format("{}: {} rows of {} over the trailing {} axes of {}; {} passes per row, {} nodes stitched "
                              "(regional stitching){}", map_.warp_per_row ? "warp per row, 8 rows per block" : "block per row",
                              info_.rows, info_.cols, info_.axes, dims_to_string(d), passes_, nodes_.size(),
