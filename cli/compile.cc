@@ -48,7 +48,10 @@ int run_compile(const CompileArgs& a) {
   fo.time_limit_s = a.plan_time_limit;
   {
     // The cost model's device: a spec file, a named arch, or the newest --arch target.
-    const std::string spec = a.device_spec.empty() ? *std::max_element(o.archs.begin(), o.archs.end()) : a.device_spec;
+    // Without --device-spec: sm_90 for sm_90 and newer targets, sm_80 below (the --arch value itself
+    // is validated with the artifact).
+    const std::string newest = *std::max_element(o.archs.begin(), o.archs.end());
+    const std::string spec = !a.device_spec.empty() ? a.device_spec : (newest < "sm_90" && newest.rfind("sm_", 0) == 0 ? "sm_80" : "sm_90");
     auto dev = spec.find(".json") != std::string::npos ? fusion::load_device_spec(spec) : fusion::device_spec(spec);
     if (!dev.is_ok()) return report(dev.status());
     fo.device = *dev;

@@ -57,7 +57,7 @@ D=$ROOT/models/bert_tiny/test_data_set_0
 check "artifact holds manifest, schedule, weights, sources, fatbin, emu library, report" \
   test -f "$B/manifest.json" -a -f "$B/schedule.json" -a -f "$B/weights.bin" -a -f "$B/kernels/all_kernels.cu" \
   -a -f "$B/kernels/kernels.fatbin" -a -f "$B/emu/kernels_emu.so" -a -f "$B/report.json"
-check "kernel files open with a header naming their nodes" grep -q "node '.*' (Gather)" "$B/kernels/k000_map_gather.cu"
+check "kernel files open with a header naming their nodes" grep -q "node '.*' (Gather)" "$B/kernels/k000_rows_gather_to_layernormalization.cu"
 expect "stitchc MODEL -o DIR is compile" 0 "compiled" -- \
   "$STITCHC" "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/short" --shape batch=1 --shape sequence=4 --no-nvcc
 expect "recompiling over an artifact replaces it" 0 "compiled" -- \
@@ -84,8 +84,8 @@ mkdir -p "$TMP/notart" && echo hi >"$TMP/notart/keep.txt"
 expect "refuses to overwrite a non-artifact directory" 2 "exists and is not a stitch artifact" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/notart" --shape batch=1 --shape sequence=4 --no-nvcc
 check "the non-artifact directory is untouched" test -f "$TMP/notart/keep.txt"
-expect "--fusion planner not available yet" 2 "available planners are none and greedy" -- \
-  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --fusion beam
+expect "unknown --fusion planner" 2 "available planners are none, greedy, beam and ilp" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --fusion bogus
 expect "--no-fuse of an unknown node" 2 "--no-fuse 'nosuch': the model has no node of that name" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
   --fusion greedy --no-fuse nosuch
@@ -105,8 +105,8 @@ expect "not an artifact directory" 2 "manifest.json'; recompile" -- "$STITCHC" r
 cp -r "$B" "$TMP/tampered" && printf 'x' >>"$TMP/tampered/weights.bin"
 expect "weights with extra bytes" 2 "'weights.bin' has [0-9]+ bytes, the manifest says" -- \
   "$STITCHC" run "$TMP/tampered" --backend emu --inputs "$D"
-cp -r "$B" "$TMP/edited" && sed -i '1s/$/ (edited)/' "$TMP/edited/kernels/k001_map_add.cu"
-expect "edited kernel source" 2 "k001_map_add.cu' .*(checksum|bytes)" -- "$STITCHC" run "$TMP/edited" --backend emu --inputs "$D"
+cp -r "$B" "$TMP/edited" && sed -i '1s/$/ (edited)/' "$TMP/edited/kernels/k000_rows_gather_to_layernormalization.cu"
+expect "edited kernel source" 2 "k000_rows_gather_to_layernormalization.cu' .*(checksum|bytes)" -- "$STITCHC" run "$TMP/edited" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/truncated" && head -c 100 "$B/schedule.json" >"$TMP/truncated/schedule.json"
 expect "truncated schedule" 2 "schedule.json' has [0-9]+ bytes" -- "$STITCHC" run "$TMP/truncated" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/missing" && rm "$TMP/missing/emu/kernels_emu.so"
