@@ -58,7 +58,6 @@ int run_compile(const CompileArgs& a) {
   }
   auto plan = fusion::make_plan(**g, fo);
   if (!plan.is_ok()) return report(plan.status());
-  const fusion::FusionPlan baseline = fusion::plan_none(**g, fo);
   codegen::NodeGroups groups;
   for (const auto& grp : plan->groups) {
     groups.push_back(grp.nodes);
@@ -95,7 +94,7 @@ int run_compile(const CompileArgs& a) {
                      {"plan_seconds", plan->plan_seconds},
                      {"timed_out", plan->timed_out},
                      {"chosen", side(*plan)},
-                     {"none", side(baseline)},
+                     {"none", side(fusion::plan_none(**g, fo))},
                      {"fused_groups", groups}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";
@@ -142,9 +141,10 @@ int run_calibrate(const CalibrateArgs& a) {
   std::vector<fusion::Measurement> ms;
   for (const auto& m : j["measurements"]) {
     if (!m.is_object() || !m.contains("bytes") || !m.contains("seconds") || !m["bytes"].is_number() ||
-        !m["seconds"].is_number())
-      return report(Status::user(fmt::format("{}: measurement {} needs numeric \"bytes\" and \"seconds\"", a.measurements,
-                                             ms.size())));
+        !m["seconds"].is_number() || (m.contains("launches") && !m["launches"].is_number_integer()))
+      return report(Status::user(fmt::format(
+          "{}: measurement {} needs numeric \"bytes\" and \"seconds\" (and an integer \"launches\" if given)",
+          a.measurements, ms.size())));
     ms.push_back({m["bytes"].get<int64_t>(), m.value("launches", 1), m["seconds"].get<double>()});
   }
   auto spec = fusion::calibrate(*base, ms);

@@ -40,30 +40,7 @@ inline constexpr int kMapBlock = 256;
 inline constexpr int64_t kMaxMapBlocks = 4096;
 
 StatusOr<Kernel> lower_map(const Node& n, int index);     // elementwise, broadcast, layout
-// One kernel for a group of per-element nodes with one output shape (local stitching); stores the
-// outputs in `escaping` (read outside the group or graph outputs).
-StatusOr<Kernel> lower_fused_map(const std::vector<const Node*>& nodes, const std::set<const Value*>& escaping,
-                                 int index);
-// A per-element chain inlined into the loads of a segment kernel (regional stitching): the
-// segment kernel reads `value` (its input 0) by calling `function` on the flat index instead of
-// loading it; `inputs` are the chain's external inputs in the function's parameter order.
-// The same machinery serves as an epilogue: `bound` (the segment op's output) arrives as the
-// function's second argument `v`, and `value` is what the chain computes from it and stores.
-struct Prologue {
-  std::vector<const Node*> nodes;
-  const Value* value = nullptr;
-  const Value* bound = nullptr;  // epilogues only
-  std::string function;  // name
-  std::string source;    // the device function's text
-  std::vector<const Value*> inputs;
-};
-StatusOr<Prologue> lower_prologue(const std::vector<const Node*>& nodes, const Value* value, int index,
-                                  const Value* bound = nullptr);
-
-// Reductions, softmax, norms, pools; with a prologue, input 0 is computed on the fly.
-StatusOr<Kernel> lower_reduce(const Node& n, int index, const Prologue* prologue = nullptr,
-                              const Prologue* epilogue = nullptr);
-// True when lower_reduce accepts a prologue for this node.
-bool takes_prologue(const Node& n);
+// Reductions, softmax, norms, pools (fused groups with them: stitch.h).
+StatusOr<Kernel> lower_reduce(const Node& n, int index);
 
 }  // namespace stitch::codegen

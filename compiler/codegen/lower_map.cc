@@ -19,6 +19,53 @@
 #include "support/check.h"
 
 namespace stitch::codegen {
+
+Status emit_chain(MapBuilder& b, const std::vector<const Node*>& nodes, std::map<const Value*, std::string>& reg,
+                  const std::set<const Value*>& stored) {
+  const Dims& domain = b.domain();
+  int loads = 0;
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    const Node& n = *nodes[j];
+    const Value* out = n.output(0);
+    STITCH_CHECK(*out->dims == domain, "chained node {} has shape {}, not the domain's {}", n.describe(),
+                 dims_to_string(*out->dims), dims_to_string(domain));
+    std::vector<std::string> args;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Value* v = n.input(k);
+      if (v == nullptr || (n.op_type == "CastLike" && k == 1)) {  // CastLike reads only its target's type
+        args.emplace_back();
+        continue;
+      }
+      const bool per_channel = n.op_type == "BatchNormalization" && k > 0;
+      if (!per_channel && reg.count(v)) {
+        args.push_back(reg.at(v));
+        continue;
+      }
+      Dims strides;
+      if (per_channel) {  // per-channel parameters along axis 1
+        strides.assign(domain.size(), 0);
+        strides[1] = 1;
+      } else {
+        strides = ops::broadcast_strides(*v->dims, domain);
+      }
+      const std::string name = fmt::format("a{}", loads++);
+      b.line(fmt::format("const {} {} = {};", compute_type(v->dtype), name, b.load(v, b.affine(0, strides))));
+      if (!per_channel) reg[v] = name;
+      args.push_back(name);
+    }
+    ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
+    if (nodes.size() == 1 && stored.count(out)) {  // a single node: store the expression directly
+      b.store(out, b.flat(), expr);
+      continue;
+    }
+    const std::string t = fmt::format("t{}", j);
+    b.line(fmt::format("const {} {} = {};  // {} '{}'", compute_type(out->dtype), t, expr, n.op_type, n.name));
+    reg[out] = t;
+    if (stored.count(out)) b.store(out, b.flat(), t);
+  }
+  return Status::ok();
+}
+
 namespace {
 
 using ops::strides_of;

@@ -106,43 +106,12 @@ class SegmentKernel {
     k_.bytes_moved += num_elements(*v->dims) * dtype_size(v->dtype);
     return name;
   }
-  // Regional stitching: input `pro->value` is computed by the prologue's device function.
-  void set_prologue(const Prologue* pro, int index, const char* kind) {
-    if (pro == nullptr) return;
-    pro_ = pro;
-    k_.nodes = pro->nodes;
-    k_.nodes.push_back(&n_);
-    k_.name = fmt::format("k{:03d}_{}_{}_to_{}", index, kind, snake(pro->nodes.front()->op_type), snake(n_.op_type));
-  }
   std::string load(const Value* v, const std::string& off, const std::string& ct) {
-    if (pro_ && v == pro_->value) {
-      std::string call = fmt::format("{}({}", pro_->function, off);
-      for (const Value* in : pro_->inputs) call += ", " + param(in, false);
-      call += ")";
-      return compute_type(v->dtype) == ct ? call : fmt::format("({}){}", ct, call);
-    }
     const std::string p = param(v, false), st = storage_type(v->dtype);
     if (st == "__half" || st == "__nv_bfloat16") return fmt::format("stitch_dev::cvt<float>({}[{}])", p, off);
     return ct == st ? fmt::format("{}[{}]", p, off) : fmt::format("({}){}[{}]", ct, p, off);
   }
-  // Epilogue: the segment op's output goes through the chain, and the chain's result is stored.
-  void set_epilogue(const Prologue* epi) {
-    if (epi == nullptr) return;
-    epi_ = epi;
-    k_.nodes.insert(k_.nodes.end(), epi->nodes.begin(), epi->nodes.end());
-    k_.name += "_to_" + snake(epi->nodes.back()->op_type);
-  }
   std::string store(const Value* v, const std::string& off, const std::string& val) {
-    if (epi_ && v == epi_->bound) {
-      std::string call = fmt::format("{}({}, {}", epi_->function, off, val);
-      for (const Value* in : epi_->inputs) call += ", " + param(in, false);
-      call += ")";
-      const Prologue* e = epi_;
-      epi_ = nullptr;  // store the chain's result as a plain output
-      std::string text = store(e->value, off, call);
-      epi_ = e;
-      return text;
-    }
     const std::string p = param(v, true), st = storage_type(v->dtype);
     if (st == "__half" || st == "__nv_bfloat16") return fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, off, st, val);
     return fmt::format("{}[{}] = ({})({});", p, off, st, val);
@@ -183,16 +152,6 @@ class SegmentKernel {
     k_.grid = {std::max<int64_t>(1, (seg_.count + per_block - 1) / per_block), 1, 1};
     CudaWriter w;
     w.raw_line(kernel_header(k_));
-    if (pro_) {
-      w.comment(fmt::format("The {} per-element nodes before {} '{}', recomputed at every read (regional stitching).",
-                            pro_->nodes.size(), n_.op_type, n_.name));
-      w.raw_line(pro_->source);
-    }
-    if (epi_) {
-      w.comment(fmt::format("The {} per-element nodes after {} '{}', applied before its store (regional stitching).",
-                            epi_->nodes.size(), n_.op_type, n_.name));
-      w.raw_line(epi_->source);
-    }
     open_kernel(w, k_, block_);
     for (const std::string& ct : scratch_)
       w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : ct == "float" ? "f" : "i");
@@ -239,8 +198,6 @@ class SegmentKernel {
   Segments seg_;
   Mapping map_;
   Kernel k_;
-  const Prologue* pro_ = nullptr;
-  const Prologue* epi_ = nullptr;
   int64_t block_;
   int ins_ = 0, outs_ = 0;
   CudaWriter body_;
@@ -251,7 +208,7 @@ std::string fnm(const std::string& ct, const char* name) { return ct == "float" 
 
 // ---- ReduceX and global pools ----------------------------------------------------------------
 
-StatusOr<Kernel> lower_reduction(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
+StatusOr<Kernel> lower_reduction(const Node& n, int index) {
   const Value* x = n.input(0);
   const Value* y = n.output(0);
   const std::string& op = n.op_type;
@@ -260,24 +217,11 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index, const Prologue* pro, 
     red.assign(dims(x).size(), true);
     red[0] = red[1] = false;
   } else {
-    std::optional<std::vector<int64_t>> axes;
-    const int since = op == "ReduceSum" ? 13 : 18;
-    if (n.opset >= since) {
-      if (n.input(1)) {
-        if (!n.input(1)->is_constant())
-          return Status::user(fmt::format("{}: axes must be a compile-time constant", n.describe()));
-        axes = n.input(1)->constant->to_i64();
-      }
-    } else if (n.has_attr("axes")) {
-      axes = n.attr_ints("axes");
-    }
-    ASSIGN_OR_RETURN(ops::ReduceAxes ra, ops::reduce_axes(n, axes, static_cast<int64_t>(dims(x).size())));
+    ASSIGN_OR_RETURN(ops::ReduceAxes ra, ops::constant_reduce_axes(n, static_cast<int64_t>(dims(x).size())));
     red = ra.identity ? std::vector<bool>(dims(x).size(), false) : ra.reduced;
   }
   Segments seg = make_segments(dims(x), red);
   SegmentKernel k(n, index, seg, choose_mapping(seg), "red");
-  k.set_prologue(pro, index, "red");
-  k.set_epilogue(epi);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   const bool is_max = op == "ReduceMax" || op == "GlobalMaxPool", is_min = op == "ReduceMin";
@@ -362,12 +306,10 @@ StatusOr<Kernel> lower_hardmax(const Node& n, int index) {
 
 // ---- Softmax, LogSoftmax ------------------------------------------------------------------------
 
-StatusOr<Kernel> lower_softmax(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
+StatusOr<Kernel> lower_softmax(const Node& n, int index) {
   const Value* x = n.input(0);
   ASSIGN_OR_RETURN(Segments seg, softmax_segments(n));
   SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
-  k.set_prologue(pro, index, "row");
-  k.set_epilogue(epi);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   k.reduce_pass(ct, "mx", literal(-INFINITY, ct), "stitch_dev::Max()", v);
@@ -387,7 +329,7 @@ StatusOr<Kernel> lower_softmax(const Node& n, int index, const Prologue* pro, co
 
 // ---- LayerNormalization, InstanceNormalization ----------------------------------------------
 
-StatusOr<Kernel> lower_norm(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
+StatusOr<Kernel> lower_norm(const Node& n, int index) {
   const Value* x = n.input(0);
   const int64_t r = static_cast<int64_t>(dims(x).size());
   const bool layer = n.op_type == "LayerNormalization";
@@ -397,8 +339,6 @@ StatusOr<Kernel> lower_norm(const Node& n, int index, const Prologue* pro, const
   for (int64_t d = axis; d < r; ++d) red[d] = true;
   Segments seg = make_segments(dims(x), red);
   SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
-  k.set_prologue(pro, index, "row");
-  k.set_epilogue(epi);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   k.reduce_pass(ct, "sum", literal(0, ct), "stitch_dev::Sum()", v);
@@ -546,25 +486,15 @@ StatusOr<Kernel> lower_pool(const Node& n, int index) {
 
 }  // namespace
 
-bool takes_prologue(const Node& n) {
+StatusOr<Kernel> lower_reduce(const Node& n, int index) {
   const std::string& op = n.op_type;
-  if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" || op == "InstanceNormalization" ||
-      op == "GlobalAveragePool" || op == "GlobalMaxPool")
-    return true;
-  return op.rfind("Reduce", 0) == 0;
-}
-
-StatusOr<Kernel> lower_reduce(const Node& n, int index, const Prologue* pro, const Prologue* epi) {
-  const std::string& op = n.op_type;
-  STITCH_CHECK((pro == nullptr && epi == nullptr) || takes_prologue(n), "{} takes no prologue", n.describe());
-  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index, pro, epi);
-  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index, pro, epi);
-  if (pro || epi) return lower_reduction(n, index, pro, epi);
+  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index);
+  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index);
   if (op == "ArgMax" || op == "ArgMin") return lower_arg(n, index);
   if (op == "Hardmax") return lower_hardmax(n, index);
   if (op == "CumSum") return lower_cumsum(n, index);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, index);
-  return lower_reduction(n, index, nullptr, nullptr);
+  return lower_reduction(n, index);
 }
 
 }  // namespace stitch::codegen

@@ -1,6 +1,5 @@
-// MapBuilder: the element-parallel kernel skeleton shared by the per-node lowerings
-// (lower_map.cc) and fused groups (lower_fused.cc). One thread per element of an iteration
-// domain in a grid-stride loop; the flat index i is split into coordinates c0..cR-1 only as far
+// MapBuilder: the element-parallel kernel skeleton of the per-node lowerings (lower_map.cc).
+// One thread per element of an iteration domain in a grid-stride loop; the flat index i is split into coordinates c0..cR-1 only as far
 // as some operand needs them; callers add parameters, loads, body lines and stores.
 #pragma once
 
@@ -101,27 +100,6 @@ class MapBuilder {
     return std::move(k_);
   }
 
-  // The same body as a device function of the flat index instead of a kernel loop:
-  //   static __device__ __forceinline__ RET name(long long i, inputs...) { ...; return result; }
-  // Used to inline a per-element chain into another kernel's loads (regional stitching). Only
-  // inputs are allowed (no stores). Returns the text; params() gives the inputs in order.
-  std::string finish_function(const std::string& name, const std::string& ret, const std::string& result,
-                              const std::string& bound_decl = "") {
-    CudaWriter w;
-    std::string sig = "long long i";
-    if (!bound_decl.empty()) sig += ", " + bound_decl;
-    for (const KernelParam& p : k_.params) {
-      STITCH_CHECK(!p.output, "a prologue function cannot store");
-      sig += fmt::format(", const {}* __restrict__ {}", storage_type(p.value->dtype), p.name);
-    }
-    w.open("static __device__ __forceinline__ {} {}({})", ret, name, sig);
-    emit_coords(w);
-    for (const std::string& s : body_) w.raw_line(s);
-    w.line("return {};", result);
-    w.close();
-    return w.text();
-  }
-  const std::vector<KernelParam>& params() const { return k_.params; }
   const Dims& domain() const { return domain_; }
 
  private:
@@ -158,7 +136,7 @@ class MapBuilder {
 // Emits per-element nodes (scalar_ops.h) over the builder's domain in order: external inputs are
 // loaded once at their broadcast offsets, each result is a named register (`reg` maps values to
 // the expressions that hold them; callers may pre-bind values), and values in `stored` are
-// written at the flat index. Every node's output must have the domain's shape. (lower_fused.cc)
+// written at the flat index. Every node's output must have the domain's shape. (lower_map.cc)
 Status emit_chain(MapBuilder& b, const std::vector<const Node*>& nodes, std::map<const Value*, std::string>& reg,
                   const std::set<const Value*>& stored);
 

@@ -69,17 +69,7 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
   std::vector<bool> red(r, false);
   int passes = 2;
   if (op.rfind("Reduce", 0) == 0 && n.def && n.def->category == OpCategory::kReduction) {
-    std::optional<std::vector<int64_t>> axes;
-    const int since = op == "ReduceSum" ? 13 : 18;
-    if (n.opset >= since) {
-      if (n.input(1)) {
-        axes = const_ints(n.input(1));
-        if (!axes) return Status::user(fmt::format("{}: axes are not constants", n.describe()));
-      }
-    } else if (n.has_attr("axes")) {
-      axes = n.attr_ints("axes");
-    }
-    ASSIGN_OR_RETURN(ops::ReduceAxes ra, ops::reduce_axes(n, axes, r));
+    ASSIGN_OR_RETURN(ops::ReduceAxes ra, ops::constant_reduce_axes(n, r));
     if (ra.identity) return Status::user(fmt::format("{} reduces nothing", n.describe()));
     red = ra.reduced;
     passes = op == "ReduceLogSumExp" ? 2 : 1;

@@ -336,27 +336,30 @@ class Planner {
     return out;
   }
 
-  static bool acyclic(const Part& p, const std::vector<std::vector<int>>& succ) {
+  // The groups in execution order (Kahn over the group graph, ties by first node); shorter than
+  // p.groups when the group graph has a cycle.
+  std::vector<int> group_order(const Part& p) const {
     std::map<int, std::set<int>> out;
     std::map<int, int> indeg;
     for (const auto& [id, m] : p.groups) indeg[id] += 0;
     for (const auto& [id, m] : p.groups)
       for (int x : m)
-        for (int s : succ[x])
+        for (int s : succ_[x])
           if (p.gid[s] != id && out[id].insert(p.gid[s]).second) ++indeg[p.gid[s]];
-    std::vector<int> ready;
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
     for (auto [id, d] : indeg)
-      if (d == 0) ready.push_back(id);
-    size_t done = 0;
+      if (d == 0) ready.push(id);
+    std::vector<int> order;
     while (!ready.empty()) {
-      const int id = ready.back();
-      ready.pop_back();
-      ++done;
+      const int id = ready.top();
+      ready.pop();
+      order.push_back(id);
       for (int s : out[id])
-        if (--indeg[s] == 0) ready.push_back(s);
+        if (--indeg[s] == 0) ready.push(s);
     }
-    return done == p.groups.size();
+    return order;
   }
+  bool acyclic(const Part& p) const { return group_order(p).size() == p.groups.size(); }
 
   Part with_groups(Part p, const std::vector<std::vector<int>>& chosen) {
     for (const auto& m : chosen)
@@ -409,7 +412,7 @@ class Planner {
           if (cands[c].size() > 1) cols.push_back(static_cast<int>(c) + 1);
         }
       Part q = with_groups(p, chosen);
-      if (acyclic(q, succ_)) {
+      if (acyclic(q)) {
         q.cost = component_cost(q, comp);
         p = q;
         found = true;
@@ -444,7 +447,7 @@ class Planner {
         if (!used.count(v)) { first = v; break; }
       if (first < 0) {
         Part q = with_groups(p, chosen);
-        if (!acyclic(q, succ_)) return;
+        if (!acyclic(q)) return;
         q.cost = component_cost(q, comp);
         if (!best || q.cost < best->cost - 1e-15) best = q;
         return;
@@ -471,24 +474,7 @@ class Planner {
     FusionPlan plan;
     plan.mode = mode;
     plan.device = o_.device.arch + " (" + o_.device.name + ")";
-    // Order groups: Kahn over the group graph, ties by first node.
-    std::map<int, std::set<int>> out;
-    std::map<int, int> indeg;
-    for (const auto& [id, m] : p.groups) indeg[id] += 0;
-    for (const auto& [id, m] : p.groups)
-      for (int x : m)
-        for (int s : succ_[x])
-          if (p.gid[s] != id && out[id].insert(p.gid[s]).second) ++indeg[p.gid[s]];
-    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-    for (auto [id, d] : indeg)
-      if (d == 0) ready.push(id);
-    while (!ready.empty()) {
-      const int id = ready.top();
-      ready.pop();
-      plan.groups.push_back(describe(p.groups.at(id)));
-      for (int s : out[id])
-        if (--indeg[s] == 0) ready.push(s);
-    }
+    for (int id : group_order(p)) plan.groups.push_back(describe(p.groups.at(id)));
     STITCH_CHECK(plan.groups.size() == p.groups.size(), "fusion: the group graph has a cycle");
     for (const FusionGroup& grp : plan.groups) {
       plan.cost += grp.cost;
@@ -559,9 +545,6 @@ class Planner {
                              grp.saved_bytes, grp.cost.time * 1e6, grp.unfused.time * 1e6);
     return grp;
   }
-
-  const std::vector<const Node*>& nodes() const { return nodes_; }
-  const std::vector<Cost>& singles() const { return single_; }
 
  private:
   const Graph& g_;

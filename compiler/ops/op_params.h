@@ -39,6 +39,9 @@ struct ReduceAxes {
 };
 StatusOr<ReduceAxes> reduce_axes(const Node& n, std::optional<std::vector<int64_t>> axes,
                                  int64_t rank);
+// The same from the node itself (attribute or input 1 by opset); the input must be a constant
+// (code generation).
+StatusOr<ReduceAxes> constant_reduce_axes(const Node& n, int64_t rank);
 
 // Convolution and pooling windows over the spatial axes.
 struct Window {

@@ -33,6 +33,20 @@ StatusOr<ReduceAxes> reduce_axes(const Node& n, std::optional<std::vector<int64_
   return r;
 }
 
+StatusOr<ReduceAxes> constant_reduce_axes(const Node& n, int64_t rank) {
+  std::optional<std::vector<int64_t>> axes;
+  if (n.opset >= axes_input_since(n.op_type)) {
+    if (const Value* a = n.input(1)) {
+      if (!a->is_constant())
+        return Status::user(fmt::format("{}: axes must be a compile-time constant for code generation", n.describe()));
+      axes = a->constant->to_i64();
+    }
+  } else if (n.has_attr("axes")) {
+    axes = n.attr_ints("axes");
+  }
+  return reduce_axes(n, axes, rank);
+}
+
 namespace {
 
 Dims reduced_dims(const Dims& in, const ReduceAxes& r, bool keep) {

@@ -86,6 +86,26 @@ expect "refuses to overwrite a non-artifact directory" 2 "exists and is not a st
 check "the non-artifact directory is untouched" test -f "$TMP/notart/keep.txt"
 expect "unknown --fusion planner" 2 "available planners are none, greedy, beam and ilp" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --fusion bogus
+expect "cost model for an unknown device" 2 "no device spec for 'sm_70'" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --device-spec sm_70
+echo '{' >"$TMP/bad_spec.json"
+expect "a device spec that is not JSON" 2 "not a device spec" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --device-spec "$TMP/bad_spec.json"
+expect "beam width 0" 2 "--beam-width must be at least 1" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --beam-width 0
+expect "calibrate: not a measurements file" 2 "expected \{\"arch\"" -- "$STITCHC" calibrate "$TMP/bad_spec.json" -o "$TMP/spec.json"
+echo '{"arch":"sm_90","measurements":[{"bytes":1000,"launches":"x","seconds":4e-6}]}' >"$TMP/m_bad.json"
+expect "calibrate: a non-integer launch count" 2 "integer \"launches\"" -- "$STITCHC" calibrate "$TMP/m_bad.json" -o "$TMP/spec.json"
+echo '{"arch":"sm_90","measurements":[{"bytes":1000,"seconds":4e-6}]}' >"$TMP/m_one.json"
+expect "calibrate: one measurement cannot fit two constants" 2 "at least two measurements" -- \
+  "$STITCHC" calibrate "$TMP/m_one.json" -o "$TMP/spec.json"
+echo '{"arch":"sm_90","measurements":[{"bytes":1000,"launches":1,"seconds":4e-6},{"bytes":100000000,"launches":1,"seconds":4e-5}]}' >"$TMP/m.json"
+expect "calibrate fits launch and bandwidth efficiency" 0 "calibrated sm_90: launch 4.00 us" -- \
+  "$STITCHC" calibrate "$TMP/m.json" -o "$TMP/spec.json"
+expect "a calibrated spec drives the planner" 0 "compiled" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/calibrated" --shape batch=1 --shape sequence=4 \
+  --device-spec "$TMP/spec.json" --no-nvcc --no-emu
 expect "--no-fuse of an unknown node" 2 "--no-fuse 'nosuch': the model has no node of that name" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
   --fusion greedy --no-fuse nosuch
