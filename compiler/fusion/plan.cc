@@ -155,18 +155,23 @@ class Planner {
 
   // True when the groups `ids` (to become one) would sit on a cycle of the group graph: some path
   // leaves them and comes back through other groups.
+  // Nodes are in topological order, so such a path only passes nodes before the groups' last
+  // member: the search never looks past it (this keeps the check local on long graphs).
   bool cycle(const Part& p, const std::set<int>& ids) const {
+    int last = 0;
+    for (int id : ids) last = std::max(last, p.groups.at(id).back());
     std::set<int> seen;
     std::vector<int> stack;
     for (int id : ids)
       for (int m : p.groups.at(id))
         for (int s : succ_[m])
-          if (!ids.count(p.gid[s]) && seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
+          if (s < last && !ids.count(p.gid[s]) && seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
     while (!stack.empty()) {
       const int gi = stack.back();
       stack.pop_back();
       for (int m : p.groups.at(gi))
         for (int s : succ_[m]) {
+          if (s > last) continue;
           if (ids.count(p.gid[s])) return true;
           if (seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
         }
@@ -230,26 +235,31 @@ class Planner {
     }
   }
 
-  void beam(Part& p, const std::vector<int>& comp) {
-    Part greedy_part = p;
-    greedy_part.cost = component_cost(p, comp);
-    greedy(greedy_part, comp);
-    const auto es = edges(comp);
-    p.cost = component_cost(p, comp);
+  // Beam search over one window of a component (nodes `win`, moves along edges inside it).
+  // Every candidate move of every state is scored first; only the `beam_width` best distinct
+  // children are built, so a step costs one partition copy per kept child.
+  void beam_window(Part& p, const std::vector<int>& win) {
+    const auto es = edges(win);
+    p.cost = 0;
     std::vector<Part> frontier{p};
     Part best = p;
     auto key = [&](const Part& x) {
       std::vector<int> k;
-      for (int v : comp) k.push_back(x.gid[v]);
+      for (int v : win) k.push_back(x.gid[v]);
       return k;
     };
+    struct Move {
+      double cost;
+      size_t state;
+      std::set<int> ids;
+    };
     while (!frontier.empty() && !out_of_time()) {
-      std::vector<Part> children;
-      std::set<std::vector<int>> seen;
-      for (const Part& s : frontier) {
+      std::vector<Move> cand;
+      for (size_t si = 0; si < frontier.size(); ++si) {
+        const Part& s = frontier[si];
         // Moves: two groups joined by an edge; a group with all its producer groups, or with all
-        // its consumer groups, in the component (several at once reach groups whose pairwise
-        // steps are illegal, e.g. one that would store two shapes until a third node joins).
+        // its consumer groups, in the window (several at once reach groups whose pairwise steps
+        // are illegal, e.g. one that would store two shapes until a third node joins).
         std::set<std::set<int>> moves;
         std::map<int, std::set<int>> ins, outs;
         for (auto [u, v] : es) {
@@ -274,26 +284,52 @@ class Planner {
             apart += group_cost(s, id);
           }
           const Eval& e = eval(members);
-          if (!e.ok || cycle(s, ids)) continue;
+          if (!e.ok) continue;
           const double delta = e.cost.time - apart;
           if (delta > 1e-9) continue;  // equal cost: a view joining its consumer costs nothing and opens later merges
-          Part c = s;
-          const int lo = *ids.begin();
-          for (int id : ids)
-            if (id != lo) apply(c, lo, id, 0);
-          c.cost = s.cost + delta;
-          if (seen.insert(key(c)).second) children.push_back(std::move(c));
+          if (cycle(s, ids)) continue;
+          cand.push_back({s.cost + delta, si, ids});
         }
       }
-      std::sort(children.begin(), children.end(), [&](const Part& x, const Part& y) {
+      std::sort(cand.begin(), cand.end(), [](const Move& x, const Move& y) {
         if (x.cost != y.cost) return x.cost < y.cost;
-        return key(x) < key(y);
+        if (x.state != y.state) return x.state < y.state;
+        return x.ids < y.ids;
       });
-      if (children.size() > static_cast<size_t>(o_.beam_width)) children.resize(o_.beam_width);
+      std::vector<Part> children;
+      std::set<std::vector<int>> seen;
+      for (const Move& mv : cand) {
+        if (children.size() >= static_cast<size_t>(o_.beam_width)) break;
+        Part c = frontier[mv.state];
+        const int lo = *mv.ids.begin();
+        for (int id : mv.ids)
+          if (id != lo) apply(c, lo, id, 0);
+        c.cost = mv.cost;
+        if (seen.insert(key(c)).second) children.push_back(std::move(c));
+      }
       if (!children.empty() && children.front().cost < best.cost) best = children.front();
       frontier = std::move(children);
     }
-    p = greedy_part.cost < best.cost - 1e-15 ? greedy_part : best;
+    p = std::move(best);
+  }
+
+  // Beam search per window of `beam_window` nodes in graph order (a transformer's layers are
+  // separate windows, so the search grows linearly with depth), then greedy merges across window
+  // boundaries; greedy over the whole component is kept as a candidate, so beam is never worse.
+  void beam(Part& p, const std::vector<int>& comp) {
+    Part greedy_part = p;
+    greedy_part.cost = component_cost(p, comp);
+    greedy(greedy_part, comp);
+    Part b = p;
+    const size_t w = static_cast<size_t>(std::max(2, o_.beam_window));
+    for (size_t lo = 0; lo < comp.size() && !out_of_time(); lo += w) {
+      const std::vector<int> win(comp.begin() + static_cast<std::ptrdiff_t>(lo),
+                                 comp.begin() + static_cast<std::ptrdiff_t>(std::min(lo + w, comp.size())));
+      if (win.size() > 1) beam_window(b, win);
+    }
+    b.cost = component_cost(b, comp);
+    if (comp.size() > w) greedy(b, comp);
+    p = greedy_part.cost < b.cost - 1e-15 ? greedy_part : b;
   }
 
   // Connected legal groups of a component (bit masks over comp positions), for ILP and brute force.

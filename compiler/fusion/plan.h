@@ -12,9 +12,11 @@
 // by producer-consumer edges (library calls and unsupported ops separate components).
 //  - greedy: merges along edges in graph order whenever the merge is legal and lowers the cost,
 //    until no merge does (the baseline);
-//  - beam (default): per component, a beam of the `beam_width` cheapest partitions, each step
-//    trying every legal merge of two groups joined by an edge; greedy's partition is kept in the
-//    candidates, so beam is never worse than greedy;
+//  - beam (default): per window of `beam_window` nodes of a component (graph order), a beam of
+//    the `beam_width` cheapest partitions, each step trying every legal merge of two groups
+//    joined by an edge (or of a group with all its producers or all its consumers); greedy then
+//    merges across windows, and greedy's own partition is kept as a candidate, so beam is never
+//    worse than greedy and planning time grows linearly with the number of layers;
 //  - ilp: per component of at most `ilp_max_nodes` nodes, every legal connected group is a binary
 //    variable and GLPK picks the cheapest exact cover (cycles between chosen groups are cut and
 //    the model solved again); larger components fall back to beam.
@@ -36,6 +38,7 @@ struct FusionOptions {
   std::set<std::string> no_fuse;         // node names that stay alone
   int max_group_size = 64;               // nodes per group
   int beam_width = 8;
+  int beam_window = 64;                  // beam searches windows of this many nodes, then greedy joins them
   int ilp_max_nodes = 16;                // larger components use beam under --fusion ilp
   double time_limit_s = 20;              // for the whole search; the best plan so far is kept
   DeviceSpec device;                     // the cost model's device (sm_90 when unset)

@@ -1,0 +1,130 @@
+// Benchmark of the fusion planners on a BERT-base-shaped encoder: L layers (default 12) of
+// hidden 768, 12 heads, sequence 128, batch 8, the way an opset-16 TorchScript export writes
+// them (decomposed 9-op layer norm, erf GELU, additive attention mask shared by every layer,
+// bias adds after each MatMul). Weights are graph inputs: planning only needs the shapes.
+// Prints, per planner, planning time (median of --reps), kernels, kernels per layer, and the
+// estimated bytes against --fusion none. Results: docs/fusion-results.md.
+//   stitch_plan_bench [--layers L] [--reps N] [--window W]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "fusion/plan.h"
+#include "ir/text.h"
+#include "passes/pass.h"
+
+namespace {
+
+std::string layer_norm(const std::string& p, const std::string& x, const std::string& g, const std::string& b) {
+  return fmt::format(
+      "  %{0}_mu = ReduceMean(%{1}, %axes_last) {{keepdims = 1}}\n"
+      "  %{0}_d = Sub(%{1}, %{0}_mu)\n"
+      "  %{0}_sq = Pow(%{0}_d, %two)\n"
+      "  %{0}_var = ReduceMean(%{0}_sq, %axes_last) {{keepdims = 1}}\n"
+      "  %{0}_ve = Add(%{0}_var, %eps)\n"
+      "  %{0}_sd = Sqrt(%{0}_ve)\n"
+      "  %{0}_n = Div(%{0}_d, %{0}_sd)\n"
+      "  %{0}_g = Mul(%{0}_n, %{2})\n"
+      "  %{0} = Add(%{0}_g, %{3})\n",
+      p, x, g, b);
+}
+
+std::string bert_text(int layers) {
+  std::string t = "graph \"bert_base\" opset 18 {\n";
+  t += "  input %x: f32[8,128,768]\n  input %mask: f32[8,1,1,128]\n";
+  for (const char* w : {"wq", "wk", "wv", "wo"}) t += fmt::format("  input %{}: f32[768,768]\n", w);
+  t += "  input %wi: f32[768,3072]\n  input %wd: f32[3072,768]\n";
+  for (const char* b : {"bq", "bk", "bv", "bo", "bd", "g1", "b1", "g2", "b2"}) t += fmt::format("  input %{}: f32[768]\n", b);
+  t += "  input %bi: f32[3072]\n";
+  t += "  const %axes_last: i64[1] = [-1]\n  const %two: f32[] = [2.0]\n  const %eps: f32[] = [1e-12]\n";
+  t += "  const %scale: f32[] = [0.125]\n  const %half: f32[] = [0.5]\n  const %one: f32[] = [1.0]\n";
+  t += "  const %rsqrt2: f32[] = [1.4142135]\n";
+  t += "  const %heads: i64[4] = [8, 128, 12, 64]\n  const %flat: i64[3] = [8, 128, 768]\n";
+  std::string h = "x";
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = fmt::format("l{}", l);
+    for (const char* qkv : {"q", "k", "v"}) {
+      t += fmt::format("  %{0}_{1}m = MatMul(%{2}, %w{1})\n  %{0}_{1}b = Add(%{0}_{1}m, %b{1})\n", p, qkv, h);
+      t += fmt::format("  %{0}_{1}r = Reshape(%{0}_{1}b, %heads)\n", p, qkv);
+    }
+    t += fmt::format("  %{0}_qt = Transpose(%{0}_qr) {{perm = ints[0, 2, 1, 3]}}\n", p);
+    t += fmt::format("  %{0}_kt = Transpose(%{0}_kr) {{perm = ints[0, 2, 3, 1]}}\n", p);
+    t += fmt::format("  %{0}_vt = Transpose(%{0}_vr) {{perm = ints[0, 2, 1, 3]}}\n", p);
+    t += fmt::format("  %{0}_s = MatMul(%{0}_qt, %{0}_kt)\n  %{0}_ss = Mul(%{0}_s, %scale)\n", p);
+    t += fmt::format("  %{0}_sm = Add(%{0}_ss, %mask)\n  %{0}_p = Softmax(%{0}_sm) {{axis = -1}}\n", p);
+    t += fmt::format("  %{0}_c = MatMul(%{0}_p, %{0}_vt)\n", p);
+    t += fmt::format("  %{0}_ct = Transpose(%{0}_c) {{perm = ints[0, 2, 1, 3]}}\n  %{0}_cf = Reshape(%{0}_ct, %flat)\n", p);
+    t += fmt::format("  %{0}_o = MatMul(%{0}_cf, %wo)\n  %{0}_ob = Add(%{0}_o, %bo)\n  %{0}_r1 = Add(%{0}_ob, %{1})\n", p, h);
+    t += layer_norm(p + "_ln1", p + "_r1", "g1", "b1");
+    t += fmt::format("  %{0}_i = MatMul(%{0}_ln1, %wi)\n  %{0}_ib = Add(%{0}_i, %bi)\n", p);
+    t += fmt::format("  %{0}_gd = Div(%{0}_ib, %rsqrt2)\n  %{0}_ge = Erf(%{0}_gd)\n  %{0}_g1 = Add(%{0}_ge, %one)\n", p);
+    t += fmt::format("  %{0}_g2 = Mul(%{0}_ib, %{0}_g1)\n  %{0}_g3 = Mul(%{0}_g2, %half)\n", p);
+    t += fmt::format("  %{0}_d = MatMul(%{0}_g3, %wd)\n  %{0}_db = Add(%{0}_d, %bd)\n  %{0}_r2 = Add(%{0}_db, %{0}_ln1)\n", p);
+    t += layer_norm(p + "_ln2", p + "_r2", "g2", "b2");
+    h = p + "_ln2";
+  }
+  t += fmt::format("  output %{}\n}}\n", h);
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int layers = 12, reps = 5, window = stitch::fusion::FusionOptions{}.beam_window;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int value = std::atoi(argv[i + 1]);
+    if (flag == "--layers") layers = value;
+    else if (flag == "--reps") reps = value;
+    else if (flag == "--window") window = value;
+    else {
+      std::fprintf(stderr, "unknown flag %s (flags: --layers L --reps N --window W)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (layers < 1 || reps < 1 || window < 2) {
+    std::fprintf(stderr, "--layers and --reps must be at least 1, --window at least 2\n");
+    return 2;
+  }
+  auto g = stitch::parse_graph(bert_text(layers));
+  if (!g.is_ok()) {
+    std::fprintf(stderr, "%s\n", g.status().message().c_str());
+    return 1;
+  }
+  stitch::PassContext ctx;
+  if (auto st = stitch::run_frontend(**g, ctx); !st.is_ok()) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 1;
+  }
+  std::printf("BERT-base encoder, %d layers, %zu nodes after the front end; beam window %d\n", layers,
+              (*g)->nodes().size(), window);
+  std::printf("%-7s %12s %8s %10s %12s %12s %s\n", "planner", "median_s", "kernels", "per_layer", "est_bytes",
+              "none_bytes", "timed_out");
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    stitch::fusion::FusionOptions o;
+    o.mode = mode;
+    o.beam_window = window;
+    std::vector<double> secs;
+    stitch::fusion::FusionPlan plan;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto p = stitch::fusion::make_plan(**g, o);
+      secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (!p.is_ok()) {
+        std::fprintf(stderr, "%s\n", p.status().message().c_str());
+        return 1;
+      }
+      plan = std::move(p).value();
+    }
+    std::sort(secs.begin(), secs.end());
+    std::printf("%-7s %12.4f %8d %10.2f %12lld %12lld %s\n", mode, secs[secs.size() / 2], plan.cost.kernels,
+                static_cast<double>(plan.cost.kernels) / layers, static_cast<long long>(plan.cost.bytes),
+                static_cast<long long>(plan.unfused.bytes), plan.timed_out ? "yes" : "no");
+  }
+  return 0;
+}
