@@ -45,6 +45,7 @@ int run_compile(const CompileArgs& a) {
   fo.no_fuse = std::set<std::string>(a.no_fuse.begin(), a.no_fuse.end());
   fo.max_group_size = a.max_group_size;
   fo.beam_width = a.beam_width;
+  fo.horizontal = !a.no_pack;
   fo.time_limit_s = a.plan_time_limit;
   {
     // The cost model's device: a spec file, a named arch, or the newest --arch target.
@@ -59,13 +60,15 @@ int run_compile(const CompileArgs& a) {
   auto plan = fusion::make_plan(**g, fo);
   if (!plan.is_ok()) return report(plan.status());
   codegen::NodeGroups groups;
+  std::vector<int> packs;
   for (const auto& grp : plan->groups) {
     groups.push_back(grp.nodes);
+    packs.push_back(grp.pack);
     o.group_reasons[grp.nodes.front()->name] = grp.reason;
   }
   o.plan_text = fusion::explain(*plan);
   if (a.explain) fmt::print("{}", o.plan_text);
-  auto sched = codegen::build_schedule(**g, &groups);
+  auto sched = codegen::build_schedule(**g, &groups, &packs);
   if (!sched.is_ok()) return report(sched.status().with_context(a.model));
   codegen::ArtifactSummary summary;
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);
@@ -79,14 +82,15 @@ int run_compile(const CompileArgs& a) {
                             {"launches", p.cost.launches},
                             {"estimated_bytes_moved", p.cost.bytes},
                             {"estimated_time_us", p.cost.time * 1e6},
-                            {"groups", p.groups.size()}};
+                            {"groups", p.groups.size()},
+                            {"packs", p.packs.size()}};
     };
     nlohmann::json groups = nlohmann::json::array();
     for (const auto& grp : plan->groups) {
       if (grp.nodes.size() < 2) continue;
       nlohmann::json names = nlohmann::json::array();
       for (const Node* n : grp.nodes) names.push_back(n->name);
-      groups.push_back({{"scheme", grp.scheme}, {"nodes", names}, {"mapping", grp.mapping},
+      groups.push_back({{"scheme", grp.scheme}, {"pack", grp.pack}, {"nodes", names}, {"mapping", grp.mapping},
                         {"estimated_time_us", grp.cost.time * 1e6}, {"unfused_time_us", grp.unfused.time * 1e6},
                         {"estimated_bytes", grp.cost.bytes}, {"unfused_bytes", grp.unfused.bytes}});
     }

@@ -24,6 +24,7 @@ struct CompileArgs {
   std::string model, out, arch = "sm_90", fusion = "beam", report_json, dump_dir, device_spec;
   std::vector<std::string> shapes, no_fuse;
   int max_group_size = 64, beam_width = 8;
+  bool no_pack = false;
   double plan_time_limit = 20;
   bool no_nvcc = false, no_emu = false, explain = false;
 };

@@ -27,6 +27,7 @@ struct Kernel {
   std::array<int64_t, 3> grid{1, 1, 1};
   std::array<int64_t, 3> block{1, 1, 1};
   int64_t smem_bytes = 0;  // dynamic shared memory
+  int64_t static_smem_bytes = 0;  // __shared__ arrays the source declares (stitched kernels)
   int64_t bytes_moved = 0;  // global memory bytes read + written, ideal caching
   std::string source;      // the whole .cu file
 };

@@ -110,14 +110,18 @@ StatusOr<Kernel> lower_node(const Node& n, int index) {
   return lower_map(n, index);
 }
 
-void open_kernel(CudaWriter& w, const Kernel& k, int64_t block) {
+std::string kernel_signature(const Kernel& k) {
   std::string sig;
   for (const KernelParam& p : k.params) {
     if (!sig.empty()) sig += ", ";
     const std::string st = storage_type(p.value->dtype);
     sig += fmt::format("{}{}* __restrict__ {}", p.output ? "" : "const ", st, p.name);
   }
-  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", block, k.name, sig);
+  return sig;
+}
+
+void open_kernel(CudaWriter& w, const Kernel& k, int64_t block) {
+  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", block, k.name, kernel_signature(k));
 }
 
 std::string kernel_header(const Kernel& k, const std::string& extra) {

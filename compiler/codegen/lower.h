@@ -32,6 +32,8 @@ std::string kernel_header(const Kernel& k, const std::string& extra = "");
 // restrict pointer per parameter (const for inputs), in k.params order.
 class CudaWriter;
 void open_kernel(CudaWriter& w, const Kernel& k, int64_t block);
+// The parameter list of k's entry: "const float* __restrict__ x0, float* __restrict__ y0".
+std::string kernel_signature(const Kernel& k);
 // A C identifier fragment from an op type: "LayerNormalization" -> "layernormalization".
 std::string snake(const std::string& s);
 // Launch bounds used by the element-parallel kernels.

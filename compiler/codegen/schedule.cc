@@ -38,7 +38,7 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 }  // namespace
 
-StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups) {
+StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, const std::vector<int>* packs) {
   // 1. Everything the back end cannot do, at once.
   std::vector<std::string> problems;
   for (const auto& np : g.nodes()) {
@@ -70,27 +70,46 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups) {
   if (groups) units = *groups;
   else
     for (const auto& np : g.nodes()) units.push_back({np.get()});
+  STITCH_CHECK(!packs || packs->size() == units.size(), "one pack id per fusion group");
   const auto users = g.users();
-  for (const auto& unit : units) {
+  auto escaping_of = [&](const std::vector<const Node*>& unit) {
+    std::set<const Node*> members(unit.begin(), unit.end());
+    std::set<const Value*> escaping;
+    for (const Node* m : unit)
+      for (const Value* v : m->outputs) {
+        if (!v) continue;
+        bool outside = g.is_graph_output(v);
+        if (auto it = users.find(v); it != users.end())
+          for (const Node* u : it->second) outside |= !members.count(u);
+        if (outside) escaping.insert(v);
+      }
+    return escaping;
+  };
+  auto push_kernel = [&](Kernel k) {
+    for (const KernelParam& p : k.params)
+      if (!p.output) reads(p.value);
+    for (const KernelParam& p : k.params)
+      if (p.output) producer_step[p.value] = static_cast<int>(s.steps.size());
+    s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
+    s.kernels.push_back(std::move(k));
+  };
+  for (size_t ui = 0; ui < units.size(); ++ui) {
+    const auto& unit = units[ui];
     STITCH_CHECK(!unit.empty(), "empty fusion group");
+    if (packs && (*packs)[ui] >= 0) {  // consecutive groups of one pack: one launch
+      std::vector<StitchPart> parts;
+      size_t end = ui;
+      for (; end < units.size() && (*packs)[end] == (*packs)[ui]; ++end) parts.push_back({units[end], escaping_of(units[end])});
+      if (parts.size() > 1) {
+        ASSIGN_OR_RETURN(Kernel k, lower_packed(parts, kernel_index++));
+        push_kernel(std::move(k));
+        ui = end - 1;
+        continue;
+      }
+    }
     if (unit.size() > 1) {
-      std::set<const Node*> members(unit.begin(), unit.end());
-      std::set<const Value*> escaping;
-      for (const Node* m : unit)
-        for (const Value* v : m->outputs) {
-          if (!v) continue;
-          bool outside = g.is_graph_output(v);
-          if (auto it = users.find(v); it != users.end())
-            for (const Node* u : it->second) outside |= !members.count(u);
-          if (outside) escaping.insert(v);
-        }
-      ASSIGN_OR_RETURN(Kernel k, lower_stitched(unit, escaping, kernel_index++));
-      for (const KernelParam& p : k.params)
-        if (!p.output) reads(p.value);
-      for (const KernelParam& p : k.params)
-        if (p.output) producer_step[p.value] = static_cast<int>(s.steps.size());
-      s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
-      s.kernels.push_back(std::move(k));
+      ASSIGN_OR_RETURN(Kernel k, lower_stitched(unit, escaping_of(unit), kernel_index++));
+      push_kernel(std::move(k));
       continue;
     }
     const Node& n = *unit.front();

@@ -48,7 +48,10 @@ struct Schedule {
 // execution order, every node once) runs each multi-node group as one fused kernel; without it
 // every node runs alone in graph order.
 using NodeGroups = std::vector<std::vector<const Node*>>;
-StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups = nullptr);
+// packs (optional, one id per group): consecutive groups with the same id >= 0 become one
+// packed kernel (independent stitching, lower_packed); the caller guarantees they are independent.
+StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups = nullptr,
+                                  const std::vector<int>* packs = nullptr);
 
 // The storage reference of value `v` (must be in the schedule).
 const BufferRef& buffer_of(const Schedule& s, const Value* v);

@@ -229,14 +229,18 @@ std::string fnm(const std::string& ct, const char* name) { return ct == "float" 
 
 class Stitcher {
  public:
-  Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache)
-      : nodes_(nodes), info_(info), cache_allowed_(cache) {
+  // part_name empty: a whole kernel. Otherwise a part of a packed kernel (lower_packed): a
+  // __device__ function of that name taking the block index and block count as bid and nblk.
+  Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache,
+           const std::string& part_name = "")
+      : nodes_(nodes), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
     for (const Node* n : nodes) producer_[n->output(0)] = n;
     k_.nodes = nodes;
     std::string first = snake(nodes.front()->op_type), last = snake(nodes.back()->op_type);
     k_.name = fmt::format("k{:03d}_{}_{}", index, info.row ? "rows" : "fused", first);
     if (nodes.size() > 2) k_.name += "_to";
     if (nodes.size() > 1) k_.name += "_" + last;
+    if (part_) k_.name = part_name;
   }
 
   StatusOr<Kernel> run() {
@@ -254,6 +258,22 @@ class Stitcher {
     std::vector<std::string> lines;
     std::map<std::string, SExpr> memo;
   };
+
+  // ---- entry ----
+  void open_entry(CudaWriter& w, const std::string& scheme, int64_t block) {
+    if (!part_) {
+      w.raw_line(kernel_header(k_, scheme));
+      open_kernel(w, k_, block);
+      return;
+    }
+    // static: internal linkage, so its __shared__ arrays (thread_local statics on the emulator)
+    // are not unique global symbols that would keep the emulation library from unloading.
+    w.line("// {}: {}", k_.name, k_.mapping);
+    w.open("static __device__ __forceinline__ void {}({}, const long long bid, const long long nblk)", k_.name,
+           kernel_signature(k_));
+  }
+  std::string block_index() const { return part_ ? "bid" : "(long long)blockIdx.x"; }
+  std::string block_count() const { return part_ ? "nblk" : "(long long)gridDim.x"; }
 
   // ---- parameters, loads, stores ----
   std::string param(const Value* v, bool output) {
@@ -524,12 +544,10 @@ class Stitcher {
                              "values pulled through registers and index maps (local stitching)",
                              dims_to_string(d), n, nodes_.size());
     CudaWriter w;
-    w.raw_line(kernel_header(k_, "//   scheme: element kernel (local stitching)\n"));
-    open_kernel(w, k_, kMapBlock);
+    open_entry(w, "//   scheme: element kernel (local stitching)\n", kMapBlock);
     for (const std::string& l : scopes_[0].lines) w.line("{}", l);
     w.line("const long long n = {}LL;", n);
-    w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-           "i += (long long)gridDim.x * blockDim.x)");
+    w.open("for (long long i = {} * blockDim.x + threadIdx.x; i < n; i += {} * blockDim.x)", block_index(), block_count());
     for (const std::string& l : scopes_[1].lines) w.line("{}", l);
     w.close();
     w.close();
@@ -726,6 +744,7 @@ class Stitcher {
       cache_decl_.push_back(fmt::format("__shared__ {} {}[{}];", compute_type(x->dtype), name,
                                         info_.cols * map_.rows_per_block));
       smem += bytes;
+      k_.static_smem_bytes += bytes;
     }
     for (const Node* n : nodes_)
       if (stitch_role(*n) == StitchRole::kRow) RETURN_IF_ERROR(emit_row_op(*n));
@@ -768,19 +787,19 @@ class Stitcher {
                              "(regional stitching){}", map_.warp_per_row ? "warp per row, 8 rows per block" : "block per row",
                              info_.rows, info_.cols, info_.axes, dims_to_string(d), passes_, nodes_.size(),
                              cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
+    for (const std::string& ct : scratch_) k_.static_smem_bytes += 32 * (ct == "double" ? 8 : 4);
     CudaWriter w;
-    w.raw_line(kernel_header(k_, "//   scheme: row kernel (regional stitching)\n"));
-    open_kernel(w, k_, map_.block);
+    open_entry(w, "//   scheme: row kernel (regional stitching)\n", map_.block);
     for (const std::string& ct : scratch_) w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : "f");
     for (const std::string& l : cache_decl_) w.line("{}", l);
     if (map_.warp_per_row) {
-      w.line("const long long row = (long long)blockIdx.x * {} + (threadIdx.x >> 5);", map_.rows_per_block);
+      w.line("const long long row = {} * {} + (threadIdx.x >> 5);", block_index(), map_.rows_per_block);
       w.line("const int lane = threadIdx.x & 31;");
       w.line("const int step = 32;");
       if (!cache_.empty()) w.line("const long long cache_row = (long long)(threadIdx.x >> 5) * {}LL;", info_.cols);
       w.line("if (row >= {}LL) return;  // uniform per warp", info_.rows);
     } else {
-      w.line("const long long row = blockIdx.x;");
+      w.line("const long long row = {};", block_index());
       w.line("const int lane = threadIdx.x;");
       w.line("const int step = {};", map_.block);
       if (!cache_.empty()) w.line("const long long cache_row = 0;");
@@ -799,6 +818,7 @@ class Stitcher {
   const std::vector<const Node*>& nodes_;
   const StitchInfo& info_;
   bool cache_allowed_;
+  bool part_;
   std::map<const Value*, const Node*> producer_;
   Kernel k_;
   int ins_ = 0, outs_ = 0, counter_ = 0, passes_ = 0;
@@ -820,6 +840,61 @@ StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std
   ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(nodes, stored));
   Stitcher s(nodes, info, index, cache);
   return s.run();
+}
+
+StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
+  STITCH_CHECK(parts.size() >= 2, "a packed kernel needs two parts");
+  std::vector<Kernel> ks;
+  int64_t smem = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(parts[i].nodes, parts[i].stored));
+    const std::string name = fmt::format("k{:03d}_part{}", index, i);
+    Kernel k;
+    {
+      Stitcher s(parts[i].nodes, info, index, true, name);
+      ASSIGN_OR_RETURN(k, s.run());
+    }
+    if (smem + k.static_smem_bytes > kRowCacheBudget + 1024) {  // the parts' caches share one block's budget
+      Stitcher s(parts[i].nodes, info, index, false, name);
+      ASSIGN_OR_RETURN(k, s.run());
+    }
+    smem += k.static_smem_bytes;
+    if (!ks.empty() && k.block != ks.front().block)
+      return Status::internal(fmt::format("packed kernel {}: parts with different block sizes", index));
+    ks.push_back(std::move(k));
+  }
+  Kernel out;
+  out.name = fmt::format("k{:03d}_pack{}_{}", index, ks.size(), snake(parts.front().nodes.front()->op_type));
+  out.block = ks.front().block;
+  out.static_smem_bytes = smem;
+  int64_t blocks = 0;
+  std::string mapping = fmt::format("independent (horizontal) packing of {} kernels in one launch", ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) {
+    for (const Node* n : ks[i].nodes) out.nodes.push_back(n);
+    for (const KernelParam& p : ks[i].params) out.params.push_back({fmt::format("p{}_{}", i, p.name), p.value, p.output});
+    mapping += fmt::format("; blocks [{}, {}): {}", blocks, blocks + ks[i].grid[0], ks[i].mapping);
+    blocks += ks[i].grid[0];
+    out.bytes_moved += ks[i].bytes_moved;
+  }
+  out.grid = {blocks, 1, 1};
+  out.mapping = mapping;
+  CudaWriter w;
+  w.raw_line(kernel_header(out, "//   scheme: independent (horizontal packing); each part owns a range of blocks\n"));
+  for (const Kernel& k : ks) w.raw_line(k.source);
+  open_kernel(w, out, out.block[0]);
+  w.line("const long long b = blockIdx.x;");
+  int64_t first = 0;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    std::string args;
+    for (const KernelParam& p : ks[i].params) args += fmt::format("p{}_{}, ", i, p.name);
+    const std::string call = fmt::format("{}({}b - {}LL, {}LL);", ks[i].name, args, first, ks[i].grid[0]);
+    if (i + 1 < ks.size()) w.line("if (b < {}LL) {{ {} return; }}", first + ks[i].grid[0], call);
+    else w.line("{}", call);
+    first += ks[i].grid[0];
+  }
+  w.close();
+  out.source = w.text();
+  return out;
 }
 
 }  // namespace stitch::codegen

@@ -61,6 +61,16 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
 StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored,
                                 int index, bool cache = true);
 
+// Independent (horizontal) stitching: several groups with no path between them in one launch.
+// Part i is generated as a __device__ function over its own block range; the entry dispatches on
+// blockIdx.x. Parts must share a block size; their shared-memory caches share one block's budget
+// (a part whose cache would overflow it recomputes instead).
+struct StitchPart {
+  std::vector<const Node*> nodes;
+  std::set<const Value*> stored;
+};
+StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index);
+
 // Rows per block and threads per block of a row kernel over rows of `cols` elements.
 struct RowMapping {
   bool warp_per_row = true;

@@ -117,7 +117,6 @@ class Planner {
       return memo_[m] = e;
     }
     std::vector<const Node*> ns;
-    std::set<const Node*> members;
     for (int i : m) {
       if (!fusible_[i]) {
         e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())
@@ -125,18 +124,8 @@ class Planner {
         return memo_[m] = e;
       }
       ns.push_back(nodes_[i]);
-      members.insert(nodes_[i]);
     }
-    std::set<const Value*> escaping;
-    for (const Node* x : ns)
-      for (const Value* v : x->outputs) {
-        if (!v) continue;
-        bool out = g_.is_graph_output(v);
-        if (auto it = users_.find(v); it != users_.end())
-          for (const Node* u : it->second) out |= !members.count(u);
-        if (out) escaping.insert(v);
-      }
-    auto info = codegen::analyze_stitch(ns, escaping);
+    auto info = codegen::analyze_stitch(ns, escaping(ns));
     if (!info.is_ok()) {
       e.why = info.status().message();
       return memo_[m] = e;
@@ -145,6 +134,21 @@ class Planner {
     e.info = *info;
     e.cost = stitched_cost(ns, e.info, o_.device);
     return memo_[m] = e;
+  }
+
+  // Outputs of `ns` read outside it (or graph outputs): what its kernel stores.
+  std::set<const Value*> escaping(const std::vector<const Node*>& ns) const {
+    const std::set<const Node*> members(ns.begin(), ns.end());
+    std::set<const Value*> out;
+    for (const Node* x : ns)
+      for (const Value* v : x->outputs) {
+        if (!v) continue;
+        bool esc = g_.is_graph_output(v);
+        if (auto it = users_.find(v); it != users_.end())
+          for (const Node* u : it->second) esc |= !members.count(u);
+        if (esc) out.insert(v);
+      }
+    return out;
   }
 
   static std::vector<int> merged(const std::vector<int>& a, const std::vector<int>& b) {
@@ -505,16 +509,135 @@ class Planner {
     return true;
   }
 
+  // Threads per block of the stitched kernel a group would become; 0 when it is not one (a
+  // library call, a view, an op the stitcher does not take).
+  int64_t stitched_block(const std::vector<int>& m) {
+    if (m.size() > 1) {
+      const Eval& e = eval(m);
+      if (!e.ok) return 0;
+      return e.info.row ? codegen::row_mapping(e.info.cols).block : codegen::kMapBlock;
+    }
+    const Node* n = nodes_[m[0]];
+    if (!fusible_[m[0]] || codegen::classify_node(*n) != codegen::NodeLowering::kKernel) return 0;
+    auto info = codegen::analyze_stitch({n}, escaping({n}));
+    if (!info.is_ok()) return 0;
+    return info->row ? codegen::row_mapping(info->cols).block : codegen::kMapBlock;
+  }
+
+  // Execution order of groups where each pack is one node (Kahn, ties by first position in
+  // `order`); empty when packing made a cycle.
+  std::vector<int> packed_order(const Part& p, const std::vector<int>& order, const std::map<int, int>& pack_of) const {
+    std::map<int, int> pos;
+    for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int>(i);
+    auto rep = [&](int id) {  // a pack is represented by its first member in `order`
+      auto it = pack_of.find(id);
+      return it == pack_of.end() ? id : it->second;
+    };
+    std::map<int, std::vector<int>> members;
+    for (int id : order) members[rep(id)].push_back(id);
+    std::map<int, std::set<int>> out;
+    std::map<int, int> indeg;
+    for (const auto& [r, ms] : members) indeg[r] += 0;
+    for (const auto& [r, ms] : members)
+      for (int id : ms)
+        for (int x : p.groups.at(id))
+          for (int sx : succ_[x]) {
+            const int t = rep(p.gid[sx]);
+            if (t != r && out[r].insert(t).second) ++indeg[t];
+          }
+    std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> ready;
+    for (auto [r, d] : indeg)
+      if (d == 0) ready.push({pos.at(members.at(r).front()), r});
+    std::vector<int> result;
+    while (!ready.empty()) {
+      const int r = ready.top().second;
+      ready.pop();
+      for (int id : members.at(r)) result.push_back(id);
+      for (int t : out[r])
+        if (--indeg[t] == 0) ready.push({pos.at(members.at(t).front()), t});
+    }
+    if (result.size() != order.size()) result.clear();
+    return result;
+  }
+
+  // Independent (horizontal) packing: walking the execution order, a stitched kernel takes into
+  // its launch the following stitched kernels (within kPackWindow groups, same block size) that
+  // no path joins to any member, as long as the packed group graph stays acyclic. Returns the new
+  // order (a pack's members adjacent) and fills pack_of (group id -> the pack's first member).
+  std::vector<int> pack(const Part& p, std::vector<int> order, std::map<int, int>& pack_of) {
+    constexpr size_t kPackWindow = 8, kPackMax = 8;
+    std::map<int, int> pos;
+    for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int>(i);
+    std::map<int, int64_t> block;
+    for (int id : order) block[id] = stitched_block(p.groups.at(id));
+    // Is there a path from group a to group b (b later in `order`)?
+    auto reaches = [&](int a, int b) {
+      std::set<int> seen{a};
+      std::vector<int> stack{a};
+      while (!stack.empty()) {
+        const int gi = stack.back();
+        stack.pop_back();
+        for (int x : p.groups.at(gi))
+          for (int sx : succ_[x]) {
+            const int t = p.gid[sx];
+            if (t == b) return true;
+            if (pos.at(t) < pos.at(b) && seen.insert(t).second) stack.push_back(t);
+          }
+      }
+      return false;
+    };
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int a = order[i];
+      if (pack_of.count(a) || block[a] == 0) continue;
+      std::vector<int> members{a};
+      for (size_t j = i + 1; j < order.size() && j <= i + kPackWindow && members.size() < kPackMax; ++j) {
+        const int b = order[j];
+        if (pack_of.count(b) || block[b] != block[a]) continue;
+        if (std::any_of(members.begin(), members.end(), [&](int m) { return reaches(m, b); })) continue;
+        for (int m : members) pack_of[m] = a;
+        pack_of[b] = a;
+        if (packed_order(p, order, pack_of).empty()) {  // would interlock with an earlier pack
+          pack_of.erase(b);
+          continue;
+        }
+        members.push_back(b);
+      }
+      if (members.size() < 2) pack_of.erase(a);
+    }
+    if (pack_of.empty()) return order;
+    auto packed = packed_order(p, order, pack_of);
+    STITCH_CHECK(!packed.empty(), "fusion: packing made a cycle");
+    return packed;
+  }
+
   // The plan for a finished partition: groups in execution order, costs, reasons, rejections.
   FusionPlan finish(const Part& p, const std::string& mode) {
     FusionPlan plan;
     plan.mode = mode;
     plan.device = o_.device.arch + " (" + o_.device.name + ")";
-    for (int id : group_order(p)) plan.groups.push_back(describe(p.groups.at(id)));
-    STITCH_CHECK(plan.groups.size() == p.groups.size(), "fusion: the group graph has a cycle");
+    std::vector<int> order = group_order(p);
+    STITCH_CHECK(order.size() == p.groups.size(), "fusion: the group graph has a cycle");
+    std::map<int, int> pack_of;
+    if (o_.horizontal && mode != "none") order = pack(p, order, pack_of);
+    std::map<int, int> pack_number;
+    for (int id : order) {
+      plan.groups.push_back(describe(p.groups.at(id)));
+      if (auto it = pack_of.find(id); it != pack_of.end()) {
+        auto [pn, fresh] = pack_number.insert({it->second, static_cast<int>(plan.packs.size())});
+        if (fresh) plan.packs.emplace_back();
+        plan.groups.back().pack = pn->second;
+        plan.packs[pn->second].push_back(static_cast<int>(plan.groups.size()) - 1);
+      }
+    }
     for (const FusionGroup& grp : plan.groups) {
       plan.cost += grp.cost;
       plan.unfused += grp.unfused;
+    }
+    for (const auto& members : plan.packs) {  // one launch instead of one per member
+      const int saved = static_cast<int>(members.size()) - 1;
+      plan.cost.kernels -= saved;
+      plan.cost.launches -= saved;
+      plan.cost.time -= saved * o_.device.launch;
     }
     // Every edge between two groups where one side is a generated kernel: why it is a boundary.
     std::set<std::pair<int, int>> said;
@@ -652,9 +775,19 @@ std::string explain(const FusionPlan& plan) {
       ++i;
       continue;
     }
-    s += fmt::format("  group {} [{}]: {}\n", i++, grp.scheme, grp.reason);
+    s += fmt::format("  group {} [{}{}]: {}\n", i++, grp.scheme, grp.pack >= 0 ? fmt::format(", pack {}", grp.pack) : "",
+                     grp.reason);
     if (!grp.mapping.empty()) s += fmt::format("    mapping: {}\n", grp.mapping);
     for (const Node* n : grp.nodes) s += fmt::format("    {} -> {}\n", n->describe(), n->output(0) ? n->output(0)->type_string() : "");
+  }
+  if (!plan.packs.empty()) {
+    s += "independent packs (one launch each, every member over its own blocks):\n";
+    for (size_t k = 0; k < plan.packs.size(); ++k) {
+      std::string members;
+      for (int gi : plan.packs[k]) members += (members.empty() ? "" : ", ") + std::to_string(gi);
+      s += fmt::format("  pack {}: groups {}: no path joins them and they share a block size; {} fewer launches\n", k,
+                       members, plan.packs[k].size() - 1);
+    }
   }
   if (!plan.rejected.empty()) {
     s += "kernel boundaries (rejected merges):\n";

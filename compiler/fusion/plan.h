@@ -20,6 +20,9 @@
 //  - ilp: per component of at most `ilp_max_nodes` nodes, every legal connected group is a binary
 //    variable and GLPK picks the cheapest exact cover (cycles between chosen groups are cut and
 //    the model solved again); larger components fall back to beam.
+// After any planner, independent stitched kernels close together in the execution order (no path
+// between them, same block size) are packed into one launch when `horizontal` is set
+// (independent stitching); packs are listed in the plan and counted as one launch.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +41,8 @@ struct FusionOptions {
   std::set<std::string> no_fuse;         // node names that stay alone
   int max_group_size = 64;               // nodes per group
   int beam_width = 8;
-  int beam_window = 64;                  // beam searches windows of this many nodes, then greedy joins them
+  int beam_window = 64;
+  bool horizontal = true;                // pack independent stitched kernels into one launch                  // beam searches windows of this many nodes, then greedy joins them
   int ilp_max_nodes = 16;                // larger components use beam under --fusion ilp
   double time_limit_s = 20;              // for the whole search; the best plan so far is kept
   DeviceSpec device;                     // the cost model's device (sm_90 when unset)
@@ -52,12 +56,16 @@ struct FusionGroup {
   int64_t saved_bytes = 0;         // traffic removed against running its nodes alone
   Cost cost;                       // estimated
   Cost unfused;                    // the same nodes alone
+  int pack = -1;                   // index into FusionPlan::packs when launched with other groups
 };
 
 struct FusionPlan {
   std::string mode;
   std::vector<FusionGroup> groups;
   std::vector<std::string> rejected;  // "node 'b' not merged with node 'a': reason"
+  // Independent (horizontal) packs: groups (indices into `groups`, adjacent there) that run in one
+  // launch, each over its own range of blocks. `cost` counts a pack as one launch.
+  std::vector<std::vector<int>> packs;
   std::string device;                 // the device the costs are for
   Cost cost, unfused;
   double plan_seconds = 0;            // planning time
