@@ -107,10 +107,11 @@ int run_compile(const CompileArgs& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto& s = *sched;
   fmt::print("compiled {} -> {}\n", a.model, a.out);
-  fmt::print("  steps: {} kernel launches, {} library calls, {} copies; {} view nodes need no step\n",
+  fmt::print("  steps: {} kernel launches, {} library calls, {} copies; {} view nodes and {} transposes written by "
+             "their GEMM need no step\n",
              s.kernels.size(), s.calls.size(),
              std::count_if(s.steps.begin(), s.steps.end(), [](const codegen::Step& x) { return x.kind == codegen::Step::kCopy; }),
-             s.views);
+             s.views, s.folded);
   fmt::print("  memory: arena {} for {} intermediate buffers (sum {}, live peak {}, {} in place); weights {}\n",
              human_bytes(s.plan.arena_bytes), s.requests.size(), human_bytes(s.plan.total_bytes),
              human_bytes(s.plan.peak_live_bytes), s.plan.in_place, human_bytes(s.weights_bytes));

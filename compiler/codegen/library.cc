@@ -46,10 +46,10 @@ Kernel bias_fill_kernel(const Node& n, const Value* c, const Value* y, int index
   return k;
 }
 
-StatusOr<LibraryLowering> lower_matmul(const Node& n) {
+StatusOr<LibraryLowering> lower_matmul(const Node& n, const Node* folded) {
   const Value* a = n.input(0);
   const Value* b = n.input(1);
-  const Value* y = n.output(0);
+  const Value* y = folded ? folded->output(0) : n.output(0);
   Dims ad = dims(a), bd = dims(b);
   if (ad.size() == 1) ad.insert(ad.begin(), 1);
   if (bd.size() == 1) bd.push_back(1);
@@ -76,6 +76,18 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n) {
     g.stride_a.push_back(sa[d] * g.m * g.k);
     g.stride_b.push_back(sb[d] * g.k * g.n);
     g.stride_c.push_back(sc[d] * g.m * g.n);
+  }
+  if (folded) {
+    // Element (batch..., i, j) of the product lands where the Transpose puts it: the stride of
+    // each product axis in the Transpose's (contiguous) output.
+    const Dims& pd = dims(n.output(0));
+    ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::transpose_perm(*folded, static_cast<int64_t>(pd.size())));
+    const Dims st = ops::strides_of(dims(y));
+    Dims along(pd.size());
+    for (size_t i = 0; i < perm.size(); ++i) along[static_cast<size_t>(perm[i])] = st[i];
+    STITCH_CHECK(along.back() == 1 && pd.size() == g.batch.size() + 2, "{}: not a foldable transpose", folded->describe());
+    g.ldc = along[pd.size() - 2];
+    for (size_t d = 0; d < g.batch.size(); ++d) g.stride_c[d] = along[d];
   }
   c.flops = 2 * num_elements(g.batch) * g.m * g.n * g.k;
   return out;
@@ -148,8 +160,21 @@ StatusOr<LibraryLowering> lower_conv(const Node& n) {
 
 }  // namespace
 
-StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index) {
-  if (n.op_type == "MatMul") return lower_matmul(n);
+bool transpose_folds_into_gemm(const Graph& g, const UsersMap& users, const Node& t) {
+  if (t.op_type != "Transpose" || !t.input(0) || !t.output(0) || !t.input(0)->producer) return false;
+  const Node& mm = *t.input(0)->producer;
+  const Value* y = t.input(0);
+  if (mm.op_type != "MatMul" || classify_node(mm) != NodeLowering::kLibrary || g.is_graph_output(y)) return false;
+  if (!mm.input(0) || !mm.input(1) || dims(mm.input(0)).size() < 2 || dims(mm.input(1)).size() < 2) return false;
+  if (!t.output(0)->has_static_shape() || t.output(0)->dtype != y->dtype) return false;
+  auto it = users.find(y);
+  if (it == users.end() || it->second.size() != 1 || it->second.front() != &t) return false;
+  auto perm = ops::transpose_perm(t, static_cast<int64_t>(dims(y).size()));
+  return perm.is_ok() && !perm->empty() && perm->back() == static_cast<int64_t>(perm->size()) - 1;
+}
+
+StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const Node* folded) {
+  if (n.op_type == "MatMul") return lower_matmul(n, folded);
   if (n.op_type == "Gemm") return lower_gemm(n, first_kernel_index);
   if (n.op_type == "Conv") return lower_conv(n);
   return Status::internal(fmt::format("{}: no library lowering", n.describe()));

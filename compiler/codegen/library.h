@@ -5,9 +5,11 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/kernel.h"
+#include "ir/graph.h"
 #include "support/status.h"
 
 namespace stitch::codegen {
@@ -44,6 +46,14 @@ struct LibraryLowering {
   std::vector<Kernel> kernels;  // run before the call
   LibraryCall call;
 };
-StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index);
+// `folded`: a Transpose of the MatMul's output that transpose_folds_into_gemm accepted; the call
+// then writes that Transpose's output directly.
+StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const Node* folded = nullptr);
+
+// A Transpose that keeps the last axis last, applied to a MatMul output (operands of rank >= 2)
+// that nothing else reads and that is not a graph output: the GEMM writes the transposed layout
+// itself (row stride ldc and per-batch-dim strides), so the Transpose needs no step at all.
+using UsersMap = std::unordered_map<const Value*, std::vector<Node*>>;
+bool transpose_folds_into_gemm(const Graph& g, const UsersMap& users, const Node& t);
 
 }  // namespace stitch::codegen

@@ -1,5 +1,6 @@
 // build_schedule: node order is schedule order (the graph is topologically sorted); each node
-// becomes zero (view), one (kernel, library call) or two (Gemm with C: bias fill + call) steps.
+// becomes zero (view, or a Transpose the preceding GEMM writes), one (kernel, library call) or
+// two (Gemm with C: bias fill + call) steps.
 // Graph outputs are written in place by the step that produces them when possible, else copied
 // at the end (an output that is a view, a graph input, a constant, or another output).
 #include "codegen/schedule.h"
@@ -93,9 +94,21 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
     s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
     s.kernels.push_back(std::move(k));
   };
+  // Transposes left alone after a MatMul that only they read: the GEMM writes their layout.
+  std::map<const Node*, const Node*> folded_into;  // MatMul -> its folded Transpose
+  std::set<const Node*> folded;
+  for (const auto& unit : units)
+    if (unit.size() == 1 && transpose_folds_into_gemm(g, users, *unit.front())) {
+      folded.insert(unit.front());
+      folded_into[unit.front()->input(0)->producer] = unit.front();
+    }
   for (size_t ui = 0; ui < units.size(); ++ui) {
     const auto& unit = units[ui];
     STITCH_CHECK(!unit.empty(), "empty fusion group");
+    if (folded.count(unit.front())) {
+      ++s.folded;
+      continue;
+    }
     if (packs && (*packs)[ui] >= 0) {  // consecutive groups of one pack: one launch
       std::vector<StitchPart> parts;
       size_t end = ui;
@@ -141,7 +154,8 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
         break;
       }
       case NodeLowering::kLibrary: {
-        ASSIGN_OR_RETURN(LibraryLowering lib, lower_library(n, kernel_index));
+        auto fit = folded_into.find(&n);
+        ASSIGN_OR_RETURN(LibraryLowering lib, lower_library(n, kernel_index, fit == folded_into.end() ? nullptr : fit->second));
         for (Kernel& k : lib.kernels) {
           ++kernel_index;
           for (const KernelParam& p : k.params)

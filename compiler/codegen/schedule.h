@@ -41,6 +41,7 @@ struct Schedule {
   std::vector<BufferRequest> requests;        // arena buffers, for the report and verifier
   MemoryPlan plan;
   int views = 0;                              // nodes lowered to no step
+  int folded = 0;                             // Transposes written by their GEMM (no step)
 };
 
 // Lowers every node of a frontend-prepared graph (static shapes) into a schedule. Reports every

@@ -11,6 +11,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "codegen/library.h"
 #include "codegen/lower.h"
 #include "codegen/stitch.h"
 #include "support/check.h"
@@ -49,7 +50,8 @@ class Planner {
     fusible_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const Node* x = nodes_[i];
-      fusible_[i] = codegen::stitch_role(*x) != codegen::StitchRole::kNone && !o.no_fuse.count(x->name);
+      folded_.push_back(codegen::transpose_folds_into_gemm(g, users_, *x));
+      fusible_[i] = codegen::stitch_role(*x) != codegen::StitchRole::kNone && !o.no_fuse.count(x->name) && !folded_[i];
       for (const Value* v : x->inputs)
         if (v && v->producer && idx_.count(v->producer)) {
           const int p = idx_.at(v->producer);
@@ -58,7 +60,7 @@ class Planner {
             succ_[p].push_back(static_cast<int>(i));
           }
         }
-      single_.push_back(single_cost(*x, o.device));
+      single_.push_back(folded_[i] ? Cost{} : single_cost(*x, o.device));
     }
   }
 
@@ -120,7 +122,9 @@ class Planner {
     for (int i : m) {
       if (!fusible_[i]) {
         e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())
-                                                  : fmt::format("{} cannot be stitched", nodes_[i]->describe());
+                : folded_[i] ? fmt::format("{} is written by the GEMM before it (folded into the call's strides)",
+                                           nodes_[i]->describe())
+                             : fmt::format("{} cannot be stitched", nodes_[i]->describe());
         return memo_[m] = e;
       }
       ns.push_back(nodes_[i]);
@@ -684,6 +688,12 @@ class Planner {
         case codegen::NodeLowering::kView: grp.scheme = "view"; grp.reason = "a view: shares its input's storage, no kernel"; break;
         case codegen::NodeLowering::kLibrary: grp.scheme = "library"; grp.reason = "a library call (cuBLAS/cuDNN)"; break;
         default:
+          if (folded_[m[0]]) {
+            grp.scheme = "folded";
+            grp.reason = fmt::format("written by {} in this layout (row and batch strides of the call): no step",
+                                     n->input(0)->producer->describe());
+            break;
+          }
           grp.scheme = "single";
           grp.reason = !fusible_[m[0]] ? (o_.no_fuse.count(n->name) ? "in --no-fuse" : "an op the stitcher does not take (own kernel)")
                                        : "no merge with a neighbour is legal and cheaper (see rejected merges)";
@@ -715,6 +725,7 @@ class Planner {
   std::unordered_map<const Value*, std::vector<Node*>> users_;
   std::vector<std::vector<int>> succ_, pred_;
   std::vector<bool> fusible_;
+  std::vector<bool> folded_;  // Transposes the preceding GEMM writes (transpose_folds_into_gemm)
   std::vector<Cost> single_;
   std::map<std::vector<int>, Eval> memo_;
 };
