@@ -116,8 +116,13 @@ StatusOr<LibraryLowering> lower_gemm(const Node& n, int index) {
   g.alpha = n.attr_float("alpha", 1.0f);
   g.beta = 0;
   if (bias != nullptr && n.attr_float("beta", 1.0f) != 0.0f) {
-    g.beta = n.attr_float("beta", 1.0f);
-    out.kernels.push_back(bias_fill_kernel(n, bias, y, index));
+    if (gemm_bias_epilogue(n)) {
+      g.epilogue = "bias";
+      c.args.push_back(bias);
+    } else {
+      g.beta = n.attr_float("beta", 1.0f);
+      out.kernels.push_back(bias_fill_kernel(n, bias, y, index));
+    }
   }
   c.flops = 2 * g.m * g.n * g.k;
   return out;
@@ -159,6 +164,14 @@ StatusOr<LibraryLowering> lower_conv(const Node& n) {
 }
 
 }  // namespace
+
+bool gemm_bias_epilogue(const Node& n) {
+  const Value* c = n.input(2);
+  if (n.op_type != "Gemm" || c == nullptr || n.attr_float("beta", 1.0f) != 1.0f || !n.output(0)) return false;
+  const Dims& cd = dims(c);
+  const int64_t cols = dims(n.output(0))[1];
+  return cols > 1 && !cd.empty() && cd.back() == cols && num_elements(cd) == cols;
+}
 
 bool transpose_folds_into_gemm(const Graph& g, const UsersMap& users, const Node& t) {
   if (t.op_type != "Transpose" || !t.input(0) || !t.output(0) || !t.input(0)->producer) return false;

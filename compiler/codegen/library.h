@@ -19,6 +19,9 @@ struct GemmParams {
   bool trans_a = false, trans_b = false;  // row-major: A is k x m when trans_a
   int64_t lda = 0, ldb = 0, ldc = 0;      // row-major leading dimensions
   double alpha = 1, beta = 0;             // C = alpha * op(A) op(B) + beta * C
+  // "bias": then C[i][j] += bias[j] for a bias vector of n elements (args[3]); a cuBLASLt epilogue
+  // on the GPU, so a Gemm whose C is a row vector needs no broadcast kernel.
+  std::string epilogue;
   Dims batch;                             // batch dims of C (may be empty)
   Dims stride_a, stride_b, stride_c;      // per batch dim, in elements
 };
@@ -34,18 +37,23 @@ struct LibraryCall {
   std::string kind;  // "gemm" or "conv"
   const Node* node = nullptr;
   DType dtype = DType::kF32;
-  std::vector<const Value*> args;  // gemm: A, B, C; conv: X, W, Y, then B if has_bias
+  std::vector<const Value*> args;  // gemm: A, B, C, then the bias with the "bias" epilogue; conv: X, W, Y, then B if has_bias
   GemmParams gemm;
   ConvParams conv;
   int64_t flops = 0;
 };
 
-// The steps that implement a library node: for a Gemm with a C input, a broadcast kernel that
-// fills Y with C first (then beta accumulates onto it); then the call.
+// The steps that implement a library node: for a Gemm whose C is a vector of n elements and
+// beta 1, the call with the bias epilogue; for any other C, a broadcast kernel that fills Y with
+// C first (then beta accumulates onto it) and the call.
 struct LibraryLowering {
   std::vector<Kernel> kernels;  // run before the call
   LibraryCall call;
 };
+// True when Gemm `n` adds its C through the bias epilogue: C is a vector of the output's n columns
+// (shape [n] or [1,n]) and beta is 1. Any other C is broadcast by a kernel before the call.
+bool gemm_bias_epilogue(const Node& n);
+
 // `folded`: a Transpose of the MatMul's output that transpose_folds_into_gemm accepted; the call
 // then writes that Transpose's output directly.
 StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const Node* folded = nullptr);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "codegen/library.h"
 #include "codegen/lower.h"
 
 namespace stitch::fusion {
@@ -139,7 +140,9 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       c.time = d.launch + flops / d.tensor + bytes / (d.dram_bw * d.bw_eff);
       c.launches = 1;
       c.library_calls = 1;
-      if (n.op_type == "Gemm" && n.input(2) && n.attr_float("beta", 1.0f) != 0.0f) {  // C is broadcast into the output by a generated kernel first
+      // C is broadcast into the output by a generated kernel first, unless it is a bias vector the
+      // call adds in its epilogue.
+      if (n.op_type == "Gemm" && n.input(2) && n.attr_float("beta", 1.0f) != 0.0f && !codegen::gemm_bias_epilogue(n)) {
         const int64_t fill = bytes_of(n.input(2)) + bytes_of(y);
         c.time += kernel_time(fill, 0, static_cast<double>(num_elements(*y->dims)),
                               std::min<int64_t>(num_elements(*y->dims), codegen::kMaxMapBlocks * codegen::kMapBlock),

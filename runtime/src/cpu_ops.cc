@@ -23,7 +23,7 @@ struct Elem<__half> {
 };
 
 template <typename T>
-void gemm(const GemmDesc& g, const void* a, const void* b, void* c) {
+void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* bias) {
   using E = Elem<T>;
   using C = typename E::C;
   int64_t batches = 1;
@@ -50,6 +50,7 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c) {
         const int64_t at = oc + i * g.ldc + j;
         C v = static_cast<C>(g.alpha) * row[j];
         if (g.beta != 0) v += static_cast<C>(g.beta) * E::get(c, at);
+        if (bias) v += E::get(bias, j);
         E::set(c, at, v);
       }
     }
@@ -105,10 +106,10 @@ void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, voi
 
 }  // namespace
 
-void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c) {
-  if (dtype == "f32") return gemm<float>(g, a, b, c);
-  if (dtype == "f64") return gemm<double>(g, a, b, c);
-  if (dtype == "f16") return gemm<__half>(g, a, b, c);
+void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c, const void* bias) {
+  if (dtype == "f32") return gemm<float>(g, a, b, c, bias);
+  if (dtype == "f64") return gemm<double>(g, a, b, c, bias);
+  if (dtype == "f16") return gemm<__half>(g, a, b, c, bias);
   fail(3, fmt::format("gemm on {} is not implemented on the emu backend", dtype));
 }
 

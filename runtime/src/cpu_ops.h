@@ -7,7 +7,9 @@
 namespace stitch::rt {
 
 // C = alpha * op(A) op(B) + beta * C over the batch dims; dtype f32, f64 or f16.
-void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c);
+// bias: n elements added to every row of C after the product (GemmDesc::bias), else null.
+void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c,
+              const void* bias = nullptr);
 
 // Y = conv(X, W) (+ bias per output channel); NCHW with 1 to 3 spatial dims, groups.
 void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias, void* y);

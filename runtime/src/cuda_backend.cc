@@ -3,12 +3,14 @@
 // The first run captures the whole schedule on the session's stream as a CUDA Graph; later runs
 // replay it (inputs and outputs are copied outside the graph, into fixed device buffers).
 // Every CUDA, cuBLAS and cuDNN call is checked; the message carries the call, file and line.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 
 #include "backend.h"
 #include "stitch/artifact_format.h"
@@ -48,6 +50,14 @@ struct ConvPlan {
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace = 0;
+};
+
+// cuBLASLt descriptors of one gemm step with a bias epilogue, made once per session. Row-major
+// C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B is cuBLASLt's first operand.
+struct LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
+  cublasLtMatmulAlgo_t algo{};
 };
 
 class CudaBackend final : public BackendImpl {
@@ -90,8 +100,10 @@ class CudaBackend final : public BackendImpl {
     cublas_ws_bytes_ = 32u << 20;
     cublas_ws_ = alloc(static_cast<int64_t>(cublas_ws_bytes_));
     CHECK(cublasSetWorkspace(cublas_, cublas_ws_, cublas_ws_bytes_));
-    for (const StepDesc& s : m.steps)
-      if (s.op == StepDesc::kConv) plan_conv(s);
+    for (size_t i = 0; i < m.steps.size(); ++i) {
+      if (m.steps[i].op == StepDesc::kConv) plan_conv(m.steps[i]);
+      if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.bias) plan_lt(i, m.steps[i]);
+    }
   }
 
   ~CudaBackend() override {
@@ -104,6 +116,13 @@ class CudaBackend final : public BackendImpl {
       cudnnDestroyFilterDescriptor(p.w);
       cudnnDestroyConvolutionDescriptor(p.conv);
     }
+    for (auto& [i, p] : lt_plans_) {
+      cublasLtMatrixLayoutDestroy(p.first);
+      cublasLtMatrixLayoutDestroy(p.second);
+      cublasLtMatrixLayoutDestroy(p.out);
+      cublasLtMatmulDescDestroy(p.op);
+    }
+    if (lt_) cublasLtDestroy(lt_);
     if (cudnn_) cudnnDestroy(cudnn_);
     if (cublas_) cublasDestroy(cublas_);
     if (library_) cudaLibraryUnload(library_);
@@ -218,7 +237,56 @@ class CudaBackend final : public BackendImpl {
     conv_plans_.push_back(p);
   }
 
-  void gemm(const StepDesc& s) {
+  // A column-major layout of rows x cols with leading dimension ld, `count` matrices `stride` apart.
+  static cublasLtMatrixLayout_t lt_layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld, int64_t count,
+                                          int64_t stride) {
+    cublasLtMatrixLayout_t l = nullptr;
+    CHECK(cublasLtMatrixLayoutCreate(&l, t, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
+    const int32_t n = static_cast<int32_t>(count);
+    CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n));
+    CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    return l;
+  }
+
+  void plan_lt(size_t index, const StepDesc& s) {
+    if (!lt_) CHECK(cublasLtCreate(&lt_));
+    const GemmDesc& g = s.gemm;
+    const cudaDataType_t t = cuda_type(s.dtype);
+    const bool dbl = s.dtype == "f64";
+    LtPlan p;
+    CHECK(cublasLtMatmulDescCreate(&p.op, dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, dbl ? CUDA_R_64F : CUDA_R_32F));
+    const cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;  // one bias per row of column-major D: per column j of C
+    CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    const void* bias = ptr(s.args[3]);
+    CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    const cudaDataType_t bt = t;
+    CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    const size_t nb = g.batch.size();
+    const int64_t inner = nb ? g.batch.back() : 1;
+    p.first = g.trans_b ? lt_layout(t, g.k, g.n, g.ldb, inner, nb ? g.stride_b.back() : 0)
+                        : lt_layout(t, g.n, g.k, g.ldb, inner, nb ? g.stride_b.back() : 0);
+    p.second = g.trans_a ? lt_layout(t, g.m, g.k, g.lda, inner, nb ? g.stride_a.back() : 0)
+                         : lt_layout(t, g.k, g.m, g.lda, inner, nb ? g.stride_a.back() : 0);
+    p.out = lt_layout(t, g.n, g.m, g.ldc, inner, nb ? g.stride_c.back() : 0);
+    cublasLtMatmulPreference_t pref = nullptr;
+    CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t ws = cublas_ws_bytes_;
+    CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t res{};
+    int found = 0;
+    CHECK(cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.first, p.second, p.out, p.out, pref, 1, &res, &found));
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found == 0)
+      fail(3, fmt::format("cuBLASLt has no algorithm for the bias-epilogue GEMM of node '{}' ({}x{}x{}, {})", s.node, g.m,
+                          g.n, g.k, s.dtype));
+    p.algo = res.algo;
+    lt_plans_[index] = p;
+  }
+
+  void gemm(const StepDesc& s, size_t index) {
     const GemmDesc& g = s.gemm;
     const cudaDataType_t t = cuda_type(s.dtype);
     const int64_t esz = dtype_bytes(s.dtype);
@@ -241,11 +309,17 @@ class CudaBackend final : public BackendImpl {
     for (int64_t o = 0; o < outer; ++o) {
       int64_t oa = 0, ob = 0, oc = 0;
       for (size_t d = 0; d < idx.size(); ++d) oa += idx[d] * g.stride_a[d], ob += idx[d] * g.stride_b[d], oc += idx[d] * g.stride_c[d];
-      // Row-major C = A'B' is column-major C^T = B'^T A'^T: swap the operands.
-      CHECK(cublasGemmStridedBatchedEx(cublas_, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      if (g.bias) {
+        const LtPlan& p = lt_plans_.at(index);
+        CHECK(cublasLtMatmul(lt_, p.op, alpha, b + ob * esz, p.first, a + oa * esz, p.second, beta, c + oc * esz, p.out,
+                             c + oc * esz, p.out, &p.algo, cublas_ws_, cublas_ws_bytes_, stream_));
+      } else {
+        // Row-major C = A'B' is column-major C^T = B'^T A'^T: swap the operands.
+        CHECK(cublasGemmStridedBatchedEx(cublas_, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                                        int(g.n), int(g.m), int(g.k), alpha, b + ob * esz, t, int(g.ldb), sb,
                                        a + oa * esz, t, int(g.lda), sa, beta, c + oc * esz, t, int(g.ldc), sc,
                                        int(inner), compute, CUBLAS_GEMM_DEFAULT));
+      }
       for (size_t d = idx.size(); d-- > 0;) {
         if (++idx[d] < g.batch[d]) break;
         idx[d] = 0;
@@ -267,7 +341,7 @@ class CudaBackend final : public BackendImpl {
           break;
         }
         case StepDesc::kGemm:
-          gemm(s);
+          gemm(s, i);
           break;
         case StepDesc::kConv: {
           const ConvPlan& p = conv_plans_[conv_i++];
@@ -303,6 +377,8 @@ class CudaBackend final : public BackendImpl {
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   std::vector<ConvPlan> conv_plans_;
+  std::map<size_t, LtPlan> lt_plans_;  // by step index
+  cublasLtHandle_t lt_ = nullptr;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
 };

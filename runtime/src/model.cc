@@ -131,7 +131,12 @@ void parse_schedule(ModelData& m, const json& j) {
         g.stride_a = p.at("stride_a").get<std::vector<int64_t>>();
         g.stride_b = p.at("stride_b").get<std::vector<int64_t>>();
         g.stride_c = p.at("stride_c").get<std::vector<int64_t>>();
-        if (d.args.size() != 3) fail(2, "schedule.json: a gemm step needs 3 buffers");
+        const std::string epi = p.at("epilogue").get<std::string>();
+        if (epi != "none" && epi != "bias")
+          fail(2, fmt::format("schedule.json: unknown gemm epilogue '{}'; the artifact is damaged, recompile it", epi));
+        g.bias = epi == "bias";
+        if (d.args.size() != (g.bias ? 4u : 3u))
+          fail(2, fmt::format("schedule.json: a gemm step with epilogue '{}' needs {} buffers", epi, g.bias ? 4 : 3));
       } else {
         ConvDesc& c = d.conv;
         c.n = p.at("n"); c.c = p.at("c"); c.m = p.at("m"); c.group = p.at("group");

@@ -32,6 +32,7 @@ struct GemmDesc {
   bool trans_a = false, trans_b = false;
   double alpha = 1, beta = 0;
   std::vector<int64_t> batch, stride_a, stride_b, stride_c;
+  bool bias = false;  // epilogue "bias": C[i][j] += bias[j], the bias is the step's fourth buffer
 };
 
 struct ConvDesc {

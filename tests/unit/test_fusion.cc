@@ -46,10 +46,10 @@ size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::string&
 }  // namespace
 
 TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= greedy, ilp >= beam", "[fusion][models]") {
-  // Unfused counts are 60, 100, 102 and 18 (test_codegen.cc); these are beam's counts with
-  // independent packing and the attention output transposes written by their GEMMs (without
-  // both: 21, 28, 20, 12).
-  const std::map<std::string, size_t> most = {{"bert_tiny", 14}, {"gpt2_tiny", 21}, {"llama_tiny", 12}, {"cnn_small", 12}};
+  // Unfused counts are 59, 92, 102 and 17 (test_codegen.cc); these are beam's counts with
+  // independent packing, the attention output transposes written by their GEMMs and Gemm biases
+  // added in the GEMM epilogue (without the three: 21, 28, 20, 12).
+  const std::map<std::string, size_t> most = {{"bert_tiny", 13}, {"gpt2_tiny", 13}, {"llama_tiny", 12}, {"cnn_small", 11}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
