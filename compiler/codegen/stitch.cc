@@ -103,6 +103,11 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
 StitchRole stitch_role(const Node& n) {
   const NodeLowering l = classify_node(n);
   if (l == NodeLowering::kView) return n.input(0) && n.output(0) ? StitchRole::kView : StitchRole::kNone;
+  if (l == NodeLowering::kKernel && n.op_type == "Split") {  // each output a slice along the axis
+    for (const Value* v : n.outputs)
+      if (v == nullptr || num_elements(dims(v)) == 0) return StitchRole::kNone;
+    return n.input(0) && n.input(0)->has_static_shape() ? StitchRole::kLayout : StitchRole::kNone;
+  }
   if (l != NodeLowering::kKernel || n.outputs.size() != 1 || n.output(0) == nullptr) return StitchRole::kNone;
   if (num_elements(dims(n.output(0))) == 0) return StitchRole::kNone;
   if (has_scalar_expr(n)) return StitchRole::kPointwise;
@@ -125,7 +130,7 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
     if (role == StitchRole::kView && stored.count(n->output(0)))
       return Status::user(fmt::format("{} is a view whose result is read outside the group", n->describe()));
     if (role == StitchRole::kRow) rows.push_back(n);
-    made.insert(n->output(0));
+    for (const Value* v : n->outputs) made.insert(v);
   }
   for (const Value* v : stored) {
     if (!made.count(v)) return Status::user(fmt::format("'{}' is not computed by the group", v->name));
@@ -234,7 +239,9 @@ class Stitcher {
   Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache,
            const std::string& part_name = "")
       : nodes_(nodes), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
-    for (const Node* n : nodes) producer_[n->output(0)] = n;
+    for (const Node* n : nodes)
+      for (const Value* v : n->outputs)
+        if (v) producer_[v] = n;
     k_.nodes = nodes;
     std::string first = snake(nodes.front()->op_type), last = snake(nodes.back()->op_type);
     k_.name = fmt::format("k{:03d}_{}_{}", index, info.row ? "rows" : "fused", first);
@@ -433,6 +440,17 @@ class Stitcher {
         else if (step != 1) e = "(" + e + ")";
         ci.push_back({e, c[d].level});
       }
+      return at(n.input(0), ci);
+    }
+    if (op == "Split") {  // output i starts where the outputs before it end along the axis
+      ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(od.size())));
+      int64_t start = 0;
+      for (const Value* o : n.outputs) {
+        if (o == v) break;
+        start += dims(o)[axis];
+      }
+      Coords ci = c;
+      if (start != 0) ci[axis] = {fmt::format("({}LL + {})", start, c[axis].s), c[axis].level};
       return at(n.input(0), ci);
     }
     if (op == "Concat") {
