@@ -68,7 +68,7 @@ int run_compile(const CompileArgs& a) {
   }
   o.plan_text = fusion::explain(*plan);
   if (a.explain) fmt::print("{}", o.plan_text);
-  auto sched = codegen::build_schedule(**g, &groups, &packs);
+  auto sched = codegen::build_schedule(**g, &groups, &packs, plan->gemm_folds);
   if (!sched.is_ok()) return report(sched.status().with_context(a.model));
   codegen::ArtifactSummary summary;
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);
@@ -107,8 +107,8 @@ int run_compile(const CompileArgs& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto& s = *sched;
   fmt::print("compiled {} -> {}\n", a.model, a.out);
-  fmt::print("  steps: {} kernel launches, {} library calls, {} copies; {} view nodes and {} transposes written by "
-             "their GEMM need no step\n",
+  fmt::print("  steps: {} kernel launches, {} library calls, {} copies; {} view nodes and {} nodes taken over by "
+             "GEMM calls need no step\n",
              s.kernels.size(), s.calls.size(),
              std::count_if(s.steps.begin(), s.steps.end(), [](const codegen::Step& x) { return x.kind == codegen::Step::kCopy; }),
              s.views, s.folded);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "codegen/cuda_writer.h"
 #include "codegen/lower.h"
 #include "ops/op_params.h"
@@ -46,10 +49,24 @@ Kernel bias_fill_kernel(const Node& n, const Value* c, const Value* y, int index
   return k;
 }
 
-StatusOr<LibraryLowering> lower_matmul(const Node& n, const Node* folded) {
+// Per batch dim of `batch`, the stride of an operand whose batch dims `od` (right-aligned) have
+// strides `st`: 0 where the operand broadcasts.
+Dims aligned_batch_strides(const Dims& od, const Dims& st, const Dims& batch) {
+  Dims out(batch.size(), 0);
+  const size_t off = batch.size() - od.size();
+  for (size_t d = 0; d < od.size(); ++d)
+    if (od[d] != 1) out[d + off] = st[d];
+  return out;
+}
+
+StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fold) {
   const Value* a = n.input(0);
   const Value* b = n.input(1);
-  const Value* y = folded ? folded->output(0) : n.output(0);
+  const Value* y = n.output(0);
+  if (fold && fold->bias_add) y = fold->bias_add->output(0);
+  if (fold && fold->out_transpose) y = fold->out_transpose->output(0);
+  const GemmFolds::Operand* fa = fold && fold->operand[0].root ? &fold->operand[0] : nullptr;
+  const GemmFolds::Operand* fb = fold && fold->operand[1].root ? &fold->operand[1] : nullptr;
   Dims ad = dims(a), bd = dims(b);
   if (ad.size() == 1) ad.insert(ad.begin(), 1);
   if (bd.size() == 1) bd.push_back(1);
@@ -58,7 +75,7 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const Node* folded) {
   c.kind = "gemm";
   c.node = &n;
   c.dtype = y->dtype;
-  c.args = {a, b, y};
+  c.args = {fa ? fa->root : a, fb ? fb->root : b, y};
   GemmParams& g = c.gemm;
   g.m = ad[ad.size() - 2];
   g.k = ad.back();
@@ -77,15 +94,31 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const Node* folded) {
     g.stride_b.push_back(sb[d] * g.k * g.n);
     g.stride_c.push_back(sc[d] * g.m * g.n);
   }
-  if (folded) {
+  if (fa) {
+    g.trans_a = fa->trans;
+    g.lda = fa->ld;
+    g.stride_a = aligned_batch_strides(abatch, fa->batch_strides, g.batch);
+  }
+  if (fb) {
+    g.trans_b = fb->trans;
+    g.ldb = fb->ld;
+    g.stride_b = aligned_batch_strides(bbatch, fb->batch_strides, g.batch);
+  }
+  if (fold) g.alpha = fold->alpha;
+  if (fold && fold->bias) {
+    g.epilogue = "bias";
+    c.args.push_back(fold->bias);
+  }
+  if (fold && fold->out_transpose) {
     // Element (batch..., i, j) of the product lands where the Transpose puts it: the stride of
     // each product axis in the Transpose's (contiguous) output.
+    const Node* t = fold->out_transpose;
     const Dims& pd = dims(n.output(0));
-    ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::transpose_perm(*folded, static_cast<int64_t>(pd.size())));
+    ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::transpose_perm(*t, static_cast<int64_t>(pd.size())));
     const Dims st = ops::strides_of(dims(y));
     Dims along(pd.size());
     for (size_t i = 0; i < perm.size(); ++i) along[static_cast<size_t>(perm[i])] = st[i];
-    STITCH_CHECK(along.back() == 1 && pd.size() == g.batch.size() + 2, "{}: not a foldable transpose", folded->describe());
+    STITCH_CHECK(along.back() == 1 && pd.size() == g.batch.size() + 2, "{}: not a foldable transpose", t->describe());
     g.ldc = along[pd.size() - 2];
     for (size_t d = 0; d < g.batch.size(); ++d) g.stride_c[d] = along[d];
   }
@@ -173,21 +206,148 @@ bool gemm_bias_epilogue(const Node& n) {
   return cols > 1 && !cd.empty() && cd.back() == cols && num_elements(cd) == cols;
 }
 
-bool transpose_folds_into_gemm(const Graph& g, const UsersMap& users, const Node& t) {
-  if (t.op_type != "Transpose" || !t.input(0) || !t.output(0) || !t.input(0)->producer) return false;
-  const Node& mm = *t.input(0)->producer;
-  const Value* y = t.input(0);
-  if (mm.op_type != "MatMul" || classify_node(mm) != NodeLowering::kLibrary || g.is_graph_output(y)) return false;
-  if (!mm.input(0) || !mm.input(1) || dims(mm.input(0)).size() < 2 || dims(mm.input(1)).size() < 2) return false;
-  if (!t.output(0)->has_static_shape() || t.output(0)->dtype != y->dtype) return false;
-  auto it = users.find(y);
-  if (it == users.end() || it->second.size() != 1 || it->second.front() != &t) return false;
-  auto perm = ops::transpose_perm(t, static_cast<int64_t>(dims(y).size()));
-  return perm.is_ok() && !perm->empty() && perm->back() == static_cast<int64_t>(perm->size()) - 1;
+namespace {
+
+bool only_reader(const Graph& g, const UsersMap& users, const Value* v, const Node* reader) {
+  if (v == nullptr || g.is_graph_output(v)) return false;
+  auto it = users.find(v);
+  return it != users.end() && it->second.size() == 1 && it->second.front() == reader;
 }
 
-StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const Node* folded) {
-  if (n.op_type == "MatMul") return lower_matmul(n, folded);
+std::optional<double> scalar_constant(const Value* v) {
+  if (v == nullptr || !v->is_constant() || !is_float(v->dtype) || v->constant->size() != 1) return std::nullopt;
+  return v->constant->get_f64(0);
+}
+
+// The operand layout after `chain` (root side first) applied to the contiguous `root`.
+std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::vector<const Node*>& chain) {
+  Dims d = dims(root), st = ops::strides_of(d);
+  bool contiguous = true;
+  for (const Node* x : chain) {
+    if (x->op_type == "Transpose") {
+      auto perm = ops::transpose_perm(*x, static_cast<int64_t>(d.size()));
+      if (!perm.is_ok() || perm->size() != d.size()) return std::nullopt;
+      Dims nd(d.size()), ns(d.size());
+      for (size_t i = 0; i < perm->size(); ++i) {
+        nd[i] = d[static_cast<size_t>((*perm)[i])];
+        ns[i] = st[static_cast<size_t>((*perm)[i])];
+      }
+      d = nd;
+      st = ns;
+      contiguous = st == ops::strides_of(d);
+    } else if (x->op_type != "Mul") {  // a view: only of a contiguous layout
+      if (!contiguous) return std::nullopt;
+      d = dims(x->output(0));
+      st = ops::strides_of(d);
+    }
+  }
+  const size_t r = d.size();
+  if (r < 2) return std::nullopt;
+  GemmFolds::Operand o;
+  o.root = root;
+  if (st[r - 1] == 1 && st[r - 2] >= d[r - 1]) {
+    o.ld = std::max<int64_t>(st[r - 2], 1);
+  } else if (st[r - 2] == 1 && st[r - 1] >= d[r - 2]) {
+    o.trans = true;
+    o.ld = std::max<int64_t>(st[r - 1], 1);
+  } else {
+    return std::nullopt;
+  }
+  o.batch_strides.assign(st.begin(), st.end() - 2);
+  return o;
+}
+
+}  // namespace
+
+GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude) {
+  GemmFolds out;
+  const UsersMap users = g.users();
+  auto free = [&](const Node* x) { return !exclude.count(x) && !out.folded.count(x); };
+  for (const auto& np : g.nodes()) {
+    const Node& mm = *np;
+    if (mm.op_type != "MatMul" || exclude.count(&mm) || classify_node(mm) != NodeLowering::kLibrary) continue;
+    if (!mm.input(0) || !mm.input(1) || dims(mm.input(0)).size() < 2 || dims(mm.input(1)).size() < 2) continue;
+    GemmFolds::Fold f;
+    std::map<const Node*, std::string> why;
+    // Output side: bias, then a transpose keeping the last axis last.
+    const Value* y = mm.output(0);
+    const int64_t cols = dims(y).back();
+    if (auto it = users.find(y); it != users.end() && only_reader(g, users, y, it->second.front())) {
+      const Node& add = *it->second.front();
+      const Value* other = add.input(0) == y ? add.input(1) : add.input(0);
+      if (add.op_type == "Add" && free(&add) && add.inputs.size() == 2 && add.input(0) != add.input(1) && other &&
+          other->is_constant() && other->dtype == y->dtype && !dims(other).empty() && dims(other).back() == cols &&
+          num_elements(dims(other)) == cols && cols > 1 && add.output(0) && dims(add.output(0)) == dims(y)) {
+        f.bias_add = &add;
+        f.bias = other;
+        why[&add] = fmt::format("added by {} in its epilogue (bias)", mm.describe());
+        y = add.output(0);
+      }
+    }
+    if (auto it = users.find(y); it != users.end() && only_reader(g, users, y, it->second.front())) {
+      const Node& t = *it->second.front();
+      if (t.op_type == "Transpose" && free(&t) && classify_node(t) == NodeLowering::kKernel && t.output(0)) {
+        auto perm = ops::transpose_perm(t, static_cast<int64_t>(dims(y).size()));
+        if (perm.is_ok() && !perm->empty() && perm->back() == static_cast<int64_t>(perm->size()) - 1) {
+          f.out_transpose = &t;
+          why[&t] = fmt::format("written by {} in this layout (row and batch strides of the call)", mm.describe());
+        }
+      }
+    }
+    // Operands: the longest chain of views, Transposes and scalar Muls that gives a GEMM layout.
+    for (int i = 0; i < 2; ++i) {
+      std::vector<const Node*> chain;  // consumer side first
+      const Value* v = mm.input(i);
+      const Node* reader = &mm;
+      while (v->producer && free(v->producer) && only_reader(g, users, v, reader)) {
+        const Node& p = *v->producer;
+        const Value* next = nullptr;
+        if (p.op_type == "Mul" && classify_node(p) == NodeLowering::kKernel && p.inputs.size() == 2) {
+          for (int s = 0; s < 2; ++s)
+            if (scalar_constant(p.input(s)) && p.input(1 - s) && dims(p.input(1 - s)) == dims(v) &&
+                p.input(1 - s)->dtype == v->dtype)
+              next = p.input(1 - s);
+        } else if (p.op_type == "Transpose" && classify_node(p) == NodeLowering::kKernel) {
+          next = p.input(0);
+        } else if (classify_node(p) == NodeLowering::kView && p.input(0) && p.input(0)->dtype == v->dtype) {
+          next = p.input(0);
+        }
+        if (next == nullptr || !next->has_static_shape()) break;
+        chain.push_back(&p);
+        reader = &p;
+        v = next;
+      }
+      for (size_t len = chain.size(); len > 0; --len) {
+        std::vector<const Node*> fwd(chain.rbegin() + static_cast<std::ptrdiff_t>(chain.size() - len), chain.rend());
+        const bool useful = std::any_of(fwd.begin(), fwd.end(), [](const Node* x) { return x->op_type != "Reshape" &&
+                                                                   classify_node(*x) != NodeLowering::kView; });
+        if (!useful) break;
+        const Value* root = chain[len - 1]->op_type == "Mul"
+                                ? (scalar_constant(chain[len - 1]->input(0)) ? chain[len - 1]->input(1) : chain[len - 1]->input(0))
+                                : chain[len - 1]->input(0);
+        auto o = operand_layout(root, fwd);
+        if (!o) continue;
+        f.operand[i] = *o;
+        for (const Node* x : fwd) {
+          if (x->op_type == "Mul") {
+            f.alpha *= *scalar_constant(scalar_constant(x->input(0)) ? x->input(0) : x->input(1));
+            why[x] = fmt::format("folded into the alpha of {}", mm.describe());
+          } else {
+            why[x] = fmt::format("read by {} through its operand {}'s strides", mm.describe(), i == 0 ? "A" : "B");
+          }
+        }
+        break;
+      }
+    }
+    if (why.empty()) continue;
+    for (auto& [x, w] : why) out.folded[x] = w;
+    out.by_matmul[&mm] = f;
+  }
+  return out;
+}
+
+StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const GemmFolds::Fold* fold) {
+  if (n.op_type == "MatMul") return lower_matmul(n, fold);
   if (n.op_type == "Gemm") return lower_gemm(n, first_kernel_index);
   if (n.op_type == "Conv") return lower_conv(n);
   return Status::internal(fmt::format("{}: no library lowering", n.describe()));

@@ -1,6 +1,6 @@
 // build_schedule: node order is schedule order (the graph is topologically sorted); each node
-// becomes zero (view, or a Transpose the preceding GEMM writes), one (kernel, library call) or
-// two (Gemm with C: bias fill + call) steps.
+// becomes zero (view, or work a GEMM call takes over: find_gemm_folds), one (kernel, library
+// call) or two (Gemm with a C that is not a bias vector: broadcast + call) steps.
 // Graph outputs are written in place by the step that produces them when possible, else copied
 // at the end (an output that is a view, a graph input, a constant, or another output).
 #include "codegen/schedule.h"
@@ -39,7 +39,8 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 }  // namespace
 
-StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, const std::vector<int>* packs) {
+StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, const std::vector<int>* packs,
+                                  bool fold_gemms) {
   // 1. Everything the back end cannot do, at once.
   std::vector<std::string> problems;
   for (const auto& np : g.nodes()) {
@@ -94,18 +95,16 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
     s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
     s.kernels.push_back(std::move(k));
   };
-  // Transposes left alone after a MatMul that only they read: the GEMM writes their layout.
-  std::map<const Node*, const Node*> folded_into;  // MatMul -> its folded Transpose
-  std::set<const Node*> folded;
+  // Work the GEMM calls take over from their neighbours (bias epilogues, output and operand
+  // layouts, scalars into alpha); members of fused groups keep their kernels.
+  std::set<const Node*> grouped;
   for (const auto& unit : units)
-    if (unit.size() == 1 && transpose_folds_into_gemm(g, users, *unit.front())) {
-      folded.insert(unit.front());
-      folded_into[unit.front()->input(0)->producer] = unit.front();
-    }
+    if (unit.size() > 1) grouped.insert(unit.begin(), unit.end());
+  const GemmFolds folds = fold_gemms ? find_gemm_folds(g, grouped) : GemmFolds{};
   for (size_t ui = 0; ui < units.size(); ++ui) {
     const auto& unit = units[ui];
     STITCH_CHECK(!unit.empty(), "empty fusion group");
-    if (folded.count(unit.front())) {
+    if (unit.size() == 1 && folds.folded.count(unit.front())) {
       ++s.folded;
       continue;
     }
@@ -154,8 +153,9 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
         break;
       }
       case NodeLowering::kLibrary: {
-        auto fit = folded_into.find(&n);
-        ASSIGN_OR_RETURN(LibraryLowering lib, lower_library(n, kernel_index, fit == folded_into.end() ? nullptr : fit->second));
+        auto fit = folds.by_matmul.find(&n);
+        ASSIGN_OR_RETURN(LibraryLowering lib,
+                         lower_library(n, kernel_index, fit == folds.by_matmul.end() ? nullptr : &fit->second));
         for (Kernel& k : lib.kernels) {
           ++kernel_index;
           for (const KernelParam& p : k.params)

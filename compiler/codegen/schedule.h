@@ -41,7 +41,7 @@ struct Schedule {
   std::vector<BufferRequest> requests;        // arena buffers, for the report and verifier
   MemoryPlan plan;
   int views = 0;                              // nodes lowered to no step
-  int folded = 0;                             // Transposes written by their GEMM (no step)
+  int folded = 0;                             // nodes a GEMM call takes over (find_gemm_folds): no step
 };
 
 // Lowers every node of a frontend-prepared graph (static shapes) into a schedule. Reports every
@@ -51,8 +51,9 @@ struct Schedule {
 using NodeGroups = std::vector<std::vector<const Node*>>;
 // packs (optional, one id per group): consecutive groups with the same id >= 0 become one
 // packed kernel (independent stitching, lower_packed); the caller guarantees they are independent.
+// fold_gemms: GEMM calls take over the work find_gemm_folds finds (a fusion plan's gemm_folds).
 StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups = nullptr,
-                                  const std::vector<int>* packs = nullptr);
+                                  const std::vector<int>* packs = nullptr, bool fold_gemms = false);
 
 // The storage reference of value `v` (must be in the schedule).
 const BufferRef& buffer_of(const Schedule& s, const Value* v);

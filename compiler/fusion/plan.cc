@@ -38,19 +38,22 @@ struct Part {
 
 class Planner {
  public:
-  Planner(const Graph& g, const FusionOptions& o) : g_(g), o_(o), start_(Clock::now()) {
+  // fold: let GEMM calls take over their neighbours' work (codegen::find_gemm_folds); off for
+  // the unfused baseline.
+  Planner(const Graph& g, const FusionOptions& o, bool fold = true) : g_(g), o_(o), fold_(fold), start_(Clock::now()) {
     for (const auto& n : g.nodes()) {
       idx_[n.get()] = static_cast<int>(nodes_.size());
       nodes_.push_back(n.get());
     }
     users_ = g.users();
+    if (fold) folds_ = codegen::find_gemm_folds(g);
     const size_t n = nodes_.size();
     succ_.resize(n);
     pred_.resize(n);
     fusible_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const Node* x = nodes_[i];
-      folded_.push_back(codegen::transpose_folds_into_gemm(g, users_, *x));
+      folded_.push_back(folds_.folded.count(x) > 0);
       fusible_[i] = codegen::stitch_role(*x) != codegen::StitchRole::kNone && !o.no_fuse.count(x->name) && !folded_[i];
       for (const Value* v : x->inputs)
         if (v && v->producer && idx_.count(v->producer)) {
@@ -60,7 +63,8 @@ class Planner {
             succ_[p].push_back(static_cast<int>(i));
           }
         }
-      single_.push_back(folded_[i] ? Cost{} : single_cost(*x, o.device));
+      alone_.push_back(single_cost(*x, o.device));
+      single_.push_back(folded_[i] ? Cost{} : alone_.back());
     }
   }
 
@@ -122,8 +126,7 @@ class Planner {
     for (int i : m) {
       if (!fusible_[i]) {
         e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())
-                : folded_[i] ? fmt::format("{} is written by the GEMM before it (folded into the call's strides)",
-                                           nodes_[i]->describe())
+                : folded_[i] ? fmt::format("{} is {}", nodes_[i]->describe(), folds_.folded.at(nodes_[i]))
                              : fmt::format("{} cannot be stitched", nodes_[i]->describe());
         return memo_[m] = e;
       }
@@ -618,6 +621,7 @@ class Planner {
   FusionPlan finish(const Part& p, const std::string& mode) {
     FusionPlan plan;
     plan.mode = mode;
+    plan.gemm_folds = fold_;
     plan.device = o_.device.arch + " (" + o_.device.name + ")";
     std::vector<int> order = group_order(p);
     STITCH_CHECK(order.size() == p.groups.size(), "fusion: the group graph has a cycle");
@@ -677,7 +681,7 @@ class Planner {
     FusionGroup grp;
     for (int i : m) {
       grp.nodes.push_back(nodes_[i]);
-      grp.unfused += single_[i];
+      grp.unfused += alone_[i];
     }
     const Eval& e = eval(m);
     grp.cost = e.cost;
@@ -690,8 +694,7 @@ class Planner {
         default:
           if (folded_[m[0]]) {
             grp.scheme = "folded";
-            grp.reason = fmt::format("written by {} in this layout (row and batch strides of the call): no step",
-                                     n->input(0)->producer->describe());
+            grp.reason = folds_.folded.at(n) + ": no step";
             break;
           }
           grp.scheme = "single";
@@ -718,6 +721,7 @@ class Planner {
  private:
   const Graph& g_;
   const FusionOptions& o_;
+  bool fold_;
   Clock::time_point start_;
   bool timed_out_ = false;
   std::vector<const Node*> nodes_;
@@ -725,8 +729,10 @@ class Planner {
   std::unordered_map<const Value*, std::vector<Node*>> users_;
   std::vector<std::vector<int>> succ_, pred_;
   std::vector<bool> fusible_;
-  std::vector<bool> folded_;  // Transposes the preceding GEMM writes (transpose_folds_into_gemm)
-  std::vector<Cost> single_;
+  codegen::GemmFolds folds_;
+  std::vector<bool> folded_;  // nodes a GEMM call takes over (codegen::find_gemm_folds)
+  std::vector<Cost> single_;  // in this plan (zero for nodes a GEMM call takes over)
+  std::vector<Cost> alone_;   // as its own step (the unfused figure)
   std::map<std::vector<int>, Eval> memo_;
 };
 
@@ -749,7 +755,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
 }  // namespace
 
 FusionPlan plan_none(const Graph& g, const FusionOptions& o) {
-  Planner pl(g, o);
+  Planner pl(g, o, false);
   return pl.finish(pl.singletons(), "none");
 }
 

@@ -69,6 +69,7 @@ struct FusionPlan {
   std::string device;                 // the device the costs are for
   Cost cost, unfused;
   double plan_seconds = 0;            // planning time
+  bool gemm_folds = false;            // GEMM calls take over bias adds, layouts, scalars (not for none)
   bool timed_out = false;
 };
 

@@ -59,12 +59,18 @@ same_kernel() {
   local f
   f=$(grep -l "node '$2'" "$1"/k*.cu) && grep -q "node '$3'" $f && grep -q "$4" $f
 }
-check "bias + residual + layer norm is one kernel in bert_tiny" \
-  same_kernel "$TMP/fused_bert_tiny/kernels" /model/encoder/layer.0/attention/output/dense/Add \
+check "residual + layer norm is one kernel in bert_tiny" \
+  same_kernel "$TMP/fused_bert_tiny/kernels" /model/encoder/layer.0/attention/output/Add \
   /model/encoder/layer.0/attention/output/LayerNorm/LayerNormalization "regional stitching"
-check "the Q, K and V bias + transpose kernels of bert_tiny share one launch (independent packing)" \
-  same_kernel "$TMP/fused_bert_tiny/kernels" /model/encoder/layer.0/attention/self/query/Add \
-  /model/encoder/layer.0/attention/self/Transpose_1 "scheme: independent"
+check "the dense layer's bias is added in its GEMM's epilogue" \
+  grep -q "'/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) in its epilogue (bias)" \
+  "$TMP/fused_bert_tiny/plan.txt"
+check "the Q head transpose is read through the scores GEMM's operand strides" \
+  grep -q "read by node '/model/encoder/layer.0/attention/self/MatMul' (MatMul) through its operand A's strides" \
+  "$TMP/fused_bert_tiny/plan.txt"
+check "the embedding layer norm and the mask kernel share one launch (independent packing)" \
+  same_kernel "$TMP/fused_bert_tiny/kernels" /model/embeddings/LayerNorm/LayerNormalization /model/And_1 \
+  "scheme: independent"
 B=$TMP/bert_tiny
 D=$ROOT/models/bert_tiny/test_data_set_0
 check "artifact holds manifest, schedule, weights, sources, fatbin, emu library, report" \

@@ -23,7 +23,7 @@ expect "inspect without bindings notes dynamic dims" 0 "bind them with --shape" 
 expect "inspect with symbol bindings folds" 0 "after folding" -- "$STITCHC" inspect "$M/model.onnx" --shape batch=2 --shape sequence=8
 expect "inspect with input bindings" 0 "bound to i64\[1x5\]" -- \
   "$STITCHC" inspect "$M/model.onnx" --shape input_ids=1x5 --shape attention_mask=1x5
-expect "inspect plans the unfused arena" 0 "memory, unfused schedule: arena .* for 74 intermediate buffers" -- \
+expect "inspect plans the unfused arena" 0 "memory, unfused schedule: arena .* for 76 intermediate buffers" -- \
   "$STITCHC" inspect "$M/model.onnx" --shape batch=2 --shape sequence=8
 expect "inspect --json" 0 '"nodes_folded"' -- "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --json
 expect "inspect --dump-dir" 0 "" -- "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --dump-dir "$TMP/dump"

@@ -35,10 +35,12 @@ inline std::unique_ptr<Graph> prepared_model(const std::string& name) {
 
 // Compiles `g` (emu only; `groups` from a fusion plan, or every node alone), runs it on seeded
 // inputs and checks every output against the reference within `tol`. Returns the kernel count.
-// `packs` (one id per group) packs independent groups into one launch, as the plan says.
+// `packs` (one id per group) packs independent groups into one launch, as the plan says;
+// `fold_gemms` lets GEMM calls take over neighbouring work (the plan's gemm_folds).
 inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
-                                    const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr) {
-  auto s = codegen::build_schedule(g, groups, packs);
+                                    const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr,
+                                    bool fold_gemms = false) {
+  auto s = codegen::build_schedule(g, groups, packs, fold_gemms);
   INFO(s.status().message());
   REQUIRE(s.is_ok());
   codegen::CompileOptions o;

@@ -40,16 +40,16 @@ size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::string&
   REQUIRE(plan.is_ok());
   const auto groups = groups_of(*plan);
   const auto packs = packs_of(*plan);
-  return test::emu_matches_reference(g, &groups, seed, kEmuF32, &packs);
+  return test::emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
 }
 
 }  // namespace
 
 TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= greedy, ilp >= beam", "[fusion][models]") {
-  // Unfused counts are 59, 92, 102 and 17 (test_codegen.cc); these are beam's counts with
-  // independent packing, the attention output transposes written by their GEMMs, Gemm biases
-  // added in the GEMM epilogue, and Split stitched (without these four: 21, 28, 20, 12).
-  const std::map<std::string, size_t> most = {{"bert_tiny", 13}, {"gpt2_tiny", 11}, {"llama_tiny", 12}, {"cnn_small", 11}};
+  // Unfused counts are 61, 94, 104 and 17 (test_codegen.cc); these are beam's counts with
+  // independent packing, GEMM calls taking over bias adds, head transposes and scalings
+  // (find_gemm_folds), Gemm biases in the epilogue and Split stitched (without these: 21, 28, 20, 12).
+  const std::map<std::string, size_t> most = {{"bert_tiny", 11}, {"gpt2_tiny", 11}, {"llama_tiny", 12}, {"cnn_small", 11}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -64,7 +64,7 @@ TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= gr
       size_t nodes = 0;
       for (const auto& grp : groups) nodes += grp.size();
       CHECK(nodes == g->nodes().size());  // every node exactly once
-      auto s = codegen::build_schedule(*g, &groups, &packs);
+      auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
       REQUIRE(s.is_ok());
       CHECK(static_cast<int>(s->kernels.size()) == plan->cost.kernels);
       if (std::string(mode) != "greedy") CHECK(s->kernels.size() <= limit);
@@ -223,10 +223,10 @@ TEST_CASE("a transpose that keeps the last axis, alone after a MatMul, is writte
 }
 )");
   test::run_frontend_or_die(*g);
-  const auto users = g->users();
+  const auto gf = codegen::find_gemm_folds(*g);
   std::map<std::string, bool> folds;
   for (const auto& n : g->nodes())
-    if (n->op_type == "Transpose") folds[n->name] = codegen::transpose_folds_into_gemm(*g, users, *n);
+    if (n->op_type == "Transpose") folds[n->name] = gf.folded.count(n.get()) > 0;
   CHECK(folds["t"]);
   CHECK_FALSE(folds["u"]);
   CHECK_FALSE(folds["w"]);
@@ -239,7 +239,7 @@ TEST_CASE("a transpose that keeps the last axis, alone after a MatMul, is writte
   CHECK(fusion::explain(*plan).find("written by node 'ctx' (MatMul)") != std::string::npos);
   const auto groups = groups_of(*plan);
   const auto packs = packs_of(*plan);
-  auto s = codegen::build_schedule(*g, &groups, &packs);
+  auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
   REQUIRE(s.is_ok());
   CHECK(s->folded == 1);
   for (const auto& call : s->calls)
@@ -249,6 +249,86 @@ TEST_CASE("a transpose that keeps the last axis, alone after a MatMul, is writte
       CHECK(call.args[2]->name == "t");
     }
   fused_matches_reference(*g, 21);
+}
+
+TEST_CASE("GEMM calls take over attention's bias adds, head transposes and scalings", "[fusion][emu]") {
+  // BERT's self-attention as exported: Q, K, V projections with bias, heads split by a Reshape
+  // and a Transpose, both Q and K scaled by d^-1/4, scores Q K^T, context P V, heads merged back.
+  auto g = test::parse_or_die(R"(graph "attn" opset 17 {
+  input %x: f32[2,5,12]
+  input %wq: f32[12,12]
+  input %wk: f32[12,12]
+  input %wv: f32[12,12]
+  const %bq: f32[12] = [0.1, -0.2, 0.3, 0.0, 0.5, -0.6, 0.7, 0.1, -0.9, 1.0, 0.2, -0.1]
+  const %bk: f32[12] = [0.2, 0.1, -0.3, 0.4, 0.0, 0.6, -0.7, 0.8, 0.1, -1.0, 0.3, 0.2]
+  const %bv: f32[12] = [-0.1, 0.2, 0.3, -0.4, 0.5, 0.1, 0.7, -0.8, 0.9, 0.0, -0.2, 0.4]
+  const %heads: i64[4] = [2, 5, 3, 4]
+  const %flat: i64[3] = [2, 5, 12]
+  const %s: f32[] = [0.70710677]
+  %q = MatMul(%x, %wq) @"q"
+  %qb = Add(%q, %bq) @"q_bias"
+  %qr = Reshape(%qb, %heads) @"q_heads"
+  %qt = Transpose(%qr) {perm = ints[0, 2, 1, 3]} @"q_t"
+  %qs = Mul(%qt, %s) @"q_scale"
+  %k = MatMul(%x, %wk) @"k"
+  %kb = Add(%bk, %k) @"k_bias"
+  %kr = Reshape(%kb, %heads) @"k_heads"
+  %kt = Transpose(%kr) {perm = ints[0, 2, 3, 1]} @"k_t"
+  %ks = Mul(%s, %kt) @"k_scale"
+  %sc = MatMul(%qs, %ks) @"scores"
+  %p = Softmax(%sc) {axis = -1} @"softmax"
+  %v = MatMul(%x, %wv) @"v"
+  %vb = Add(%v, %bv) @"v_bias"
+  %vr = Reshape(%vb, %heads) @"v_heads"
+  %vt = Transpose(%vr) {perm = ints[0, 2, 1, 3]} @"v_t"
+  %c = MatMul(%p, %vt) @"context"
+  %ct = Transpose(%c) {perm = ints[0, 2, 1, 3]} @"c_t"
+  %cf = Reshape(%ct, %flat) @"merge"
+  %o = Neg(%cf) @"out"
+  output %o
+}
+)");
+  test::run_frontend_or_die(*g);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  CHECK(plan->gemm_folds);
+  std::set<std::string> folded;
+  for (const auto& grp : plan->groups)
+    if (grp.scheme == "folded") folded.insert(grp.nodes.front()->name);
+  CHECK(folded == std::set<std::string>{"q_bias", "q_t", "q_scale", "k_bias", "k_t", "k_scale", "v_bias", "v_t", "c_t"});
+  CHECK(plan->cost.kernels == 2);  // the softmax and the Neg
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  auto s = codegen::build_schedule(*g, &groups, &packs, true);
+  REQUIRE(s.is_ok());
+  for (const auto& call : s->calls) {
+    INFO(call.node->name);
+    const auto& gp = call.gemm;
+    if (call.node->name == "q" || call.node->name == "k" || call.node->name == "v") CHECK(gp.epilogue == "bias");
+    if (call.node->name == "scores") {
+      CHECK(call.args[0]->name == "qb");  // read through the head layout, no copy
+      CHECK(call.args[1]->name == "kb");
+      CHECK_FALSE(gp.trans_a);
+      CHECK(gp.trans_b);  // K^T: rows of K are read as columns
+      CHECK(gp.lda == 12);
+      CHECK(gp.ldb == 12);
+      CHECK(gp.stride_a == Dims{60, 4});
+      CHECK(gp.alpha == Approx(0.5));  // both scalings
+    }
+    if (call.node->name == "context") {
+      CHECK(call.args[1]->name == "vb");
+      CHECK(call.args[2]->name == "ct");
+      CHECK(gp.ldc == 12);
+    }
+  }
+  CHECK(fused_matches_reference(*g, 41) == 2);
+  // Without fusion every node keeps its step.
+  auto none = fusion::make_plan(*g, opts("none"));
+  REQUIRE(none.is_ok());
+  CHECK_FALSE(none->gemm_folds);
+  CHECK(none->cost.kernels == 11);  // 3 bias adds, 4 transposes, 2 scalings, softmax, Neg
+  CHECK(plan->unfused.kernels == 11);
 }
 
 TEST_CASE("Split outputs are slices pulled through index maps", "[fusion][emu]") {
