@@ -255,7 +255,8 @@ struct Writer {
     return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"trans_a", p.trans_a}, {"trans_b", p.trans_b},
             {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc}, {"alpha", p.alpha}, {"beta", p.beta},
             {"batch", dims_json(p.batch)}, {"stride_a", dims_json(p.stride_a)}, {"stride_b", dims_json(p.stride_b)},
-            {"stride_c", dims_json(p.stride_c)}, {"epilogue", p.epilogue.empty() ? "none" : p.epilogue}};
+            {"stride_c", dims_json(p.stride_c)}, {"offset_a", p.offset_a}, {"offset_b", p.offset_b},
+            {"epilogue", p.epilogue.empty() ? "none" : p.epilogue}};
   }
   ordered_json conv_json(const LibraryCall& c) {
     const ConvParams& p = c.conv;

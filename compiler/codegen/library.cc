@@ -97,11 +97,13 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
   if (fa) {
     g.trans_a = fa->trans;
     g.lda = fa->ld;
+    g.offset_a = fa->offset;
     g.stride_a = aligned_batch_strides(abatch, fa->batch_strides, g.batch);
   }
   if (fb) {
     g.trans_b = fb->trans;
     g.ldb = fb->ld;
+    g.offset_b = fb->offset;
     g.stride_b = aligned_batch_strides(bbatch, fb->batch_strides, g.batch);
   }
   if (fold) g.alpha = fold->alpha;
@@ -219,11 +221,54 @@ std::optional<double> scalar_constant(const Value* v) {
   return v->constant->get_f64(0);
 }
 
+// Strides of a view with dims `nd` of a layout (d, st), or nullopt when the view needs a copy:
+// each run of old axes that a run of new axes regroups must be one strided block.
+std::optional<Dims> restride(const Dims& d, const Dims& st, const Dims& nd) {
+  std::vector<std::pair<int64_t, int64_t>> old;  // (size, stride), size-1 axes dropped
+  for (size_t i = 0; i < d.size(); ++i)
+    if (d[i] != 1) old.push_back({d[i], st[i]});
+  Dims ns(nd.size(), 0);
+  size_t oi = 0, ni = 0;
+  while (ni < nd.size() || oi < old.size()) {
+    if (ni < nd.size() && nd[ni] == 1) {
+      ++ni;
+      continue;
+    }
+    if (oi >= old.size() || ni >= nd.size()) return std::nullopt;
+    size_t oj = oi + 1, nj = ni + 1;
+    int64_t po = old[oi].first, pn = nd[ni];
+    while (po != pn) {
+      if (po < pn) {
+        if (oj >= old.size()) return std::nullopt;
+        po *= old[oj++].first;
+      } else {
+        if (nj >= nd.size()) return std::nullopt;
+        pn *= nd[nj++];
+      }
+    }
+    for (size_t k = oi; k + 1 < oj; ++k)
+      if (old[k].second != old[k + 1].second * old[k + 1].first) return std::nullopt;
+    int64_t s = old[oj - 1].second;
+    for (size_t k = nj; k-- > ni;) {
+      ns[k] = s;
+      s *= nd[k];
+    }
+    oi = oj;
+    ni = nj;
+  }
+  for (size_t k = nd.size(); k-- > 0;)  // size-1 axes: any stride; the contiguous one keeps checks simple
+    if (nd[k] == 1) ns[k] = k + 1 < nd.size() ? ns[k + 1] * nd[k + 1] : 1;
+  return ns;
+}
+
+// One step of an operand chain: the node and the value it hands on (a Split has several).
+using ChainStep = std::pair<const Node*, const Value*>;
+
 // The operand layout after `chain` (root side first) applied to the contiguous `root`.
-std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::vector<const Node*>& chain) {
+std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::vector<ChainStep>& chain) {
   Dims d = dims(root), st = ops::strides_of(d);
-  bool contiguous = true;
-  for (const Node* x : chain) {
+  int64_t offset = 0;
+  for (const auto& [x, out] : chain) {
     if (x->op_type == "Transpose") {
       auto perm = ops::transpose_perm(*x, static_cast<int64_t>(d.size()));
       if (!perm.is_ok() || perm->size() != d.size()) return std::nullopt;
@@ -234,17 +279,28 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
       }
       d = nd;
       st = ns;
-      contiguous = st == ops::strides_of(d);
-    } else if (x->op_type != "Mul") {  // a view: only of a contiguous layout
-      if (!contiguous) return std::nullopt;
-      d = dims(x->output(0));
-      st = ops::strides_of(d);
+    } else if (x->op_type == "Split") {
+      auto axis = ops::norm_axis(*x, x->attr_int("axis", 0), static_cast<int64_t>(d.size()));
+      if (!axis.is_ok()) return std::nullopt;
+      int64_t start = 0;
+      for (const Value* o : x->outputs) {
+        if (o == out) break;
+        start += dims(o)[static_cast<size_t>(*axis)];
+      }
+      offset += start * st[static_cast<size_t>(*axis)];
+      d = dims(out);
+    } else if (x->op_type != "Mul") {  // a view
+      auto ns = restride(d, st, dims(out));
+      if (!ns) return std::nullopt;
+      d = dims(out);
+      st = *ns;
     }
   }
   const size_t r = d.size();
   if (r < 2) return std::nullopt;
   GemmFolds::Operand o;
   o.root = root;
+  o.offset = offset;
   if (st[r - 1] == 1 && st[r - 2] >= d[r - 1]) {
     o.ld = std::max<int64_t>(st[r - 2], 1);
   } else if (st[r - 2] == 1 && st[r - 1] >= d[r - 2]) {
@@ -259,10 +315,14 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
 
 }  // namespace
 
-GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude) {
+namespace {
+
+// One pass of find_gemm_folds: Splits in `splits` may be taken over; `split_uses` receives the
+// Split outputs the chosen operand chains start from.
+GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const Node*>& exclude,
+                    const std::set<const Node*>& splits, std::map<const Node*, std::set<const Value*>>& split_uses) {
   GemmFolds out;
-  const UsersMap users = g.users();
-  auto free = [&](const Node* x) { return !exclude.count(x) && !out.folded.count(x); };
+  auto free = [&](const Node* x) { return !exclude.count(x) && (!out.folded.count(x) || splits.count(x)); };
   for (const auto& np : g.nodes()) {
     const Node& mm = *np;
     if (mm.op_type != "MatMul" || exclude.count(&mm) || classify_node(mm) != NodeLowering::kLibrary) continue;
@@ -294,9 +354,10 @@ GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude) 
         }
       }
     }
-    // Operands: the longest chain of views, Transposes and scalar Muls that gives a GEMM layout.
+    // Operands: the longest chain of views, Transposes, scalar Muls and Splits that gives a GEMM layout.
     for (int i = 0; i < 2; ++i) {
-      std::vector<const Node*> chain;  // consumer side first
+      std::vector<ChainStep> chain;  // consumer side first
+      std::vector<const Value*> roots;  // roots[k]: the value before chain[k]
       const Value* v = mm.input(i);
       const Node* reader = &mm;
       while (v->producer && free(v->producer) && only_reader(g, users, v, reader)) {
@@ -309,30 +370,34 @@ GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude) 
               next = p.input(1 - s);
         } else if (p.op_type == "Transpose" && classify_node(p) == NodeLowering::kKernel) {
           next = p.input(0);
+        } else if (p.op_type == "Split" && splits.count(&p)) {
+          next = p.input(0);
         } else if (classify_node(p) == NodeLowering::kView && p.input(0) && p.input(0)->dtype == v->dtype) {
           next = p.input(0);
         }
         if (next == nullptr || !next->has_static_shape()) break;
-        chain.push_back(&p);
+        chain.push_back({&p, v});
+        roots.push_back(next);
         reader = &p;
         v = next;
       }
       for (size_t len = chain.size(); len > 0; --len) {
-        std::vector<const Node*> fwd(chain.rbegin() + static_cast<std::ptrdiff_t>(chain.size() - len), chain.rend());
-        const bool useful = std::any_of(fwd.begin(), fwd.end(), [](const Node* x) { return x->op_type != "Reshape" &&
-                                                                   classify_node(*x) != NodeLowering::kView; });
+        std::vector<ChainStep> fwd(chain.rbegin() + static_cast<std::ptrdiff_t>(chain.size() - len), chain.rend());
+        const bool useful = std::any_of(fwd.begin(), fwd.end(), [](const ChainStep& x) {
+          return classify_node(*x.first) != NodeLowering::kView;
+        });
         if (!useful) break;
-        const Value* root = chain[len - 1]->op_type == "Mul"
-                                ? (scalar_constant(chain[len - 1]->input(0)) ? chain[len - 1]->input(1) : chain[len - 1]->input(0))
-                                : chain[len - 1]->input(0);
-        auto o = operand_layout(root, fwd);
+        auto o = operand_layout(roots[len - 1], fwd);
         if (!o) continue;
         f.operand[i] = *o;
-        for (const Node* x : fwd) {
+        for (const auto& [x, val] : fwd) {
           if (x->op_type == "Mul") {
             f.alpha *= *scalar_constant(scalar_constant(x->input(0)) ? x->input(0) : x->input(1));
             why[x] = fmt::format("folded into the alpha of {}", mm.describe());
-          } else {
+          } else if (x->op_type == "Split") {
+            split_uses[x].insert(val);
+            why[x] = "read in place by the GEMM calls its outputs feed (an offset and strides each)";
+          } else if (classify_node(*x) != NodeLowering::kView) {  // views stay views: free, and the root of others
             why[x] = fmt::format("read by {} through its operand {}'s strides", mm.describe(), i == 0 ? "A" : "B");
           }
         }
@@ -344,6 +409,28 @@ GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude) 
     out.by_matmul[&mm] = f;
   }
   return out;
+}
+
+}  // namespace
+
+GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude) {
+  const UsersMap users = g.users();
+  // A Split is taken over only when every output of it is; start with every candidate and drop
+  // those some output of which stays a value of its own, until nothing changes.
+  std::set<const Node*> splits;
+  for (const auto& np : g.nodes())
+    if (np->op_type == "Split" && !exclude.count(np.get()) && classify_node(*np) == NodeLowering::kKernel &&
+        std::all_of(np->outputs.begin(), np->outputs.end(), [](const Value* v) { return v != nullptr; }))
+      splits.insert(np.get());
+  for (;;) {
+    std::map<const Node*, std::set<const Value*>> uses;
+    GemmFolds out = fold_pass(g, users, exclude, splits, uses);
+    std::set<const Node*> kept;
+    for (const Node* sp : splits)
+      if (uses[sp].size() == sp->outputs.size()) kept.insert(sp);
+    if (kept == splits) return out;
+    splits = std::move(kept);
+  }
 }
 
 StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const GemmFolds::Fold* fold) {

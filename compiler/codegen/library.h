@@ -26,6 +26,7 @@ struct GemmParams {
   std::string epilogue;
   Dims batch;                             // batch dims of C (may be empty)
   Dims stride_a, stride_b, stride_c;      // per batch dim, in elements
+  int64_t offset_a = 0, offset_b = 0;     // elements from the buffer's start (an operand read out of a Split)
 };
 
 struct ConvParams {
@@ -65,13 +66,15 @@ bool gemm_bias_epilogue(const Node& n);
 //  - operands: an operand reached from a stored value through views, Transposes and
 //    multiplications by a scalar constant, each read only by the next; the call reads the stored
 //    value through its leading dimension, transpose flag and batch strides, and the scalars go
-//    into alpha (attention's Q, K and V head transposes and the 1/sqrt(d) scaling).
+//    into alpha (attention's Q, K and V head transposes and the 1/sqrt(d) scaling). A Split on
+//    the way is taken over too (an offset into its input) when every output of it is.
 struct GemmFolds {
   struct Operand {
     const Value* root = nullptr;  // null: the operand is read as it is
     bool trans = false;           // row-major op(X) = X^T with leading dimension ld
     int64_t ld = 0;
     Dims batch_strides;           // per batch dim of the operand (its rank minus 2)
+    int64_t offset = 0;           // elements from root's start
   };
   struct Fold {
     const Node* bias_add = nullptr;

@@ -568,7 +568,7 @@ class Planner {
   }
 
   // Independent (horizontal) packing: walking the execution order, a stitched kernel takes into
-  // its launch the following stitched kernels (within kPackWindow groups, same block size) that
+  // its launch the following stitched kernels (the next kPackWindow of them, same block size) that
   // no path joins to any member, as long as the packed group graph stays acyclic. Returns the new
   // order (a pack's members adjacent) and fills pack_of (group id -> the pack's first member).
   std::vector<int> pack(const Part& p, std::vector<int> order, std::map<int, int>& pack_of) {
@@ -597,8 +597,11 @@ class Planner {
       const int a = order[i];
       if (pack_of.count(a) || block[a] == 0) continue;
       std::vector<int> members{a};
-      for (size_t j = i + 1; j < order.size() && j <= i + kPackWindow && members.size() < kPackMax; ++j) {
+      size_t seen = 0;  // stitched kernels looked at after a (views, library calls and folded nodes not counted)
+      for (size_t j = i + 1; j < order.size() && seen < kPackWindow && members.size() < kPackMax; ++j) {
         const int b = order[j];
+        if (block[b] == 0) continue;
+        ++seen;
         if (pack_of.count(b) || block[b] != block[a]) continue;
         if (std::any_of(members.begin(), members.end(), [&](int m) { return reaches(m, b); })) continue;
         for (int m : members) pack_of[m] = a;

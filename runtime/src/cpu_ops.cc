@@ -31,7 +31,7 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
   std::vector<C> row(static_cast<size_t>(g.n));
   std::vector<int64_t> idx(g.batch.size(), 0);
   for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t oa = 0, ob = 0, oc = 0;
+    int64_t oa = g.offset_a, ob = g.offset_b, oc = 0;
     for (size_t d = 0; d < g.batch.size(); ++d) {
       oa += idx[d] * g.stride_a[d];
       ob += idx[d] * g.stride_b[d];

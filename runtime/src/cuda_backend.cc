@@ -307,7 +307,7 @@ class CudaBackend final : public BackendImpl {
     auto* b = static_cast<const uint8_t*>(ptr(s.args[1]));
     auto* c = static_cast<uint8_t*>(ptr(s.args[2]));
     for (int64_t o = 0; o < outer; ++o) {
-      int64_t oa = 0, ob = 0, oc = 0;
+      int64_t oa = g.offset_a, ob = g.offset_b, oc = 0;
       for (size_t d = 0; d < idx.size(); ++d) oa += idx[d] * g.stride_a[d], ob += idx[d] * g.stride_b[d], oc += idx[d] * g.stride_c[d];
       if (g.bias) {
         const LtPlan& p = lt_plans_.at(index);

@@ -131,6 +131,8 @@ void parse_schedule(ModelData& m, const json& j) {
         g.stride_a = p.at("stride_a").get<std::vector<int64_t>>();
         g.stride_b = p.at("stride_b").get<std::vector<int64_t>>();
         g.stride_c = p.at("stride_c").get<std::vector<int64_t>>();
+        g.offset_a = p.at("offset_a");
+        g.offset_b = p.at("offset_b");
         const std::string epi = p.at("epilogue").get<std::string>();
         if (epi != "none" && epi != "bias")
           fail(2, fmt::format("schedule.json: unknown gemm epilogue '{}'; the artifact is damaged, recompile it", epi));
