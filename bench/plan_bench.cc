@@ -4,7 +4,7 @@
 // bias adds after each MatMul). Weights are graph inputs: planning only needs the shapes.
 // Prints, per planner, planning time (median of --reps), kernels, kernels per layer, and the
 // estimated bytes against --fusion none. Results: docs/fusion-results.md.
-//   stitch_plan_bench [--layers L] [--reps N] [--window W]
+//   stitch_plan_bench [--layers L] [--reps N] [--window W] [--explain 1]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -75,15 +75,16 @@ std::string bert_text(int layers) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int layers = 12, reps = 5, window = stitch::fusion::FusionOptions{}.beam_window;
+  int layers = 12, reps = 5, window = stitch::fusion::FusionOptions{}.beam_window, explain = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
     if (flag == "--layers") layers = value;
     else if (flag == "--reps") reps = value;
     else if (flag == "--window") window = value;
+    else if (flag == "--explain") explain = value;
     else {
-      std::fprintf(stderr, "unknown flag %s (flags: --layers L --reps N --window W)\n", argv[i]);
+      std::fprintf(stderr, "unknown flag %s (flags: --layers L --reps N --window W --explain 1)\n", argv[i]);
       return 2;
     }
   }
@@ -122,6 +123,7 @@ int main(int argc, char** argv) {
       plan = std::move(p).value();
     }
     std::sort(secs.begin(), secs.end());
+    if (explain && std::string(mode) == "beam") std::printf("%s", stitch::fusion::explain(plan).c_str());
     std::printf("%-7s %12.4f %8d %10.2f %12lld %12lld %s\n", mode, secs[secs.size() / 2], plan.cost.kernels,
                 static_cast<double>(plan.cost.kernels) / layers, static_cast<long long>(plan.cost.bytes),
                 static_cast<long long>(plan.unfused.bytes), plan.timed_out ? "yes" : "no");

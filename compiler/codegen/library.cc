@@ -336,7 +336,8 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
       const Node& add = *it->second.front();
       const Value* other = add.input(0) == y ? add.input(1) : add.input(0);
       if (add.op_type == "Add" && free(&add) && add.inputs.size() == 2 && add.input(0) != add.input(1) && other &&
-          other->is_constant() && other->dtype == y->dtype && !dims(other).empty() && dims(other).back() == cols &&
+          other->producer == nullptr && other->has_static_shape() && other->dtype == y->dtype && !dims(other).empty() &&
+          dims(other).back() == cols &&
           num_elements(dims(other)) == cols && cols > 1 && add.output(0) && dims(add.output(0)) == dims(y)) {
         f.bias_add = &add;
         f.bias = other;

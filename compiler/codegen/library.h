@@ -59,8 +59,9 @@ bool gemm_bias_epilogue(const Node& n);
 
 // Work next to a MatMul that its GEMM call does instead of a kernel (found on the whole graph,
 // before fusion planning; the nodes involved then need no step):
-//  - bias: the MatMul's output is read only by an Add of a constant vector of its n columns; the
-//    call adds it in its epilogue and writes the Add's output;
+//  - bias: the MatMul's output is read only by an Add of a vector of its n columns that is a
+//    constant or a graph input (ready before the call); the call adds it in its epilogue and
+//    writes the Add's output;
 //  - output transpose: the (biased) product is read only by a Transpose keeping the last axis
 //    last; the call writes the transposed layout through ldc and per-batch-dim strides;
 //  - operands: an operand reached from a stored value through views, Transposes and

@@ -331,6 +331,29 @@ TEST_CASE("GEMM calls take over attention's bias adds, head transposes and scali
   CHECK(plan->unfused.kernels == 11);
 }
 
+TEST_CASE("a bias the epilogue adds must be ready before the call: a constant or a graph input", "[fusion][emu]") {
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[3,4]
+  input %w: f32[4,6]
+  input %b: f32[6]
+  input %c: f32[6]
+  %y = MatMul(%x, %w) @"m1"
+  %yb = Add(%y, %b) @"bias_input"
+  %cc = Exp(%c) @"computed"
+  %z = MatMul(%x, %w) @"m2"
+  %zb = Add(%z, %cc) @"bias_computed"
+  output %yb
+  output %zb
+}
+)");
+  test::run_frontend_or_die(*g);
+  const auto folds = codegen::find_gemm_folds(*g);
+  std::set<std::string> folded;
+  for (const auto& [n, why] : folds.folded) folded.insert(n->name);
+  CHECK(folded == std::set<std::string>{"bias_input"});
+  fused_matches_reference(*g, 47);
+}
+
 TEST_CASE("a Split whose every output feeds a GEMM operand is read in place through offsets", "[fusion][emu]") {
   // GPT-2: one projection for Q, K and V, split along the last axis, heads split and transposed.
   // In `g` all three outputs reach GEMMs; in `h` V is also read by a Neg, so the Split stays a
