@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <regex>
 
 #include "codegen/cuda_writer.h"
 #include "codegen/lower.h"
@@ -822,7 +823,10 @@ class Stitcher {
       w.line("const int step = {};", map_.block);
       if (!cache_.empty()) w.line("const long long cache_row = 0;");
     }
-    w.line("const long long base = row * {}LL;", info_.cols);
+    static const std::regex uses_base(R"(\bbase\b)");
+    if (std::any_of(scopes_[0].lines.begin(), scopes_[0].lines.end(),
+                    [](const std::string& l) { return std::regex_search(l, uses_base); }))
+      w.line("const long long base = row * {}LL;", info_.cols);
     for (const std::string& l : scopes_[0].lines) w.line("{}", l);
     w.close();
     k_.source = w.text();
@@ -864,9 +868,11 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   STITCH_CHECK(parts.size() >= 2, "a packed kernel needs two parts");
   std::vector<Kernel> ks;
   int64_t smem = 0;
+  Kernel out;
+  out.name = fmt::format("k{:03d}_pack{}_{}", index, parts.size(), snake(parts.front().nodes.front()->op_type));
   for (size_t i = 0; i < parts.size(); ++i) {
     ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(parts[i].nodes, parts[i].stored));
-    const std::string name = fmt::format("k{:03d}_part{}", index, i);
+    const std::string name = fmt::format("{}_part{}", out.name, i);  // the kernel's name first: renaming it renames these
     Kernel k;
     {
       Stitcher s(parts[i].nodes, info, index, true, name);
@@ -881,8 +887,6 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
       return Status::internal(fmt::format("packed kernel {}: parts with different block sizes", index));
     ks.push_back(std::move(k));
   }
-  Kernel out;
-  out.name = fmt::format("k{:03d}_pack{}_{}", index, ks.size(), snake(parts.front().nodes.front()->op_type));
   out.block = ks.front().block;
   out.static_smem_bytes = smem;
   int64_t blocks = 0;

@@ -13,8 +13,10 @@
 // per test) into DIR/node_kernels.cu for one nvcc check of them all.
 //
 //   stitch_node_tests [--known FILE] [--filter SUBSTR] [--verbose] [--backend emu] [--nvcc-dir D]
-//                     [--shard K/N] DIR...
+//                     [--shard K/N] [--fusion none|greedy|beam|ilp] DIR...
 // --shard K/N runs every N-th test starting at the K-th (so N processes can share the work).
+// --fusion plans the graph first (as stitchc compile does) so multi-node tests, e.g. the
+// "_expanded" function bodies, run as stitched kernels, packs and GEMM folds.
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
@@ -26,6 +28,7 @@
 #include "codegen/artifact.h"
 #include "codegen/lower.h"
 #include "codegen/schedule.h"
+#include "fusion/plan.h"
 #include "importer/onnx_importer.h"
 #include "importer/tensor_io.h"
 #include "ir/op_table.h"
@@ -89,6 +92,7 @@ int g_frozen_runs = 0;
 // Back-end mode.
 bool g_emu = false;
 std::string g_nvcc_dir;
+std::string g_fusion = "none";  // planner for the emu backend: none, greedy, beam, ilp
 std::string g_all_kernels;  // every generated kernel, renamed per test
 int g_kernel_sets = 0;
 int g_backend_skipped = 0;
@@ -104,7 +108,21 @@ StatusOr<TensorMap> run_emu(const Graph& g, const TensorMap& feed, const fs::pat
     if (codegen::classify_node(*n, &why) == codegen::NodeLowering::kUnsupported)
       return backend_skip(fmt::format("{}: {}", n->describe(), why));
   }
-  ASSIGN_OR_RETURN(codegen::Schedule s, codegen::build_schedule(g));
+  codegen::NodeGroups groups;
+  std::vector<int> packs;
+  bool folds = false;
+  if (g_fusion != "none") {  // the planner's groups, packs and GEMM folds, as stitchc compile uses them
+    fusion::FusionOptions fo;
+    fo.mode = g_fusion;
+    ASSIGN_OR_RETURN(fusion::FusionPlan plan, fusion::make_plan(g, fo));
+    for (const auto& grp : plan.groups) {
+      groups.push_back(grp.nodes);
+      packs.push_back(grp.pack);
+    }
+    folds = plan.gemm_folds;
+  }
+  ASSIGN_OR_RETURN(codegen::Schedule s, g_fusion != "none" ? codegen::build_schedule(g, &groups, &packs, folds)
+                                                           : codegen::build_schedule(g));
   codegen::CompileOptions o;
   o.run_nvcc = false;
   o.model_path = (test_dir / "model.onnx").string();
@@ -242,6 +260,7 @@ int main(int argc, char** argv) {
     else if (a == "--verbose") verbose = true;
     else if (a == "--backend" && i + 1 < argc) g_emu = std::string(argv[++i]) == "emu";
     else if (a == "--nvcc-dir" && i + 1 < argc) g_nvcc_dir = argv[++i];
+    else if (a == "--fusion" && i + 1 < argc) g_fusion = argv[++i];
     else if (a == "--shard" && i + 1 < argc) {
       if (std::sscanf(argv[++i], "%d/%d", &shard_k, &shard_n) != 2 || shard_n < 1 || shard_k < 0 || shard_k >= shard_n) {
         fmt::print(stderr, "node-tests: --shard wants K/N with 0 <= K < N\n");
@@ -251,7 +270,8 @@ int main(int argc, char** argv) {
     else roots.push_back(a);
   }
   if (roots.empty()) {
-    fmt::print(stderr, "usage: stitch_node_tests [--known FILE] [--filter SUBSTR] [--verbose] DIR...\n");
+    fmt::print(stderr, "usage: stitch_node_tests [--known FILE] [--filter SUBSTR] [--verbose] [--backend emu] [--shard K/N] "
+                       "[--nvcc-dir DIR] [--fusion none|greedy|beam|ilp] DIR...\n");
     return 2;
   }
   auto known = read_known(known_path);
