@@ -864,59 +864,10 @@ StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std
   return s.run();
 }
 
-StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
-  STITCH_CHECK(parts.size() >= 2, "a packed kernel needs two parts");
-  std::vector<Kernel> ks;
-  int64_t smem = 0;
-  Kernel out;
-  out.name = fmt::format("k{:03d}_pack{}_{}", index, parts.size(), snake(parts.front().nodes.front()->op_type));
-  for (size_t i = 0; i < parts.size(); ++i) {
-    ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(parts[i].nodes, parts[i].stored));
-    const std::string name = fmt::format("{}_part{}", out.name, i);  // the kernel's name first: renaming it renames these
-    Kernel k;
-    {
-      Stitcher s(parts[i].nodes, info, index, true, name);
-      ASSIGN_OR_RETURN(k, s.run());
-    }
-    if (smem + k.static_smem_bytes > kRowCacheBudget + 1024) {  // the parts' caches share one block's budget
-      Stitcher s(parts[i].nodes, info, index, false, name);
-      ASSIGN_OR_RETURN(k, s.run());
-    }
-    smem += k.static_smem_bytes;
-    if (!ks.empty() && k.block != ks.front().block)
-      return Status::internal(fmt::format("packed kernel {}: parts with different block sizes", index));
-    ks.push_back(std::move(k));
-  }
-  out.block = ks.front().block;
-  out.static_smem_bytes = smem;
-  int64_t blocks = 0;
-  std::string mapping = fmt::format("independent (horizontal) packing of {} kernels in one launch", ks.size());
-  for (size_t i = 0; i < ks.size(); ++i) {
-    for (const Node* n : ks[i].nodes) out.nodes.push_back(n);
-    for (const KernelParam& p : ks[i].params) out.params.push_back({fmt::format("p{}_{}", i, p.name), p.value, p.output});
-    mapping += fmt::format("; blocks [{}, {}): {}", blocks, blocks + ks[i].grid[0], ks[i].mapping);
-    blocks += ks[i].grid[0];
-    out.bytes_moved += ks[i].bytes_moved;
-  }
-  out.grid = {blocks, 1, 1};
-  out.mapping = mapping;
-  CudaWriter w;
-  w.raw_line(kernel_header(out, "//   scheme: independent (horizontal packing); each part owns a range of blocks\n"));
-  for (const Kernel& k : ks) w.raw_line(k.source);
-  open_kernel(w, out, out.block[0]);
-  w.line("const long long b = blockIdx.x;");
-  int64_t first = 0;
-  for (size_t i = 0; i < ks.size(); ++i) {
-    std::string args;
-    for (const KernelParam& p : ks[i].params) args += fmt::format("p{}_{}, ", i, p.name);
-    const std::string call = fmt::format("{}({}b - {}LL, {}LL);", ks[i].name, args, first, ks[i].grid[0]);
-    if (i + 1 < ks.size()) w.line("if (b < {}LL) {{ {} return; }}", first + ks[i].grid[0], call);
-    else w.line("{}", call);
-    first += ks[i].grid[0];
-  }
-  w.close();
-  out.source = w.text();
-  return out;
+StatusOr<Kernel> lower_stitched_part(const std::vector<const Node*>& nodes, const StitchInfo& info, int index,
+                                     bool cache, const std::string& part_name) {
+  Stitcher s(nodes, info, index, cache, part_name);
+  return s.run();
 }
 
 }  // namespace stitch::codegen

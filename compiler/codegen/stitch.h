@@ -70,6 +70,10 @@ struct StitchPart {
   std::set<const Value*> stored;
 };
 StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index);
+// One part of a packed kernel (for lower_packed): a static __device__ function `part_name`
+// taking the kernel's parameters, then its block index and block count.
+StatusOr<Kernel> lower_stitched_part(const std::vector<const Node*>& nodes, const StitchInfo& info, int index,
+                                     bool cache, const std::string& part_name);
 
 // Rows per block and threads per block of a row kernel over rows of `cols` elements.
 struct RowMapping {

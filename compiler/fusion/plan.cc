@@ -11,7 +11,7 @@
 #include <queue>
 #include <unordered_map>
 
-#include "codegen/library.h"
+#include "codegen/gemm_folds.h"
 #include "codegen/lower.h"
 #include "codegen/stitch.h"
 #include "support/check.h"
