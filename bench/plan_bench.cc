@@ -20,7 +20,8 @@
 
 namespace {
 
-std::string layer_norm(const std::string& p, const std::string& x, const std::string& g, const std::string& b) {
+std::string layer_norm(const std::string& p, const std::string& x, const std::string& g,
+                       const std::string& b) {
   return fmt::format(
       "  %{0}_mu = ReduceMean(%{1}, %axes_last) {{keepdims = 1}}\n"
       "  %{0}_d = Sub(%{1}, %{0}_mu)\n"
@@ -39,7 +40,8 @@ std::string bert_text(int layers) {
   t += "  input %x: f32[8,128,768]\n  input %mask: f32[8,1,1,128]\n";
   for (const char* w : {"wq", "wk", "wv", "wo"}) t += fmt::format("  input %{}: f32[768,768]\n", w);
   t += "  input %wi: f32[768,3072]\n  input %wd: f32[3072,768]\n";
-  for (const char* b : {"bq", "bk", "bv", "bo", "bd", "g1", "b1", "g2", "b2"}) t += fmt::format("  input %{}: f32[768]\n", b);
+  for (const char* b : {"bq", "bk", "bv", "bo", "bd", "g1", "b1", "g2", "b2"})
+    t += fmt::format("  input %{}: f32[768]\n", b);
   t += "  input %bi: f32[3072]\n";
   t += "  const %axes_last: i64[1] = [-1]\n  const %two: f32[] = [2.0]\n  const %eps: f32[] = [1e-12]\n";
   t += "  const %scale: f32[] = [0.125]\n  const %half: f32[] = [0.5]\n  const %one: f32[] = [1.0]\n";
@@ -58,13 +60,20 @@ std::string bert_text(int layers) {
     t += fmt::format("  %{0}_s = MatMul(%{0}_qt, %{0}_kt)\n  %{0}_ss = Mul(%{0}_s, %scale)\n", p);
     t += fmt::format("  %{0}_sm = Add(%{0}_ss, %mask)\n  %{0}_p = Softmax(%{0}_sm) {{axis = -1}}\n", p);
     t += fmt::format("  %{0}_c = MatMul(%{0}_p, %{0}_vt)\n", p);
-    t += fmt::format("  %{0}_ct = Transpose(%{0}_c) {{perm = ints[0, 2, 1, 3]}}\n  %{0}_cf = Reshape(%{0}_ct, %flat)\n", p);
-    t += fmt::format("  %{0}_o = MatMul(%{0}_cf, %wo)\n  %{0}_ob = Add(%{0}_o, %bo)\n  %{0}_r1 = Add(%{0}_ob, %{1})\n", p, h);
+    t += fmt::format(
+        "  %{0}_ct = Transpose(%{0}_c) {{perm = ints[0, 2, 1, 3]}}\n  %{0}_cf = Reshape(%{0}_ct, %flat)\n",
+        p);
+    t += fmt::format(
+        "  %{0}_o = MatMul(%{0}_cf, %wo)\n  %{0}_ob = Add(%{0}_o, %bo)\n  %{0}_r1 = Add(%{0}_ob, %{1})\n", p,
+        h);
     t += layer_norm(p + "_ln1", p + "_r1", "g1", "b1");
     t += fmt::format("  %{0}_i = MatMul(%{0}_ln1, %wi)\n  %{0}_ib = Add(%{0}_i, %bi)\n", p);
-    t += fmt::format("  %{0}_gd = Div(%{0}_ib, %rsqrt2)\n  %{0}_ge = Erf(%{0}_gd)\n  %{0}_g1 = Add(%{0}_ge, %one)\n", p);
+    t += fmt::format(
+        "  %{0}_gd = Div(%{0}_ib, %rsqrt2)\n  %{0}_ge = Erf(%{0}_gd)\n  %{0}_g1 = Add(%{0}_ge, %one)\n", p);
     t += fmt::format("  %{0}_g2 = Mul(%{0}_ib, %{0}_g1)\n  %{0}_g3 = Mul(%{0}_g2, %half)\n", p);
-    t += fmt::format("  %{0}_d = MatMul(%{0}_g3, %wd)\n  %{0}_db = Add(%{0}_d, %bd)\n  %{0}_r2 = Add(%{0}_db, %{0}_ln1)\n", p);
+    t += fmt::format(
+        "  %{0}_d = MatMul(%{0}_g3, %wd)\n  %{0}_db = Add(%{0}_d, %bd)\n  %{0}_r2 = Add(%{0}_db, %{0}_ln1)\n",
+        p);
     t += layer_norm(p + "_ln2", p + "_r2", "g2", "b2");
     h = p + "_ln2";
   }
@@ -79,10 +88,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
-    if (flag == "--layers") layers = value;
-    else if (flag == "--reps") reps = value;
-    else if (flag == "--window") window = value;
-    else if (flag == "--explain") explain = value;
+    if (flag == "--layers")
+      layers = value;
+    else if (flag == "--reps")
+      reps = value;
+    else if (flag == "--window")
+      window = value;
+    else if (flag == "--explain")
+      explain = value;
     else {
       std::fprintf(stderr, "unknown flag %s (flags: --layers L --reps N --window W --explain 1)\n", argv[i]);
       return 2;

@@ -24,7 +24,8 @@ bool only_reader(const Graph& g, const UsersMap& users, const Value* v, const No
 }
 
 std::optional<double> scalar_constant(const Value* v) {
-  if (v == nullptr || !v->is_constant() || !is_float(v->dtype) || v->constant->size() != 1) return std::nullopt;
+  if (v == nullptr || !v->is_constant() || !is_float(v->dtype) || v->constant->size() != 1)
+    return std::nullopt;
   return v->constant->get_f64(0);
 }
 
@@ -120,17 +121,18 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
   return o;
 }
 
-
 // One pass of find_gemm_folds: Splits in `splits` may be taken over; `split_uses` receives the
 // Split outputs the chosen operand chains start from.
 GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const Node*>& exclude,
-                    const std::set<const Node*>& splits, std::map<const Node*, std::set<const Value*>>& split_uses) {
+                    const std::set<const Node*>& splits,
+                    std::map<const Node*, std::set<const Value*>>& split_uses) {
   GemmFolds out;
   auto free = [&](const Node* x) { return !exclude.count(x) && (!out.folded.count(x) || splits.count(x)); };
   for (const auto& np : g.nodes()) {
     const Node& mm = *np;
     if (mm.op_type != "MatMul" || exclude.count(&mm) || classify_node(mm) != NodeLowering::kLibrary) continue;
-    if (!mm.input(0) || !mm.input(1) || dims(mm.input(0)).size() < 2 || dims(mm.input(1)).size() < 2) continue;
+    if (!mm.input(0) || !mm.input(1) || dims(mm.input(0)).size() < 2 || dims(mm.input(1)).size() < 2)
+      continue;
     GemmFolds::Fold f;
     std::map<const Node*, std::string> why;
     // Output side: bias, then a transpose keeping the last axis last.
@@ -139,10 +141,10 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
     if (auto it = users.find(y); it != users.end() && only_reader(g, users, y, it->second.front())) {
       const Node& add = *it->second.front();
       const Value* other = add.input(0) == y ? add.input(1) : add.input(0);
-      if (add.op_type == "Add" && free(&add) && add.inputs.size() == 2 && add.input(0) != add.input(1) && other &&
-          other->producer == nullptr && other->has_static_shape() && other->dtype == y->dtype && !dims(other).empty() &&
-          dims(other).back() == cols &&
-          num_elements(dims(other)) == cols && cols > 1 && add.output(0) && dims(add.output(0)) == dims(y)) {
+      if (add.op_type == "Add" && free(&add) && add.inputs.size() == 2 && add.input(0) != add.input(1) &&
+          other && other->producer == nullptr && other->has_static_shape() && other->dtype == y->dtype &&
+          !dims(other).empty() && dims(other).back() == cols && num_elements(dims(other)) == cols &&
+          cols > 1 && add.output(0) && dims(add.output(0)) == dims(y)) {
         f.bias_add = &add;
         f.bias = other;
         why[&add] = fmt::format("added by {} in its epilogue (bias)", mm.describe());
@@ -155,13 +157,14 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
         auto perm = ops::transpose_perm(t, static_cast<int64_t>(dims(y).size()));
         if (perm.is_ok() && !perm->empty() && perm->back() == static_cast<int64_t>(perm->size()) - 1) {
           f.out_transpose = &t;
-          why[&t] = fmt::format("written by {} in this layout (row and batch strides of the call)", mm.describe());
+          why[&t] =
+              fmt::format("written by {} in this layout (row and batch strides of the call)", mm.describe());
         }
       }
     }
     // Operands: the longest chain of views, Transposes, scalar Muls and Splits that gives a GEMM layout.
     for (int i = 0; i < 2; ++i) {
-      std::vector<ChainStep> chain;  // consumer side first
+      std::vector<ChainStep> chain;     // consumer side first
       std::vector<const Value*> roots;  // roots[k]: the value before chain[k]
       const Value* v = mm.input(i);
       const Node* reader = &mm;
@@ -187,7 +190,8 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
         v = next;
       }
       for (size_t len = chain.size(); len > 0; --len) {
-        std::vector<ChainStep> fwd(chain.rbegin() + static_cast<std::ptrdiff_t>(chain.size() - len), chain.rend());
+        std::vector<ChainStep> fwd(chain.rbegin() + static_cast<std::ptrdiff_t>(chain.size() - len),
+                                   chain.rend());
         const bool useful = std::any_of(fwd.begin(), fwd.end(), [](const ChainStep& x) {
           return classify_node(*x.first) != NodeLowering::kView;
         });
@@ -202,8 +206,10 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
           } else if (x->op_type == "Split") {
             split_uses[x].insert(val);
             why[x] = "read in place by the GEMM calls its outputs feed (an offset and strides each)";
-          } else if (classify_node(*x) != NodeLowering::kView) {  // views stay views: free, and the root of others
-            why[x] = fmt::format("read by {} through its operand {}'s strides", mm.describe(), i == 0 ? "A" : "B");
+          } else if (classify_node(*x) !=
+                     NodeLowering::kView) {  // views stay views: free, and the root of others
+            why[x] =
+                fmt::format("read by {} through its operand {}'s strides", mm.describe(), i == 0 ? "A" : "B");
           }
         }
         break;

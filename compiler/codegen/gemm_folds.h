@@ -30,8 +30,8 @@ struct GemmFolds {
     const Value* root = nullptr;  // null: the operand is read as it is
     bool trans = false;           // row-major op(X) = X^T with leading dimension ld
     int64_t ld = 0;
-    Dims batch_strides;           // per batch dim of the operand (its rank minus 2)
-    int64_t offset = 0;           // elements from root's start
+    Dims batch_strides;  // per batch dim of the operand (its rank minus 2)
+    int64_t offset = 0;  // elements from root's start
   };
   struct Fold {
     const Node* bias_add = nullptr;

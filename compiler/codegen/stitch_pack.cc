@@ -15,10 +15,12 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   std::vector<Kernel> ks;
   int64_t smem = 0;
   Kernel out;
-  out.name = fmt::format("k{:03d}_pack{}_{}", index, parts.size(), snake(parts.front().nodes.front()->op_type));
+  out.name =
+      fmt::format("k{:03d}_pack{}_{}", index, parts.size(), snake(parts.front().nodes.front()->op_type));
   for (size_t i = 0; i < parts.size(); ++i) {
     ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(parts[i].nodes, parts[i].stored));
-    const std::string name = fmt::format("{}_part{}", out.name, i);  // the kernel's name first: renaming it renames these
+    const std::string name =
+        fmt::format("{}_part{}", out.name, i);  // the kernel's name first: renaming it renames these
     ASSIGN_OR_RETURN(Kernel k, lower_stitched_part(parts[i].nodes, info, index, true, name));
     if (smem + k.static_smem_bytes > kRowCacheBudget + 1024) {  // the parts' caches share one block's budget
       ASSIGN_OR_RETURN(k, lower_stitched_part(parts[i].nodes, info, index, false, name));
@@ -31,10 +33,12 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   out.block = ks.front().block;
   out.static_smem_bytes = smem;
   int64_t blocks = 0;
-  std::string mapping = fmt::format("independent (horizontal) packing of {} kernels in one launch", ks.size());
+  std::string mapping =
+      fmt::format("independent (horizontal) packing of {} kernels in one launch", ks.size());
   for (size_t i = 0; i < ks.size(); ++i) {
     for (const Node* n : ks[i].nodes) out.nodes.push_back(n);
-    for (const KernelParam& p : ks[i].params) out.params.push_back({fmt::format("p{}_{}", i, p.name), p.value, p.output});
+    for (const KernelParam& p : ks[i].params)
+      out.params.push_back({fmt::format("p{}_{}", i, p.name), p.value, p.output});
     mapping += fmt::format("; blocks [{}, {}): {}", blocks, blocks + ks[i].grid[0], ks[i].mapping);
     blocks += ks[i].grid[0];
     out.bytes_moved += ks[i].bytes_moved;
@@ -42,7 +46,8 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   out.grid = {blocks, 1, 1};
   out.mapping = mapping;
   CudaWriter w;
-  w.raw_line(kernel_header(out, "//   scheme: independent (horizontal packing); each part owns a range of blocks\n"));
+  w.raw_line(kernel_header(
+      out, "//   scheme: independent (horizontal packing); each part owns a range of blocks\n"));
   for (const Kernel& k : ks) w.raw_line(k.source);
   open_kernel(w, out, out.block[0]);
   w.line("const long long b = blockIdx.x;");
@@ -51,8 +56,10 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
     std::string args;
     for (const KernelParam& p : ks[i].params) args += fmt::format("p{}_{}, ", i, p.name);
     const std::string call = fmt::format("{}({}b - {}LL, {}LL);", ks[i].name, args, first, ks[i].grid[0]);
-    if (i + 1 < ks.size()) w.line("if (b < {}LL) {{ {} return; }}", first + ks[i].grid[0], call);
-    else w.line("{}", call);
+    if (i + 1 < ks.size())
+      w.line("if (b < {}LL) {{ {} return; }}", first + ks[i].grid[0], call);
+    else
+      w.line("{}", call);
     first += ks[i].grid[0];
   }
   w.close();

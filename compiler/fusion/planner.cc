@@ -1,0 +1,339 @@
+// Planner bookkeeping: components, group legality and cost (memoised), cycle checks, the group
+// order, and the finished plan with its reasons and rejected merges.
+#include "fusion/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <queue>
+
+#include "codegen/lower.h"
+#include "support/check.h"
+
+namespace stitch::fusion {
+
+Planner::Planner(const Graph& g, const FusionOptions& o, bool fold)
+    : g_(g), o_(o), fold_(fold), start_(Clock::now()) {
+  for (const auto& n : g.nodes()) {
+    idx_[n.get()] = static_cast<int>(nodes_.size());
+    nodes_.push_back(n.get());
+  }
+  users_ = g.users();
+  if (fold) folds_ = codegen::find_gemm_folds(g);
+  const size_t n = nodes_.size();
+  succ_.resize(n);
+  pred_.resize(n);
+  fusible_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Node* x = nodes_[i];
+    folded_.push_back(folds_.folded.count(x) > 0);
+    fusible_[i] =
+        codegen::stitch_role(*x) != codegen::StitchRole::kNone && !o.no_fuse.count(x->name) && !folded_[i];
+    for (const Value* v : x->inputs)
+      if (v && v->producer && idx_.count(v->producer)) {
+        const int p = idx_.at(v->producer);
+        if (std::find(pred_[i].begin(), pred_[i].end(), p) == pred_[i].end()) {
+          pred_[i].push_back(p);
+          succ_[p].push_back(static_cast<int>(i));
+        }
+      }
+    alone_.push_back(single_cost(*x, o.device));
+    single_.push_back(folded_[i] ? Cost{} : alone_.back());
+  }
+}
+
+bool Planner::out_of_time() {
+  if (std::chrono::duration<double>(Clock::now() - start_).count() > o_.time_limit_s) timed_out_ = true;
+  return timed_out_;
+}
+
+Part Planner::singletons() const {
+  Part p;
+  p.gid.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    p.gid[i] = static_cast<int>(i);
+    p.groups[static_cast<int>(i)] = {static_cast<int>(i)};
+  }
+  return p;
+}
+
+std::vector<std::vector<int>> Planner::components() const {
+  std::vector<int> comp(nodes_.size(), -1);
+  std::vector<std::vector<int>> out;
+  for (size_t s = 0; s < nodes_.size(); ++s) {
+    if (!fusible_[s] || comp[s] >= 0) continue;
+    std::vector<int> members, stack{static_cast<int>(s)};
+    comp[s] = static_cast<int>(out.size());
+    while (!stack.empty()) {
+      const int x = stack.back();
+      stack.pop_back();
+      members.push_back(x);
+      for (const auto* adj : {&succ_[x], &pred_[x]})
+        for (int y : *adj)
+          if (fusible_[y] && comp[y] < 0) {
+            comp[y] = comp[s];
+            stack.push_back(y);
+          }
+    }
+    std::sort(members.begin(), members.end());
+    out.push_back(members);
+  }
+  return out;
+}
+
+const Eval& Planner::eval(const std::vector<int>& m) {
+  if (auto it = memo_.find(m); it != memo_.end()) return it->second;
+  Eval e;
+  if (m.size() == 1) {
+    e.ok = true;
+    e.cost = single_[m[0]];
+    return memo_[m] = e;
+  }
+  if (static_cast<int>(m.size()) > o_.max_group_size) {
+    e.why = fmt::format("the group would exceed --max-group-size {}", o_.max_group_size);
+    return memo_[m] = e;
+  }
+  std::vector<const Node*> ns;
+  for (int i : m) {
+    if (!fusible_[i]) {
+      e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())
+              : folded_[i] ? fmt::format("{} is {}", nodes_[i]->describe(), folds_.folded.at(nodes_[i]))
+                           : fmt::format("{} cannot be stitched", nodes_[i]->describe());
+      return memo_[m] = e;
+    }
+    ns.push_back(nodes_[i]);
+  }
+  auto info = codegen::analyze_stitch(ns, escaping(ns));
+  if (!info.is_ok()) {
+    e.why = info.status().message();
+    return memo_[m] = e;
+  }
+  e.ok = true;
+  e.info = *info;
+  e.cost = stitched_cost(ns, e.info, o_.device);
+  return memo_[m] = e;
+}
+
+std::set<const Value*> Planner::escaping(const std::vector<const Node*>& ns) const {
+  const std::set<const Node*> members(ns.begin(), ns.end());
+  std::set<const Value*> out;
+  for (const Node* x : ns)
+    for (const Value* v : x->outputs) {
+      if (!v) continue;
+      bool esc = g_.is_graph_output(v);
+      if (auto it = users_.find(v); it != users_.end())
+        for (const Node* u : it->second) esc |= !members.count(u);
+      if (esc) out.insert(v);
+    }
+  return out;
+}
+
+std::vector<int> Planner::merged(const std::vector<int>& a, const std::vector<int>& b) {
+  std::vector<int> m;
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(m));
+  return m;
+}
+
+bool Planner::cycle(const Part& p, const std::set<int>& ids) const {
+  int last = 0;
+  for (int id : ids) last = std::max(last, p.groups.at(id).back());
+  std::set<int> seen;
+  std::vector<int> stack;
+  for (int id : ids)
+    for (int m : p.groups.at(id))
+      for (int s : succ_[m])
+        if (s < last && !ids.count(p.gid[s]) && seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
+  while (!stack.empty()) {
+    const int gi = stack.back();
+    stack.pop_back();
+    for (int m : p.groups.at(gi))
+      for (int s : succ_[m]) {
+        if (s > last) continue;
+        if (ids.count(p.gid[s])) return true;
+        if (seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
+      }
+  }
+  return false;
+}
+
+std::string Planner::merge_check(const Part& p, int a, int b, const Eval** out) {
+  const std::vector<int> m = merged(p.groups.at(a), p.groups.at(b));
+  const Eval& e = eval(m);
+  *out = &e;
+  if (!e.ok) return e.why;
+  if (cycle(p, {a, b}))
+    return "another path between the two groups runs outside them (merging would make a cycle)";
+  return "";
+}
+
+void Planner::apply(Part& p, int a, int b, double delta) {
+  const int lo = std::min(a, b), hi = std::max(a, b);
+  std::vector<int> m = merged(p.groups.at(lo), p.groups.at(hi));
+  for (int x : m) p.gid[x] = lo;
+  p.groups.erase(hi);
+  p.groups[lo] = std::move(m);
+  p.cost += delta;
+}
+
+std::vector<std::pair<int, int>> Planner::edges(const std::vector<int>& comp) const {
+  std::set<int> in(comp.begin(), comp.end());
+  std::vector<std::pair<int, int>> e;
+  for (int v : comp)
+    for (int u : pred_[v])
+      if (in.count(u)) e.push_back({u, v});
+  return e;
+}
+
+double Planner::component_cost(const Part& p, const std::vector<int>& comp) {
+  std::set<int> ids;
+  for (int v : comp) ids.insert(p.gid[v]);
+  double c = 0;
+  for (int id : ids) c += group_cost(p, id);
+  return c;
+}
+
+std::vector<int> Planner::group_order(const Part& p) const {
+  std::map<int, std::set<int>> out;
+  std::map<int, int> indeg;
+  for (const auto& [id, m] : p.groups) indeg[id] += 0;
+  for (const auto& [id, m] : p.groups)
+    for (int x : m)
+      for (int s : succ_[x])
+        if (p.gid[s] != id && out[id].insert(p.gid[s]).second) ++indeg[p.gid[s]];
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (auto [id, d] : indeg)
+    if (d == 0) ready.push(id);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int id = ready.top();
+    ready.pop();
+    order.push_back(id);
+    for (int s : out[id])
+      if (--indeg[s] == 0) ready.push(s);
+  }
+  return order;
+}
+
+Part Planner::with_groups(Part p, const std::vector<std::vector<int>>& chosen) {
+  for (const auto& m : chosen)
+    for (size_t i = 1; i < m.size(); ++i)
+      if (p.gid[m[0]] != p.gid[m[i]]) apply(p, p.gid[m[0]], p.gid[m[i]], 0);
+  return p;
+}
+
+FusionPlan Planner::finish(const Part& p, const std::string& mode) {
+  FusionPlan plan;
+  plan.mode = mode;
+  plan.gemm_folds = fold_;
+  plan.device = o_.device.arch + " (" + o_.device.name + ")";
+  std::vector<int> order = group_order(p);
+  STITCH_CHECK(order.size() == p.groups.size(), "fusion: the group graph has a cycle");
+  std::map<int, int> pack_of;
+  if (o_.horizontal && mode != "none") order = pack(p, order, pack_of);
+  std::map<int, int> pack_number;
+  for (int id : order) {
+    plan.groups.push_back(describe(p.groups.at(id)));
+    if (auto it = pack_of.find(id); it != pack_of.end()) {
+      auto [pn, fresh] = pack_number.insert({it->second, static_cast<int>(plan.packs.size())});
+      if (fresh) plan.packs.emplace_back();
+      plan.groups.back().pack = pn->second;
+      plan.packs[pn->second].push_back(static_cast<int>(plan.groups.size()) - 1);
+    }
+  }
+  for (const FusionGroup& grp : plan.groups) {
+    plan.cost += grp.cost;
+    plan.unfused += grp.unfused;
+  }
+  for (const auto& members : plan.packs) {  // one launch instead of one per member
+    const int saved = static_cast<int>(members.size()) - 1;
+    plan.cost.kernels -= saved;
+    plan.cost.launches -= saved;
+    plan.cost.time -= saved * o_.device.launch;
+  }
+  // Every edge between two groups where one side is a generated kernel: why it is a boundary.
+  std::set<std::pair<int, int>> said;
+  for (size_t v = 0; v < nodes_.size(); ++v)
+    for (int u : pred_[v]) {
+      const int a = p.gid[u], b = p.gid[v];
+      if (a == b || !said.insert({std::min(a, b), std::max(a, b)}).second) continue;
+      const auto lu = codegen::classify_node(*nodes_[u]), lv = codegen::classify_node(*nodes_[v]);
+      if (lu != codegen::NodeLowering::kKernel && lv != codegen::NodeLowering::kKernel) continue;
+      std::string why;
+      if (lu == codegen::NodeLowering::kLibrary || lv == codegen::NodeLowering::kLibrary) {
+        why = fmt::format("{} is a library call",
+                          (lu == codegen::NodeLowering::kLibrary ? nodes_[u] : nodes_[v])->describe());
+      } else {
+        const Eval* e = nullptr;
+        why = merge_check(p, a, b, &e);
+        if (why.empty()) {
+          const double apart = group_cost(p, a) + group_cost(p, b);
+          why =
+              e->cost.time >= apart
+                  ? fmt::format("merging would not lower the estimate ({:.2f} us together, {:.2f} us apart)",
+                                e->cost.time * 1e6, apart * 1e6)
+                  : fmt::format(
+                        "the {} planner chose other groups (merging these two alone: {:.2f} us, apart {:.2f} "
+                        "us)",
+                        mode, e->cost.time * 1e6, apart * 1e6);
+        }
+      }
+      plan.rejected.push_back(
+          fmt::format("{} not merged with {}: {}", nodes_[v]->describe(), nodes_[u]->describe(), why));
+    }
+  plan.timed_out = timed_out_;
+  plan.plan_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  return plan;
+}
+
+FusionGroup Planner::describe(const std::vector<int>& m) {
+  FusionGroup grp;
+  for (int i : m) {
+    grp.nodes.push_back(nodes_[i]);
+    grp.unfused += alone_[i];
+  }
+  const Eval& e = eval(m);
+  grp.cost = e.cost;
+  grp.saved_bytes = grp.unfused.bytes - grp.cost.bytes;
+  const Node* n = nodes_[m[0]];
+  if (m.size() == 1) {
+    switch (codegen::classify_node(*n)) {
+      case codegen::NodeLowering::kView:
+        grp.scheme = "view";
+        grp.reason = "a view: shares its input's storage, no kernel";
+        break;
+      case codegen::NodeLowering::kLibrary:
+        grp.scheme = "library";
+        grp.reason = "a library call (cuBLAS/cuDNN)";
+        break;
+      default:
+        if (folded_[m[0]]) {
+          grp.scheme = "folded";
+          grp.reason = folds_.folded.at(n) + ": no step";
+          break;
+        }
+        grp.scheme = "single";
+        grp.reason = !fusible_[m[0]]
+                         ? (o_.no_fuse.count(n->name) ? "in --no-fuse"
+                                                      : "an op the stitcher does not take (own kernel)")
+                         : "no merge with a neighbour is legal and cheaper (see rejected merges)";
+    }
+    return grp;
+  }
+  const codegen::StitchInfo& info = e.info;
+  grp.scheme = info.row ? "regional" : "local";
+  if (info.row) {
+    const codegen::RowMapping rm = codegen::row_mapping(info.cols);
+    grp.mapping =
+        fmt::format("{}, {} rows x {}, {} passes", rm.warp_per_row ? "warp per row" : "block per row",
+                    info.rows, info.cols, info.passes);
+  } else {
+    grp.mapping = fmt::format("one thread per element of {}", dims_to_string(info.domain));
+  }
+  grp.reason = fmt::format(
+      "{} nodes in one {} kernel: {} fewer launches, {} B less traffic, {:.2f} us vs {:.2f} us alone",
+      m.size(), info.row ? "row (regional)" : "element (local)", grp.unfused.launches - 1, grp.saved_bytes,
+      grp.cost.time * 1e6, grp.unfused.time * 1e6);
+  return grp;
+}
+
+}  // namespace stitch::fusion

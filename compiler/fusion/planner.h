@@ -1,0 +1,117 @@
+// The fusion planner's state and search (internal to compiler/fusion): a partition of the graph's
+// nodes into groups, memoised group legality and cost, and the searches over it. plan.h is the
+// interface; planner.cc holds the partition bookkeeping and the finished plan, search.cc the
+// greedy, beam, ILP and brute-force searches, pack.cc independent packing.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/gemm_folds.h"
+#include "codegen/stitch.h"
+#include "fusion/plan.h"
+
+namespace stitch::fusion {
+
+using Clock = std::chrono::steady_clock;
+
+struct Eval {
+  bool ok = false;
+  std::string why;
+  Cost cost;
+  codegen::StitchInfo info;
+};
+
+// A partition: gid[node] is the smallest node index of its group (so equal partitions are equal
+// vectors); groups maps that id to the sorted member indices.
+struct Part {
+  std::vector<int> gid;
+  std::map<int, std::vector<int>> groups;
+  double cost = 0;  // of the component being planned
+};
+
+class Planner {
+ public:
+  // fold: let GEMM calls take over their neighbours' work (codegen::find_gemm_folds); off for
+  // the unfused baseline.
+  Planner(const Graph& g, const FusionOptions& o, bool fold = true);
+  bool timed_out() const { return timed_out_; }
+  bool out_of_time();
+  Part singletons() const;
+  // Components: fusible nodes joined by producer-consumer edges, in order of their first node.
+  std::vector<std::vector<int>> components() const;
+  // Legality and cost of one group (sorted member indices), memoised.
+  const Eval& eval(const std::vector<int>& m);
+  // Outputs of `ns` read outside it (or graph outputs): what its kernel stores.
+  std::set<const Value*> escaping(const std::vector<const Node*>& ns) const;
+  static std::vector<int> merged(const std::vector<int>& a, const std::vector<int>& b);
+  // True when the groups `ids` (to become one) would sit on a cycle of the group graph: some path
+  // leaves them and comes back through other groups.
+  // Nodes are in topological order, so such a path only passes nodes before the groups' last
+  // member: the search never looks past it (this keeps the check local on long graphs).
+  bool cycle(const Part& p, const std::set<int>& ids) const;
+  // Why groups a and b cannot merge ("" when they can), and the merged evaluation.
+  std::string merge_check(const Part& p, int a, int b, const Eval** out);
+  static void apply(Part& p, int a, int b, double delta);
+  double group_cost(const Part& p, int id) { return eval(p.groups.at(id)).cost.time; }
+  // Edges inside a component, consumer order.
+  std::vector<std::pair<int, int>> edges(const std::vector<int>& comp) const;
+  double component_cost(const Part& p, const std::vector<int>& comp);
+  void greedy(Part& p, const std::vector<int>& comp);
+  // Beam search over one window of a component (nodes `win`, moves along edges inside it).
+  // Every candidate move of every state is scored first; only the `beam_width` best distinct
+  // children are built, so a step costs one partition copy per kept child.
+  void beam_window(Part& p, const std::vector<int>& win);
+  // Beam search per window of `beam_window` nodes in graph order (a transformer's layers are
+  // separate windows, so the search grows linearly with depth), then greedy merges across window
+  // boundaries; greedy over the whole component is kept as a candidate, so beam is never worse.
+  void beam(Part& p, const std::vector<int>& comp);
+  // Connected legal groups of a component (bit masks over comp positions), for ILP and brute force.
+  std::vector<std::vector<int>> candidate_groups(const Part& p, const std::vector<int>& comp);
+  // The groups in execution order (Kahn over the group graph, ties by first node); shorter than
+  // p.groups when the group graph has a cycle.
+  std::vector<int> group_order(const Part& p) const;
+  bool acyclic(const Part& p) const { return group_order(p).size() == p.groups.size(); }
+  Part with_groups(Part p, const std::vector<std::vector<int>>& chosen);
+  // Exact cover by GLPK; false when the component is too big or no acyclic optimum was found.
+  bool ilp(Part& p, const std::vector<int>& comp);
+  bool brute(Part& p, const std::vector<int>& comp);
+  // Threads per block of the stitched kernel a group would become; 0 when it is not one (a
+  // library call, a view, an op the stitcher does not take).
+  int64_t stitched_block(const std::vector<int>& m);
+  // Execution order of groups where each pack is one node (Kahn, ties by first position in
+  // `order`); empty when packing made a cycle.
+  std::vector<int> packed_order(const Part& p, const std::vector<int>& order,
+                                const std::map<int, int>& pack_of) const;
+  // Independent (horizontal) packing: walking the execution order, a stitched kernel takes into
+  // its launch the following stitched kernels (the next kPackWindow of them, same block size) that
+  // no path joins to any member, as long as the packed group graph stays acyclic. Returns the new
+  // order (a pack's members adjacent) and fills pack_of (group id -> the pack's first member).
+  std::vector<int> pack(const Part& p, std::vector<int> order, std::map<int, int>& pack_of);
+  // The plan for a finished partition: groups in execution order, costs, reasons, rejections.
+  FusionPlan finish(const Part& p, const std::string& mode);
+  FusionGroup describe(const std::vector<int>& m);
+
+ private:
+  const Graph& g_;
+  const FusionOptions& o_;
+  bool fold_;
+  Clock::time_point start_;
+  bool timed_out_ = false;
+  std::vector<const Node*> nodes_;
+  std::map<const Node*, int> idx_;
+  std::unordered_map<const Value*, std::vector<Node*>> users_;
+  std::vector<std::vector<int>> succ_, pred_;
+  std::vector<bool> fusible_;
+  codegen::GemmFolds folds_;
+  std::vector<bool> folded_;  // nodes a GEMM call takes over (codegen::find_gemm_folds)
+  std::vector<Cost> single_;  // in this plan (zero for nodes a GEMM call takes over)
+  std::vector<Cost> alone_;   // as its own step (the unfused figure)
+  std::map<std::vector<int>, Eval> memo_;
+};
+
+}  // namespace stitch::fusion

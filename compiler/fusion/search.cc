@@ -1,0 +1,266 @@
+// The planners' searches over partitions of a component: greedy (the baseline), beam (windows
+// of the component, then greedy across them), exact cover by ILP (GLPK) and brute force (tests).
+#include <fmt/format.h>
+#include <glpk.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+#include "fusion/planner.h"
+
+namespace stitch::fusion {
+
+void Planner::greedy(Part& p, const std::vector<int>& comp) {
+  const auto es = edges(comp);
+  for (bool changed = true; changed && !out_of_time();) {
+    changed = false;
+    for (auto [u, v] : es) {
+      const int a = p.gid[u], b = p.gid[v];
+      if (a == b) continue;
+      const Eval* e = nullptr;
+      if (!merge_check(p, a, b, &e).empty()) continue;
+      const double delta = e->cost.time - group_cost(p, a) - group_cost(p, b);
+      if (delta > 1e-9)
+        continue;  // equal cost: a view joining its consumer costs nothing and opens later merges
+      apply(p, a, b, delta);
+      changed = true;
+    }
+  }
+}
+
+void Planner::beam_window(Part& p, const std::vector<int>& win) {
+  const auto es = edges(win);
+  p.cost = 0;
+  std::vector<Part> frontier{p};
+  Part best = p;
+  auto key = [&](const Part& x) {
+    std::vector<int> k;
+    for (int v : win) k.push_back(x.gid[v]);
+    return k;
+  };
+  struct Move {
+    double cost;
+    size_t state;
+    std::set<int> ids;
+  };
+  while (!frontier.empty() && !out_of_time()) {
+    std::vector<Move> cand;
+    for (size_t si = 0; si < frontier.size(); ++si) {
+      const Part& s = frontier[si];
+      // Moves: two groups joined by an edge; a group with all its producer groups, or with all
+      // its consumer groups, in the window (several at once reach groups whose pairwise steps
+      // are illegal, e.g. one that would store two shapes until a third node joins).
+      std::set<std::set<int>> moves;
+      std::map<int, std::set<int>> ins, outs;
+      for (auto [u, v] : es) {
+        const int a = s.gid[u], b = s.gid[v];
+        if (a == b) continue;
+        moves.insert({a, b});
+        outs[a].insert(b);
+        ins[b].insert(a);
+      }
+      for (auto* side : {&ins, &outs})
+        for (auto& [a, others] : *side) {
+          if (others.size() < 2) continue;
+          std::set<int> m = others;
+          m.insert(a);
+          moves.insert(m);
+        }
+      for (const std::set<int>& ids : moves) {
+        std::vector<int> members;
+        double apart = 0;
+        for (int id : ids) {
+          members = merged(members, s.groups.at(id));
+          apart += group_cost(s, id);
+        }
+        const Eval& e = eval(members);
+        if (!e.ok) continue;
+        const double delta = e.cost.time - apart;
+        if (delta > 1e-9)
+          continue;  // equal cost: a view joining its consumer costs nothing and opens later merges
+        if (cycle(s, ids)) continue;
+        cand.push_back({s.cost + delta, si, ids});
+      }
+    }
+    std::sort(cand.begin(), cand.end(), [](const Move& x, const Move& y) {
+      if (x.cost != y.cost) return x.cost < y.cost;
+      if (x.state != y.state) return x.state < y.state;
+      return x.ids < y.ids;
+    });
+    std::vector<Part> children;
+    std::set<std::vector<int>> seen;
+    for (const Move& mv : cand) {
+      if (children.size() >= static_cast<size_t>(o_.beam_width)) break;
+      Part c = frontier[mv.state];
+      const int lo = *mv.ids.begin();
+      for (int id : mv.ids)
+        if (id != lo) apply(c, lo, id, 0);
+      c.cost = mv.cost;
+      if (seen.insert(key(c)).second) children.push_back(std::move(c));
+    }
+    if (!children.empty() && children.front().cost < best.cost) best = children.front();
+    frontier = std::move(children);
+  }
+  p = std::move(best);
+}
+
+void Planner::beam(Part& p, const std::vector<int>& comp) {
+  Part greedy_part = p;
+  greedy_part.cost = component_cost(p, comp);
+  greedy(greedy_part, comp);
+  Part b = p;
+  const size_t w = static_cast<size_t>(std::max(2, o_.beam_window));
+  for (size_t lo = 0; lo < comp.size() && !out_of_time(); lo += w) {
+    const std::vector<int> win(comp.begin() + static_cast<std::ptrdiff_t>(lo),
+                               comp.begin() + static_cast<std::ptrdiff_t>(std::min(lo + w, comp.size())));
+    if (win.size() > 1) beam_window(b, win);
+  }
+  b.cost = component_cost(b, comp);
+  if (comp.size() > w) greedy(b, comp);
+  p = greedy_part.cost < b.cost - 1e-15 ? greedy_part : b;
+}
+
+std::vector<std::vector<int>> Planner::candidate_groups(const Part& p, const std::vector<int>& comp) {
+  const size_t n = comp.size();
+  std::vector<uint32_t> adj(n, 0);
+  std::map<int, size_t> pos;
+  for (size_t i = 0; i < n; ++i) pos[comp[i]] = i;
+  for (auto [u, v] : edges(comp)) {
+    adj[pos[u]] |= 1u << pos[v];
+    adj[pos[v]] |= 1u << pos[u];
+  }
+  std::vector<std::vector<int>> out;
+  for (uint32_t mask = 1; mask < (1u << n); ++mask) {
+    if (out_of_time()) break;
+    const int size = __builtin_popcount(mask);
+    if (size > o_.max_group_size) continue;
+    uint32_t reach = mask & (~mask + 1), frontier = reach;
+    while (frontier) {
+      uint32_t next = 0;
+      for (size_t i = 0; i < n; ++i)
+        if (frontier & (1u << i)) next |= adj[i];
+      next &= mask & ~reach;
+      reach |= next;
+      frontier = next;
+    }
+    if (reach != mask) continue;
+    std::vector<int> m;
+    for (size_t i = 0; i < n; ++i)
+      if (mask & (1u << i)) m.push_back(comp[i]);
+    if (!eval(m).ok) continue;
+    if (size > 1) {  // convex on its own: no path out of the group and back
+      Part q = p;
+      for (size_t i = 1; i < m.size(); ++i)
+        if (q.gid[m[0]] != q.gid[m[i]]) apply(q, q.gid[m[0]], q.gid[m[i]], 0);
+      if (cycle(q, {q.gid[m[0]]})) continue;
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+bool Planner::ilp(Part& p, const std::vector<int>& comp) {
+  if (comp.size() > static_cast<size_t>(o_.ilp_max_nodes) || comp.size() > 24) return false;
+  const auto cands = candidate_groups(p, comp);
+  if (out_of_time()) return false;
+  glp_prob* lp = glp_create_prob();
+  glp_set_obj_dir(lp, GLP_MIN);
+  glp_add_rows(lp, static_cast<int>(comp.size()));
+  std::map<int, int> row;
+  for (size_t i = 0; i < comp.size(); ++i) {
+    row[comp[i]] = static_cast<int>(i) + 1;
+    glp_set_row_bnds(lp, static_cast<int>(i) + 1, GLP_FX, 1, 1);
+  }
+  glp_add_cols(lp, static_cast<int>(cands.size()));
+  std::vector<int> ia{0}, ja{0};
+  std::vector<double> ar{0};
+  for (size_t c = 0; c < cands.size(); ++c) {
+    const int col = static_cast<int>(c) + 1;
+    glp_set_col_kind(lp, col, GLP_BV);
+    glp_set_obj_coef(lp, col, eval(cands[c]).cost.time * 1e6);  // microseconds
+    for (int v : cands[c]) {
+      ia.push_back(row[v]);
+      ja.push_back(col);
+      ar.push_back(1);
+    }
+  }
+  glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  glp_iocp parm;
+  glp_init_iocp(&parm);
+  parm.presolve = GLP_ON;
+  parm.msg_lev = GLP_MSG_OFF;
+  bool found = false;
+  for (int round = 0; round < 64 && !out_of_time(); ++round) {
+    const double left = o_.time_limit_s - std::chrono::duration<double>(Clock::now() - start_).count();
+    parm.tm_lim = std::max(1, static_cast<int>(left * 1000));
+    if (glp_intopt(lp, &parm) != 0 || (glp_mip_status(lp) != GLP_OPT)) break;
+    std::vector<std::vector<int>> chosen;
+    std::vector<int> cols;
+    for (size_t c = 0; c < cands.size(); ++c)
+      if (glp_mip_col_val(lp, static_cast<int>(c) + 1) > 0.5) {
+        chosen.push_back(cands[c]);
+        if (cands[c].size() > 1) cols.push_back(static_cast<int>(c) + 1);
+      }
+    Part q = with_groups(p, chosen);
+    if (acyclic(q)) {
+      q.cost = component_cost(q, comp);
+      p = q;
+      found = true;
+      break;
+    }
+    // Cut this combination of groups and solve again.
+    const int r = glp_add_rows(lp, 1);
+    std::vector<int> ind{0};
+    std::vector<double> val{0};
+    for (int c : cols) {
+      ind.push_back(c);
+      val.push_back(1);
+    }
+    glp_set_mat_row(lp, r, static_cast<int>(cols.size()), ind.data(), val.data());
+    glp_set_row_bnds(lp, r, GLP_UP, 0, static_cast<double>(cols.size()) - 1);
+  }
+  glp_delete_prob(lp);
+  return found;
+}
+
+bool Planner::brute(Part& p, const std::vector<int>& comp) {
+  if (comp.size() > 12) return false;
+  const auto cands = candidate_groups(p, comp);
+  std::map<int, std::vector<const std::vector<int>*>> by_first;
+  for (const auto& c : cands) by_first[c[0]].push_back(&c);
+  std::optional<Part> best;
+  std::vector<std::vector<int>> chosen;
+  std::set<int> used;
+  std::function<void()> rec = [&]() {
+    int first = -1;
+    for (int v : comp)
+      if (!used.count(v)) {
+        first = v;
+        break;
+      }
+    if (first < 0) {
+      Part q = with_groups(p, chosen);
+      if (!acyclic(q)) return;
+      q.cost = component_cost(q, comp);
+      if (!best || q.cost < best->cost - 1e-15) best = q;
+      return;
+    }
+    for (const auto* c : by_first[first]) {
+      bool free = true;
+      for (int v : *c) free &= !used.count(v);
+      if (!free) continue;
+      for (int v : *c) used.insert(v);
+      chosen.push_back(*c);
+      rec();
+      chosen.pop_back();
+      for (int v : *c) used.erase(v);
+    }
+  };
+  rec();
+  if (!best) return false;
+  p = *best;
+  return true;
+}
+
+}  // namespace stitch::fusion
