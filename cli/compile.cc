@@ -1,6 +1,7 @@
 // stitchc compile: ONNX model -> artifact directory (schedule, kernels, weights, binaries, report).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -57,22 +58,57 @@ int run_compile(const CompileArgs& a) {
     if (!dev.is_ok()) return report(dev.status());
     fo.device = *dev;
   }
-  auto plan = fusion::make_plan(**g, fo);
-  if (!plan.is_ok()) return report(plan.status());
-  codegen::NodeGroups groups;
-  std::vector<int> packs;
-  for (const auto& grp : plan->groups) {
-    groups.push_back(grp.nodes);
-    packs.push_back(grp.pack);
-    o.group_reasons[grp.nodes.front()->name] = grp.reason;
-  }
-  o.plan_text = fusion::explain(*plan);
-  if (a.explain) fmt::print("{}", o.plan_text);
-  auto sched = codegen::build_schedule(**g, &groups, &packs, plan->gemm_folds);
-  if (!sched.is_ok()) return report(sched.status().with_context(a.model));
+  if (a.max_registers < 16 || a.max_registers > 255)
+    return report(Status::user(fmt::format("--max-registers {}: give a per-thread budget from 16 to 255", a.max_registers)));
+  // Plan, build, and check ptxas's report against the budget: a fused kernel that spills or uses
+  // more than --max-registers is planned again with its nodes kept apart (a packed one with its
+  // groups unpacked first), at most kMaxReplans times.
+  constexpr int kMaxReplans = 3;
+  StatusOr<fusion::FusionPlan> plan = Status::internal("not planned");
+  StatusOr<codegen::Schedule> sched = Status::internal("not scheduled");
   codegen::ArtifactSummary summary;
-  Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);
-  if (!st.is_ok()) return report(st);
+  std::vector<std::string> replans;
+  for (int round = 0;; ++round) {
+    plan = fusion::make_plan(**g, fo);
+    if (!plan.is_ok()) return report(plan.status());
+    codegen::NodeGroups groups;
+    std::vector<int> packs;
+    o.group_reasons.clear();
+    for (const auto& grp : plan->groups) {
+      groups.push_back(grp.nodes);
+      packs.push_back(grp.pack);
+      o.group_reasons[grp.nodes.front()->name] = grp.reason;
+    }
+    o.plan_text = fusion::explain(*plan);
+    for (const std::string& r : replans) o.plan_text += "re-planned after ptxas: " + r + "\n";
+    sched = codegen::build_schedule(**g, &groups, &packs, plan->gemm_folds);
+    if (!sched.is_ok()) return report(sched.status().with_context(a.model));
+    summary = {};
+    Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);
+    if (!st.is_ok()) return report(st);
+    if (!o.run_nvcc || round == kMaxReplans) break;
+    const size_t before = replans.size();
+    for (const auto& r : summary.resources) {
+      const int spilled = r.spill_stores + r.spill_loads;
+      if (spilled == 0 && r.registers <= a.max_registers) continue;
+      auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(), [&](const auto& x) { return x.name == r.kernel; });
+      if (k == sched->kernels.end() || k->nodes.size() < 2) continue;
+      std::set<std::string> names;
+      for (const Node* n : k->nodes) names.insert(n->name);
+      const bool packed = k->name.find("_pack") != std::string::npos;
+      if (packed ? std::includes(fo.no_pack.begin(), fo.no_pack.end(), names.begin(), names.end())
+                 : std::find(fo.keep_apart.begin(), fo.keep_apart.end(), names) != fo.keep_apart.end())
+        continue;
+      if (packed) fo.no_pack.insert(names.begin(), names.end());
+      else fo.keep_apart.push_back(names);
+      replans.push_back(fmt::format("kernel {} ({} nodes) used {} registers and spilled {} bytes on {} (budget {} "
+                                    "registers, no spills): {}",
+                                    r.kernel, names.size(), r.registers, spilled, r.arch, a.max_registers,
+                                    packed ? "its groups are no longer packed" : "its nodes are kept apart"));
+    }
+    if (replans.size() == before) break;
+  }
+  if (a.explain) fmt::print("{}", o.plan_text);
   if (!a.report_json.empty()) {
     nlohmann::json rep = nlohmann::json::parse(summary.report_json);
     auto side = [](const fusion::FusionPlan& p) {
@@ -95,6 +131,7 @@ int run_compile(const CompileArgs& a) {
                         {"estimated_bytes", grp.cost.bytes}, {"unfused_bytes", grp.unfused.bytes}});
     }
     rep["fusion"] = {{"device", plan->device},
+                     {"ptxas_replans", replans},
                      {"plan_seconds", plan->plan_seconds},
                      {"timed_out", plan->timed_out},
                      {"chosen", side(*plan)},
@@ -126,6 +163,7 @@ int run_compile(const CompileArgs& a) {
   } else {
     fmt::print("  nvcc: skipped (--no-nvcc); the artifact has sources only and cannot run on --backend cuda\n");
   }
+  for (const std::string& r : replans) fmt::print("  re-planned after ptxas: {}\n", r);
   if (o.build_emu) fmt::print("  emulation library: {:.1f} s\n", summary.emu_seconds);
   fmt::print("  total {:.1f} s\n", secs);
   return 0;

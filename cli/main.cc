@@ -86,6 +86,9 @@ int main(int argc, char** argv) {
   compile->add_option("--max-group-size", ca.max_group_size, "at most this many nodes per fused group")
       ->default_val(64);
   compile->add_flag("--no-pack", ca.no_pack, "do not pack independent stitched kernels into one launch");
+  compile->add_option("--max-registers", ca.max_registers,
+                      "per-thread register budget: a fused kernel above it, or spilling, is planned again split")
+      ->default_val(128);
   compile->add_option("--report-json", ca.report_json, "also write the plan report here");
   compile->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass into this directory");
   compile->add_flag("--no-nvcc", ca.no_nvcc, "emit sources only; do not run nvcc");

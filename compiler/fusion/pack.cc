@@ -61,7 +61,11 @@ std::vector<int> Planner::pack(const Part& p, std::vector<int> order, std::map<i
   std::map<int, int> pos;
   for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int>(i);
   std::map<int, int64_t> block;
-  for (int id : order) block[id] = stitched_block(p.groups.at(id));
+  for (int id : order) {
+    block[id] = stitched_block(p.groups.at(id));
+    for (int x : p.groups.at(id))
+      if (o_.no_pack.count(nodes_[x]->name)) block[id] = 0;  // ptxas feedback: stays alone
+  }
   // Is there a path from group a to group b (b later in `order`)?
   auto reaches = [&](int a, int b) {
     std::set<int> seen{a};

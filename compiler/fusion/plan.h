@@ -42,7 +42,11 @@ struct FusionOptions {
   int max_group_size = 64;               // nodes per group
   int beam_width = 8;
   int beam_window = 64;
-  bool horizontal = true;                // pack independent stitched kernels into one launch                  // beam searches windows of this many nodes, then greedy joins them
+  bool horizontal = true;                // pack independent stitched kernels into one launch
+  // ptxas feedback: no group may contain all nodes of one of these sets (a kernel of them spilled
+  // or went over the register budget), and no group holding one of no_pack is packed.
+  std::vector<std::set<std::string>> keep_apart;
+  std::set<std::string> no_pack;                  // beam searches windows of this many nodes, then greedy joins them
   int ilp_max_nodes = 16;                // larger components use beam under --fusion ilp
   double time_limit_s = 20;              // for the whole search; the best plan so far is kept
   DeviceSpec device;                     // the cost model's device (sm_90 when unset)

@@ -94,6 +94,15 @@ const Eval& Planner::eval(const std::vector<int>& m) {
     return memo_[m] = e;
   }
   std::vector<const Node*> ns;
+  std::set<std::string> names;
+  for (int i : m) names.insert(nodes_[i]->name);
+  for (const auto& apart : o_.keep_apart)
+    if (std::includes(names.begin(), names.end(), apart.begin(), apart.end())) {
+      e.why = fmt::format("ptxas reported spills or more registers than the budget for a kernel of {} of these nodes; "
+                          "they are kept apart",
+                          apart.size());
+      return memo_[m] = e;
+    }
   for (int i : m) {
     if (!fusible_[i]) {
       e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())

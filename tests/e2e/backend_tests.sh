@@ -54,6 +54,18 @@ check "the plan lists independent packs" grep -q "pack 0: groups" "$TMP/explaine
 "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nopack" --shape batch=1 --shape sequence=4 \
   --no-pack --no-nvcc --no-emu >/dev/null
 check "--no-pack leaves every group in its own launch" bash -c "! grep -q 'independent packs' '$TMP/nopack/plan.txt'"
+# ptxas feedback: with a register budget below what the fused kernels need, they are planned
+# again split (every fused kernel of bert_tiny uses more than 24 registers on sm_90).
+expect "ptxas over --max-registers: re-planned" 0 "re-planned after ptxas: kernel .*\(budget 24 registers" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/regs" --shape batch=2 --shape sequence=16 \
+  --max-registers 24
+check "the re-planned groups are in the plan" grep -q "re-planned after ptxas" "$TMP/regs/plan.txt"
+expect "re-planned artifact runs on emu and matches" 0 "all [0-9]+ output\(s\) match" -- \
+  "$STITCHC" run "$TMP/regs" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
+  --expect "$ROOT/models/bert_tiny/test_data_set_0"
+expect "--max-registers out of range" 2 "--max-registers 8: give a per-thread budget from 16 to 255" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/regs8" --shape batch=2 --shape sequence=16 \
+  --max-registers 8
 # The kernel file holding node $2 also holds node $3 and says $4.
 same_kernel() {
   local f

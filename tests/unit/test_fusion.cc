@@ -764,3 +764,28 @@ TEST_CASE("seeded random graphs with layout and row ops: fused equals the refere
     CHECK(ilp->cost.time <= beam->cost.time + 1e-12);
   }
 }
+
+TEST_CASE("ptxas feedback: node sets kept apart are never in one group, and their groups not packed",
+          "[fusion][emu]") {
+  auto g = test::parse_or_die(kBiasGelu);
+  test::run_frontend_or_die(*g);
+  std::set<std::string> all;
+  for (const auto& n : g->nodes()) all.insert(n->name);
+  fusion::FusionOptions o = opts("beam");
+  auto one = fusion::make_plan(*g, o);
+  REQUIRE(one.is_ok());
+  REQUIRE(one->cost.kernels == 1);
+  o.keep_apart.push_back(all);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    o.mode = mode;
+    auto plan = fusion::make_plan(*g, o);
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    CHECK(plan->cost.kernels >= 2);
+    for (const auto& grp : plan->groups) CHECK(grp.nodes.size() < all.size());
+    CHECK(fusion::explain(*plan).find("they are kept apart") != std::string::npos);
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
+    test::emu_matches_reference(*g, &groups, 53, kEmuF32, &packs, plan->gemm_folds);
+  }
+}
