@@ -325,7 +325,7 @@ struct Writer {
       for (const Node* n : k.nodes) names.push_back(n->name);
       auto why = o.group_reasons.find(k.nodes.front()->name);
       groups.push_back({{"kernel", k.name}, {"nodes", names},
-                        {"scheme", k.nodes.size() > 1 ? "local (registers)" : "single node"},
+                        {"scheme", k.scheme},
                         {"reason", why != o.group_reasons.end() ? why->second : "--fusion " + o.fusion}});
     }
     return {{"fusion", o.fusion},

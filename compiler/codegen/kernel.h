@@ -23,6 +23,7 @@ struct Kernel {
   std::string name;                 // deterministic: k012_map_add, k013_row_softmax...
   std::vector<const Node*> nodes;   // the ONNX nodes it implements
   std::string mapping;              // thread mapping in words, for the header and report
+  std::string scheme = "single node";  // or "local", "regional", "independent" (stitched kernels)
   std::vector<KernelParam> params;  // kernel arguments, all device pointers
   std::array<int64_t, 3> grid{1, 1, 1};
   std::array<int64_t, 3> block{1, 1, 1};

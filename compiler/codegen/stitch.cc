@@ -249,6 +249,7 @@ class Stitcher {
     if (nodes.size() > 2) k_.name += "_to";
     if (nodes.size() > 1) k_.name += "_" + last;
     if (part_) k_.name = part_name;
+    k_.scheme = info.row ? "regional" : "local";
   }
 
   StatusOr<Kernel> run() {

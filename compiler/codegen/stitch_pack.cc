@@ -31,6 +31,7 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
     ks.push_back(std::move(k));
   }
   out.block = ks.front().block;
+  out.scheme = "independent";
   out.static_smem_bytes = smem;
   int64_t blocks = 0;
   std::string mapping =
