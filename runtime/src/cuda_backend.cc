@@ -244,7 +244,8 @@ class CudaBackend final : public BackendImpl {
     CHECK(cublasLtMatrixLayoutCreate(&l, t, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
     const int32_t n = static_cast<int32_t>(count);
     CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n));
-    CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                           sizeof stride));
     return l;
   }
 
@@ -254,11 +255,13 @@ class CudaBackend final : public BackendImpl {
     const cudaDataType_t t = cuda_type(s.dtype);
     const bool dbl = s.dtype == "f64";
     LtPlan p;
-    CHECK(cublasLtMatmulDescCreate(&p.op, dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, dbl ? CUDA_R_64F : CUDA_R_32F));
+    CHECK(cublasLtMatmulDescCreate(&p.op, dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                                   dbl ? CUDA_R_64F : CUDA_R_32F));
     const cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;  // one bias per row of column-major D: per column j of C
+    // One bias element per row of column-major D, that is per column j of our row-major C.
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     const void* bias = ptr(s.args[3]);
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
@@ -275,6 +278,28 @@ class CudaBackend final : public BackendImpl {
     CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = cublas_ws_bytes_;
     CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    // The heuristic assumes 256-byte aligned matrices unless told otherwise; operands read at an
+    // offset (out of a Split), with odd leading dimensions or batched at small strides may be less
+    // aligned: tell it the alignment every matrix and column really has.
+    const int64_t esz = dtype_bytes(s.dtype);
+    auto alignment = [&](const void* base, int64_t offset, int64_t ld, const std::vector<int64_t>& strides) {
+      uint64_t a = reinterpret_cast<uintptr_t>(base) + static_cast<uint64_t>(offset * esz);
+      a |= static_cast<uint64_t>(ld * esz);
+      for (int64_t st : strides) a |= static_cast<uint64_t>(st * esz);
+      uint32_t bytes = 256;
+      while (bytes > 1 && (a % bytes) != 0) bytes /= 2;
+      return bytes;
+    };
+    const uint32_t al_first = alignment(ptr(s.args[1]), g.offset_b, g.ldb, g.stride_b);
+    const uint32_t al_second = alignment(ptr(s.args[0]), g.offset_a, g.lda, g.stride_a);
+    const uint32_t al_out = alignment(ptr(s.args[2]), 0, g.ldc, g.stride_c);
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligned[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_first},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_second},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_out},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_out}};
+    for (const auto& [attr, bytes] : aligned)
+      CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof bytes));
     cublasLtMatmulHeuristicResult_t res{};
     int found = 0;
     CHECK(cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.first, p.second, p.out, p.out, pref, 1, &res, &found));
