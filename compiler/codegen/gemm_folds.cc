@@ -106,6 +106,8 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
   }
   const size_t r = d.size();
   if (r < 2) return std::nullopt;
+  for (size_t k = r - 2; k < r; ++k)  // a size-1 row or column: its stride is never used
+    if (d[k] == 1) st[k] = 1;
   GemmFolds::Operand o;
   o.root = root;
   o.offset = offset;

@@ -331,6 +331,43 @@ TEST_CASE("GEMM calls take over attention's bias adds, head transposes and scali
   CHECK(plan->unfused.kernels == 11);
 }
 
+TEST_CASE("GEMM operands that need a copy keep their kernels; those a view can describe are read in place",
+          "[fusion][emu]") {
+  // a_t: a Transpose then a Reshape merging the transposed axes (no single stride): a kernel.
+  // b_t: a Transpose of a Reshape that split a contiguous axis: read in place (trans_b).
+  // c_t: a Transpose moving a size-1 axis into the rows: read in place.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[4,3,5]
+  input %w: f32[5,2]
+  input %y: f32[6,5]
+  input %z: f32[1,5,7]
+  const %m: i64[2] = [12, 5]
+  const %sp: i64[3] = [2, 3, 5]
+  %xt = Transpose(%x) {perm = ints[1, 0, 2]} @"a_t"
+  %xm = Reshape(%xt, %m) @"a_merge"
+  %o1 = MatMul(%xm, %w) @"mm_a"
+  %ys = Reshape(%y, %sp) @"b_split"
+  %yt = Transpose(%ys) {perm = ints[0, 2, 1]} @"b_t"
+  %o2 = MatMul(%ys, %yt) @"mm_b"
+  %zt = Transpose(%z) {perm = ints[2, 0, 1]} @"c_t"
+  %o3 = MatMul(%zt, %z) @"mm_c"
+  output %o1
+  output %o2
+  output %o3
+}
+)");
+  test::run_frontend_or_die(*g);
+  const auto folds = codegen::find_gemm_folds(*g);
+  std::set<std::string> folded;
+  for (const auto& [n, why] : folds.folded) folded.insert(n->name);
+  CHECK(folded == std::set<std::string>{"b_t", "c_t"});
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  CHECK(plan->cost.kernels == 1);  // a_t
+  CHECK(fused_matches_reference(*g, 57) == 1);
+}
+
 TEST_CASE("a bias the epilogue adds must be ready before the call: a constant or a graph input", "[fusion][emu]") {
   auto g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[3,4]
