@@ -29,44 +29,59 @@ std::optional<double> scalar_constant(const Value* v) {
   return v->constant->get_f64(0);
 }
 
-// Strides of a view with dims `nd` of a layout (d, st), or nullopt when the view needs a copy:
-// each run of old axes that a run of new axes regroups must be one strided block.
-std::optional<Dims> restride(const Dims& d, const Dims& st, const Dims& nd) {
-  std::vector<std::pair<int64_t, int64_t>> old;  // (size, stride), size-1 axes dropped
+// A layout over a buffer: each axis is a list of strided sub-axes (size, stride), outermost
+// first; a size-1 axis has none. An axis with one sub-axis has a plain stride; a view that merges
+// axes no single stride describes keeps their sub-axes, so a later view that splits them back
+// (torch.export writes [b,h,s,d] -> [b*h,s,d] -> ... -> [b,h,d,s]) still has plain strides.
+using SubAxes = std::vector<std::pair<int64_t, int64_t>>;
+
+std::vector<SubAxes> contiguous_layout(const Dims& d) {
+  const Dims st = ops::strides_of(d);
+  std::vector<SubAxes> axes(d.size());
   for (size_t i = 0; i < d.size(); ++i)
-    if (d[i] != 1) old.push_back({d[i], st[i]});
-  Dims ns(nd.size(), 0);
-  size_t oi = 0, ni = 0;
-  while (ni < nd.size() || oi < old.size()) {
-    if (ni < nd.size() && nd[ni] == 1) {
-      ++ni;
-      continue;
-    }
-    if (oi >= old.size() || ni >= nd.size()) return std::nullopt;
-    size_t oj = oi + 1, nj = ni + 1;
-    int64_t po = old[oi].first, pn = nd[ni];
-    while (po != pn) {
-      if (po < pn) {
-        if (oj >= old.size()) return std::nullopt;
-        po *= old[oj++].first;
+    if (d[i] != 1) axes[i] = {{d[i], st[i]}};
+  return axes;
+}
+
+// Adjacent sub-axes that form one strided block become one.
+void simplify(SubAxes& a) {
+  SubAxes out;
+  for (const auto& s : a) {
+    if (!out.empty() && out.back().second == s.first * s.second)
+      out.back() = {out.back().first * s.first, s.second};
+    else
+      out.push_back(s);
+  }
+  a = std::move(out);
+}
+
+// The layout of a view with dims `nd`: the sub-axes in order, regrouped (a sub-axis split when a
+// new axis takes part of it); nullopt when the sizes do not divide.
+std::optional<std::vector<SubAxes>> view_layout(const std::vector<SubAxes>& axes, const Dims& nd) {
+  SubAxes flat;
+  for (const auto& a : axes) flat.insert(flat.end(), a.begin(), a.end());
+  std::vector<SubAxes> out(nd.size());
+  size_t f = 0;
+  for (size_t j = 0; j < nd.size(); ++j) {
+    int64_t need = nd[j];
+    while (need > 1) {
+      if (f >= flat.size()) return std::nullopt;
+      auto& [size, stride] = flat[f];
+      if (size <= need) {
+        if (need % size != 0) return std::nullopt;
+        out[j].push_back(flat[f++]);
+        need /= size;
       } else {
-        if (nj >= nd.size()) return std::nullopt;
-        pn *= nd[nj++];
+        if (size % need != 0) return std::nullopt;
+        out[j].push_back({need, stride * (size / need)});  // the outer part of the sub-axis
+        size /= need;
+        need = 1;
       }
     }
-    for (size_t k = oi; k + 1 < oj; ++k)
-      if (old[k].second != old[k + 1].second * old[k + 1].first) return std::nullopt;
-    int64_t s = old[oj - 1].second;
-    for (size_t k = nj; k-- > ni;) {
-      ns[k] = s;
-      s *= nd[k];
-    }
-    oi = oj;
-    ni = nj;
+    simplify(out[j]);
   }
-  for (size_t k = nd.size(); k-- > 0;)  // size-1 axes: any stride; the contiguous one keeps checks simple
-    if (nd[k] == 1) ns[k] = k + 1 < nd.size() ? ns[k + 1] * nd[k + 1] : 1;
-  return ns;
+  if (f != flat.size()) return std::nullopt;
+  return out;
 }
 
 // One step of an operand chain: the node and the value it hands on (a Split has several).
@@ -74,38 +89,45 @@ using ChainStep = std::pair<const Node*, const Value*>;
 
 // The operand layout after `chain` (root side first) applied to the contiguous `root`.
 std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::vector<ChainStep>& chain) {
-  Dims d = dims(root), st = ops::strides_of(d);
+  std::vector<SubAxes> axes = contiguous_layout(dims(root));
   int64_t offset = 0;
   for (const auto& [x, out] : chain) {
     if (x->op_type == "Transpose") {
-      auto perm = ops::transpose_perm(*x, static_cast<int64_t>(d.size()));
-      if (!perm.is_ok() || perm->size() != d.size()) return std::nullopt;
-      Dims nd(d.size()), ns(d.size());
-      for (size_t i = 0; i < perm->size(); ++i) {
-        nd[i] = d[static_cast<size_t>((*perm)[i])];
-        ns[i] = st[static_cast<size_t>((*perm)[i])];
-      }
-      d = nd;
-      st = ns;
+      auto perm = ops::transpose_perm(*x, static_cast<int64_t>(axes.size()));
+      if (!perm.is_ok() || perm->size() != axes.size()) return std::nullopt;
+      std::vector<SubAxes> next(axes.size());
+      for (size_t i = 0; i < perm->size(); ++i) next[i] = axes[static_cast<size_t>((*perm)[i])];
+      axes = std::move(next);
     } else if (x->op_type == "Split") {
-      auto axis = ops::norm_axis(*x, x->attr_int("axis", 0), static_cast<int64_t>(d.size()));
+      auto axis = ops::norm_axis(*x, x->attr_int("axis", 0), static_cast<int64_t>(axes.size()));
       if (!axis.is_ok()) return std::nullopt;
+      SubAxes& a = axes[static_cast<size_t>(*axis)];
+      if (a.size() != 1) return std::nullopt;  // slicing a merged axis: not one offset
       int64_t start = 0;
       for (const Value* o : x->outputs) {
         if (o == out) break;
         start += dims(o)[static_cast<size_t>(*axis)];
       }
-      offset += start * st[static_cast<size_t>(*axis)];
-      d = dims(out);
+      offset += start * a.front().second;
+      const int64_t len = dims(out)[static_cast<size_t>(*axis)];
+      if (len == 1)
+        a.clear();
+      else
+        a.front().first = len;
     } else if (x->op_type != "Mul") {  // a view
-      auto ns = restride(d, st, dims(out));
-      if (!ns) return std::nullopt;
-      d = dims(out);
-      st = *ns;
+      auto next = view_layout(axes, dims(out));
+      if (!next) return std::nullopt;
+      axes = std::move(*next);
     }
   }
-  const size_t r = d.size();
+  const size_t r = axes.size();
   if (r < 2) return std::nullopt;
+  const Dims& d = dims(chain.back().second);
+  Dims st(r, 0);
+  for (size_t k = 0; k < r; ++k) {
+    if (axes[k].size() > 1) return std::nullopt;  // no single stride
+    st[k] = axes[k].empty() ? 0 : axes[k].front().second;
+  }
   for (size_t k = r - 2; k < r; ++k)  // a size-1 row or column: its stride is never used
     if (d[k] == 1) st[k] = 1;
   GemmFolds::Operand o;

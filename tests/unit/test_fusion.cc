@@ -361,6 +361,31 @@ TEST_CASE("GEMM operands that need a copy keep their kernels; those a view can d
   std::set<std::string> folded;
   for (const auto& [n, why] : folds.folded) folded.insert(n->name);
   CHECK(folded == std::set<std::string>{"b_t", "c_t"});
+  // torch.export's attention: heads merged into the batch ([b,h,s,d] -> [b*h,s,d], which no single
+  // stride describes in the transposed layout), transposed, then split back: read in place.
+  auto h = test::parse_or_die(R"(graph "h" opset 17 {
+  input %x: f32[2,5,8]
+  input %wk: f32[8,12]
+  input %q: f32[2,3,5,4]
+  const %heads: i64[4] = [2, 5, 3, 4]
+  const %bh: i64[3] = [6, 5, 4]
+  const %back: i64[4] = [2, 3, 4, 5]
+  %k = MatMul(%x, %wk) @"k"
+  %kh = Reshape(%k, %heads) @"k_heads"
+  %kt = Transpose(%kh) {perm = ints[0, 2, 1, 3]} @"k_t"
+  %km = Reshape(%kt, %bh) @"k_merge"
+  %ktt = Transpose(%km) {perm = ints[0, 2, 1]} @"k_tt"
+  %kb = Reshape(%ktt, %back) @"k_back"
+  %s = MatMul(%q, %kb) @"scores"
+  output %s
+}
+)");
+  test::run_frontend_or_die(*h);
+  const auto hf = codegen::find_gemm_folds(*h);
+  std::set<std::string> hfolded;
+  for (const auto& [n, why] : hf.folded) hfolded.insert(n->name);
+  CHECK(hfolded == std::set<std::string>{"k_t", "k_tt"});
+  CHECK(fused_matches_reference(*h, 59) == 0);
   auto plan = fusion::make_plan(*g, opts("beam"));
   REQUIRE(plan.is_ok());
   INFO(fusion::explain(*plan));
