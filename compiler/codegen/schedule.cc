@@ -74,19 +74,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
     for (const auto& np : g.nodes()) units.push_back({np.get()});
   STITCH_CHECK(!packs || packs->size() == units.size(), "one pack id per fusion group");
   const auto users = g.users();
-  auto escaping_of = [&](const std::vector<const Node*>& unit) {
-    std::set<const Node*> members(unit.begin(), unit.end());
-    std::set<const Value*> escaping;
-    for (const Node* m : unit)
-      for (const Value* v : m->outputs) {
-        if (!v) continue;
-        bool outside = g.is_graph_output(v);
-        if (auto it = users.find(v); it != users.end())
-          for (const Node* u : it->second) outside |= !members.count(u);
-        if (outside) escaping.insert(v);
-      }
-    return escaping;
-  };
+  auto escaping_of = [&](const std::vector<const Node*>& unit) { return group_outputs(g, users, unit); };
   auto push_kernel = [&](Kernel k) {
     for (const KernelParam& p : k.params)
       if (!p.output) reads(p.value);
@@ -132,11 +120,8 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
         break;
       case NodeLowering::kKernel: {
         ASSIGN_OR_RETURN(Kernel k, lower_node(n, kernel_index++));
-        for (const KernelParam& p : k.params)
-          if (!p.output) reads(p.value);
         const int step = static_cast<int>(s.steps.size());
-        for (const KernelParam& p : k.params)
-          if (p.output) producer_step[p.value] = step;
+        push_kernel(std::move(k));
         // In place: a per-element kernel reads element i of a same-shaped input before writing
         // element i, unless another parameter reads the same storage at other offsets.
         if (has_scalar_expr(n) && n.output(0))
@@ -148,8 +133,6 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
             in_place_input[step] = root_of(in);
             break;
           }
-        s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
-        s.kernels.push_back(std::move(k));
         break;
       }
       case NodeLowering::kLibrary: {
@@ -158,12 +141,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
                          lower_library(n, kernel_index, fit == folds.by_matmul.end() ? nullptr : &fit->second));
         for (Kernel& k : lib.kernels) {
           ++kernel_index;
-          for (const KernelParam& p : k.params)
-            if (!p.output) reads(p.value);
-          for (const KernelParam& p : k.params)
-            if (p.output) producer_step[p.value] = static_cast<int>(s.steps.size());
-          s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
-          s.kernels.push_back(std::move(k));
+          push_kernel(std::move(k));
         }
         const Value* out = lib.call.args[2];
         for (size_t i = 0; i < lib.call.args.size(); ++i)

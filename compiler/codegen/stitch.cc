@@ -1,10 +1,9 @@
-// Stitched kernels (stitch.h): group analysis and the pull-based code generator.
+// Stitched kernels (stitch.h): the pull-based code generator (the analysis is stitch_analysis.cc).
 #include "codegen/stitch.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <map>
 #include <regex>
@@ -22,203 +21,8 @@ namespace {
 using ops::strides_of;
 
 const Dims& dims(const Value* v) { return *v->dims; }
-std::optional<std::vector<int64_t>> const_ints(const Value* v) {
-  if (v == nullptr || !v->is_constant()) return std::nullopt;
-  return v->constant->to_i64();
-}
-
-// Row ops reduce in floating point only (integer reductions keep their own kernels).
-bool float_compute(const Value* v) { return is_float(v->dtype); }
-
-// True when `v`'s dims broadcast into `d` aligned on the right (each dim equal or 1).
-bool broadcasts_into(const Dims& v, const Dims& d) {
-  if (v.size() > d.size()) return false;
-  const size_t off = d.size() - v.size();
-  for (size_t k = 0; k < v.size(); ++k)
-    if (v[k] != 1 && v[k] != d[k + off]) return false;
-  return true;
-}
-
-StatusOr<ops::SliceSpec> slice_of(const Node& n) {
-  auto starts = const_ints(n.input(1)), ends = const_ints(n.input(2));
-  if (!starts || !ends) return Status::user(fmt::format("{}: starts and ends are not constants", n.describe()));
-  std::optional<std::vector<int64_t>> axes, steps;
-  if (n.input(3)) {
-    axes = const_ints(n.input(3));
-    if (!axes) return Status::user(fmt::format("{}: axes are not constants", n.describe()));
-  }
-  if (n.input(4)) {
-    steps = const_ints(n.input(4));
-    if (!steps) return Status::user(fmt::format("{}: steps are not constants", n.describe()));
-  }
-  return ops::slice_spec(n, dims(n.input(0)), *starts, *ends, axes, steps);
-}
 
 }  // namespace
-
-// ---- roles and analysis ---------------------------------------------------------------------
-
-StatusOr<RowOpInfo> row_op_info(const Node& n) {
-  const std::string& op = n.op_type;
-  const Value* x = n.input(0);
-  if (x == nullptr || n.output(0) == nullptr || !x->has_static_shape())
-    return Status::user(fmt::format("{} has no static input", n.describe()));
-  if (!float_compute(x)) return Status::user(fmt::format("{} reduces integers", n.describe()));
-  const Dims& in = dims(x);
-  const int64_t r = static_cast<int64_t>(in.size());
-  if (num_elements(in) == 0) return Status::user(fmt::format("{} has an empty input", n.describe()));
-  std::vector<bool> red(r, false);
-  int passes = 2;
-  if (op.rfind("Reduce", 0) == 0 && n.def && n.def->category == OpCategory::kReduction) {
-    ASSIGN_OR_RETURN(ops::ReduceAxes ra, ops::constant_reduce_axes(n, r));
-    if (ra.identity) return Status::user(fmt::format("{} reduces nothing", n.describe()));
-    red = ra.reduced;
-    passes = op == "ReduceLogSumExp" ? 2 : 1;
-  } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
-    if (r < 3) return Status::user(fmt::format("{} needs spatial axes", n.describe()));
-    for (int64_t d = 2; d < r; ++d) red[d] = true;
-    passes = 1;
-  } else if (op == "Softmax" || op == "LogSoftmax") {
-    const bool legacy = n.opset < 13;
-    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), r));
-    for (int64_t d = axis; d < (legacy ? r : axis + 1); ++d) red[d] = true;
-  } else if (op == "LayerNormalization") {
-    if (n.outputs.size() > 1 && (n.output(1) || (n.outputs.size() > 2 && n.output(2))))
-      return Status::user(fmt::format("{} also returns its statistics", n.describe()));
-    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", -1), r));
-    for (int64_t d = axis; d < r; ++d) red[d] = true;
-  } else {
-    return Status::user(fmt::format("{} is not a row op", n.describe()));
-  }
-  // The reduced axes must be the trailing ones (axes of size 1 count as either).
-  int64_t first = r;
-  for (int64_t d = r - 1; d >= 0 && (red[d] || in[d] == 1); --d) first = d;
-  for (int64_t d = 0; d < first; ++d)
-    if (red[d] && in[d] != 1) return Status::user(fmt::format("{} does not reduce trailing axes (a column reduction)", n.describe()));
-  // Put size-1 axes just before the reduced block on the kept side.
-  while (first < r && !red[first] && in[first] == 1) ++first;
-  if (first == r) return Status::user(fmt::format("{} reduces only axes of size 1", n.describe()));
-  return RowOpInfo{in, r - first, passes};
-}
-
-StitchRole stitch_role(const Node& n) {
-  const NodeLowering l = classify_node(n);
-  if (l == NodeLowering::kView) return n.input(0) && n.output(0) ? StitchRole::kView : StitchRole::kNone;
-  if (l == NodeLowering::kKernel && n.op_type == "Split") {  // each output a slice along the axis
-    for (const Value* v : n.outputs)
-      if (v == nullptr || num_elements(dims(v)) == 0) return StitchRole::kNone;
-    return n.input(0) && n.input(0)->has_static_shape() ? StitchRole::kLayout : StitchRole::kNone;
-  }
-  if (l != NodeLowering::kKernel || n.outputs.size() != 1 || n.output(0) == nullptr) return StitchRole::kNone;
-  if (num_elements(dims(n.output(0))) == 0) return StitchRole::kNone;
-  if (has_scalar_expr(n)) return StitchRole::kPointwise;
-  const std::string& op = n.op_type;
-  if (op == "Transpose" || op == "Expand") return StitchRole::kLayout;
-  if (op == "Slice") return slice_of(n).is_ok() ? StitchRole::kLayout : StitchRole::kNone;
-  if (op == "Concat") return StitchRole::kLayout;
-  if (op == "Gather") return StitchRole::kLayout;
-  if (row_op_info(n).is_ok()) return StitchRole::kRow;
-  return StitchRole::kNone;
-}
-
-StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored) {
-  StitchInfo info;
-  std::set<const Value*> made;
-  std::vector<const Node*> rows;
-  for (const Node* n : nodes) {
-    const StitchRole role = stitch_role(*n);
-    if (role == StitchRole::kNone) return Status::user(fmt::format("{} cannot be stitched with other ops", n->describe()));
-    if (role == StitchRole::kView && stored.count(n->output(0)))
-      return Status::user(fmt::format("{} is a view whose result is read outside the group", n->describe()));
-    if (role == StitchRole::kRow) rows.push_back(n);
-    for (const Value* v : n->outputs) made.insert(v);
-  }
-  for (const Value* v : stored) {
-    if (!made.count(v)) return Status::user(fmt::format("'{}' is not computed by the group", v->name));
-    info.stored.push_back(v);
-  }
-  std::sort(info.stored.begin(), info.stored.end(), [](const Value* a, const Value* b) { return a->name < b->name; });
-  if (info.stored.empty()) return Status::user("the group stores nothing");
-  if (rows.empty()) {
-    info.domain = dims(info.stored.front());
-    for (const Value* v : info.stored)
-      if (dims(v) != info.domain)
-        return Status::user(fmt::format("it would store '{}' ({}) and '{}' ({}): one element kernel stores one shape",
-                                        info.stored.front()->name, dims_to_string(info.domain), v->name,
-                                        dims_to_string(dims(v))));
-    for (const Node* n : nodes) {
-      if (stitch_role(*n) == StitchRole::kView || stitch_role(*n) == StitchRole::kLayout) continue;  // no arithmetic
-      const int64_t e = num_elements(dims(n->output(0))), d = num_elements(info.domain);
-      if (e < d) info.recompute_elements += d - e;
-    }
-    return info;
-  }
-  info.row = true;
-  ASSIGN_OR_RETURN(RowOpInfo first, row_op_info(*rows.front()));
-  info.domain = first.in;
-  info.axes = first.axes;
-  const int64_t r = static_cast<int64_t>(info.domain.size());
-  for (int64_t d = 0; d < r; ++d) (d < r - info.axes ? info.rows : info.cols) *= info.domain[d];
-  info.passes = 0;
-  for (const Node* n : rows) {
-    ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*n));
-    if (ri.in != info.domain || ri.axes != info.axes)
-      return Status::user(fmt::format("{} reduces rows of {} over {} axes, the group's rows are {} over {} axes",
-                                      n->describe(), dims_to_string(ri.in), ri.axes, dims_to_string(info.domain), info.axes));
-    info.passes += ri.passes;
-  }
-  const Dims kept(info.domain.begin(), info.domain.end() - info.axes);
-  auto per_row = [&](const Dims& d) {
-    if (d == kept) return true;
-    if (d.size() != info.domain.size()) return false;
-    for (int64_t k = 0; k < r; ++k)
-      if (d[k] != (k < r - info.axes ? info.domain[k] : 1)) return false;
-    return true;
-  };
-  // Values computed from a row op's result are read at the current row only: per-element ops
-  // over the rows' shape (a broadcast of a per-row value), never a layout change.
-  std::set<const Value*> after_row;
-  for (const Node* n : nodes) {
-    bool after = false;
-    for (const Value* in : n->inputs) after |= in && after_row.count(in);
-    const StitchRole role = stitch_role(*n);
-    if (after && role != StitchRole::kPointwise && role != StitchRole::kRow)
-      return Status::user(fmt::format("{} changes the layout of a value computed from a row op in the group", n->describe()));
-    if (after && !broadcasts_into(dims(n->output(0)), info.domain))
-      return Status::user(fmt::format("{} makes {} from a row op's result, not a broadcast of the rows {}", n->describe(),
-                                      dims_to_string(dims(n->output(0))), dims_to_string(info.domain)));
-    if (after)
-      for (const Value* in : n->inputs)
-        if (in && after_row.count(in) && dims(in).size() != info.domain.size() && in->producer &&
-            stitch_role(*in->producer) == StitchRole::kRow)
-          return Status::user(fmt::format("{} reads '{}', a reduction without keepdims, inside the group", n->describe(),
-                                          in->name));
-    if (after || role == StitchRole::kRow) after_row.insert(n->output(0));
-  }
-  bool full = false;
-  for (const Value* v : info.stored) {
-    if (dims(v) == info.domain) {
-      full = true;
-      continue;
-    }
-    if (!per_row(dims(v)))
-      return Status::user(fmt::format("it would store '{}' ({}), neither the rows' shape {} nor one value per row",
-                                      v->name, dims_to_string(dims(v)), dims_to_string(info.domain)));
-  }
-  if (full) ++info.passes;
-  return info;
-}
-
-RowMapping row_mapping(int64_t cols) {
-  if (cols >= 1024) return {false, cols >= 4096 ? 512 : 256, 1};
-  return {true, 256, 8};
-}
-
-int64_t row_cache_bytes(int64_t cols, int64_t elem_bytes) {
-  const RowMapping m = row_mapping(cols);
-  const int64_t bytes = cols * m.rows_per_block * elem_bytes;
-  return bytes <= kRowCacheBudget ? bytes : 0;
-}
 
 // ---- the generator --------------------------------------------------------------------------
 
@@ -300,17 +104,22 @@ class Stitcher {
   SExpr offset(const Value* v, const Coords& c) {
     const Dims& d = dims(v);
     if (d == info_.domain && same(c, dom_)) return flat_;
+    SExpr e = flat_index(c, d);
+    if (e.s.empty()) e.s = "0";
+    return e;
+  }
+  // sum of c[k] * stride[k] over the contiguous layout of `d` ("" when every term is zero), and
+  // the loop level it depends on.
+  static SExpr flat_index(const Coords& c, const Dims& d) {
     const Dims s = strides_of(d);
-    std::string e;
-    int level = 0;
+    SExpr e{"", 0};
     for (size_t k = 0; k < d.size(); ++k) {
       if (d[k] == 1 || c[k].s == "0") continue;
-      level = std::max(level, c[k].level);
+      e.level = std::max(e.level, c[k].level);
       std::string term = s[k] == 1 ? c[k].s : fmt::format("{} * {}LL", c[k].s, s[k]);
-      e = e.empty() ? term : e + " + " + term;
+      e.s = e.s.empty() ? term : e.s + " + " + term;
     }
-    if (e.empty()) e = "0";
-    return {e, level};
+    return e;
   }
   static bool same(const Coords& a, const Coords& b) {
     if (a.size() != b.size()) return false;
@@ -423,7 +232,7 @@ class Stitcher {
       return at(n.input(0), ci);
     }
     if (op == "Slice") {
-      ASSIGN_OR_RETURN(ops::SliceSpec sp, slice_of(n));
+      ASSIGN_OR_RETURN(ops::SliceSpec sp, stitch_slice(n));
       const Dims& id = dims(n.input(0));
       const Dims is = strides_of(id);
       int64_t rem = sp.base;
@@ -515,15 +324,8 @@ class Stitcher {
       for (size_t k = 0; k < ipos.size(); ++k) ci[ipos[k]] = c[opos[k]];
       return ci;
     }
-    const Dims os = strides_of(od), is = strides_of(id);
-    std::string f;
-    int level = 0;
-    for (size_t d = 0; d < od.size(); ++d) {
-      if (od[d] == 1 || c[d].s == "0") continue;
-      level = std::max(level, c[d].level);
-      std::string term = os[d] == 1 ? c[d].s : fmt::format("{} * {}LL", c[d].s, os[d]);
-      f = f.empty() ? term : f + " + " + term;
-    }
+    const Dims is = strides_of(id);
+    const auto [f, level] = flat_index(c, od);
     if (f.empty()) return ci;
     const std::string name = fresh("f");
     line(level, fmt::format("const long long {} = {};", name, f));

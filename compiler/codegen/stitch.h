@@ -23,9 +23,11 @@
 
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/kernel.h"
+#include "ops/op_params.h"
 #include "support/status.h"
 
 namespace stitch::codegen {
@@ -60,6 +62,16 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
 // shared memory (the cost model's choice).
 StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored,
                                 int index, bool cache = true);
+
+// The slice a stitched kernel reads for Slice node `n` (its starts, ends, axes and steps must be
+// constants).
+StatusOr<ops::SliceSpec> stitch_slice(const Node& n);
+
+// The outputs of `nodes` a kernel of them must store: graph outputs and values read by a node
+// outside the group (`users` is Graph::users()).
+std::set<const Value*> group_outputs(const Graph& g,
+                                     const std::unordered_map<const Value*, std::vector<Node*>>& users,
+                                     const std::vector<const Node*>& nodes);
 
 // Independent (horizontal) stitching: several groups with no path between them in one launch.
 // Part i is generated as a __device__ function over its own block range; the entry dispatches on

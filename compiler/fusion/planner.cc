@@ -124,17 +124,7 @@ const Eval& Planner::eval(const std::vector<int>& m) {
 }
 
 std::set<const Value*> Planner::escaping(const std::vector<const Node*>& ns) const {
-  const std::set<const Node*> members(ns.begin(), ns.end());
-  std::set<const Value*> out;
-  for (const Node* x : ns)
-    for (const Value* v : x->outputs) {
-      if (!v) continue;
-      bool esc = g_.is_graph_output(v);
-      if (auto it = users_.find(v); it != users_.end())
-        for (const Node* u : it->second) esc |= !members.count(u);
-      if (esc) out.insert(v);
-    }
-  return out;
+  return codegen::group_outputs(g_, users_, ns);
 }
 
 std::vector<int> Planner::merged(const std::vector<int>& a, const std::vector<int>& b) {
