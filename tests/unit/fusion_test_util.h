@@ -1,0 +1,44 @@
+// Helpers for the fusion tests: a plan's groups and packs as the schedule takes them, planner
+// options, and "plan, compile, run on emu, compare with the reference".
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend_test_util.h"
+#include "fusion/plan.h"
+
+namespace stitch::test {
+
+inline codegen::NodeGroups groups_of(const fusion::FusionPlan& p) {
+  codegen::NodeGroups out;
+  for (const auto& grp : p.groups) out.push_back(grp.nodes);
+  return out;
+}
+inline std::vector<int> packs_of(const fusion::FusionPlan& p) {
+  std::vector<int> out;
+  for (const auto& grp : p.groups) out.push_back(grp.pack);
+  return out;
+}
+
+inline fusion::FusionOptions opts(const std::string& mode, std::set<std::string> no_fuse = {}, int max_group = 64) {
+  fusion::FusionOptions o;
+  o.mode = mode;
+  o.no_fuse = std::move(no_fuse);
+  o.max_group_size = max_group;
+  return o;
+}
+
+// Plans with `mode`, then compiles, runs on emu and compares with the reference; returns the
+// number of generated kernels.
+inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::string& mode = "beam") {
+  auto plan = fusion::make_plan(g, opts(mode));
+  REQUIRE(plan.is_ok());
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  return emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
+}
+
+
+}  // namespace stitch::test
