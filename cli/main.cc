@@ -86,6 +86,13 @@ int main(int argc, char** argv) {
   compile->add_option("--max-group-size", ca.max_group_size, "at most this many nodes per fused group")
       ->default_val(64);
   compile->add_flag("--no-pack", ca.no_pack, "do not pack independent stitched kernels into one launch");
+  compile->add_flag(
+      "--no-merge-gemms", ca.no_merge_gemms,
+      "keep sibling GEMMs (MatMuls of one activation with constant weights, e.g. Q, K and V) apart");
+  compile->add_flag(
+      "--approximate-gelu", ca.approximate_gelu,
+      "let GELU in its erf form (BERT's) run as cuBLASLt's GELU epilogue, which computes the tanh "
+      "form (up to 4.7e-4 away); the tanh form (GPT-2's) always may");
   compile->add_option("--max-registers", ca.max_registers,
                       "per-thread register budget: a fused kernel above it, or spilling, is planned again split")
       ->default_val(128);

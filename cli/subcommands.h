@@ -25,6 +25,8 @@ struct CompileArgs {
   std::vector<std::string> shapes, no_fuse;
   int max_group_size = 64, beam_width = 8;
   bool no_pack = false;
+  bool approximate_gelu = false;
+  bool no_merge_gemms = false;
   int max_registers = 128;
   double plan_time_limit = 20;
   bool no_nvcc = false, no_emu = false, explain = false;

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <optional>
 
+#include "codegen/library.h"
 #include "codegen/lower.h"
+#include "codegen/stitch.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -84,6 +86,14 @@ std::optional<std::vector<SubAxes>> view_layout(const std::vector<SubAxes>& axes
   return out;
 }
 
+// A Slice with constant bounds and steps of 1 over a static input: an offset and smaller dims.
+bool unit_step_slice(const Node& n) {
+  if (!n.input(0) || !n.input(0)->has_static_shape() || !n.output(0) || !n.output(0)->has_static_shape())
+    return false;
+  auto spec = stitch_slice(n);
+  return spec.is_ok() && spec->strides == ops::strides_of(dims(n.input(0)));
+}
+
 // One step of an operand chain: the node and the value it hands on (a Split has several).
 using ChainStep = std::pair<const Node*, const Value*>;
 
@@ -114,6 +124,22 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
         a.clear();
       else
         a.front().first = len;
+    } else if (x->op_type == "Slice") {  // steps of 1 (checked when the chain was built)
+      auto spec = stitch_slice(*x);
+      if (!spec.is_ok()) return std::nullopt;
+      const Dims& in = dims(x->input(0));
+      const Dims st = ops::strides_of(in);
+      for (size_t k = 0; k < in.size() && k < axes.size(); ++k) {
+        const int64_t start = (spec->base / st[k]) % in[k], len = spec->out[k];
+        if (start == 0 && len == in[k]) continue;
+        SubAxes& a = axes[k];
+        if (a.size() != 1) return std::nullopt;  // slicing a merged axis: not one offset
+        offset += start * a.front().second;
+        if (len == 1)
+          a.clear();
+        else
+          a.front().first = len;
+      }
     } else if (x->op_type != "Mul") {  // a view
       auto next = view_layout(axes, dims(out));
       if (!next) return std::nullopt;
@@ -148,21 +174,26 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
 // One pass of find_gemm_folds: Splits in `splits` may be taken over; `split_uses` receives the
 // Split outputs the chosen operand chains start from.
 GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const Node*>& exclude,
-                    const std::set<const Node*>& splits,
+                    const FoldOptions& o, const std::set<const Node*>& splits,
                     std::map<const Node*, std::set<const Value*>>& split_uses) {
   GemmFolds out;
   auto free = [&](const Node* x) { return !exclude.count(x) && (!out.folded.count(x) || splits.count(x)); };
   for (const auto& np : g.nodes()) {
     const Node& mm = *np;
-    if (mm.op_type != "MatMul" || exclude.count(&mm) || classify_node(mm) != NodeLowering::kLibrary) continue;
-    if (!mm.input(0) || !mm.input(1) || dims(mm.input(0)).size() < 2 || dims(mm.input(1)).size() < 2)
+    const bool is_gemm = mm.op_type == "Gemm";
+    if ((mm.op_type != "MatMul" && !is_gemm) || exclude.count(&mm) ||
+        classify_node(mm) != NodeLowering::kLibrary || !mm.output(0))
+      continue;
+    if (!is_gemm &&
+        (!mm.input(0) || !mm.input(1) || dims(mm.input(0)).size() < 2 || dims(mm.input(1)).size() < 2))
       continue;
     GemmFolds::Fold f;
     std::map<const Node*, std::string> why;
-    // Output side: bias, then a transpose keeping the last axis last.
+    // Output side: bias, then an activation or a transpose keeping the last axis last.
     const Value* y = mm.output(0);
     const int64_t cols = dims(y).back();
-    if (auto it = users.find(y); it != users.end() && only_reader(g, users, y, it->second.front())) {
+    if (auto it = users.find(y);
+        !is_gemm && it != users.end() && only_reader(g, users, y, it->second.front())) {
       const Node& add = *it->second.front();
       const Value* other = add.input(0) == y ? add.input(1) : add.input(0);
       if (add.op_type == "Add" && free(&add) && add.inputs.size() == 2 && add.input(0) != add.input(1) &&
@@ -175,19 +206,57 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
         y = add.output(0);
       }
     }
-    if (auto it = users.find(y); it != users.end() && only_reader(g, users, y, it->second.front())) {
-      const Node& t = *it->second.front();
-      if (t.op_type == "Transpose" && free(&t) && classify_node(t) == NodeLowering::kKernel && t.output(0)) {
-        auto perm = ops::transpose_perm(t, static_cast<int64_t>(dims(y).size()));
-        if (perm.is_ok() && !perm->empty() && perm->back() == static_cast<int64_t>(perm->size()) - 1) {
-          f.out_transpose = &t;
-          why[&t] =
-              fmt::format("written by {} in this layout (row and batch strides of the call)", mm.describe());
+    // A Gemm's C is added before the activation only through the bias epilogue.
+    const bool plain_c =
+        !is_gemm || !mm.input(2) || mm.attr_float("beta", 1.0f) == 0.0f || gemm_bias_epilogue(mm);
+    if (plain_c) {
+      std::vector<const Node*> views;  // the activation may read the product through views
+      const Value* x = y;
+      for (auto it = users.find(x); it != users.end() && only_reader(g, users, x, it->second.front());
+           it = users.find(x)) {
+        const Node* v = it->second.front();
+        if (classify_node(*v) != NodeLowering::kView || !free(v) || !v->output(0) ||
+            v->output(0)->dtype != x->dtype)
+          break;
+        views.push_back(v);
+        x = v->output(0);
+      }
+      auto act = match_activation(g, users, x, [&](const Node* n) { return free(n); });
+      if (act && (act->kind == Activation::kGeluTanh || o.approximate_gelu)) {
+        f.activation = Activation::kGeluTanh;
+        f.activation_out = act->out;
+        const std::string form = act->kind == Activation::kGeluTanh
+                                     ? "GELU, tanh form"
+                                     : "GELU, erf form run as the tanh form (--approximate-gelu)";
+        for (const Node* v : views)
+          why[v] =
+              fmt::format("written by {} with its activation applied (a view of its product)", mm.describe());
+        for (const Node* n : act->nodes)
+          why[n] = fmt::format("computed by {} in its epilogue ({})", mm.describe(), form);
+      } else if (act) {
+        out.notes.push_back(
+            fmt::format("{} of {} stays a kernel: cuBLASLt's GELU epilogue computes the tanh form, up to "
+                        "4.7e-4 away from the "
+                        "erf form (--approximate-gelu allows it)",
+                        activation_name(act->kind), mm.describe()));
+      }
+    }
+    if (!is_gemm && !f.activation_out) {
+      if (auto it = users.find(y); it != users.end() && only_reader(g, users, y, it->second.front())) {
+        const Node& t = *it->second.front();
+        if (t.op_type == "Transpose" && free(&t) && classify_node(t) == NodeLowering::kKernel &&
+            t.output(0)) {
+          auto perm = ops::transpose_perm(t, static_cast<int64_t>(dims(y).size()));
+          if (perm.is_ok() && !perm->empty() && perm->back() == static_cast<int64_t>(perm->size()) - 1) {
+            f.out_transpose = &t;
+            why[&t] = fmt::format("written by {} in this layout (row and batch strides of the call)",
+                                  mm.describe());
+          }
         }
       }
     }
     // Operands: the longest chain of views, Transposes, scalar Muls and Splits that gives a GEMM layout.
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 2 && !is_gemm; ++i) {
       std::vector<ChainStep> chain;     // consumer side first
       std::vector<const Value*> roots;  // roots[k]: the value before chain[k]
       const Value* v = mm.input(i);
@@ -203,6 +272,8 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
         } else if (p.op_type == "Transpose" && classify_node(p) == NodeLowering::kKernel) {
           next = p.input(0);
         } else if (p.op_type == "Split" && splits.count(&p)) {
+          next = p.input(0);
+        } else if (p.op_type == "Slice" && classify_node(p) == NodeLowering::kKernel && unit_step_slice(p)) {
           next = p.input(0);
         } else if (classify_node(p) == NodeLowering::kView && p.input(0) && p.input(0)->dtype == v->dtype) {
           next = p.input(0);
@@ -227,6 +298,9 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
           if (x->op_type == "Mul") {
             f.alpha *= *scalar_constant(scalar_constant(x->input(0)) ? x->input(0) : x->input(1));
             why[x] = fmt::format("folded into the alpha of {}", mm.describe());
+          } else if (x->op_type == "Slice") {
+            why[x] = fmt::format("read by {} through its operand {}'s offset and strides", mm.describe(),
+                                 i == 0 ? "A" : "B");
           } else if (x->op_type == "Split") {
             split_uses[x].insert(val);
             why[x] = "read in place by the GEMM calls its outputs feed (an offset and strides each)";
@@ -248,7 +322,7 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
 
 }  // namespace
 
-GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude) {
+GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude, const FoldOptions& o) {
   const UsersMap users = g.users();
   // A Split is taken over only when every output of it is; start with every candidate and drop
   // those some output of which stays a value of its own, until nothing changes.
@@ -259,7 +333,7 @@ GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude) 
       splits.insert(np.get());
   for (;;) {
     std::map<const Node*, std::set<const Value*>> uses;
-    GemmFolds out = fold_pass(g, users, exclude, splits, uses);
+    GemmFolds out = fold_pass(g, users, exclude, o, splits, uses);
     std::set<const Node*> kept;
     for (const Node* sp : splits)
       if (uses[sp].size() == sp->outputs.size()) kept.insert(sp);

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/gemm_activation.h"
 #include "ir/graph.h"
 
 namespace stitch::codegen {
@@ -24,7 +25,19 @@ namespace stitch::codegen {
 //    multiplications by a scalar constant, each read only by the next; the call reads the stored
 //    value through its leading dimension, transpose flag and batch strides, and the scalars go
 //    into alpha (attention's Q, K and V head transposes and the 1/sqrt(d) scaling). A Split on
-//    the way is taken over too (an offset into its input) when every output of it is.
+//    the way is taken over too (an offset into its input) when every output of it is;
+//  - activation: the (biased) product, through views, is read only by nodes computing GELU in
+//    its tanh form (match_activation), the function cuBLASLt's GELU epilogue computes; the call
+//    applies it and writes the activation's value (MatMul and Gemm alike). The erf form (BERT's)
+//    is folded only with FoldOptions::approximate_gelu (it then runs as the tanh form, up to
+//    4.7e-4 away), else it stays a kernel and `notes` says why.
+struct FoldOptions {
+  bool on = false;                // fold at all (off for --fusion none: the unfused baseline)
+  bool approximate_gelu = false;  // the erf form of GELU may run as cuBLASLt's tanh form
+  FoldOptions(bool fold = false, bool approximate = false) : on(fold), approximate_gelu(approximate) {}
+  explicit operator bool() const { return on; }
+};
+
 struct GemmFolds {
   struct Operand {
     const Value* root = nullptr;  // null: the operand is read as it is
@@ -39,12 +52,15 @@ struct GemmFolds {
     const Node* out_transpose = nullptr;
     Operand operand[2];
     double alpha = 1;
+    Activation activation = Activation::kNone;
+    const Value* activation_out = nullptr;  // what the call writes when it applies an activation
   };
-  std::map<const Node*, Fold> by_matmul;
+  std::map<const Node*, Fold> by_matmul;      // MatMul and Gemm nodes
   std::map<const Node*, std::string> folded;  // node -> why it needs no step
+  std::vector<std::string> notes;             // activations left as kernels, and why
 };
 using UsersMap = std::unordered_map<const Value*, std::vector<Node*>>;
 // `exclude`: nodes that must keep their own step (e.g. members of fused groups).
-GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude = {});
+GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude = {}, const FoldOptions& o = {});
 
 }  // namespace stitch::codegen

@@ -64,6 +64,7 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
   const Value* y = n.output(0);
   if (fold && fold->bias_add) y = fold->bias_add->output(0);
   if (fold && fold->out_transpose) y = fold->out_transpose->output(0);
+  if (fold && fold->activation_out) y = fold->activation_out;
   const GemmFolds::Operand* fa = fold && fold->operand[0].root ? &fold->operand[0] : nullptr;
   const GemmFolds::Operand* fb = fold && fold->operand[1].root ? &fold->operand[1] : nullptr;
   Dims ad = dims(a), bd = dims(b);
@@ -110,6 +111,7 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
     g.epilogue = "bias";
     c.args.push_back(fold->bias);
   }
+  if (fold && fold->activation_out) g.epilogue = g.epilogue.empty() ? "gelu" : "bias_gelu";
   if (fold && fold->out_transpose) {
     // Element (batch..., i, j) of the product lands where the Transpose puts it: the stride of
     // each product axis in the Transpose's (contiguous) output.
@@ -127,17 +129,18 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
   return out;
 }
 
-StatusOr<LibraryLowering> lower_gemm(const Node& n, int index) {
+StatusOr<LibraryLowering> lower_gemm(const Node& n, int index, const GemmFolds::Fold* fold) {
   const Value* a = n.input(0);
   const Value* b = n.input(1);
   const Value* bias = n.input(2);
   const Value* y = n.output(0);
+  const bool act = fold && fold->activation_out;
   LibraryLowering out;
   LibraryCall& c = out.call;
   c.kind = "gemm";
   c.node = &n;
   c.dtype = y->dtype;
-  c.args = {a, b, y};
+  c.args = {a, b, act ? fold->activation_out : y};
   GemmParams& g = c.gemm;
   g.trans_a = n.attr_int("transA", 0) != 0;
   g.trans_b = n.attr_int("transB", 0) != 0;
@@ -154,10 +157,12 @@ StatusOr<LibraryLowering> lower_gemm(const Node& n, int index) {
       g.epilogue = "bias";
       c.args.push_back(bias);
     } else {
+      STITCH_CHECK(!act, "{}: an activation epilogue with a C that is not a bias vector", n.describe());
       g.beta = n.attr_float("beta", 1.0f);
       out.kernels.push_back(bias_fill_kernel(n, bias, y, index));
     }
   }
+  if (act) g.epilogue = g.epilogue.empty() ? "gelu" : "bias_gelu";
   c.flops = 2 * g.m * g.n * g.k;
   return out;
 }
@@ -209,7 +214,7 @@ bool gemm_bias_epilogue(const Node& n) {
 
 StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const GemmFolds::Fold* fold) {
   if (n.op_type == "MatMul") return lower_matmul(n, fold);
-  if (n.op_type == "Gemm") return lower_gemm(n, first_kernel_index);
+  if (n.op_type == "Gemm") return lower_gemm(n, first_kernel_index, fold);
   if (n.op_type == "Conv") return lower_conv(n);
   return Status::internal(fmt::format("{}: no library lowering", n.describe()));
 }

@@ -19,7 +19,8 @@ struct GemmParams {
   int64_t lda = 0, ldb = 0, ldc = 0;      // row-major leading dimensions
   double alpha = 1, beta = 0;             // C = alpha * op(A) op(B) + beta * C
   // "bias": then C[i][j] += bias[j] for a bias vector of n elements (args[3]); a cuBLASLt epilogue
-  // on the GPU, so a Gemm whose C is a row vector needs no broadcast kernel.
+  // on the GPU, so a Gemm whose C is a row vector needs no broadcast kernel. "gelu" and
+  // "bias_gelu": then C = GELU (tanh form) of that (CUBLASLT_EPILOGUE_GELU / GELU_BIAS).
   std::string epilogue;
   Dims batch;                             // batch dims of C (may be empty)
   Dims stride_a, stride_b, stride_c;      // per batch dim, in elements

@@ -40,7 +40,7 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 }  // namespace
 
 StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, const std::vector<int>* packs,
-                                  bool fold_gemms) {
+                                  const FoldOptions& fold_gemms) {
   // 1. Everything the back end cannot do, at once.
   std::vector<std::string> problems;
   for (const auto& np : g.nodes()) {
@@ -88,7 +88,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
   std::set<const Node*> grouped;
   for (const auto& unit : units)
     if (unit.size() > 1) grouped.insert(unit.begin(), unit.end());
-  const GemmFolds folds = fold_gemms ? find_gemm_folds(g, grouped) : GemmFolds{};
+  const GemmFolds folds = fold_gemms ? find_gemm_folds(g, grouped, fold_gemms) : GemmFolds{};
   for (size_t ui = 0; ui < units.size(); ++ui) {
     const auto& unit = units[ui];
     STITCH_CHECK(!unit.empty(), "empty fusion group");

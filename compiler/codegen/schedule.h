@@ -53,7 +53,7 @@ using NodeGroups = std::vector<std::vector<const Node*>>;
 // packed kernel (independent stitching, lower_packed); the caller guarantees they are independent.
 // fold_gemms: GEMM calls take over the work find_gemm_folds finds (a fusion plan's gemm_folds).
 StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups = nullptr,
-                                  const std::vector<int>* packs = nullptr, bool fold_gemms = false);
+                                  const std::vector<int>* packs = nullptr, const FoldOptions& fold_gemms = {});
 
 // The storage reference of value `v` (must be in the schedule).
 const BufferRef& buffer_of(const Schedule& s, const Value* v);

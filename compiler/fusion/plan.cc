@@ -87,6 +87,10 @@ std::string explain(const FusionPlan& plan) {
           members, plan.packs[k].size() - 1);
     }
   }
+  if (!plan.fold_notes.empty()) {
+    s += "GEMM epilogues not used:\n";
+    for (const std::string& r : plan.fold_notes) s += "  " + r + "\n";
+  }
   if (!plan.rejected.empty()) {
     s += "kernel boundaries (rejected merges):\n";
     for (const std::string& r : plan.rejected) s += "  " + r + "\n";

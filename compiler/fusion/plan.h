@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gemm_folds.h"
 #include "fusion/cost.h"
 #include "ir/graph.h"
 #include "support/status.h"
@@ -43,6 +44,7 @@ struct FusionOptions {
   int beam_width = 8;
   int beam_window = 64;
   bool horizontal = true;                // pack independent stitched kernels into one launch
+  bool approximate_gelu = false;         // erf-form GELU may run as cuBLASLt's tanh-form epilogue
   // ptxas feedback: no group may contain all nodes of one of these sets (a kernel of them spilled
   // or went over the register budget), and no group holding one of no_pack is packed.
   std::vector<std::set<std::string>> keep_apart;
@@ -73,7 +75,9 @@ struct FusionPlan {
   std::string device;                 // the device the costs are for
   Cost cost, unfused;
   double plan_seconds = 0;            // planning time
-  bool gemm_folds = false;            // GEMM calls take over bias adds, layouts, scalars (not for none)
+  // GEMM calls take over bias adds, activations, layouts, scalars (off for none).
+  codegen::FoldOptions gemm_folds;
+  std::vector<std::string> fold_notes;  // activations that stay kernels, and why
   bool timed_out = false;
 };
 

@@ -19,7 +19,7 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold)
     nodes_.push_back(n.get());
   }
   users_ = g.users();
-  if (fold) folds_ = codegen::find_gemm_folds(g);
+  if (fold) folds_ = codegen::find_gemm_folds(g, {}, codegen::FoldOptions(true, o.approximate_gelu));
   const size_t n = nodes_.size();
   succ_.resize(n);
   pred_.resize(n);
@@ -223,7 +223,8 @@ Part Planner::with_groups(Part p, const std::vector<std::vector<int>>& chosen) {
 FusionPlan Planner::finish(const Part& p, const std::string& mode) {
   FusionPlan plan;
   plan.mode = mode;
-  plan.gemm_folds = fold_;
+  plan.gemm_folds = codegen::FoldOptions(fold_, o_.approximate_gelu);
+  plan.fold_notes = folds_.notes;
   plan.device = o_.device.arch + " (" + o_.device.name + ")";
   std::vector<int> order = group_order(p);
   STITCH_CHECK(order.size() == p.groups.size(), "fusion: the group graph has a cycle");
@@ -294,6 +295,11 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
   grp.cost = e.cost;
   grp.saved_bytes = grp.unfused.bytes - grp.cost.bytes;
   const Node* n = nodes_[m[0]];
+  if (m.size() == 1 && folded_[m[0]]) {
+    grp.scheme = "folded";
+    grp.reason = folds_.folded.at(n) + ": no step";
+    return grp;
+  }
   if (m.size() == 1) {
     switch (codegen::classify_node(*n)) {
       case codegen::NodeLowering::kView:
@@ -305,11 +311,6 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
         grp.reason = "a library call (cuBLAS/cuDNN)";
         break;
       default:
-        if (folded_[m[0]]) {
-          grp.scheme = "folded";
-          grp.reason = folds_.folded.at(n) + ": no step";
-          break;
-        }
         grp.scheme = "single";
         grp.reason = !fusible_[m[0]]
                          ? (o_.no_fuse.count(n->name) ? "in --no-fuse"

@@ -22,6 +22,13 @@ struct Elem<__half> {
   static void set(void* p, int64_t i, C v) { static_cast<__half*>(p)[i] = __float2half_rn(v); }
 };
 
+// GELU in the tanh form cuBLASLt's GELU epilogues compute, in the accumulator type.
+template <typename C>
+C gelu_tanh(C x) {
+  const C k0 = C(0.7978845608028654), k1 = C(0.044715);
+  return C(0.5) * x * (C(1) + std::tanh(k0 * (x + k1 * x * x * x)));
+}
+
 template <typename T>
 void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* bias) {
   using E = Elem<T>;
@@ -51,6 +58,7 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
         C v = static_cast<C>(g.alpha) * row[j];
         if (g.beta != 0) v += static_cast<C>(g.beta) * E::get(c, at);
         if (bias) v += E::get(bias, j);
+        if (g.gelu) v = gelu_tanh(v);
         E::set(c, at, v);
       }
     }

@@ -52,7 +52,7 @@ struct ConvPlan {
   size_t workspace = 0;
 };
 
-// cuBLASLt descriptors of one gemm step with a bias epilogue, made once per session. Row-major
+// cuBLASLt descriptors of one gemm step with a bias and/or GELU epilogue, made once per session. Row-major
 // C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B is cuBLASLt's first operand.
 struct LtPlan {
   cublasLtMatmulDesc_t op = nullptr;
@@ -102,7 +102,8 @@ class CudaBackend final : public BackendImpl {
     CHECK(cublasSetWorkspace(cublas_, cublas_ws_, cublas_ws_bytes_));
     for (size_t i = 0; i < m.steps.size(); ++i) {
       if (m.steps[i].op == StepDesc::kConv) plan_conv(m.steps[i]);
-      if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.bias) plan_lt(i, m.steps[i]);
+      if (m.steps[i].op == StepDesc::kGemm && (m.steps[i].gemm.bias || m.steps[i].gemm.gelu))
+        plan_lt(i, m.steps[i]);
     }
   }
 
@@ -260,13 +261,17 @@ class CudaBackend final : public BackendImpl {
     const cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    // One bias element per row of column-major D, that is per column j of our row-major C.
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    // One bias element per row of column-major D, that is per column j of our row-major C; GELU
+    // (cuBLASLt's, the tanh form) after the bias.
+    const cublasLtEpilogue_t epi =
+        g.gelu ? (g.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU) : CUBLASLT_EPILOGUE_BIAS;
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    const void* bias = ptr(s.args[3]);
-    CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    const cudaDataType_t bt = t;
-    CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    if (g.bias) {
+      const void* bias = ptr(s.args[3]);
+      CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+      const cudaDataType_t bt = t;
+      CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    }
     const size_t nb = g.batch.size();
     const int64_t inner = nb ? g.batch.back() : 1;
     p.first = g.trans_b ? lt_layout(t, g.k, g.n, g.ldb, inner, nb ? g.stride_b.back() : 0)
@@ -305,8 +310,8 @@ class CudaBackend final : public BackendImpl {
     CHECK(cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.first, p.second, p.out, p.out, pref, 1, &res, &found));
     cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0)
-      fail(3, fmt::format("cuBLASLt has no algorithm for the bias-epilogue GEMM of node '{}' ({}x{}x{}, {})", s.node, g.m,
-                          g.n, g.k, s.dtype));
+      fail(3, fmt::format("cuBLASLt has no algorithm for the epilogue GEMM of node '{}' ({}x{}x{}, {})",
+                          s.node, g.m, g.n, g.k, s.dtype));
     p.algo = res.algo;
     lt_plans_[index] = p;
   }
@@ -334,7 +339,7 @@ class CudaBackend final : public BackendImpl {
     for (int64_t o = 0; o < outer; ++o) {
       int64_t oa = g.offset_a, ob = g.offset_b, oc = 0;
       for (size_t d = 0; d < idx.size(); ++d) oa += idx[d] * g.stride_a[d], ob += idx[d] * g.stride_b[d], oc += idx[d] * g.stride_c[d];
-      if (g.bias) {
+      if (g.bias || g.gelu) {
         const LtPlan& p = lt_plans_.at(index);
         CHECK(cublasLtMatmul(lt_, p.op, alpha, b + ob * esz, p.first, a + oa * esz, p.second, beta, c + oc * esz, p.out,
                              c + oc * esz, p.out, &p.algo, cublas_ws_, cublas_ws_bytes_, stream_));

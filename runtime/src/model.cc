@@ -134,9 +134,15 @@ void parse_schedule(ModelData& m, const json& j) {
         g.offset_a = p.at("offset_a");
         g.offset_b = p.at("offset_b");
         const std::string epi = p.at("epilogue").get<std::string>();
-        if (epi != "none" && epi != "bias")
+        if (epi != "none" && epi != "bias" && epi != "gelu" && epi != "bias_gelu")
           fail(2, fmt::format("schedule.json: unknown gemm epilogue '{}'; the artifact is damaged, recompile it", epi));
-        g.bias = epi == "bias";
+        g.bias = epi == "bias" || epi == "bias_gelu";
+        g.gelu = epi == "gelu" || epi == "bias_gelu";
+        if (g.gelu && d.dtype != "f32" && d.dtype != "f16")
+          fail(2, fmt::format(
+                      "schedule.json: a gemm step of {} has a GELU epilogue (only f32 and f16 have one); the "
+                      "artifact is damaged, recompile it",
+                      d.dtype));
         if (d.args.size() != (g.bias ? 4u : 3u))
           fail(2, fmt::format("schedule.json: a gemm step with epilogue '{}' needs {} buffers", epi, g.bias ? 4 : 3));
       } else {

@@ -33,6 +33,7 @@ struct GemmDesc {
   double alpha = 1, beta = 0;
   std::vector<int64_t> batch, stride_a, stride_b, stride_c;
   bool bias = false;  // epilogue "bias": C[i][j] += bias[j], the bias is the step's fourth buffer
+  bool gelu = false;  // epilogue "gelu"/"bias_gelu": then C[i][j] = GELU(C[i][j]), tanh form
   int64_t offset_a = 0, offset_b = 0;  // elements into A's and B's buffers
 };
 

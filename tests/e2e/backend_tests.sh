@@ -83,6 +83,26 @@ check "the Q head transpose is read through the scores GEMM's operand strides" \
 check "the embedding layer norm and the mask kernel share one launch (independent packing)" \
   same_kernel "$TMP/fused_bert_tiny/kernels" /model/embeddings/LayerNorm/LayerNormalization /model/And_1 \
   "scheme: independent"
+check "BERT's Q, K and V projections are one GEMM" \
+  grep -q "node '/model/encoder/layer.0/attention/self/value/MatMul' (MatMul) -> node '/model/encoder/layer.0/attention/self/query/MatMul/merged' (MatMul, n = 64+64+64)" \
+  "$TMP/fused_bert_tiny/plan.txt"
+check "GPT-2's tanh-form GELU runs in its GEMM's epilogue" \
+  grep -q "computed by node '/model/h.0/mlp/c_fc/Gemm' (Gemm) in its epilogue (GELU, tanh form)" \
+  "$TMP/fused_gpt2_tiny/plan.txt"
+check "BERT's erf-form GELU stays a kernel, and the plan says why" \
+  grep -q "GELU (erf form) of node '/model/encoder/layer.0/intermediate/dense/MatMul' (MatMul) stays a kernel" \
+  "$TMP/fused_bert_tiny/plan.txt"
+expect "--approximate-gelu: BERT's GELU in the GEMM epilogue" 0 "compiled" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/approx" --shape batch=2 --shape sequence=16 \
+  --approximate-gelu --no-nvcc
+check "--approximate-gelu is in the plan" grep -q "GELU, erf form run as the tanh form (--approximate-gelu)" \
+  "$TMP/approx/plan.txt"
+expect "--approximate-gelu artifact matches PyTorch within the model tolerance" 0 "all 2 output\(s\) match" -- \
+  "$STITCHC" run "$TMP/approx" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
+  --expect "$ROOT/models/bert_tiny/test_data_set_0"
+"$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nomerge" --shape batch=1 --shape sequence=4 \
+  --no-merge-gemms --no-nvcc --no-emu >/dev/null
+check "--no-merge-gemms keeps sibling GEMMs apart" bash -c "! grep -q 'sibling GEMMs merged' '$TMP/nomerge/plan.txt'"
 B=$TMP/bert_tiny
 D=$ROOT/models/bert_tiny/test_data_set_0
 check "artifact holds manifest, schedule, weights, sources, fatbin, emu library, report" \
@@ -164,7 +184,7 @@ expect "truncated schedule" 2 "schedule.json' has [0-9]+ bytes" -- "$STITCHC" ru
 cp -r "$B" "$TMP/missing" && rm "$TMP/missing/emu/kernels_emu.so"
 expect "missing file" 2 "missing file 'emu/kernels_emu.so'" -- "$STITCHC" run "$TMP/missing" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/version" && sed -i -E 's/"version": [0-9]+,/"version": 99,/' "$TMP/version/manifest.json"
-expect "format version mismatch" 2 "format version 99, this runtime reads version 2" -- \
+expect "format version mismatch" 2 "format version 99, this runtime reads version 3" -- \
   "$STITCHC" run "$TMP/version" --backend emu --inputs "$D"
 expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min .* ms, median" -- \
   "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1

@@ -110,7 +110,7 @@ StatusOr<TensorMap> run_emu(const Graph& g, const TensorMap& feed, const fs::pat
   }
   codegen::NodeGroups groups;
   std::vector<int> packs;
-  bool folds = false;
+  codegen::FoldOptions folds;
   if (g_fusion != "none") {  // the planner's groups, packs and GEMM folds, as stitchc compile uses them
     fusion::FusionOptions fo;
     fo.mode = g_fusion;

@@ -39,7 +39,7 @@ inline std::unique_ptr<Graph> prepared_model(const std::string& name) {
 // `fold_gemms` lets GEMM calls take over neighbouring work (the plan's gemm_folds).
 inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
                                     const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr,
-                                    bool fold_gemms = false) {
+                                    const codegen::FoldOptions& fold_gemms = {}) {
   auto s = codegen::build_schedule(g, groups, packs, fold_gemms);
   INFO(s.status().message());
   REQUIRE(s.is_ok());

@@ -15,8 +15,9 @@ using namespace stitch::test;
 TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= greedy, ilp >= beam", "[fusion][models]") {
   // Unfused counts are 61, 94, 104 and 17 (test_codegen.cc); these are beam's counts with
   // independent packing, GEMM calls taking over bias adds, head transposes and scalings
-  // (find_gemm_folds), Gemm biases in the epilogue and Split stitched (without these: 21, 28, 20, 12).
-  const std::map<std::string, size_t> most = {{"bert_tiny", 11}, {"gpt2_tiny", 9}, {"llama_tiny", 12}, {"cnn_small", 11}};
+  // (find_gemm_folds), Gemm biases in the epilogue, GPT-2's tanh-form GELU in cuBLASLt's GELU
+  // epilogue and Split stitched (without these: 21, 28, 20, 12; gpt2_tiny 9 before the GELU epilogue).
+  const std::map<std::string, size_t> most = {{"bert_tiny", 11}, {"gpt2_tiny", 7}, {"llama_tiny", 12}, {"cnn_small", 11}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);

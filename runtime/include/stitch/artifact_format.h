@@ -9,7 +9,7 @@
 namespace stitch::artifact {
 
 inline constexpr const char* kFormatName = "stitch-artifact";
-inline constexpr int kArtifactVersion = 2;  // 2: gemm steps carry an epilogue (bias)
+inline constexpr int kArtifactVersion = 3;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu
 
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kScheduleFile = "schedule.json";

@@ -1,0 +1,166 @@
+// merge_sibling_gemms (see merge_gemms.h): find the siblings, concatenate their weights (and
+// biases) into new constants, and rewire their outputs to the outputs of one Split.
+#include "fusion/merge_gemms.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+
+#include "ir/op_table.h"
+
+namespace stitch::fusion {
+namespace {
+
+struct Sibling {
+  Node* mm = nullptr;
+  Node* bias_add = nullptr;  // Add of a constant bias vector, the product's only reader
+  Value* bias = nullptr;
+  int64_t n = 0;
+};
+
+// Concatenates constant tensors of shape [rows, n_i] (or [n_i] when rows is 0) along the last axis.
+Tensor concat_columns(DType t, int64_t rows, const std::vector<const Tensor*>& parts) {
+  int64_t total = 0;
+  for (const Tensor* p : parts) total += p->dims().back();
+  Tensor out(t, rows ? Dims{rows, total} : Dims{total});
+  const int64_t esz = dtype_size(t);
+  const int64_t r = rows ? rows : 1;
+  int64_t col = 0;
+  for (const Tensor* p : parts) {
+    const int64_t n = p->dims().back();
+    for (int64_t i = 0; i < r; ++i)
+      std::memcpy(out.data() + (i * total + col) * esz, p->data() + i * n * esz,
+                  static_cast<size_t>(n * esz));
+    col += n;
+  }
+  return out;
+}
+
+Node* new_node(Graph& g, const std::string& op, const std::string& name) {
+  auto n = std::make_unique<Node>();
+  n->op_type = op;
+  n->name = name;
+  n->opset = g.opset;
+  n->def = find_op("", op, g.opset);
+  return g.add_node(std::move(n));
+}
+
+Value* new_value(Graph& g, const std::string& hint, DType t, Dims d) {
+  Value* v = g.add_value(g.unique_name(hint));
+  v->dtype = t;
+  v->dims = std::move(d);
+  return v;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g) {
+  std::vector<std::string> log;
+  const auto users = g.users();
+  auto only_reader = [&](const Value* v) -> Node* {
+    auto it = users.find(v);
+    if (g.is_graph_output(v) || it == users.end() || it->second.size() != 1) return nullptr;
+    return it->second.front();
+  };
+  // Siblings per (activation, with bias), in graph order.
+  std::map<std::pair<const Value*, bool>, std::vector<Sibling>> by_input;
+  std::vector<std::pair<const Value*, bool>> order;
+  for (const auto& np : g.nodes()) {
+    Node& mm = *np;
+    if (mm.op_type != "MatMul" || !mm.domain.empty() || mm.inputs.size() != 2 || !mm.input(0) ||
+        !mm.input(1) || !mm.output(0))
+      continue;
+    const Value* a = mm.input(0);
+    const Value* w = mm.input(1);
+    if (!a->has_static_shape() || a->dims->size() < 2 || !is_float(a->dtype) || !w->is_constant() ||
+        w->dtype != a->dtype || w->dims->size() != 2 || (*w->dims)[0] != a->dims->back() || a->is_constant())
+      continue;
+    // A product that is a graph output would be copied out of the merged one: not worth it.
+    if (g.is_graph_output(mm.output(0))) continue;
+    Sibling s{&mm, nullptr, nullptr, (*w->dims)[1]};
+    if (Node* add = only_reader(mm.output(0)); add && add->op_type == "Add" && add->inputs.size() == 2 &&
+                                               add->output(0) &&
+                                               *add->output(0)->dims == *mm.output(0)->dims) {
+      Value* other = add->input(0) == mm.output(0) ? add->input(1) : add->input(0);
+      if (other && other != mm.output(0) && other->is_constant() && other->dtype == a->dtype &&
+          *other->dims == Dims{s.n}) {
+        s.bias_add = add;
+        s.bias = other;
+        if (g.is_graph_output(add->output(0))) continue;
+      }
+    }
+    const auto key = std::make_pair(a, s.bias_add != nullptr);
+    if (!by_input.count(key)) order.push_back(key);
+    by_input[key].push_back(s);
+  }
+  std::vector<Node*> dead;
+  for (const auto& key : order) {
+    const std::vector<Sibling>& sib = by_input.at(key);
+    if (sib.size() < 2 || g.opset < 10) continue;  // Slice takes its bounds as inputs from opset 10
+    Value* a = sib.front().mm->input(0);
+    const DType t = a->dtype;
+    const int64_t k = a->dims->back();
+    std::vector<const Tensor*> ws, bs;
+    std::vector<int64_t> ns;
+    std::string names, sizes;
+    const std::string merged_name = sib.front().mm->name + "/merged";
+    int64_t total = 0;
+    for (const Sibling& s : sib) {
+      ws.push_back(&*s.mm->input(1)->constant);
+      if (s.bias) bs.push_back(&*s.bias->constant);
+      ns.push_back(s.n);
+      total += s.n;
+      names += (names.empty() ? "" : ", ") + s.mm->describe();
+      sizes += (sizes.empty() ? "" : "+") + std::to_string(s.n);
+    }
+    Value* w = new_value(g, merged_name + "/weight", t, {k, total});
+    w->constant = concat_columns(t, k, ws);
+    Dims out_dims = *a->dims;
+    out_dims.back() = total;
+    Node* mm = new_node(g, "MatMul", g.unique_name(merged_name));
+    Value* y = new_value(g, merged_name + "/product", t, out_dims);
+    mm->inputs = {a, w};
+    mm->outputs = {y};
+    y->producer = mm;
+    if (key.second) {
+      Value* b = new_value(g, merged_name + "/bias", t, {total});
+      b->constant = concat_columns(t, 0, bs);
+      Node* add = new_node(g, "Add", g.unique_name(merged_name + "/bias_add"));
+      Value* yb = new_value(g, merged_name + "/biased", t, out_dims);
+      add->inputs = {y, b};
+      add->outputs = {yb};
+      yb->producer = add;
+      y = yb;
+    }
+    // One Slice per former output (not one Split): each goes its own way, into the operand of a
+    // GEMM (an offset) or into the stitched kernel that reads it (an index map).
+    Value* axes = new_value(g, merged_name + "/axes", DType::kI64, {1});
+    axes->constant = Tensor::vector_i64({-1});
+    int64_t col = 0;
+    for (const Sibling& s : sib) {
+      Node* last = s.bias_add ? s.bias_add : s.mm;
+      Value* out = last->output(0);
+      Node* slice = new_node(g, "Slice", g.unique_name(s.mm->name + "/columns"));
+      Value* starts = new_value(g, s.mm->name + "/starts", DType::kI64, {1});
+      starts->constant = Tensor::vector_i64({col});
+      Value* ends = new_value(g, s.mm->name + "/ends", DType::kI64, {1});
+      ends->constant = Tensor::vector_i64({col + s.n});
+      slice->inputs = {y, starts, ends, axes};
+      slice->outputs = {out};
+      out->producer = slice;
+      last->outputs[0] = nullptr;
+      dead.push_back(s.mm);
+      if (s.bias_add) dead.push_back(s.bias_add);
+      col += s.n;
+    }
+    log.push_back(fmt::format("{} -> node '{}' (MatMul, n = {}) and a Slice each", names, mm->name, sizes));
+  }
+  if (dead.empty()) return log;
+  g.remove_nodes(dead);
+  g.remove_unused_values();
+  RETURN_IF_ERROR(g.topo_sort());
+  return log;
+}
+
+}  // namespace stitch::fusion
