@@ -158,8 +158,8 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       break;
   }
   int64_t bytes = 0, elements = 0;
-  for (const Value* v : n.inputs)
-    if (v) bytes += bytes_of(v);
+  for (const Value* v : n.inputs)  // a Slice reads only the elements it keeps
+    if (v) bytes += n.op_type == "Slice" && v == n.input(0) ? bytes_of(n.output(0)) : bytes_of(v);
   for (const Value* v : n.outputs)
     if (v) {
       bytes += bytes_of(v);
@@ -189,11 +189,23 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
 Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchInfo& info, const DeviceSpec& d) {
   std::set<const Value*> made, read;
   for (const Node* n : nodes) made.insert(n->output(0));
+  // An input the group reads only through Slices is read only where they look (a merged GEMM's
+  // columns, a rotary half): the elements they keep, at most the whole input.
+  auto read_bytes = [&](const Value* v) {
+    int64_t sliced = 0;
+    for (const Node* n : nodes)
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        if (n->inputs[i] != v) continue;
+        if (n->op_type != "Slice" || i != 0) return bytes_of(v);
+        sliced += bytes_of(n->output(0));
+      }
+    return std::min(sliced, bytes_of(v));
+  };
   int64_t bytes = 0, in_bytes = 0;
   double flops = static_cast<double>(info.recompute_elements);
   for (const Node* n : nodes) {
     for (const Value* v : n->inputs)
-      if (v && !made.count(v) && read.insert(v).second) in_bytes += bytes_of(v);
+      if (v && !made.count(v) && read.insert(v).second) in_bytes += read_bytes(v);
     if (codegen::stitch_role(*n) != codegen::StitchRole::kView)
       flops += static_cast<double>(num_elements(*n->output(0)->dims));
   }
