@@ -8,6 +8,7 @@
 #include <random>
 
 #include "fusion_test_util.h"
+#include "fusion/merge_gemms.h"
 
 using namespace stitch;
 using namespace stitch::test;
@@ -407,5 +408,27 @@ TEST_CASE("ptxas feedback: node sets kept apart are never in one group, and thei
     const auto groups = groups_of(*plan);
     const auto packs = packs_of(*plan);
     test::emu_matches_reference(*g, &groups, 53, kEmuF32, &packs, plan->gemm_folds);
+  }
+}
+
+TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMMs merged) do not grow",
+          "[fusion][models]") {
+  // Kernels + library calls: bert_tiny 11 + 13 (a layer: 4 kernels, 6 GEMMs), gpt2_tiny 7 + 12
+  // (3 kernels, 6 GEMMs), llama_tiny 12 + 12, cnn_small 11 + 10.
+  const std::map<std::string, std::pair<size_t, size_t>> most = {
+      {"bert_tiny", {11, 13}}, {"gpt2_tiny", {7, 12}}, {"llama_tiny", {12, 12}}, {"cnn_small", {11, 10}}};
+  for (const auto& [name, limit] : most) {
+    INFO(name);
+    auto g = test::prepared_model(name);
+    auto merged = fusion::merge_sibling_gemms(*g);
+    REQUIRE(merged.is_ok());
+    auto plan = fusion::make_plan(*g, opts("beam"));
+    REQUIRE(plan.is_ok());
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
+    auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+    REQUIRE(s.is_ok());
+    CHECK(s->kernels.size() <= limit.first);
+    CHECK(s->calls.size() <= limit.second);
   }
 }
