@@ -40,5 +40,20 @@ inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::
   return emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
 }
 
+// The schedule stitchc builds from `p`: its groups, packs and GEMM folds.
+inline StatusOr<codegen::Schedule> schedule_of(const Graph& g, const fusion::FusionPlan& p) {
+  const auto groups = groups_of(p);
+  const auto packs = packs_of(p);
+  return codegen::build_schedule(g, &groups, &packs, p.gemm_folds);
+}
+
+// Compiles `g` as `p` plans it, runs it on emu and compares with the reference; returns the
+// number of generated kernels.
+inline size_t plan_matches_reference(const Graph& g, const fusion::FusionPlan& p, uint32_t seed,
+                                     const Tolerance& tol = kEmuF32) {
+  const auto groups = groups_of(p);
+  const auto packs = packs_of(p);
+  return emu_matches_reference(g, &groups, seed, tol, &packs, p.gemm_folds);
+}
 
 }  // namespace stitch::test
