@@ -395,7 +395,7 @@ TEST_CASE("half and bfloat16 device math", "[emu][kernels]") {
   check_close(want_b, got_b, Tolerance{4e-3, 1e-5, "one rounding to bfloat16"}, "bfloat16 math");
 }
 
-TEST_CASE("thread order decides a write race; random order is reproducible from its seed", "[emu][kernels]") {
+TEST_CASE("thread order decides a write race, random order is reproducible from its seed", "[emu][kernels]") {
   const int threads = 128, blocks = 4;
   auto run = [&](ThreadOrder order, std::uint64_t seed) {
     ScopedOptions scoped(with_order(order, seed));

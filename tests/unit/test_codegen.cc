@@ -177,7 +177,7 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
   }
 }
 
-TEST_CASE("a Gemm's bias vector goes to the GEMM epilogue; any other C is broadcast by a kernel first",
+TEST_CASE("a Gemm's bias vector goes to the GEMM epilogue, any other C is broadcast by a kernel first",
           "[codegen][emu]") {
   // C of [n] and [1,n] with beta 1: one call with the bias epilogue and no kernel. C of [m,1],
   // or beta 0.5: a broadcast kernel, then the call accumulates with beta. Each matches the

@@ -320,7 +320,7 @@ TEST_CASE("a row kernel caches a value read by several passes in shared memory, 
   CHECK(cached->mapping.find("warp per row") != std::string::npos);
 }
 
-TEST_CASE("seeded random graphs with layout and row ops: fused equals the reference; ilp equals brute force",
+TEST_CASE("seeded random graphs with layout and row ops: fused equals the reference, ilp equals brute force",
           "[fusion][emu]") {
   // Rows of 1, 37, 770 and 3000 elements (thread-, warp- and block-per-row), broadcasts of every
   // kind into them, transposes and slices in front of the row ops, per-row epilogues after them.

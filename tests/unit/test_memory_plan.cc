@@ -36,7 +36,7 @@ TEST_CASE("buffers with disjoint lifetimes share memory, overlapping ones do not
   CHECK(p.total_bytes == 1024 + 1024 + 512);
 }
 
-TEST_CASE("in-place chains share one storage; illegal reuse is refused", "[memory_plan]") {
+TEST_CASE("in-place chains share one storage, illegal reuse is refused", "[memory_plan]") {
   // x -> relu (in place) -> add (in place); y read later than the step that would reuse it.
   const std::vector<BufferRequest> r = {req("x", 4096, 0, 1),      req("relu", 4096, 1, 2, 0),
                                         req("add", 4096, 2, 4, 1), req("y", 4096, 0, 3),

@@ -236,7 +236,7 @@ TEST_CASE("GEMM calls take over attention's bias adds, head transposes and scali
   CHECK(plan->unfused.kernels == 11);
 }
 
-TEST_CASE("GEMM operands that need a copy keep their kernels; those a view can describe are read in place",
+TEST_CASE("GEMM operands that need a copy keep their kernels, those a view can describe are read in place",
           "[fusion][emu]") {
   // a_t: a Transpose then a Reshape merging the transposed axes (no single stride): a kernel.
   // b_t: a Transpose of a Reshape that split a contiguous axis: read in place (trans_b).

@@ -67,7 +67,7 @@ static std::unique_ptr<Node> make_node(const char* op, Value* in, Value* out) {
   return n;
 }
 
-TEST_CASE("verifier catches a use before definition; topo_sort repairs it") {
+TEST_CASE("verifier catches a use before definition, topo_sort repairs it") {
   Graph g;
   g.opset = 17;
   Value* x = g.add_value("x");
