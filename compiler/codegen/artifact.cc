@@ -268,7 +268,11 @@ struct Writer {
   ordered_json schedule() {
     ordered_json kernels = ordered_json::array(), steps = ordered_json::array();
     for (const Kernel& k : s.kernels)
-      kernels.push_back({{"name", k.name}, {"grid", k.grid}, {"block", k.block}, {"smem", k.smem_bytes}});
+      kernels.push_back({{"name", k.name},
+                         {"grid", k.grid},
+                         {"block", k.block},
+                         {"smem", k.smem_bytes},
+                         {"cooperative", k.cooperative}});
     for (const Step& st : s.steps) {
       ordered_json j;
       if (st.kind == Step::kKernel) {

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ struct Kernel {
   std::string name;                 // deterministic: k012_map_add, k013_row_softmax...
   std::vector<const Node*> nodes;   // the ONNX nodes it implements
   std::string mapping;              // thread mapping in words, for the header and report
-  std::string scheme = "single node";  // or "local", "regional", "independent" (stitched kernels)
+  std::string scheme = "single node";  // or "local", "regional", "global", "independent" (stitched kernels)
   std::vector<KernelParam> params;  // kernel arguments, all device pointers
   std::array<int64_t, 3> grid{1, 1, 1};
   std::array<int64_t, 3> block{1, 1, 1};
@@ -31,6 +32,11 @@ struct Kernel {
   int64_t static_smem_bytes = 0;  // __shared__ arrays the source declares (stitched kernels)
   int64_t bytes_moved = 0;  // global memory bytes read + written, ideal caching
   std::string source;      // the whole .cu file
+  // Global stitching: the kernel waits at grid-wide barriers, so it must be launched cooperatively
+  // (every block resident at once), and it exchanges per-block partials through `workspace`, a
+  // scratch buffer of its own (an output parameter the schedule gives arena storage for this step).
+  bool cooperative = false;
+  std::shared_ptr<Value> workspace;
 };
 
 // The C type a tensor of `t` is stored as in device memory, and the type kernels compute in

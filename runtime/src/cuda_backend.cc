@@ -93,6 +93,7 @@ class CudaBackend final : public BackendImpl {
       cudaKernel_t fn = nullptr;
       CHECK(cudaLibraryGetKernel(&fn, library_, k.name.c_str()));
       kernels_.push_back(fn);
+      if (k.cooperative) check_co_resident(k, fn);
     }
     CHECK(cublasCreate(&cublas_));
     CHECK(cublasSetStream(cublas_, stream_));
@@ -357,6 +358,29 @@ class CudaBackend final : public BackendImpl {
     }
   }
 
+  // A cooperative kernel (a row split over blocks: global stitching) waits at grid-wide barriers,
+  // so every block of its grid must be resident at once on this GPU.
+  void check_co_resident(const KernelDesc& k, cudaKernel_t fn) {
+    int coop = 0, per_sm = 0;
+    CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0));
+    if (!coop)
+      fail(2, fmt::format(
+                  "kernel {} needs a cooperative launch, which this GPU ({}) does not support; recompile "
+                  "for it or run with --backend emu",
+                  k.name, prop_.name));
+    const unsigned threads = k.block[0] * k.block[1] * k.block[2];
+    const unsigned blocks = k.grid[0] * k.grid[1] * k.grid[2];
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(fn),
+                                                        int(threads), static_cast<size_t>(k.smem)));
+    const int64_t resident = int64_t(per_sm) * prop_.multiProcessorCount;
+    if (resident < blocks)
+      fail(2, fmt::format(
+                  "kernel {} is a cooperative kernel of {} blocks, but this GPU ({}, {} SMs) holds only {} "
+                  "of them at once; it is not one of the GPUs stitchc sizes these kernels for (sm_80 and "
+                  "sm_90 parts with 64 or more SMs): run with --backend emu or report the GPU",
+                  k.name, blocks, prop_.name, prop_.multiProcessorCount, resident));
+  }
+
   void enqueue() {
     size_t conv_i = 0;
     for (size_t i = 0; i < m_.steps.size(); ++i) {
@@ -364,9 +388,26 @@ class CudaBackend final : public BackendImpl {
       switch (s.op) {
         case StepDesc::kKernel: {
           const KernelDesc& k = m_.kernels[s.kernel];
-          cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[s.kernel]),
-                                           dim3(k.grid[0], k.grid[1], k.grid[2]), dim3(k.block[0], k.block[1], k.block[2]),
-                                           args_[i].pointers.data(), static_cast<size_t>(k.smem), stream_);
+          cudaError_t e;
+          if (k.cooperative) {  // a launch attribute, so stream capture records it in the graph node
+            cudaLaunchConfig_t cfg{};
+            cfg.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
+            cfg.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
+            cfg.dynamicSmemBytes = static_cast<size_t>(k.smem);
+            cfg.stream = stream_;
+            cudaLaunchAttribute attr{};
+            attr.id = cudaLaunchAttributeCooperative;
+            attr.val.cooperative = 1;
+            cfg.attrs = &attr;
+            cfg.numAttrs = 1;
+            e = cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernels_[s.kernel]),
+                                    args_[i].pointers.data());
+          } else {
+            e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[s.kernel]),
+                                 dim3(k.grid[0], k.grid[1], k.grid[2]),
+                                 dim3(k.block[0], k.block[1], k.block[2]), args_[i].pointers.data(),
+                                 static_cast<size_t>(k.smem), stream_);
+          }
           if (e != cudaSuccess) fail(3, fmt::format("{}: launch failed: {}", m_.step_text(i), cudaGetErrorString(e)));
           break;
         }

@@ -69,8 +69,8 @@ class EmuBackend final : public BackendImpl {
         case StepDesc::kKernel: {
           const KernelDesc& k = m_.kernels[s.kernel];
           dim3 grid(k.grid[0], k.grid[1], k.grid[2]), block(k.block[0], k.block[1], k.block[2]);
-          emu::Result r =
-              entries_[s.kernel]->launch(grid, block, static_cast<size_t>(k.smem), args_[i].pointers.data(), false);
+          emu::Result r = entries_[s.kernel]->launch(grid, block, static_cast<size_t>(k.smem),
+                                                     args_[i].pointers.data(), k.cooperative);
           if (!r.ok()) fail(3, fmt::format("{} failed on the emu backend: {}", m_.step_text(i), r.message));
           break;
         }

@@ -99,6 +99,7 @@ void parse_schedule(ModelData& m, const json& j) {
     auto g = k.at("grid").get<std::vector<unsigned>>(), b = k.at("block").get<std::vector<unsigned>>();
     for (int i = 0; i < 3; ++i) d.grid[i] = g.at(i), d.block[i] = b.at(i);
     d.smem = k.at("smem").get<int64_t>();
+    d.cooperative = k.at("cooperative").get<bool>();
     m.kernels.push_back(d);
   }
   auto check_buf = [&](int id) {

@@ -25,6 +25,7 @@ struct KernelDesc {
   std::string name;
   std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
   int64_t smem = 0;
+  bool cooperative = false;  // grid-wide barriers: launched cooperatively, every block resident
 };
 
 struct GemmDesc {

@@ -9,7 +9,8 @@
 namespace stitch::artifact {
 
 inline constexpr const char* kFormatName = "stitch-artifact";
-inline constexpr int kArtifactVersion = 3;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu
+inline constexpr int kArtifactVersion = 4;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu;
+                                            // 4: kernels say whether they launch cooperatively
 
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kScheduleFile = "schedule.json";

@@ -4,6 +4,7 @@
 // an artifact's kernels/ directory compiles on its own.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -63,6 +64,20 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
   T r = scratch[0];
   for (int w = 1; w < warps; ++w) r = op(r, scratch[w]);
   __syncthreads();
+  return r;
+}
+
+// Global stitching: a row split over `segs` blocks of a cooperative launch. Every thread of every
+// block calls it with its block's partial (block_reduce's result); thread 0 publishes it at
+// slot[seg], the grid waits at a grid-wide barrier (which orders those writes before the reads),
+// and every thread combines the row's partials in segment order, so every block of the row gets
+// the same bits. `slot` is this pass's row of partials in global memory; each pass uses its own.
+template <typename T, typename W, typename Op>
+__device__ __forceinline__ T grid_row_reduce(T v, Op op, W* slot, long long seg, long long segs) {
+  if (threadIdx.x == 0) slot[seg] = static_cast<W>(v);
+  cooperative_groups::this_grid().sync();
+  T r = static_cast<T>(slot[0]);
+  for (long long s = 1; s < segs; ++s) r = op(r, static_cast<T>(slot[s]));
   return r;
 }
 
