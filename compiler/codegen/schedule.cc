@@ -37,6 +37,17 @@ namespace {
 int64_t bytes_of(const Value* v) { return num_elements(*v->dims) * dtype_size(v->dtype); }
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+// A row op alone whose rows are so few and long that the stitcher splits each over blocks; the
+// single-node segment kernels (lower_reduce.cc) would give each row one block.
+bool split_row_op(const Node& n) {
+  if (stitch_role(n) != StitchRole::kRow) return false;
+  auto ri = row_op_info(n);
+  if (!ri.is_ok()) return false;
+  int64_t rows = 1, cols = 1;
+  for (size_t k = 0; k < ri->in.size(); ++k) (k + ri->axes < ri->in.size() ? rows : cols) *= ri->in[k];
+  return row_mapping(rows, cols).split();
+}
+
 }  // namespace
 
 StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, const std::vector<int>* packs,
@@ -119,6 +130,11 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
         ++s.views;
         break;
       case NodeLowering::kKernel: {
+        if (split_row_op(n)) {  // few long rows: the stitcher's split mapping (global stitching)
+          ASSIGN_OR_RETURN(Kernel k, lower_stitched(unit, escaping_of(unit), kernel_index++));
+          push_kernel(std::move(k));
+          break;
+        }
         ASSIGN_OR_RETURN(Kernel k, lower_node(n, kernel_index++));
         const int step = static_cast<int>(s.steps.size());
         push_kernel(std::move(k));

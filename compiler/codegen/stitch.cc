@@ -378,6 +378,11 @@ class Stitcher {
   }
 
   // ---- row kernels ----
+  // The strided loop over this thread's elements of the row (of its block's segment when split).
+  std::string row_loop() const {
+    if (map_.split()) return "for (long long j = jbeg + lane; j < jend; j += step) {";
+    return fmt::format("for (long long j = lane; j < {}LL; j += step) {{", info_.cols);
+  }
   // Pass over the row: acc = op(acc, elem(j)) then a warp or block tree.
   StatusOr<std::string> pass(const std::string& ct, const std::string& init, const std::string& op,
                              const std::function<StatusOr<std::string>()>& elem) {
@@ -387,7 +392,7 @@ class Stitcher {
     std::vector<std::string> body = std::move(scopes_[1].lines);
     scopes_[1] = Scope{};
     line(0, fmt::format("{} {} = {};", ct, acc, init));
-    line(0, fmt::format("for (long long j = lane; j < {}LL; j += step) {{", info_.cols));
+    line(0, row_loop());
     for (const std::string& l : body) line(0, "  " + l);
     line(0, fmt::format("  {0} = {1}({0}, {2});", acc, op, e));
     line(0, "}");
@@ -396,6 +401,12 @@ class Stitcher {
       const std::string tag = ct == "double" ? "d" : "f";
       scratch_.insert(ct);
       line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, tag));
+    }
+    if (map_.split()) {  // global stitching: this pass's partials of every row, then a grid barrier
+      line(0,
+           fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, ws + {2}LL + row * {3}LL, seg, {3}LL);",
+                       acc, op, split_passes_ * info_.rows * map_.segments, map_.segments));
+      ++split_passes_;
     }
     ++passes_;
     return acc;
@@ -495,7 +506,10 @@ class Stitcher {
   Status emit_rows() {
     const Dims& d = info_.domain;
     const int64_t r = static_cast<int64_t>(d.size()), a = r - info_.axes;
-    map_ = row_mapping(info_.cols);
+    map_ = row_mapping(info_.rows, info_.cols, !part_);
+    for (const Node* n : nodes_)
+      if (stitch_role(*n) == StitchRole::kRow && compute_type(n->input(0)->dtype) == "double")
+        ws_type_ = "double";
     // Row coordinates from `row`, in-row coordinates from `j`.
     int64_t inner = 1;
     dom_.assign(r, SExpr{"0", 0});
@@ -559,12 +573,13 @@ class Stitcher {
     }
     int64_t smem = 0;
     for (const auto& [x, count] : readers) {
-      const int64_t bytes = row_cache_bytes(info_.cols, static_cast<int64_t>(compute_type(x->dtype) == "double" ? 8 : 4));
+      const int64_t bytes =
+          row_cache_bytes(map_, info_.cols, static_cast<int64_t>(compute_type(x->dtype) == "double" ? 8 : 4));
       if (!cache_allowed_ || count < 2 || bytes == 0 || smem + bytes > kRowCacheBudget) continue;
       const std::string name = fmt::format("cache{}", cache_.size());
       cache_[x] = name;
       cache_decl_.push_back(fmt::format("__shared__ {} {}[{}];", compute_type(x->dtype), name,
-                                        info_.cols * map_.rows_per_block));
+                                        (map_.split() ? map_.segment : info_.cols) * map_.rows_per_block));
       smem += bytes;
       k_.static_smem_bytes += bytes;
     }
@@ -581,7 +596,7 @@ class Stitcher {
       }
       std::vector<std::string> body = std::move(scopes_[1].lines);
       scopes_[1] = Scope{};
-      line(0, fmt::format("for (long long j = lane; j < {}LL; j += step) {{", info_.cols));
+      line(0, row_loop());
       for (const std::string& l : body) line(0, "  " + l);
       line(0, "}");
       ++passes_;
@@ -597,24 +612,54 @@ class Stitcher {
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
       STITCH_CHECK(val.level == 0, "per-row value '{}' depends on the loop", v->name);
       const std::string p = param(v, true), ct = compute_type(v->dtype), stt = storage_type(v->dtype);
-      line(0, ct == stt ? fmt::format("if (lane == 0) {}[row] = {};", p, val.s)
-                        : fmt::format("if (lane == 0) {}[row] = stitch_dev::cvt<{}>({});", p, stt, val.s));
+      const std::string first = map_.split() ? "lane == 0 && seg == 0" : "lane == 0";
+      line(0, ct == stt ? fmt::format("if ({}) {}[row] = {};", first, p, val.s)
+                        : fmt::format("if ({}) {}[row] = stitch_dev::cvt<{}>({});", first, p, stt, val.s));
     }
     k_.block = {map_.block, 1, 1};
     k_.grid = {std::max<int64_t>(1, (info_.rows + map_.rows_per_block - 1) / map_.rows_per_block), 1, 1};
+    if (map_.split()) {
+      k_.grid = {info_.rows * map_.segments, 1, 1};
+      k_.cooperative = true;
+      k_.scheme = "global";
+      // One partial per pass, row and segment; every slot is written before the barrier that
+      // precedes its reads, so the buffer needs no initialisation and no reuse between passes.
+      auto ws = std::make_shared<Value>();
+      ws->name = k_.name + "/grid_partials";
+      ws->dtype = ws_type_ == "double" ? DType::kF64 : DType::kF32;
+      ws->dims = Dims{split_passes_ * info_.rows * map_.segments};
+      k_.params.push_back({"ws", ws.get(), true});
+      k_.bytes_moved += 2 * num_elements(*ws->dims) * dtype_size(ws->dtype);
+      k_.workspace = std::move(ws);
+    }
     std::string cached;
     for (const auto& [x, count] : readers)
       if (cache_.count(x)) cached += (cached.empty() ? "" : ", ") + fmt::format("'{}'", x->name);
-    k_.mapping = fmt::format("{}: {} rows of {} over the trailing {} axes of {}; {} passes per row, {} nodes stitched "
-                             "(regional stitching){}", map_.warp_per_row ? "warp per row, 8 rows per block" : "block per row",
-                             info_.rows, info_.cols, info_.axes, dims_to_string(d), passes_, nodes_.size(),
-                             cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
+    k_.mapping = fmt::format(
+        "{}: {} rows of {} over the trailing {} axes of {}; {} passes per row, {} nodes stitched "
+        "({} stitching){}",
+        row_mapping_text(map_), info_.rows, info_.cols, info_.axes, dims_to_string(d), passes_, nodes_.size(),
+        map_.split() ? "global: partials through global memory and a grid barrier per pass" : "regional",
+        cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
     for (const std::string& ct : scratch_) k_.static_smem_bytes += 32 * (ct == "double" ? 8 : 4);
     CudaWriter w;
-    open_entry(w, "//   scheme: row kernel (regional stitching)\n", map_.block);
+    open_entry(w,
+               map_.split()
+                   ? "//   scheme: row kernel split over blocks (global stitching; cooperative launch)\n"
+                   : "//   scheme: row kernel (regional stitching)\n",
+               map_.block);
     for (const std::string& ct : scratch_) w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : "f");
     for (const std::string& l : cache_decl_) w.line("{}", l);
-    if (map_.warp_per_row) {
+    if (map_.split()) {
+      w.line("const long long row = {} / {}LL;", block_index(), map_.segments);
+      w.line("const long long seg = {} % {}LL;", block_index(), map_.segments);
+      w.line("const long long jbeg = seg * {}LL;", map_.segment);
+      w.line("const long long jend = jbeg + {0}LL < {1}LL ? jbeg + {0}LL : {1}LL;", map_.segment, info_.cols);
+      w.line("const int lane = threadIdx.x;");
+      w.line("const int step = {};", map_.block);
+      if (!cache_.empty())
+        w.line("const long long cache_row = -jbeg;  // the cache holds this block's segment");
+    } else if (map_.warp_per_row) {
       w.line("const long long row = {} * {} + (threadIdx.x >> 5);", block_index(), map_.rows_per_block);
       w.line("const int lane = threadIdx.x & 31;");
       w.line("const int step = 32;");
@@ -653,6 +698,8 @@ class Stitcher {
   RowMapping map_;
   std::map<const Node*, Stats> stats_;
   std::set<std::string> scratch_;
+  std::string ws_type_ = "float";  // element type of a split kernel's partials
+  int64_t split_passes_ = 0;
   std::map<const Value*, std::string> cache_;
   std::set<const Value*> cached_ready_;
   std::vector<std::string> cache_decl_;

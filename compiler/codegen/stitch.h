@@ -19,6 +19,10 @@
 //    for every later pass, so a decomposed layer norm (two ReduceMeans) or RMSNorm is one kernel.
 //    A value several passes read can be cached in shared memory by the first pass instead of
 //    being recomputed and re-read (each thread reads back only what it wrote: no barrier).
+//  - row split over blocks (global stitching): the row kernel above when a few long rows would
+//    leave most SMs idle. Each block loops over its segment of a row, writes its partial of every
+//    statistic to a workspace in global memory, waits at a grid-wide barrier (a cooperative
+//    launch) and combines its row's partials in segment order, so every block sees the same value.
 #pragma once
 
 #include <set>
@@ -87,16 +91,41 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index);
 StatusOr<Kernel> lower_stitched_part(const std::vector<const Node*>& nodes, const StitchInfo& info, int index,
                                      bool cache, const std::string& part_name);
 
-// Rows per block and threads per block of a row kernel over rows of `cols` elements.
+// How a row kernel maps rows to threads:
+//  - warp per row, 8 rows per block (rows shorter than 1024);
+//  - block per row (longer rows);
+//  - a row split over `segments` blocks (global stitching), when so few rows are long that a
+//    block per row would leave most SMs idle: each block reduces its segment, publishes the
+//    partial in global memory, waits at a grid-wide barrier and combines its row's partials.
+//    The kernel is cooperative and persistent: its grid (rows x segments, at most
+//    kCooperativeBlocks) must be resident at once. Packed kernels (allow_split false) never split.
 struct RowMapping {
   bool warp_per_row = true;
   int64_t block = 256;
   int64_t rows_per_block = 8;
+  int64_t segments = 1;  // blocks per row; > 1: the row split over blocks
+  int64_t segment = 0;   // elements per segment (the whole row when segments == 1)
+  bool split() const { return segments > 1; }
 };
-RowMapping row_mapping(int64_t cols);
+RowMapping row_mapping(int64_t rows, int64_t cols, bool allow_split = true);
+// Words for the mapping ("warp per row, 8 rows per block", "row split over 24 blocks of 512
+// threads"...).
+std::string row_mapping_text(const RowMapping& m);
+// A split row kernel runs kSplitBlock threads per block and at most kCooperativeBlocks blocks:
+// 128 SMs' worth of blocks, co-resident on every sm_80 and sm_90 part with 64 or more SMs (at most
+// 2 blocks of 128 threads per SM; the CUDA C++ Programming Guide allows 2048 threads and 32 blocks
+// per SM). The emulator runs every thread of a cooperative grid at once on its own guarded stack
+// (two memory mappings each; Linux allows 65530 per process by default), so 128 x 128 threads is
+// also what it can hold with room to spare.
+inline constexpr int64_t kSplitBlock = 128;
+inline constexpr int64_t kCooperativeBlocks = 128;
+// Rows are split only when they give fewer blocks than this (half of the smallest wave above)...
+inline constexpr int64_t kSplitMaxRows = 64;
+// ...and each segment keeps at least this many elements (8 per thread, two rounds of 4 loads).
+inline constexpr int64_t kSplitMinSegment = 1024;
 // Shared memory a row kernel would use to cache one value of element size `bytes`; 0 when the
-// row is too long to cache within the per-block budget.
-int64_t row_cache_bytes(int64_t cols, int64_t elem_bytes);
+// row (or the block's segment of it) is too long to cache within the per-block budget.
+int64_t row_cache_bytes(const RowMapping& m, int64_t cols, int64_t elem_bytes);
 // Static shared memory a row kernel may use for caches: 32 KiB per block of 256 threads keeps 5
 // blocks (40 warps) per SM on sm_80 (164 KiB) and 7 on sm_90 (228 KiB), within the 48 KiB static limit.
 inline constexpr int64_t kRowCacheBudget = 32 * 1024;

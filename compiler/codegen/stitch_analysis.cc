@@ -221,14 +221,27 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
   return info;
 }
 
-RowMapping row_mapping(int64_t cols) {
-  if (cols >= 1024) return {false, cols >= 4096 ? 512 : 256, 1};
-  return {true, 256, 8};
+RowMapping row_mapping(int64_t rows, int64_t cols, bool allow_split) {
+  if (cols < 1024) return {true, 256, 8, 1, cols};
+  RowMapping m{false, cols >= 4096 ? 512 : 256, 1, 1, cols};
+  if (!allow_split || rows >= kSplitMaxRows || cols < 2 * kSplitMinSegment) return m;
+  const int64_t segments = std::min(kCooperativeBlocks / std::max<int64_t>(rows, 1), cols / kSplitMinSegment);
+  if (segments < 2) return m;
+  m.block = kSplitBlock;
+  m.segments = segments;
+  m.segment = (cols + segments - 1) / segments;
+  return m;
 }
 
-int64_t row_cache_bytes(int64_t cols, int64_t elem_bytes) {
-  const RowMapping m = row_mapping(cols);
-  const int64_t bytes = cols * m.rows_per_block * elem_bytes;
+std::string row_mapping_text(const RowMapping& m) {
+  if (m.warp_per_row) return fmt::format("warp per row, {} rows per block", m.rows_per_block);
+  if (!m.split()) return "block per row";
+  return fmt::format("row split over {} blocks of {} threads ({} elements each)", m.segments, m.block,
+                     m.segment);
+}
+
+int64_t row_cache_bytes(const RowMapping& m, int64_t cols, int64_t elem_bytes) {
+  const int64_t bytes = (m.split() ? m.segment : cols) * m.rows_per_block * elem_bytes;
   return bytes <= kRowCacheBudget ? bytes : 0;
 }
 

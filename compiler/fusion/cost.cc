@@ -16,11 +16,11 @@ int64_t bytes_of(const Value* v) { return num_elements(*v->dims) * dtype_size(v-
 
 // Bandwidth-bound time or the longest per-thread chain of memory round trips and arithmetic,
 // whichever is larger (a kernel with few threads is latency-bound, not bandwidth-bound).
-double kernel_time(int64_t bytes, int64_t reread, double flops, int64_t threads, double round_trips, int64_t barriers,
-                   const DeviceSpec& d) {
+double kernel_time(int64_t bytes, int64_t reread, double flops, int64_t threads, double round_trips,
+                   double barrier_time, const DeviceSpec& d) {
   const double serial = round_trips * d.latency + flops / std::max<int64_t>(threads, 1) / d.clock;
-  return d.launch + std::max(bytes / (d.dram_bw * d.bw_eff), std::max(serial, flops / d.fp32)) + reread / d.l2_bw +
-         barriers * d.barrier;
+  return d.launch + std::max(bytes / (d.dram_bw * d.bw_eff), std::max(serial, flops / d.fp32)) +
+         reread / d.l2_bw + barrier_time;
 }
 
 // Dependent round trips of an element kernel: one per grid-stride iteration.
@@ -29,15 +29,25 @@ double element_trips(int64_t n) {
   return static_cast<double>((n + threads - 1) / threads);
 }
 
-// A row kernel: per pass, the strided loop (4 loads in flight per thread) and the tree.
-double row_trips(int64_t cols, int passes) {
-  const codegen::RowMapping m = codegen::row_mapping(cols);
-  const int64_t lanes = m.warp_per_row ? 32 : m.block;
-  const int64_t iters = (cols + lanes - 1) / lanes;
-  return passes * (static_cast<double>((iters + 3) / 4) + 1);
-}
-
 }  // namespace
+
+RowShape row_shape(const codegen::RowMapping& m, int64_t rows, int passes, int reductions,
+                   const DeviceSpec& d) {
+  const int64_t lanes = m.warp_per_row ? 32 : m.block;
+  const int64_t iters = (m.segment + lanes - 1) / lanes;
+  RowShape r;
+  r.trips = passes * (static_cast<double>((iters + 3) / 4) + 1);
+  if (m.warp_per_row) {
+    r.threads = rows * 32;
+  } else if (!m.split()) {
+    r.threads = rows * m.block;
+    r.barrier_time = 2.0 * reductions * ((rows + d.sms - 1) / d.sms) * d.barrier;
+  } else {
+    r.threads = rows * m.segments * m.block;
+    r.barrier_time = reductions * (2 * d.barrier + d.grid_barrier);
+  }
+  return r;
+}
 
 StatusOr<DeviceSpec> device_spec(const std::string& arch) {
   DeviceSpec s;
@@ -52,9 +62,11 @@ StatusOr<DeviceSpec> device_spec(const std::string& arch) {
     s.tensor = 495e12;
     s.clock = 1.98e9;
     s.sources =
-        "sms, boost clock 1.98 GHz, fp32 67 TFLOPS, tf32 tensor 495 TFLOPS dense, HBM3 3.35 TB/s: NVIDIA H100 Tensor Core GPU datasheet (SXM5); "
+        "sms, boost clock 1.98 GHz, fp32 67 TFLOPS, tf32 tensor 495 TFLOPS dense, HBM3 3.35 TB/s: NVIDIA "
+        "H100 Tensor Core GPU datasheet (SXM5); "
         "228 KB shared memory and 2048 threads and 64K registers per SM: CUDA C++ Programming Guide, compute "
-        "capability 9.0 table; L2 bandwidth 3x DRAM: assumed; bw_eff 0.85, launch 3 us, memory latency 0.5 us, barrier 0.1 us: "
+        "capability 9.0 table; L2 bandwidth 3x DRAM: assumed; bw_eff 0.85, launch 3 us, memory latency 0.5 "
+        "us, barrier 0.1 us, grid barrier 2 us: "
         "assumed until calibrated (stitchc calibrate)";
   } else if (arch == "sm_80") {
     s.name = "A100 SXM4 80GB";
@@ -66,10 +78,13 @@ StatusOr<DeviceSpec> device_spec(const std::string& arch) {
     s.tensor = 156e12;
     s.clock = 1.41e9;
     s.sources =
-        "sms, boost clock 1.41 GHz, fp32 19.5 TFLOPS, tf32 tensor 156 TFLOPS dense, HBM2e 2039 GB/s: NVIDIA A100 Tensor Core GPU datasheet "
-        "(SXM4 80GB); 164 KB shared memory and 2048 threads and 64K registers per SM: CUDA C++ Programming Guide, "
-        "compute capability 8.0 table; L2 bandwidth 3x DRAM: assumed; bw_eff 0.85, launch 3 us, memory latency 0.5 us, barrier "
-        "0.1 us: assumed until calibrated (stitchc calibrate)";
+        "sms, boost clock 1.41 GHz, fp32 19.5 TFLOPS, tf32 tensor 156 TFLOPS dense, HBM2e 2039 GB/s: NVIDIA "
+        "A100 Tensor Core GPU datasheet "
+        "(SXM4 80GB); 164 KB shared memory and 2048 threads and 64K registers per SM: CUDA C++ Programming "
+        "Guide, "
+        "compute capability 8.0 table; L2 bandwidth 3x DRAM: assumed; bw_eff 0.85, launch 3 us, memory "
+        "latency 0.5 us, barrier "
+        "0.1 us, grid barrier 2 us: assumed until calibrated (stitchc calibrate)";
   } else {
     return Status::user(fmt::format("no device spec for '{}': the cost model knows sm_80 and sm_90 (or pass "
                                     "--device-spec FILE from stitchc calibrate)", arch));
@@ -78,10 +93,23 @@ StatusOr<DeviceSpec> device_spec(const std::string& arch) {
 }
 
 std::string device_spec_json(const DeviceSpec& s) {
-  nlohmann::json j = {{"arch", s.arch}, {"name", s.name}, {"sms", s.sms}, {"max_threads_per_sm", s.max_threads_per_sm},
-                      {"smem_per_sm", s.smem_per_sm}, {"regs_per_sm", s.regs_per_sm}, {"dram_bw", s.dram_bw},
-                      {"l2_bw", s.l2_bw}, {"fp32", s.fp32}, {"tensor", s.tensor}, {"bw_eff", s.bw_eff},
-                      {"launch", s.launch}, {"latency", s.latency}, {"clock", s.clock}, {"barrier", s.barrier}, {"sources", s.sources}};
+  nlohmann::json j = {{"arch", s.arch},
+                      {"name", s.name},
+                      {"sms", s.sms},
+                      {"max_threads_per_sm", s.max_threads_per_sm},
+                      {"smem_per_sm", s.smem_per_sm},
+                      {"regs_per_sm", s.regs_per_sm},
+                      {"dram_bw", s.dram_bw},
+                      {"l2_bw", s.l2_bw},
+                      {"fp32", s.fp32},
+                      {"tensor", s.tensor},
+                      {"bw_eff", s.bw_eff},
+                      {"launch", s.launch},
+                      {"latency", s.latency},
+                      {"clock", s.clock},
+                      {"barrier", s.barrier},
+                      {"grid_barrier", s.grid_barrier},
+                      {"sources", s.sources}};
   return j.dump(2) + "\n";
 }
 
@@ -108,6 +136,7 @@ StatusOr<DeviceSpec> load_device_spec(const std::string& path) {
   RETURN_IF_ERROR(num("bw_eff", s.bw_eff));
   RETURN_IF_ERROR(num("launch", s.launch));
   RETURN_IF_ERROR(num("barrier", s.barrier));
+  RETURN_IF_ERROR(num("grid_barrier", s.grid_barrier));
   RETURN_IF_ERROR(num("latency", s.latency));
   RETURN_IF_ERROR(num("clock", s.clock));
   if (j.contains("sources") && j["sources"].is_string()) s.sources = j["sources"].get<std::string>();
@@ -144,9 +173,10 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       // call adds in its epilogue.
       if (n.op_type == "Gemm" && n.input(2) && n.attr_float("beta", 1.0f) != 0.0f && !codegen::gemm_bias_epilogue(n)) {
         const int64_t fill = bytes_of(n.input(2)) + bytes_of(y);
-        c.time += kernel_time(fill, 0, static_cast<double>(num_elements(*y->dims)),
-                              std::min<int64_t>(num_elements(*y->dims), codegen::kMaxMapBlocks * codegen::kMapBlock),
-                              element_trips(num_elements(*y->dims)), 0, d);
+        c.time += kernel_time(
+            fill, 0, static_cast<double>(num_elements(*y->dims)),
+            std::min<int64_t>(num_elements(*y->dims), codegen::kMaxMapBlocks * codegen::kMapBlock),
+            element_trips(num_elements(*y->dims)), 0.0, d);
         c.bytes += fill;
         c.launches += 1;
         c.kernels += 1;
@@ -166,22 +196,22 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       elements = std::max(elements, num_elements(*v->dims));
     }
   int64_t threads = std::min<int64_t>(std::max<int64_t>(elements, 1), codegen::kMaxMapBlocks * codegen::kMapBlock);
-  int64_t barriers = 0, reread = 0;
-  double trips = element_trips(elements);
+  int64_t reread = 0;
+  double trips = element_trips(elements), barrier_time = 0;
   if (auto ri = codegen::row_op_info(n); ri.is_ok()) {
     int64_t rows = 1, cols = 1;
     for (size_t k = 0; k < ri->in.size(); ++k) (k + ri->axes < ri->in.size() ? rows : cols) *= ri->in[k];
-    const codegen::RowMapping m = codegen::row_mapping(cols);
-    threads = rows * (m.warp_per_row ? 32 : m.block);
-    if (!m.warp_per_row) barriers = 2 * ri->passes * ((rows + d.sms - 1) / d.sms);
+    const RowShape rs = row_shape(codegen::row_mapping(rows, cols), rows, ri->passes + 1, ri->passes, d);
+    threads = rs.threads;
+    barrier_time = rs.barrier_time;
     reread = ri->passes * bytes_of(n.input(0));  // later passes and the write pass read the input again
     elements = std::max(elements, num_elements(ri->in)) * (ri->passes + 1);
-    trips = row_trips(cols, ri->passes + 1);
+    trips = rs.trips;
   }
   c.bytes = bytes;
   c.reread = reread;
   c.flops = static_cast<double>(elements);
-  c.time = kernel_time(bytes, reread, c.flops, threads, trips, barriers, d);
+  c.time = kernel_time(bytes, reread, c.flops, threads, trips, barrier_time, d);
   c.launches = c.kernels = 1;
   return c;
 }
@@ -211,18 +241,21 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
   }
   bytes = in_bytes;
   for (const Value* v : info.stored) bytes += bytes_of(v);
-  int64_t threads = 0, barriers = 0, reread = 0;
-  double trips = 0;
+  int64_t threads = 0, reread = 0;
+  double trips = 0, barrier_time = 0;
   if (info.row) {
-    const codegen::RowMapping m = codegen::row_mapping(info.cols);
-    threads = info.rows * (m.warp_per_row ? 32 : m.block);
-    if (!m.warp_per_row) barriers = 2 * info.passes * ((info.rows + d.sms - 1) / d.sms);
+    const codegen::RowMapping m = codegen::row_mapping(info.rows, info.cols);
+    bool full_store = false;  // a store pass over the rows (analyze_stitch counts it in passes)
+    for (const Value* v : info.stored) full_store |= *v->dims == info.domain;
+    const RowShape rs = row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0), d);
+    threads = rs.threads;
+    barrier_time = rs.barrier_time;
     // Later passes read the row inputs again: from shared memory when they fit the cache budget,
     // else from L2. Every pass recomputes the per-element chain in front of the row ops.
-    const bool cached = codegen::row_cache_bytes(info.cols, 4) > 0;
+    const bool cached = codegen::row_cache_bytes(m, info.cols, 4) > 0;
     if (!cached) reread = (info.passes - 1) * in_bytes;
     flops *= info.passes;
-    trips = row_trips(info.cols, info.passes);
+    trips = rs.trips;
   } else {
     threads = std::min<int64_t>(num_elements(info.domain), codegen::kMaxMapBlocks * codegen::kMapBlock);
     trips = element_trips(num_elements(info.domain));
@@ -231,7 +264,7 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
   c.bytes = bytes;
   c.reread = reread;
   c.flops = flops;
-  c.time = kernel_time(bytes, reread, flops, std::max<int64_t>(threads, 1), trips, barriers, d);
+  c.time = kernel_time(bytes, reread, flops, std::max<int64_t>(threads, 1), trips, barrier_time, d);
   c.launches = c.kernels = 1;
   return c;
 }

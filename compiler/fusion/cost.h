@@ -6,8 +6,10 @@
 //                   flops / fp32)                              (bandwidth-bound or latency-bound)
 //             + reread_bytes / l2_bw                          (row passes after the first, uncached)
 //             + barriers * barrier                            (block-wide trees in block-per-row kernels)
+//             + grid_barriers * grid_barrier                  (rows split over blocks: one per reduction)
 //   round_trips: element kernels one per grid-stride iteration; row kernels per pass
-//               ceil(row / lanes / 4) (four loads in flight per thread) + 1 for the tree
+//               ceil(row / lanes / 4) (four loads in flight per thread) + 1 for the tree, where a
+//               row split over blocks counts its block's segment, not the row
 //   dram_bytes = each external input once + each stored value once
 //   flops      = one operation per node per element computed, recomputation included
 //   t(library call) = launch + 2*M*N*K / tensor_flops + operand bytes / dram_bw (the same in every plan)
@@ -42,6 +44,7 @@ struct DeviceSpec {
   double bw_eff = 0.85;         // achievable fraction of dram_bw (assumed until calibrated)
   double launch = 3e-6;         // s per kernel launch on a stream (assumed until calibrated)
   double barrier = 1e-7;        // s per block-wide barrier round (assumed)
+  double grid_barrier = 2e-6;   // s per grid-wide barrier of a cooperative kernel (assumed)
   double latency = 5e-7;        // s per dependent global-memory round trip (assumed until calibrated)
   double clock = 1.5e9;         // Hz, SM boost clock
   std::string sources;          // where each number comes from
@@ -77,6 +80,19 @@ struct Cost {
 Cost single_cost(const Node& n, const DeviceSpec& d);
 // The cost of a stitched kernel with this analysis, over these nodes.
 Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchInfo& info, const DeviceSpec& d);
+
+// A row kernel of `passes` loops over each of `rows` rows, `reductions` of them ending in a tree,
+// under mapping `m` (codegen::row_mapping): its threads, its dependent round trips (per pass the
+// strided loop over the row, or over the block's segment when the row is split, with 4 loads in
+// flight per thread, and the tree) and its barrier time (block trees: two block-wide barriers per
+// reduction and per wave of blocks; a row split over blocks: a grid-wide barrier per reduction).
+struct RowShape {
+  int64_t threads = 0;
+  double trips = 0;
+  double barrier_time = 0;
+};
+RowShape row_shape(const codegen::RowMapping& m, int64_t rows, int passes, int reductions,
+                   const DeviceSpec& d);
 
 // Calibration: measured kernel times with their bytes and launch counts; fits launch and bw_eff.
 struct Measurement {

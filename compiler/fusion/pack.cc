@@ -12,13 +12,17 @@ int64_t Planner::stitched_block(const std::vector<int>& m) {
   if (m.size() > 1) {
     const Eval& e = eval(m);
     if (!e.ok) return 0;
-    return e.info.row ? codegen::row_mapping(e.info.cols).block : codegen::kMapBlock;
+    if (!e.info.row) return codegen::kMapBlock;
+    const codegen::RowMapping rm = codegen::row_mapping(e.info.rows, e.info.cols);
+    return rm.split() ? 0 : rm.block;  // a cooperative kernel's grid barriers admit no other parts
   }
   const Node* n = nodes_[m[0]];
   if (!fusible_[m[0]] || codegen::classify_node(*n) != codegen::NodeLowering::kKernel) return 0;
   auto info = codegen::analyze_stitch({n}, escaping({n}));
   if (!info.is_ok()) return 0;
-  return info->row ? codegen::row_mapping(info->cols).block : codegen::kMapBlock;
+  if (!info->row) return codegen::kMapBlock;
+  const codegen::RowMapping rm = codegen::row_mapping(info->rows, info->cols);
+  return rm.split() ? 0 : rm.block;
 }
 
 std::vector<int> Planner::packed_order(const Part& p, const std::vector<int>& order,

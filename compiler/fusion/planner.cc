@@ -322,17 +322,20 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
   const codegen::StitchInfo& info = e.info;
   grp.scheme = info.row ? "regional" : "local";
   if (info.row) {
-    const codegen::RowMapping rm = codegen::row_mapping(info.cols);
-    grp.mapping =
-        fmt::format("{}, {} rows x {}, {} passes", rm.warp_per_row ? "warp per row" : "block per row",
-                    info.rows, info.cols, info.passes);
+    const codegen::RowMapping rm = codegen::row_mapping(info.rows, info.cols);
+    if (rm.split()) grp.scheme = "global";
+    grp.mapping = fmt::format("{}, {} rows x {}, {} passes", codegen::row_mapping_text(rm), info.rows,
+                              info.cols, info.passes);
   } else {
     grp.mapping = fmt::format("one thread per element of {}", dims_to_string(info.domain));
   }
   grp.reason = fmt::format(
       "{} nodes in one {} kernel: {} fewer launches, {} B less traffic, {:.2f} us vs {:.2f} us alone",
-      m.size(), info.row ? "row (regional)" : "element (local)", grp.unfused.launches - 1, grp.saved_bytes,
-      grp.cost.time * 1e6, grp.unfused.time * 1e6);
+      m.size(),
+      !info.row                ? "element (local)"
+      : grp.scheme == "global" ? "row (global)"
+                               : "row (regional)",
+      grp.unfused.launches - 1, grp.saved_bytes, grp.cost.time * 1e6, grp.unfused.time * 1e6);
   return grp;
 }
 

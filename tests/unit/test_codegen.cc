@@ -17,17 +17,6 @@ using namespace stitch;
 using namespace stitch::codegen;
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 TEST_CASE("the printer indents scopes and closes them", "[codegen]") {
   CudaWriter w;
   w.comment("one\ntwo");
@@ -110,7 +99,7 @@ TEST_CASE("golden kernels: layer norm and softmax of bert_tiny", "[codegen][gold
     const fs::path p = golden / (k.name + ".cu");
     if (!fs::exists(p)) continue;
     INFO(k.name);
-    CHECK(k.source == read(p));
+    CHECK(k.source == test::read_text_file(p));
     ++compared;
   }
   CHECK(compared == 2);

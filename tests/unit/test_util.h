@@ -2,7 +2,10 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "ir/text.h"
 #include "passes/pass.h"
@@ -37,6 +40,14 @@ inline Tensor random_tensor(DType t, Dims d, uint32_t seed) {
     else x.set_i64(i, static_cast<int64_t>(rng() % 7));
   }
   return x;
+}
+
+// The whole of a text file ("" when it cannot be read).
+inline std::string read_text_file(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 }  // namespace stitch::test
