@@ -76,8 +76,16 @@ Status infer_reduce(InferContext& ctx) {
       ASSIGN_OR_RETURN(auto v, const_ints(ctx, 1, "axes"));
       axes = v;
     }
-  } else if (n.has_attr("axes")) {
-    axes = n.attr_ints("axes");
+  } else {
+    // Before its axes became input 1, the op has one input; a second would be silently ignored
+    // (every axis reduced) where the exporter meant it as the axes.
+    if (ctx.num_inputs() > 1)
+      return ctx.error(
+          fmt::format("has {} inputs, but at opset {} it takes one (its axes are an attribute; input 1 "
+                      "holds them from opset {}): move the axes into the 'axes' attribute or raise the "
+                      "model's opset",
+                      ctx.num_inputs(), n.opset, axes_input_since(n.op_type)));
+    if (n.has_attr("axes")) axes = n.attr_ints("axes");
   }
   if (ctx.dtype(0) == DType::kBool) return ctx.error("does not take bool inputs");
   ASSIGN_OR_RETURN(ReduceAxes r, reduce_axes(n, axes, ctx.rank(0)));

@@ -120,7 +120,7 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
     test::emu_matches_reference(*g, nullptr, 1);
   }
   SECTION("column reduction 1000x37 (thread per segment), 1x1, keepdims off, middle axis") {
-    auto g = test::parse_or_die(R"(graph "g" opset 17 {
+    auto g = test::parse_or_die(R"(graph "g" opset 18 {
   input %x: f32[1000,37]
   input %o: f32[1,1]
   input %m: f32[4,33,5]

@@ -1,5 +1,7 @@
 // Pass tests: IR text in, IR checked out, and the reference interpreter's
 // results before and after the pipeline compared.
+#include <fmt/format.h>
+
 #include "ir/verifier.h"
 #include "reference/compare.h"
 #include "test_util.h"
@@ -169,6 +171,41 @@ TEST_CASE("shape rule errors name the node") {
   Status st = run_frontend(*g, *std::make_unique<PassContext>());
   REQUIRE(st.code() == Code::kUser);
   CHECK_THAT(st.message(), Catch::Contains("node 'proj' (MatMul)") && Catch::Contains("inner dimensions differ"));
+}
+
+TEST_CASE(
+    "a reduction given axes as an input before its opset reads them there is refused, not reduced over all "
+    "axes") {
+  // ReduceMean takes its axes as input 1 from opset 18 (ReduceSum from 13); before that, a second
+  // input would be ignored and every axis reduced.
+  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceSum"}) {
+    INFO(op);
+    const int opset = std::string(op) == "ReduceSum" ? 12 : 17;
+    auto g = test::parse_or_die(fmt::format(R"(graph "g" opset {} {{
+  input %x: f32[4,5,6]
+  const %ax: i64[1] = [1]
+  %y = {}(%x, %ax) @"pool"
+  output %y
+}}
+)",
+                                            opset, op));
+    Status st = run_frontend(*g, *std::make_unique<PassContext>());
+    REQUIRE(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains(fmt::format("node 'pool' ({})", op)) &&
+                                 Catch::Contains(fmt::format("at opset {} it takes one", opset)) &&
+                                 Catch::Contains("'axes' attribute"));
+    // The same node one opset later reduces axis 1 only.
+    auto h = test::parse_or_die(fmt::format(R"(graph "g" opset {} {{
+  input %x: f32[4,5,6]
+  const %ax: i64[1] = [1]
+  %y = {}(%x, %ax) {{keepdims = 0}} @"pool"
+  output %y
+}}
+)",
+                                            opset + 1, op));
+    test::run_frontend_or_die(*h);
+    CHECK(*h->outputs[0]->dims == Dims{4, 6});
+  }
 }
 
 TEST_CASE("a Reshape whose target is only known at run time is refused clearly") {
