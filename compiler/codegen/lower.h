@@ -41,6 +41,32 @@ inline constexpr int kMapBlock = 256;
 // Grid-stride kernels launch at most this many blocks (enough waves for 132 SMs x 8 blocks).
 inline constexpr int64_t kMaxMapBlocks = 4096;
 
+// Column reductions (an inner axis kept) with few long segments are tiled: a block of kTileBlock
+// threads takes kTileSegments neighbouring segments, whose elements lie side by side in each row
+// (coalesced), and splits each segment over kTileBlock / kTileSegments threads that combine
+// through shared memory. Thread per segment otherwise: with fewer than kTileMaxSegments threads
+// (1/16 of the 270336 an H100's 132 SMs hold) each looping over a segment of kTileMinLength or
+// more, the kernel is a chain of dependent loads on a few SMs.
+inline constexpr int64_t kTileBlock = 256;
+inline constexpr int64_t kTileSegments = 32;
+inline constexpr int64_t kTileMaxSegments = 16384;
+inline constexpr int64_t kTileMinLength = 64;
+inline bool column_tiled(int64_t segments, int64_t length) {
+  return segments < kTileMaxSegments && length >= kTileMinLength;
+}
+
+// The segments (sets of elements that reduce together) of a reduction, softmax or
+// normalization node as its segment kernel maps them, for the cost model: how many and how long,
+// the loops over each (`reductions` of them end in a combine across the segment's threads), and
+// the threads per segment (`lanes`) and in all.
+struct SegmentShape {
+  int64_t count = 0, length = 0;
+  int loops = 0, reductions = 0;
+  int64_t lanes = 1, threads = 0;
+  bool tiled = false;
+};
+StatusOr<SegmentShape> segment_shape(const Node& n);
+
 StatusOr<Kernel> lower_map(const Node& n, int index);     // elementwise, broadcast, layout
 // Reductions, softmax, norms, pools (fused groups with them: stitch.h).
 StatusOr<Kernel> lower_reduce(const Node& n, int index);

@@ -6,6 +6,9 @@
 // so a segment's input offset is base(o) + red(r). The thread mapping follows the shape:
 //   warp per segment   when the innermost axis is reduced and a segment is short (< 1024);
 //   block per segment  when the innermost axis is reduced and a segment is long;
+//   tiled              when an inner axis is kept (a column reduction) and segments are long
+//                      but few: a block of 256 threads takes 32 neighbouring segments (coalesced
+//                      rows) and splits each over 8 threads, combined through shared memory;
 //   thread per segment otherwise (neighbouring threads take neighbouring segments, so a column
 //                      reduction reads coalesced rows).
 // Each kernel is a few passes over its segment (max, sum of exponentials, mean, variance...),
@@ -27,7 +30,7 @@ namespace {
 
 using ops::strides_of;
 
-enum class Mapping { kWarp, kBlock, kThread };
+enum class Mapping { kWarp, kBlock, kTile, kThread };
 
 const Dims& dims(const Value* v) { return *v->dims; }
 
@@ -85,7 +88,8 @@ std::string offset_of(const Segments& original, bool pick, const std::string& va
 Mapping choose_mapping(const Segments& s) {
   const Segments m = merged(s);
   const bool inner_reduced = !m.in.empty() && m.reduced.back();
-  if (!inner_reduced || s.len <= 1) return Mapping::kThread;
+  if (!inner_reduced) return column_tiled(s.count, s.len) ? Mapping::kTile : Mapping::kThread;
+  if (s.len <= 1) return Mapping::kThread;
   return s.len >= 1024 ? Mapping::kBlock : Mapping::kWarp;
 }
 
@@ -95,7 +99,9 @@ class SegmentKernel {
       : n_(n), seg_(std::move(seg)), map_(m) {
     k_.name = fmt::format("k{:03d}_{}_{}", index, kind, snake(n.op_type));
     k_.nodes = {&n};
-    block_ = m == Mapping::kBlock ? (seg_.len >= 4096 ? 512 : 256) : kMapBlock;
+    block_ = m == Mapping::kBlock  ? (seg_.len >= 4096 ? 512 : 256)
+             : m == Mapping::kTile ? kTileBlock
+                                   : kMapBlock;
   }
 
   std::string param(const Value* v, bool output) {
@@ -111,10 +117,14 @@ class SegmentKernel {
     if (st == "__half" || st == "__nv_bfloat16") return fmt::format("stitch_dev::cvt<float>({}[{}])", p, off);
     return ct == st ? fmt::format("{}[{}]", p, off) : fmt::format("({}){}[{}]", ct, p, off);
   }
+  // A tiled kernel's threads past the last segment compute a copy of it (so that every thread
+  // reaches the shared-memory barriers) but store nothing.
   std::string store(const Value* v, const std::string& off, const std::string& val) {
     const std::string p = param(v, true), st = storage_type(v->dtype);
-    if (st == "__half" || st == "__nv_bfloat16") return fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, off, st, val);
-    return fmt::format("{}[{}] = ({})({});", p, off, st, val);
+    const char* guard = map_ == Mapping::kTile ? "if (live) " : "";
+    if (st == "__half" || st == "__nv_bfloat16")
+      return fmt::format("{}{}[{}] = stitch_dev::cvt<{}>({});", guard, p, off, st, val);
+    return fmt::format("{}{}[{}] = ({})({});", guard, p, off, st, val);
   }
   CudaWriter& w() { return body_; }
   const Segments& seg() const { return seg_; }
@@ -134,6 +144,13 @@ class SegmentKernel {
       body_.line("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, ct == "double" ? "d" : ct == "float" ? "f" : "i");
       scratch_.insert(ct);
     }
+    if (map_ == Mapping::kTile) {
+      body_.line("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, op,
+                 ct == "double"  ? "d"
+                 : ct == "float" ? "f"
+                                 : "i");
+      scratch_.insert(ct);
+    }
   }
   // A loop over the segment; the caller writes the body, then calls end_loop().
   void begin_loop() {
@@ -143,18 +160,30 @@ class SegmentKernel {
   void end_loop() { body_.close(); }
 
   Kernel finish(const std::string& what) {
-    const char* mapping = map_ == Mapping::kWarp ? "warp per segment" : map_ == Mapping::kBlock ? "block per segment"
-                                                                                              : "thread per segment";
+    const std::string mapping = map_ == Mapping::kWarp    ? "warp per segment"
+                                : map_ == Mapping::kBlock ? "block per segment"
+                                : map_ == Mapping::kTile
+                                    ? fmt::format("tiled: {} segments x {} threads each per block",
+                                                  kTileSegments, kTileBlock / kTileSegments)
+                                    : "thread per segment";
     k_.mapping = fmt::format("{}: {} segments of {} elements over axes {} of {}; {}", mapping, seg_.count, seg_.len,
                              reduced_axes_text(), dims_to_string(seg_.in), what);
-    const int64_t per_block = map_ == Mapping::kWarp ? block_ / 32 : map_ == Mapping::kBlock ? 1 : block_;
+    const int64_t per_block = map_ == Mapping::kWarp    ? block_ / 32
+                              : map_ == Mapping::kBlock ? 1
+                              : map_ == Mapping::kTile  ? kTileSegments
+                                                        : block_;
     k_.block = {block_, 1, 1};
     k_.grid = {std::max<int64_t>(1, (seg_.count + per_block - 1) / per_block), 1, 1};
     CudaWriter w;
     w.raw_line(kernel_header(k_));
     open_kernel(w, k_, block_);
-    for (const std::string& ct : scratch_)
-      w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : ct == "float" ? "f" : "i");
+    for (const std::string& ct : scratch_) {
+      const char* tag = ct == "double" ? "d" : ct == "float" ? "f" : "i";
+      if (map_ == Mapping::kTile)
+        w.line("__shared__ {} tile_{}[{}];", ct, tag, kTileBlock);
+      else
+        w.line("__shared__ {} scratch_{}[32];", ct, tag);
+    }
     const std::string body = body_.text();
     const bool loops = body.find("lane") != std::string::npos;
     if (map_ == Mapping::kWarp) {
@@ -165,6 +194,15 @@ class SegmentKernel {
       w.line("const long long o = blockIdx.x;");
       w.line("const int lane = threadIdx.x;");
       w.line("const int step = {};", block_);
+    } else if (map_ == Mapping::kTile) {
+      // Threads x and x + 32k share segment x of the tile; segments past the last are copies of
+      // it so that the whole block reaches the barriers of tile_column_reduce.
+      w.line("const long long first = (long long)blockIdx.x * {}LL + (threadIdx.x % {});", kTileSegments,
+             kTileSegments);
+      w.line("const bool live = first < {}LL;", seg_.count);
+      w.line("const long long o = live ? first : {}LL;", seg_.count - 1);
+      w.line("const int lane = threadIdx.x / {};", kTileSegments);
+      w.line("const int step = {};", kTileBlock / kTileSegments);
     } else {
       w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x;", block_);
       if (loops) {
@@ -172,8 +210,11 @@ class SegmentKernel {
         w.line("const int step = 1;");
       }
     }
-    w.line("if (o >= {}LL) return;  // uniform per {}", seg_.count,
-           map_ == Mapping::kWarp ? "warp" : map_ == Mapping::kBlock ? "block" : "thread");
+    if (map_ != Mapping::kTile)
+      w.line("if (o >= {}LL) return;  // uniform per {}", seg_.count,
+             map_ == Mapping::kWarp    ? "warp"
+             : map_ == Mapping::kBlock ? "block"
+                                       : "thread");
     w.line("const long long base = {};", offset_of(seg_, false, "o"));
     const std::string& text = body;
     size_t start = 0;
@@ -208,19 +249,25 @@ std::string fnm(const std::string& ct, const char* name) { return ct == "float" 
 
 // ---- ReduceX and global pools ----------------------------------------------------------------
 
-StatusOr<Kernel> lower_reduction(const Node& n, int index) {
+// ReduceX and global pools: the reduced axes.
+StatusOr<Segments> reduction_segments(const Node& n) {
   const Value* x = n.input(0);
-  const Value* y = n.output(0);
-  const std::string& op = n.op_type;
   std::vector<bool> red;
-  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+  if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") {
     red.assign(dims(x).size(), true);
     red[0] = red[1] = false;
   } else {
     ASSIGN_OR_RETURN(ops::ReduceAxes ra, ops::constant_reduce_axes(n, static_cast<int64_t>(dims(x).size())));
     red = ra.identity ? std::vector<bool>(dims(x).size(), false) : ra.reduced;
   }
-  Segments seg = make_segments(dims(x), red);
+  return make_segments(dims(x), red);
+}
+
+StatusOr<Kernel> lower_reduction(const Node& n, int index) {
+  const Value* x = n.input(0);
+  const Value* y = n.output(0);
+  const std::string& op = n.op_type;
+  ASSIGN_OR_RETURN(Segments seg, reduction_segments(n));
   SegmentKernel k(n, index, seg, choose_mapping(seg), "red");
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
@@ -329,15 +376,24 @@ StatusOr<Kernel> lower_softmax(const Node& n, int index) {
 
 // ---- LayerNormalization, InstanceNormalization ----------------------------------------------
 
+// Layer normalization: from `axis` on; instance normalization: the spatial axes.
+StatusOr<int64_t> norm_axis(const Node& n) {
+  if (n.op_type != "LayerNormalization") return int64_t{2};
+  return ops::norm_axis(n, n.attr_int("axis", -1), static_cast<int64_t>(dims(n.input(0)).size()));
+}
+StatusOr<Segments> norm_segments(const Node& n) {
+  const int64_t r = static_cast<int64_t>(dims(n.input(0)).size());
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(n));
+  std::vector<bool> red(r, false);
+  for (int64_t d = axis; d < r; ++d) red[d] = true;
+  return make_segments(dims(n.input(0)), red);
+}
+
 StatusOr<Kernel> lower_norm(const Node& n, int index) {
   const Value* x = n.input(0);
-  const int64_t r = static_cast<int64_t>(dims(x).size());
   const bool layer = n.op_type == "LayerNormalization";
-  std::vector<bool> red(r, false);
-  int64_t axis = 2;
-  if (layer) { ASSIGN_OR_RETURN(axis, ops::norm_axis(n, n.attr_int("axis", -1), r)); }
-  for (int64_t d = axis; d < r; ++d) red[d] = true;
-  Segments seg = make_segments(dims(x), red);
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(n));
+  ASSIGN_OR_RETURN(Segments seg, norm_segments(n));
   SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
@@ -485,6 +541,39 @@ StatusOr<Kernel> lower_pool(const Node& n, int index) {
 }
 
 }  // namespace
+
+StatusOr<SegmentShape> segment_shape(const Node& n) {
+  const std::string& op = n.op_type;
+  const Value* x = n.input(0);
+  if (x == nullptr || !x->has_static_shape())
+    return Status::user(fmt::format("{} has no static input", n.describe()));
+  Segments seg;
+  SegmentShape s;
+  if (op == "Softmax" || op == "LogSoftmax") {
+    ASSIGN_OR_RETURN(seg, softmax_segments(n));
+    s.loops = 3, s.reductions = 2;
+  } else if (op == "LayerNormalization" || op == "InstanceNormalization") {
+    ASSIGN_OR_RETURN(seg, norm_segments(n));
+    s.loops = 3, s.reductions = 2;
+  } else if ((op.rfind("Reduce", 0) == 0 && n.def && n.def->category == OpCategory::kReduction) ||
+             op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    ASSIGN_OR_RETURN(seg, reduction_segments(n));
+    s.loops = s.reductions = op == "ReduceLogSumExp" ? 2 : 1;
+  } else {
+    return Status::user(fmt::format("{} is not lowered as a segment kernel with trees", n.describe()));
+  }
+  s.count = seg.count;
+  s.length = seg.len;
+  const Mapping m = choose_mapping(seg);
+  s.tiled = m == Mapping::kTile;
+  s.lanes = m == Mapping::kWarp    ? 32
+            : m == Mapping::kBlock ? (seg.len >= 4096 ? 512 : 256)
+            : m == Mapping::kTile  ? kTileBlock / kTileSegments
+                                   : 1;
+  s.threads = m == Mapping::kTile ? (seg.count + kTileSegments - 1) / kTileSegments * kTileBlock
+                                  : seg.count * s.lanes;
+  return s;
+}
 
 StatusOr<Kernel> lower_reduce(const Node& n, int index) {
   const std::string& op = n.op_type;

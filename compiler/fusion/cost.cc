@@ -207,6 +207,19 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
     reread = ri->passes * bytes_of(n.input(0));  // later passes and the write pass read the input again
     elements = std::max(elements, num_elements(ri->in)) * (ri->passes + 1);
     trips = rs.trips;
+  } else if (auto ss = codegen::segment_shape(n); ss.is_ok()) {
+    // Column reductions (and other segment kernels the row mapping does not describe): each
+    // loop over a segment is split over its lanes, 4 loads in flight per thread, then a combine;
+    // tiled kernels combine through shared memory (two barriers per reduction and wave).
+    const int64_t iters = (ss->length + ss->lanes - 1) / ss->lanes;
+    threads = ss->threads;
+    trips = ss->loops * (static_cast<double>((iters + 3) / 4) + (ss->lanes > 1 ? 1 : 0));
+    if (ss->tiled) {
+      const int64_t blocks = (ss->threads + codegen::kTileBlock - 1) / codegen::kTileBlock;
+      barrier_time = 2.0 * ss->reductions * ((blocks + d.sms - 1) / d.sms) * d.barrier;
+    }
+    reread = (ss->loops - 1) * bytes_of(n.input(0));
+    elements = std::max(elements, ss->count * ss->length) * ss->loops;
   }
   c.bytes = bytes;
   c.reread = reread;

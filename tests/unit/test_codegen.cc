@@ -106,7 +106,7 @@ TEST_CASE("golden kernels: layer norm and softmax of bert_tiny", "[codegen][gold
 }
 
 TEST_CASE("odd shapes and every thread mapping run on the emu backend like the reference", "[codegen][emu]") {
-  SECTION("row softmax over 3x100000 (block per row) and 37x770 (warp per row)") {
+  SECTION("row softmax over 3x100000 (each row split over blocks) and 37x770 (warp per row)") {
     auto g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[3,100000]
   input %z: f32[37,770]
@@ -119,7 +119,7 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
     test::run_frontend_or_die(*g);
     test::emu_matches_reference(*g, nullptr, 1);
   }
-  SECTION("column reduction 1000x37 (thread per segment), 1x1, keepdims off, middle axis") {
+  SECTION("column reduction 1000x37 (tiled), 1x1, keepdims off, middle axis") {
     auto g = test::parse_or_die(R"(graph "g" opset 18 {
   input %x: f32[1000,37]
   input %o: f32[1,1]
@@ -164,6 +164,68 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
     test::run_frontend_or_die(*g);
     test::emu_matches_reference(*g, nullptr, 1);
   }
+}
+
+TEST_CASE("column reductions with few long segments are tiled: 32 segments x 8 threads per block",
+          "[codegen][emu]") {
+  // Segment counts that do not fill the last tile (37, 50, 130), f16 and i64 inputs, softmax and
+  // a mean over a middle axis (a sentence embedding's mean over the sequence).
+  auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[1000,37]
+  input %h: f16[300,50]
+  input %i: i64[500,130]
+  input %e: f32[2,128,96]
+  input %w: f32[40,6]
+  const %a0: i64[1] = [0]
+  const %a1: i64[1] = [1]
+  %s = ReduceSum(%x, %a0) {keepdims = 0} @"colsum"
+  %m = ReduceMax(%h, %a0) @"colmax_f16"
+  %k = ReduceMin(%i, %a0) @"colmin_i64"
+  %p = ReduceMean(%e, %a1) {keepdims = 0} @"seq_mean"
+  %q = Softmax(%x) {axis = 0} @"col_softmax"
+  %r = ReduceLogSumExp(%x, %a0) @"col_lse"
+  %t = ReduceSum(%w, %a0) @"short_colsum"
+  output %s
+  output %m
+  output %k
+  output %p
+  output %q
+  output %r
+  output %t
+}
+)");
+  test::run_frontend_or_die(*g);
+  auto s = build_schedule(*g);
+  REQUIRE(s.is_ok());
+  REQUIRE(s->kernels.size() == 7);
+  for (const Kernel& k : s->kernels) {
+    INFO(k.name << ": " << k.mapping);
+    const bool tiled = k.mapping.rfind("tiled", 0) == 0;
+    // 40 rows of 6 columns: segments shorter than kTileMinLength stay thread per segment.
+    CHECK(tiled == (k.nodes[0]->name != "short_colsum"));
+    if (!tiled) continue;
+    CHECK(k.block[0] == kTileBlock);
+    CHECK_THAT(k.source, Catch::Contains("tile_column_reduce("));
+    CHECK_THAT(k.source, Catch::Contains("if (live)"));
+  }
+  CHECK(s->kernels[0].grid[0] == 2);  // 37 segments: two tiles, the second 5 live
+  CHECK(s->kernels[3].grid[0] == 6);  // 2 x 96 segments of 128
+  test::emu_matches_reference(*g, nullptr, 23, kEmuF16Output);
+
+  // Many segments keep a thread each: they fill the GPU already.
+  auto wide = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[100,20000]
+  const %a0: i64[1] = [0]
+  %s = ReduceSum(%x, %a0) @"colsum"
+  output %s
+}
+)");
+  test::run_frontend_or_die(*wide);
+  auto ws = build_schedule(*wide);
+  REQUIRE(ws.is_ok());
+  CHECK(ws->kernels[0].mapping.rfind("thread per segment", 0) == 0);
+  CHECK_FALSE(column_tiled(20000, 100));
+  CHECK(column_tiled(kTileMaxSegments - 1, kTileMinLength));
 }
 
 TEST_CASE("a Gemm's bias vector goes to the GEMM epilogue, any other C is broadcast by a kernel first",

@@ -7,8 +7,9 @@
 
 #include <random>
 
-#include "fusion_test_util.h"
+#include "codegen/lower.h"
 #include "fusion/merge_gemms.h"
+#include "fusion_test_util.h"
 
 using namespace stitch;
 using namespace stitch::test;
@@ -191,6 +192,39 @@ TEST_CASE("row kernels: prologues into softmax and layer norm, per-row epilogues
   CHECK(plan->groups.size() == 5);
   CHECK(plan->cost.kernels == 3);
   CHECK(fused_matches_reference(*g, 40) == 3);
+}
+
+TEST_CASE("the cost of a column reduction counts its loop over each segment, split over a tile's threads",
+          "[fusion][cost]") {
+  auto d = fusion::device_spec("sm_90");
+  REQUIRE(d.is_ok());
+  auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[1000,37]
+  input %w: f32[100,20000]
+  const %a0: i64[1] = [0]
+  %s = ReduceSum(%x, %a0) @"tiled"
+  %t = ReduceSum(%w, %a0) @"thread_each"
+  output %s
+  output %t
+}
+)");
+  test::run_frontend_or_die(*g);
+  auto tiled = codegen::segment_shape(*g->nodes()[0]);
+  auto each = codegen::segment_shape(*g->nodes()[1]);
+  REQUIRE(tiled.is_ok());
+  REQUIRE(each.is_ok());
+  CHECK(tiled->tiled);
+  CHECK(tiled->lanes == 8);
+  CHECK(tiled->threads == 2 * codegen::kTileBlock);
+  CHECK_FALSE(each->tiled);
+  CHECK(each->threads == 20000);
+  // 1000 rows over 8 threads, 4 loads in flight: 32 round trips and the combine; 100 rows on one
+  // thread: 25 round trips.
+  const fusion::Cost ct = fusion::single_cost(*g->nodes()[0], *d);
+  const fusion::Cost ce = fusion::single_cost(*g->nodes()[1], *d);
+  CHECK(ct.time >= d->launch + 33 * d->latency);
+  CHECK(ct.time < d->launch + 34 * d->latency + 1e-6);
+  CHECK(ce.time >= d->launch + 25 * d->latency);
 }
 
 namespace {

@@ -67,6 +67,21 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
   return r;
 }
 
+// Tiled column reduction: a block of 256 threads holds 32 segments, thread t working on segment
+// t % 32 with 7 others. Every thread gets its segment's result, combined in thread order (the
+// same bits in all 8). `tile` holds blockDim.x values in shared memory; the function leaves it
+// free for the next call. Every thread of the block must call it.
+template <typename T, typename Op>
+__device__ __forceinline__ T tile_column_reduce(T v, Op op, T* tile) {
+  tile[threadIdx.x] = v;
+  __syncthreads();
+  const int column = threadIdx.x & 31;
+  T r = tile[column];
+  for (int k = column + 32; k < (int)blockDim.x; k += 32) r = op(r, tile[k]);
+  __syncthreads();
+  return r;
+}
+
 // Global stitching: a row split over `segs` blocks of a cooperative launch. Every thread of every
 // block calls it with its block's partial (block_reduce's result); thread 0 publishes it at
 // slot[seg], the grid waits at a grid-wide barrier (which orders those writes before the reads),
