@@ -228,6 +228,63 @@ TEST_CASE("column reductions with few long segments are tiled: 32 segments x 8 t
   CHECK(column_tiled(kTileMaxSegments - 1, kTileMinLength));
 }
 
+TEST_CASE("transposes that move the inner axis copy through padded shared-memory tiles", "[codegen][emu]") {
+  // 2-D, reversed 3-D, NHWC -> NCHW, f16, i64, bool, unit axes, partial tiles on every side;
+  // more tiles than blocks (u8, a grid-stride loop over 4100 planes). Not tiled: the inner axis
+  // kept in place, a side shorter than 16.
+  auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %a: f32[64,48]
+  input %b: f32[40,3,50]
+  input %c: f32[2,20,30,24]
+  input %d: f16[33,70]
+  input %e: i64[17,65]
+  input %f: f32[1,37,1,45]
+  input %h: u8[4100,32,17]
+  input %k: f32[4,33,70,5]
+  input %m: f32[100,8]
+  %ta = Transpose(%a) {perm = ints[1, 0]} @"t2d"
+  %tb = Transpose(%b) {perm = ints[2, 1, 0]} @"reversed"
+  %tc = Transpose(%c) {perm = ints[0, 3, 1, 2]} @"nhwc_to_nchw"
+  %td = Transpose(%d) {perm = ints[1, 0]} @"half"
+  %te = Transpose(%e) {perm = ints[1, 0]} @"int64"
+  %g1 = Greater(%a, %a) @"cmp"
+  %tg = Transpose(%g1) {perm = ints[1, 0]} @"bools"
+  %tf = Transpose(%f) {perm = ints[3, 2, 1, 0]} @"unit_axes"
+  %th = Transpose(%h) {perm = ints[0, 2, 1]} @"many_planes"
+  %tk = Transpose(%k) {perm = ints[0, 2, 1, 3]} @"inner_kept"
+  %tm = Transpose(%m) {perm = ints[1, 0]} @"short_side"
+  output %ta
+  output %tb
+  output %tc
+  output %td
+  output %te
+  output %tg
+  output %tf
+  output %th
+  output %tk
+  output %tm
+}
+)");
+  test::run_frontend_or_die(*g);
+  auto s = build_schedule(*g);
+  REQUIRE(s.is_ok());
+  int tiled = 0;
+  for (const Kernel& k : s->kernels) {
+    if (k.nodes[0]->op_type != "Transpose") continue;
+    INFO(k.nodes[0]->name << ": " << k.mapping);
+    const bool want = k.nodes[0]->name != "inner_kept" && k.nodes[0]->name != "short_side";
+    CHECK((k.mapping.rfind("tiled transpose", 0) == 0) == want);
+    if (!want) continue;
+    ++tiled;
+    CHECK_THAT(k.source, Catch::Contains("tile[32][33]"));
+    if (k.nodes[0]->name == "many_planes") CHECK(k.grid[0] == kMaxMapBlocks);  // 4100 tiles
+    if (k.nodes[0]->name == "half") CHECK_THAT(k.source, Catch::Contains("unsigned short"));
+    if (k.nodes[0]->name == "nhwc_to_nchw") CHECK_THAT(k.mapping, Catch::Contains("40 planes of 24 x 30"));
+  }
+  CHECK(tiled == 8);
+  test::emu_matches_reference(*g, nullptr, 29, kEmuF16Output);
+}
+
 TEST_CASE("a Gemm's bias vector goes to the GEMM epilogue, any other C is broadcast by a kernel first",
           "[codegen][emu]") {
   // C of [n] and [1,n] with beta 1: one call with the bias epilogue and no kernel. C of [m,1],

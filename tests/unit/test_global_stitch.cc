@@ -256,27 +256,33 @@ TEST_CASE("plans show the global scheme and its mapping, and split groups are no
 }
 
 TEST_CASE(
-    "a split row kernel and a tiled column reduction compile with nvcc for sm_80 and sm_90, and the artifact "
-    "launches the first cooperatively",
+    "a split row kernel, a tiled column reduction and a tiled transpose compile with nvcc for sm_80 and "
+    "sm_90, "
+    "and the artifact launches the first cooperatively",
     "[stitch][nvcc][emu]") {
   auto g = test::parse_or_die(R"(graph "g" opset 18 {
   input %x: f32[2,30000]
   input %c: f32[1000,37]
+  input %m: f32[64,48]
   const %t: f32[] = [0.5]
   const %a0: i64[1] = [0]
   %s = Mul(%x, %t) @"scale"
   %y = Softmax(%s) {axis = -1} @"softmax"
   %z = ReduceMean(%c, %a0) @"colmean"
+  %u = Transpose(%m) {perm = ints[1, 0]} @"transpose"
   output %y
   output %z
+  output %u
 })");
   test::run_frontend_or_die(*g);
-  const codegen::NodeGroups groups{{g->nodes()[0].get(), g->nodes()[1].get()}, {g->nodes()[2].get()}};
+  const codegen::NodeGroups groups{
+      {g->nodes()[0].get(), g->nodes()[1].get()}, {g->nodes()[2].get()}, {g->nodes()[3].get()}};
   auto s = codegen::build_schedule(*g, &groups);
   REQUIRE(s.is_ok());
-  REQUIRE(s->kernels.size() == 2);
+  REQUIRE(s->kernels.size() == 3);
   REQUIRE(s->kernels[0].cooperative);
   REQUIRE(s->kernels[1].mapping.rfind("tiled", 0) == 0);
+  REQUIRE(s->kernels[2].mapping.rfind("tiled transpose", 0) == 0);
   codegen::CompileOptions o;
   o.archs = {"sm_80", "sm_90"};
   o.model_path = "/dev/null";
@@ -288,7 +294,7 @@ TEST_CASE(
   REQUIRE(st.is_ok());
   // ptxas ran for both kernels and archs, without spills. (At 128 threads a block any register
   // count lets two blocks share an SM, so the cooperative grid of 2 x 29 blocks is one wave.)
-  CHECK(summary.resources.size() == 4);
+  CHECK(summary.resources.size() == 6);
   for (const auto& r : summary.resources) {
     INFO(r.kernel << " " << r.arch << ": " << r.registers << " registers");
     CHECK(r.spill_stores == 0);
@@ -297,11 +303,12 @@ TEST_CASE(
   const std::string sched = test::read_text_file(dir / "schedule.json");
   CHECK_THAT(sched, Catch::Contains("\"cooperative\": true"));
   CHECK_THAT(sched, Catch::Contains("\"cooperative\": false"));
-  // The runtime loads it and runs both on emu.
+  // The runtime loads it and runs all three on emu.
   auto m = rt::Model::load(dir.string());
   TensorMap feed;
   feed["x"] = test::random_tensor(DType::kF32, Dims{2, 30000}, 5);
   feed["c"] = test::random_tensor(DType::kF32, Dims{1000, 37}, 6);
+  feed["m"] = test::random_tensor(DType::kF32, Dims{64, 48}, 7);
   auto want = run_reference(*g, feed);
   REQUIRE(want.is_ok());
   rt::Session session(m, rt::Backend::kEmu);
