@@ -167,6 +167,14 @@ class Stitcher {
         return bind(k, ct, fmt::format("{}[cache_row + j]", cache_.at(v)), 1, "cached by an earlier pass");
       const SExpr off = offset(v, c);
       const std::string p = param(v, false), st = storage_type(v->dtype);
+      if (vec_ && off.s == flat_.s && word_type(v->dtype)) {
+        // 128-bit path: one float4/int4 load per 4 elements, each lane takes its component.
+        const std::string vec = p + "v";
+        if (vec_loaded_.insert(v).second)
+          line(1, fmt::format("const {0} {1} = reinterpret_cast<const {0}*>({2})[i >> 2];",
+                              vec4_type(v->dtype), vec, p));
+        return bind(k, ct, fmt::format("({}){}.{}", ct, vec, "xyzw"[lane_]), 1);
+      }
       const std::string load = ct == st ? fmt::format("{}[{}]", p, off.s) : fmt::format("stitch_dev::cvt<{}>({}[{}])", ct, p, off.s);
       SExpr r = bind(k, ct, load, std::max(off.level, level_of(c)));
       maybe_cache(v, c, r);
@@ -341,10 +349,38 @@ class Stitcher {
   }
 
   // ---- element kernels ----
+  // 4-byte types move as float4/int4 in vectorized element kernels.
+  static bool word_type(DType t) { return t == DType::kF32 || t == DType::kI32; }
+  static const char* vec4_type(DType t) { return t == DType::kF32 ? "float4" : "int4"; }
+
+  // Whether an element kernel over `d` moves 4 elements per thread with 128-bit accesses: a
+  // whole kernel (not a packed part) whose innermost extent is a multiple of 4 (so the 4 elements
+  // share every outer coordinate and stay inside one 16-byte-aligned vector of each operand of
+  // the domain's shape; buffers start 256-byte aligned), and with at least one such operand or
+  // stored value of a 4-byte type.
+  bool vectorizable(const Dims& d) const {
+    const int64_t n = num_elements(d);
+    int64_t inner = 1;
+    for (size_t k = d.size(); k-- > 0;)
+      if (d[k] != 1) {
+        inner = d[k];
+        break;
+      }
+    if (part_ || n < 4 || n % 4 != 0 || inner % 4 != 0) return false;
+    for (const Value* v : info_.stored)
+      if (word_type(v->dtype)) return true;
+    for (const Node* node : nodes_)
+      for (const Value* v : node->inputs)
+        if (v && !producer_.count(v) && dims(v) == d && word_type(v->dtype)) return true;
+    return false;
+  }
+
+  // ---- element kernels ----
   Status emit_elements() {
     const Dims& d = info_.domain;
     const int64_t n = num_elements(d);
     const Dims s = strides_of(d);
+    size_t inner_axis = d.size();
     for (size_t k = 0; k < d.size(); ++k) {
       if (d[k] == 1) {
         dom_.push_back({"0", 0});
@@ -354,22 +390,64 @@ class Stitcher {
       if (s[k] > 1) e = fmt::format("(i / {}LL)", s[k]);
       if (s[k] * d[k] < n) e = fmt::format("({} % {}LL)", e, d[k]);
       dom_.push_back({e, 1});
+      inner_axis = k;
     }
-    flat_ = {"i", 1};
+    vec_ = vectorizable(d);
+    const int lanes = vec_ ? 4 : 1;
+    const Coords base = dom_;
+    // Lane L computes element i + L: the inner coordinate and the flat index shift by L.
+    std::map<const Value*, std::vector<std::string>> values;
+    for (int lane = 0; lane < lanes; ++lane) {
+      lane_ = lane;
+      dom_ = base;
+      flat_ = {"i", 1};
+      if (lane > 0) {
+        dom_[inner_axis] = {fmt::format("({} + {}LL)", base[inner_axis].s, lane), 1};
+        flat_ = {fmt::format("(i + {}LL)", lane), 1};
+      }
+      for (const Value* v : info_.stored) {
+        ASSIGN_OR_RETURN(SExpr val, at(v, dom_));
+        values[v].push_back(val.s);
+      }
+    }
+    int vec_stores = 0;
     for (const Value* v : info_.stored) {
-      ASSIGN_OR_RETURN(SExpr val, at(v, dom_));
-      store(v, "i", val.s, 1);
+      const std::vector<std::string>& x = values.at(v);
+      if (vec_ && word_type(v->dtype)) {
+        const std::string st = storage_type(v->dtype);
+        line(1, fmt::format("reinterpret_cast<{}*>({})[i >> 2] = make_{}(({}){}, ({}){}, ({}){}, ({}){});",
+                            vec4_type(v->dtype), param(v, true), vec4_type(v->dtype), st, x[0], st, x[1], st,
+                            x[2], st, x[3]));
+        ++vec_stores;
+        continue;
+      }
+      for (int lane = 0; lane < lanes; ++lane)
+        store(v, lane == 0 ? "i" : fmt::format("(i + {}LL)", lane), x[lane], 1);
     }
+    const int64_t items = n / lanes;
     k_.block = {kMapBlock, 1, 1};
-    k_.grid = {std::clamp<int64_t>((n + kMapBlock - 1) / kMapBlock, 1, kMaxMapBlocks), 1, 1};
-    k_.mapping = fmt::format("grid-stride loop, one thread per element of {} ({} elements); {} nodes stitched, "
-                             "values pulled through registers and index maps (local stitching)",
-                             dims_to_string(d), n, nodes_.size());
+    k_.grid = {std::clamp<int64_t>((items + kMapBlock - 1) / kMapBlock, 1, kMaxMapBlocks), 1, 1};
+    const std::string how =
+        vec_ ? fmt::format(
+                   "one thread per 4 elements of {} ({} elements), 128-bit loads of {} operands and stores "
+                   "of {} "
+                   "values",
+                   dims_to_string(d), n, vec_loaded_.size(), vec_stores)
+             : fmt::format("one thread per element of {} ({} elements)", dims_to_string(d), n);
+    k_.mapping = fmt::format(
+        "grid-stride loop, {}; {} nodes stitched, values pulled through registers and index maps "
+        "(local stitching)",
+        how, nodes_.size());
     CudaWriter w;
     open_entry(w, "//   scheme: element kernel (local stitching)\n", kMapBlock);
     for (const std::string& l : scopes_[0].lines) w.line("{}", l);
     w.line("const long long n = {}LL;", n);
-    w.open("for (long long i = {} * blockDim.x + threadIdx.x; i < n; i += {} * blockDim.x)", block_index(), block_count());
+    if (vec_)
+      w.open("for (long long i = 4 * ({} * blockDim.x + threadIdx.x); i < n; i += 4 * {} * blockDim.x)",
+             block_index(), block_count());
+    else
+      w.open("for (long long i = {} * blockDim.x + threadIdx.x; i < n; i += {} * blockDim.x)", block_index(),
+             block_count());
     for (const std::string& l : scopes_[1].lines) w.line("{}", l);
     w.close();
     w.close();
@@ -698,6 +776,9 @@ class Stitcher {
   RowMapping map_;
   std::map<const Node*, Stats> stats_;
   std::set<std::string> scratch_;
+  bool vec_ = false;  // element kernel moving 4 elements per thread (128-bit accesses)
+  int lane_ = 0;      // which of the 4 the pull is computing
+  std::set<const Value*> vec_loaded_;
   std::string ws_type_ = "float";  // element type of a split kernel's partials
   int64_t split_passes_ = 0;
   std::map<const Value*, std::string> cache_;

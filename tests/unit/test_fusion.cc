@@ -359,6 +359,88 @@ TEST_CASE("a row kernel caches a value read by several passes in shared memory, 
   CHECK(cached->mapping.find("warp per row") != std::string::npos);
 }
 
+TEST_CASE("element kernels move 4 elements per thread with 128-bit accesses when the inner extent allows",
+          "[fusion][emu]") {
+  struct Case {
+    const char* name;
+    const char* text;
+    int vector_loads;  // float4/int4 loads in the source; -1: not vectorized
+    int vector_stores;
+  };
+  const Case cases[] = {
+      // Residual, bias (broadcast: scalar loads), activation; two stored values.
+      {"residual_bias_relu", R"(graph "g" opset 18 {
+  input %x: f32[8,64]
+  input %y: f32[8,64]
+  input %b: f32[64]
+  %s = Add(%x, %y) @"residual"
+  %t = Add(%s, %b) @"bias"
+  %r = Relu(%t) @"relu"
+  output %s
+  output %r
+})",
+       2, 2},
+      // int32 in, f16 out: vector loads, scalar stores.
+      {"int_to_half", R"(graph "g" opset 18 {
+  input %x: i32[3,4,8]
+  input %y: i32[3,4,8]
+  %s = Add(%x, %y) @"add"
+  %h = Cast(%s) {to = 10} @"to_half"
+  output %h
+})",
+       2, 0},
+      // A Concat along the inner axis whose boundary (5) falls inside a vector: each lane selects.
+      {"concat_inner", R"(graph "g" opset 18 {
+  input %x: f32[4,5]
+  input %y: f32[4,7]
+  input %z: f32[4,12]
+  %c = Concat(%x, %y) {axis = 1} @"cat"
+  %s = Mul(%c, %z) @"mul"
+  output %s
+})",
+       1, 1},
+      // Inner extent 6: one element per thread.
+      {"inner_six", R"(graph "g" opset 18 {
+  input %x: f32[10,6]
+  input %y: f32[10,6]
+  %s = Sub(%x, %y) @"sub"
+  %e = Exp(%s) @"exp"
+  output %e
+})",
+       -1, 0},
+  };
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto g = test::parse_or_die(c.text);
+    test::run_frontend_or_die(*g);
+    std::vector<const Node*> all;
+    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const auto users = g->users();
+    auto k = codegen::lower_stitched(all, codegen::group_outputs(*g, users, all), 0);
+    REQUIRE(k.is_ok());
+    INFO(k->source);
+    auto count = [&](const std::string& what) {
+      size_t hits = 0;
+      for (size_t at = k->source.find(what); at != std::string::npos; at = k->source.find(what, at + 1))
+        ++hits;
+      return static_cast<int>(hits);
+    };
+    const int loads = count("reinterpret_cast<const float4*>") + count("reinterpret_cast<const int4*>");
+    const int stores = count("reinterpret_cast<float4*>") + count("reinterpret_cast<int4*>");
+    if (c.vector_loads < 0) {
+      CHECK(loads + stores == 0);
+      CHECK(k->mapping.find("one thread per element") != std::string::npos);
+    } else {
+      CHECK(loads == c.vector_loads);
+      CHECK(stores == c.vector_stores);
+      CHECK(k->mapping.find("one thread per 4 elements") != std::string::npos);
+    }
+    const codegen::NodeGroups groups{all};
+    CHECK(test::emu_matches_reference(*g, &groups, seed++, kEmuF16Output) == 1);
+  }
+}
+
 TEST_CASE("seeded random graphs with layout and row ops: fused equals the reference, ilp equals brute force",
           "[fusion][emu]") {
   // Rows of 1, 37, 770 and 3000 elements (thread-, warp- and block-per-row), broadcasts of every
