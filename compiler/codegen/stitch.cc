@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "codegen/cuda_writer.h"
@@ -167,14 +168,8 @@ class Stitcher {
         return bind(k, ct, fmt::format("{}[cache_row + j]", cache_.at(v)), 1, "cached by an earlier pass");
       const SExpr off = offset(v, c);
       const std::string p = param(v, false), st = storage_type(v->dtype);
-      if (vec_ && off.s == flat_.s && word_type(v->dtype)) {
-        // 128-bit path: one float4/int4 load per 4 elements, each lane takes its component.
-        const std::string vec = p + "v";
-        if (vec_loaded_.insert(v).second)
-          line(1, fmt::format("const {0} {1} = reinterpret_cast<const {0}*>({2})[i >> 2];",
-                              vec4_type(v->dtype), vec, p));
-        return bind(k, ct, fmt::format("({}){}.{}", ct, vec, "xyzw"[lane_]), 1);
-      }
+      if (vec_ && word_type(v->dtype))
+        if (auto comp = vector_component(v, c, p)) return bind(k, ct, fmt::format("({}){}", ct, *comp), 1);
       const std::string load = ct == st ? fmt::format("{}[{}]", p, off.s) : fmt::format("stitch_dev::cvt<{}>({}[{}])", ct, p, off.s);
       SExpr r = bind(k, ct, load, std::max(off.level, level_of(c)));
       maybe_cache(v, c, r);
@@ -349,6 +344,64 @@ class Stitcher {
   }
 
   // ---- element kernels ----
+  // Vectorized element kernels: the component of a 128-bit load that holds `v` at `c` for this
+  // lane, when the 4 lanes read 4 consecutive elements of `v` starting at a multiple of 4: v's
+  // innermost axis of more than one element is read at the domain's inner coordinate, maybe
+  // shifted by a constant multiple of 4 (a Slice), its extent is a multiple of 4, and no other
+  // axis depends on the inner coordinate. (The domain's inner coordinate is a multiple of 4 at
+  // lane 0 and every outer stride of v a multiple of its inner extent, so the start is aligned.)
+  // Lanes 1-3 map their coordinates back to lane 0's to find the same load.
+  std::optional<std::string> vector_component(const Value* v, const Coords& c, const std::string& p) {
+    const std::string& b0 = vec_base_;
+    const std::string bl = lane_ == 0 ? b0 : fmt::format("({} + {}LL)", b0, lane_);
+    auto replace_all = [](std::string x, const std::string& from, const std::string& to) {
+      for (size_t at = x.find(from); at != std::string::npos; at = x.find(from, at + to.size()))
+        x.replace(at, from.size(), to);
+      return x;
+    };
+    const Dims& vd = dims(v);
+    int kv = -1;
+    for (int k = static_cast<int>(vd.size()); k-- > 0;)
+      if (vd[k] != 1) {
+        kv = k;
+        break;
+      }
+    if (kv < 0 || vd[kv] % 4 != 0) return std::nullopt;
+    Coords c0 = c;
+    for (SExpr& e : c0)
+      if (lane_ > 0) e.s = replace_all(e.s, bl, b0);
+    // The inner coordinate: b0, or (S + b0) with S a multiple of 4; this lane's must be the same
+    // expression of its own inner coordinate.
+    const std::string& inner = c0[kv].s;
+    int64_t start = 0;
+    if (inner != b0) {
+      const std::string tail = "LL + " + b0 + ")";
+      if (inner.size() <= tail.size() + 1 || inner.front() != '(' ||
+          inner.compare(inner.size() - tail.size(), tail.size(), tail) != 0)
+        return std::nullopt;
+      const std::string digits = inner.substr(1, inner.size() - tail.size() - 1);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+      start = std::stoll(digits);
+      if (start % 4 != 0) return std::nullopt;
+    }
+    const std::string expect = start == 0 ? bl : fmt::format("({}LL + {})", start, bl);
+    if (c[kv].s != expect) return std::nullopt;
+    for (int k = 0; k < static_cast<int>(c0.size()); ++k)
+      if (k != kv && (c0[k].s.find(b0) != std::string::npos || c0[k].level > 1)) return std::nullopt;
+    std::string off0 = flat_index(c0, vd).s;
+    if (off0.empty()) off0 = "0";
+    if (vd == info_.domain && same(c0, vec_dom0_)) off0 = "i";
+    const std::string key = p + "@" + off0;
+    auto it = vec_loads_.find(key);
+    if (it == vec_loads_.end()) {
+      const std::string name = fmt::format("{}v{}", p, vec_loads_.size());
+      line(1, fmt::format("const {0} {1} = reinterpret_cast<const {0}*>({2})[({3}) >> 2];",
+                          vec4_type(v->dtype), name, p, off0));
+      it = vec_loads_.emplace(key, name).first;
+    }
+    return fmt::format("{}.{}", it->second, "xyzw"[lane_]);
+  }
+
   // 4-byte types move as float4/int4 in vectorized element kernels.
   static bool word_type(DType t) { return t == DType::kF32 || t == DType::kI32; }
   static const char* vec4_type(DType t) { return t == DType::kF32 ? "float4" : "int4"; }
@@ -395,6 +448,10 @@ class Stitcher {
     vec_ = vectorizable(d);
     const int lanes = vec_ ? 4 : 1;
     const Coords base = dom_;
+    if (vec_) {
+      vec_base_ = base[inner_axis].s;
+      vec_dom0_ = base;
+    }
     // Lane L computes element i + L: the inner coordinate and the flat index shift by L.
     std::map<const Value*, std::vector<std::string>> values;
     for (int lane = 0; lane < lanes; ++lane) {
@@ -432,7 +489,7 @@ class Stitcher {
                    "one thread per 4 elements of {} ({} elements), 128-bit loads of {} operands and stores "
                    "of {} "
                    "values",
-                   dims_to_string(d), n, vec_loaded_.size(), vec_stores)
+                   dims_to_string(d), n, vec_loads_.size(), vec_stores)
              : fmt::format("one thread per element of {} ({} elements)", dims_to_string(d), n);
     k_.mapping = fmt::format(
         "grid-stride loop, {}; {} nodes stitched, values pulled through registers and index maps "
@@ -778,7 +835,9 @@ class Stitcher {
   std::set<std::string> scratch_;
   bool vec_ = false;  // element kernel moving 4 elements per thread (128-bit accesses)
   int lane_ = 0;      // which of the 4 the pull is computing
-  std::set<const Value*> vec_loaded_;
+  std::string vec_base_;                          // the domain's inner coordinate at lane 0
+  Coords vec_dom0_;                               // the domain's coordinates at lane 0
+  std::map<std::string, std::string> vec_loads_;  // "param@offset at lane 0" -> its float4/int4
   std::string ws_type_ = "float";  // element type of a split kernel's partials
   int64_t split_passes_ = 0;
   std::map<const Value*, std::string> cache_;

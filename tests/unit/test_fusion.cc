@@ -368,7 +368,8 @@ TEST_CASE("element kernels move 4 elements per thread with 128-bit accesses when
     int vector_stores;
   };
   const Case cases[] = {
-      // Residual, bias (broadcast: scalar loads), activation; two stored values.
+      // Residual, bias, activation; two stored values. The bias is broadcast over the rows, but
+      // its 4 elements under a vector are consecutive: one float4 as well.
       {"residual_bias_relu", R"(graph "g" opset 18 {
   input %x: f32[8,64]
   input %y: f32[8,64]
@@ -379,7 +380,27 @@ TEST_CASE("element kernels move 4 elements per thread with 128-bit accesses when
   output %s
   output %r
 })",
-       2, 2},
+       3, 2},
+      // Column slices of a merged GEMM's output (SiLU gate): both halves start at a multiple of 4
+      // and are read as float4; a slice starting at column 2 is not.
+      {"gate_slices", R"(graph "g" opset 18 {
+  input %x: f32[2,16,256]
+  const %s0: i64[1] = [0]
+  const %s1: i64[1] = [128]
+  const %s2: i64[1] = [256]
+  const %o0: i64[1] = [2]
+  const %o1: i64[1] = [130]
+  const %ax: i64[1] = [-1]
+  %g = Slice(%x, %s0, %s1, %ax) @"gate"
+  %u = Slice(%x, %s1, %s2, %ax) @"up"
+  %m = Slice(%x, %o0, %o1, %ax) @"odd"
+  %sg = Sigmoid(%g) @"sigmoid"
+  %a = Mul(%g, %sg) @"silu"
+  %b = Mul(%a, %u) @"gated"
+  %c = Add(%b, %m) @"plus_odd"
+  output %c
+})",
+       2, 1},
       // int32 in, f16 out: vector loads, scalar stores.
       {"int_to_half", R"(graph "g" opset 18 {
   input %x: i32[3,4,8]
