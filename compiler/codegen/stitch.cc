@@ -50,7 +50,8 @@ class Stitcher {
         if (v) producer_[v] = n;
     k_.nodes = nodes;
     std::string first = snake(nodes.front()->op_type), last = snake(nodes.back()->op_type);
-    k_.name = fmt::format("k{:03d}_{}_{}", index, info.row ? "rows" : "fused", first);
+    k_.name =
+        fmt::format("k{:03d}_{}_{}", index, info.row ? (info.column ? "cols" : "rows") : "fused", first);
     if (nodes.size() > 2) k_.name += "_to";
     if (nodes.size() > 1) k_.name += "_" + last;
     if (part_) k_.name = part_name;
@@ -531,8 +532,13 @@ class Stitcher {
     for (const std::string& l : body) line(0, "  " + l);
     line(0, fmt::format("  {0} = {1}({0}, {2});", acc, op, e));
     line(0, "}");
-    if (map_.warp_per_row) line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
-    else {
+    if (map_.column) {
+      const std::string tag = ct == "double" ? "d" : "f";
+      scratch_.insert(ct);
+      line(0, fmt::format("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, op, tag));
+    } else if (map_.warp_per_row) {
+      line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
+    } else {
       const std::string tag = ct == "double" ? "d" : "f";
       scratch_.insert(ct);
       line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, tag));
@@ -640,34 +646,31 @@ class Stitcher {
 
   Status emit_rows() {
     const Dims& d = info_.domain;
-    const int64_t r = static_cast<int64_t>(d.size()), a = r - info_.axes;
-    map_ = row_mapping(info_.rows, info_.cols, !part_);
+    const int64_t r = static_cast<int64_t>(d.size());
+    map_ = row_mapping(info_, !part_);
+    STITCH_CHECK(!(map_.column && part_), "column row kernels are not packed");
     for (const Node* n : nodes_)
       if (stitch_role(*n) == StitchRole::kRow && compute_type(n->input(0)->dtype) == "double")
         ws_type_ = "double";
-    // Row coordinates from `row`, in-row coordinates from `j`.
-    int64_t inner = 1;
+    // Row coordinates from `row` (the kept axes in order), in-row coordinates from `j` (the
+    // reduced axes in order).
+    int64_t inner_row = 1, inner_col = 1;
     dom_.assign(r, SExpr{"0", 0});
-    for (int64_t k = a; k-- > 0;) {
+    for (int64_t k = r; k-- > 0;) {
+      const bool red = info_.reduced[k];
+      int64_t& inner = red ? inner_col : inner_row;
       if (d[k] != 1) {
-        std::string e = "row";
-        if (inner > 1) e = fmt::format("(row / {}LL)", inner);
-        if (inner * d[k] < info_.rows) e = fmt::format("({} % {}LL)", e, d[k]);
-        dom_[k] = {e, 0};
+        const char* var = red ? "j" : "row";
+        std::string e = var;
+        if (inner > 1) e = fmt::format("({} / {}LL)", var, inner);
+        if (inner * d[k] < (red ? info_.cols : info_.rows)) e = fmt::format("({} % {}LL)", e, d[k]);
+        dom_[k] = {e, red ? 1 : 0};
       }
       inner *= d[k];
     }
-    inner = 1;
-    for (int64_t k = r; k-- > a;) {
-      if (d[k] != 1) {
-        std::string e = "j";
-        if (inner > 1) e = fmt::format("(j / {}LL)", inner);
-        if (inner * d[k] < info_.cols) e = fmt::format("({} % {}LL)", e, d[k]);
-        dom_[k] = {e, 1};
-      }
-      inner *= d[k];
-    }
+    // A row's elements follow `base + j` in memory; a column's are strided (the full index).
     flat_ = {"base + j", 1};
+    if (map_.column) flat_ = {flat_index(dom_, d).s, 1};
     // Shared-memory cache of a row op's input when two or more passes read it per element (its own
     // passes, later row ops' passes whose input is computed from it, the store pass). In node
     // order, so the choice is deterministic.
@@ -727,7 +730,9 @@ class Stitcher {
       scopes_[1] = Scope{};
       for (const Value* v : full) {
         ASSIGN_OR_RETURN(SExpr val, at(v, dom_));
-        store(v, "base + j", val.s, 1);
+        if (map_.column) line(1, "if (live) {");  // threads past the last column store nothing
+        store(v, flat_.s, val.s, 1);
+        if (map_.column) line(1, "}");
       }
       std::vector<std::string> body = std::move(scopes_[1].lines);
       scopes_[1] = Scope{};
@@ -740,14 +745,18 @@ class Stitcher {
       Coords c;
       if (dims(v).size() == d.size()) {
         c = dom_;
-        for (int64_t k = a; k < r; ++k) c[k] = {"0", 0};
+        for (int64_t k = 0; k < r; ++k)
+          if (info_.reduced[k]) c[k] = {"0", 0};
       } else {
-        c.assign(dom_.begin(), dom_.begin() + a);
+        for (int64_t k = 0; k < r; ++k)
+          if (!info_.reduced[k] && (info_.column || k < r - info_.axes)) c.push_back(dom_[k]);
       }
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
       STITCH_CHECK(val.level == 0, "per-row value '{}' depends on the loop", v->name);
       const std::string p = param(v, true), ct = compute_type(v->dtype), stt = storage_type(v->dtype);
-      const std::string first = map_.split() ? "lane == 0 && seg == 0" : "lane == 0";
+      const std::string first = map_.split()  ? "lane == 0 && seg == 0"
+                                : map_.column ? "lane == 0 && live"
+                                              : "lane == 0";
       line(0, ct == stt ? fmt::format("if ({}) {}[row] = {};", first, p, val.s)
                         : fmt::format("if ({}) {}[row] = stitch_dev::cvt<{}>({});", first, p, stt, val.s));
     }
@@ -770,10 +779,17 @@ class Stitcher {
     std::string cached;
     for (const auto& [x, count] : readers)
       if (cache_.count(x)) cached += (cached.empty() ? "" : ", ") + fmt::format("'{}'", x->name);
+    std::string over = fmt::format("the trailing {} axes", info_.axes);
+    if (info_.column) {
+      over = "axes ";
+      for (int64_t k = 0; k < r; ++k)
+        if (info_.reduced[k]) over += fmt::format("{}{}", over.size() > 5 ? "," : "", k);
+    }
     k_.mapping = fmt::format(
-        "{}: {} rows of {} over the trailing {} axes of {}; {} passes per row, {} nodes stitched "
+        "{}: {} {} of {} over {} of {}; {} passes per {}, {} nodes stitched "
         "({} stitching){}",
-        row_mapping_text(map_), info_.rows, info_.cols, info_.axes, dims_to_string(d), passes_, nodes_.size(),
+        row_mapping_text(map_), info_.rows, info_.column ? "columns" : "rows", info_.cols, over,
+        dims_to_string(d), passes_, info_.column ? "column" : "row", nodes_.size(),
         map_.split() ? "global: partials through global memory and a grid barrier per pass" : "regional",
         cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
     for (const std::string& ct : scratch_) k_.static_smem_bytes += 32 * (ct == "double" ? 8 : 4);
@@ -781,11 +797,26 @@ class Stitcher {
     open_entry(w,
                map_.split()
                    ? "//   scheme: row kernel split over blocks (global stitching; cooperative launch)\n"
-                   : "//   scheme: row kernel (regional stitching)\n",
+               : map_.column ? "//   scheme: column kernel, tiled (regional stitching)\n"
+                             : "//   scheme: row kernel (regional stitching)\n",
                map_.block);
-    for (const std::string& ct : scratch_) w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : "f");
+    for (const std::string& ct : scratch_) {
+      if (map_.column)
+        w.line("__shared__ {} tile_{}[{}];", ct, ct == "double" ? "d" : "f", map_.block);
+      else
+        w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : "f");
+    }
     for (const std::string& l : cache_decl_) w.line("{}", l);
-    if (map_.split()) {
+    if (map_.column) {
+      // Threads x and x + 32k work down column x of the tile; columns past the last are copies of
+      // it so that the whole block reaches the barriers of tile_column_reduce.
+      w.line("const long long first = {} * {}LL + (threadIdx.x % {});", block_index(), map_.rows_per_block,
+             map_.rows_per_block);
+      w.line("const bool live = first < {}LL;", info_.rows);
+      w.line("const long long row = live ? first : {}LL;", info_.rows - 1);
+      w.line("const int lane = threadIdx.x / {};", map_.rows_per_block);
+      w.line("const int step = {};", map_.lanes());
+    } else if (map_.split()) {
       w.line("const long long row = {} / {}LL;", block_index(), map_.segments);
       w.line("const long long seg = {} % {}LL;", block_index(), map_.segments);
       w.line("const long long jbeg = seg * {}LL;", map_.segment);

@@ -19,6 +19,10 @@
 //    for every later pass, so a decomposed layer norm (two ReduceMeans) or RMSNorm is one kernel.
 //    A value several passes read can be cached in shared memory by the first pass instead of
 //    being recomputed and re-read (each thread reads back only what it wrote: no barrier).
+//  - column (regional stitching): the row kernel for row ops that reduce axes before a kept
+//    inner one (a column sum, softmax down the columns, a mean over the sequence axis): 32
+//    neighbouring columns per block, 8 threads down each, combined through shared memory, so the
+//    reads of each step are coalesced rows; statistics stay in registers as for rows.
 //  - row split over blocks (global stitching): the row kernel above when a few long rows would
 //    leave most SMs idle. Each block loops over its segment of a row, writes its partial of every
 //    statistic to a workspace in global memory, waits at a grid-wide barrier (a cooperative
@@ -40,18 +44,24 @@ enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow };
 // How `n` can take part in a stitched kernel.
 StitchRole stitch_role(const Node& n);
 
-// Row ops reduce the trailing `axes` axes of their input 0 (dims `in`) in `passes` passes.
+// Row ops reduce the trailing `axes` axes of their input 0 (dims `in`) in `passes` passes; or,
+// when `column`, axes before the innermost one of more than one element, which is kept (a column
+// reduction: `reduced` marks the axes; `axes` is 0).
 struct RowOpInfo {
   Dims in;
   int64_t axes = 0;
   int passes = 0;
+  bool column = false;
+  std::vector<bool> reduced;  // per axis of `in`
 };
 StatusOr<RowOpInfo> row_op_info(const Node& n);
 
 struct StitchInfo {
   bool row = false;
+  bool column = false;    // row kernels whose "rows" are columns: tiled (column_mapping)
   Dims domain;            // element kernels: the stored shape; row kernels: the rows' input shape
   int64_t axes = 0;       // row kernels: trailing axes in a row
+  std::vector<bool> reduced;  // row kernels: the axes of `domain` a row runs along
   int64_t rows = 1, cols = 1;
   int passes = 1;         // loops over each row (row kernels), 1 for element kernels
   std::vector<const Value*> stored;
@@ -105,9 +115,17 @@ struct RowMapping {
   int64_t rows_per_block = 8;
   int64_t segments = 1;  // blocks per row; > 1: the row split over blocks
   int64_t segment = 0;   // elements per segment (the whole row when segments == 1)
+  bool column = false;   // tiled columns: kTileSegments per block, kTileBlock / kTileSegments threads each
   bool split() const { return segments > 1; }
+  int64_t lanes() const { return warp_per_row ? 32 : column ? block / rows_per_block : block; }
 };
 RowMapping row_mapping(int64_t rows, int64_t cols, bool allow_split = true);
+// Column row kernels (a reduction over axes before the kept innermost one): as the segment
+// kernels' tiled mapping (lower.h), 32 neighbouring columns per block of 256 threads, 8 threads
+// down each column, combined through shared memory.
+RowMapping column_mapping(int64_t cols);
+// The mapping a row kernel with this analysis uses.
+RowMapping row_mapping(const StitchInfo& info, bool allow_split = true);
 // Words for the mapping ("warp per row, 8 rows per block", "row split over 24 blocks of 512
 // threads"...).
 std::string row_mapping_text(const RowMapping& m);

@@ -86,15 +86,30 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
   } else {
     return Status::user(fmt::format("{} is not a row op", n.describe()));
   }
-  // The reduced axes must be the trailing ones (axes of size 1 count as either).
+  // The reduced axes must be the trailing ones (axes of size 1 count as either)...
   int64_t first = r;
   for (int64_t d = r - 1; d >= 0 && (red[d] || in[d] == 1); --d) first = d;
-  for (int64_t d = 0; d < first; ++d)
-    if (red[d] && in[d] != 1) return Status::user(fmt::format("{} does not reduce trailing axes (a column reduction)", n.describe()));
+  bool trailing = true, any = false;
+  for (int64_t d = 0; d < r; ++d) {
+    trailing &= !(d < first && red[d] && in[d] != 1);
+    any |= red[d] && in[d] != 1;
+  }
+  if (!any) return Status::user(fmt::format("{} reduces only axes of size 1", n.describe()));
+  if (!trailing) {
+    // ...or leave the innermost axis of more than one element kept: a column reduction.
+    int64_t inner = r - 1;
+    while (inner >= 0 && in[inner] == 1) --inner;
+    if (red[inner] || op == "LayerNormalization")
+      return Status::user(fmt::format("{} reduces some inner and some outer axes", n.describe()));
+    RowOpInfo info{in, 0, passes, true, {}};
+    for (int64_t d = 0; d < r; ++d) info.reduced.push_back(red[d] && in[d] != 1);
+    return info;
+  }
   // Put size-1 axes just before the reduced block on the kept side.
   while (first < r && !red[first] && in[first] == 1) ++first;
-  if (first == r) return Status::user(fmt::format("{} reduces only axes of size 1", n.describe()));
-  return RowOpInfo{in, r - first, passes};
+  RowOpInfo info{in, r - first, passes, false, {}};
+  for (int64_t d = 0; d < r; ++d) info.reduced.push_back(d >= first);
+  return info;
 }
 
 StitchRole stitch_role(const Node& n) {
@@ -169,22 +184,33 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
   ASSIGN_OR_RETURN(RowOpInfo first, row_op_info(*rows.front()));
   info.domain = first.in;
   info.axes = first.axes;
+  info.column = first.column;
+  info.reduced = first.reduced;
   const int64_t r = static_cast<int64_t>(info.domain.size());
-  for (int64_t d = 0; d < r; ++d) (d < r - info.axes ? info.rows : info.cols) *= info.domain[d];
+  for (int64_t d = 0; d < r; ++d) (info.reduced[d] ? info.cols : info.rows) *= info.domain[d];
   info.passes = 0;
+  auto axes_text = [](const std::vector<bool>& red) {
+    std::string t;
+    for (size_t d = 0; d < red.size(); ++d)
+      if (red[d]) t += (t.empty() ? "" : ",") + std::to_string(d);
+    return "[" + t + "]";
+  };
   for (const Node* n : rows) {
     ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*n));
-    if (ri.in != info.domain || ri.axes != info.axes)
-      return Status::user(fmt::format("{} reduces rows of {} over {} axes, the group's rows are {} over {} axes",
-                                      n->describe(), dims_to_string(ri.in), ri.axes, dims_to_string(info.domain), info.axes));
+    if (ri.in != info.domain || ri.reduced != info.reduced)
+      return Status::user(fmt::format("{} reduces {} over axes {}, the group's rows are {} over axes {}",
+                                      n->describe(), dims_to_string(ri.in), axes_text(ri.reduced),
+                                      dims_to_string(info.domain), axes_text(info.reduced)));
     info.passes += ri.passes;
   }
-  const Dims kept(info.domain.begin(), info.domain.end() - info.axes);
+  Dims kept;
+  for (int64_t k = 0; k < r; ++k)
+    if (!info.reduced[k] && (info.column || k < r - info.axes)) kept.push_back(info.domain[k]);
   auto per_row = [&](const Dims& d) {
     if (d == kept) return true;
     if (d.size() != info.domain.size()) return false;
     for (int64_t k = 0; k < r; ++k)
-      if (d[k] != (k < r - info.axes ? info.domain[k] : 1)) return false;
+      if (d[k] != (info.reduced[k] ? 1 : info.domain[k])) return false;
     return true;
   };
   // Values computed from a row op's result are read at the current row only: per-element ops
@@ -233,7 +259,20 @@ RowMapping row_mapping(int64_t rows, int64_t cols, bool allow_split) {
   return m;
 }
 
+RowMapping column_mapping(int64_t cols) {
+  RowMapping m{false, kTileBlock, kTileSegments, 1, cols};
+  m.column = true;
+  return m;
+}
+
+RowMapping row_mapping(const StitchInfo& info, bool allow_split) {
+  return info.column ? column_mapping(info.cols) : row_mapping(info.rows, info.cols, allow_split);
+}
+
 std::string row_mapping_text(const RowMapping& m) {
+  if (m.column)
+    return fmt::format("tiled columns, {} per block of {} threads, {} threads down each", m.rows_per_block,
+                       m.block, m.lanes());
   if (m.warp_per_row) return fmt::format("warp per row, {} rows per block", m.rows_per_block);
   if (!m.split()) return "block per row";
   return fmt::format("row split over {} blocks of {} threads ({} elements each)", m.segments, m.block,
@@ -241,6 +280,7 @@ std::string row_mapping_text(const RowMapping& m) {
 }
 
 int64_t row_cache_bytes(const RowMapping& m, int64_t cols, int64_t elem_bytes) {
+  if (m.column) return 0;  // each thread holds a strided eighth of its column: recomputed instead
   const int64_t bytes = (m.split() ? m.segment : cols) * m.rows_per_block * elem_bytes;
   return bytes <= kRowCacheBudget ? bytes : 0;
 }

@@ -33,12 +33,16 @@ double element_trips(int64_t n) {
 
 RowShape row_shape(const codegen::RowMapping& m, int64_t rows, int passes, int reductions,
                    const DeviceSpec& d) {
-  const int64_t lanes = m.warp_per_row ? 32 : m.block;
+  const int64_t lanes = m.lanes();
   const int64_t iters = (m.segment + lanes - 1) / lanes;
   RowShape r;
   r.trips = passes * (static_cast<double>((iters + 3) / 4) + 1);
   if (m.warp_per_row) {
     r.threads = rows * 32;
+  } else if (m.column) {  // tiles of rows_per_block columns; two barriers per reduction and wave
+    const int64_t blocks = (rows + m.rows_per_block - 1) / m.rows_per_block;
+    r.threads = blocks * m.block;
+    r.barrier_time = 2.0 * reductions * ((blocks + d.sms - 1) / d.sms) * d.barrier;
   } else if (!m.split()) {
     r.threads = rows * m.block;
     r.barrier_time = 2.0 * reductions * ((rows + d.sms - 1) / d.sms) * d.barrier;
@@ -198,7 +202,7 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
   int64_t threads = std::min<int64_t>(std::max<int64_t>(elements, 1), codegen::kMaxMapBlocks * codegen::kMapBlock);
   int64_t reread = 0;
   double trips = element_trips(elements), barrier_time = 0;
-  if (auto ri = codegen::row_op_info(n); ri.is_ok()) {
+  if (auto ri = codegen::row_op_info(n); ri.is_ok() && !ri->column) {
     int64_t rows = 1, cols = 1;
     for (size_t k = 0; k < ri->in.size(); ++k) (k + ri->axes < ri->in.size() ? rows : cols) *= ri->in[k];
     const RowShape rs = row_shape(codegen::row_mapping(rows, cols), rows, ri->passes + 1, ri->passes, d);
@@ -257,7 +261,7 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
   int64_t threads = 0, reread = 0;
   double trips = 0, barrier_time = 0;
   if (info.row) {
-    const codegen::RowMapping m = codegen::row_mapping(info.rows, info.cols);
+    const codegen::RowMapping m = codegen::row_mapping(info);
     bool full_store = false;  // a store pass over the rows (analyze_stitch counts it in passes)
     for (const Value* v : info.stored) full_store |= *v->dims == info.domain;
     const RowShape rs = row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0), d);

@@ -84,8 +84,9 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
 // A row kernel of `passes` loops over each of `rows` rows, `reductions` of them ending in a tree,
 // under mapping `m` (codegen::row_mapping): its threads, its dependent round trips (per pass the
 // strided loop over the row, or over the block's segment when the row is split, with 4 loads in
-// flight per thread, and the tree) and its barrier time (block trees: two block-wide barriers per
-// reduction and per wave of blocks; a row split over blocks: a grid-wide barrier per reduction).
+// flight per thread, and the tree) and its barrier time (block trees and tiled columns: two
+// block-wide barriers per reduction and per wave of blocks; a row split over blocks: a grid-wide
+// barrier per reduction). Tiled column kernels split each column over mapping.lanes() threads.
 struct RowShape {
   int64_t threads = 0;
   double trips = 0;

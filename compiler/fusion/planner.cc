@@ -322,10 +322,10 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
   const codegen::StitchInfo& info = e.info;
   grp.scheme = info.row ? "regional" : "local";
   if (info.row) {
-    const codegen::RowMapping rm = codegen::row_mapping(info.rows, info.cols);
+    const codegen::RowMapping rm = codegen::row_mapping(info);
     if (rm.split()) grp.scheme = "global";
-    grp.mapping = fmt::format("{}, {} rows x {}, {} passes", codegen::row_mapping_text(rm), info.rows,
-                              info.cols, info.passes);
+    grp.mapping = fmt::format("{}, {} {} x {}, {} passes", codegen::row_mapping_text(rm), info.rows,
+                              info.column ? "columns" : "rows", info.cols, info.passes);
   } else {
     grp.mapping = fmt::format("one thread per element of {}", dims_to_string(info.domain));
   }
@@ -334,6 +334,7 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
       m.size(),
       !info.row                ? "element (local)"
       : grp.scheme == "global" ? "row (global)"
+      : info.column            ? "column (regional)"
                                : "row (regional)",
       grp.unfused.launches - 1, grp.saved_bytes, grp.cost.time * 1e6, grp.unfused.time * 1e6);
   return grp;

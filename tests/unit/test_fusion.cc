@@ -135,8 +135,10 @@ TEST_CASE("seeded random per-element graphs: fused equals the reference", "[fusi
   }
 }
 
-TEST_CASE("row kernels: prologues into softmax and layer norm, per-row epilogues, column reductions alone",
-          "[fusion][emu]") {
+TEST_CASE(
+    "row kernels: prologues into softmax and layer norm, per-row epilogues, a column reduction with its "
+    "prologue",
+    "[fusion][emu]") {
   auto g = test::parse_or_die(R"(graph "g" opset 18 {
   input %x: f32[3,100000]
   input %m: f32[1,100000]
@@ -178,18 +180,20 @@ TEST_CASE("row kernels: prologues into softmax and layer norm, per-row epilogues
   auto plan = fusion::make_plan(*g, opts("beam"));
   REQUIRE(plan.is_ok());
   INFO(fusion::explain(*plan));
-  int regional = 0, global = 0;
+  int regional = 0, global = 0, columns = 0;
   for (const auto& grp : plan->groups) {
     regional += grp.scheme == "regional";
     global += grp.scheme == "global";
+    columns += grp.mapping.rfind("tiled columns", 0) == 0;
   }
-  CHECK(regional == 2);
+  CHECK(regional == 3);
   CHECK(global == 1);
+  CHECK(columns == 1);
   // scale+mask+softmax+isnan+where (3 x 100000: each row split over blocks, a grid barrier after
   // each reduction); bias+residual+LN (37 x 770: warp per row); square+mean+eps+sqrt+recip+neg
-  // (two per-row outputs); tanh and the column sum alone. Five groups; the independent ones with
-  // 256-thread blocks share launches (three in all).
-  CHECK(plan->groups.size() == 5);
+  // (two per-row outputs); tanh+column sum (1000 x 37: tiled columns). Four groups; the two warp
+  // per row share a launch (three in all).
+  CHECK(plan->groups.size() == 4);
   CHECK(plan->cost.kernels == 3);
   CHECK(fused_matches_reference(*g, 40) == 3);
 }
