@@ -466,22 +466,26 @@ TEST_CASE("element kernels move 4 elements per thread with 128-bit accesses when
   }
 }
 
-TEST_CASE("seeded random graphs with layout and row ops: fused equals the reference, ilp equals brute force",
-          "[fusion][emu]") {
+TEST_CASE(
+    "seeded random graphs with layout, row and column ops: fused equals the reference, ilp equals brute "
+    "force",
+    "[fusion][emu]") {
   // Rows of 1, 37, 770 and 3000 elements (thread-, warp- and block-per-row), broadcasts of every
-  // kind into them, transposes and slices in front of the row ops, per-row epilogues after them.
+  // kind into them, transposes and slices in front of the row ops, per-row epilogues after them;
+  // column reductions and softmax down the columns (tiled column kernels) among them.
   const char* row_shapes[] = {"5,1", "4,37", "37,770", "3,3000"};
   const char* unary[] = {"Relu", "Neg", "Tanh", "Sigmoid", "Exp"};
   const char* binary[] = {"Add", "Sub", "Mul", "Max"};
   const char* rows[] = {"Softmax", "ReduceMean", "ReduceMax", "ReduceSum", "LogSoftmax"};
   std::mt19937 rng(77);
+  int column_groups = 0;
   for (int trial = 0; trial < 8; ++trial) {
     INFO("trial " << trial);
     const std::string shape = row_shapes[trial % 4];
     const std::string r = shape.substr(0, shape.find(',')), c = shape.substr(shape.find(',') + 1);
     std::string text = "graph \"r\" opset 18 {\n";
     text += fmt::format("  input %x: f32[{},{}]\n  input %xt: f32[{},{}]\n  input %col: f32[1,{}]\n  input %row: f32[{},1]\n", r, c, c, r, c, r);
-    text += "  input %one: f32[1]\n  const %ax: i64[1] = [-1]\n";
+    text += "  input %one: f32[1]\n  const %ax: i64[1] = [-1]\n  const %ax0: i64[1] = [0]\n";
     text += "  %t = Transpose(%xt) {perm = ints[1, 0]} @\"tr\"\n";
     std::vector<std::string> full = {"%x", "%t"};
     std::vector<std::string> bcast = {"%col", "%row", "%one"};
@@ -489,7 +493,7 @@ TEST_CASE("seeded random graphs with layout and row ops: fused equals the refere
     for (int k = 0; k < 7; ++k) {
       const std::string v = fmt::format("%v{}", k);
       const std::string a = full[rng() % full.size()];
-      switch (rng() % 4) {
+      switch (rng() % 5) {
         case 0: text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 5], a, k); break;
         case 1: {
           const auto& pool = rng() % 2 ? full : bcast;
@@ -504,6 +508,17 @@ TEST_CASE("seeded random graphs with layout and row ops: fused equals the refere
             const std::string red = fmt::format("%red{}", k);
             text += fmt::format("  {} = {}({}, %ax) @\"n{}\"\n", red, op, a, k);
             text += fmt::format("  {} = Sub({}, {}) @\"e{}\"\n", v, a, red, k);  // per-row value broadcast back
+          }
+          break;
+        }
+        case 3: {  // down the columns: a column op's per-column value broadcast back over the rows
+          const std::string op = rows[rng() % 5];
+          if (op == "Softmax" || op == "LogSoftmax") {
+            text += fmt::format("  {} = {}({}) {{axis = 0}} @\"n{}\"\n", v, op, a, k);
+          } else {
+            const std::string red = fmt::format("%red{}", k);
+            text += fmt::format("  {} = {}({}, %ax0) @\"n{}\"\n", red, op, a, k);
+            text += fmt::format("  {} = Sub({}, {}) @\"e{}\"\n", v, a, red, k);
           }
           break;
         }
@@ -529,7 +544,9 @@ TEST_CASE("seeded random graphs with layout and row ops: fused equals the refere
     CHECK(beam->cost.time <= greedy->cost.time + 1e-12);
     CHECK(std::abs(ilp->cost.time - brute->cost.time) <= 1e-12);
     CHECK(ilp->cost.time <= beam->cost.time + 1e-12);
+    for (const auto& grp : beam->groups) column_groups += grp.mapping.rfind("tiled columns", 0) == 0;
   }
+  CHECK(column_groups > 0);  // the column ops joined stitched groups somewhere
 }
 
 TEST_CASE("ptxas feedback: node sets kept apart are never in one group, and their groups not packed",
