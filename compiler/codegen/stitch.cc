@@ -648,7 +648,6 @@ class Stitcher {
     const Dims& d = info_.domain;
     const int64_t r = static_cast<int64_t>(d.size());
     map_ = row_mapping(info_, !part_);
-    STITCH_CHECK(!(map_.column && part_), "column row kernels are not packed");
     for (const Node* n : nodes_)
       if (stitch_role(*n) == StitchRole::kRow && compute_type(n->input(0)->dtype) == "double")
         ws_type_ = "double";
@@ -792,7 +791,8 @@ class Stitcher {
         dims_to_string(d), passes_, info_.column ? "column" : "row", nodes_.size(),
         map_.split() ? "global: partials through global memory and a grid barrier per pass" : "regional",
         cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
-    for (const std::string& ct : scratch_) k_.static_smem_bytes += 32 * (ct == "double" ? 8 : 4);
+    for (const std::string& ct : scratch_)
+      k_.static_smem_bytes += (map_.column ? map_.block : 32) * (ct == "double" ? 8 : 4);
     CudaWriter w;
     open_entry(w,
                map_.split()

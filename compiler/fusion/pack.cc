@@ -13,10 +13,8 @@ int64_t Planner::stitched_block(const std::vector<int>& m) {
     const Eval& e = eval(m);
     if (!e.ok) return 0;
     if (!e.info.row) return codegen::kMapBlock;
-    // A cooperative kernel's grid barriers admit no other parts; a tiled column kernel is not
-    // generated as a part.
     const codegen::RowMapping rm = codegen::row_mapping(e.info);
-    return rm.split() || rm.column ? 0 : rm.block;
+    return rm.split() ? 0 : rm.block;  // a cooperative kernel's grid barriers admit no other parts
   }
   const Node* n = nodes_[m[0]];
   if (!fusible_[m[0]] || codegen::classify_node(*n) != codegen::NodeLowering::kKernel) return 0;
@@ -24,7 +22,7 @@ int64_t Planner::stitched_block(const std::vector<int>& m) {
   if (!info.is_ok()) return 0;
   if (!info->row) return codegen::kMapBlock;
   const codegen::RowMapping rm = codegen::row_mapping(*info);
-  return rm.split() || rm.column ? 0 : rm.block;
+  return rm.split() ? 0 : rm.block;
 }
 
 std::vector<int> Planner::packed_order(const Part& p, const std::vector<int>& order,
