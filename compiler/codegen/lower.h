@@ -7,6 +7,7 @@
 // unsupported node of a model is reported at once before any code is emitted.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +55,15 @@ inline constexpr int64_t kTileMinLength = 64;
 inline bool column_tiled(int64_t segments, int64_t length) {
   return segments < kTileMaxSegments && length >= kTileMinLength;
 }
+// The start of a tiled kernel's body: `var` is the segment (column) of this thread, clamped to
+// the last of `count` so that threads past it compute a copy and reach every barrier of
+// stitch_dev::tile_column_reduce; `live` says whether it is a real one (only those store);
+// `lane` and `step` walk down the segment. `block` is the block's index expression.
+void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count);
+
+// 128-bit accesses: 4-byte types move 4 at a time as float4 or int4.
+inline bool is_word(DType t) { return t == DType::kF32 || t == DType::kI32; }
+inline const char* vec4_type(DType t) { return t == DType::kF32 ? "float4" : "int4"; }
 
 // The segments (sets of elements that reduce together) of a reduction, softmax or
 // normalization node as its segment kernel maps them, for the cost model: how many and how long,
@@ -68,6 +78,9 @@ struct SegmentShape {
 StatusOr<SegmentShape> segment_shape(const Node& n);
 
 StatusOr<Kernel> lower_map(const Node& n, int index);     // elementwise, broadcast, layout
+// A Transpose `n` (permutation `perm`) through 32x32 shared-memory tiles when it moves the
+// input's inner axis and both sides of the tile are long enough; nothing otherwise.
+std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std::vector<int64_t>& perm);
 // Reductions, softmax, norms, pools (fused groups with them: stitch.h).
 StatusOr<Kernel> lower_reduce(const Node& n, int index);
 

@@ -93,15 +93,19 @@ Mapping choose_mapping(const Segments& s) {
   return s.len >= 1024 ? Mapping::kBlock : Mapping::kWarp;
 }
 
+// Threads per block of a segment kernel with this mapping.
+int64_t block_size(Mapping m, const Segments& s) {
+  if (m == Mapping::kBlock) return s.len >= 4096 ? 512 : 256;
+  return m == Mapping::kTile ? kTileBlock : kMapBlock;
+}
+
 class SegmentKernel {
  public:
   SegmentKernel(const Node& n, int index, Segments seg, Mapping m, const char* kind)
       : n_(n), seg_(std::move(seg)), map_(m) {
     k_.name = fmt::format("k{:03d}_{}_{}", index, kind, snake(n.op_type));
     k_.nodes = {&n};
-    block_ = m == Mapping::kBlock  ? (seg_.len >= 4096 ? 512 : 256)
-             : m == Mapping::kTile ? kTileBlock
-                                   : kMapBlock;
+    block_ = block_size(m, seg_);
   }
 
   std::string param(const Value* v, bool output) {
@@ -195,14 +199,7 @@ class SegmentKernel {
       w.line("const int lane = threadIdx.x;");
       w.line("const int step = {};", block_);
     } else if (map_ == Mapping::kTile) {
-      // Threads x and x + 32k share segment x of the tile; segments past the last are copies of
-      // it so that the whole block reaches the barriers of tile_column_reduce.
-      w.line("const long long first = (long long)blockIdx.x * {}LL + (threadIdx.x % {});", kTileSegments,
-             kTileSegments);
-      w.line("const bool live = first < {}LL;", seg_.count);
-      w.line("const long long o = live ? first : {}LL;", seg_.count - 1);
-      w.line("const int lane = threadIdx.x / {};", kTileSegments);
-      w.line("const int step = {};", kTileBlock / kTileSegments);
+      open_tile(w, "(long long)blockIdx.x", "o", seg_.count);
     } else {
       w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x;", block_);
       if (loops) {
@@ -567,7 +564,7 @@ StatusOr<SegmentShape> segment_shape(const Node& n) {
   const Mapping m = choose_mapping(seg);
   s.tiled = m == Mapping::kTile;
   s.lanes = m == Mapping::kWarp    ? 32
-            : m == Mapping::kBlock ? (seg.len >= 4096 ? 512 : 256)
+            : m == Mapping::kBlock ? block_size(m, seg)
             : m == Mapping::kTile  ? kTileBlock / kTileSegments
                                    : 1;
   s.threads = m == Mapping::kTile ? (seg.count + kTileSegments - 1) / kTileSegments * kTileBlock

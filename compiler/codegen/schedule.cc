@@ -42,10 +42,7 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 bool split_row_op(const Node& n) {
   if (stitch_role(n) != StitchRole::kRow) return false;
   auto ri = row_op_info(n);
-  if (!ri.is_ok() || ri->column) return false;
-  int64_t rows = 1, cols = 1;
-  for (size_t k = 0; k < ri->in.size(); ++k) (k + ri->axes < ri->in.size() ? rows : cols) *= ri->in[k];
-  return row_mapping(rows, cols).split();
+  return ri.is_ok() && !ri->column && row_mapping(ri->rows, ri->cols).split();
 }
 
 }  // namespace

@@ -169,7 +169,7 @@ class Stitcher {
         return bind(k, ct, fmt::format("{}[cache_row + j]", cache_.at(v)), 1, "cached by an earlier pass");
       const SExpr off = offset(v, c);
       const std::string p = param(v, false), st = storage_type(v->dtype);
-      if (vec_ && word_type(v->dtype))
+      if (vec_ && is_word(v->dtype))
         if (auto comp = vector_component(v, c, p)) return bind(k, ct, fmt::format("({}){}", ct, *comp), 1);
       const std::string load = ct == st ? fmt::format("{}[{}]", p, off.s) : fmt::format("stitch_dev::cvt<{}>({}[{}])", ct, p, off.s);
       SExpr r = bind(k, ct, load, std::max(off.level, level_of(c)));
@@ -403,10 +403,6 @@ class Stitcher {
     return fmt::format("{}.{}", it->second, "xyzw"[lane_]);
   }
 
-  // 4-byte types move as float4/int4 in vectorized element kernels.
-  static bool word_type(DType t) { return t == DType::kF32 || t == DType::kI32; }
-  static const char* vec4_type(DType t) { return t == DType::kF32 ? "float4" : "int4"; }
-
   // Whether an element kernel over `d` moves 4 elements per thread with 128-bit accesses: a
   // whole kernel (not a packed part) whose innermost extent is a multiple of 4 (so the 4 elements
   // share every outer coordinate and stay inside one 16-byte-aligned vector of each operand of
@@ -422,10 +418,10 @@ class Stitcher {
       }
     if (part_ || n < 4 || n % 4 != 0 || inner % 4 != 0) return false;
     for (const Value* v : info_.stored)
-      if (word_type(v->dtype)) return true;
+      if (is_word(v->dtype)) return true;
     for (const Node* node : nodes_)
       for (const Value* v : node->inputs)
-        if (v && !producer_.count(v) && dims(v) == d && word_type(v->dtype)) return true;
+        if (v && !producer_.count(v) && dims(v) == d && is_word(v->dtype)) return true;
     return false;
   }
 
@@ -471,7 +467,7 @@ class Stitcher {
     int vec_stores = 0;
     for (const Value* v : info_.stored) {
       const std::vector<std::string>& x = values.at(v);
-      if (vec_ && word_type(v->dtype)) {
+      if (vec_ && is_word(v->dtype)) {
         const std::string st = storage_type(v->dtype);
         line(1, fmt::format("reinterpret_cast<{}*>({})[i >> 2] = make_{}(({}){}, ({}){}, ({}){}, ({}){});",
                             vec4_type(v->dtype), param(v, true), vec4_type(v->dtype), st, x[0], st, x[1], st,
@@ -748,7 +744,7 @@ class Stitcher {
           if (info_.reduced[k]) c[k] = {"0", 0};
       } else {
         for (int64_t k = 0; k < r; ++k)
-          if (!info_.reduced[k] && (info_.column || k < r - info_.axes)) c.push_back(dom_[k]);
+          if (!info_.reduced[k]) c.push_back(dom_[k]);
       }
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
       STITCH_CHECK(val.level == 0, "per-row value '{}' depends on the loop", v->name);
@@ -808,14 +804,7 @@ class Stitcher {
     }
     for (const std::string& l : cache_decl_) w.line("{}", l);
     if (map_.column) {
-      // Threads x and x + 32k work down column x of the tile; columns past the last are copies of
-      // it so that the whole block reaches the barriers of tile_column_reduce.
-      w.line("const long long first = {} * {}LL + (threadIdx.x % {});", block_index(), map_.rows_per_block,
-             map_.rows_per_block);
-      w.line("const bool live = first < {}LL;", info_.rows);
-      w.line("const long long row = live ? first : {}LL;", info_.rows - 1);
-      w.line("const int lane = threadIdx.x / {};", map_.rows_per_block);
-      w.line("const int step = {};", map_.lanes());
+      open_tile(w, block_index(), "row", info_.rows);
     } else if (map_.split()) {
       w.line("const long long row = {} / {}LL;", block_index(), map_.segments);
       w.line("const long long seg = {} % {}LL;", block_index(), map_.segments);

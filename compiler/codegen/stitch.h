@@ -53,6 +53,7 @@ struct RowOpInfo {
   int passes = 0;
   bool column = false;
   std::vector<bool> reduced;  // per axis of `in`
+  int64_t rows = 1, cols = 1;  // elements of the kept and of the reduced axes
 };
 StatusOr<RowOpInfo> row_op_info(const Node& n);
 

@@ -23,6 +23,12 @@ std::optional<std::vector<int64_t>> const_ints(const Value* v) {
   return v->constant->to_i64();
 }
 
+// `info` with its rows and cols counted from its reduced axes.
+RowOpInfo with_extents(RowOpInfo info) {
+  for (size_t d = 0; d < info.in.size(); ++d) (info.reduced[d] ? info.cols : info.rows) *= info.in[d];
+  return info;
+}
+
 // Row ops reduce in floating point only (integer reductions keep their own kernels).
 bool float_compute(const Value* v) { return is_float(v->dtype); }
 
@@ -103,13 +109,13 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
       return Status::user(fmt::format("{} reduces some inner and some outer axes", n.describe()));
     RowOpInfo info{in, 0, passes, true, {}};
     for (int64_t d = 0; d < r; ++d) info.reduced.push_back(red[d] && in[d] != 1);
-    return info;
+    return with_extents(std::move(info));
   }
   // Put size-1 axes just before the reduced block on the kept side.
   while (first < r && !red[first] && in[first] == 1) ++first;
   RowOpInfo info{in, r - first, passes, false, {}};
   for (int64_t d = 0; d < r; ++d) info.reduced.push_back(d >= first);
-  return info;
+  return with_extents(std::move(info));
 }
 
 StitchRole stitch_role(const Node& n) {
@@ -186,8 +192,9 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
   info.axes = first.axes;
   info.column = first.column;
   info.reduced = first.reduced;
+  info.rows = first.rows;
+  info.cols = first.cols;
   const int64_t r = static_cast<int64_t>(info.domain.size());
-  for (int64_t d = 0; d < r; ++d) (info.reduced[d] ? info.cols : info.rows) *= info.domain[d];
   info.passes = 0;
   auto axes_text = [](const std::vector<bool>& red) {
     std::string t;
@@ -205,7 +212,7 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
   }
   Dims kept;
   for (int64_t k = 0; k < r; ++k)
-    if (!info.reduced[k] && (info.column || k < r - info.axes)) kept.push_back(info.domain[k]);
+    if (!info.reduced[k]) kept.push_back(info.domain[k]);
   auto per_row = [&](const Dims& d) {
     if (d == kept) return true;
     if (d.size() != info.domain.size()) return false;

@@ -203,24 +203,28 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
   int64_t reread = 0;
   double trips = element_trips(elements), barrier_time = 0;
   if (auto ri = codegen::row_op_info(n); ri.is_ok() && !ri->column) {
-    int64_t rows = 1, cols = 1;
-    for (size_t k = 0; k < ri->in.size(); ++k) (k + ri->axes < ri->in.size() ? rows : cols) *= ri->in[k];
-    const RowShape rs = row_shape(codegen::row_mapping(rows, cols), rows, ri->passes + 1, ri->passes, d);
+    const RowShape rs =
+        row_shape(codegen::row_mapping(ri->rows, ri->cols), ri->rows, ri->passes + 1, ri->passes, d);
     threads = rs.threads;
     barrier_time = rs.barrier_time;
     reread = ri->passes * bytes_of(n.input(0));  // later passes and the write pass read the input again
     elements = std::max(elements, num_elements(ri->in)) * (ri->passes + 1);
     trips = rs.trips;
   } else if (auto ss = codegen::segment_shape(n); ss.is_ok()) {
-    // Column reductions (and other segment kernels the row mapping does not describe): each
-    // loop over a segment is split over its lanes, 4 loads in flight per thread, then a combine;
-    // tiled kernels combine through shared memory (two barriers per reduction and wave).
-    const int64_t iters = (ss->length + ss->lanes - 1) / ss->lanes;
-    threads = ss->threads;
-    trips = ss->loops * (static_cast<double>((iters + 3) / 4) + (ss->lanes > 1 ? 1 : 0));
+    // Segment kernels the row mapping does not describe (column reductions, integer ones,
+    // reductions of inner and outer axes): tiled ones as a stitched column kernel; otherwise each
+    // loop over a segment is split over its lanes, 4 loads in flight per thread, then a combine
+    // when there are several lanes.
     if (ss->tiled) {
-      const int64_t blocks = (ss->threads + codegen::kTileBlock - 1) / codegen::kTileBlock;
-      barrier_time = 2.0 * ss->reductions * ((blocks + d.sms - 1) / d.sms) * d.barrier;
+      const RowShape rs =
+          row_shape(codegen::column_mapping(ss->length), ss->count, ss->loops, ss->reductions, d);
+      threads = rs.threads;
+      trips = rs.trips;
+      barrier_time = rs.barrier_time;
+    } else {
+      const int64_t iters = (ss->length + ss->lanes - 1) / ss->lanes;
+      threads = ss->threads;
+      trips = ss->loops * (static_cast<double>((iters + 3) / 4) + (ss->lanes > 1 ? 1 : 0));
     }
     reread = (ss->loops - 1) * bytes_of(n.input(0));
     elements = std::max(elements, ss->count * ss->length) * ss->loops;
