@@ -49,6 +49,7 @@ int run_compile(const CompileArgs& a) {
   fo.beam_width = a.beam_width;
   fo.horizontal = !a.no_pack;
   fo.approximate_gelu = a.approximate_gelu;
+  fo.stitch_matmul = !a.no_stitch_matmul;
   fo.time_limit_s = a.plan_time_limit;
   {
     // The cost model's device: a spec file, a named arch, or the newest --arch target.
@@ -149,7 +150,7 @@ int run_compile(const CompileArgs& a) {
     rep["fusion"] = {
         {"device", plan->device},       {"ptxas_replans", replans}, {"plan_seconds", plan->plan_seconds},
         {"timed_out", plan->timed_out}, {"chosen", side(*plan)},    {"none", side(none_plan)},
-        {"merged_gemms", merges},       {"fused_groups", groups}};
+        {"merged_gemms", merges},       {"fused_groups", groups},   {"fine_grained_matmuls", plan->contraction_note}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";
     if (!f) return report(Status::user(fmt::format("cannot write --report-json '{}'", a.report_json)));

@@ -93,6 +93,11 @@ int main(int argc, char** argv) {
       "--approximate-gelu", ca.approximate_gelu,
       "let GELU in its erf form (BERT's) run as cuBLASLt's GELU epilogue, which computes the tanh "
       "form (up to 4.7e-4 away); the tanh form (GPT-2's) always may");
+  compile->add_flag(
+      "--no-stitch-matmul", ca.no_stitch_matmul,
+      "keep every MatMul a library call; by default a fine-grained one (both operands computed, "
+      "a contraction of at most 256, e.g. attention's Q.K^T) may join a stitched kernel "
+      "when the cost model says so");
   compile->add_option("--max-registers", ca.max_registers,
                       "per-thread register budget: a fused kernel above it, or spilling, is planned again split")
       ->default_val(128);

@@ -26,6 +26,7 @@ struct CompileArgs {
   int max_group_size = 64, beam_width = 8;
   bool no_pack = false;
   bool approximate_gelu = false;
+  bool no_stitch_matmul = false;
   bool no_merge_gemms = false;
   int max_registers = 128;
   double plan_time_limit = 20;

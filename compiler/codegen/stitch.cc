@@ -311,7 +311,49 @@ class Stitcher {
       return at(data, ci);
     }
     if (role == StitchRole::kRow) return row_value(n, c, k);
+    if (role == StitchRole::kContraction) return contraction(n, c, k);
     return Status::user(fmt::format("{} cannot be stitched", n.describe()));
+  }
+
+  // A fine-grained GEMM's value at c: a loop over the contraction axis, pulling A at (batch, row,
+  // step) and B at (batch, step, column) with numpy broadcasting of the batch axes. Values that
+  // depend on the step are computed in a scope of their own one level deeper (the loop body);
+  // those that do not are hoisted to the level where they belong, before the loop.
+  StatusOr<SExpr> contraction(const Node& n, const Coords& c, const std::string& k) {
+    const Value *a = n.input(0), *b = n.input(1);
+    const Dims &ad = dims(a), &bd = dims(b), &od = dims(n.output(0));
+    const int64_t len = ad.back();
+    const std::string ct = compute_type(n.output(0)->dtype);
+    const int level = static_cast<int>(scopes_.size());
+    const std::string step = fresh("kk");
+    const SExpr kk{step, level};
+    auto operand = [&](const Dims& d, bool is_a) {
+      Coords co(d.size(), SExpr{"0", 0});
+      const size_t r = d.size(), off = od.size() - r;
+      for (size_t x = 0; x + 2 < r; ++x) co[x] = d[x] == 1 ? SExpr{"0", 0} : c[x + off];
+      co[r - 2] = is_a ? (d[r - 2] == 1 ? SExpr{"0", 0} : c[od.size() - 2]) : kk;
+      co[r - 1] = is_a ? kk : (d[r - 1] == 1 ? SExpr{"0", 0} : c[od.size() - 1]);
+      return co;
+    };
+    scopes_.emplace_back();
+    auto ea = at(a, operand(ad, true));
+    auto eb = ea.is_ok() ? at(b, operand(bd, false)) : ea;
+    std::vector<std::string> body = std::move(scopes_.back().lines);
+    scopes_.pop_back();
+    if (!ea.is_ok()) return ea.status();
+    if (!eb.is_ok()) return eb.status();
+    // The loop sits at the level of the output coordinates or of a hoisted operand, whichever is
+    // deeper.
+    int outer = level_of(c);
+    for (const SExpr* e : {&*ea, &*eb})
+      if (e->level < level) outer = std::max(outer, e->level);
+    const std::string acc = fresh("dot");
+    line(outer, fmt::format("{} {} = ({})0;  // MatMul '{}': {} steps", ct, acc, ct, n.name, len));
+    line(outer, fmt::format("for (long long {0} = 0; {0} < {1}LL; ++{0}) {{", step, len));
+    for (const std::string& l : body) line(outer, "  " + l);
+    line(outer, fmt::format("  {} += {} * {};", acc, ea->s, eb->s));
+    line(outer, "}");
+    return bind(k, ct, acc, outer, fmt::format("MatMul '{}'", n.name));
   }
 
   // Coordinates of a view's input from its output's: the same non-1 dims in order need no

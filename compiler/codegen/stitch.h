@@ -27,8 +27,16 @@
 //    leave most SMs idle. Each block loops over its segment of a row, writes its partial of every
 //    statistic to a workspace in global memory, waits at a grid-wide barrier (a cooperative
 //    launch) and combines its row's partials in segment order, so every block sees the same value.
+//
+// Fine-grained GEMMs (FusionStitching): a MatMul of two computed operands with a short
+// contraction (attention's Q.K^T over the head dimension) can be a member of any of these
+// kernels. Its value at c is a loop over the contraction axis that pulls both operands at c's
+// row and column (so head transposes, scalings and rotary halves in front of it stay index maps
+// and registers), and the scores never go through global memory. The planner weighs it against
+// the library call (fusion/plan.h).
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -40,9 +48,15 @@
 
 namespace stitch::codegen {
 
-enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow };
+enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow, kContraction };
 // How `n` can take part in a stitched kernel.
 StitchRole stitch_role(const Node& n);
+
+// A fine-grained GEMM: a MatMul whose operands are both computed (neither is a constant weight,
+// which keeps its library call: tensor cores and reuse across rows), of rank 2 or more, floating
+// point, with a static contraction length of 1 to kMaxContraction. Returns that length.
+inline constexpr int64_t kMaxContraction = 256;
+std::optional<int64_t> contraction_length(const Node& n);
 
 // Row ops reduce the trailing `axes` axes of their input 0 (dims `in`) in `passes` passes; or,
 // when `column`, axes before the innermost one of more than one element, which is kept (a column
@@ -67,6 +81,13 @@ struct StitchInfo {
   int passes = 1;         // loops over each row (row kernels), 1 for element kernels
   std::vector<const Value*> stored;
   int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element
+  // Fine-grained GEMMs in the group: multiply-adds per evaluation of the kernel's values (per
+  // pass in row kernels), and the bytes those loops load beyond the first read of each outside
+  // value (each value the B operand is computed from once per element and step, the A operand's
+  // shared by a warp's 32 lanes), served by the caches.
+  double contraction_macs = 0;
+  double contraction_ops = 0;  // evaluations of the operands' producers inside those loops
+  int64_t contraction_reads = 0;
 };
 
 // Whether `nodes` (in topological order) can be one stitched kernel that stores `stored` (the

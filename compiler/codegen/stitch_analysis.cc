@@ -1,14 +1,15 @@
 // Stitched kernels (stitch.h): which nodes a stitched kernel takes, their roles, and whether a
 // group of them makes one element or row kernel (analyze_stitch).
-#include "codegen/stitch.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "codegen/lower.h"
 #include "codegen/scalar_ops.h"
+#include "codegen/stitch.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -39,6 +40,64 @@ bool broadcasts_into(const Dims& v, const Dims& d) {
   for (size_t k = 0; k < v.size(); ++k)
     if (v[k] != 1 && v[k] != d[k + off]) return false;
   return true;
+}
+
+// Each fine-grained GEMM's loops: `evals` evaluations of every value (element kernels: the
+// domain's elements, a smaller product being recomputed for each element it is broadcast to;
+// row kernels: each element once per pass, counted by the cost model).
+// Each step of the loop also evaluates the operands' producers in the group (a head transpose's
+// index arithmetic, a scaling, a rotary embedding) and loads the values they read from outside.
+void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, StitchInfo& info) {
+  std::map<const Value*, const Node*> producer;
+  for (const Node* n : nodes)
+    for (const Value* v : n->outputs)
+      if (v) producer[v] = n;
+  // Nodes evaluated and outside values loaded per step for operand `v`.
+  auto cone = [&](const Value* v, int64_t& ops, int64_t& loads) {
+    std::set<const Value*> seen;
+    std::vector<const Value*> stack{v};
+    while (!stack.empty()) {
+      const Value* u = stack.back();
+      stack.pop_back();
+      if (u == nullptr || !seen.insert(u).second) continue;
+      auto it = producer.find(u);
+      if (it == producer.end()) {
+        ++loads;
+        continue;
+      }
+      ++ops;
+      for (const Value* in : it->second->inputs) stack.push_back(in);
+    }
+  };
+  // A contraction inside another's operand runs once per evaluation and step of the outer one.
+  std::map<const Node*, int64_t> evals_of;
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node* n = *it;
+    const std::optional<int64_t> k = contraction_length(*n);
+    if (!k) continue;
+    int64_t evals = std::max(num_elements(dims(n->output(0))), domain);
+    for (const auto& [outer, outer_evals] : evals_of) {
+      std::set<const Node*> in_cone;
+      std::vector<const Value*> stack(outer->inputs.begin(), outer->inputs.end());
+      while (!stack.empty()) {
+        const Value* u = stack.back();
+        stack.pop_back();
+        auto pit = producer.find(u);
+        if (pit == producer.end() || !in_cone.insert(pit->second).second) continue;
+        stack.insert(stack.end(), pit->second->inputs.begin(), pit->second->inputs.end());
+      }
+      if (in_cone.count(n)) evals = std::max(evals, outer_evals * *contraction_length(*outer));
+    }
+    evals_of[n] = evals;
+    const int64_t es = dtype_size(n->input(0)->dtype);
+    int64_t ops_a = 0, loads_a = 0, ops_b = 0, loads_b = 0;
+    cone(n->input(0), ops_a, loads_a);
+    cone(n->input(1), ops_b, loads_b);
+    const double steps = static_cast<double>(evals) * static_cast<double>(*k);
+    info.contraction_macs += steps;
+    info.contraction_ops += steps * static_cast<double>(ops_a + ops_b);
+    info.contraction_reads += evals * *k * es * loads_b + evals / 32 * *k * es * loads_a;
+  }
 }
 
 }  // namespace
@@ -118,7 +177,20 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
   return with_extents(std::move(info));
 }
 
+std::optional<int64_t> contraction_length(const Node& n) {
+  if (n.op_type != "MatMul" || n.inputs.size() != 2 || n.output(0) == nullptr) return std::nullopt;
+  const Value *a = n.input(0), *b = n.input(1), *y = n.output(0);
+  if (a == nullptr || b == nullptr || a->is_constant() || b->is_constant()) return std::nullopt;
+  if (!a->has_static_shape() || !b->has_static_shape() || !y->has_static_shape()) return std::nullopt;
+  if (!is_float(a->dtype) || a->dtype != b->dtype || y->dtype != a->dtype) return std::nullopt;
+  const Dims &ad = dims(a), &bd = dims(b);
+  if (ad.size() < 2 || bd.size() < 2 || ad.back() != bd[bd.size() - 2]) return std::nullopt;
+  if (ad.back() < 1 || ad.back() > kMaxContraction || num_elements(dims(y)) == 0) return std::nullopt;
+  return ad.back();
+}
+
 StitchRole stitch_role(const Node& n) {
+  if (contraction_length(n)) return StitchRole::kContraction;
   const NodeLowering l = classify_node(n);
   if (l == NodeLowering::kView) return n.input(0) && n.output(0) ? StitchRole::kView : StitchRole::kNone;
   if (l == NodeLowering::kKernel && n.op_type == "Split") {  // each output a slice along the axis
@@ -184,6 +256,7 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
       const int64_t e = num_elements(dims(n->output(0))), d = num_elements(info.domain);
       if (e < d) info.recompute_elements += d - e;
     }
+    count_contractions(nodes, num_elements(info.domain), info);
     return info;
   }
   info.row = true;
@@ -227,6 +300,11 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
     bool after = false;
     for (const Value* in : n->inputs) after |= in && after_row.count(in);
     const StitchRole role = stitch_role(*n);
+    if (after && role == StitchRole::kContraction)
+      return Status::user(
+          fmt::format("{} multiplies a value computed from a row op in the group, which a row kernel "
+                      "holds for the current row only",
+                      n->describe()));
     if (after && role != StitchRole::kPointwise && role != StitchRole::kRow)
       return Status::user(fmt::format("{} changes the layout of a value computed from a row op in the group", n->describe()));
     if (after && !broadcasts_into(dims(n->output(0)), info.domain))
@@ -251,6 +329,16 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
                                       v->name, dims_to_string(dims(v)), dims_to_string(info.domain)));
   }
   if (full) ++info.passes;
+  for (const Node* n : nodes) {  // row kernels evaluate each value once per element and pass
+    if (!contraction_length(*n)) continue;
+    const int64_t e = num_elements(dims(n->output(0)));
+    if (e < num_elements(info.domain))
+      return Status::user(
+          fmt::format("{} would be broadcast into the rows {}: its loop would run again for every "
+                      "element it is broadcast to",
+                      n->describe(), dims_to_string(info.domain)));
+  }
+  count_contractions(nodes, 0, info);
   return info;
 }
 

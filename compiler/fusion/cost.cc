@@ -277,9 +277,16 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
     if (!cached) reread = (info.passes - 1) * in_bytes;
     flops *= info.passes;
     trips = rs.trips;
+    // A fine-grained GEMM's loops run in the first pass only when the row is cached, else in
+    // every pass.
+    const int evals = cached ? 1 : info.passes;
+    flops += (2 * info.contraction_macs + info.contraction_ops) * evals;
+    reread += info.contraction_reads * evals;
   } else {
     threads = std::min<int64_t>(num_elements(info.domain), codegen::kMaxMapBlocks * codegen::kMapBlock);
     trips = element_trips(num_elements(info.domain));
+    flops += 2 * info.contraction_macs + info.contraction_ops;
+    reread += info.contraction_reads;
   }
   Cost c;
   c.bytes = bytes;

@@ -1,5 +1,5 @@
 // The fusion cost model: estimated time of one kernel (or library call) of a plan, from written
-// formulas over device constants whose sources are listed with them (docs/cost-model.md).
+// formulas over device constants whose sources are listed with them (device_spec in cost.cc).
 //
 //   t(kernel) = launch
 //             + max(dram_bytes / (dram_bw * bw_eff), round_trips * latency + flops / threads / clock,
@@ -11,7 +11,12 @@
 //               ceil(row / lanes / 4) (four loads in flight per thread) + 1 for the tree, where a
 //               row split over blocks counts its block's segment, not the row
 //   dram_bytes = each external input once + each stored value once
-//   flops      = one operation per node per element computed, recomputation included
+//   flops      = one operation per node per element computed, recomputation included, plus 2 per
+//                multiply-add of a fine-grained GEMM's loop and one per evaluation of its operands'
+//                producers in each step (once, or once per pass when a row kernel does not cache
+//                its row)
+//   reread_bytes also counts the operand reads of those loops beyond the first (StitchInfo::
+//                contraction_reads), charged at L2 bandwidth though many hit L1
 //   t(library call) = launch + 2*M*N*K / tensor_flops + operand bytes / dram_bw (the same in every plan)
 //   t(view) = 0
 //

@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "fusion/planner.h"
 
 namespace stitch::fusion {
 namespace {
 
-StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const std::string& mode) {
-  Planner pl(g, o);
+StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std::string& mode,
+                               const std::set<const Node*>& contract) {
+  Planner pl(g, o, true, contract);
   Part p = pl.singletons();
   for (const auto& comp : pl.components()) {
     if (comp.size() < 2) continue;
@@ -24,6 +27,85 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
     }
   }
   return pl.finish(p, mode);
+}
+
+// A plan where the fine-grained MatMuls `cands` may join stitched kernels. A candidate the search
+// leaves alone would only lose its GEMM folds, so it goes back to being a library call and the
+// rest are planned again (each round drops at least one). `cands` ends as the stitched ones.
+StatusOr<std::optional<FusionPlan>> settle(const Graph& g, const FusionOptions& o, const std::string& mode,
+                                           std::set<const Node*>& cands, Clock::time_point start) {
+  FusionOptions rest = o;
+  while (!cands.empty()) {
+    rest.time_limit_s = o.time_limit_s - std::chrono::duration<double>(Clock::now() - start).count();
+    if (rest.time_limit_s <= 0) break;
+    ASSIGN_OR_RETURN(FusionPlan with, plan_once(g, rest, mode, cands));
+    std::set<const Node*> alone;
+    for (const FusionGroup& grp : with.groups)
+      if (grp.nodes.size() == 1 && cands.count(grp.nodes.front())) alone.insert(grp.nodes.front());
+    if (alone.empty()) return std::optional<FusionPlan>(std::move(with));
+    for (const Node* n : alone) cands.erase(n);
+  }
+  return std::optional<FusionPlan>();
+}
+
+// Fine-grained GEMMs are planned three ways and the cheapest estimate wins: every MatMul a library
+// call (with its folds); the candidates free to join stitched kernels; and only those that the
+// second plan put into row kernels (attention's scores next to their softmax), since one in an
+// element kernel often just trades its call for a kernel launch while giving up its folds.
+StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const std::string& mode) {
+  const auto start = Clock::now();
+  ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}));
+  std::set<const Node*> cands;
+  if (o.stitch_matmul)
+    for (const auto& n : g.nodes())
+      if (codegen::stitch_role(*n) == codegen::StitchRole::kContraction && !o.no_fuse.count(n->name))
+        cands.insert(n.get());
+  if (cands.empty()) return lib;
+  struct Option {
+    std::optional<FusionPlan> plan;
+    std::set<const Node*> stitched;
+  };
+  std::vector<Option> options(1);
+  options[0].stitched = cands;
+  ASSIGN_OR_RETURN(options[0].plan, settle(g, o, mode, options[0].stitched, start));
+  if (options[0].plan) {
+    std::set<const Node*> in_rows;
+    for (const FusionGroup& grp : options[0].plan->groups)
+      if (grp.scheme != "local")
+        for (const Node* n : grp.nodes)
+          if (options[0].stitched.count(n)) in_rows.insert(n);
+    if (!in_rows.empty() && in_rows.size() < options[0].stitched.size()) {
+      options.push_back({std::nullopt, in_rows});
+      ASSIGN_OR_RETURN(options[1].plan, settle(g, o, mode, options[1].stitched, start));
+    }
+  }
+  const Option* best = nullptr;
+  for (const Option& x : options)
+    if (x.plan && (!best || x.plan->cost.time < best->plan->cost.time)) best = &x;
+  std::string names;
+  if (best)
+    for (const FusionGroup& grp : best->plan->groups)
+      for (const Node* n : grp.nodes)
+        if (best->stitched.count(n)) names += (names.empty() ? "" : ", ") + n->describe();
+  const bool stitch = best && best->plan->cost.time < lib.cost.time;
+  FusionPlan chosen = stitch ? std::move(*options[best - options.data()].plan) : std::move(lib);
+  const double lib_time = stitch ? lib.cost.time : chosen.cost.time;
+  if (!stitch)
+    chosen.contraction_note =
+        best ? fmt::format(
+                   "fine-grained MatMuls stay library calls: stitching {} of them was estimated {:.2f} us "
+                   "against {:.2f} us",
+                   best->stitched.size(), best->plan->cost.time * 1e6, lib_time * 1e6)
+             : "fine-grained MatMuls stay library calls: the search joined none of them to a kernel";
+  else
+    chosen.contraction_note = fmt::format(
+        "fine-grained MatMuls stitched into kernels ({} of them, as loops over the contraction axis): "
+        "estimated "
+        "{:.2f} us against {:.2f} us with library calls: {}",
+        best->stitched.size(), chosen.cost.time * 1e6, lib_time * 1e6, names);
+  chosen.timed_out = chosen.timed_out || lib.timed_out;
+  chosen.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return chosen;
 }
 
 }  // namespace
@@ -87,6 +169,7 @@ std::string explain(const FusionPlan& plan) {
           members, plan.packs[k].size() - 1);
     }
   }
+  if (!plan.contraction_note.empty()) s += plan.contraction_note + "\n";
   if (!plan.fold_notes.empty()) {
     s += "GEMM epilogues not used:\n";
     for (const std::string& r : plan.fold_notes) s += "  " + r + "\n";

@@ -20,6 +20,10 @@
 //  - ilp: per component of at most `ilp_max_nodes` nodes, every legal connected group is a binary
 //    variable and GLPK picks the cheapest exact cover (cycles between chosen groups are cut and
 //    the model solved again); larger components fall back to beam.
+// Fine-grained GEMMs (codegen::contraction_length: attention's Q.K^T) are planned both ways: once
+// as library calls that take over their neighbours' layouts and scalars (GEMM folds), and once as
+// members the search may join to stitched kernels; a candidate left alone goes back to its call
+// and the rest are planned again. The cheaper plan is kept and the plan says which and why.
 // After any planner, independent stitched kernels close together in the execution order (no path
 // between them, same block size) are packed into one launch when `horizontal` is set
 // (independent stitching); packs are listed in the plan and counted as one launch.
@@ -45,6 +49,7 @@ struct FusionOptions {
   int beam_window = 64;
   bool horizontal = true;                // pack independent stitched kernels into one launch
   bool approximate_gelu = false;         // erf-form GELU may run as cuBLASLt's tanh-form epilogue
+  bool stitch_matmul = true;             // fine-grained MatMuls may join stitched kernels (codegen/stitch.h)
   // ptxas feedback: no group may contain all nodes of one of these sets (a kernel of them spilled
   // or went over the register budget), and no group holding one of no_pack is packed.
   std::vector<std::set<std::string>> keep_apart;
@@ -78,6 +83,7 @@ struct FusionPlan {
   // GEMM calls take over bias adds, activations, layouts, scalars (off for none).
   codegen::FoldOptions gemm_folds;
   std::vector<std::string> fold_notes;  // activations that stay kernels, and why
+  std::string contraction_note;         // fine-grained MatMuls: stitched or library calls, and why
   bool timed_out = false;
 };
 

@@ -12,14 +12,14 @@
 
 namespace stitch::fusion {
 
-Planner::Planner(const Graph& g, const FusionOptions& o, bool fold)
-    : g_(g), o_(o), fold_(fold), start_(Clock::now()) {
+Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<const Node*> contract)
+    : g_(g), o_(o), fold_(fold), start_(Clock::now()), contract_(std::move(contract)) {
   for (const auto& n : g.nodes()) {
     idx_[n.get()] = static_cast<int>(nodes_.size());
     nodes_.push_back(n.get());
   }
   users_ = g.users();
-  if (fold) folds_ = codegen::find_gemm_folds(g, {}, codegen::FoldOptions(true, o.approximate_gelu));
+  if (fold) folds_ = codegen::find_gemm_folds(g, contract_, codegen::FoldOptions(true, o.approximate_gelu));
   const size_t n = nodes_.size();
   succ_.resize(n);
   pred_.resize(n);
@@ -27,8 +27,10 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold)
   for (size_t i = 0; i < n; ++i) {
     const Node* x = nodes_[i];
     folded_.push_back(folds_.folded.count(x) > 0);
-    fusible_[i] =
-        codegen::stitch_role(*x) != codegen::StitchRole::kNone && !o.no_fuse.count(x->name) && !folded_[i];
+    const codegen::StitchRole role = codegen::stitch_role(*x);
+    fusible_[i] = role != codegen::StitchRole::kNone &&
+                  (role != codegen::StitchRole::kContraction || contract_.count(x)) &&
+                  !o.no_fuse.count(x->name) && !folded_[i];
     for (const Value* v : x->inputs)
       if (v && v->producer && idx_.count(v->producer)) {
         const int p = idx_.at(v->producer);
@@ -259,9 +261,11 @@ FusionPlan Planner::finish(const Part& p, const std::string& mode) {
       const auto lu = codegen::classify_node(*nodes_[u]), lv = codegen::classify_node(*nodes_[v]);
       if (lu != codegen::NodeLowering::kKernel && lv != codegen::NodeLowering::kKernel) continue;
       std::string why;
-      if (lu == codegen::NodeLowering::kLibrary || lv == codegen::NodeLowering::kLibrary) {
-        why = fmt::format("{} is a library call",
-                          (lu == codegen::NodeLowering::kLibrary ? nodes_[u] : nodes_[v])->describe());
+      // A fine-grained MatMul this plan may stitch is weighed like any other node.
+      const bool libu = lu == codegen::NodeLowering::kLibrary && !fusible_[u];
+      const bool libv = lv == codegen::NodeLowering::kLibrary && !fusible_[v];
+      if (libu || libv) {
+        why = fmt::format("{} is a library call", (libu ? nodes_[u] : nodes_[v])->describe());
       } else {
         const Eval* e = nullptr;
         why = merge_check(p, a, b, &e);

@@ -37,8 +37,9 @@ struct Part {
 class Planner {
  public:
   // fold: let GEMM calls take over their neighbours' work (codegen::find_gemm_folds); off for
-  // the unfused baseline.
-  Planner(const Graph& g, const FusionOptions& o, bool fold = true);
+  // the unfused baseline. contract: fine-grained MatMuls that may join stitched kernels (they
+  // take no folds; alone, each is still its library call).
+  Planner(const Graph& g, const FusionOptions& o, bool fold = true, std::set<const Node*> contract = {});
   bool timed_out() const { return timed_out_; }
   bool out_of_time();
   Part singletons() const;
@@ -107,6 +108,7 @@ class Planner {
   std::unordered_map<const Value*, std::vector<Node*>> users_;
   std::vector<std::vector<int>> succ_, pred_;
   std::vector<bool> fusible_;
+  std::set<const Node*> contract_;
   codegen::GemmFolds folds_;
   std::vector<bool> folded_;  // nodes a GEMM call takes over (codegen::find_gemm_folds)
   std::vector<Cost> single_;  // in this plan (zero for nodes a GEMM call takes over)

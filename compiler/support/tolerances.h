@@ -40,6 +40,12 @@ inline constexpr Tolerance kEmuF32 = {1e-4, 1e-5,
 inline constexpr Tolerance kEmuF16Output = {1e-3, 1e-5,
                                             "one rounding to float16 of an f32 result"};
 
+// A stitched float16 chain against the reference: the kernel keeps every intermediate in float32
+// and rounds once, where the reference rounds each op's output to half (2^-11 relative each);
+// for attention scores, their scaling, the mask and the softmax that is up to 8 such steps.
+inline constexpr Tolerance kEmuF16Chain = {4e-3, 1e-4,
+                                           "f32 intermediates vs per-op float16 rounding, up to 8 steps"};
+
 // GELU's erf form run as its tanh form (--approximate-gelu: cuBLASLt's GELU epilogue): the two
 // differ by at most 4.73e-4 (at x = -2.70), plus the f32 error of the GEMM around it.
 inline constexpr Tolerance kGeluTanhForErf = {1e-3, 5e-4,

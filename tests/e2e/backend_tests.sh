@@ -77,9 +77,19 @@ check "residual + layer norm is one kernel in bert_tiny" \
 check "the dense layer's bias is added in its GEMM's epilogue" \
   grep -q "'/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) in its epilogue (bias)" \
   "$TMP/fused_bert_tiny/plan.txt"
+check "BERT's Q.K^T runs inside its softmax kernel (a fine-grained GEMM, stitched)" \
+  same_kernel "$TMP/fused_bert_tiny/kernels" /model/encoder/layer.0/attention/self/MatMul \
+  /model/encoder/layer.0/attention/self/Softmax "regional stitching"
+check "the plan names the stitched Q.K^T and its estimate against the library call" \
+  grep -q "fine-grained MatMuls stitched into kernels (2 of them, as loops over the contraction axis)" \
+  "$TMP/fused_bert_tiny/plan.txt"
+expect "--no-stitch-matmul keeps every MatMul a library call" 0 "compiled" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/libmm" --shape batch=2 --shape sequence=16 \
+  --no-stitch-matmul --no-nvcc --no-emu
 check "the Q head transpose is read through the scores GEMM's operand strides" \
   grep -q "read by node '/model/encoder/layer.0/attention/self/MatMul' (MatMul) through its operand A's strides" \
-  "$TMP/fused_bert_tiny/plan.txt"
+  "$TMP/libmm/plan.txt"
+check "--no-stitch-matmul: no kernel holds a MatMul" bash -c "! grep -q ' (MatMul)$' '$TMP'/libmm/kernels/k*.cu"
 check "the embedding layer norm and the mask kernel share one launch (independent packing)" \
   same_kernel "$TMP/fused_bert_tiny/kernels" /model/embeddings/LayerNorm/LayerNormalization /model/And_1 \
   "scheme: independent"

@@ -30,8 +30,23 @@ inline fusion::FusionOptions opts(const std::string& mode, std::set<std::string>
   return o;
 }
 
-// Plans with `mode`, then compiles, runs on emu and compares with the reference; returns the
+// Options for tests about GEMM calls (folds, epilogues, packs around a call): their MatMuls of
+// graph inputs stand for layers with weights, so none may become a stitched contraction.
+inline fusion::FusionOptions opts_lib(const std::string& mode) {
+  fusion::FusionOptions o = opts(mode);
+  o.stitch_matmul = false;
+  return o;
+}
+
+// Plans with `o`, then compiles, runs on emu and compares with the reference; returns the
 // number of generated kernels.
+inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const fusion::FusionOptions& o) {
+  auto plan = fusion::make_plan(g, o);
+  REQUIRE(plan.is_ok());
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  return emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
+}
 inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::string& mode = "beam") {
   auto plan = fusion::make_plan(g, opts(mode));
   REQUIRE(plan.is_ok());

@@ -134,7 +134,7 @@ TEST_CASE("a GEMM applies GELU's tanh form in its epilogue, the erf form only wh
                         Case{erf_form, true, "bias_gelu", 6}}) {
     INFO(c.body << "\napproximate: " << c.approximate);
     auto g = gemm_then(c.body, kGeluConsts);
-    fusion::FusionOptions o = opts("beam");
+    fusion::FusionOptions o = opts_lib("beam");
     o.approximate_gelu = c.approximate;
     auto plan = fusion::make_plan(*g, o);
     REQUIRE(plan.is_ok());
@@ -265,7 +265,7 @@ TEST_CASE("sibling GEMMs (Q, K, V) become one GEMM whose column slices are read 
   int matmuls = 0;
   for (const auto& n : g->nodes()) matmuls += n->op_type == "MatMul";
   CHECK(matmuls == 7);  // q/merged, scores, context, output_1, output_2, runtime_weight, gate/merged
-  auto plan = fusion::make_plan(*g, opts("beam"));
+  auto plan = fusion::make_plan(*g, opts_lib("beam"));
   REQUIRE(plan.is_ok());
   INFO(fusion::explain(*plan));
   auto s = schedule_of(*g, *plan);

@@ -63,7 +63,7 @@ TEST_CASE("kernels joined by a path are never packed, even through a library cal
 }
 )");
   test::run_frontend_or_die(*g);
-  auto plan = fusion::make_plan(*g, opts("beam"));
+  auto plan = fusion::make_plan(*g, opts_lib("beam"));
   REQUIRE(plan.is_ok());
   INFO(fusion::explain(*plan));
   // a and c are joined through the GEMM; d is independent of both and packs with one of them.
@@ -135,7 +135,7 @@ TEST_CASE("a transpose that keeps the last axis, alone after a MatMul, is writte
   CHECK(folds["t"]);
   CHECK_FALSE(folds["u"]);
   CHECK_FALSE(folds["w"]);
-  auto plan = fusion::make_plan(*g, opts("beam"));
+  auto plan = fusion::make_plan(*g, opts_lib("beam"));
   REQUIRE(plan.is_ok());
   INFO(fusion::explain(*plan));
   int folded = 0;
@@ -194,7 +194,7 @@ TEST_CASE("GEMM calls take over attention's bias adds, head transposes and scali
 }
 )");
   test::run_frontend_or_die(*g);
-  auto plan = fusion::make_plan(*g, opts("beam"));
+  auto plan = fusion::make_plan(*g, opts_lib("beam"));
   REQUIRE(plan.is_ok());
   INFO(fusion::explain(*plan));
   CHECK(plan->gemm_folds);
@@ -227,7 +227,7 @@ TEST_CASE("GEMM calls take over attention's bias adds, head transposes and scali
       CHECK(gp.ldc == 12);
     }
   }
-  CHECK(fused_matches_reference(*g, 41) == 2);
+  CHECK(fused_matches_reference(*g, 41, opts_lib("beam")) == 2);
   // Without fusion every node keeps its step.
   auto none = fusion::make_plan(*g, opts("none"));
   REQUIRE(none.is_ok());
@@ -356,7 +356,7 @@ TEST_CASE("a Split whose every output feeds a GEMM operand is read in place thro
     INFO("V also read by a Neg: " << extra);
     auto g = make(extra);
     test::run_frontend_or_die(*g);
-    auto plan = fusion::make_plan(*g, opts("beam"));
+    auto plan = fusion::make_plan(*g, opts_lib("beam"));
     REQUIRE(plan.is_ok());
     INFO(fusion::explain(*plan));
     bool split_folded = false;

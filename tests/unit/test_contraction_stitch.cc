@@ -1,0 +1,382 @@
+// Fine-grained GEMMs in stitched kernels: a MatMul of two computed operands with a short
+// contraction (attention's Q.K^T) evaluated as a loop inside the kernel of its consumers. Which
+// MatMuls qualify, the loop the stitcher emits, the planner's choice against the library call,
+// the cost terms, and results on emu against the reference.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "codegen/stitch.h"
+#include "fusion/cost.h"
+#include "fusion/merge_gemms.h"
+#include "fusion_test_util.h"
+
+namespace stitch {
+namespace {
+
+using test::opts;
+
+// Scaled, masked attention scores and their softmax for B x H heads of S positions of size D;
+// the probabilities then weight V through a second MatMul.
+std::string attention_text(int b, int h, int s, int d, const char* type = "f32") {
+  return fmt::format(R"(graph "attention" opset 18 {{
+  input %q: {4}[{0},{1},{2},{3}]
+  input %k: {4}[{0},{1},{2},{3}]
+  input %v: {4}[{0},{1},{2},{3}]
+  input %mask: {4}[{0},1,1,{2}]
+  const %scale: {4}[] = [0.35]
+  %kt = Transpose(%k) {{perm = ints[0, 1, 3, 2]}} @"k_t"
+  %s = MatMul(%q, %kt) @"scores"
+  %ss = Mul(%s, %scale) @"scale"
+  %sm = Add(%ss, %mask) @"mask"
+  %p = Softmax(%sm) {{axis = -1}} @"softmax"
+  %c = MatMul(%p, %v) @"context"
+  output %c
+}})",
+                     b, h, s, d, type);
+}
+
+const Node* node_named(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes())
+    if (n->name == name) return n.get();
+  FAIL("no node " << name);
+  return nullptr;
+}
+
+// The plan's group holding node `name`.
+const fusion::FusionGroup* group_of(const fusion::FusionPlan& p, const std::string& name) {
+  for (const auto& grp : p.groups)
+    for (const Node* n : grp.nodes)
+      if (n->name == name) return &grp;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("fine-grained MatMuls: both operands computed, a short contraction, floating point", "[stitch]") {
+  auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %a: f32[4,8]
+  input %b: f32[8,5]
+  input %x: f32[8]
+  input %y: f32[8]
+  input %long: f32[4,300]
+  input %longb: f32[300,5]
+  input %i: i32[4,8]
+  input %ib: i32[8,5]
+  const %w: f32[8,5] = [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40]
+  %m = MatMul(%a, %b) @"computed"
+  %c = MatMul(%a, %w) @"weight"
+  %d = MatMul(%x, %y) @"vectors"
+  %e = MatMul(%long, %longb) @"long"
+  %f = MatMul(%i, %ib) @"ints"
+  output %m
+  output %c
+  output %d
+  output %e
+  output %f
+})");
+  test::run_frontend_or_die(*g);
+  CHECK(codegen::contraction_length(*node_named(*g, "computed")) == 8);
+  CHECK(codegen::stitch_role(*node_named(*g, "computed")) == codegen::StitchRole::kContraction);
+  // A constant weight keeps its GEMM call (tensor cores, reuse across rows).
+  CHECK_FALSE(codegen::contraction_length(*node_named(*g, "weight")));
+  CHECK(codegen::stitch_role(*node_named(*g, "weight")) == codegen::StitchRole::kNone);
+  CHECK_FALSE(codegen::contraction_length(*node_named(*g, "vectors")));  // 1-D operands
+  CHECK_FALSE(codegen::contraction_length(*node_named(*g, "long")));     // 300 > kMaxContraction
+  CHECK_FALSE(codegen::contraction_length(*node_named(*g, "ints")));
+}
+
+TEST_CASE("attention scores join their softmax: one row kernel, the scores never stored",
+          "[stitch][fusion][emu]") {
+  auto g = test::parse_or_die(attention_text(2, 3, 20, 8));
+  test::run_frontend_or_die(*g);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(*g, opts(mode));
+    REQUIRE(plan.is_ok());
+    const std::string text = fusion::explain(*plan);
+    INFO(text);
+    const fusion::FusionGroup* grp = group_of(*plan, "scores");
+    REQUIRE(grp != nullptr);
+    CHECK(grp->scheme == "regional");
+    CHECK(group_of(*plan, "softmax") == grp);
+    CHECK(group_of(*plan, "k_t") == grp);  // the transpose is an index map of the loop
+    CHECK(group_of(*plan, "context")->scheme == "library");
+    CHECK_THAT(text, Catch::Contains("fine-grained MatMuls stitched into kernels (1 of them"));
+    CHECK_THAT(text, Catch::Contains("node 'scores' (MatMul)"));
+    CHECK(plan->cost.kernels == 1);
+    CHECK(plan->cost.library_calls == 1);
+    CHECK(test::fused_matches_reference(*g, 3, mode) == 1);
+  }
+  // The kernel: a loop over the 8 steps inside the row pass, reading q and k directly.
+  std::vector<const Node*> group;
+  for (const char* name : {"k_t", "scores", "scale", "mask", "softmax"})
+    group.push_back(node_named(*g, name));
+  const Value* probs = node_named(*g, "softmax")->output(0);
+  auto k = codegen::lower_stitched(group, {probs}, 0, true);
+  INFO(k.status().message());
+  REQUIRE(k.is_ok());
+  INFO(k->source);
+  CHECK_THAT(k->source, Catch::Contains("// MatMul 'scores': 8 steps"));
+  CHECK_THAT(k->source, Catch::Contains("for (long long kk0 = 0; kk0 < 8LL; ++kk0)"));
+  std::set<std::string> params;
+  for (const auto& p : k->params) params.insert(p.value->name);
+  CHECK(params == std::set<std::string>{"q", "k", "mask", "scale", "p"});
+  // The scores row is cached by the first pass: later passes do not run the loop again.
+  CHECK_THAT(k->mapping, Catch::Contains("cached in shared memory"));
+  size_t loops = 0;
+  for (size_t at = k->source.find("for (long long kk"); at != std::string::npos;
+       at = k->source.find("for (long long kk", at + 1))
+    ++loops;
+  CHECK(loops == 1);
+}
+
+TEST_CASE("the user can keep fine-grained MatMuls as library calls", "[fusion]") {
+  auto g = test::parse_or_die(attention_text(2, 3, 20, 8));
+  test::run_frontend_or_die(*g);
+  fusion::FusionOptions off = opts("beam");
+  off.stitch_matmul = false;
+  auto lib = fusion::make_plan(*g, off);
+  REQUIRE(lib.is_ok());
+  CHECK(group_of(*lib, "scores")->scheme == "library");
+  CHECK(lib->contraction_note.empty());
+  // Named in --no-fuse: that MatMul alone stays a call (with its transpose and scaling folded in).
+  auto kept = fusion::make_plan(*g, opts("beam", {"scores"}));
+  REQUIRE(kept.is_ok());
+  INFO(fusion::explain(*kept));
+  CHECK(group_of(*kept, "scores")->scheme == "library");
+  CHECK(group_of(*kept, "k_t")->scheme == "folded");
+  CHECK(kept->cost.library_calls == 2);
+}
+
+TEST_CASE("the cost model keeps large attention on the library: the loop's operand reads are charged",
+          "[fusion]") {
+  // BERT-base's heads at sequence 128: every score row would read all of K again (402 MB).
+  auto g = test::parse_or_die(attention_text(8, 12, 128, 64));
+  test::run_frontend_or_die(*g);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  const std::string text = fusion::explain(*plan);
+  INFO(text);
+  CHECK(group_of(*plan, "scores")->scheme == "library");
+  CHECK_THAT(text, Catch::Contains("fine-grained MatMuls stay library calls"));
+  // The terms behind it, on the group the search weighed.
+  std::vector<const Node*> group;
+  for (const char* name : {"k_t", "scores", "scale", "mask", "softmax"})
+    group.push_back(node_named(*g, name));
+  const Value* probs = node_named(*g, "softmax")->output(0);
+  auto info = codegen::analyze_stitch(group, {probs});
+  REQUIRE(info.is_ok());
+  const double scores = 8.0 * 12 * 128 * 128;
+  CHECK(info->contraction_macs == Approx(scores * 64));
+  CHECK(info->contraction_ops == Approx(scores * 64));  // the transpose of K, once per step
+  // K's element once per score and step; Q's shared by a warp's 32 lanes.
+  CHECK(info->contraction_reads == static_cast<int64_t>(scores * 64 * 4 + scores / 32 * 64 * 4));
+  auto spec = fusion::device_spec("sm_90");
+  REQUIRE(spec.is_ok());
+  const fusion::Cost c = fusion::stitched_cost(group, *info, *spec);
+  CHECK(c.reread >= info->contraction_reads);
+  CHECK(c.flops >= 2 * info->contraction_macs);
+}
+
+TEST_CASE("a contraction cannot follow a row op in its kernel, nor be broadcast into the rows", "[stitch]") {
+  auto g = test::parse_or_die(attention_text(2, 3, 20, 8));
+  test::run_frontend_or_die(*g);
+  std::vector<const Node*> group{node_named(*g, "softmax"), node_named(*g, "context")};
+  auto info = codegen::analyze_stitch(group, {node_named(*g, "context")->output(0)});
+  REQUIRE_FALSE(info.is_ok());
+  CHECK_THAT(
+      info.status().message(),
+      Catch::Contains("node 'context' (MatMul) multiplies a value computed from a row op in the group"));
+  auto h = test::parse_or_die(R"(graph "g" opset 18 {
+  input %a: f32[6,1,8]
+  input %b: f32[8,1]
+  input %x: f32[6,4,40]
+  %m = MatMul(%a, %b) @"per_row"
+  %y = Add(%x, %m) @"add"
+  %z = Softmax(%y) {axis = -1} @"softmax"
+  output %z
+})");
+  test::run_frontend_or_die(*h);
+  std::vector<const Node*> all;
+  for (const auto& n : h->nodes()) all.push_back(n.get());
+  auto bad = codegen::analyze_stitch(all, {h->outputs[0]});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("would be broadcast into the rows"));
+}
+
+TEST_CASE("contractions in element kernels: broadcast batch axes, nested products, f16, on emu",
+          "[stitch][emu]") {
+  SECTION("batch axes broadcast both ways, with a bias and an activation") {
+    auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %a: f32[2,1,4,6]
+  input %b: f32[3,6,5]
+  input %bias: f32[5]
+  %m = MatMul(%a, %b) @"m"
+  %y = Add(%m, %bias) @"bias"
+  %z = Relu(%y) @"relu"
+  output %z
+})");
+    test::run_frontend_or_die(*g);
+    std::vector<const Node*> all;
+    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const codegen::NodeGroups groups{all};
+    CHECK(test::emu_matches_reference(*g, &groups, 5) == 1);
+    auto k = codegen::lower_stitched(all, {g->outputs[0]}, 0, true);
+    REQUIRE(k.is_ok());
+    CHECK_THAT(k->source, Catch::Contains("// MatMul 'm': 6 steps"));
+  }
+  SECTION("a product of a product: nested loops") {
+    auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[7,6]
+  input %y: f32[6,5]
+  input %w: f32[5,3]
+  %m = MatMul(%x, %y) @"inner"
+  %n = MatMul(%m, %w) @"outer"
+  %o = Neg(%n) @"neg"
+  output %o
+})");
+    test::run_frontend_or_die(*g);
+    std::vector<const Node*> all;
+    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const codegen::NodeGroups groups{all};
+    CHECK(test::emu_matches_reference(*g, &groups, 9) == 1);
+    auto k = codegen::lower_stitched(all, {g->outputs[0]}, 0, true);
+    REQUIRE(k.is_ok());
+    INFO(k->source);
+    // The inner loop runs inside the outer one: its step variable is declared after the outer's.
+    const size_t outer = k->source.find("// MatMul 'outer': 5 steps");
+    const size_t inner = k->source.find("// MatMul 'inner': 6 steps");
+    REQUIRE(outer != std::string::npos);
+    REQUIRE(inner != std::string::npos);
+    CHECK(outer < inner);
+    auto info = codegen::analyze_stitch(all, {g->outputs[0]});
+    REQUIRE(info.is_ok());
+    // outer: 21 outputs x 5 steps; inner: once per output and step of the outer loop, 6 steps each.
+    CHECK(info->contraction_macs == Approx(21.0 * 5 + 21.0 * 5 * 6));
+  }
+  SECTION("f16 scores and softmax, f32 accumulation") {
+    auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %q: f16[1,2,24,16]
+  input %k: f16[1,2,24,16]
+  input %mask: f16[1,1,1,24]
+  const %scale: f16[] = [0.25]
+  %kt = Transpose(%k) {perm = ints[0, 1, 3, 2]} @"k_t"
+  %s = MatMul(%q, %kt) @"scores"
+  %ss = Mul(%s, %scale) @"scale"
+  %sm = Add(%ss, %mask) @"mask"
+  %p = Softmax(%sm) {axis = -1} @"softmax"
+  output %p
+})");
+    test::run_frontend_or_die(*g);
+    std::vector<const Node*> all;
+    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const codegen::NodeGroups groups{all};
+    CHECK(test::emu_matches_reference(*g, &groups, 13, kEmuF16Chain) == 1);
+    auto k = codegen::lower_stitched(all, {g->outputs[0]}, 0, true);
+    REQUIRE(k.is_ok());
+    CHECK_THAT(k->source, Catch::Contains("float dot"));
+  }
+}
+
+TEST_CASE("with fine-grained MatMuls, ILP still equals brute force and beam is not worse than greedy",
+          "[fusion]") {
+  auto g = test::parse_or_die(attention_text(2, 2, 12, 4));
+  test::run_frontend_or_die(*g);
+  auto greedy = fusion::make_plan(*g, opts("greedy"));
+  auto beam = fusion::make_plan(*g, opts("beam"));
+  auto ilp = fusion::make_plan(*g, opts("ilp"));
+  auto brute = fusion::plan_brute_force(*g, opts("brute"));
+  REQUIRE(greedy.is_ok());
+  REQUIRE(beam.is_ok());
+  REQUIRE(ilp.is_ok());
+  REQUIRE(brute.is_ok());
+  CHECK(ilp->cost.time == Approx(brute->cost.time).epsilon(1e-12));
+  CHECK(beam->cost.time <= greedy->cost.time + 1e-12);
+  CHECK(brute->contraction_note == ilp->contraction_note);
+}
+
+TEST_CASE("llama_tiny: rotary, scores and softmax in one kernel, at most 10 launches per layer",
+          "[fusion][models][emu]") {
+  auto g = test::prepared_model("llama_tiny");
+  REQUIRE(fusion::merge_sibling_gemms(*g).is_ok());
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  const std::string text = fusion::explain(*plan);
+  INFO(text);
+  int layers = 0;
+  for (const auto& grp : plan->groups) {
+    bool scores = false, softmax = false, rotary = false;
+    for (const Node* n : grp.nodes) {
+      scores |= n->op_type == "MatMul";
+      softmax |= n->op_type == "Softmax";
+      rotary |= n->op_type == "Concat";
+    }
+    if (!scores || !softmax) continue;
+    ++layers;
+    CHECK(rotary);
+    CHECK(grp.scheme == "regional");
+  }
+  CHECK(layers == 2);
+  auto s = test::schedule_of(*g, *plan);
+  REQUIRE(s.is_ok());
+  // Per layer 5 GEMM calls (Q/K/V merged, P.V, output, gate/up merged, down) and 4 generated
+  // launches (rotary + scores + softmax packed with V's head repeat, two RMSNorms, the SiLU gate);
+  // besides the layers, the embedding's RMSNorm (packed with the mask's Cast) and the mask's
+  // GatherND. (Its results against PyTorch on emu: tests/e2e/backend_tests.sh.)
+  CHECK(s->calls.size() == 2 * 5);
+  CHECK(s->kernels.size() + s->calls.size() <= 2 + 2 * 10);
+}
+
+}  // namespace stitch
+
+namespace stitch {
+
+TEST_CASE("kernels with contraction loops compile with nvcc for sm_80 and sm_90 without spills",
+          "[stitch][nvcc]") {
+  auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %q: f16[2,4,64,32]
+  input %k: f16[2,4,64,32]
+  input %mask: f16[2,1,1,64]
+  input %x: f32[7,6]
+  input %y: f32[6,5]
+  input %w: f32[5,3]
+  const %scale: f16[] = [0.25]
+  %kt = Transpose(%k) {perm = ints[0, 1, 3, 2]} @"k_t"
+  %s = MatMul(%q, %kt) @"scores"
+  %ss = Mul(%s, %scale) @"scale"
+  %sm = Add(%ss, %mask) @"mask"
+  %p = Softmax(%sm) {axis = -1} @"softmax"
+  %m = MatMul(%x, %y) @"inner"
+  %n = MatMul(%m, %w) @"outer"
+  %o = Neg(%n) @"neg"
+  output %p
+  output %o
+})");
+  test::run_frontend_or_die(*g);
+  codegen::NodeGroups groups(2);
+  for (const auto& n : g->nodes()) groups[n->output(0)->dtype == DType::kF16 ? 0 : 1].push_back(n.get());
+  auto s = codegen::build_schedule(*g, &groups);
+  REQUIRE(s.is_ok());
+  REQUIRE(s->kernels.size() == 2);
+  REQUIRE(s->calls.empty());
+  codegen::CompileOptions o;
+  o.archs = {"sm_80", "sm_90"};
+  o.model_path = "/dev/null";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("stitch_unit_contract_" + std::to_string(getpid()));
+  codegen::ArtifactSummary summary;
+  const Status st = codegen::write_artifact(*g, *s, o, dir.string(), &summary);
+  INFO(st.message());
+  REQUIRE(st.is_ok());
+  CHECK(summary.resources.size() == 4);
+  for (const auto& r : summary.resources) {
+    INFO(r.kernel << " " << r.arch << ": " << r.registers << " registers");
+    CHECK(r.spill_stores == 0);
+    CHECK(r.registers > 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace stitch
