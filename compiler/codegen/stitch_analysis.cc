@@ -52,7 +52,9 @@ void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, S
   for (const Node* n : nodes)
     for (const Value* v : n->outputs)
       if (v) producer[v] = n;
-  // Nodes evaluated and outside values loaded per step for operand `v`.
+  // Nodes evaluated and outside values loaded per step for operand `v`: views cost no operation;
+  // a layout op reads its data input only (its starts, shapes and sizes are compile-time
+  // constants), a Gather its indices too; a single-element value is loaded once, before the loop.
   auto cone = [&](const Value* v, int64_t& ops, int64_t& loads) {
     std::set<const Value*> seen;
     std::vector<const Value*> stack{v};
@@ -62,11 +64,15 @@ void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, S
       if (u == nullptr || !seen.insert(u).second) continue;
       auto it = producer.find(u);
       if (it == producer.end()) {
-        ++loads;
+        if (num_elements(dims(u)) > 1) ++loads;
         continue;
       }
-      ++ops;
-      for (const Value* in : it->second->inputs) stack.push_back(in);
+      const Node& n = *it->second;
+      const StitchRole role = stitch_role(n);
+      if (role != StitchRole::kView) ++ops;
+      const bool data_only =
+          role == StitchRole::kView || (role == StitchRole::kLayout && n.op_type != "Concat" && n.op_type != "Gather");
+      for (size_t i = 0; i < (data_only ? 1 : n.inputs.size()); ++i) stack.push_back(n.input(i));
     }
   };
   // A contraction inside another's operand runs once per evaluation and step of the outer one.
