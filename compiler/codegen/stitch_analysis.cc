@@ -42,20 +42,25 @@ bool broadcasts_into(const Dims& v, const Dims& d) {
   return true;
 }
 
-// Each fine-grained GEMM's loops: `evals` evaluations of every value (element kernels: the
-// domain's elements, a smaller product being recomputed for each element it is broadcast to;
-// row kernels: each element once per pass, counted by the cost model).
-// Each step of the loop also evaluates the operands' producers in the group (a head transpose's
-// index arithmetic, a scaling, a rotary embedding) and loads the values they read from outside.
+// Each fine-grained GEMM's loops: `evals` evaluations of its value (element kernels: the
+// domain's elements, a smaller product being recomputed for each element it is broadcast to; row
+// kernels: each element once per pass, counted by the cost model; a contraction inside another's
+// operand: once per evaluation and step of the outer one). Each step also evaluates the operands'
+// producers in the group (a head transpose's index arithmetic, a scaling, a rotary embedding) and
+// loads the values they read from outside.
 void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, StitchInfo& info) {
   std::map<const Value*, const Node*> producer;
   for (const Node* n : nodes)
     for (const Value* v : n->outputs)
       if (v) producer[v] = n;
-  // Nodes evaluated and outside values loaded per step for operand `v`: views cost no operation;
-  // a layout op reads its data input only (its starts, shapes and sizes are compile-time
-  // constants), a Gather its indices too; a single-element value is loaded once, before the loop.
-  auto cone = [&](const Value* v, int64_t& ops, int64_t& loads) {
+  // What one step evaluates for operand `v`: views cost no operation; a layout op reads its data
+  // input only (its starts, shapes and sizes are compile-time constants), a Gather its indices
+  // too; a single-element value is loaded once, before the loop.
+  struct Cone {
+    int64_t ops = 0, loads = 0;
+    std::set<const Node*> nodes;
+  };
+  auto cone = [&](const Value* v, Cone& c) {
     std::set<const Value*> seen;
     std::vector<const Value*> stack{v};
     while (!stack.empty()) {
@@ -64,45 +69,41 @@ void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, S
       if (u == nullptr || !seen.insert(u).second) continue;
       auto it = producer.find(u);
       if (it == producer.end()) {
-        if (num_elements(dims(u)) > 1) ++loads;
+        if (num_elements(dims(u)) > 1) ++c.loads;
         continue;
       }
       const Node& n = *it->second;
+      c.nodes.insert(&n);
       const StitchRole role = stitch_role(n);
-      if (role != StitchRole::kView) ++ops;
+      if (role != StitchRole::kView) ++c.ops;
       const bool data_only =
           role == StitchRole::kView || (role == StitchRole::kLayout && n.op_type != "Concat" && n.op_type != "Gather");
       for (size_t i = 0; i < (data_only ? 1 : n.inputs.size()); ++i) stack.push_back(n.input(i));
     }
   };
-  // A contraction inside another's operand runs once per evaluation and step of the outer one.
-  std::map<const Node*, int64_t> evals_of;
+  // Consumers first, so an outer contraction is counted before the ones in its operands.
+  struct Outer {
+    int64_t steps;  // evaluations x contraction length
+    std::set<const Node*> inside;
+  };
+  std::vector<Outer> outers;
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* n = *it;
     const std::optional<int64_t> k = contraction_length(*n);
     if (!k) continue;
     int64_t evals = std::max(num_elements(dims(n->output(0))), domain);
-    for (const auto& [outer, outer_evals] : evals_of) {
-      std::set<const Node*> in_cone;
-      std::vector<const Value*> stack(outer->inputs.begin(), outer->inputs.end());
-      while (!stack.empty()) {
-        const Value* u = stack.back();
-        stack.pop_back();
-        auto pit = producer.find(u);
-        if (pit == producer.end() || !in_cone.insert(pit->second).second) continue;
-        stack.insert(stack.end(), pit->second->inputs.begin(), pit->second->inputs.end());
-      }
-      if (in_cone.count(n)) evals = std::max(evals, outer_evals * *contraction_length(*outer));
-    }
-    evals_of[n] = evals;
+    for (const Outer& o : outers)
+      if (o.inside.count(n)) evals = std::max(evals, o.steps);
+    Cone a, b;
+    cone(n->input(0), a);
+    cone(n->input(1), b);
     const int64_t es = dtype_size(n->input(0)->dtype);
-    int64_t ops_a = 0, loads_a = 0, ops_b = 0, loads_b = 0;
-    cone(n->input(0), ops_a, loads_a);
-    cone(n->input(1), ops_b, loads_b);
     const double steps = static_cast<double>(evals) * static_cast<double>(*k);
     info.contraction_macs += steps;
-    info.contraction_ops += steps * static_cast<double>(ops_a + ops_b);
-    info.contraction_reads += evals * *k * es * loads_b + evals / 32 * *k * es * loads_a;
+    info.contraction_ops += steps * static_cast<double>(a.ops + b.ops);
+    info.contraction_reads += evals * *k * es * b.loads + evals / 32 * *k * es * a.loads;
+    a.nodes.insert(b.nodes.begin(), b.nodes.end());
+    outers.push_back({evals * *k, std::move(a.nodes)});
   }
 }
 

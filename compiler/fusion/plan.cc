@@ -79,30 +79,30 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
       ASSIGN_OR_RETURN(options[1].plan, settle(g, o, mode, options[1].stitched, start));
     }
   }
-  const Option* best = nullptr;
-  for (const Option& x : options)
+  Option* best = nullptr;
+  for (Option& x : options)
     if (x.plan && (!best || x.plan->cost.time < best->plan->cost.time)) best = &x;
-  std::string names;
-  if (best)
-    for (const FusionGroup& grp : best->plan->groups)
-      for (const Node* n : grp.nodes)
-        if (best->stitched.count(n)) names += (names.empty() ? "" : ", ") + n->describe();
-  const bool stitch = best && best->plan->cost.time < lib.cost.time;
-  FusionPlan chosen = stitch ? std::move(*options[best - options.data()].plan) : std::move(lib);
-  const double lib_time = stitch ? lib.cost.time : chosen.cost.time;
-  if (!stitch)
-    chosen.contraction_note =
+  const double lib_time = lib.cost.time;
+  if (!best || best->plan->cost.time >= lib_time) {
+    lib.contraction_note =
         best ? fmt::format(
                    "fine-grained MatMuls stay library calls: stitching {} of them was estimated {:.2f} us "
                    "against {:.2f} us",
                    best->stitched.size(), best->plan->cost.time * 1e6, lib_time * 1e6)
              : "fine-grained MatMuls stay library calls: the search joined none of them to a kernel";
-  else
-    chosen.contraction_note = fmt::format(
-        "fine-grained MatMuls stitched into kernels ({} of them, as loops over the contraction axis): "
-        "estimated "
-        "{:.2f} us against {:.2f} us with library calls: {}",
-        best->stitched.size(), chosen.cost.time * 1e6, lib_time * 1e6, names);
+    lib.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return lib;
+  }
+  FusionPlan chosen = std::move(*best->plan);
+  std::string names;
+  for (const FusionGroup& grp : chosen.groups)
+    for (const Node* n : grp.nodes)
+      if (best->stitched.count(n)) names += (names.empty() ? "" : ", ") + n->describe();
+  chosen.contraction_note = fmt::format(
+      "fine-grained MatMuls stitched into kernels ({} of them, as loops over the contraction axis): "
+      "estimated "
+      "{:.2f} us against {:.2f} us with library calls: {}",
+      best->stitched.size(), chosen.cost.time * 1e6, lib_time * 1e6, names);
   chosen.timed_out = chosen.timed_out || lib.timed_out;
   chosen.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return chosen;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend_test_util.h"
+#include "codegen/stitch.h"
 #include "fusion/plan.h"
 
 namespace stitch::test {
@@ -20,6 +21,22 @@ inline std::vector<int> packs_of(const fusion::FusionPlan& p) {
   std::vector<int> out;
   for (const auto& grp : p.groups) out.push_back(grp.pack);
   return out;
+}
+
+// Every node of `g`, in graph order (one group of all of them).
+inline std::vector<const Node*> all_nodes(const Graph& g) {
+  std::vector<const Node*> all;
+  for (const auto& n : g.nodes()) all.push_back(n.get());
+  return all;
+}
+
+// The kernel the stitcher emits for every node of `g` as one group storing the graph's outputs.
+inline codegen::Kernel lower_whole_graph(const Graph& g) {
+  const std::set<const Value*> stored(g.outputs.begin(), g.outputs.end());
+  auto k = codegen::lower_stitched(all_nodes(g), stored, 0, true);
+  INFO(k.status().message());
+  REQUIRE(k.is_ok());
+  return std::move(k).value();
 }
 
 inline fusion::FusionOptions opts(const std::string& mode, std::set<std::string> no_fuse = {}, int max_group = 64) {

@@ -82,8 +82,7 @@ TEST_CASE("a column reduction takes its prologue and epilogue into one tiled ker
     INFO(p.name);
     auto g = test::parse_or_die(p.text);
     test::run_frontend_or_die(*g);
-    std::vector<const Node*> all;
-    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const std::vector<const Node*> all = test::all_nodes(*g);
     const auto users = g->users();
     const auto stored = codegen::group_outputs(*g, users, all);
     auto info = codegen::analyze_stitch(all, stored);

@@ -199,9 +199,7 @@ TEST_CASE("a contraction cannot follow a row op in its kernel, nor be broadcast 
   output %z
 })");
   test::run_frontend_or_die(*h);
-  std::vector<const Node*> all;
-  for (const auto& n : h->nodes()) all.push_back(n.get());
-  auto bad = codegen::analyze_stitch(all, {h->outputs[0]});
+  auto bad = codegen::analyze_stitch(test::all_nodes(*h), {h->outputs[0]});
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("would be broadcast into the rows"));
 }
@@ -219,13 +217,11 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
   output %z
 })");
     test::run_frontend_or_die(*g);
-    std::vector<const Node*> all;
-    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const std::vector<const Node*> all = test::all_nodes(*g);
     const codegen::NodeGroups groups{all};
     CHECK(test::emu_matches_reference(*g, &groups, 5) == 1);
-    auto k = codegen::lower_stitched(all, {g->outputs[0]}, 0, true);
-    REQUIRE(k.is_ok());
-    CHECK_THAT(k->source, Catch::Contains("// MatMul 'm': 6 steps"));
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    CHECK_THAT(k.source, Catch::Contains("// MatMul 'm': 6 steps"));
   }
   SECTION("a product of a product: nested loops") {
     auto g = test::parse_or_die(R"(graph "g" opset 18 {
@@ -238,16 +234,14 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
   output %o
 })");
     test::run_frontend_or_die(*g);
-    std::vector<const Node*> all;
-    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const std::vector<const Node*> all = test::all_nodes(*g);
     const codegen::NodeGroups groups{all};
     CHECK(test::emu_matches_reference(*g, &groups, 9) == 1);
-    auto k = codegen::lower_stitched(all, {g->outputs[0]}, 0, true);
-    REQUIRE(k.is_ok());
-    INFO(k->source);
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    INFO(k.source);
     // The inner loop runs inside the outer one: its step variable is declared after the outer's.
-    const size_t outer = k->source.find("// MatMul 'outer': 5 steps");
-    const size_t inner = k->source.find("// MatMul 'inner': 6 steps");
+    const size_t outer = k.source.find("// MatMul 'outer': 5 steps");
+    const size_t inner = k.source.find("// MatMul 'inner': 6 steps");
     REQUIRE(outer != std::string::npos);
     REQUIRE(inner != std::string::npos);
     CHECK(outer < inner);
@@ -270,13 +264,11 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
   output %p
 })");
     test::run_frontend_or_die(*g);
-    std::vector<const Node*> all;
-    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const std::vector<const Node*> all = test::all_nodes(*g);
     const codegen::NodeGroups groups{all};
     CHECK(test::emu_matches_reference(*g, &groups, 13, kEmuF16Chain) == 1);
-    auto k = codegen::lower_stitched(all, {g->outputs[0]}, 0, true);
-    REQUIRE(k.is_ok());
-    CHECK_THAT(k->source, Catch::Contains("float dot"));
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    CHECK_THAT(k.source, Catch::Contains("float dot"));
   }
 }
 

@@ -351,9 +351,8 @@ TEST_CASE("transformer patterns are one kernel each: decomposed LN, RMSNorm + Si
 TEST_CASE("a row kernel caches a value read by several passes in shared memory, or recomputes it", "[fusion][emu]") {
   auto g = test::parse_or_die(kDecomposedLayerNorm);
   test::run_frontend_or_die(*g);
-  std::vector<const Node*> all;
+  const std::vector<const Node*> all = all_nodes(*g);
   std::set<const Value*> stored;
-  for (const auto& n : g->nodes()) all.push_back(n.get());
   stored.insert(g->nodes().back()->output(0));
   auto cached = codegen::lower_stitched(all, stored, 0, true);
   auto recomputed = codegen::lower_stitched(all, stored, 0, false);
@@ -442,8 +441,7 @@ TEST_CASE("element kernels move 4 elements per thread with 128-bit accesses when
     INFO(c.name);
     auto g = test::parse_or_die(c.text);
     test::run_frontend_or_die(*g);
-    std::vector<const Node*> all;
-    for (const auto& n : g->nodes()) all.push_back(n.get());
+    const std::vector<const Node*> all = all_nodes(*g);
     const auto users = g->users();
     auto k = codegen::lower_stitched(all, codegen::group_outputs(*g, users, all), 0);
     REQUIRE(k.is_ok());

@@ -8,18 +8,8 @@
 namespace stitch {
 namespace {
 
+using test::lower_whole_graph;
 using test::opts;
-
-// The kernel the stitcher emits for every node of `g` as one group.
-codegen::Kernel lower_whole_graph(const Graph& g) {
-  std::vector<const Node*> all;
-  for (const auto& n : g.nodes()) all.push_back(n.get());
-  const std::set<const Value*> stored(g.outputs.begin(), g.outputs.end());
-  auto k = codegen::lower_stitched(all, stored, 0, true);
-  INFO(k.status().message());
-  REQUIRE(k.is_ok());
-  return std::move(k).value();
-}
 
 const codegen::KernelParam* workspace_param(const codegen::Kernel& k) {
   for (const auto& p : k.params)
@@ -157,9 +147,7 @@ TEST_CASE(
     const codegen::Kernel k = lower_whole_graph(*g);
     CHECK(k.scheme == "global");
     CHECK(k.cooperative);
-    std::vector<const Node*> all;
-    for (const auto& n : g->nodes()) all.push_back(n.get());
-    const codegen::NodeGroups groups{all};
+    const codegen::NodeGroups groups{test::all_nodes(*g)};
     CHECK(test::emu_matches_reference(*g, &groups, seed++) == 1);
   }
 }
