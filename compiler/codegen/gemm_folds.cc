@@ -31,12 +31,10 @@ std::optional<double> scalar_constant(const Value* v) {
   return v->constant->get_f64(0);
 }
 
-// A layout over a buffer: each axis is a list of strided sub-axes (size, stride), outermost
-// first; a size-1 axis has none. An axis with one sub-axis has a plain stride; a view that merges
-// axes no single stride describes keeps their sub-axes, so a later view that splits them back
-// (torch.export writes [b,h,s,d] -> [b*h,s,d] -> ... -> [b,h,d,s]) still has plain strides.
-using SubAxes = std::vector<std::pair<int64_t, int64_t>>;
-
+// A layout over a buffer: each axis is a list of strided sub-axes (SubAxes); a size-1 axis has
+// none. An axis with one sub-axis has a plain stride; a view that merges axes no single stride
+// describes keeps their sub-axes, so a later view that splits them back (torch.export writes
+// [b,h,s,d] -> [b*h,s,d] -> ... -> [b,h,d,s]) still has plain strides.
 std::vector<SubAxes> contiguous_layout(const Dims& d) {
   const Dims st = ops::strides_of(d);
   std::vector<SubAxes> axes(d.size());
@@ -140,6 +138,21 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
         else
           a.front().first = len;
       }
+    } else if (x->op_type == "Expand") {  // a broadcast: stride 0 along each repeated axis
+      const Dims& od = dims(out);
+      const Dims& id = dims(x->input(0));
+      if (od.size() < axes.size() || id.size() != axes.size()) return std::nullopt;
+      const size_t lead = od.size() - axes.size();
+      std::vector<SubAxes> next(od.size());
+      for (size_t k = 0; k < od.size(); ++k) {
+        if (k >= lead && id[k - lead] == od[k])
+          next[k] = axes[k - lead];
+        else if (k < lead || id[k - lead] == 1)
+          next[k] = od[k] == 1 ? SubAxes{} : SubAxes{{od[k], 0}};
+        else
+          return std::nullopt;
+      }
+      axes = std::move(next);
     } else if (x->op_type != "Mul") {  // a view
       auto next = view_layout(axes, dims(out));
       if (!next) return std::nullopt;
@@ -150,8 +163,8 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
   if (r < 2) return std::nullopt;
   const Dims& d = dims(chain.back().second);
   Dims st(r, 0);
-  for (size_t k = 0; k < r; ++k) {
-    if (axes[k].size() > 1) return std::nullopt;  // no single stride
+  for (size_t k = r - 2; k < r; ++k) {
+    if (axes[k].size() > 1) return std::nullopt;  // rows or columns with no single stride
     st[k] = axes[k].empty() ? 0 : axes[k].front().second;
   }
   for (size_t k = r - 2; k < r; ++k)  // a size-1 row or column: its stride is never used
@@ -167,8 +180,12 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
   } else {
     return std::nullopt;
   }
-  o.batch_strides.assign(st.begin(), st.end() - 2);
+  o.batch_axes.assign(axes.begin(), axes.end() - 2);
   return o;
+}
+
+bool merged_batch(const GemmFolds::Operand& o) {
+  return std::any_of(o.batch_axes.begin(), o.batch_axes.end(), [](const SubAxes& a) { return a.size() > 1; });
 }
 
 // One pass of find_gemm_folds: Splits in `splits` may be taken over; `split_uses` receives the
@@ -275,6 +292,9 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
           next = p.input(0);
         } else if (p.op_type == "Slice" && classify_node(p) == NodeLowering::kKernel && unit_step_slice(p)) {
           next = p.input(0);
+        } else if (p.op_type == "Expand" && classify_node(p) == NodeLowering::kKernel && p.input(0) &&
+                   p.input(0)->dtype == v->dtype) {
+          next = p.input(0);
         } else if (classify_node(p) == NodeLowering::kView && p.input(0) && p.input(0)->dtype == v->dtype) {
           next = p.input(0);
         }
@@ -293,6 +313,9 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
         if (!useful) break;
         auto o = operand_layout(roots[len - 1], fwd);
         if (!o) continue;
+        // At most one operand with merged batch sub-axes: then the call's batch is always their
+        // refinement (lower_matmul splits each batch dim along them).
+        if (i == 1 && merged_batch(f.operand[0]) && merged_batch(*o)) continue;
         f.operand[i] = *o;
         for (const auto& [x, val] : fwd) {
           if (x->op_type == "Mul") {
@@ -301,6 +324,9 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
           } else if (x->op_type == "Slice") {
             why[x] = fmt::format("read by {} through its operand {}'s offset and strides", mm.describe(),
                                  i == 0 ? "A" : "B");
+          } else if (x->op_type == "Expand") {
+            why[x] = fmt::format("read by {} in place: operand {} steps 0 along the repeated axis",
+                                 mm.describe(), i == 0 ? "A" : "B");
           } else if (x->op_type == "Split") {
             split_uses[x].insert(val);
             why[x] = "read in place by the GEMM calls its outputs feed (an offset and strides each)";

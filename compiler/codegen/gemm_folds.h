@@ -25,7 +25,8 @@ namespace stitch::codegen {
 //    multiplications by a scalar constant, each read only by the next; the call reads the stored
 //    value through its leading dimension, transpose flag and batch strides, and the scalars go
 //    into alpha (attention's Q, K and V head transposes and the 1/sqrt(d) scaling). A Split on
-//    the way is taken over too (an offset into its input) when every output of it is;
+//    the way is taken over too (an offset into its input) when every output of it is, and an
+//    Expand of batch axes is a stride of 0 (grouped-query attention's repeated K/V heads);
 //  - activation: the (biased) product, through views, is read only by nodes computing GELU in
 //    its tanh form (match_activation), the function cuBLASLt's GELU epilogue computes; the call
 //    applies it and writes the activation's value (MatMul and Gemm alike). The erf form (BERT's)
@@ -38,12 +39,19 @@ struct FoldOptions {
   explicit operator bool() const { return on; }
 };
 
+// The strided sub-axes of one axis of an operand layout, outermost first, (size, stride) each;
+// none for a size-1 axis. Several where a view merged axes no single stride describes.
+using SubAxes = std::vector<std::pair<int64_t, int64_t>>;
+
 struct GemmFolds {
   struct Operand {
     const Value* root = nullptr;  // null: the operand is read as it is
     bool trans = false;           // row-major op(X) = X^T with leading dimension ld
     int64_t ld = 0;
-    Dims batch_strides;  // per batch dim of the operand (its rank minus 2)
+    // Per batch dim of the operand (its rank minus 2). Several sub-axes where a view merged a
+    // repeat into an axis: grouped-query attention's K/V heads, each read by several query heads,
+    // are an Expand (stride 0) merged with the kv-head axis.
+    std::vector<SubAxes> batch_axes;
     int64_t offset = 0;  // elements from root's start
   };
   struct Fold {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 #include "codegen/cuda_writer.h"
 #include "codegen/lower.h"
@@ -48,14 +49,113 @@ Kernel bias_fill_kernel(const Node& n, const Value* c, const Value* y, int index
   return k;
 }
 
-// Per batch dim of `batch`, the stride of an operand whose batch dims `od` (right-aligned) have
-// strides `st`: 0 where the operand broadcasts.
-Dims aligned_batch_strides(const Dims& od, const Dims& st, const Dims& batch) {
-  Dims out(batch.size(), 0);
+// One batch dim of a GEMM call: its size and the strides of A, B and C along it.
+struct BatchDim {
+  int64_t size, a, b, c;
+};
+
+// Per batch dim of `batch`, the sub-axes of an operand whose batch dims `od` (right-aligned) have
+// the sub-axes `axes`: one of stride 0 where the operand broadcasts.
+std::vector<SubAxes> aligned_batch_axes(const Dims& od, const std::vector<SubAxes>& axes, const Dims& batch) {
+  std::vector<SubAxes> out(batch.size());
   const size_t off = batch.size() - od.size();
-  for (size_t d = 0; d < od.size(); ++d)
-    if (od[d] != 1) out[d + off] = st[d];
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (d >= off && od[d - off] != 1)
+      out[d] = axes[d - off];
+    else if (batch[d] != 1)
+      out[d] = {{batch[d], 0}};
+  }
   return out;
+}
+
+// One sub-axis per batch dim of `batch` with the given strides.
+std::vector<SubAxes> plain_batch_axes(const Dims& batch, const Dims& strides) {
+  std::vector<SubAxes> out(batch.size());
+  for (size_t d = 0; d < batch.size(); ++d)
+    if (batch[d] != 1) out[d] = {{batch[d], strides[d]}};
+  return out;
+}
+
+// The batch dims that step A, B and C along their sub-axes at once: each dim of `batch` split
+// where any of the three starts a new sub-axis (K/V heads repeated for grouped-query attention:
+// the heads dim becomes kv-heads and repeats, B stepping 0 along the repeats).
+StatusOr<std::vector<BatchDim>> refine_batch(const Node& n, const Dims& batch,
+                                             const std::array<std::vector<SubAxes>, 3>& ax) {
+  std::vector<BatchDim> out;
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (batch[d] == 1) continue;
+    std::array<size_t, 3> pos{};
+    std::array<int64_t, 3> rem{};
+    for (size_t o = 0; o < 3; ++o) {
+      int64_t total = 1;
+      for (const auto& sub : ax[o][d]) total *= sub.first;
+      if (ax[o][d].empty() || total != batch[d])
+        return Status::internal(
+            fmt::format("{}: operand layout does not cover batch dim {}", n.describe(), d));
+      rem[o] = ax[o][d].front().first;
+    }
+    while (pos[0] < ax[0][d].size()) {
+      const int64_t step = std::min({rem[0], rem[1], rem[2]});
+      BatchDim bd{step, 0, 0, 0};
+      int64_t* stride[3] = {&bd.a, &bd.b, &bd.c};
+      for (size_t o = 0; o < 3; ++o) {
+        if (rem[o] % step != 0)
+          return Status::internal(
+              fmt::format("{}: operand sub-axes do not nest in batch dim {}", n.describe(), d));
+        *stride[o] = ax[o][d][pos[o]].second * (rem[o] / step);  // the outer part of the sub-axis
+        rem[o] /= step;
+        if (rem[o] == 1 && ++pos[o] < ax[o][d].size()) rem[o] = ax[o][d][pos[o]].first;
+      }
+      out.push_back(bd);
+    }
+  }
+  return out;
+}
+
+// Fewer, larger GEMMs from the same batch (the result is the same element for element):
+//  - a batch dim over which B is broadcast and along which A's and C's rows simply continue (A
+//    steps m rows, C steps m rows) becomes more rows: a linear layer over [batch, seq, k] is one
+//    [batch*seq, k] GEMM instead of a batch of seq-row GEMMs;
+//  - adjacent batch dims whose strides compose in A, B and C become one;
+//  - the largest dim left goes last: the runtime's strided-batched dim (the others are indexed
+//    through pointer arrays, or looped where an epilogue needs cuBLASLt).
+void canonicalize_batch(GemmParams& g, std::vector<BatchDim> ds) {
+  const int64_t row_a = g.trans_a ? 1 : g.lda;  // how far apart A's rows are
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = ds.begin(); it != ds.end(); ++it) {
+      const bool rows = it->b == 0 && it->a == g.m * row_a && it->c == g.m * g.ldc &&
+                        (!g.trans_a || g.lda >= g.m * it->size);
+      if (!rows) continue;
+      g.m *= it->size;
+      ds.erase(it);
+      changed = true;
+      break;
+    }
+  }
+  std::vector<BatchDim> merged;
+  for (const BatchDim& d : ds) {
+    if (!merged.empty()) {
+      BatchDim& o = merged.back();
+      if (o.a == d.size * d.a && o.b == d.size * d.b && o.c == d.size * d.c) {
+        o = {o.size * d.size, d.a, d.b, d.c};
+        continue;
+      }
+    }
+    merged.push_back(d);
+  }
+  if (!merged.empty()) {
+    auto largest = std::max_element(merged.begin(), merged.end(),
+                                    [](const BatchDim& x, const BatchDim& y) { return x.size < y.size; });
+    std::rotate(largest, largest + 1, merged.end());
+  }
+  g.batch.clear(), g.stride_a.clear(), g.stride_b.clear(), g.stride_c.clear();
+  for (const BatchDim& d : merged) {
+    g.batch.push_back(d.size);
+    g.stride_a.push_back(d.a);
+    g.stride_b.push_back(d.b);
+    g.stride_c.push_back(d.c);
+  }
 }
 
 StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fold) {
@@ -98,13 +198,11 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
     g.trans_a = fa->trans;
     g.lda = fa->ld;
     g.offset_a = fa->offset;
-    g.stride_a = aligned_batch_strides(abatch, fa->batch_strides, g.batch);
   }
   if (fb) {
     g.trans_b = fb->trans;
     g.ldb = fb->ld;
     g.offset_b = fb->offset;
-    g.stride_b = aligned_batch_strides(bbatch, fb->batch_strides, g.batch);
   }
   if (fold) g.alpha = fold->alpha;
   if (fold && fold->bias) {
@@ -126,6 +224,13 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
     for (size_t d = 0; d < g.batch.size(); ++d) g.stride_c[d] = along[d];
   }
   c.flops = 2 * num_elements(g.batch) * g.m * g.n * g.k;
+  std::array<std::vector<SubAxes>, 3> axes = {plain_batch_axes(g.batch, g.stride_a),
+                                              plain_batch_axes(g.batch, g.stride_b),
+                                              plain_batch_axes(g.batch, g.stride_c)};
+  if (fa) axes[0] = aligned_batch_axes(abatch, fa->batch_axes, g.batch);
+  if (fb) axes[1] = aligned_batch_axes(bbatch, fb->batch_axes, g.batch);
+  ASSIGN_OR_RETURN(std::vector<BatchDim> refined, refine_batch(n, g.batch, axes));
+  canonicalize_batch(g, std::move(refined));
   return out;
 }
 

@@ -105,6 +105,8 @@ class CudaBackend final : public BackendImpl {
       if (m.steps[i].op == StepDesc::kConv) plan_conv(m.steps[i]);
       if (m.steps[i].op == StepDesc::kGemm && (m.steps[i].gemm.bias || m.steps[i].gemm.gelu))
         plan_lt(i, m.steps[i]);
+      else if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.batch.size() > 1)
+        plan_pointer_arrays(i, m.steps[i]);
     }
   }
 
@@ -317,6 +319,37 @@ class CudaBackend final : public BackendImpl {
     lt_plans_[index] = p;
   }
 
+  // A batch that no single stride describes (attention's [batch, heads] with the heads written
+  // transposed, or K/V heads shared by several query heads): one pointer per matrix of B, A and C
+  // in device memory, so the whole batch is one cublasGemmBatchedEx. The buffers' addresses are
+  // fixed for the backend's life, so the arrays are written once, here.
+  void plan_pointer_arrays(size_t index, const StepDesc& s) {
+    const GemmDesc& g = s.gemm;
+    const int64_t esz = dtype_bytes(s.dtype);
+    int64_t count = 1;
+    for (int64_t d : g.batch) count *= d;
+    std::vector<const void*> host(static_cast<size_t>(3 * count));
+    auto* a = static_cast<const uint8_t*>(ptr(s.args[0]));
+    auto* b = static_cast<const uint8_t*>(ptr(s.args[1]));
+    auto* c = static_cast<const uint8_t*>(ptr(s.args[2]));
+    std::vector<int64_t> idx(g.batch.size(), 0);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t oa = g.offset_a, ob = g.offset_b, oc = 0;
+      for (size_t d = 0; d < idx.size(); ++d)
+        oa += idx[d] * g.stride_a[d], ob += idx[d] * g.stride_b[d], oc += idx[d] * g.stride_c[d];
+      host[static_cast<size_t>(i)] = b + ob * esz;  // column-major: B^T is the first operand
+      host[static_cast<size_t>(count + i)] = a + oa * esz;
+      host[static_cast<size_t>(2 * count + i)] = c + oc * esz;
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < g.batch[d]) break;
+        idx[d] = 0;
+      }
+    }
+    void* dev = alloc(static_cast<int64_t>(host.size() * sizeof(void*)));
+    CHECK(cudaMemcpy(dev, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice));
+    pointer_arrays_[index] = {static_cast<const void**>(dev), count};
+  }
+
   void gemm(const StepDesc& s, size_t index) {
     const GemmDesc& g = s.gemm;
     const cudaDataType_t t = cuda_type(s.dtype);
@@ -333,6 +366,15 @@ class CudaBackend final : public BackendImpl {
     const int64_t sa = nb ? g.stride_a.back() : 0, sb = nb ? g.stride_b.back() : 0, sc = nb ? g.stride_c.back() : 0;
     int64_t outer = 1;
     for (size_t d = 0; d + 1 < nb; ++d) outer *= g.batch[d];
+    if (auto pa = pointer_arrays_.find(index); pa != pointer_arrays_.end()) {
+      const auto& [arrays, count] = pa->second;
+      CHECK(cublasGemmBatchedEx(cublas_, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, int(g.n), int(g.m), int(g.k), alpha,
+                                arrays, t, int(g.ldb), arrays + count, t, int(g.lda), beta,
+                                const_cast<void* const*>(arrays + 2 * count), t, int(g.ldc), int(count),
+                                compute, CUBLAS_GEMM_DEFAULT));
+      return;
+    }
     std::vector<int64_t> idx(nb > 0 ? nb - 1 : 0, 0);
     auto* a = static_cast<const uint8_t*>(ptr(s.args[0]));
     auto* b = static_cast<const uint8_t*>(ptr(s.args[1]));
@@ -449,6 +491,8 @@ class CudaBackend final : public BackendImpl {
   cudnnHandle_t cudnn_ = nullptr;
   std::vector<ConvPlan> conv_plans_;
   std::map<size_t, LtPlan> lt_plans_;  // by step index
+  std::map<size_t, std::pair<const void**, int64_t>>
+      pointer_arrays_;  // by step index: B, A, C pointers; the batch
   cublasLtHandle_t lt_ = nullptr;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;

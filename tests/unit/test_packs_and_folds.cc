@@ -420,3 +420,63 @@ TEST_CASE("Split outputs are slices pulled through index maps", "[fusion][emu]")
     fused_matches_reference(*h, 33, mode);
   }
 }
+
+TEST_CASE("grouped-query attention: P.V reads the repeated K/V heads in place (stride 0)", "[fusion][emu]") {
+  // LLaMA's repeat_kv as exported: V's 2 kv heads unsqueezed, expanded to 2 repeats and merged
+  // into 4 query heads. The call reads V through a stride of 0 along the repeats (its batch split
+  // into kv heads and repeats) and writes the context transposed, so no kernel copies V's heads.
+  // When A's heads are merged from a repeat too, only one operand may be (the batch would need
+  // two splittings): B's Expand then stays a kernel. Both match the reference on emu.
+  for (const bool both : {false, true}) {
+    INFO("A repeated too: " << both);
+    auto g = test::parse_or_die(fmt::format(R"(graph "gqa" opset 17 {{
+  input %p0: f32[2,{},5,5]
+  input %v: f32[2,5,8]
+  const %vshape: i64[4] = [2, 5, 2, 4]
+  const %ax: i64[1] = [2]
+  const %rep: i64[5] = [2, 2, 2, 5, 4]
+  const %prep: i64[5] = [2, 2, 2, 5, 5]
+  const %heads: i64[4] = [2, 4, 5, 4]
+  const %pheads: i64[4] = [2, 4, 5, 5]
+  %vr = Reshape(%v, %vshape) @"v_view"
+  %vt = Transpose(%vr) {{perm = ints[0, 2, 1, 3]}} @"v_heads"
+  %vu = Unsqueeze(%vt, %ax) @"v_unsq"
+  %ve = Expand(%vu, %rep) @"v_repeat"
+  %vh = Reshape(%ve, %heads) @"v_merge"
+  {}
+  %c = MatMul(%p, %vh) @"pv"
+  %t = Transpose(%c) {{perm = ints[0, 2, 1, 3]}} @"ctx"
+  output %t
+}}
+)",
+                                            both ? 2 : 4,
+                                            both ? R"(%pu = Unsqueeze(%p0, %ax) @"p_unsq"
+  %pe = Expand(%pu, %prep) @"p_repeat"
+  %p = Reshape(%pe, %pheads) @"p_merge")"
+                                                 : R"(%p = Identity(%p0) @"p_same")"));
+    test::run_frontend_or_die(*g);
+    auto plan = fusion::make_plan(*g, opts_lib("beam"));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    auto is_folded = [&](const std::string& name) {
+      for (const auto& grp : plan->groups)
+        for (const Node* n : grp.nodes)
+          if (n->name == name) return grp.scheme == "folded";
+      return false;
+    };
+    CHECK(is_folded("v_repeat") == !both);
+    CHECK(is_folded("p_repeat") == both);
+    CHECK(is_folded("ctx"));
+    auto s = schedule_of(*g, *plan);
+    REQUIRE(s.is_ok());
+    REQUIRE(s->calls.size() == 1);
+    const auto& p = s->calls[0].gemm;
+    if (!both) {
+      CHECK(s->kernels.empty());
+      CHECK(p.batch.size() == 3);  // batch, kv heads, repeats
+      CHECK(std::count(p.stride_b.begin(), p.stride_b.end(), 0) == 1);
+      CHECK(fusion::explain(*plan).find("operand B steps 0 along the repeated axis") != std::string::npos);
+    }
+    fused_matches_reference(*g, 41);
+  }
+}
