@@ -3,7 +3,8 @@
 //   stitchc run MODEL --inputs DIR [--expect DIR] [--rtol R --atol A] [--save-outputs DIR]
 //   stitchc compile MODEL -o DIR [--shape ...] [--arch sm_80,sm_90] [--fusion none] [--report-json F]
 //   stitchc MODEL -o DIR  (the same)
-//   stitchc bench DIR [--backend cuda|emu] [--iters N] [--warmup N] [--no-cuda-graph]
+//   stitchc bench DIR [--backend cuda|emu] [--iters N] [--warmup N] [--no-cuda-graph] [--steps]
+//                     [--against DIR] [--json FILE] [--seed N]
 //   stitchc ops
 // Exit codes: 0 ok, 1 verification mismatch, 2 user error, 3 internal error.
 #include <CLI/CLI.hpp>
@@ -121,6 +122,16 @@ int main(int argc, char** argv) {
   bench->add_option("--iters", ba.iters, "timed runs")->default_val(100);
   bench->add_option("--warmup", ba.warmup, "untimed runs first")->default_val(10);
   bench->add_flag("--no-cuda-graph", ba.no_cuda_graph, "launch every step each run instead of replaying a CUDA Graph");
+  bench->add_flag("--steps", ba.steps,
+                  "also time each step alone: achieved GB/s and % of a device-to-device copy (cuda)");
+  bench
+      ->add_option(
+          "--against", ba.against,
+          "another artifact of the same model (e.g. --fusion none): time it too and set the steps that "
+          "run the same ONNX nodes side by side")
+      ->check(CLI::ExistingDirectory);
+  bench->add_option("--json", ba.json, "write every number to this JSON file");
+  bench->add_option("--seed", ba.seed, "seed of the random inputs")->default_val(1);
 
   CLI::App* ops = app.add_subcommand("ops", "list the supported ONNX ops with opsets and fusion categories");
 

@@ -43,6 +43,10 @@ struct BenchArgs {
   std::string dir, backend = "cuda";
   int iters = 100, warmup = 10;
   bool no_cuda_graph = false;
+  bool steps = false;   // time each step alone
+  std::string against;  // another artifact of the same model to set beside this one
+  std::string json;     // write every number here
+  unsigned seed = 1;    // of the random inputs
 };
 int run_bench(const BenchArgs& a);
 

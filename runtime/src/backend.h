@@ -16,6 +16,12 @@ class BackendImpl {
   virtual void run() = 0;
   virtual void download(int output, void* data, size_t bytes) = 0;
   virtual std::string describe() const = 0;
+  // For Session::profile: one run, timed whole or step by step (milliseconds), on `clock()`.
+  virtual std::string clock() const = 0;
+  virtual double timed_run() = 0;
+  virtual std::vector<double> timed_steps() = 0;
+  // Bytes read + written per second by a large device-to-device copy; 0 where there is no device.
+  virtual double copy_bytes_per_s() { return 0; }
 };
 
 // The address of every schedule buffer, from the bases of its storage (arena, weights, the

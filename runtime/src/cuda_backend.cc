@@ -9,6 +9,7 @@
 #include <cudnn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -102,7 +103,7 @@ class CudaBackend final : public BackendImpl {
     cublas_ws_ = alloc(static_cast<int64_t>(cublas_ws_bytes_));
     CHECK(cublasSetWorkspace(cublas_, cublas_ws_, cublas_ws_bytes_));
     for (size_t i = 0; i < m.steps.size(); ++i) {
-      if (m.steps[i].op == StepDesc::kConv) plan_conv(m.steps[i]);
+      if (m.steps[i].op == StepDesc::kConv) plan_conv(i, m.steps[i]);
       if (m.steps[i].op == StepDesc::kGemm && (m.steps[i].gemm.bias || m.steps[i].gemm.gelu))
         plan_lt(i, m.steps[i]);
       else if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.batch.size() > 1)
@@ -111,9 +112,10 @@ class CudaBackend final : public BackendImpl {
   }
 
   ~CudaBackend() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     if (graph_) cudaGraphDestroy(graph_);
-    for (ConvPlan& p : conv_plans_) {
+    for (auto& [i, p] : conv_plans_) {
       cudnnDestroyTensorDescriptor(p.x);
       cudnnDestroyTensorDescriptor(p.y);
       if (p.bias) cudnnDestroyTensorDescriptor(p.bias);
@@ -145,6 +147,66 @@ class CudaBackend final : public BackendImpl {
   std::string describe() const override {
     return fmt::format("cuda: {} (sm_{}{}), {} kernels, {}", prop_.name, prop_.major, prop_.minor, m_.kernels.size(),
                        use_graph_ ? "CUDA Graph replay" : "stream launches");
+  }
+
+  std::string clock() const override { return fmt::format("CUDA events on {}", prop_.name); }
+
+  double timed_run() override {
+    ensure_events(2);
+    if (use_graph_ && !graph_exec_) run();  // captures the graph
+    CHECK(cudaEventRecord(events_[0], stream_));
+    if (use_graph_)
+      CHECK(cudaGraphLaunch(graph_exec_, stream_));
+    else
+      enqueue();
+    CHECK(cudaEventRecord(events_[1], stream_));
+    sync_or_fail();
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, events_[0], events_[1]));
+    return ms;
+  }
+
+  // Each step between its own events, launched on the stream (no graph: a graph's nodes cannot be
+  // timed one by one); a step's time includes its launch gap, as a lone launch would.
+  std::vector<double> timed_steps() override {
+    ensure_events(m_.steps.size() + 1);
+    CHECK(cudaEventRecord(events_[0], stream_));
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      enqueue_step(i);
+      CHECK(cudaEventRecord(events_[i + 1], stream_));
+    }
+    sync_or_fail();
+    std::vector<double> out;
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
+      out.push_back(ms);
+    }
+    return out;
+  }
+
+  // A 256 MiB device-to-device copy, 3 untimed and 20 timed: bytes read + written over the median.
+  double copy_bytes_per_s() override {
+    const size_t bytes = size_t(256) << 20;
+    void *src = nullptr, *dst = nullptr;
+    CHECK(cudaMalloc(&src, bytes));
+    CHECK(cudaMalloc(&dst, bytes));
+    CHECK(cudaMemset(src, 1, bytes));
+    ensure_events(2);
+    std::vector<float> ms;
+    for (int i = 0; i < 23; ++i) {
+      CHECK(cudaEventRecord(events_[0], stream_));
+      CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+      CHECK(cudaEventRecord(events_[1], stream_));
+      sync_or_fail();
+      float t = 0;
+      CHECK(cudaEventElapsedTime(&t, events_[0], events_[1]));
+      if (i >= 3) ms.push_back(t);
+    }
+    CHECK(cudaFree(src));
+    CHECK(cudaFree(dst));
+    std::sort(ms.begin(), ms.end());
+    return 2.0 * double(bytes) / (double(ms[ms.size() / 2]) * 1e-3);
   }
 
   void run() override {
@@ -184,7 +246,21 @@ class CudaBackend final : public BackendImpl {
 
   void* ptr(int id) const { return addr_[id]; }
 
-  void plan_conv(const StepDesc& s) {
+  void ensure_events(size_t n) {
+    while (events_.size() < n) {
+      cudaEvent_t e = nullptr;
+      CHECK(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+  }
+
+  void sync_or_fail() {
+    cudaError_t e = cudaStreamSynchronize(stream_);
+    if (e != cudaSuccess)
+      fail(3, fmt::format("running the schedule of '{}' failed: {}", m_.dir, cudaGetErrorString(e)));
+  }
+
+  void plan_conv(size_t index, const StepDesc& s) {
     if (!cudnn_) {
       CHECK(cudnnCreate(&cudnn_));
       CHECK(cudnnSetStream(cudnn_, stream_));
@@ -238,7 +314,7 @@ class CudaBackend final : public BackendImpl {
       conv_ws_bytes_ = p.workspace;
       conv_ws_ = alloc(static_cast<int64_t>(p.workspace));
     }
-    conv_plans_.push_back(p);
+    conv_plans_[index] = p;
   }
 
   // A column-major layout of rows x cols with leading dimension ld, `count` matrices `stride` apart.
@@ -424,8 +500,11 @@ class CudaBackend final : public BackendImpl {
   }
 
   void enqueue() {
-    size_t conv_i = 0;
-    for (size_t i = 0; i < m_.steps.size(); ++i) {
+    for (size_t i = 0; i < m_.steps.size(); ++i) enqueue_step(i);
+  }
+
+  void enqueue_step(size_t i) {
+    {
       const StepDesc& s = m_.steps[i];
       switch (s.op) {
         case StepDesc::kKernel: {
@@ -457,7 +536,7 @@ class CudaBackend final : public BackendImpl {
           gemm(s, i);
           break;
         case StepDesc::kConv: {
-          const ConvPlan& p = conv_plans_[conv_i++];
+          const ConvPlan& p = conv_plans_.at(i);
           const double one_d = 1, zero_d = 0;
           const float one_f = 1, zero_f = 0;
           const bool dbl = s.dtype == "f64";
@@ -489,7 +568,8 @@ class CudaBackend final : public BackendImpl {
   std::vector<cudaKernel_t> kernels_;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
-  std::vector<ConvPlan> conv_plans_;
+  std::map<size_t, ConvPlan> conv_plans_;  // by step index
+  std::vector<cudaEvent_t> events_;        // profiling: one before the first step and one after each
   std::map<size_t, LtPlan> lt_plans_;  // by step index
   std::map<size_t, std::pair<const void**, int64_t>>
       pointer_arrays_;  // by step index: B, A, C pointers; the batch

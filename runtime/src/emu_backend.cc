@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -63,7 +64,28 @@ class EmuBackend final : public BackendImpl {
   }
 
   void run() override {
+    for (size_t i = 0; i < m_.steps.size(); ++i) run_step(i);
+  }
+
+  std::string clock() const override { return "host clock (CPU emulation: says nothing about a GPU)"; }
+  double timed_run() override {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::vector<double> timed_steps() override {
+    std::vector<double> ms;
     for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run_step(i);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return ms;
+  }
+
+ private:
+  void run_step(size_t i) {
+    {
       const StepDesc& s = m_.steps[i];
       switch (s.op) {
         case StepDesc::kKernel: {
@@ -88,7 +110,6 @@ class EmuBackend final : public BackendImpl {
     }
   }
 
- private:
   void* ptr(int id) const { return addr_[id]; }
 
   const ModelData& m_;

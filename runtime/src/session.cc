@@ -103,4 +103,24 @@ std::vector<uint8_t> Session::output(const std::string& name) {
 
 std::string Session::describe() const { return impl_->describe(); }
 
+Profile Session::profile(int warmup, int iters, bool steps, bool copy) {
+  if (warmup < 0 || iters < 1) fail(2, "profile: warm-up runs must be 0 or more and timed runs 1 or more");
+  for (size_t i = 0; i < input_set_.size(); ++i)
+    if (!input_set_[i])
+      fail(2, fmt::format("input '{}' was not set before profile()", model_->inputs()[i].name));
+  Profile p;
+  p.clock = impl_->clock();
+  for (int i = 0; i < warmup; ++i) impl_->run();
+  for (int i = 0; i < iters; ++i) p.run_ms.push_back(impl_->timed_run());
+  if (steps) {
+    p.step_ms.assign(model_->data().steps.size(), {});
+    for (int i = 0; i < iters; ++i) {
+      const std::vector<double> t = impl_->timed_steps();
+      for (size_t s = 0; s < t.size() && s < p.step_ms.size(); ++s) p.step_ms[s].push_back(t[s]);
+    }
+  }
+  if (copy) p.copy_bytes_per_s = impl_->copy_bytes_per_s();
+  return p;
+}
+
 }  // namespace stitch::rt

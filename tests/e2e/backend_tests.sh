@@ -199,6 +199,24 @@ expect "format version mismatch" 2 "format version 99, this runtime reads versio
 expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min .* ms, median" -- \
   "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1
 expect "bench --backend cuda without a GPU" 2 "needs an NVIDIA GPU" -- "$STITCHC" bench "$B"
+# Per step against the unfused artifact: each stitched kernel beside the steps that run its nodes
+# there, summed per kind of subgraph (bert_tiny: 5 layer-norm kernels, 2 softmax, 2 GELU).
+"$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/bert_none" --shape batch=2 --shape sequence=16 \
+  --fusion none --no-nvcc >/dev/null 2>&1
+expect "bench --steps --against the unfused artifact" 0 \
+  "norm: 5 step\(s\), .* the same nodes there: " -- \
+  "$STITCHC" bench "$B" --backend emu --iters 2 --warmup 0 --against "$TMP/bert_none" --json "$TMP/bench.json"
+check "bench --json holds every step and the per-kind sums" python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+k = j['kinds']
+assert len(j['steps']) == 22 and j['against']['run_ms_median'] > 0
+assert (k['norm']['steps'], k['softmax']['steps'], k['gelu']['steps']) == (5, 2, 2)
+assert all(s['median_us'] > 0 for s in j['steps'])" "$TMP/bench.json"
+expect "bench --against a folder that is no artifact" 2 "manifest.json" -- \
+  "$STITCHC" bench "$B" --backend emu --iters 1 --against "$TMP"
+expect "bench --json into a missing folder" 2 "cannot write --json" -- \
+  "$STITCHC" bench "$B" --backend emu --iters 1 --json "$TMP/no/such/dir/b.json"
 expect "bench with zero iterations" 2 "--iters must be at least 1" -- "$STITCHC" bench "$B" --backend emu --iters 0
 expect "example: unknown backend" 2 "unknown backend 'tpu'" -- "$EXAMPLE" "$B" tpu
 

@@ -57,6 +57,15 @@ struct SessionOptions {
   bool cuda_graph = true;
 };
 
+// Timings of a session's schedule for benchmarks (stitchc bench), every sample in milliseconds.
+struct Profile {
+  std::string clock;           // what timed it: device events, or the host clock on emu
+  std::vector<double> run_ms;  // the whole schedule, per timed run
+  std::vector<std::vector<double>>
+      step_ms;                  // per schedule step, per timed run (each step between its own events)
+  double copy_bytes_per_s = 0;  // a large device-to-device copy, bytes read + written; 0: not measured
+};
+
 class Session {
  public:
   Session(std::shared_ptr<const Model> model, Backend backend, SessionOptions options = {});
@@ -72,6 +81,10 @@ class Session {
   // Copies an output out; `bytes` must equal its size.
   void get_output(const std::string& name, void* data, size_t bytes);
   std::vector<uint8_t> output(const std::string& name);
+  // `warmup` untimed runs, then `iters` timed runs of the whole schedule (replaying the CUDA Graph
+  // where the session uses one); with `steps`, `iters` more runs that time each step alone; with
+  // `copy`, the bandwidth of a device-to-device copy on the same device. Every input must be set.
+  Profile profile(int warmup, int iters, bool steps, bool copy);
 
   const Model& model() const { return *model_; }
   // The backend's description of itself ("emu: 2 workers", "cuda: NVIDIA H100, graph replay").

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Writes the three subgraphs the fusion targets name, at BERT-base sizes, as ONNX models with
+seeded random test data (outputs from numpy in float64, rounded to float32), for bench/gpu:
+
+  layernorm   bias + residual + layer norm, the decomposed 9-op chain as exporters write it
+              ([rows, 768]: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add)
+  softmax     scale + additive mask + softmax over attention scores ([batch, 12, seq, seq])
+  bias_gelu   bias + GELU in its erf form ([rows, 3072])
+
+Needs (tooling only): pip install onnx numpy
+Run: python3 bench/gpu/make_subgraphs.py OUT_DIR [--rows N] [--batch B] [--seq S] [--no-data]
+"""
+import argparse
+import math
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+WITH_DATA = True
+
+
+def save(out, name, graph, feeds, outputs):  # outputs: computed only when test data is written
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="stitch-bench")
+    onnx.checker.check_model(model)
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    if not WITH_DATA:
+        return
+    for i, (n, v) in enumerate(feeds.items()):
+        onnx.save_tensor(numpy_helper.from_array(v, n), os.path.join(d, "test_data_set_0", f"input_{i}.pb"))
+    for i, (n, v) in enumerate(outputs().items()):
+        onnx.save_tensor(numpy_helper.from_array(v.astype(np.float32), n),
+                         os.path.join(d, "test_data_set_0", f"output_{i}.pb"))
+    print(f"{name}: {', '.join(f'{n} {list(v.shape)}' for n, v in feeds.items())}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--rows", type=int, default=8192)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--no-data", action="store_true", help="models only (timing needs no test data)")
+    a = ap.parse_args()
+    global WITH_DATA
+    WITH_DATA = not a.no_data
+    rng = np.random.default_rng(7)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    c = lambda n, v: numpy_helper.from_array(np.asarray(v, dtype=np.float32), n)
+
+    # bias + residual + layer norm, decomposed
+    h = 768
+    x, res, bias, gamma, beta = f32(a.rows, h), f32(a.rows, h), f32(h), f32(h), f32(h)
+    nodes = [helper.make_node("Add", ["x", "bias"], ["xb"]), helper.make_node("Add", ["xb", "res"], ["s"]),
+             helper.make_node("ReduceMean", ["s"], ["mu"], axes=[-1]), helper.make_node("Sub", ["s", "mu"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["d2"]), helper.make_node("ReduceMean", ["d2"], ["var"], axes=[-1]),
+             helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["sd"]),
+             helper.make_node("Div", ["d", "sd"], ["n"]), helper.make_node("Mul", ["n", "gamma"], ["g"]),
+             helper.make_node("Add", ["g", "beta"], ["y"])]
+    g = helper.make_graph(nodes, "layernorm",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [a.rows, h]),
+                           helper.make_tensor_value_info("res", TensorProto.FLOAT, [a.rows, h])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [a.rows, h])],
+                          [c("bias", bias), c("gamma", gamma), c("beta", beta), c("two", 2.0), c("eps", 1e-12)])
+    def layernorm():
+        s = x.astype(np.float64) + bias + res
+        mu = s.mean(-1, keepdims=True)
+        return {"y": (s - mu) / np.sqrt(((s - mu) ** 2).mean(-1, keepdims=True) + 1e-12) * gamma + beta}
+    save(a.out, "layernorm", g, {"x": x, "res": res}, layernorm)
+
+    # scale + additive mask + softmax
+    heads = 12
+    scores = f32(a.batch, heads, a.seq, a.seq)
+    mask = np.where(rng.random((a.batch, 1, 1, a.seq)) < 0.1, -10000.0, 0.0).astype(np.float32)
+    nodes = [helper.make_node("Mul", ["scores", "scale"], ["sc"]), helper.make_node("Add", ["sc", "mask"], ["m"]),
+             helper.make_node("Softmax", ["m"], ["p"], axis=-1)]
+    g = helper.make_graph(nodes, "softmax",
+                          [helper.make_tensor_value_info("scores", TensorProto.FLOAT, list(scores.shape)),
+                           helper.make_tensor_value_info("mask", TensorProto.FLOAT, list(mask.shape))],
+                          [helper.make_tensor_value_info("p", TensorProto.FLOAT, list(scores.shape))],
+                          [c("scale", 0.125)])
+    def softmax():
+        z = scores.astype(np.float64) * 0.125 + mask
+        z = np.exp(z - z.max(-1, keepdims=True))
+        return {"p": z / z.sum(-1, keepdims=True)}
+    save(a.out, "softmax", g, {"scores": scores, "mask": mask}, softmax)
+
+    # bias + GELU, erf form
+    f = 3072
+    x, bias = f32(a.rows, f), f32(f)
+    nodes = [helper.make_node("Add", ["x", "bias"], ["xb"]), helper.make_node("Div", ["xb", "sqrt2"], ["q"]),
+             helper.make_node("Erf", ["q"], ["e"]), helper.make_node("Add", ["e", "one"], ["e1"]),
+             helper.make_node("Mul", ["xb", "e1"], ["t"]), helper.make_node("Mul", ["t", "half"], ["y"])]
+    g = helper.make_graph(nodes, "bias_gelu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [a.rows, f])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [a.rows, f])],
+                          [c("bias", bias), c("sqrt2", math.sqrt(2.0)), c("one", 1.0), c("half", 0.5)])
+    def bias_gelu():
+        xb = x.astype(np.float64) + bias
+        erf = np.vectorize(math.erf)
+        return {"y": 0.5 * xb * (1 + erf(xb / math.sqrt(2.0)))}
+    save(a.out, "bias_gelu", g, {"x": x}, bias_gelu)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Prepares, on a build machine, everything bench/gpu/run.sh needs on a GPU machine that has the
+# CUDA toolkit and driver but none of the Debian libraries stitchc links:
+#   BUNDLE/bin/stitchc and BUNDLE/lib (its shared libraries other than the C/C++ runtime and CUDA's)
+#   BUNDLE/check/NAME    artifacts at small shapes with their expected outputs (correctness on the GPU)
+#   BUNDLE/time/NAME     and BUNDLE/time/NAME.none: the same models at timing shapes, fused and
+#                        --fusion none (the baseline every step is set beside)
+# Models: the shipped ones (batch 2 x sequence 16 to check; batch 128 x sequence 64, the longest
+# their position tables allow, to time) and the three target subgraphs at BERT-base sizes
+# (bench/gpu/make_subgraphs.py). Kernels are compiled for ARCH (default sm_90) by nvcc here.
+#   bench/gpu/prepare.sh [BUNDLE]      (default build/gpu_bundle; needs build/cli/stitchc, python3 + onnx)
+# DRY_RUN=1: small shapes everywhere and the emulation libraries built, so that
+# `BACKEND=emu bench/gpu/run.sh` exercises the whole path on a machine without a GPU.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUNDLE=${1:-$ROOT/build/gpu_bundle}
+STITCHC=${STITCHC:-$ROOT/build/cli/stitchc}
+ARCH=${ARCH:-sm_90}
+DRY_RUN=${DRY_RUN:-0}
+emu_flag=--no-emu
+[ "$DRY_RUN" = 1 ] && emu_flag=
+[ -x "$STITCHC" ] || { echo "prepare: $STITCHC not built; run scripts/build.sh first" >&2; exit 2; }
+python3 -c "import onnx, numpy" 2>/dev/null || python3 -m pip install --quiet onnx numpy
+rm -rf "$BUNDLE"
+mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/check" "$BUNDLE/time" "$BUNDLE/models"
+cp "$STITCHC" "$BUNDLE/bin/"
+strip --strip-debug "$BUNDLE/bin/stitchc"
+ldd "$STITCHC" | awk '/=> \//{print $3}' |
+  grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so|/cuda' |
+  while read -r lib; do cp -L "$lib" "$BUNDLE/lib/" && strip --strip-debug "$BUNDLE/lib/$(basename "$lib")"; done
+python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/small" --rows 64 --batch 2 --seq 16 >/dev/null
+if [ "$DRY_RUN" = 1 ]; then
+  python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/large" --rows 64 --batch 2 --seq 16 --no-data >/dev/null
+else
+  python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/large" --no-data >/dev/null
+fi
+
+compile() {  # compile OUT MODEL [flags...]
+  local out=$1 model=$2
+  shift 2
+  # shellcheck disable=SC2086
+  "$STITCHC" compile "$model" -o "$out" --arch "$ARCH" $emu_flag "$@" >"$out.log" 2>&1 ||
+    { echo "prepare: compiling $model failed:" >&2; tail -5 "$out.log" >&2; exit 1; }
+}
+for m in bert_tiny gpt2_tiny llama_tiny cnn_small; do
+  case $m in
+    cnn_small) small="--shape batch=2" large="--shape batch=256" ;;
+    *) small="--shape batch=2 --shape sequence=16" large="--shape batch=128 --shape sequence=64" ;;
+  esac
+  [ "$DRY_RUN" = 1 ] && large=$small
+  # shellcheck disable=SC2086
+  compile "$BUNDLE/check/$m" "$ROOT/models/$m/model.onnx" $small
+  cp -r "$ROOT/models/$m/test_data_set_0" "$BUNDLE/check/$m.data"
+  # shellcheck disable=SC2086
+  compile "$BUNDLE/time/$m" "$ROOT/models/$m/model.onnx" $large
+  # shellcheck disable=SC2086
+  compile "$BUNDLE/time/$m.none" "$ROOT/models/$m/model.onnx" $large --fusion none
+done
+for s in layernorm softmax bias_gelu; do
+  compile "$BUNDLE/check/$s" "$BUNDLE/models/small/$s/model.onnx"
+  cp -r "$BUNDLE/models/small/$s/test_data_set_0" "$BUNDLE/check/$s.data"
+  compile "$BUNDLE/time/$s" "$BUNDLE/models/large/$s/model.onnx"
+  compile "$BUNDLE/time/$s.none" "$BUNDLE/models/large/$s/model.onnx" --fusion none
+done
+rm -rf "$BUNDLE/models"
+git -C "$ROOT" rev-parse --short HEAD >"$BUNDLE/commit" 2>/dev/null || true
+echo "prepare: $BUNDLE ($(du -sh "$BUNDLE" | cut -f1), arch $ARCH, commit $(cat "$BUNDLE/commit" 2>/dev/null))"
