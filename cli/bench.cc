@@ -147,8 +147,8 @@ struct Measured {
   std::vector<StepMeta> meta;
 };
 
-Measured measure(const std::string& dir, const BenchArgs& a, bool steps, bool copy) {
-  auto model = rt::Model::load(dir);
+Measured measure(const std::shared_ptr<const rt::Model>& model, const BenchArgs& a, bool steps, bool copy) {
+  const std::string& dir = model->dir();
   rt::SessionOptions opts;
   opts.cuda_graph = !a.no_cuda_graph;
   rt::Session session(model, rt::parse_backend(a.backend), opts);
@@ -175,7 +175,9 @@ int run_bench(const BenchArgs& a) {
     return report(Status::user("--iters must be at least 1 and --warmup at least 0"));
   try {
     // Both artifacts and the --json file are checked before anything runs.
-    if (!a.against.empty()) rt::Model::load(a.against);
+    auto model = rt::Model::load(a.dir);
+    std::shared_ptr<const rt::Model> against;
+    if (!a.against.empty()) against = rt::Model::load(a.against);
     std::ofstream json_file;
     if (!a.json.empty()) {
       json_file.open(a.json);
@@ -183,7 +185,7 @@ int run_bench(const BenchArgs& a) {
     }
     const bool steps = a.steps || !a.against.empty();
     const bool device = a.backend == "cuda";
-    Measured m = measure(a.dir, a, steps, steps && device);
+    Measured m = measure(model, a, steps, steps && device);
     const rt::Profile& p = m.profile;
     std::vector<double> sorted = p.run_ms;
     std::sort(sorted.begin(), sorted.end());
@@ -210,7 +212,7 @@ int run_bench(const BenchArgs& a) {
     std::vector<double> base_med;
     std::vector<int> owner;  // per step of the baseline: the step here that runs its first node, or -1
     if (!a.against.empty()) {
-      base = measure(a.against, a, true, false);
+      base = measure(against, a, true, false);
       for (const auto& s : base.profile.step_ms) base_med.push_back(median(s));
       std::map<std::string, int> step_of_node;
       for (size_t i = 0; i < m.meta.size(); ++i)

@@ -33,17 +33,8 @@ template <typename T>
 void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* bias) {
   using E = Elem<T>;
   using C = typename E::C;
-  int64_t batches = 1;
-  for (int64_t d : g.batch) batches *= d;
   std::vector<C> row(static_cast<size_t>(g.n));
-  std::vector<int64_t> idx(g.batch.size(), 0);
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t oa = g.offset_a, ob = g.offset_b, oc = 0;
-    for (size_t d = 0; d < g.batch.size(); ++d) {
-      oa += idx[d] * g.stride_a[d];
-      ob += idx[d] * g.stride_b[d];
-      oc += idx[d] * g.stride_c[d];
-    }
+  for (const auto& [oa, ob, oc] : batch_offsets(g, g.batch.size())) {
     for (int64_t i = 0; i < g.m; ++i) {
       std::fill(row.begin(), row.end(), C(0));
       for (int64_t k = 0; k < g.k; ++k) {
@@ -61,10 +52,6 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
         if (g.gelu) v = gelu_tanh(v);
         E::set(c, at, v);
       }
-    }
-    for (size_t d = g.batch.size(); d-- > 0;) {
-      if (++idx[d] < g.batch[d]) break;
-      idx[d] = 0;
     }
   }
 }

@@ -212,8 +212,7 @@ class CudaBackend final : public BackendImpl {
   void run() override {
     if (!use_graph_) {
       enqueue();
-      cudaError_t e = cudaStreamSynchronize(stream_);
-      if (e != cudaSuccess) fail(3, fmt::format("running the schedule of '{}' failed: {}", m_.dir, cudaGetErrorString(e)));
+      sync_or_fail();
       return;
     }
     if (!graph_exec_) {
@@ -230,8 +229,7 @@ class CudaBackend final : public BackendImpl {
       CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
     }
     CHECK(cudaGraphLaunch(graph_exec_, stream_));
-    cudaError_t e = cudaStreamSynchronize(stream_);
-    if (e != cudaSuccess) fail(3, fmt::format("running the schedule of '{}' failed: {}", m_.dir, cudaGetErrorString(e)));
+    sync_or_fail();
   }
 
  private:
@@ -400,30 +398,21 @@ class CudaBackend final : public BackendImpl {
   // in device memory, so the whole batch is one cublasGemmBatchedEx. The buffers' addresses are
   // fixed for the backend's life, so the arrays are written once, here.
   void plan_pointer_arrays(size_t index, const StepDesc& s) {
-    const GemmDesc& g = s.gemm;
     const int64_t esz = dtype_bytes(s.dtype);
-    int64_t count = 1;
-    for (int64_t d : g.batch) count *= d;
-    std::vector<const void*> host(static_cast<size_t>(3 * count));
+    const std::vector<BatchOffset> offsets = batch_offsets(s.gemm, s.gemm.batch.size());
+    const size_t count = offsets.size();
+    std::vector<const void*> host(3 * count);
     auto* a = static_cast<const uint8_t*>(ptr(s.args[0]));
     auto* b = static_cast<const uint8_t*>(ptr(s.args[1]));
     auto* c = static_cast<const uint8_t*>(ptr(s.args[2]));
-    std::vector<int64_t> idx(g.batch.size(), 0);
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t oa = g.offset_a, ob = g.offset_b, oc = 0;
-      for (size_t d = 0; d < idx.size(); ++d)
-        oa += idx[d] * g.stride_a[d], ob += idx[d] * g.stride_b[d], oc += idx[d] * g.stride_c[d];
-      host[static_cast<size_t>(i)] = b + ob * esz;  // column-major: B^T is the first operand
-      host[static_cast<size_t>(count + i)] = a + oa * esz;
-      host[static_cast<size_t>(2 * count + i)] = c + oc * esz;
-      for (size_t d = idx.size(); d-- > 0;) {
-        if (++idx[d] < g.batch[d]) break;
-        idx[d] = 0;
-      }
+    for (size_t i = 0; i < count; ++i) {
+      host[i] = b + offsets[i].b * esz;  // column-major: B^T is the first operand
+      host[count + i] = a + offsets[i].a * esz;
+      host[2 * count + i] = c + offsets[i].c * esz;
     }
     void* dev = alloc(static_cast<int64_t>(host.size() * sizeof(void*)));
     CHECK(cudaMemcpy(dev, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice));
-    pointer_arrays_[index] = {static_cast<const void**>(dev), count};
+    pointer_arrays_[index] = {static_cast<const void**>(dev), static_cast<int64_t>(count)};
   }
 
   void gemm(const StepDesc& s, size_t index) {
@@ -436,12 +425,10 @@ class CudaBackend final : public BackendImpl {
     const void* alpha = dbl ? static_cast<const void*>(&alpha_d) : &alpha_f;
     const void* beta = dbl ? static_cast<const void*>(&beta_d) : &beta_f;
     const cublasComputeType_t compute = dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-    // All batch dims but the last are looped here; the last goes to the strided-batched call.
     const size_t nb = g.batch.size();
     const int64_t inner = nb ? g.batch.back() : 1;
-    const int64_t sa = nb ? g.stride_a.back() : 0, sb = nb ? g.stride_b.back() : 0, sc = nb ? g.stride_c.back() : 0;
-    int64_t outer = 1;
-    for (size_t d = 0; d + 1 < nb; ++d) outer *= g.batch[d];
+    const int64_t sa = nb ? g.stride_a.back() : 0, sb = nb ? g.stride_b.back() : 0,
+                  sc = nb ? g.stride_c.back() : 0;
     if (auto pa = pointer_arrays_.find(index); pa != pointer_arrays_.end()) {
       const auto& [arrays, count] = pa->second;
       CHECK(cublasGemmBatchedEx(cublas_, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -451,13 +438,12 @@ class CudaBackend final : public BackendImpl {
                                 compute, CUBLAS_GEMM_DEFAULT));
       return;
     }
-    std::vector<int64_t> idx(nb > 0 ? nb - 1 : 0, 0);
     auto* a = static_cast<const uint8_t*>(ptr(s.args[0]));
     auto* b = static_cast<const uint8_t*>(ptr(s.args[1]));
     auto* c = static_cast<uint8_t*>(ptr(s.args[2]));
-    for (int64_t o = 0; o < outer; ++o) {
-      int64_t oa = g.offset_a, ob = g.offset_b, oc = 0;
-      for (size_t d = 0; d < idx.size(); ++d) oa += idx[d] * g.stride_a[d], ob += idx[d] * g.stride_b[d], oc += idx[d] * g.stride_c[d];
+    // All batch dims but the last are looped here (only cuBLASLt's epilogue calls still have
+    // several: the others went to pointer arrays); the last goes to the batched call.
+    for (const auto& [oa, ob, oc] : batch_offsets(g, nb > 0 ? nb - 1 : 0)) {
       if (g.bias || g.gelu) {
         const LtPlan& p = lt_plans_.at(index);
         CHECK(cublasLtMatmul(lt_, p.op, alpha, b + ob * esz, p.first, a + oa * esz, p.second, beta, c + oc * esz, p.out,
@@ -468,10 +454,6 @@ class CudaBackend final : public BackendImpl {
                                        int(g.n), int(g.m), int(g.k), alpha, b + ob * esz, t, int(g.ldb), sb,
                                        a + oa * esz, t, int(g.lda), sa, beta, c + oc * esz, t, int(g.ldc), sc,
                                        int(inner), compute, CUBLAS_GEMM_DEFAULT));
-      }
-      for (size_t d = idx.size(); d-- > 0;) {
-        if (++idx[d] < g.batch[d]) break;
-        idx[d] = 0;
       }
     }
   }

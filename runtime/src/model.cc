@@ -25,6 +25,25 @@ int64_t dtype_bytes(const std::string& t) {
   return 0;
 }
 
+std::vector<BatchOffset> batch_offsets(const GemmDesc& g, size_t dims) {
+  int64_t count = 1;
+  for (size_t d = 0; d < dims; ++d) count *= g.batch[d];
+  std::vector<BatchOffset> out;
+  out.reserve(static_cast<size_t>(count));
+  std::vector<int64_t> idx(dims, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    BatchOffset o{g.offset_a, g.offset_b, 0};
+    for (size_t d = 0; d < dims; ++d)
+      o.a += idx[d] * g.stride_a[d], o.b += idx[d] * g.stride_b[d], o.c += idx[d] * g.stride_c[d];
+    out.push_back(o);
+    for (size_t d = dims; d-- > 0;) {
+      if (++idx[d] < g.batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
 std::string ModelData::step_text(size_t i) const {
   const StepDesc& s = steps[i];
   std::string what = s.op == StepDesc::kKernel ? "kernel " + kernels[s.kernel].name

@@ -70,6 +70,13 @@ struct ModelData {
 
 int64_t dtype_bytes(const std::string& dtype);  // 0 for unknown names
 
+// Element offsets into A, B and C of every matrix of a GEMM step's batch, over its first `dims`
+// batch dims (the rest are the caller's), row-major over the batch; A and B include their offsets.
+struct BatchOffset {
+  int64_t a, b, c;
+};
+std::vector<BatchOffset> batch_offsets(const GemmDesc& g, size_t dims);
+
 [[noreturn]] void fail(int code, const std::string& msg);
 
 }  // namespace stitch::rt

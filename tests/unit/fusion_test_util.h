@@ -39,6 +39,13 @@ inline codegen::Kernel lower_whole_graph(const Graph& g) {
   return std::move(k).value();
 }
 
+// `g` compiled as one group of every node, run on emu against the reference: true when it matches
+// and is one kernel.
+inline bool one_group_matches_reference(const Graph& g, uint32_t seed, const Tolerance& tol = kEmuF32) {
+  const codegen::NodeGroups groups{all_nodes(g)};
+  return emu_matches_reference(g, &groups, seed, tol) == 1;
+}
+
 inline fusion::FusionOptions opts(const std::string& mode, std::set<std::string> no_fuse = {}, int max_group = 64) {
   fusion::FusionOptions o;
   o.mode = mode;

@@ -217,9 +217,7 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
   output %z
 })");
     test::run_frontend_or_die(*g);
-    const std::vector<const Node*> all = test::all_nodes(*g);
-    const codegen::NodeGroups groups{all};
-    CHECK(test::emu_matches_reference(*g, &groups, 5) == 1);
+    CHECK(test::one_group_matches_reference(*g, 5));
     const codegen::Kernel k = test::lower_whole_graph(*g);
     CHECK_THAT(k.source, Catch::Contains("// MatMul 'm': 6 steps"));
   }
@@ -234,9 +232,7 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
   output %o
 })");
     test::run_frontend_or_die(*g);
-    const std::vector<const Node*> all = test::all_nodes(*g);
-    const codegen::NodeGroups groups{all};
-    CHECK(test::emu_matches_reference(*g, &groups, 9) == 1);
+    CHECK(test::one_group_matches_reference(*g, 9));
     const codegen::Kernel k = test::lower_whole_graph(*g);
     INFO(k.source);
     // The inner loop runs inside the outer one: its step variable is declared after the outer's.
@@ -245,7 +241,7 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
     REQUIRE(outer != std::string::npos);
     REQUIRE(inner != std::string::npos);
     CHECK(outer < inner);
-    auto info = codegen::analyze_stitch(all, {g->outputs[0]});
+    auto info = codegen::analyze_stitch(test::all_nodes(*g), {g->outputs[0]});
     REQUIRE(info.is_ok());
     // outer: 21 outputs x 5 steps; inner: once per output and step of the outer loop, 6 steps each.
     CHECK(info->contraction_macs == Approx(21.0 * 5 + 21.0 * 5 * 6));
@@ -264,9 +260,7 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
   output %p
 })");
     test::run_frontend_or_die(*g);
-    const std::vector<const Node*> all = test::all_nodes(*g);
-    const codegen::NodeGroups groups{all};
-    CHECK(test::emu_matches_reference(*g, &groups, 13, kEmuF16Chain) == 1);
+    CHECK(test::one_group_matches_reference(*g, 13, kEmuF16Chain));
     const codegen::Kernel k = test::lower_whole_graph(*g);
     CHECK_THAT(k.source, Catch::Contains("float dot"));
   }
