@@ -190,8 +190,9 @@ bool merged_batch(const GemmFolds::Operand& o) {
 
 // One pass of find_gemm_folds: Splits in `splits` may be taken over; `split_uses` receives the
 // Split outputs the chosen operand chains start from.
-GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const Node*>& exclude,
-                    const FoldOptions& o, const std::set<const Node*>& splits,
+GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const Node*, size_t>& position,
+                    const std::set<const Node*>& exclude, const FoldOptions& o,
+                    const std::set<const Node*>& splits,
                     std::map<const Node*, std::set<const Value*>>& split_uses) {
   GemmFolds out;
   auto free = [&](const Node* x) { return !exclude.count(x) && (!out.folded.count(x) || splits.count(x)); };
@@ -226,7 +227,41 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
     // A Gemm's C is added before the activation only through the bias epilogue.
     const bool plain_c =
         !is_gemm || !mm.input(2) || mm.attr_float("beta", 1.0f) == 0.0f || gemm_bias_epilogue(mm);
+    // Residual: an Add of a same-shaped value written before the MatMul runs (its producer comes
+    // first in graph order, so no path leads from the call back to it).
+    // The Add may read the product through views (GPT-2's Gemm of [tokens, n] reshaped back to
+    // [batch, seq, n]): the call writes the same elements in the same order.
     if (plain_c) {
+      std::vector<const Node*> views;
+      const Value* x = y;
+      for (auto it = users.find(x); it != users.end() && only_reader(g, users, x, it->second.front());
+           it = users.find(x)) {
+        const Node* v = it->second.front();
+        if (classify_node(*v) != NodeLowering::kView || !free(v) || !v->output(0) ||
+            v->output(0)->dtype != x->dtype)
+          break;
+        views.push_back(v);
+        x = v->output(0);
+      }
+      auto it = users.find(x);
+      const Node* add =
+          it != users.end() && only_reader(g, users, x, it->second.front()) ? it->second.front() : nullptr;
+      const Value* other =
+          add && add->inputs.size() == 2 ? (add->input(0) == x ? add->input(1) : add->input(0)) : nullptr;
+      if (add && other && add->op_type == "Add" && free(add) && add->input(0) != add->input(1) &&
+          other->has_static_shape() && other->dtype == x->dtype && dims(other) == dims(x) && add->output(0) &&
+          dims(add->output(0)) == dims(x) &&
+          (other->producer == nullptr || position.at(other->producer) < position.at(&mm))) {
+        f.residual_add = add;
+        f.residual = other;
+        for (const Node* v : views)
+          why[v] =
+              fmt::format("written by {} with its residual added (a view of its product)", mm.describe());
+        why[add] = fmt::format("added by {} as its C (a residual: beta 1)", mm.describe());
+        y = add->output(0);
+      }
+    }
+    if (plain_c && !f.residual) {
       std::vector<const Node*> views;  // the activation may read the product through views
       const Value* x = y;
       for (auto it = users.find(x); it != users.end() && only_reader(g, users, x, it->second.front());
@@ -258,7 +293,7 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
                         activation_name(act->kind), mm.describe()));
       }
     }
-    if (!is_gemm && !f.activation_out) {
+    if (!is_gemm && !f.activation_out && !f.residual) {
       if (auto it = users.find(y); it != users.end() && only_reader(g, users, y, it->second.front())) {
         const Node& t = *it->second.front();
         if (t.op_type == "Transpose" && free(&t) && classify_node(t) == NodeLowering::kKernel &&
@@ -350,6 +385,8 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::set<const 
 
 GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude, const FoldOptions& o) {
   const UsersMap users = g.users();
+  std::map<const Node*, size_t> position;
+  for (const auto& np : g.nodes()) position.emplace(np.get(), position.size());
   // A Split is taken over only when every output of it is; start with every candidate and drop
   // those some output of which stays a value of its own, until nothing changes.
   std::set<const Node*> splits;
@@ -359,7 +396,7 @@ GemmFolds find_gemm_folds(const Graph& g, const std::set<const Node*>& exclude, 
       splits.insert(np.get());
   for (;;) {
     std::map<const Node*, std::set<const Value*>> uses;
-    GemmFolds out = fold_pass(g, users, exclude, o, splits, uses);
+    GemmFolds out = fold_pass(g, users, position, exclude, o, splits, uses);
     std::set<const Node*> kept;
     for (const Node* sp : splits)
       if (uses[sp].size() == sp->outputs.size()) kept.insert(sp);

@@ -19,6 +19,10 @@ namespace stitch::codegen {
 //  - bias: the MatMul's output is read only by an Add of a vector of its n columns that is a
 //    constant or a graph input (ready before the call); the call adds it in its epilogue and
 //    writes the Add's output;
+//  - residual: the (biased) product is read only by an Add of a value of the same shape and type
+//    (a residual connection) whose producer comes before the MatMul in graph order; the call
+//    reads that value as its C (beta 1, cuBLASLt's C and D apart) and writes the Add's output.
+//    No activation or output transpose then: cuBLASLt adds C before its epilogue;
 //  - output transpose: the (biased) product is read only by a Transpose keeping the last axis
 //    last; the call writes the transposed layout through ldc and per-batch-dim strides;
 //  - operands: an operand reached from a stored value through views, Transposes and
@@ -57,6 +61,8 @@ struct GemmFolds {
   struct Fold {
     const Node* bias_add = nullptr;
     const Value* bias = nullptr;
+    const Node* residual_add = nullptr;
+    const Value* residual = nullptr;  // added to the (biased) product: read as the call's C
     const Node* out_transpose = nullptr;
     Operand operand[2];
     double alpha = 1;

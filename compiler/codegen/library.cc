@@ -163,6 +163,7 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
   const Value* b = n.input(1);
   const Value* y = n.output(0);
   if (fold && fold->bias_add) y = fold->bias_add->output(0);
+  if (fold && fold->residual_add) y = fold->residual_add->output(0);
   if (fold && fold->out_transpose) y = fold->out_transpose->output(0);
   if (fold && fold->activation_out) y = fold->activation_out;
   const GemmFolds::Operand* fa = fold && fold->operand[0].root ? &fold->operand[0] : nullptr;
@@ -210,6 +211,12 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
     c.args.push_back(fold->bias);
   }
   if (fold && fold->activation_out) g.epilogue = g.epilogue.empty() ? "gelu" : "bias_gelu";
+  if (fold && fold->residual) {  // C's layout: the product's, so the batch canonicalizes alike
+    STITCH_CHECK(!fold->activation_out && !fold->out_transpose,
+                 "{}: a residual with an activation or a transpose", n.describe());
+    g.epilogue = g.epilogue.empty() ? "residual" : "bias_residual";
+    c.args.push_back(fold->residual);
+  }
   if (fold && fold->out_transpose) {
     // Element (batch..., i, j) of the product lands where the Transpose puts it: the stride of
     // each product axis in the Transpose's (contiguous) output.
@@ -268,6 +275,12 @@ StatusOr<LibraryLowering> lower_gemm(const Node& n, int index, const GemmFolds::
     }
   }
   if (act) g.epilogue = g.epilogue.empty() ? "gelu" : "bias_gelu";
+  if (fold && fold->residual) {
+    STITCH_CHECK(!act && g.beta == 0, "{}: a residual with an activation or a C of its own", n.describe());
+    g.epilogue = g.epilogue.empty() ? "residual" : "bias_residual";
+    c.args.push_back(fold->residual);
+    c.args[2] = fold->residual_add->output(0);
+  }
   c.flops = 2 * g.m * g.n * g.k;
   return out;
 }

@@ -21,6 +21,8 @@ struct GemmParams {
   // "bias": then C[i][j] += bias[j] for a bias vector of n elements (args[3]); a cuBLASLt epilogue
   // on the GPU, so a Gemm whose C is a row vector needs no broadcast kernel. "gelu" and
   // "bias_gelu": then C = GELU (tanh form) of that (CUBLASLT_EPILOGUE_GELU / GELU_BIAS).
+  // "residual" and "bias_residual": C += R, a tensor laid out as C (the last arg; beta is 0, and
+  // on the GPU R is cuBLASLt's C input with beta 1 and C is its D).
   std::string epilogue;
   Dims batch;                             // batch dims of C (may be empty)
   Dims stride_a, stride_b, stride_c;      // per batch dim, in elements
@@ -38,7 +40,8 @@ struct LibraryCall {
   std::string kind;  // "gemm" or "conv"
   const Node* node = nullptr;
   DType dtype = DType::kF32;
-  std::vector<const Value*> args;  // gemm: A, B, C, then the bias with the "bias" epilogue; conv: X, W, Y, then B if has_bias
+  std::vector<const Value*> args;  // gemm: A, B, C, then the bias ("bias*" epilogues), then R ("*residual");
+                                   // conv: X, W, Y, then B if has_bias
   GemmParams gemm;
   ConvParams conv;
   int64_t flops = 0;

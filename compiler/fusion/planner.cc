@@ -42,6 +42,23 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
     alone_.push_back(single_cost(*x, o.device));
     single_.push_back(folded_[i] ? Cost{} : alone_.back());
   }
+  // A residual the call reads as its C: the call runs after the residual's producer (which comes
+  // earlier in graph order, so edges still point forward), and reads it once more.
+  for (const auto& [mm, f] : folds_.by_matmul) {
+    if (!f.residual) continue;
+    const int i = idx_.at(mm);
+    single_[static_cast<size_t>(i)].time +=
+        static_cast<double>(num_elements(*f.residual->dims) * dtype_size(f.residual->dtype)) /
+        (o.device.dram_bw * o.device.bw_eff);
+    if (!f.residual->producer || !idx_.count(f.residual->producer)) continue;
+    const int p = idx_.at(f.residual->producer);
+    STITCH_CHECK(p < i, "a residual folded into {} is produced after it", mm->describe());
+    if (std::find(pred_[static_cast<size_t>(i)].begin(), pred_[static_cast<size_t>(i)].end(), p) ==
+        pred_[static_cast<size_t>(i)].end()) {
+      pred_[static_cast<size_t>(i)].push_back(p);
+      succ_[static_cast<size_t>(p)].push_back(i);
+    }
+  }
 }
 
 bool Planner::out_of_time() {

@@ -30,7 +30,7 @@ C gelu_tanh(C x) {
 }
 
 template <typename T>
-void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* bias) {
+void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* bias, const void* residual) {
   using E = Elem<T>;
   using C = typename E::C;
   std::vector<C> row(static_cast<size_t>(g.n));
@@ -49,6 +49,7 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
         C v = static_cast<C>(g.alpha) * row[j];
         if (g.beta != 0) v += static_cast<C>(g.beta) * E::get(c, at);
         if (bias) v += E::get(bias, j);
+        if (residual) v += E::get(residual, at);
         if (g.gelu) v = gelu_tanh(v);
         E::set(c, at, v);
       }
@@ -101,10 +102,11 @@ void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, voi
 
 }  // namespace
 
-void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c, const void* bias) {
-  if (dtype == "f32") return gemm<float>(g, a, b, c, bias);
-  if (dtype == "f64") return gemm<double>(g, a, b, c, bias);
-  if (dtype == "f16") return gemm<__half>(g, a, b, c, bias);
+void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c,
+              const void* bias, const void* residual) {
+  if (dtype == "f32") return gemm<float>(g, a, b, c, bias, residual);
+  if (dtype == "f64") return gemm<double>(g, a, b, c, bias, residual);
+  if (dtype == "f16") return gemm<__half>(g, a, b, c, bias, residual);
   fail(3, fmt::format("gemm on {} is not implemented on the emu backend", dtype));
 }
 

@@ -8,8 +8,9 @@ namespace stitch::rt {
 
 // C = alpha * op(A) op(B) + beta * C over the batch dims; dtype f32, f64 or f16.
 // bias: n elements added to every row of C after the product (GemmDesc::bias), else null.
+// residual: a tensor laid out as C, added after the bias (GemmDesc::residual), else null.
 void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c,
-              const void* bias = nullptr);
+              const void* bias = nullptr, const void* residual = nullptr);
 
 // Y = conv(X, W) (+ bias per output channel); NCHW with 1 to 3 spatial dims, groups.
 void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias, void* y);

@@ -53,8 +53,8 @@ struct ConvPlan {
   size_t workspace = 0;
 };
 
-// cuBLASLt descriptors of one gemm step with a bias and/or GELU epilogue, made once per session. Row-major
-// C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B is cuBLASLt's first operand.
+// cuBLASLt descriptors of one gemm step with a bias, GELU or residual epilogue, made once per session.
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B is cuBLASLt's first operand.
 struct LtPlan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
@@ -104,7 +104,8 @@ class CudaBackend final : public BackendImpl {
     CHECK(cublasSetWorkspace(cublas_, cublas_ws_, cublas_ws_bytes_));
     for (size_t i = 0; i < m.steps.size(); ++i) {
       if (m.steps[i].op == StepDesc::kConv) plan_conv(i, m.steps[i]);
-      if (m.steps[i].op == StepDesc::kGemm && (m.steps[i].gemm.bias || m.steps[i].gemm.gelu))
+      if (m.steps[i].op == StepDesc::kGemm &&
+          (m.steps[i].gemm.bias || m.steps[i].gemm.gelu || m.steps[i].gemm.residual))
         plan_lt(i, m.steps[i]);
       else if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.batch.size() > 1)
         plan_pointer_arrays(i, m.steps[i]);
@@ -339,9 +340,11 @@ class CudaBackend final : public BackendImpl {
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     // One bias element per row of column-major D, that is per column j of our row-major C; GELU
-    // (cuBLASLt's, the tanh form) after the bias.
-    const cublasLtEpilogue_t epi =
-        g.gelu ? (g.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU) : CUBLASLT_EPILOGUE_BIAS;
+    // (cuBLASLt's, the tanh form) after the bias. A residual alone needs no epilogue: it is
+    // cuBLASLt's C (laid out as D) with beta 1.
+    const cublasLtEpilogue_t epi = g.gelu   ? (g.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                   : g.bias ? CUBLASLT_EPILOGUE_BIAS
+                                            : CUBLASLT_EPILOGUE_DEFAULT;
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     if (g.bias) {
       const void* bias = ptr(s.args[3]);
@@ -375,10 +378,11 @@ class CudaBackend final : public BackendImpl {
     const uint32_t al_first = alignment(ptr(s.args[1]), g.offset_b, g.ldb, g.stride_b);
     const uint32_t al_second = alignment(ptr(s.args[0]), g.offset_a, g.lda, g.stride_a);
     const uint32_t al_out = alignment(ptr(s.args[2]), 0, g.ldc, g.stride_c);
+    const uint32_t al_c = g.residual ? alignment(ptr(s.args.back()), 0, g.ldc, g.stride_c) : al_out;
     const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligned[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_first},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_second},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_out},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_c},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_out}};
     for (const auto& [attr, bytes] : aligned)
       CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof bytes));
@@ -441,13 +445,19 @@ class CudaBackend final : public BackendImpl {
     auto* a = static_cast<const uint8_t*>(ptr(s.args[0]));
     auto* b = static_cast<const uint8_t*>(ptr(s.args[1]));
     auto* c = static_cast<uint8_t*>(ptr(s.args[2]));
+    // A residual is cuBLASLt's C, read with beta 1; otherwise C is D (beta accumulates onto it).
+    const auto* r = g.residual ? static_cast<const uint8_t*>(ptr(s.args.back())) : c;
+    const double one_d = 1;
+    const float one_f = 1;
+    const void* lt_beta = !g.residual ? beta : dbl ? static_cast<const void*>(&one_d) : &one_f;
     // All batch dims but the last are looped here (only cuBLASLt's epilogue calls still have
     // several: the others went to pointer arrays); the last goes to the batched call.
     for (const auto& [oa, ob, oc] : batch_offsets(g, nb > 0 ? nb - 1 : 0)) {
-      if (g.bias || g.gelu) {
+      if (g.bias || g.gelu || g.residual) {
         const LtPlan& p = lt_plans_.at(index);
-        CHECK(cublasLtMatmul(lt_, p.op, alpha, b + ob * esz, p.first, a + oa * esz, p.second, beta, c + oc * esz, p.out,
-                             c + oc * esz, p.out, &p.algo, cublas_ws_, cublas_ws_bytes_, stream_));
+        CHECK(cublasLtMatmul(lt_, p.op, alpha, b + ob * esz, p.first, a + oa * esz, p.second, lt_beta,
+                             r + oc * esz, p.out, c + oc * esz, p.out, &p.algo, cublas_ws_, cublas_ws_bytes_,
+                             stream_));
       } else {
         // Row-major C = A'B' is column-major C^T = B'^T A'^T: swap the operands.
         CHECK(cublasGemmStridedBatchedEx(cublas_, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,

@@ -97,7 +97,8 @@ class EmuBackend final : public BackendImpl {
           break;
         }
         case StepDesc::kGemm:
-          cpu_gemm(s.gemm, s.dtype, ptr(s.args[0]), ptr(s.args[1]), ptr(s.args[2]), s.gemm.bias ? ptr(s.args[3]) : nullptr);
+          cpu_gemm(s.gemm, s.dtype, ptr(s.args[0]), ptr(s.args[1]), ptr(s.args[2]),
+                   s.gemm.bias ? ptr(s.args[3]) : nullptr, s.gemm.residual ? ptr(s.args.back()) : nullptr);
           break;
         case StepDesc::kConv:
           cpu_conv(s.conv, s.dtype, ptr(s.args[0]), ptr(s.args[1]), s.conv.has_bias ? ptr(s.args[3]) : nullptr,

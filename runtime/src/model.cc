@@ -154,17 +154,24 @@ void parse_schedule(ModelData& m, const json& j) {
         g.offset_a = p.at("offset_a");
         g.offset_b = p.at("offset_b");
         const std::string epi = p.at("epilogue").get<std::string>();
-        if (epi != "none" && epi != "bias" && epi != "gelu" && epi != "bias_gelu")
+        if (epi != "none" && epi != "bias" && epi != "gelu" && epi != "bias_gelu" && epi != "residual" &&
+            epi != "bias_residual")
           fail(2, fmt::format("schedule.json: unknown gemm epilogue '{}'; the artifact is damaged, recompile it", epi));
-        g.bias = epi == "bias" || epi == "bias_gelu";
+        g.bias = epi == "bias" || epi == "bias_gelu" || epi == "bias_residual";
         g.gelu = epi == "gelu" || epi == "bias_gelu";
+        g.residual = epi == "residual" || epi == "bias_residual";
+        if (g.residual && g.beta != 0)
+          fail(2,
+               "schedule.json: a gemm step with a residual epilogue has a beta; the artifact is damaged, "
+               "recompile it");
         if (g.gelu && d.dtype != "f32" && d.dtype != "f16")
           fail(2, fmt::format(
                       "schedule.json: a gemm step of {} has a GELU epilogue (only f32 and f16 have one); the "
                       "artifact is damaged, recompile it",
                       d.dtype));
-        if (d.args.size() != (g.bias ? 4u : 3u))
-          fail(2, fmt::format("schedule.json: a gemm step with epilogue '{}' needs {} buffers", epi, g.bias ? 4 : 3));
+        const size_t want = 3u + (g.bias ? 1u : 0u) + (g.residual ? 1u : 0u);
+        if (d.args.size() != want)
+          fail(2, fmt::format("schedule.json: a gemm step with epilogue '{}' needs {} buffers", epi, want));
       } else {
         ConvDesc& c = d.conv;
         c.n = p.at("n"); c.c = p.at("c"); c.m = p.at("m"); c.group = p.at("group");

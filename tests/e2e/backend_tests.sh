@@ -71,9 +71,14 @@ same_kernel() {
   local f
   f=$(grep -l "node '$2'" "$1"/k*.cu) && grep -q "node '$3'" $f && grep -q "$4" $f
 }
-check "residual + layer norm is one kernel in bert_tiny" \
-  same_kernel "$TMP/fused_bert_tiny/kernels" /model/encoder/layer.0/attention/output/Add \
-  /model/encoder/layer.0/attention/output/LayerNorm/LayerNormalization "regional stitching"
+# In plan $1, the folded group whose reason says $2 holds node $3.
+folded_group() {
+  grep -A1 -F "$2" "$1" | grep -q -F "node '$3'"
+}
+check "the residual is added by the dense layer's GEMM (its C), layer norm reads the sum" \
+  folded_group "$TMP/fused_bert_tiny/plan.txt" \
+  "added by node '/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) as its C (a residual" \
+  /model/encoder/layer.0/attention/output/Add
 check "the dense layer's bias is added in its GEMM's epilogue" \
   grep -q "'/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) in its epilogue (bias)" \
   "$TMP/fused_bert_tiny/plan.txt"
@@ -194,7 +199,7 @@ expect "truncated schedule" 2 "schedule.json' has [0-9]+ bytes" -- "$STITCHC" ru
 cp -r "$B" "$TMP/missing" && rm "$TMP/missing/emu/kernels_emu.so"
 expect "missing file" 2 "missing file 'emu/kernels_emu.so'" -- "$STITCHC" run "$TMP/missing" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/version" && sed -i -E 's/"version": [0-9]+,/"version": 99,/' "$TMP/version/manifest.json"
-expect "format version mismatch" 2 "format version 99, this runtime reads version 4" -- \
+expect "format version mismatch" 2 "format version 99, this runtime reads version 5" -- \
   "$STITCHC" run "$TMP/version" --backend emu --inputs "$D"
 expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min .* ms, median" -- \
   "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1

@@ -81,13 +81,13 @@ TEST_CASE("the no-fuse list and the group size cap are honoured, and bad values 
 
 TEST_CASE("a merge that would make a cycle is rejected", "[fusion]") {
   // c reads a and m, and m reads a through a library call: fusing a with c would need the GEMM
-  // both before and after the group.
+  // both before and after the group. (A Mul: an Add would be the GEMM's residual, folded.)
   auto g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[4,8]
   input %w: f32[8,8]
   %a = Relu(%x) @"a"
   %m = MatMul(%a, %w) @"m"
-  %c = Add(%a, %m) @"c"
+  %c = Mul(%a, %m) @"c"
   output %c
 }
 )");

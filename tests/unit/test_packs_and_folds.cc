@@ -321,6 +321,161 @@ TEST_CASE("a bias the epilogue adds must be ready before the call: a constant or
   fused_matches_reference(*g, 47);
 }
 
+TEST_CASE("a residual Add is the GEMM's C when its other input is written before the call", "[fusion][emu]") {
+  // r1: bias then a residual computed earlier (Relu); r2: a Gemm's product reshaped, then a
+  // residual that is a graph input; late: the other input is computed after the MatMul in graph
+  // order, bcast: it broadcasts. Both of those stay Adds in kernels.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[2,3,4]
+  input %w: f32[4,4]
+  input %b: f32[4]
+  input %x2: f32[6,4]
+  input %res: f32[2,3,4]
+  input %row: f32[4]
+  const %shape: i64[3] = [2, 3, 4]
+  %h = Relu(%x) @"h"
+  %y = MatMul(%h, %w) @"m1"
+  %yb = Add(%y, %b) @"bias"
+  %r1 = Add(%h, %yb) @"r1"
+  %p = Gemm(%x2, %w, %b) @"gemm"
+  %p3 = Reshape(%p, %shape) @"view"
+  %r2 = Add(%p3, %res) @"r2"
+  %z = MatMul(%x, %w) @"m3"
+  %e = Exp(%x) @"late_input"
+  %r3 = Add(%z, %e) @"late"
+  %u = MatMul(%x, %w) @"m4"
+  %r4 = Add(%u, %row) @"bcast_row"
+  %v = MatMul(%r1, %w) @"m5"
+  %r5 = Add(%v, %row) @"row_bias"
+  output %r2
+  output %r3
+  output %r4
+  output %r5
+}
+)");
+  test::run_frontend_or_die(*g);
+  const auto gf = codegen::find_gemm_folds(*g);
+  std::set<std::string> folded;
+  for (const auto& [n, why] : gf.folded) folded.insert(n->name);
+  // bcast_row and row_bias are bias epilogues (a constant-shaped graph input), not residuals.
+  CHECK(folded == std::set<std::string>{"bias", "r1", "view", "r2", "bcast_row", "row_bias"});
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    auto plan = fusion::make_plan(*g, opts_lib(mode));
+    REQUIRE(plan.is_ok());
+    INFO(mode << "\n" << fusion::explain(*plan));
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
+    auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+    REQUIRE(s.is_ok());
+    std::map<std::string, int> step_of;  // node -> its step
+    for (size_t i = 0; i < s->steps.size(); ++i) {
+      const auto& st = s->steps[i];
+      if (st.kind == codegen::Step::kLibrary) step_of[s->calls[st.item].node->name] = static_cast<int>(i);
+      if (st.kind == codegen::Step::kKernel)
+        for (const Node* n : s->kernels[st.item].nodes) step_of[n->name] = static_cast<int>(i);
+    }
+    REQUIRE(step_of.count("h"));
+    CHECK(step_of.at("h") < step_of.at("m1"));  // the call reads h as its C: h is written first
+    for (const auto& call : s->calls) {
+      const std::string& name = call.node->name;
+      if (name == "m1") {
+        CHECK(call.gemm.epilogue == "bias_residual");
+        REQUIRE(call.args.size() == 5);
+        CHECK(call.args[2]->name == "r1");
+        CHECK(call.args[4]->name == "h");
+        CHECK(call.gemm.beta == 0);
+      }
+      if (name == "gemm") {
+        CHECK(call.gemm.epilogue == "bias_residual");
+        REQUIRE(call.args.size() == 5);
+        CHECK(call.args[2]->name == "r2");
+        CHECK(call.args[4]->name == "res");
+      }
+      if (name == "m3") CHECK(call.gemm.epilogue.empty());
+    }
+    CHECK(step_of.count("late"));  // a kernel of its own, or with late_input
+    CHECK(fused_matches_reference(*g, 61, opts_lib(mode)) >= 1);
+  }
+}
+
+TEST_CASE("a residual whose producer would have to run after the GEMM is not folded", "[fusion][emu]") {
+  // The other input of the Add reads the MatMul's input through another path that comes after
+  // the MatMul in graph order: folding it would need the call after that path, so it is left.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[5,8]
+  input %w: f32[8,8]
+  %y = MatMul(%x, %w) @"m"
+  %n = Neg(%x) @"after"
+  %s = Add(%n, %y) @"sum"
+  output %s
+}
+)");
+  test::run_frontend_or_die(*g);
+  const auto gf = codegen::find_gemm_folds(*g);
+  CHECK(gf.folded.empty());
+  CHECK(fused_matches_reference(*g, 62, opts_lib("beam")) == 1);
+}
+
+TEST_CASE("a kernel that writes a GEMM's residual cannot also read the GEMM's result", "[fusion][emu]") {
+  // h is the call's C; k reads h and (through q) the call's result. Grouping h with q and k would
+  // need the kernel both before and after the call: the planner sees the residual as an edge into
+  // the call and rejects that merge as a cycle.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[5,8]
+  input %w: f32[8,8]
+  %h = Relu(%x) @"h"
+  %y = MatMul(%x, %w) @"m"
+  %r = Add(%y, %h) @"res"
+  %q = Exp(%r) @"q"
+  %k = Mul(%h, %q) @"k"
+  output %k
+}
+)");
+  test::run_frontend_or_die(*g);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    auto plan = fusion::make_plan(*g, opts_lib(mode));
+    REQUIRE(plan.is_ok());
+    INFO(mode << "\n" << fusion::explain(*plan));
+    CHECK(fusion::explain(*plan).find("added by node 'm' (MatMul) as its C") != std::string::npos);
+    for (const auto& grp : plan->groups) {
+      std::set<std::string> names;
+      for (const Node* n : grp.nodes) names.insert(n->name);
+      CHECK_FALSE((names.count("h") && names.count("k")));
+    }
+    CHECK(fused_matches_reference(*g, 63, opts_lib(mode)) == 2);  // h; q with k
+  }
+}
+
+TEST_CASE("a GEMM call runs after the kernel that writes its residual", "[fusion][emu]") {
+  // h's kernel also computes p, which waits for the second call (m2, after m in graph order):
+  // the order must put m after that kernel although m reads nothing else of it.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[5,8]
+  input %w: f32[8,8]
+  input %w2: f32[8,8]
+  %h = Relu(%x) @"h"
+  %y = MatMul(%x, %w) @"m"
+  %z = MatMul(%x, %w2) @"m2"
+  %p = Mul(%h, %z) @"p"
+  %r = Add(%y, %h) @"res"
+  output %r
+  output %p
+}
+)");
+  test::run_frontend_or_die(*g);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    auto plan = fusion::make_plan(*g, opts_lib(mode));
+    REQUIRE(plan.is_ok());
+    INFO(mode << "\n" << fusion::explain(*plan));
+    std::map<std::string, size_t> at;  // node -> position of its group in execution order
+    for (size_t i = 0; i < plan->groups.size(); ++i)
+      for (const Node* n : plan->groups[i].nodes) at[n->name] = i;
+    CHECK(at.at("h") == at.at("p"));  // one kernel
+    CHECK(at.at("h") < at.at("m"));
+    CHECK(fused_matches_reference(*g, 64, opts_lib(mode)) == 1);
+  }
+}
+
 TEST_CASE("a Split whose every output feeds a GEMM operand is read in place through offsets", "[fusion][emu]") {
   // GPT-2: one projection for Q, K and V, split along the last axis, heads split and transposed.
   // In `g` all three outputs reach GEMMs; in `h` V is also read by a Neg, so the Split stays a
