@@ -13,6 +13,7 @@
 #include "cli/subcommands.h"
 #include "codegen/artifact.h"
 #include "codegen/schedule.h"
+#include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
 #include "fusion/plan.h"
 #include "importer/onnx_importer.h"
@@ -75,6 +76,16 @@ int run_compile(const CompileArgs& a) {
     if (!m.is_ok()) return report(m.status().with_context(a.model));
     merges = *m;
   }
+  // Row scales moved past GEMMs (hoist_scales.h), kept when the plan of the rewritten graph is
+  // estimated no slower than the plan without.
+  std::vector<std::string> hoists;
+  std::string hoist_verdict;
+  if (fo.mode != "none" && !a.no_hoist_row_scales) {
+    auto h = fusion::hoist_row_scales_if_cheaper(*g, fo);
+    if (!h.is_ok()) return report(h.status().with_context(a.model));
+    hoists = h->lines;
+    hoist_verdict = h->verdict;
+  }
   constexpr int kMaxReplans = 3;
   StatusOr<fusion::FusionPlan> plan = Status::internal("not planned");
   StatusOr<codegen::Schedule> sched = Status::internal("not scheduled");
@@ -95,6 +106,10 @@ int run_compile(const CompileArgs& a) {
     if (!merges.empty()) {
       o.plan_text = "sibling GEMMs merged (same activation, constant weights concatenated along n):\n";
       for (const std::string& m : merges) o.plan_text += "  " + m + "\n";
+    }
+    if (!hoist_verdict.empty()) {
+      o.plan_text += "row scales moved past GEMMs (" + hoist_verdict + "):\n";
+      for (const std::string& h : hoists) o.plan_text += "  " + h + "\n";
     }
     o.plan_text += fusion::explain(*plan);
     for (const std::string& r : replans) o.plan_text += "re-planned after ptxas: " + r + "\n";

@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
       "--no-merge-gemms", ca.no_merge_gemms,
       "keep sibling GEMMs (MatMuls of one activation with constant weights, e.g. Q, K and V) apart");
   compile->add_flag(
+      "--no-hoist-row-scales", ca.no_hoist_row_scales,
+      "keep RMSNorm-style row scales in front of the GEMMs they feed (by default they move after "
+      "the product, the norm's weight into the GEMM's, when the plan's estimate is lower)");
+  compile->add_flag(
       "--approximate-gelu", ca.approximate_gelu,
       "let GELU in its erf form (BERT's) run as cuBLASLt's GELU epilogue, which computes the tanh "
       "form (up to 4.7e-4 away); the tanh form (GPT-2's) always may");

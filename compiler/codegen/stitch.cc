@@ -760,9 +760,24 @@ class Stitcher {
     }
     for (const Node* n : nodes_)
       if (stitch_role(*n) == StitchRole::kRow) RETURN_IF_ERROR(emit_row_op(*n));
-    // Store pass for values of the rows' shape, then one value per row.
+    // Store pass for values of the rows' shape, then for wide values (analyze_stitch: the rows'
+    // kept extents, longer along the reduced axes), one pass per width, then one value per row.
     std::vector<const Value*> full, one;
-    for (const Value* v : info_.stored) (dims(v) == d ? full : one).push_back(v);
+    std::map<int64_t, std::vector<const Value*>> wide;  // by width
+    for (const Value* v : info_.stored) {
+      if (dims(v) == d) {
+        full.push_back(v);
+        continue;
+      }
+      int64_t width = 1;
+      if (dims(v).size() == d.size())
+        for (int64_t k = 0; k < r; ++k)
+          if (info_.reduced[k]) width *= dims(v)[static_cast<size_t>(k)];
+      if (width > 1)
+        wide[width].push_back(v);
+      else
+        one.push_back(v);
+    }
     if (!full.empty()) {
       scopes_[1] = Scope{};
       for (const Value* v : full) {
@@ -774,6 +789,36 @@ class Stitcher {
       std::vector<std::string> body = std::move(scopes_[1].lines);
       scopes_[1] = Scope{};
       line(0, row_loop());
+      for (const std::string& l : body) line(0, "  " + l);
+      line(0, "}");
+      ++passes_;
+    }
+    for (const auto& [width, vs] : wide) {
+      STITCH_CHECK(!map_.split() && !map_.column, "wide values in a split or column row kernel");
+      scopes_[1] = Scope{};
+      for (const Value* v : vs) {
+        // The kept axes as the domain's; the reduced ones from j over this value's extents.
+        const Dims& vd = dims(v);
+        Coords c = dom_;
+        int64_t inner = 1;
+        for (int64_t k = r; k-- > 0;) {
+          if (!info_.reduced[k]) continue;
+          c[k] = {"0", 0};
+          if (vd[k] != 1) {
+            std::string e = "j";
+            if (inner > 1) e = fmt::format("(j / {}LL)", inner);
+            if (inner * vd[k] < width) e = fmt::format("({} % {}LL)", e, vd[k]);
+            c[k] = {e, 1};
+          }
+          inner *= vd[k];
+        }
+        ASSIGN_OR_RETURN(SExpr val, at(v, c));
+        store(v, offset(v, c).s, val.s, 1);
+      }
+      std::vector<std::string> body = std::move(scopes_[1].lines);
+      scopes_[1] = Scope{};
+      line(0, fmt::format("for (long long j = lane; j < {}LL; j += step) {{  // wide values, {} per row",
+                          width, width));
       for (const std::string& l : body) line(0, "  " + l);
       line(0, "}");
       ++passes_;

@@ -79,6 +79,8 @@ struct StitchInfo {
   std::vector<bool> reduced;  // row kernels: the axes of `domain` a row runs along
   int64_t rows = 1, cols = 1;
   int passes = 1;         // loops over each row (row kernels), 1 for element kernels
+  int wide_passes = 0;    // of those, store passes of wide values (in row lengths; analyze_stitch)
+  int64_t wide_cols = 0;  // the widest wide value's extent per row (0: none); sets the threads per row
   std::vector<const Value*> stored;
   int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element
   // Fine-grained GEMMs in the group: multiply-adds per evaluation of the kernel's values (per

@@ -300,8 +300,36 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
       if (d[k] != (info.reduced[k] ? 1 : info.domain[k])) return false;
     return true;
   };
+  // Wide values: computed at the current row with the rows' kept extents but other extents
+  // along the reduced axes (a row scale applied to a GEMM product wider than the row it was
+  // reduced over: RMSNorm moved past its GEMM, fusion/hoist_scales.h). A store pass of their own
+  // loops over each; not in column kernels or rows split over blocks.
+  const bool wide_ok = !info.column && !row_mapping(info.rows, info.cols).split();
+  auto wide = [&](const Dims& v) {
+    if (!wide_ok || v.size() != info.domain.size() || v == info.domain) return false;
+    bool longer = false;
+    for (int64_t k = 0; k < r; ++k) {
+      if (!info.reduced[k] && v[k] != info.domain[k]) return false;
+      longer |= info.reduced[k] && v[k] != 1;
+    }
+    return longer;
+  };
+  // A Slice that keeps every kept axis whole: it stays at the current row.
+  auto in_row_slice = [&](const Node& n) {
+    if (n.op_type != "Slice" || !n.input(0) || dims(n.input(0)).size() != info.domain.size()) return false;
+    auto spec = stitch_slice(n);
+    if (!spec.is_ok()) return false;
+    const Dims& in = dims(n.input(0));
+    const Dims st = ops::strides_of(in);
+    for (int64_t k = 0; k < r; ++k)
+      if (!info.reduced[k] &&
+          (spec->out[k] != in[k] || spec->strides[k] != st[k] || (spec->base / st[k]) % in[k] != 0))
+        return false;
+    return true;
+  };
   // Values computed from a row op's result are read at the current row only: per-element ops
-  // over the rows' shape (a broadcast of a per-row value), never a layout change.
+  // over the rows' shape (a broadcast of a per-row value) or wide values, and Slices along the
+  // row; never another layout change.
   std::set<const Value*> after_row;
   for (const Node* n : nodes) {
     bool after = false;
@@ -312,9 +340,10 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
           fmt::format("{} multiplies a value computed from a row op in the group, which a row kernel "
                       "holds for the current row only",
                       n->describe()));
-    if (after && role != StitchRole::kPointwise && role != StitchRole::kRow)
+    if (after && role != StitchRole::kPointwise && role != StitchRole::kRow &&
+        !(in_row_slice(*n) && wide(dims(n->output(0)))))
       return Status::user(fmt::format("{} changes the layout of a value computed from a row op in the group", n->describe()));
-    if (after && !broadcasts_into(dims(n->output(0)), info.domain))
+    if (after && !broadcasts_into(dims(n->output(0)), info.domain) && !wide(dims(n->output(0))))
       return Status::user(fmt::format("{} makes {} from a row op's result, not a broadcast of the rows {}", n->describe(),
                                       dims_to_string(dims(n->output(0))), dims_to_string(info.domain)));
     if (after)
@@ -326,9 +355,17 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
     if (after || role == StitchRole::kRow) after_row.insert(n->output(0));
   }
   bool full = false;
+  std::set<int64_t> widths;  // one store pass per width of wide values
   for (const Value* v : info.stored) {
     if (dims(v) == info.domain) {
       full = true;
+      continue;
+    }
+    if (wide(dims(v)) && !per_row(dims(v))) {
+      int64_t width = 1;
+      for (int64_t k = 0; k < r; ++k)
+        if (info.reduced[k]) width *= dims(v)[static_cast<size_t>(k)];
+      widths.insert(width);
       continue;
     }
     if (!per_row(dims(v)))
@@ -336,6 +373,10 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
                                       v->name, dims_to_string(dims(v)), dims_to_string(info.domain)));
   }
   if (full) ++info.passes;
+  if (!widths.empty()) info.wide_cols = *widths.rbegin();
+  for (int64_t width : widths)  // counted in passes over the row's length, for the cost model
+    info.wide_passes += static_cast<int>((width + info.cols - 1) / info.cols);
+  info.passes += info.wide_passes;
   for (const Node* n : nodes) {  // row kernels evaluate each value once per element and pass
     if (!contraction_length(*n)) continue;
     const int64_t e = num_elements(dims(n->output(0)));
@@ -368,7 +409,13 @@ RowMapping column_mapping(int64_t cols) {
 }
 
 RowMapping row_mapping(const StitchInfo& info, bool allow_split) {
-  return info.column ? column_mapping(info.cols) : row_mapping(info.rows, info.cols, allow_split);
+  if (info.column) return column_mapping(info.cols);
+  if (info.wide_cols > info.cols) {  // threads per row for the widest loop; never split
+    RowMapping m = row_mapping(info.rows, info.wide_cols, false);
+    m.segment = info.cols;
+    return m;
+  }
+  return row_mapping(info.rows, info.cols, allow_split);
 }
 
 std::string row_mapping_text(const RowMapping& m) {

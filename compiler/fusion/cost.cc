@@ -268,7 +268,8 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
     const codegen::RowMapping m = codegen::row_mapping(info);
     bool full_store = false;  // a store pass over the rows (analyze_stitch counts it in passes)
     for (const Value* v : info.stored) full_store |= *v->dims == info.domain;
-    const RowShape rs = row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0), d);
+    const RowShape rs =
+        row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0) - info.wide_passes, d);
     threads = rs.threads;
     barrier_time = rs.barrier_time;
     // Later passes read the row inputs again: from shared memory when they fit the cache budget,

@@ -79,6 +79,12 @@ check "the residual is added by the dense layer's GEMM (its C), layer norm reads
   folded_group "$TMP/fused_bert_tiny/plan.txt" \
   "added by node '/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) as its C (a residual" \
   /model/encoder/layer.0/attention/output/Add
+check "llama_tiny: the second RMSNorm's row scale moved past its gate/up GEMM, by the estimate" \
+  grep -q "row scales moved past GEMMs (estimated .* us against .* us without, 9 kernels against 11)" \
+  "$TMP/llama_tiny/plan.txt"
+expect "--no-hoist-row-scales keeps the RMSNorm kernels (11 kernels)" 0 "11 kernels \+ 10 library calls" -- \
+  "$STITCHC" compile "$ROOT/models/llama_tiny/model.onnx" -o "$TMP/llama_nohoist" --shape batch=2 \
+  --shape sequence=16 --no-nvcc --no-hoist-row-scales --explain-fusion
 check "the dense layer's bias is added in its GEMM's epilogue" \
   grep -q "'/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) in its epilogue (bias)" \
   "$TMP/fused_bert_tiny/plan.txt"

@@ -1,0 +1,39 @@
+// Row scales moved past a GEMM: (x * r * c) W = r * (x (diag(c) W)) when r holds one value per row
+// of x (a [..., 1] factor, such as RMSNorm's 1/sqrt(mean(x^2) + eps)) and c one constant per column
+// (RMSNorm's weight). The column scales go into a new constant weight, the row scales multiply the
+// product, and the normalized activation is never stored: the row scale and its reduction move
+// into the kernel that reads the product (LLaMA's SiLU gate), so the norm needs no kernel of its
+// own. A GEMM with a residual epilogue writes the norm's input (find_gemm_folds), and the GEMM
+// after the norm reads that directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fusion/plan.h"
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch::fusion {
+
+// For every MatMul whose B is a constant [k, n] matrix and whose A is, through Mul, Div (by a
+// factor) and same-type Cast nodes each read only by the next, the product of exactly one value
+// of A's shape, at least one row factor (last dim 1, the others 1 or A's) and any number of
+// constant column factors ([k] or [1, ..., k], or scalars): the MatMul reads that value with the
+// column factors folded into its weight, and Mul/Div nodes apply the row factors to its product.
+// Only where every reader of the product (through views and Slices) is a kernel op, none a GEMM
+// or convolution (those would need the scaled product stored, which is what the norm did), and
+// the product is not a graph output. Returns one line per MatMul rewritten.
+StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g);
+
+// hoist_row_scales on a copy of `g`, kept (g replaced) when the plan of the copy is estimated no
+// slower than the plan of `g`: a row scale applied in a kernel that would not otherwise exist
+// costs a launch. `lines` are hoist_row_scales' lines when kept; `verdict` says what was
+// compared (empty when there was no candidate).
+struct HoistResult {
+  std::vector<std::string> lines;
+  std::string verdict;
+};
+StatusOr<HoistResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+
+}  // namespace stitch::fusion

@@ -1,0 +1,273 @@
+// Row scales moved past GEMMs (fusion::hoist_row_scales): RMSNorm in front of a GEMM becomes a
+// GEMM of the norm's input with the norm's weight folded into its weight, and the row scale moves
+// into the kernel after it, which stitches the norm's reduction with values of another width (wide
+// values, analyze_stitch). Every rewrite is checked against the reference interpreter on the
+// original graph; every plan on emu against the reference.
+#include <fmt/format.h>
+
+#include <tuple>
+
+#include "fusion/hoist_scales.h"
+#include "fusion/merge_gemms.h"
+#include "fusion_test_util.h"
+#include "ir/graph.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+// Constants with values in [lo, lo + 2) from a fixed linear congruential sequence.
+std::string values(uint32_t& state, int count, double lo = -1.0) {
+  std::string out;
+  for (int i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    out += fmt::format("{}{:.4f}", i ? ", " : "", static_cast<double>(state >> 8) / (1 << 23) + lo);
+  }
+  return "[" + out + "]";
+}
+
+// LLaMA's MLP input: RMSNorm of %h (rows of 16) in the exporter spelling `norm` (it reads %h,
+// writes %y), the gate and up projections (merged into one GEMM of n = 48 by
+// merge_sibling_gemms), the SiLU gate; `tail` may add more.
+std::unique_ptr<Graph> rms_mlp(const std::string& norm, const std::string& tail = "",
+                               const std::string& outputs = "  output %o\n") {
+  uint32_t state = 777;
+  const std::string consts = fmt::format(
+      "  const %gamma: f32[16] = {}\n  const %wg: f32[16,24] = {}\n  const %wu: f32[16,24] = {}\n",
+      values(state, 16, 0.5), values(state, 16 * 24), values(state, 16 * 24));
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %h: f32[2,5,16]
+  const %two: f32[] = [2.0]
+  const %one: f32[] = [1.0]
+  const %eps: f32[] = [0.000001]
+  const %axis: i64[1] = [-1]
+)" + consts + norm + R"(
+  %g = MatMul(%y, %wg) @"gate"
+  %u = MatMul(%y, %wu) @"up"
+  %sg = Sigmoid(%g) @"sigmoid"
+  %si = Mul(%g, %sg) @"silu"
+  %o = Mul(%si, %u) @"gated"
+)" + tail + outputs + "}\n");
+  run_frontend_or_die(*g);
+  return g;
+}
+
+// HuggingFace's RMSNorm as torch.export writes it: x * rsqrt(mean(x^2) + eps) * weight.
+const char* kDynamoNorm = R"(  %sq = Pow(%h, %two) @"pow"
+  %ms = ReduceMean(%sq) {axes = ints[-1], keepdims = 1} @"mean"
+  %ve = Add(%ms, %eps) @"add_eps"
+  %sd = Sqrt(%ve) @"sqrt"
+  %rs = Reciprocal(%sd) @"rsqrt"
+  %xn = Mul(%h, %rs) @"normalize"
+  %y = Mul(%gamma, %xn) @"weight")";
+
+// The same through TorchScript: casts to the same type and 1 / sqrt as a Div.
+const char* kScriptNorm = R"(  %hc = Cast(%h) {to = 1} @"cast_in"
+  %sq = Pow(%hc, %two) @"pow"
+  %ms = ReduceMean(%sq) {axes = ints[-1], keepdims = 1} @"mean"
+  %ve = Add(%ms, %eps) @"add_eps"
+  %sd = Sqrt(%ve) @"sqrt"
+  %rs = Div(%one, %sd) @"rsqrt"
+  %xn = Mul(%hc, %rs) @"normalize"
+  %xc = Cast(%xn) {to = 1} @"cast_out"
+  %y = Mul(%gamma, %xc) @"weight")";
+
+// The rewritten graph computes what the original did (reference interpreter, both graphs).
+void same_as_original(const Graph& original, const Graph& rewritten, uint32_t seed) {
+  TensorMap feed;
+  for (const Value* v : original.inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+  auto want = run_reference(original, feed);
+  auto got = run_reference(rewritten, feed);
+  REQUIRE(want.is_ok());
+  REQUIRE(got.is_ok());
+  for (const Value* v : original.outputs) {
+    const CompareResult r = compare_tensors(got->at(v->name), want->at(v->name), 1e-5, 1e-6);
+    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
+    CHECK(r.ok);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("RMSNorm before a gated MLP: the row scale moves past the GEMM into the gate's kernel",
+          "[fusion][emu]") {
+  for (const char* norm : {kDynamoNorm, kScriptNorm}) {
+    auto g = rms_mlp(norm);
+    auto original = clone_graph(*g);
+    auto merged = fusion::merge_sibling_gemms(*g);
+    REQUIRE(merged.is_ok());
+    REQUIRE(merged->size() == 1);
+    auto hoisted = fusion::hoist_row_scales(*g);
+    REQUIRE(hoisted.is_ok());
+    REQUIRE(hoisted->size() == 1);
+    INFO(hoisted->front());
+    // torch.export: 1/sqrt is Reciprocal, one value; TorchScript: Div(1, sqrt), so the row scale
+    // is sqrt (a divisor) and 1 is one more column scale.
+    const std::string want = norm == kDynamoNorm
+                                 ? "row scale 'rs' applied to the product, 1 column scale(s) folded"
+                                 : "row scale 'sd' applied to the product, 2 column scale(s) folded";
+    CHECK(hoisted->front().find(want) != std::string::npos);
+    // The GEMM reads %h (through the same-type cast, or directly) with gamma in its weight; the
+    // norm's Muls are gone.
+    int matmuls = 0;
+    for (const auto& n : g->nodes()) {
+      CHECK(n->name != "normalize");
+      CHECK(n->name != "weight");
+      if (n->op_type != "MatMul") continue;
+      ++matmuls;
+      REQUIRE(n->input(1)->is_constant());
+      const Value* a = n->input(0);
+      CHECK((a->name == "h" || a->name == "hc"));
+    }
+    CHECK(matmuls == 1);
+    same_as_original(*original, *g, 5);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      auto plan = fusion::make_plan(*g, opts_lib(mode));
+      REQUIRE(plan.is_ok());
+      INFO(mode << "\n" << fusion::explain(*plan));
+      // One kernel: the norm's reduction over rows of 16, the row scale and the gate over rows
+      // of 48 and 24 (wide values).
+      CHECK(plan->cost.kernels == 1);
+      CHECK(fused_matches_reference(*g, 9, opts_lib(mode)) == 1);
+    }
+  }
+}
+
+TEST_CASE("row scales stay in front of GEMMs whose product is read by another GEMM or stored", "[fusion]") {
+  uint32_t state = 99;
+  const std::string w = values(state, 16 * 16);
+  const std::string consts =
+      "  const %w: f32[16,16] = " + w + "\n  const %gamma: f32[16] = " + values(state, 16, 0.5) + "\n";
+  auto build = [&](const std::string& body, const std::string& outputs) {
+    auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %h: f32[2,5,16]
+  input %h2: f32[2,5,16]
+  input %q: f32[2,5,3]
+  input %c: f32[16]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+)" + consts + R"(  %sq = Pow(%h, %two) @"pow"
+  %ms = ReduceMean(%sq) {axes = ints[-1], keepdims = 1} @"mean"
+  %ve = Add(%ms, %eps) @"add_eps"
+  %sd = Sqrt(%ve) @"sqrt"
+  %rs = Reciprocal(%sd) @"rsqrt"
+)" + body + outputs + "}\n");
+    run_frontend_or_die(*g);
+    return g;
+  };
+  struct Case {
+    const char* what;
+    std::string body, outputs;
+  };
+  const std::vector<Case> cases = {
+      {"the product feeds a GEMM through a transpose (attention's V)",
+       "  %xn = Mul(%h, %rs)\n  %y = Mul(%xn, %gamma)\n  %p = MatMul(%y, %w)\n"
+       "  %t = Transpose(%p) {perm = ints[0, 2, 1]}\n  %o = MatMul(%t, %q)\n",
+       "  output %o\n"},
+      {"the product is a graph output", "  %xn = Mul(%h, %rs)\n  %p = MatMul(%xn, %w)\n", "  output %p\n"},
+      {"two values of A's shape",
+       "  %xn = Mul(%h, %rs)\n  %x2 = Mul(%xn, %h2)\n  %p = MatMul(%x2, %w)\n  %o = Neg(%p)\n",
+       "  output %o\n"},
+      {"no row factor", "  %xn = Mul(%h, %gamma)\n  %p = MatMul(%xn, %w)\n  %o = Neg(%p)\n  %o2 = Neg(%rs)\n",
+       "  output %o\n  output %o2\n"},
+      {"a column factor that is not constant",
+       "  %xn = Mul(%h, %rs)\n  %y = Mul(%xn, %c)\n  %p = MatMul(%y, %w)\n  %o = Neg(%p)\n", "  output %o\n"},
+      {"the normalized value has another reader",
+       "  %xn = Mul(%h, %rs)\n  %p = MatMul(%xn, %w)\n  %o = Neg(%p)\n  %o2 = Neg(%xn)\n",
+       "  output %o\n  output %o2\n"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto g = build(c.body, c.outputs);
+    const size_t nodes = g->nodes().size();
+    auto hoisted = fusion::hoist_row_scales(*g);
+    REQUIRE(hoisted.is_ok());
+    CHECK(hoisted->empty());
+    CHECK(g->nodes().size() == nodes);
+  }
+}
+
+TEST_CASE("wide values after a row op: Slices along the row only, in row kernels that are not split",
+          "[fusion][emu]") {
+  // r is one value per row of x (16 wide); p is 40 wide. A Slice along the row after the scale is
+  // stitched; one along the rows is not (the row op's result is held for the current row only).
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[6,16]
+  input %p: f32[6,40]
+  const %s0: i64[1] = [8]
+  const %e0: i64[1] = [40]
+  const %a1: i64[1] = [1]
+  const %s1: i64[1] = [1]
+  const %e1: i64[1] = [6]
+  const %a0: i64[1] = [0]
+  %m = ReduceMax(%x) {axes = ints[1], keepdims = 1} @"row_max"
+  %sc = Mul(%p, %m) @"scale"
+  %cut = Slice(%sc, %s0, %e0, %a1) @"along_row"
+  %e = Exp(%cut) @"exp"
+  %down = Slice(%sc, %s1, %e1, %a0) @"along_rows"
+  %n = Neg(%down) @"neg"
+  output %e
+  output %n
+}
+)");
+  run_frontend_or_die(*g);
+  std::map<std::string, const Node*> by;
+  for (const auto& n : g->nodes()) by[n->name] = n.get();
+  auto ok = codegen::analyze_stitch({by["row_max"], by["scale"], by["along_row"], by["exp"]},
+                                    {by["exp"]->output(0)});
+  INFO(ok.status().message());
+  REQUIRE(ok.is_ok());
+  CHECK(ok->row);
+  CHECK(ok->wide_passes == 2);  // 32 per row over rows of 16: two row lengths
+  auto bad = codegen::analyze_stitch({by["row_max"], by["scale"], by["along_rows"], by["neg"]},
+                                     {by["neg"]->output(0)});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("changes the layout of a value computed from a row op") !=
+        std::string::npos);
+  const codegen::NodeGroups groups{
+      {by["row_max"], by["scale"], by["along_row"], by["exp"]}, {by["along_rows"]}, {by["neg"]}};
+  // scale is read by the second group too, so the first stores it: a wide value of 40 and one of 32.
+  CHECK(emu_matches_reference(*g, &groups, 31) == 3);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    CHECK(fused_matches_reference(*g, 33, mode) >= 1);
+  }
+}
+
+TEST_CASE("llama_tiny as stitchc compiles it: 3 generated kernels and 8 launches per layer",
+          "[fusion][models][emu]") {
+  // Per layer: the first RMSNorm (its input written by the previous down projection with the
+  // residual added as its C), the Q/K/V GEMM, rotary + Q.K^T + mask + softmax, P.V, the output
+  // GEMM (residual as its C), the gate/up GEMM of the norm's input, the second RMSNorm's row
+  // scale with the SiLU gate, the down GEMM. Besides the layers: the mask's Cast (packed with
+  // the first norm) and GatherND, and the mask's And/Where.
+  auto g = test::prepared_model("llama_tiny");
+  REQUIRE(fusion::merge_sibling_gemms(*g).is_ok());
+  auto hoisted = fusion::hoist_row_scales_if_cheaper(g, opts("beam"));
+  REQUIRE(hoisted.is_ok());
+  INFO(hoisted->verdict);
+  REQUIRE(hoisted->lines.size() == 2);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  int gates = 0;
+  for (const auto& grp : plan->groups) {
+    bool mean = false, sigmoid = false;
+    for (const Node* n : grp.nodes) {
+      mean |= n->op_type == "ReduceMean";
+      sigmoid |= n->op_type == "Sigmoid";
+    }
+    gates += mean && sigmoid;
+  }
+  CHECK(gates == 2);  // one per layer: the norm's reduction and the gate in one kernel
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+  REQUIRE(s.is_ok());
+  CHECK(s->calls.size() == 2 * 5);
+  CHECK(s->kernels.size() == 3 + 2 * 3);
+  int residuals = 0;
+  for (const auto& c : s->calls) residuals += c.gemm.epilogue == "residual";
+  CHECK(residuals == 2 * 2);
+}
