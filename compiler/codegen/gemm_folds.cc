@@ -227,30 +227,31 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
     // A Gemm's C is added before the activation only through the bias epilogue.
     const bool plain_c =
         !is_gemm || !mm.input(2) || mm.attr_float("beta", 1.0f) == 0.0f || gemm_bias_epilogue(mm);
+    // The product's only reader, through views (GPT-2's Gemm of [tokens, n] reshaped back to
+    // [batch, seq, n]): a residual Add or an activation; the call writes the same elements in the
+    // same order.
+    std::vector<const Node*> views;
+    const Value* tail = y;
+    for (auto it = users.find(tail); it != users.end() && only_reader(g, users, tail, it->second.front());
+         it = users.find(tail)) {
+      const Node* v = it->second.front();
+      if (classify_node(*v) != NodeLowering::kView || !free(v) || !v->output(0) ||
+          v->output(0)->dtype != tail->dtype)
+        break;
+      views.push_back(v);
+      tail = v->output(0);
+    }
     // Residual: an Add of a same-shaped value written before the MatMul runs (its producer comes
     // first in graph order, so no path leads from the call back to it).
-    // The Add may read the product through views (GPT-2's Gemm of [tokens, n] reshaped back to
-    // [batch, seq, n]): the call writes the same elements in the same order.
     if (plain_c) {
-      std::vector<const Node*> views;
-      const Value* x = y;
-      for (auto it = users.find(x); it != users.end() && only_reader(g, users, x, it->second.front());
-           it = users.find(x)) {
-        const Node* v = it->second.front();
-        if (classify_node(*v) != NodeLowering::kView || !free(v) || !v->output(0) ||
-            v->output(0)->dtype != x->dtype)
-          break;
-        views.push_back(v);
-        x = v->output(0);
-      }
-      auto it = users.find(x);
+      auto it = users.find(tail);
       const Node* add =
-          it != users.end() && only_reader(g, users, x, it->second.front()) ? it->second.front() : nullptr;
+          it != users.end() && only_reader(g, users, tail, it->second.front()) ? it->second.front() : nullptr;
       const Value* other =
-          add && add->inputs.size() == 2 ? (add->input(0) == x ? add->input(1) : add->input(0)) : nullptr;
+          add && add->inputs.size() == 2 ? (add->input(0) == tail ? add->input(1) : add->input(0)) : nullptr;
       if (add && other && add->op_type == "Add" && free(add) && add->input(0) != add->input(1) &&
-          other->has_static_shape() && other->dtype == x->dtype && dims(other) == dims(x) && add->output(0) &&
-          dims(add->output(0)) == dims(x) &&
+          other->has_static_shape() && other->dtype == tail->dtype && dims(other) == dims(tail) &&
+          add->output(0) && dims(add->output(0)) == dims(tail) &&
           (other->producer == nullptr || position.at(other->producer) < position.at(&mm))) {
         f.residual_add = add;
         f.residual = other;
@@ -262,18 +263,7 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
       }
     }
     if (plain_c && !f.residual) {
-      std::vector<const Node*> views;  // the activation may read the product through views
-      const Value* x = y;
-      for (auto it = users.find(x); it != users.end() && only_reader(g, users, x, it->second.front());
-           it = users.find(x)) {
-        const Node* v = it->second.front();
-        if (classify_node(*v) != NodeLowering::kView || !free(v) || !v->output(0) ||
-            v->output(0)->dtype != x->dtype)
-          break;
-        views.push_back(v);
-        x = v->output(0);
-      }
-      auto act = match_activation(g, users, x, [&](const Node* n) { return free(n); });
+      auto act = match_activation(g, users, tail, [&](const Node* n) { return free(n); });
       if (act && (act->kind == Activation::kGeluTanh || o.approximate_gelu)) {
         f.activation = Activation::kGeluTanh;
         f.activation_out = act->out;

@@ -9,7 +9,7 @@
 
 #include "codegen/lower.h"
 #include "codegen/stitch.h"
-#include "ir/op_table.h"
+#include "fusion/graph_edit.h"
 
 namespace stitch::fusion {
 namespace {
@@ -40,15 +40,6 @@ Kind classify(const Value* v, const Dims& a) {
   if (v->is_constant() && !d.empty() && d.back() == a.back() && num_elements(d) == a.back())
     return Kind::kColumn;
   return Kind::kOther;
-}
-
-Node* new_node(Graph& g, const std::string& op, const std::string& name) {
-  auto n = std::make_unique<Node>();
-  n->op_type = op;
-  n->name = name;
-  n->opset = g.opset;
-  n->def = find_op("", op, g.opset);
-  return g.add_node(std::move(n));
 }
 
 }  // namespace
@@ -82,7 +73,6 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
     return true;
   };
   std::vector<Node*> dead;
-  std::set<const Node*> taken;
   const std::vector<Node*> matmuls = [&] {
     std::vector<Node*> out;
     for (const auto& np : g.nodes())
@@ -103,7 +93,7 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
     std::vector<Node*> chain;
     std::function<void(Value*, const Node*, bool)> split = [&](Value* v, const Node* reader, bool inv) {
       Node* p = v->producer;
-      const bool through = p && !taken.count(p) && only_reader(v, reader) && p->domain.empty() &&
+      const bool through = p && only_reader(v, reader) && p->domain.empty() &&
                            (((p->op_type == "Mul" || p->op_type == "Div") && p->inputs.size() == 2) ||
                             (p->op_type == "Cast" && p->input(0) && p->input(0)->dtype == v->dtype));
       if (!through) {
@@ -151,14 +141,10 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
     std::vector<double> wv = w->constant->to_f64();
     for (int64_t i = 0; i < k; ++i)
       for (int64_t j = 0; j < n; ++j) wv[static_cast<size_t>(i * n + j)] *= scale[static_cast<size_t>(i)];
-    Value* w2 = g.add_value(g.unique_name(mm->name + "/scaled_weight"));
-    w2->dtype = w->dtype;
-    w2->dims = *w->dims;
+    Value* w2 = add_typed_value(g, mm->name + "/scaled_weight", w->dtype, *w->dims);
     w2->constant = Tensor::from_f64(w->dtype, *w->dims, wv);
-    Node* m2 = new_node(g, "MatMul", g.unique_name(mm->name + "/unscaled"));
-    Value* z = g.add_value(g.unique_name(mm->name + "/unscaled_product"));
-    z->dtype = y->dtype;
-    z->dims = *y->dims;
+    Node* m2 = add_op_node(g, "MatMul", g.unique_name(mm->name + "/unscaled"));
+    Value* z = add_typed_value(g, mm->name + "/unscaled_product", y->dtype, *y->dims);
     m2->inputs = {x, w2};
     m2->outputs = {z};
     z->producer = m2;
@@ -166,12 +152,10 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
     Value* cur = z;
     std::string names;
     for (size_t i = 0; i < rows.size(); ++i) {
-      Node* s = new_node(g, rows[i].inverse ? "Div" : "Mul", g.unique_name(mm->name + "/row_scale"));
+      Node* s = add_op_node(g, rows[i].inverse ? "Div" : "Mul", g.unique_name(mm->name + "/row_scale"));
       Value* out = y;
       if (i + 1 < rows.size()) {
-        out = g.add_value(g.unique_name(mm->name + "/row_scaled"));
-        out->dtype = y->dtype;
-        out->dims = *y->dims;
+        out = add_typed_value(g, mm->name + "/row_scaled", y->dtype, *y->dims);
       }
       s->inputs = {cur, rows[i].value};
       s->outputs = {out};
@@ -181,10 +165,8 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
     }
     mm->outputs[0] = nullptr;
     dead.push_back(mm);
-    for (Node* c : chain) {
-      dead.push_back(c);
-      taken.insert(c);
-    }
+    // Each chain node is read only by the next, so no other MatMul's chain shares one.
+    dead.insert(dead.end(), chain.begin(), chain.end());
     log.push_back(
         fmt::format("{}: row scale {} applied to the product, {} column scale(s) folded into its weight; "
                     "it reads '{}' (node '{}')",

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <map>
 
-#include "ir/op_table.h"
+#include "fusion/graph_edit.h"
 
 namespace stitch::fusion {
 namespace {
@@ -35,22 +35,6 @@ Tensor concat_columns(DType t, int64_t rows, const std::vector<const Tensor*>& p
     col += n;
   }
   return out;
-}
-
-Node* new_node(Graph& g, const std::string& op, const std::string& name) {
-  auto n = std::make_unique<Node>();
-  n->op_type = op;
-  n->name = name;
-  n->opset = g.opset;
-  n->def = find_op("", op, g.opset);
-  return g.add_node(std::move(n));
-}
-
-Value* new_value(Graph& g, const std::string& hint, DType t, Dims d) {
-  Value* v = g.add_value(g.unique_name(hint));
-  v->dtype = t;
-  v->dims = std::move(d);
-  return v;
 }
 
 }  // namespace
@@ -114,20 +98,20 @@ StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g) {
       names += (names.empty() ? "" : ", ") + s.mm->describe();
       sizes += (sizes.empty() ? "" : "+") + std::to_string(s.n);
     }
-    Value* w = new_value(g, merged_name + "/weight", t, {k, total});
+    Value* w = add_typed_value(g, merged_name + "/weight", t, {k, total});
     w->constant = concat_columns(t, k, ws);
     Dims out_dims = *a->dims;
     out_dims.back() = total;
-    Node* mm = new_node(g, "MatMul", g.unique_name(merged_name));
-    Value* y = new_value(g, merged_name + "/product", t, out_dims);
+    Node* mm = add_op_node(g, "MatMul", g.unique_name(merged_name));
+    Value* y = add_typed_value(g, merged_name + "/product", t, out_dims);
     mm->inputs = {a, w};
     mm->outputs = {y};
     y->producer = mm;
     if (key.second) {
-      Value* b = new_value(g, merged_name + "/bias", t, {total});
+      Value* b = add_typed_value(g, merged_name + "/bias", t, {total});
       b->constant = concat_columns(t, 0, bs);
-      Node* add = new_node(g, "Add", g.unique_name(merged_name + "/bias_add"));
-      Value* yb = new_value(g, merged_name + "/biased", t, out_dims);
+      Node* add = add_op_node(g, "Add", g.unique_name(merged_name + "/bias_add"));
+      Value* yb = add_typed_value(g, merged_name + "/biased", t, out_dims);
       add->inputs = {y, b};
       add->outputs = {yb};
       yb->producer = add;
@@ -135,16 +119,16 @@ StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g) {
     }
     // One Slice per former output (not one Split): each goes its own way, into the operand of a
     // GEMM (an offset) or into the stitched kernel that reads it (an index map).
-    Value* axes = new_value(g, merged_name + "/axes", DType::kI64, {1});
+    Value* axes = add_typed_value(g, merged_name + "/axes", DType::kI64, {1});
     axes->constant = Tensor::vector_i64({-1});
     int64_t col = 0;
     for (const Sibling& s : sib) {
       Node* last = s.bias_add ? s.bias_add : s.mm;
       Value* out = last->output(0);
-      Node* slice = new_node(g, "Slice", g.unique_name(s.mm->name + "/columns"));
-      Value* starts = new_value(g, s.mm->name + "/starts", DType::kI64, {1});
+      Node* slice = add_op_node(g, "Slice", g.unique_name(s.mm->name + "/columns"));
+      Value* starts = add_typed_value(g, s.mm->name + "/starts", DType::kI64, {1});
       starts->constant = Tensor::vector_i64({col});
-      Value* ends = new_value(g, s.mm->name + "/ends", DType::kI64, {1});
+      Value* ends = add_typed_value(g, s.mm->name + "/ends", DType::kI64, {1});
       ends->constant = Tensor::vector_i64({col + s.n});
       slice->inputs = {y, starts, ends, axes};
       slice->outputs = {out};

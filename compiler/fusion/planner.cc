@@ -23,6 +23,12 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
   const size_t n = nodes_.size();
   succ_.resize(n);
   pred_.resize(n);
+  auto add_edge = [&](int from, int to) {
+    auto& pred = pred_[static_cast<size_t>(to)];
+    if (std::find(pred.begin(), pred.end(), from) != pred.end()) return;
+    pred.push_back(from);
+    succ_[static_cast<size_t>(from)].push_back(to);
+  };
   fusible_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const Node* x = nodes_[i];
@@ -32,13 +38,7 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
                   (role != codegen::StitchRole::kContraction || contract_.count(x)) &&
                   !o.no_fuse.count(x->name) && !folded_[i];
     for (const Value* v : x->inputs)
-      if (v && v->producer && idx_.count(v->producer)) {
-        const int p = idx_.at(v->producer);
-        if (std::find(pred_[i].begin(), pred_[i].end(), p) == pred_[i].end()) {
-          pred_[i].push_back(p);
-          succ_[p].push_back(static_cast<int>(i));
-        }
-      }
+      if (v && v->producer && idx_.count(v->producer)) add_edge(idx_.at(v->producer), static_cast<int>(i));
     alone_.push_back(single_cost(*x, o.device));
     single_.push_back(folded_[i] ? Cost{} : alone_.back());
   }
@@ -53,11 +53,7 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
     if (!f.residual->producer || !idx_.count(f.residual->producer)) continue;
     const int p = idx_.at(f.residual->producer);
     STITCH_CHECK(p < i, "a residual folded into {} is produced after it", mm->describe());
-    if (std::find(pred_[static_cast<size_t>(i)].begin(), pred_[static_cast<size_t>(i)].end(), p) ==
-        pred_[static_cast<size_t>(i)].end()) {
-      pred_[static_cast<size_t>(i)].push_back(p);
-      succ_[static_cast<size_t>(p)].push_back(i);
-    }
+    add_edge(p, i);
   }
 }
 

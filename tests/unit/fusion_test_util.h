@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend_test_util.h"
+#include "codegen/gemm_folds.h"
 #include "codegen/stitch.h"
 #include "fusion/plan.h"
 
@@ -44,6 +45,13 @@ inline codegen::Kernel lower_whole_graph(const Graph& g) {
 inline bool one_group_matches_reference(const Graph& g, uint32_t seed, const Tolerance& tol = kEmuF32) {
   const codegen::NodeGroups groups{all_nodes(g)};
   return emu_matches_reference(g, &groups, seed, tol) == 1;
+}
+
+// Names of the nodes GEMM calls take over in `g` (codegen::find_gemm_folds on the whole graph).
+inline std::set<std::string> folded_names(const Graph& g, const codegen::FoldOptions& o = {}) {
+  std::set<std::string> out;
+  for (const auto& [n, why] : codegen::find_gemm_folds(g, {}, o).folded) out.insert(n->name);
+  return out;
 }
 
 inline fusion::FusionOptions opts(const std::string& mode, std::set<std::string> no_fuse = {}, int max_group = 64) {

@@ -1,0 +1,31 @@
+// Nodes and values added by the graph rewrites before planning (merge_gemms, hoist_scales): the
+// node's op definition looked up at the graph's opset, the value typed and shaped by the caller's
+// knowledge (the front end's shape inference has already run).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+#include "ir/op_table.h"
+
+namespace stitch::fusion {
+
+inline Node* add_op_node(Graph& g, const std::string& op, const std::string& name) {
+  auto n = std::make_unique<Node>();
+  n->op_type = op;
+  n->name = name;
+  n->opset = g.opset;
+  n->def = find_op("", op, g.opset);
+  return g.add_node(std::move(n));
+}
+
+// A new value named after `hint` (made unique), of type `t` and dims `d`.
+inline Value* add_typed_value(Graph& g, const std::string& hint, DType t, Dims d) {
+  Value* v = g.add_value(g.unique_name(hint));
+  v->dtype = t;
+  v->dims = std::move(d);
+  return v;
+}
+
+}  // namespace stitch::fusion
