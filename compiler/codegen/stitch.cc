@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -557,6 +558,26 @@ class Stitcher {
     if (map_.split()) return "for (long long j = jbeg + lane; j < jend; j += step) {";
     return fmt::format("for (long long j = lane; j < {}LL; j += step) {{", info_.cols);
   }
+  // A replica's share of a row `width` long (RowMapping::replicas): the loop over this thread's
+  // elements of it. In 32 bits where the row allows: with a 64-bit counter and bound, ptxas
+  // spilled a register around the division's slow path in LLaMA's gate kernel.
+  std::string share_loop(int64_t width) const {
+    if (map_.replicas == 1) return fmt::format("for (long long j = lane; j < {}LL; j += step) {{", width);
+    const int64_t chunk = wide_chunk(map_, width);
+    if (chunk * map_.replicas < INT32_MAX)
+      return fmt::format("for (int j = rep * {0} + lane; j < (rep + 1) * {0} && j < {1}; j += step) {{",
+                         chunk, width);
+    return fmt::format(
+        "for (long long j = rep * {0}LL + lane; j < (rep + 1) * {0}LL && j < {1}LL; j += step) {{", chunk,
+        width);
+  }
+  // The index of this block's rows; with replicas, also `rep`, which of them this block is
+  // (replicas of the same rows are neighbours, so the row they all read is in L2 at once).
+  std::string row_block(CudaWriter& w) const {
+    if (map_.replicas == 1) return block_index();
+    w.line("const int rep = (int)({} % {}LL);", block_index(), map_.replicas);
+    return fmt::format("({} / {}LL)", block_index(), map_.replicas);
+  }
   // Pass over the row: acc = op(acc, elem(j)) then a warp or block tree.
   StatusOr<std::string> pass(const std::string& ct, const std::string& init, const std::string& op,
                              const std::function<StatusOr<std::string>()>& elem) {
@@ -788,7 +809,7 @@ class Stitcher {
       }
       std::vector<std::string> body = std::move(scopes_[1].lines);
       scopes_[1] = Scope{};
-      line(0, row_loop());
+      line(0, map_.replicas > 1 ? share_loop(info_.cols) : row_loop());
       for (const std::string& l : body) line(0, "  " + l);
       line(0, "}");
       ++passes_;
@@ -817,8 +838,7 @@ class Stitcher {
       }
       std::vector<std::string> body = std::move(scopes_[1].lines);
       scopes_[1] = Scope{};
-      line(0, fmt::format("for (long long j = lane; j < {}LL; j += step) {{  // wide values, {} per row",
-                          width, width));
+      line(0, share_loop(width) + fmt::format("  // wide values, {} per row", width));
       for (const std::string& l : body) line(0, "  " + l);
       line(0, "}");
       ++passes_;
@@ -836,14 +856,17 @@ class Stitcher {
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
       STITCH_CHECK(val.level == 0, "per-row value '{}' depends on the loop", v->name);
       const std::string p = param(v, true), ct = compute_type(v->dtype), stt = storage_type(v->dtype);
-      const std::string first = map_.split()  ? "lane == 0 && seg == 0"
-                                : map_.column ? "lane == 0 && live"
-                                              : "lane == 0";
+      const std::string first = map_.split()        ? "lane == 0 && seg == 0"
+                                : map_.column       ? "lane == 0 && live"
+                                : map_.replicas > 1 ? "lane == 0 && rep == 0"
+                                                    : "lane == 0";
       line(0, ct == stt ? fmt::format("if ({}) {}[row] = {};", first, p, val.s)
                         : fmt::format("if ({}) {}[row] = stitch_dev::cvt<{}>({});", first, p, stt, val.s));
     }
     k_.block = {map_.block, 1, 1};
-    k_.grid = {std::max<int64_t>(1, (info_.rows + map_.rows_per_block - 1) / map_.rows_per_block), 1, 1};
+    k_.grid = {
+        std::max<int64_t>(1, (info_.rows + map_.rows_per_block - 1) / map_.rows_per_block) * map_.replicas, 1,
+        1};
     if (map_.split()) {
       k_.grid = {info_.rows * map_.segments, 1, 1};
       k_.cooperative = true;
@@ -902,13 +925,13 @@ class Stitcher {
       if (!cache_.empty())
         w.line("const long long cache_row = -jbeg;  // the cache holds this block's segment");
     } else if (map_.warp_per_row) {
-      w.line("const long long row = {} * {} + (threadIdx.x >> 5);", block_index(), map_.rows_per_block);
+      w.line("const long long row = {} * {} + (threadIdx.x >> 5);", row_block(w), map_.rows_per_block);
       w.line("const int lane = threadIdx.x & 31;");
       w.line("const int step = 32;");
       if (!cache_.empty()) w.line("const long long cache_row = (long long)(threadIdx.x >> 5) * {}LL;", info_.cols);
       w.line("if (row >= {}LL) return;  // uniform per warp", info_.rows);
     } else {
-      w.line("const long long row = {};", block_index());
+      w.line("const long long row = {};", row_block(w));
       w.line("const int lane = threadIdx.x;");
       w.line("const int step = {};", map_.block);
       if (!cache_.empty()) w.line("const long long cache_row = 0;");

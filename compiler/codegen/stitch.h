@@ -79,8 +79,9 @@ struct StitchInfo {
   std::vector<bool> reduced;  // row kernels: the axes of `domain` a row runs along
   int64_t rows = 1, cols = 1;
   int passes = 1;         // loops over each row (row kernels), 1 for element kernels
-  int wide_passes = 0;    // of those, store passes of wide values (in row lengths; analyze_stitch)
-  int64_t wide_cols = 0;  // the widest wide value's extent per row (0: none); sets the threads per row
+  // Row kernels: the extents per row of the wide values it stores (analyze_stitch), ascending; a
+  // store loop each after the passes. They set the blocks per row (RowMapping::replicas).
+  std::vector<int64_t> wide_widths;
   std::vector<const Value*> stored;
   int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element
   // Fine-grained GEMMs in the group: multiply-adds per evaluation of the kernel's values (per
@@ -140,6 +141,11 @@ struct RowMapping {
   int64_t segments = 1;  // blocks per row; > 1: the row split over blocks
   int64_t segment = 0;   // elements per segment (the whole row when segments == 1)
   bool column = false;   // tiled columns: kTileSegments per block, kTileBlock / kTileSegments threads each
+  // Row kernels with wide values: blocks per block's rows. Each replica runs the row's passes
+  // itself (the statistics are recomputed, no block waits for another), then stores its share of
+  // the row and of each wide value (wide_chunk): the wide loops, up to hundreds of elements per
+  // row, are spread over more of the GPU than the rows alone would fill.
+  int64_t replicas = 1;
   bool split() const { return segments > 1; }
   int64_t lanes() const { return warp_per_row ? 32 : column ? block / rows_per_block : block; }
 };
@@ -148,8 +154,15 @@ RowMapping row_mapping(int64_t rows, int64_t cols, bool allow_split = true);
 // kernels' tiled mapping (lower.h), 32 neighbouring columns per block of 256 threads, 8 threads
 // down each column, combined through shared memory.
 RowMapping column_mapping(int64_t cols);
-// The mapping a row kernel with this analysis uses.
+// The mapping a row kernel with this analysis uses. With wide values: the row's own mapping (never
+// split) and replicas until each thread stores at most kWideLoadsPerThread elements of the widest
+// wide value, within kWideMaxBlocks blocks.
 RowMapping row_mapping(const StitchInfo& info, bool allow_split = true);
+inline constexpr int64_t kWideLoadsPerThread = 4;  // one round trip with 4 loads in flight (cost.h)
+inline constexpr int64_t kWideMaxBlocks = 1024;    // 8 blocks of 256 threads on each of 128 SMs
+// The elements per row one replica stores of a value `width` long per row: a multiple of the
+// mapping's lanes, so replica q's share starts at q * wide_chunk and every thread keeps its lane.
+int64_t wide_chunk(const RowMapping& m, int64_t width);
 // Words for the mapping ("warp per row, 8 rows per block", "row split over 24 blocks of 512
 // threads"...).
 std::string row_mapping_text(const RowMapping& m);

@@ -373,10 +373,7 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
                                       v->name, dims_to_string(dims(v)), dims_to_string(info.domain)));
   }
   if (full) ++info.passes;
-  if (!widths.empty()) info.wide_cols = *widths.rbegin();
-  for (int64_t width : widths)  // counted in passes over the row's length, for the cost model
-    info.wide_passes += static_cast<int>((width + info.cols - 1) / info.cols);
-  info.passes += info.wide_passes;
+  info.wide_widths.assign(widths.begin(), widths.end());
   for (const Node* n : nodes) {  // row kernels evaluate each value once per element and pass
     if (!contraction_length(*n)) continue;
     const int64_t e = num_elements(dims(n->output(0)));
@@ -410,20 +407,33 @@ RowMapping column_mapping(int64_t cols) {
 
 RowMapping row_mapping(const StitchInfo& info, bool allow_split) {
   if (info.column) return column_mapping(info.cols);
-  if (info.wide_cols > info.cols) {  // threads per row for the widest loop; never split
-    RowMapping m = row_mapping(info.rows, info.wide_cols, false);
-    m.segment = info.cols;
+  if (!info.wide_widths.empty()) {
+    RowMapping m = row_mapping(info.rows, info.cols, false);
+    const int64_t blocks = (info.rows + m.rows_per_block - 1) / m.rows_per_block;
+    const int64_t per_thread = (info.wide_widths.back() + m.lanes() - 1) / m.lanes();
+    m.replicas = std::max<int64_t>(
+        1, std::min((per_thread + kWideLoadsPerThread - 1) / kWideLoadsPerThread, kWideMaxBlocks / blocks));
     return m;
   }
   return row_mapping(info.rows, info.cols, allow_split);
+}
+
+int64_t wide_chunk(const RowMapping& m, int64_t width) {
+  const int64_t share = (width + m.replicas - 1) / m.replicas;
+  return (share + m.lanes() - 1) / m.lanes() * m.lanes();
 }
 
 std::string row_mapping_text(const RowMapping& m) {
   if (m.column)
     return fmt::format("tiled columns, {} per block of {} threads, {} threads down each", m.rows_per_block,
                        m.block, m.lanes());
-  if (m.warp_per_row) return fmt::format("warp per row, {} rows per block", m.rows_per_block);
-  if (!m.split()) return "block per row";
+  const std::string replicas =
+      m.replicas > 1
+          ? fmt::format(", {} blocks per {} (each recomputes the statistics and stores its share)",
+                        m.replicas, m.warp_per_row ? fmt::format("{} rows", m.rows_per_block) : "row")
+          : "";
+  if (m.warp_per_row) return fmt::format("warp per row, {} rows per block{}", m.rows_per_block, replicas);
+  if (!m.split()) return "block per row" + replicas;
   return fmt::format("row split over {} blocks of {} threads ({} elements each)", m.segments, m.block,
                      m.segment);
 }

@@ -38,14 +38,14 @@ RowShape row_shape(const codegen::RowMapping& m, int64_t rows, int passes, int r
   RowShape r;
   r.trips = passes * (static_cast<double>((iters + 3) / 4) + 1);
   if (m.warp_per_row) {
-    r.threads = rows * 32;
+    r.threads = rows * 32 * m.replicas;
   } else if (m.column) {  // tiles of rows_per_block columns; two barriers per reduction and wave
     const int64_t blocks = (rows + m.rows_per_block - 1) / m.rows_per_block;
     r.threads = blocks * m.block;
     r.barrier_time = 2.0 * reductions * ((blocks + d.sms - 1) / d.sms) * d.barrier;
   } else if (!m.split()) {
-    r.threads = rows * m.block;
-    r.barrier_time = 2.0 * reductions * ((rows + d.sms - 1) / d.sms) * d.barrier;
+    r.threads = rows * m.block * m.replicas;
+    r.barrier_time = 2.0 * reductions * ((rows * m.replicas + d.sms - 1) / d.sms) * d.barrier;
   } else {
     r.threads = rows * m.segments * m.block;
     r.barrier_time = reductions * (2 * d.barrier + d.grid_barrier);
@@ -252,11 +252,16 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
       }
     return std::min(sliced, bytes_of(v));
   };
-  int64_t bytes = 0, in_bytes = 0;
+  // Row kernels with wide values: inputs no larger than the rows (narrow) are read by the row's
+  // passes, so again by every replica; wider ones by the wide loops only, once.
+  int64_t bytes = 0, in_bytes = 0, narrow_bytes = 0;
   double flops = static_cast<double>(info.recompute_elements);
   for (const Node* n : nodes) {
     for (const Value* v : n->inputs)
-      if (v && !made.count(v) && read.insert(v).second) in_bytes += read_bytes(v);
+      if (v && !made.count(v) && read.insert(v).second) {
+        in_bytes += read_bytes(v);
+        if (num_elements(*v->dims) <= num_elements(info.domain)) narrow_bytes += read_bytes(v);
+      }
     if (codegen::stitch_role(*n) != codegen::StitchRole::kView)
       flops += static_cast<double>(num_elements(*n->output(0)->dims));
   }
@@ -268,16 +273,23 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
     const codegen::RowMapping m = codegen::row_mapping(info);
     bool full_store = false;  // a store pass over the rows (analyze_stitch counts it in passes)
     for (const Value* v : info.stored) full_store |= *v->dims == info.domain;
-    const RowShape rs =
-        row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0) - info.wide_passes, d);
+    const RowShape rs = row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0), d);
     threads = rs.threads;
     barrier_time = rs.barrier_time;
     // Later passes read the row inputs again: from shared memory when they fit the cache budget,
     // else from L2. Every pass recomputes the per-element chain in front of the row ops.
     const bool cached = codegen::row_cache_bytes(m, info.cols, 4) > 0;
-    if (!cached) reread = (info.passes - 1) * in_bytes;
-    flops *= info.passes;
+    const int64_t row_bytes = info.wide_widths.empty() ? in_bytes : narrow_bytes;
+    if (!cached) reread = (info.passes - 1) * row_bytes;
+    // Replicas after the first read their rows again from L2 (in every pass when uncached).
+    reread += (m.replicas - 1) * row_bytes * (cached ? 1 : info.passes);
+    flops *= info.passes + static_cast<int>(info.wide_widths.size());
     trips = rs.trips;
+    // Each wide store loop: the thread's elements of its replica's share, 4 loads in flight, no tree.
+    for (int64_t width : info.wide_widths) {
+      const int64_t iters = (codegen::wide_chunk(m, width) + m.lanes() - 1) / m.lanes();
+      trips += static_cast<double>((iters + 3) / 4);
+    }
     // A fine-grained GEMM's loops run in the first pass only when the row is cached, else in
     // every pass.
     const int evals = cached ? 1 : info.passes;

@@ -4,12 +4,15 @@
 //   t(kernel) = launch
 //             + max(dram_bytes / (dram_bw * bw_eff), round_trips * latency + flops / threads / clock,
 //                   flops / fp32)                              (bandwidth-bound or latency-bound)
-//             + reread_bytes / l2_bw                          (row passes after the first, uncached)
+//             + reread_bytes / l2_bw                          (row passes after the first, uncached;
+//                                                              replicas' reads of their rows)
 //             + barriers * barrier                            (block-wide trees in block-per-row kernels)
 //             + grid_barriers * grid_barrier                  (rows split over blocks: one per reduction)
 //   round_trips: element kernels one per grid-stride iteration; row kernels per pass
 //               ceil(row / lanes / 4) (four loads in flight per thread) + 1 for the tree, where a
-//               row split over blocks counts its block's segment, not the row
+//               row split over blocks counts its block's segment, not the row, and per wide store
+//               loop ceil(share / lanes / 4), share = the replica's elements of the wide value
+//   threads:    row kernels rows x lanes x replicas (RowMapping)
 //   dram_bytes = each external input once + each stored value once
 //   flops      = one operation per node per element computed, recomputation included, plus 2 per
 //                multiply-add of a fine-grained GEMM's loop and one per evaluation of its operands'

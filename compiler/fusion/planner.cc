@@ -343,6 +343,7 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
     if (rm.split()) grp.scheme = "global";
     grp.mapping = fmt::format("{}, {} {} x {}, {} passes", codegen::row_mapping_text(rm), info.rows,
                               info.column ? "columns" : "rows", info.cols, info.passes);
+    for (int64_t width : info.wide_widths) grp.mapping += fmt::format(", a store loop of {} per row", width);
   } else {
     grp.mapping = fmt::format("one thread per element of {}", dims_to_string(info.domain));
   }

@@ -4,7 +4,9 @@
 // values, analyze_stitch). Every rewrite is checked against the reference interpreter on the
 // original graph; every plan on emu against the reference.
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <tuple>
 
 #include "fusion/hoist_scales.h"
@@ -219,7 +221,7 @@ TEST_CASE("wide values after a row op: Slices along the row only, in row kernels
   INFO(ok.status().message());
   REQUIRE(ok.is_ok());
   CHECK(ok->row);
-  CHECK(ok->wide_passes == 2);  // 32 per row over rows of 16: two row lengths
+  CHECK(ok->wide_widths == std::vector<int64_t>{32});  // one store loop of 32 per row over rows of 16
   auto bad = codegen::analyze_stitch({by["row_max"], by["scale"], by["along_rows"], by["neg"]},
                                      {by["neg"]->output(0)});
   REQUIRE_FALSE(bad.is_ok());
@@ -270,4 +272,166 @@ TEST_CASE("llama_tiny as stitchc compiles it: 3 generated kernels and 8 launches
   int residuals = 0;
   for (const auto& c : s->calls) residuals += c.gemm.epilogue == "residual";
   CHECK(residuals == 2 * 2);
+}
+
+TEST_CASE("wide values are spread over replicas of the rows' blocks, each with its share of every store",
+          "[fusion]") {
+  // The rule: the row's own mapping, then blocks per block's rows until each thread stores at most
+  // 4 elements of the widest value, within 1024 blocks in all; shares are whole multiples of the
+  // lanes and cover the width.
+  struct Case {
+    int64_t rows, cols, width;
+    bool warp;
+    int64_t replicas, chunk;
+  };
+  for (const Case& c : {Case{64, 256, 688, true, 6, 128},     // LLaMA's gate at 64 rows: 48 blocks
+                        Case{2048, 256, 688, true, 4, 192},   // 256 blocks of rows: 4 replicas fill 1024
+                        Case{8192, 256, 688, true, 1, 704},   // enough rows: one block each
+                        Case{4, 2048, 8192, false, 8, 1024},  // block per row, 32 elements per thread
+                        Case{10, 16, 48, true, 1, 64}}) {     // 2 per thread: no replicas
+    INFO(c.rows << " rows of " << c.cols << ", wide " << c.width);
+    codegen::StitchInfo info;
+    info.row = true;
+    info.rows = c.rows;
+    info.cols = c.cols;
+    info.wide_widths = {c.width};
+    const codegen::RowMapping m = codegen::row_mapping(info);
+    CHECK(m.warp_per_row == c.warp);
+    CHECK_FALSE(m.split());
+    CHECK(m.replicas == c.replicas);
+    const int64_t chunk = codegen::wide_chunk(m, c.width);
+    CHECK(chunk == c.chunk);
+    CHECK(chunk % m.lanes() == 0);
+    CHECK(chunk * m.replicas >= c.width);
+    CHECK(chunk * (m.replicas - 1) < c.width);  // no replica without a share
+  }
+}
+
+TEST_CASE("a row kernel with replicas stores every element once: rows' values, per-row values and wide ones",
+          "[fusion][emu]") {
+  // 5 rows of 24: the softmax over x (two passes and a store pass of the rows' shape, x cached in
+  // shared memory), the row max stored once per row, p scaled by it (300 per row) and a Slice of
+  // that along the row (283 per row), each wide value stored in shares by 3 replicas.
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[5,24]
+  input %p: f32[5,300]
+  const %s0: i64[1] = [7]
+  const %e0: i64[1] = [290]
+  const %a1: i64[1] = [1]
+  %sm = Softmax(%x) {axis = 1} @"softmax"
+  %m = ReduceMax(%x) {axes = ints[1], keepdims = 1} @"row_max"
+  %sc = Mul(%p, %m) @"scale"
+  %cut = Slice(%sc, %s0, %e0, %a1) @"along_row"
+  %e = Exp(%cut) @"exp"
+  output %sm
+  output %m
+  output %sc
+  output %e
+}
+)");
+  run_frontend_or_die(*g);
+  const codegen::Kernel k = lower_whole_graph(*g);
+  INFO(k.source);
+  CHECK(k.grid[0] == 3);  // one block of 8 warps for the 5 rows, 3 replicas (10 elements per thread of 300)
+  CHECK(k.source.find("const int rep = (int)((long long)blockIdx.x % 3LL);") != std::string::npos);
+  CHECK(k.source.find("j < (rep + 1) * 128 && j < 300") != std::string::npos);  // 300: shares of 128
+  CHECK(k.source.find("j < (rep + 1) * 96 && j < 283") != std::string::npos);   // 283: shares of 96
+  CHECK(k.source.find("j < (rep + 1) * 32 && j < 24") != std::string::npos);    // the rows: replica 0
+  CHECK(k.source.find("if (lane == 0 && rep == 0)") != std::string::npos);      // the row max, once
+  CHECK(k.source.find("__shared__ float cache0") != std::string::npos);
+  CHECK(one_group_matches_reference(*g, 41));
+}
+
+TEST_CASE("RMSNorm and the SiLU gate stay one kernel at 64 rows: replicas fill the GPU", "[fusion][emu]") {
+  // The gate/up product is 2 x 160 per row over rows of 16: one block per 8 rows would leave each
+  // thread 5 gate elements to store in 8 blocks; 2 replicas per block's rows halve that.
+  uint32_t state = 4242;
+  const std::string consts = fmt::format(
+      "  const %gamma: f32[16] = {}\n  const %wg: f32[16,160] = {}\n  const %wu: f32[16,160] = {}\n",
+      values(state, 16, 0.5), values(state, 16 * 160), values(state, 16 * 160));
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %h: f32[2,32,16]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+)" + consts + kDynamoNorm +
+                        R"(
+  %g = MatMul(%y, %wg) @"gate"
+  %u = MatMul(%y, %wu) @"up"
+  %sg = Sigmoid(%g) @"sigmoid"
+  %si = Mul(%g, %sg) @"silu"
+  %o = Mul(%si, %u) @"gated"
+  output %o
+}
+)");
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  REQUIRE(fusion::merge_sibling_gemms(*g).is_ok());
+  auto hoisted = fusion::hoist_row_scales_if_cheaper(g, opts_lib("beam"));
+  REQUIRE(hoisted.is_ok());
+  INFO(hoisted->verdict);
+  REQUIRE(hoisted->lines.size() == 1);
+  same_as_original(*original, *g, 7);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    auto plan = fusion::make_plan(*g, opts_lib(mode));
+    REQUIRE(plan.is_ok());
+    INFO(mode << "\n" << fusion::explain(*plan));
+    CHECK(plan->cost.kernels == 1);
+    for (const auto& grp : plan->groups)
+      if (grp.nodes.size() > 1) CHECK(grp.mapping.find("2 blocks per 8 rows") != std::string::npos);
+    CHECK(fused_matches_reference(*g, 11, opts_lib(mode)) == 1);
+  }
+}
+
+TEST_CASE("row kernels with replicas compile with nvcc for sm_80 and sm_90 without spills",
+          "[fusion][nvcc]") {
+  // LLaMA's gate kernel at 64 rows as a graph of inputs: RMSNorm's reduction over 256, its row
+  // scale on the gate/up product (1376 per row), the SiLU gate (688 per row), 6 replicas. With a
+  // 64-bit share loop ptxas spilled around the division's slow path on sm_90.
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[2,32,256]
+  input %p: f32[2,32,1376]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %zero: i64[1] = [0]
+  const %half: i64[1] = [688]
+  const %end: i64[1] = [1376]
+  const %axis: i64[1] = [-1]
+  %sq = Pow(%x, %two) @"pow"
+  %ms = ReduceMean(%sq) {axes = ints[-1], keepdims = 1} @"mean"
+  %ve = Add(%ms, %eps) @"add_eps"
+  %sd = Sqrt(%ve) @"sqrt"
+  %rs = Reciprocal(%sd) @"rsqrt"
+  %sc = Mul(%p, %rs) @"row_scale"
+  %g = Slice(%sc, %zero, %half, %axis) @"gate"
+  %u = Slice(%sc, %half, %end, %axis) @"up"
+  %sg = Sigmoid(%g) @"sigmoid"
+  %si = Mul(%g, %sg) @"silu"
+  %o = Mul(%si, %u) @"gated"
+  output %o
+}
+)");
+  run_frontend_or_die(*g);
+  const codegen::NodeGroups groups{all_nodes(*g)};
+  auto s = codegen::build_schedule(*g, &groups);
+  REQUIRE(s.is_ok());
+  REQUIRE(s->kernels.size() == 1);
+  INFO(s->kernels[0].mapping);
+  CHECK(s->kernels[0].grid[0] == 8 * 6);
+  codegen::CompileOptions o;
+  o.archs = {"sm_80", "sm_90"};
+  o.model_path = "/dev/null";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("stitch_unit_replicas_" + std::to_string(getpid()));
+  codegen::ArtifactSummary summary;
+  const Status st = codegen::write_artifact(*g, *s, o, dir.string(), &summary);
+  INFO(st.message());
+  REQUIRE(st.is_ok());
+  CHECK(summary.resources.size() == 2);
+  for (const auto& r : summary.resources) {
+    INFO(r.kernel << " " << r.arch << ": " << r.registers << " registers");
+    CHECK(r.spill_stores == 0);
+    CHECK(r.registers > 0);
+  }
+  std::filesystem::remove_all(dir);
+  CHECK(one_group_matches_reference(*g, 23));
 }
