@@ -6,9 +6,14 @@ seeded random test data (outputs from numpy in float64, rounded to float32), for
               ([rows, 768]: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add)
   softmax     scale + additive mask + softmax over attention scores ([batch, 12, seq, seq])
   bias_gelu   bias + GELU in its erf form ([rows, 3072])
+  rms_gate    RMSNorm's reduction and row scale on a merged gate/up product, then the SiLU gate
+              (LLaMA's MLP input once stitchc moves the row scale past the GEMM: [gate rows, H]
+              and [gate rows, 2 I] in, [gate rows, I] out; LLaMA-7B's H 4096, I 11008 by
+              default): a row kernel with wide values, its rows' blocks replicated
 
 Needs (tooling only): pip install onnx numpy
-Run: python3 bench/gpu/make_subgraphs.py OUT_DIR [--rows N] [--batch B] [--seq S] [--no-data]
+Run: python3 bench/gpu/make_subgraphs.py OUT_DIR [--rows N] [--batch B] [--seq S]
+       [--gate-rows R] [--llama H,I] [--no-data]
 """
 import argparse
 import math
@@ -44,6 +49,8 @@ def main():
     ap.add_argument("--rows", type=int, default=8192)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--gate-rows", type=int, default=64)
+    ap.add_argument("--llama", default="4096,11008", help="hidden and intermediate size of rms_gate")
     ap.add_argument("--no-data", action="store_true", help="models only (timing needs no test data)")
     a = ap.parse_args()
     global WITH_DATA
@@ -103,6 +110,31 @@ def main():
         erf = np.vectorize(math.erf)
         return {"y": 0.5 * xb * (1 + erf(xb / math.sqrt(2.0)))}
     save(a.out, "bias_gelu", g, {"x": x}, bias_gelu)
+
+    # RMSNorm's row scale on the gate/up product, SiLU gate
+    h, inter = (int(v) for v in a.llama.split(","))
+    x, p = f32(a.gate_rows, h), f32(a.gate_rows, 2 * inter)
+    nodes = [helper.make_node("Pow", ["x", "two"], ["x2"]),
+             helper.make_node("ReduceMean", ["x2"], ["ms"], axes=[-1]),
+             helper.make_node("Add", ["ms", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["sd"]),
+             helper.make_node("Reciprocal", ["sd"], ["r"]), helper.make_node("Mul", ["p", "r"], ["ps"]),
+             helper.make_node("Slice", ["ps", "zero", "mid", "last"], ["gate"]),
+             helper.make_node("Slice", ["ps", "mid", "end", "last"], ["up"]),
+             helper.make_node("Sigmoid", ["gate"], ["sg"]), helper.make_node("Mul", ["gate", "sg"], ["silu"]),
+             helper.make_node("Mul", ["silu", "up"], ["y"])]
+    i64 = lambda n, v: numpy_helper.from_array(np.asarray([v], dtype=np.int64), n)
+    g = helper.make_graph(nodes, "rms_gate",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [a.gate_rows, h]),
+                           helper.make_tensor_value_info("p", TensorProto.FLOAT, [a.gate_rows, 2 * inter])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [a.gate_rows, inter])],
+                          [c("two", 2.0), c("eps", 1e-6), i64("zero", 0), i64("mid", inter),
+                           i64("end", 2 * inter), i64("last", -1)])
+    def rms_gate():
+        r = 1 / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6)
+        ps = p.astype(np.float64) * r
+        gate, up = ps[:, :inter], ps[:, inter:]
+        return {"y": gate / (1 + np.exp(-gate)) * up}
+    save(a.out, "rms_gate", g, {"x": x, "p": p}, rms_gate)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@
 #   BUNDLE/time/NAME     and BUNDLE/time/NAME.none: the same models at timing shapes, fused and
 #                        --fusion none (the baseline every step is set beside)
 # Models: the shipped ones (batch 2 x sequence 16 to check; batch 128 x sequence 64, the longest
-# their position tables allow, to time) and the three target subgraphs at BERT-base sizes
-# (bench/gpu/make_subgraphs.py). Kernels are compiled for ARCH (default sm_90) by nvcc here.
+# their position tables allow, to time), the three target subgraphs at BERT-base sizes and
+# LLaMA's RMSNorm + SiLU gate at 64 rows of LLaMA-7B (bench/gpu/make_subgraphs.py). Kernels are
+# compiled for ARCH (default sm_90) by nvcc here.
 #   bench/gpu/prepare.sh [BUNDLE]      (default build/gpu_bundle; needs build/cli/stitchc, python3 + onnx)
 # DRY_RUN=1: small shapes everywhere and the emulation libraries built, so that
 # `BACKEND=emu bench/gpu/run.sh` exercises the whole path on a machine without a GPU.
@@ -28,9 +29,11 @@ strip --strip-debug "$BUNDLE/bin/stitchc"
 ldd "$STITCHC" | awk '/=> \//{print $3}' |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so|/cuda' |
   while read -r lib; do cp -L "$lib" "$BUNDLE/lib/" && strip --strip-debug "$BUNDLE/lib/$(basename "$lib")"; done
-python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/small" --rows 64 --batch 2 --seq 16 >/dev/null
+python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/small" --rows 64 --batch 2 --seq 16 \
+  --llama 256,688 >/dev/null
 if [ "$DRY_RUN" = 1 ]; then
-  python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/large" --rows 64 --batch 2 --seq 16 --no-data >/dev/null
+  python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/large" --rows 64 --batch 2 --seq 16 \
+    --llama 256,688 --no-data >/dev/null
 else
   python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/large" --no-data >/dev/null
 fi
@@ -56,7 +59,7 @@ for m in bert_tiny gpt2_tiny llama_tiny cnn_small; do
   # shellcheck disable=SC2086
   compile "$BUNDLE/time/$m.none" "$ROOT/models/$m/model.onnx" $large --fusion none
 done
-for s in layernorm softmax bias_gelu; do
+for s in layernorm softmax bias_gelu rms_gate; do
   compile "$BUNDLE/check/$s" "$BUNDLE/models/small/$s/model.onnx"
   cp -r "$BUNDLE/models/small/$s/test_data_set_0" "$BUNDLE/check/$s.data"
   compile "$BUNDLE/time/$s" "$BUNDLE/models/large/$s/model.onnx"
