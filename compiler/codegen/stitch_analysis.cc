@@ -303,8 +303,9 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
   // Wide values: computed at the current row with the rows' kept extents but other extents
   // along the reduced axes (a row scale applied to a GEMM product wider than the row it was
   // reduced over: RMSNorm moved past its GEMM, fusion/hoist_scales.h). A store pass of their own
-  // loops over each; not in column kernels or rows split over blocks.
-  const bool wide_ok = !info.column && !row_mapping(info.rows, info.cols).split();
+  // loops over each; not in column kernels. A row kernel with wide values never splits its rows
+  // over blocks (it replicates them instead: row_mapping).
+  const bool wide_ok = !info.column;
   auto wide = [&](const Dims& v) {
     if (!wide_ok || v.size() != info.domain.size() || v == info.domain) return false;
     bool longer = false;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <random>
 #include <tuple>
 
 #include "fusion/hoist_scales.h"
@@ -190,7 +191,7 @@ TEST_CASE("row scales stay in front of GEMMs whose product is read by another GE
   }
 }
 
-TEST_CASE("wide values after a row op: Slices along the row only, in row kernels that are not split",
+TEST_CASE("wide values after a row op: Slices along the row only, never a row split over blocks",
           "[fusion][emu]") {
   // r is one value per row of x (16 wide); p is 40 wide. A Slice along the row after the scale is
   // stitched; one along the rows is not (the row op's result is held for the current row only).
@@ -288,7 +289,8 @@ TEST_CASE("wide values are spread over replicas of the rows' blocks, each with i
                         Case{2048, 256, 688, true, 4, 192},   // 256 blocks of rows: 4 replicas fill 1024
                         Case{8192, 256, 688, true, 1, 704},   // enough rows: one block each
                         Case{4, 2048, 8192, false, 8, 1024},  // block per row, 32 elements per thread
-                        Case{10, 16, 48, true, 1, 64}}) {     // 2 per thread: no replicas
+                        Case{10, 16, 48, true, 1, 64},        // 2 per thread: no replicas
+                        Case{3, 3000, 100000, false, 98, 1024}}) {  // rows that alone would split
     INFO(c.rows << " rows of " << c.cols << ", wide " << c.width);
     codegen::StitchInfo info;
     info.row = true;
@@ -434,4 +436,67 @@ TEST_CASE("row kernels with replicas compile with nvcc for sm_80 and sm_90 witho
   }
   std::filesystem::remove_all(dir);
   CHECK(one_group_matches_reference(*g, 23));
+}
+
+TEST_CASE("seeded random graphs with wide values: fused equals the reference, ilp equals brute force",
+          "[fusion][emu]") {
+  // Rows of 16, 37, 770 and 3000 elements (warp and block per row), a per-row statistic of them
+  // applied to a wider input (50 to 100000 per row), per-element ops and broadcasts on the wide
+  // values, Slices along the row, and sometimes the rows' own values and the statistic stored too:
+  // every kind of store a kernel with replicas makes.
+  const char* row_shapes[] = {"6,16", "4,37", "37,770", "3,3000"};
+  const int64_t widths[] = {50, 1000, 5001, 100000};
+  const char* reduce[] = {"ReduceMean", "ReduceMax", "ReduceSum", "ReduceL2"};
+  const char* unary[] = {"Relu", "Neg", "Tanh", "Sigmoid"};
+  const char* binary[] = {"Add", "Sub", "Mul"};
+  std::mt19937 rng(404);
+  int wide_groups = 0, replicated = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    INFO("trial " << trial);
+    const std::string shape = row_shapes[trial % 4];
+    const std::string r = shape.substr(0, shape.find(','));
+    const int64_t w = widths[(trial / 4 + trial) % 4];
+    const int64_t cut0 = static_cast<int64_t>(rng() % 7), cut1 = w - static_cast<int64_t>(rng() % 5);
+    std::string text = "graph \"w\" opset 18 {\n";
+    text +=
+        fmt::format("  input %x: f32[{}]\n  input %p: f32[{},{}]\n  input %q: f32[1,{}]\n", shape, r, w, w);
+    text += fmt::format(
+        "  const %ax: i64[1] = [-1]\n  const %s0: i64[1] = [{}]\n  const %s1: i64[1] = [{}]\n", cut0, cut1);
+    text += fmt::format("  %red = {}(%x, %ax) @\"stat\"\n", reduce[rng() % 4]);
+    text += "  %w0 = Mul(%p, %red) @\"scale\"\n";
+    text += fmt::format("  %w1 = {}(%w0) @\"u1\"\n", unary[rng() % 4]);
+    text += fmt::format("  %w2 = {}(%w1, %q) @\"b2\"\n", binary[rng() % 3]);
+    text += "  %w3 = Slice(%w2, %s0, %s1, %ax) @\"along_row\"\n";
+    text += fmt::format("  %w4 = {}(%w3) @\"u4\"\n", unary[rng() % 4]);
+    text += "  %e = Sub(%x, %red) @\"centre\"\n";
+    text += "  output %w4\n";
+    if (rng() % 2) text += "  output %w1\n";   // a second width
+    if (rng() % 2) text += "  output %e\n";    // the rows' own shape
+    if (rng() % 2) text += "  output %red\n";  // one value per row
+    text += "}\n";
+    INFO(text);
+    auto g = parse_or_die(text);
+    run_frontend_or_die(*g);
+    const size_t kernels = fused_matches_reference(*g, 300 + trial);
+    CHECK(kernels < g->nodes().size());
+    auto beam = fusion::make_plan(*g, opts("beam"));
+    auto greedy = fusion::make_plan(*g, opts("greedy"));
+    auto ilp = fusion::make_plan(*g, opts("ilp"));
+    auto brute = fusion::plan_brute_force(*g, opts("brute"));
+    REQUIRE(beam.is_ok());
+    REQUIRE(greedy.is_ok());
+    REQUIRE(ilp.is_ok());
+    REQUIRE(brute.is_ok());
+    CHECK(beam->cost.time <= greedy->cost.time + 1e-12);
+    CHECK(std::abs(ilp->cost.time - brute->cost.time) <= 1e-12);
+    CHECK(ilp->cost.time <= beam->cost.time + 1e-12);
+    for (const auto& grp : beam->groups) {
+      wide_groups += grp.mapping.find("a store loop of") != std::string::npos;
+      replicated += grp.mapping.find("blocks per") != std::string::npos;
+    }
+    // The whole graph as one kernel, whatever the planner chose: every store of a replicated kernel.
+    CHECK(one_group_matches_reference(*g, 400 + trial));
+  }
+  CHECK(wide_groups > 0);  // the planner stitched wide values somewhere...
+  CHECK(replicated > 0);   // ...and replicated some rows' blocks
 }
