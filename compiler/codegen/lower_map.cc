@@ -33,7 +33,7 @@ Status emit_chain(MapBuilder& b, const std::vector<const Node*>& nodes, std::map
     std::vector<std::string> args;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const Value* v = n.input(k);
-      if (v == nullptr || (n.op_type == "CastLike" && k == 1)) {  // CastLike reads only its target's type
+      if (!reads_operand(n, k)) {
         args.emplace_back();
         continue;
       }
@@ -110,7 +110,7 @@ StatusOr<Kernel> lower_scalar_vec4(const Node& n, int index) {
   int ins = 0;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const Value* v = n.input(i);
-    if (v == nullptr) continue;
+    if (!reads_operand(n, i)) continue;
     std::string name;
     for (const KernelParam& p : k.params)
       if (p.value == v) name = p.name;

@@ -100,6 +100,13 @@ const std::map<std::string, ExprFn>& unary_table() {
 
 bool is_int_type(const std::string& ct) { return ct == "long long" || ct == "unsigned long long"; }
 
+// Pow by a constant 2 of a floating-point base (RMSNorm's square, a variance by hand).
+bool pow_is_square(const Node& n) {
+  const Value* e = n.op_type == "Pow" ? n.input(1) : nullptr;
+  return e && e->is_constant() && e->constant->size() == 1 && e->constant->get_f64(0) == 2.0 &&
+         !is_int_type(compute_type(n.input(0)->dtype));
+}
+
 // Binary ops by name; `ct` is the compute type of the operands.
 StatusOr<std::string> binary(const Node& n, const std::string& op, const std::string& a, const std::string& b,
                              const std::string& ct) {
@@ -109,6 +116,9 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
   if (op == "Mul") return fmt::format("({} * {})", a, b);
   if (op == "Div")
     return ints ? fmt::format("({1} == 0 ? ({2})0 : {0} / {1})", a, b, ct) : fmt::format("({} / {})", a, b);
+  // x * x is the correctly rounded square; powf's general path costs two special-function
+  // operations and some thirty instructions per element, and may be off by an ulp.
+  if (pow_is_square(n)) return fmt::format("({0} * {0})", a);
   if (op == "Pow")
     return ints ? fmt::format("(({})pow((double){}, (double){}))", ct, a, b) : fmt::format("{}({}, {})", fn(ct, "pow"), a, b);
   if (op == "Mod") {
@@ -159,6 +169,12 @@ std::string literal(double v, const std::string& ct) {
   std::string s = ct == "float" ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return ct == "float" ? s + "f" : s;
+}
+
+bool reads_operand(const Node& n, size_t i) {
+  if (i >= n.inputs.size() || n.input(i) == nullptr) return false;
+  if (n.op_type == "CastLike" && i == 1) return false;
+  return !(i == 1 && pow_is_square(n));
 }
 
 bool has_scalar_expr(const Node& n) {

@@ -20,6 +20,11 @@ bool has_scalar_expr(const Node& n);
 // omitted optional input). Error (naming the node) for a case the back end does not handle.
 StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a);
 
+// Whether the expression reads input `i` of `n` (every present input but CastLike's target, whose
+// type alone counts, and the exponent of Pow by a constant 2, which is x * x). Lowerings load only
+// these: nvcc rejects a loaded operand no expression uses.
+bool reads_operand(const Node& n, size_t i);
+
 // A literal of `v` in compute type `ct` ("float": 0.5f, "double": 0.5, integers: 5LL).
 std::string literal(double v, const std::string& ct);
 

@@ -200,7 +200,7 @@ class Stitcher {
       int level = 0;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const Value* in = n.input(i);
-        if (in == nullptr || (op == "CastLike" && i == 1)) {
+        if (!reads_operand(n, i)) {
           args.emplace_back();
           continue;
         }

@@ -2,12 +2,15 @@
 // every step's buffers placed, byte-stable output, launch counts), goldens, and odd-shaped
 // graphs compiled and run on the emu backend against the reference interpreter.
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "backend_test_util.h"
+#include "codegen/artifact.h"
 #include "codegen/cuda_writer.h"
 #include "codegen/library.h"
 #include "codegen/lower.h"
@@ -34,6 +37,82 @@ TEST_CASE("literals keep their type", "[codegen]") {
   CHECK(literal(2, "double") == "2.0");
   CHECK(literal(3, "long long") == "3LL");
   CHECK(literal(-INFINITY, "float") == "__int_as_float(0xff800000)");
+}
+
+TEST_CASE("Pow by a constant 2 is one multiply and loads no exponent, other exponents keep pow",
+          "[codegen][emu][nvcc]") {
+  // RMSNorm's x^2. The square as a node alone (one thread per element, and per 4 elements with
+  // 128-bit accesses) and stitched into a reduction; x^3 and an exponent from a graph input keep
+  // powf. Every kernel runs on emu like the reference and goes through nvcc with warnings as
+  // errors (a loaded exponent no expression reads would be one).
+  auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[3,37]
+  input %v: f32[8,16]
+  input %e: f32[]
+  const %two: f32[] = [2.0]
+  const %three: f32[] = [3.0]
+  const %ax: i64[1] = [-1]
+  %sq = Pow(%x, %two) @"square"
+  %sv = Pow(%v, %two) @"square_vec4"
+  %cu = Pow(%x, %three) @"cube"
+  %ax2 = Abs(%x) @"abs"
+  %any = Pow(%ax2, %e) @"any"
+  %s2 = Pow(%v, %two) @"square_in_rows"
+  %ms = ReduceMean(%s2, %ax) @"mean"
+  output %sq
+  output %sv
+  output %cu
+  output %any
+  output %ms
+}
+)");
+  test::run_frontend_or_die(*g);
+  std::map<std::string, const Node*> by;
+  for (const auto& n : g->nodes()) by[n->name] = n.get();
+  auto expr = [&](const char* name) {
+    auto e = scalar_expr(*by.at(name), {"v0", "v1"});
+    REQUIRE(e.is_ok());
+    return *e;
+  };
+  CHECK(expr("square") == "(v0 * v0)");
+  CHECK(expr("cube") == "powf(v0, v1)");
+  CHECK(expr("any") == "powf(v0, v1)");
+  CHECK_FALSE(reads_operand(*by.at("square"), 1));
+  CHECK(reads_operand(*by.at("square"), 0));
+  CHECK(reads_operand(*by.at("cube"), 1));
+  const NodeGroups groups{{by.at("square")}, {by.at("square_vec4")},
+                          {by.at("cube")},   {by.at("abs")},
+                          {by.at("any")},    {by.at("square_in_rows"), by.at("mean")}};
+  CHECK(test::emu_matches_reference(*g, &groups, 17) == 6);
+  auto s = build_schedule(*g, &groups);
+  REQUIRE(s.is_ok());
+  auto nvcc = find_nvcc();
+  REQUIRE(nvcc.is_ok());
+  const fs::path dir = fs::temp_directory_path() / ("stitch_unit_pow_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  int squares = 0;
+  for (const Kernel& k : s->kernels) {
+    INFO(k.name << ": " << k.mapping << "\n" << k.source);
+    bool square = false;
+    for (const Node* n : k.nodes) square |= n->name.rfind("square", 0) == 0;
+    squares += square;
+    CHECK((k.source.find("powf") == std::string::npos) == (square || k.nodes.front()->name == "abs"));
+    if (k.nodes.front()->name == "square_vec4")
+      CHECK(k.mapping.find("one thread per 4 elements") != std::string::npos);
+    const fs::path cu = dir / (k.name + ".cu");
+    std::ofstream(cu) << k.source;
+    const fs::path log = dir / (k.name + ".log");
+    const std::string cmd =
+        fmt::format("'{}' -arch=sm_90 -cubin -Werror all-warnings -I '{}' -o '{}' '{}' > '{}' 2>&1", *nvcc,
+                    std::string(STITCH_SOURCE_DIR) + "/runtime/device/include/stitch/device",
+                    (dir / (k.name + ".cubin")).string(), cu.string(), log.string());
+    const int rc = std::system(cmd.c_str());
+    std::ifstream in(log);
+    INFO(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    CHECK(rc == 0);
+  }
+  CHECK(squares == 3);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("ptxas resource lines are parsed per kernel", "[codegen]") {
