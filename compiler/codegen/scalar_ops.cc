@@ -116,8 +116,9 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
   if (op == "Mul") return fmt::format("({} * {})", a, b);
   if (op == "Div")
     return ints ? fmt::format("({1} == 0 ? ({2})0 : {0} / {1})", a, b, ct) : fmt::format("({} / {})", a, b);
-  // x * x is the correctly rounded square; powf's general path costs two special-function
-  // operations and some thirty instructions per element, and may be off by an ulp.
+  // x * x is the correctly rounded square; powf's general path is some 125 more PTX instructions
+  // (a logarithm and an exponential as fma polynomials, special-case branches) and may be off by
+  // an ulp.
   if (pow_is_square(n)) return fmt::format("({0} * {0})", a);
   if (op == "Pow")
     return ints ? fmt::format("(({})pow((double){}, (double){}))", ct, a, b) : fmt::format("{}({}, {})", fn(ct, "pow"), a, b);
