@@ -73,4 +73,27 @@ inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* g
   return s->kernels.size();
 }
 
+// Writes `s` as an artifact in a fresh temporary directory named after `tag`, every kernel
+// compiled by nvcc for sm_80 and sm_90, and checks that ptxas reported each kernel for both
+// archs without spills. Returns the directory; the caller removes it.
+inline std::filesystem::path compile_without_spills(const Graph& g, const codegen::Schedule& s,
+                                                    const std::string& tag) {
+  codegen::CompileOptions o;
+  o.archs = {"sm_80", "sm_90"};
+  o.model_path = "/dev/null";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("stitch_unit_" + tag + "_" + std::to_string(getpid()));
+  codegen::ArtifactSummary summary;
+  const Status st = codegen::write_artifact(g, s, o, dir.string(), &summary);
+  INFO(st.message());
+  REQUIRE(st.is_ok());
+  CHECK(summary.resources.size() == 2 * s.kernels.size());
+  for (const auto& r : summary.resources) {
+    INFO(r.kernel << " " << r.arch << ": " << r.registers << " registers");
+    CHECK(r.spill_stores == 0);
+    CHECK(r.registers > 0);
+  }
+  return dir;
+}
+
 }  // namespace stitch::test

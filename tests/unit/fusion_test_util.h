@@ -2,6 +2,7 @@
 // options, and "plan, compile, run on emu, compare with the reference".
 #pragma once
 
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -85,6 +86,27 @@ inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::
   const auto groups = groups_of(*plan);
   const auto packs = packs_of(*plan);
   return emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
+}
+
+// `g` planned by every search, checked against the search's contract: beam no worse than greedy,
+// ilp equal to brute force (the exhaustive search over the same candidates) and no worse than beam.
+struct AllPlans {
+  fusion::FusionPlan greedy, beam, ilp, brute;
+};
+inline AllPlans plans_agree(const Graph& g) {
+  auto greedy = fusion::make_plan(g, opts("greedy"));
+  auto beam = fusion::make_plan(g, opts("beam"));
+  auto ilp = fusion::make_plan(g, opts("ilp"));
+  auto brute = fusion::plan_brute_force(g, opts("brute"));
+  REQUIRE(greedy.is_ok());
+  REQUIRE(beam.is_ok());
+  REQUIRE(ilp.is_ok());
+  REQUIRE(brute.is_ok());
+  CHECK(beam->cost.time <= greedy->cost.time + 1e-12);
+  CHECK(std::abs(ilp->cost.time - brute->cost.time) <= 1e-12);
+  CHECK(ilp->cost.time <= beam->cost.time + 1e-12);
+  return {std::move(greedy).value(), std::move(beam).value(), std::move(ilp).value(),
+          std::move(brute).value()};
 }
 
 // The schedule stitchc builds from `p`: its groups, packs and GEMM folds.

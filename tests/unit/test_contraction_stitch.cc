@@ -270,17 +270,8 @@ TEST_CASE("with fine-grained MatMuls, ILP still equals brute force and beam is n
           "[fusion]") {
   auto g = test::parse_or_die(attention_text(2, 2, 12, 4));
   test::run_frontend_or_die(*g);
-  auto greedy = fusion::make_plan(*g, opts("greedy"));
-  auto beam = fusion::make_plan(*g, opts("beam"));
-  auto ilp = fusion::make_plan(*g, opts("ilp"));
-  auto brute = fusion::plan_brute_force(*g, opts("brute"));
-  REQUIRE(greedy.is_ok());
-  REQUIRE(beam.is_ok());
-  REQUIRE(ilp.is_ok());
-  REQUIRE(brute.is_ok());
-  CHECK(ilp->cost.time == Approx(brute->cost.time).epsilon(1e-12));
-  CHECK(beam->cost.time <= greedy->cost.time + 1e-12);
-  CHECK(brute->contraction_note == ilp->contraction_note);
+  const test::AllPlans plans = test::plans_agree(*g);
+  CHECK(plans.brute.contraction_note == plans.ilp.contraction_note);
 }
 
 TEST_CASE("llama_tiny: rotary, scores and softmax in one kernel, at most 10 launches per layer",
@@ -347,21 +338,7 @@ TEST_CASE("kernels with contraction loops compile with nvcc for sm_80 and sm_90 
   REQUIRE(s.is_ok());
   REQUIRE(s->kernels.size() == 2);
   REQUIRE(s->calls.empty());
-  codegen::CompileOptions o;
-  o.archs = {"sm_80", "sm_90"};
-  o.model_path = "/dev/null";
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("stitch_unit_contract_" + std::to_string(getpid()));
-  codegen::ArtifactSummary summary;
-  const Status st = codegen::write_artifact(*g, *s, o, dir.string(), &summary);
-  INFO(st.message());
-  REQUIRE(st.is_ok());
-  CHECK(summary.resources.size() == 4);
-  for (const auto& r : summary.resources) {
-    INFO(r.kernel << " " << r.arch << ": " << r.registers << " registers");
-    CHECK(r.spill_stores == 0);
-    CHECK(r.registers > 0);
-  }
+  const auto dir = test::compile_without_spills(*g, *s, "contract");
   std::filesystem::remove_all(dir);
 }
 
