@@ -16,6 +16,7 @@
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
 #include "fusion/plan.h"
+#include "fusion/split_slices.h"
 #include "importer/onnx_importer.h"
 
 namespace stitch::cli {
@@ -76,15 +77,18 @@ int run_compile(const CompileArgs& a) {
     if (!m.is_ok()) return report(m.status().with_context(a.model));
     merges = *m;
   }
-  // Row scales moved past GEMMs (hoist_scales.h), kept when the plan of the rewritten graph is
-  // estimated no slower than the plan without.
-  std::vector<std::string> hoists;
-  std::string hoist_verdict;
+  // Splits as Slices (split_slices.h), then row scales moved past GEMMs (hoist_scales.h), each
+  // kept when the plan of the rewritten graph is estimated no slower than the plan without.
+  fusion::RewriteResult slices, hoists;
+  if (fo.mode != "none" && !a.no_split_slices) {
+    auto r = fusion::split_to_slices_if_cheaper(*g, fo);
+    if (!r.is_ok()) return report(r.status().with_context(a.model));
+    slices = std::move(r).value();
+  }
   if (fo.mode != "none" && !a.no_hoist_row_scales) {
-    auto h = fusion::hoist_row_scales_if_cheaper(*g, fo);
-    if (!h.is_ok()) return report(h.status().with_context(a.model));
-    hoists = h->lines;
-    hoist_verdict = h->verdict;
+    auto r = fusion::hoist_row_scales_if_cheaper(*g, fo);
+    if (!r.is_ok()) return report(r.status().with_context(a.model));
+    hoists = std::move(r).value();
   }
   constexpr int kMaxReplans = 3;
   StatusOr<fusion::FusionPlan> plan = Status::internal("not planned");
@@ -107,9 +111,13 @@ int run_compile(const CompileArgs& a) {
       o.plan_text = "sibling GEMMs merged (same activation, constant weights concatenated along n):\n";
       for (const std::string& m : merges) o.plan_text += "  " + m + "\n";
     }
-    if (!hoist_verdict.empty()) {
-      o.plan_text += "row scales moved past GEMMs (" + hoist_verdict + "):\n";
-      for (const std::string& h : hoists) o.plan_text += "  " + h + "\n";
+    if (!slices.verdict.empty()) {
+      o.plan_text += "Splits as Slices (" + slices.verdict + "):\n";
+      for (const std::string& l : slices.lines) o.plan_text += "  " + l + "\n";
+    }
+    if (!hoists.verdict.empty()) {
+      o.plan_text += "row scales moved past GEMMs (" + hoists.verdict + "):\n";
+      for (const std::string& h : hoists.lines) o.plan_text += "  " + h + "\n";
     }
     o.plan_text += fusion::explain(*plan);
     for (const std::string& r : replans) o.plan_text += "re-planned after ptxas: " + r + "\n";

@@ -95,6 +95,10 @@ int main(int argc, char** argv) {
       "keep RMSNorm-style row scales in front of the GEMMs they feed (by default they move after "
       "the product, the norm's weight into the GEMM's, when the plan's estimate is lower)");
   compile->add_flag(
+      "--no-split-slices", ca.no_split_slices,
+      "keep Splits whole (by default each becomes one Slice per output, so that each output can be "
+      "read in place by a GEMM or stitched on its own, when the plan's estimate is lower)");
+  compile->add_flag(
       "--approximate-gelu", ca.approximate_gelu,
       "let GELU in its erf form (BERT's) run as cuBLASLt's GELU epilogue, which computes the tanh "
       "form (up to 4.7e-4 away); the tanh form (GPT-2's) always may");

@@ -179,27 +179,8 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
   return log;
 }
 
-StatusOr<HoistResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
-  HoistResult out;
-  std::unique_ptr<Graph> hoisted = clone_graph(*g);
-  ASSIGN_OR_RETURN(std::vector<std::string> lines, hoist_row_scales(*hoisted));
-  if (lines.empty()) return out;
-  ASSIGN_OR_RETURN(FusionPlan before, make_plan(*g, o));
-  ASSIGN_OR_RETURN(FusionPlan after, make_plan(*hoisted, o));
-  const double t0 = before.cost.time * 1e6, t1 = after.cost.time * 1e6;
-  if (t1 <= t0) {
-    g = std::move(hoisted);
-    out.lines = std::move(lines);
-    out.verdict = fmt::format("estimated {:.1f} us against {:.1f} us without, {} kernels against {}", t1, t0,
-                              after.cost.kernels, before.cost.kernels);
-  } else {
-    out.verdict = fmt::format(
-        "not applied: estimated {:.1f} us against {:.1f} us without ({} candidate GEMMs; "
-        "--no-hoist-row-scales "
-        "skips the comparison)",
-        t1, t0, lines.size());
-  }
-  return out;
+StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+  return rewrite_if_cheaper(g, o, hoist_row_scales, "--no-hoist-row-scales");
 }
 
 }  // namespace stitch::fusion

@@ -26,14 +26,9 @@ namespace stitch::fusion {
 // the product is not a graph output. Returns one line per MatMul rewritten.
 StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g);
 
-// hoist_row_scales on a copy of `g`, kept (g replaced) when the plan of the copy is estimated no
-// slower than the plan of `g`: a row scale applied in a kernel that would not otherwise exist
-// costs a launch. `lines` are hoist_row_scales' lines when kept; `verdict` says what was
-// compared (empty when there was no candidate).
-struct HoistResult {
-  std::vector<std::string> lines;
-  std::string verdict;
-};
-StatusOr<HoistResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+// hoist_row_scales through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph
+// is estimated no slower, since a row scale applied in a kernel that would not otherwise exist
+// costs a launch.
+StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
 
 }  // namespace stitch::fusion

@@ -181,4 +181,28 @@ std::string explain(const FusionPlan& plan) {
   return s;
 }
 
+StatusOr<RewriteResult> rewrite_if_cheaper(
+    std::unique_ptr<Graph>& g, const FusionOptions& o,
+    const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag) {
+  RewriteResult out;
+  std::unique_ptr<Graph> copy = clone_graph(*g);
+  ASSIGN_OR_RETURN(std::vector<std::string> lines, rewrite(*copy));
+  if (lines.empty()) return out;
+  ASSIGN_OR_RETURN(FusionPlan before, make_plan(*g, o));
+  ASSIGN_OR_RETURN(FusionPlan after, make_plan(*copy, o));
+  const double t0 = before.cost.time * 1e6, t1 = after.cost.time * 1e6;
+  if (t1 <= t0) {
+    g = std::move(copy);
+    out.lines = std::move(lines);
+    out.verdict = fmt::format("estimated {:.1f} us against {:.1f} us without, {} kernels against {}", t1, t0,
+                              after.cost.kernels, before.cost.kernels);
+  } else {
+    out.verdict = fmt::format(
+        "not applied: estimated {:.1f} us against {:.1f} us without ({} candidates; {} skips "
+        "the comparison)",
+        t1, t0, lines.size(), skip_flag);
+  }
+  return out;
+}
+
 }  // namespace stitch::fusion

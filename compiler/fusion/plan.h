@@ -30,6 +30,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -96,5 +98,17 @@ StatusOr<FusionPlan> plan_brute_force(const Graph& g, const FusionOptions& o);
 
 // Human-readable plan for --explain-fusion.
 std::string explain(const FusionPlan& plan);
+
+// A graph rewrite before planning (row scales past GEMMs, Splits as Slices), applied to a copy of
+// `g` and kept (g replaced) when the copy's plan is estimated no slower than g's. `lines` are the
+// rewrite's lines when kept; `verdict` says what was compared, naming `skip_flag` when not kept
+// (empty when the rewrite found nothing to do).
+struct RewriteResult {
+  std::vector<std::string> lines;
+  std::string verdict;
+};
+StatusOr<RewriteResult> rewrite_if_cheaper(
+    std::unique_ptr<Graph>& g, const FusionOptions& o,
+    const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag);
 
 }  // namespace stitch::fusion

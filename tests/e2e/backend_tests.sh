@@ -85,6 +85,12 @@ check "llama_tiny: the second RMSNorm's row scale moved past its gate/up GEMM, b
 expect "--no-hoist-row-scales keeps the RMSNorm kernels (11 kernels)" 0 "11 kernels \+ 10 library calls" -- \
   "$STITCHC" compile "$ROOT/models/llama_tiny/model.onnx" -o "$TMP/llama_nohoist" --shape batch=2 \
   --shape sequence=16 --no-nvcc --no-hoist-row-scales --explain-fusion
+check "gpt2_tiny: its Q/K/V Splits became Slices, by the estimate" \
+  grep -q "Splits as Slices (estimated .* us against .* us without" "$TMP/gpt2_tiny/plan.txt"
+expect "--no-split-slices keeps GPT-2's Splits (Q.K^T a library call: 12 calls)" 0 \
+  "7 kernels \+ 12 library calls" -- \
+  "$STITCHC" compile "$ROOT/models/gpt2_tiny/model.onnx" -o "$TMP/gpt2_nosplit" --shape batch=2 \
+  --shape sequence=16 --no-nvcc --no-emu --no-split-slices --explain-fusion
 check "the dense layer's bias is added in its GEMM's epilogue" \
   grep -q "'/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) in its epilogue (bias)" \
   "$TMP/fused_bert_tiny/plan.txt"

@@ -109,6 +109,21 @@ inline AllPlans plans_agree(const Graph& g) {
           std::move(brute).value()};
 }
 
+// The rewritten graph computes what the original did (reference interpreter, both graphs).
+inline void same_as_original(const Graph& original, const Graph& rewritten, uint32_t seed) {
+  TensorMap feed;
+  for (const Value* v : original.inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+  auto want = run_reference(original, feed);
+  auto got = run_reference(rewritten, feed);
+  REQUIRE(want.is_ok());
+  REQUIRE(got.is_ok());
+  for (const Value* v : original.outputs) {
+    const CompareResult r = compare_tensors(got->at(v->name), want->at(v->name), 1e-5, 1e-6);
+    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
+    CHECK(r.ok);
+  }
+}
+
 // The schedule stitchc builds from `p`: its groups, packs and GEMM folds.
 inline StatusOr<codegen::Schedule> schedule_of(const Graph& g, const fusion::FusionPlan& p) {
   const auto groups = groups_of(p);

@@ -76,21 +76,6 @@ const char* kScriptNorm = R"(  %hc = Cast(%h) {to = 1} @"cast_in"
   %xc = Cast(%xn) {to = 1} @"cast_out"
   %y = Mul(%gamma, %xc) @"weight")";
 
-// The rewritten graph computes what the original did (reference interpreter, both graphs).
-void same_as_original(const Graph& original, const Graph& rewritten, uint32_t seed) {
-  TensorMap feed;
-  for (const Value* v : original.inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
-  auto want = run_reference(original, feed);
-  auto got = run_reference(rewritten, feed);
-  REQUIRE(want.is_ok());
-  REQUIRE(got.is_ok());
-  for (const Value* v : original.outputs) {
-    const CompareResult r = compare_tensors(got->at(v->name), want->at(v->name), 1e-5, 1e-6);
-    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
-    CHECK(r.ok);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("RMSNorm before a gated MLP: the row scale moves past the GEMM into the gate's kernel",

@@ -1,0 +1,30 @@
+// Splits as Slices: a Split of constant sizes becomes one Slice per output it hands on, so each
+// output goes its own way, as the Slices of merged GEMMs do (merge_gemms.h): into a GEMM
+// operand (read in place, find_gemm_folds), into the stitched kernel that reads it (an index
+// map), or a kernel of its own. A Split is one unit otherwise: a GEMM call takes one over only
+// when it takes every output, and a kernel that stitches one output stores the others. GPT-2's
+// exporter splits Q, K and V with one Split: as Slices, Q.K^T can be stitched into the softmax
+// kernel while V is still read in place by P.V.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/plan.h"
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch::fusion {
+
+// Rewrites every Split whose input and outputs have static shapes (the sizes are its outputs'
+// extents along the axis) into Slices of the input, one per output that is read or is a graph
+// output; the output values keep their names. Returns one line per Split.
+StatusOr<std::vector<std::string>> split_to_slices(Graph& g);
+
+// split_to_slices through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph
+// is estimated no slower (a Split whose outputs all need kernels of their own is one launch;
+// its Slices would be several).
+StatusOr<RewriteResult> split_to_slices_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+
+}  // namespace stitch::fusion

@@ -1,0 +1,136 @@
+// Splits as Slices (fusion::split_to_slices): every spelling of a Split's sizes becomes Slices
+// that compute what the Split did (reference interpreter on both graphs), kept by stitchc only
+// when the plan's estimate is no higher; GPT-2's Q/K/V Split then lets Q.K^T be stitched while
+// P.V still reads V in place.
+#include "fusion/hoist_scales.h"
+#include "fusion/merge_gemms.h"
+#include "fusion/split_slices.h"
+#include "fusion_test_util.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+TEST_CASE("Splits of every spelling become Slices that compute the same outputs", "[fusion]") {
+  struct Case {
+    const char* name;
+    const char* text;
+    const char* line;  // split_to_slices' line
+  };
+  const Case cases[] = {
+      {"sizes as an input, negative axis, an unread output",
+       R"(graph "g" opset 17 {
+  input %x: f32[2,5,12]
+  const %sizes: i64[3] = [3, 4, 5]
+  %a, %b, %c = Split(%x, %sizes) {axis = -1} @"split"
+  %s = Add(%a, %a) @"use_a"
+  %t = Exp(%c) @"use_c"
+  output %s
+  output %t
+})",
+       "node 'split' (Split): a Slice each along axis 2: 'a' [0, 3), 'c' [7, 12)"},
+      {"equal parts from num_outputs, a graph output",
+       R"(graph "g" opset 18 {
+  input %x: f32[6,4]
+  %a, %b = Split(%x) {axis = 0, num_outputs = 2} @"split"
+  %s = Neg(%a) @"neg"
+  output %s
+  output %b
+})",
+       "node 'split' (Split): a Slice each along axis 0: 'a' [0, 3), 'b' [3, 6)"},
+      {"sizes as an attribute (opset 11)",
+       R"(graph "g" opset 11 {
+  input %x: f32[4,9]
+  %a, %b = Split(%x) {axis = 1, split = ints[2, 7]} @"split"
+  %s = Mul(%a, %a) @"sq"
+  %t = Sigmoid(%b) @"sig"
+  output %s
+  output %t
+})",
+       "node 'split' (Split): a Slice each along axis 1: 'a' [0, 2), 'b' [2, 9)"},
+  };
+  uint32_t seed = 11;
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto g = parse_or_die(c.text);
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    auto lines = fusion::split_to_slices(*g);
+    REQUIRE(lines.is_ok());
+    REQUIRE(lines->size() == 1);
+    CHECK(lines->front() == c.line);
+    int slices = 0;
+    for (const auto& n : g->nodes()) {
+      CHECK(n->op_type != "Split");
+      slices += n->op_type == "Slice";
+    }
+    CHECK(slices == 2);
+    same_as_original(*original, *g, seed++);
+    CHECK(fused_matches_reference(*g, seed++) >= 1);
+  }
+}
+
+TEST_CASE("a Split whose outputs each need a kernel of their own stays a Split", "[fusion]") {
+  // The readers are kept out of every group (--no-fuse): as Slices each output would be a kernel
+  // of its own, three launches where the Split is one.
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[4,96]
+  const %sizes: i64[3] = [32, 32, 32]
+  %a, %b, %c = Split(%x, %sizes) {axis = 1} @"split"
+  %ea = Exp(%a) @"r0"
+  %eb = Exp(%b) @"r1"
+  %ec = Exp(%c) @"r2"
+  output %ea
+  output %eb
+  output %ec
+})");
+  run_frontend_or_die(*g);
+  auto r = fusion::split_to_slices_if_cheaper(g, opts("beam", {"r0", "r1", "r2"}));
+  REQUIRE(r.is_ok());
+  INFO(r->verdict);
+  CHECK(r->lines.empty());
+  CHECK(r->verdict.rfind("not applied: estimated", 0) == 0);
+  CHECK(r->verdict.find("--no-split-slices skips the comparison") != std::string::npos);
+  int splits = 0;
+  for (const auto& n : g->nodes()) splits += n->op_type == "Split";
+  CHECK(splits == 1);
+  // With the readers free to fuse, the Split and its readers are one element kernel, which the
+  // Slices do not beat either.
+  auto free = fusion::split_to_slices_if_cheaper(g, opts("beam"));
+  REQUIRE(free.is_ok());
+  INFO(free->verdict);
+  CHECK(free->lines.empty());
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  CHECK(plan->cost.kernels == 1);
+}
+
+TEST_CASE("gpt2_tiny as stitchc compiles it: Q.K^T stitched, V read in place, 8 launches per layer",
+          "[fusion][models][emu]") {
+  // The exporter splits the Q/K/V product with one Split. As Slices, Q's and K's go into the
+  // kernel of Q.K^T + mask + softmax and V's into P.V's operand, so the scores GEMM is no call.
+  auto g = prepared_model("gpt2_tiny");
+  REQUIRE(fusion::merge_sibling_gemms(*g).is_ok());
+  auto sliced = fusion::split_to_slices_if_cheaper(g, opts("beam"));
+  REQUIRE(sliced.is_ok());
+  INFO(sliced->verdict);
+  REQUIRE(sliced->lines.size() == 2);  // one Split per layer
+  REQUIRE(fusion::hoist_row_scales_if_cheaper(g, opts("beam")).is_ok());
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  int stitched_scores = 0;
+  for (const auto& grp : plan->groups) {
+    bool mm = false, softmax = false;
+    for (const Node* n : grp.nodes) {
+      mm |= n->op_type == "MatMul";
+      softmax |= n->op_type == "Softmax";
+    }
+    stitched_scores += mm && softmax;
+  }
+  CHECK(stitched_scores == 2);
+  auto s = schedule_of(*g, *plan);
+  REQUIRE(s.is_ok());
+  CHECK(s->kernels.size() == 1 + 2 * 3);  // per layer: softmax, two layer norms; the final norm
+  CHECK(s->calls.size() == 2 * 5);        // per layer: Q/K/V, P.V, projection, c_fc, c_proj
+  CHECK(plan_matches_reference(*g, *plan, 5) == s->kernels.size());
+}
