@@ -1,13 +1,16 @@
-// Nodes and values added by the graph rewrites before planning (merge_gemms, hoist_scales): the
+// Nodes and values added by the graph rewrites before planning (merge_gemms, hoist_scales,
+// split_slices): the
 // node's op definition looked up at the graph's opset, the value typed and shaped by the caller's
 // knowledge (the front end's shape inference has already run).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ir/op_table.h"
+#include "support/status.h"
 
 namespace stitch::fusion {
 
@@ -26,6 +29,14 @@ inline Value* add_typed_value(Graph& g, const std::string& hint, DType t, Dims d
   v->dtype = t;
   v->dims = std::move(d);
   return v;
+}
+
+// The end of a rewrite: the replaced nodes go, then the values nothing reads any more, and the
+// graph is put back in topological order.
+inline Status remove_and_sort(Graph& g, const std::vector<Node*>& dead) {
+  g.remove_nodes(dead);
+  g.remove_unused_values();
+  return g.topo_sort();
 }
 
 }  // namespace stitch::fusion

@@ -173,9 +173,7 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
                     mm->describe(), names, columns.size(), x->name, m2->name));
   }
   if (dead.empty()) return log;
-  g.remove_nodes(dead);
-  g.remove_unused_values();
-  RETURN_IF_ERROR(g.topo_sort());
+  RETURN_IF_ERROR(remove_and_sort(g, dead));
   return log;
 }
 

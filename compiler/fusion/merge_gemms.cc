@@ -141,9 +141,7 @@ StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g) {
     log.push_back(fmt::format("{} -> node '{}' (MatMul, n = {}) and a Slice each", names, mm->name, sizes));
   }
   if (dead.empty()) return log;
-  g.remove_nodes(dead);
-  g.remove_unused_values();
-  RETURN_IF_ERROR(g.topo_sort());
+  RETURN_IF_ERROR(remove_and_sort(g, dead));
   return log;
 }
 

@@ -51,9 +51,7 @@ StatusOr<std::vector<std::string>> split_to_slices(Graph& g) {
     log.push_back(fmt::format("{}: a Slice each along axis {}: {}", n->describe(), *axis, parts));
   }
   if (dead.empty()) return log;
-  g.remove_nodes(dead);
-  g.remove_unused_values();
-  RETURN_IF_ERROR(g.topo_sort());
+  RETURN_IF_ERROR(remove_and_sort(g, dead));
   return log;
 }
 

@@ -2,6 +2,7 @@
 // options, and "plan, compile, run on emu, compare with the reference".
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -122,6 +123,21 @@ inline void same_as_original(const Graph& original, const Graph& rewritten, uint
     INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
     CHECK(r.ok);
   }
+}
+
+// Whether the group holds a node of op type `op`; the plan's groups that hold every op in `ops`.
+inline bool has_op(const fusion::FusionGroup& grp, const std::string& op) {
+  for (const Node* n : grp.nodes)
+    if (n->op_type == op) return true;
+  return false;
+}
+inline std::vector<const fusion::FusionGroup*> groups_with(const fusion::FusionPlan& p,
+                                                           const std::vector<std::string>& ops) {
+  std::vector<const fusion::FusionGroup*> out;
+  for (const auto& grp : p.groups)
+    if (std::all_of(ops.begin(), ops.end(), [&](const std::string& op) { return has_op(grp, op); }))
+      out.push_back(&grp);
+  return out;
 }
 
 // The schedule stitchc builds from `p`: its groups, packs and GEMM folds.
