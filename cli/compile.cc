@@ -170,10 +170,21 @@ int run_compile(const CompileArgs& a) {
                         {"estimated_time_us", grp.cost.time * 1e6}, {"unfused_time_us", grp.unfused.time * 1e6},
                         {"estimated_bytes", grp.cost.bytes}, {"unfused_bytes", grp.unfused.bytes}});
     }
-    rep["fusion"] = {
-        {"device", plan->device},       {"ptxas_replans", replans}, {"plan_seconds", plan->plan_seconds},
-        {"timed_out", plan->timed_out}, {"chosen", side(*plan)},    {"none", side(none_plan)},
-        {"merged_gemms", merges},       {"fused_groups", groups},   {"fine_grained_matmuls", plan->contraction_note}};
+    // The rewrites kept by their estimate: what each compared, and its lines when kept.
+    auto rewrite = [](const fusion::RewriteResult& r) {
+      return nlohmann::json{{"applied", !r.lines.empty()}, {"verdict", r.verdict}, {"lines", r.lines}};
+    };
+    rep["fusion"] = {{"device", plan->device},
+                     {"ptxas_replans", replans},
+                     {"plan_seconds", plan->plan_seconds},
+                     {"timed_out", plan->timed_out},
+                     {"chosen", side(*plan)},
+                     {"none", side(none_plan)},
+                     {"merged_gemms", merges},
+                     {"fused_groups", groups},
+                     {"fine_grained_matmuls", plan->contraction_note},
+                     {"split_to_slices", rewrite(slices)},
+                     {"hoist_row_scales", rewrite(hoists)}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";
     if (!f) return report(Status::user(fmt::format("cannot write --report-json '{}'", a.report_json)));

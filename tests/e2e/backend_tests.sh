@@ -87,6 +87,10 @@ expect "--no-hoist-row-scales keeps the RMSNorm kernels (11 kernels)" 0 "11 kern
   --shape sequence=16 --no-nvcc --no-hoist-row-scales --explain-fusion
 check "gpt2_tiny: its Q/K/V Splits became Slices, by the estimate" \
   grep -q "Splits as Slices (estimated .* us against .* us without" "$TMP/gpt2_tiny/plan.txt"
+check "--report-json says which rewrites were applied (gpt2_tiny: Splits as Slices, no row scale moved)" \
+  python3 -c "import json, sys; f = json.load(open(sys.argv[1]))['fusion']; \
+assert f['split_to_slices']['applied'] and len(f['split_to_slices']['lines']) == 2, f['split_to_slices']; \
+assert not f['hoist_row_scales']['applied'], f['hoist_row_scales']" "$TMP/gpt2_tiny.json"
 expect "--no-split-slices keeps GPT-2's Splits (Q.K^T a library call: 12 calls)" 0 \
   "7 kernels \+ 12 library calls" -- \
   "$STITCHC" compile "$ROOT/models/gpt2_tiny/model.onnx" -o "$TMP/gpt2_nosplit" --shape batch=2 \
