@@ -73,7 +73,7 @@ int run_compile(const CompileArgs& a) {
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
   std::vector<std::string> merges;
   if (fo.mode != "none" && !a.no_merge_gemms) {
-    auto m = fusion::merge_sibling_gemms(**g);
+    auto m = fusion::merge_sibling_gemms(**g, fo.no_fuse);
     if (!m.is_ok()) return report(m.status().with_context(a.model));
     merges = *m;
   }

@@ -83,7 +83,10 @@ int main(int argc, char** argv) {
   compile->add_option("--device-spec", ca.device_spec,
                       "cost-model device: sm_80, sm_90 or a JSON file from stitchc calibrate (default: the newest --arch)");
   compile->add_flag("--explain-fusion", ca.explain, "print every group, its reason, and every rejected merge");
-  compile->add_option("--no-fuse", ca.no_fuse, "keep this node (by name) out of every fused group; repeatable");
+  compile->add_option(
+      "--no-fuse", ca.no_fuse,
+      "keep this node (by name) out of every fused group and every graph rewrite (sibling GEMM "
+      "merge, Splits as Slices, row scales past GEMMs); repeatable");
   compile->add_option("--max-group-size", ca.max_group_size, "at most this many nodes per fused group")
       ->default_val(64);
   compile->add_flag("--no-pack", ca.no_pack, "do not pack independent stitched kernels into one launch");

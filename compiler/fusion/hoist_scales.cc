@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -44,7 +45,7 @@ Kind classify(const Value* v, const Dims& a) {
 
 }  // namespace
 
-StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
+StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
   const auto users = g.users();
   auto only_reader = [&](const Value* v, const Node* reader) {
@@ -85,7 +86,7 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
     Value* y = mm->output(0);
     if (!a || !w || !y || !a->has_static_shape() || a->dims->size() < 2 || !w->is_constant() ||
         w->dtype != a->dtype || w->dims->size() != 2 || (*w->dims)[0] != a->dims->back() ||
-        y->dtype != a->dtype)
+        y->dtype != a->dtype || keep.count(mm->name))
       continue;
     // Factors of A through Mul, Div (the divisor's factors inverted) and same-type Casts, each
     // node read only by the next.
@@ -106,7 +107,9 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
       if (p->op_type == "Div") split(p->input(1), p, !inv);
     };
     split(a, mm, false);
-    if (chain.empty()) continue;
+    if (chain.empty() ||
+        std::any_of(chain.begin(), chain.end(), [&](const Node* n) { return keep.count(n->name); }))
+      continue;
     const Dims& ad = *a->dims;
     Value* x = nullptr;
     std::vector<Factor> rows, columns;
@@ -178,7 +181,8 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g) {
 }
 
 StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
-  return rewrite_if_cheaper(g, o, hoist_row_scales, "--no-hoist-row-scales");
+  return rewrite_if_cheaper(
+      g, o, [&](Graph& c) { return hoist_row_scales(c, o.no_fuse); }, "--no-hoist-row-scales");
 }
 
 }  // namespace stitch::fusion

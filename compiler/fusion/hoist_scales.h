@@ -7,6 +7,7 @@
 // after the norm reads that directly.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ namespace stitch::fusion {
 // Only where every reader of the product (through views and Slices) is a kernel op, none a GEMM
 // or convolution (those would need the scaled product stored, which is what the norm did), and
 // the product is not a graph output. Returns one line per MatMul rewritten.
-StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g);
+// Nodes named in `keep` (--no-fuse) are left as they are: no MatMul or chain node among them.
+StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep = {});
 
 // hoist_row_scales through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph
 // is estimated no slower, since a row scale applied in a kernel that would not otherwise exist

@@ -39,7 +39,7 @@ Tensor concat_columns(DType t, int64_t rows, const std::vector<const Tensor*>& p
 
 }  // namespace
 
-StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g) {
+StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
   const auto users = g.users();
   auto only_reader = [&](const Value* v) -> Node* {
@@ -53,7 +53,7 @@ StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g) {
   for (const auto& np : g.nodes()) {
     Node& mm = *np;
     if (mm.op_type != "MatMul" || !mm.domain.empty() || mm.inputs.size() != 2 || !mm.input(0) ||
-        !mm.input(1) || !mm.output(0))
+        !mm.input(1) || !mm.output(0) || keep.count(mm.name))
       continue;
     const Value* a = mm.input(0);
     const Value* w = mm.input(1);
@@ -67,6 +67,7 @@ StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g) {
                                                add->output(0) &&
                                                *add->output(0)->dims == *mm.output(0)->dims) {
       Value* other = add->input(0) == mm.output(0) ? add->input(1) : add->input(0);
+      if (keep.count(add->name)) continue;
       if (other && other != mm.output(0) && other->is_constant() && other->dtype == a->dtype &&
           *other->dims == Dims{s.n}) {
         s.bias_add = add;

@@ -5,6 +5,7 @@
 // feeds a GEMM operand (read in place, find_gemm_folds) or a stitched kernel (an index map).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace stitch::fusion {
 // only by an Add of a constant [n_i] bias vector merge among themselves, biases concatenated too, the others
 // among themselves). Returns one line per merge: "node 'q' (MatMul), ... -> node 'q/merged' (MatMul, n =
 // 64+64+64) and a Slice each".
-StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g);
+// MatMuls (and bias Adds) named in `keep` (--no-fuse) stay apart.
+StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g, const std::set<std::string>& keep = {});
 
 }  // namespace stitch::fusion

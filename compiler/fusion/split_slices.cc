@@ -7,14 +7,14 @@
 
 namespace stitch::fusion {
 
-StatusOr<std::vector<std::string>> split_to_slices(Graph& g) {
+StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
   if (g.opset < 10) return log;  // Slice takes its bounds as inputs from opset 10
   const auto users = g.users();
   std::vector<Node*> dead;
   std::vector<Node*> splits;
   for (const auto& np : g.nodes())
-    if (np->op_type == "Split") splits.push_back(np.get());
+    if (np->op_type == "Split" && !keep.count(np->name)) splits.push_back(np.get());
   for (Node* n : splits) {
     Value* x = n->input(0);
     if (x == nullptr || !x->has_static_shape()) continue;
@@ -56,7 +56,8 @@ StatusOr<std::vector<std::string>> split_to_slices(Graph& g) {
 }
 
 StatusOr<RewriteResult> split_to_slices_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
-  return rewrite_if_cheaper(g, o, split_to_slices, "--no-split-slices");
+  return rewrite_if_cheaper(
+      g, o, [&](Graph& c) { return split_to_slices(c, o.no_fuse); }, "--no-split-slices");
 }
 
 }  // namespace stitch::fusion

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ namespace stitch::fusion {
 // Rewrites every Split whose input and outputs have static shapes (the sizes are its outputs'
 // extents along the axis) into Slices of the input, one per output that is read or is a graph
 // output; the output values keep their names. Returns one line per Split.
-StatusOr<std::vector<std::string>> split_to_slices(Graph& g);
+// Splits named in `keep` (--no-fuse) stay.
+StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std::string>& keep = {});
 
 // split_to_slices through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph
 // is estimated no slower (a Split whose outputs all need kernels of their own is one launch;

@@ -95,6 +95,14 @@ expect "--no-split-slices keeps GPT-2's Splits (Q.K^T a library call: 12 calls)"
   "7 kernels \+ 12 library calls" -- \
   "$STITCHC" compile "$ROOT/models/gpt2_tiny/model.onnx" -o "$TMP/gpt2_nosplit" --shape batch=2 \
   --shape sequence=16 --no-nvcc --no-emu --no-split-slices --explain-fusion
+expect "--no-fuse on a Split a rewrite would replace: the Split stays, kept apart" 0 \
+  "node '/model/h.0/attn/Split' \(Split\) is in --no-fuse" -- \
+  "$STITCHC" compile "$ROOT/models/gpt2_tiny/model.onnx" -o "$TMP/gpt2_keep" --shape batch=2 \
+  --shape sequence=16 --no-nvcc --no-emu --no-fuse /model/h.0/attn/Split --explain-fusion
+expect "--no-fuse on a MatMul a sibling merge would replace: it stays a GEMM of its own" 0 \
+  "node 'node_linear_4' \(MatMul\) -> " -- \
+  "$STITCHC" compile "$ROOT/models/llama_tiny/model.onnx" -o "$TMP/llama_keep" --shape batch=2 \
+  --shape sequence=16 --no-nvcc --no-emu --no-fuse node_linear_4 --explain-fusion
 check "the dense layer's bias is added in its GEMM's epilogue" \
   grep -q "'/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) in its epilogue (bias)" \
   "$TMP/fused_bert_tiny/plan.txt"

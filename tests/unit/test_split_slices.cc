@@ -125,3 +125,42 @@ TEST_CASE("gpt2_tiny as stitchc compiles it: Q.K^T stitched, V read in place, 8 
   CHECK(s->calls.size() == 2 * 5);        // per layer: Q/K/V, P.V, projection, c_fc, c_proj
   CHECK(plan_matches_reference(*g, *plan, 5) == s->kernels.size());
 }
+
+TEST_CASE("nodes named in --no-fuse are left to the planner by every rewrite, which keeps them apart",
+          "[fusion]") {
+  // A rewrite that replaced a named node would leave --no-fuse naming no node (a user error) and
+  // fuse what the user kept apart: the Split stays a Split, the named MatMul keeps its weight,
+  // the norm's named Mul stays in front of its GEMM.
+  auto gpt2 = prepared_model("gpt2_tiny");
+  REQUIRE(fusion::split_to_slices(*gpt2, {"/model/h.0/attn/Split"}).is_ok());
+  int splits = 0;
+  for (const auto& n : gpt2->nodes()) splits += n->op_type == "Split";
+  CHECK(splits == 1);
+  auto plan = fusion::make_plan(*gpt2, opts("beam", {"/model/h.0/attn/Split"}));
+  REQUIRE(plan.is_ok());
+
+  auto llama = prepared_model("llama_tiny");
+  auto merged = fusion::merge_sibling_gemms(*llama, {"node_linear_4"});  // the first layer's gate
+  REQUIRE(merged.is_ok());
+  for (const std::string& line : *merged) CHECK(line.find("node_linear_4") == std::string::npos);
+  CHECK(merged->size() == 3);  // Q/K/V twice and the second layer's gate/up, not 4
+  REQUIRE(fusion::make_plan(*llama, opts("beam", {"node_linear_4"})).is_ok());
+
+  // The second layer's RMSNorm in front of its gate/up GEMM: x * rsqrt (node_mul_192), then the
+  // weight (node_mul_193). Kept, only the first layer's row scale moves.
+  auto norm = prepared_model("llama_tiny");
+  REQUIRE(fusion::merge_sibling_gemms(*norm).is_ok());
+  auto all = clone_graph(*norm);
+  auto free = fusion::hoist_row_scales(*all);
+  REQUIRE(free.is_ok());
+  CHECK(free->size() == 2);
+  auto hoisted = fusion::hoist_row_scales(*norm, {"node_mul_193"});
+  REQUIRE(hoisted.is_ok());
+  REQUIRE(hoisted->size() == 1);
+  CHECK(hoisted->front().find("node_linear_4/merged") != std::string::npos);
+  std::set<std::string> names;
+  for (const auto& n : norm->nodes()) names.insert(n->name);
+  CHECK(names.count("node_mul_192"));
+  CHECK(names.count("node_mul_193"));
+  REQUIRE(fusion::make_plan(*norm, opts("beam", {"node_mul_193"})).is_ok());
+}
