@@ -157,6 +157,7 @@ int run_compile(const CompileArgs& a) {
                             {"library_calls", p.cost.library_calls},
                             {"launches", p.cost.launches},
                             {"estimated_bytes_moved", p.cost.bytes},
+                            {"estimated_library_bytes", p.cost.library_bytes},
                             {"estimated_time_us", p.cost.time * 1e6},
                             {"groups", p.groups.size()},
                             {"packs", p.packs.size()}};

@@ -25,6 +25,13 @@ StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>&
 // these: nvcc rejects a loaded operand no expression uses.
 bool reads_operand(const Node& n, size_t i);
 
+// Estimated instructions per element of the node's expression on sm_90: 1, plus for each math
+// function and division in the expression scalar_expr writes the instructions nvcc emits for it
+// (SASS up to the kernel's exit, bench/op_costs/measure.py: erff 30, expf 10, tanhf 17, a division
+// 13, powf 95, ...; the same weights for the double functions). 1 for nodes without an expression.
+// The cost model's per-element operation count (fusion/cost.h).
+int op_instructions(const Node& n);
+
 // A literal of `v` in compute type `ct` ("float": 0.5f, "double": 0.5, integers: 5LL).
 std::string literal(double v, const std::string& ct);
 

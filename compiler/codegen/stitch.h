@@ -52,9 +52,10 @@ enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow, kContraction };
 // How `n` can take part in a stitched kernel.
 StitchRole stitch_role(const Node& n);
 
-// A fine-grained GEMM: a MatMul whose operands are both computed (neither is a constant weight,
-// which keeps its library call: tensor cores and reuse across rows), of rank 2 or more, floating
-// point, with a static contraction length of 1 to kMaxContraction. Returns that length.
+// A fine-grained GEMM: a MatMul with at most one constant operand (attention's Q.K^T, or a small
+// projection by a constant weight), of rank 2 or more, floating point, with a static contraction
+// length of 1 to kMaxContraction. Returns that length. Whether its loop beats the library call
+// (which reads a weight once, the loop once per row) is the cost model's call.
 inline constexpr int64_t kMaxContraction = 256;
 std::optional<int64_t> contraction_length(const Node& n);
 
@@ -83,13 +84,14 @@ struct StitchInfo {
   // store loop each after the passes. They set the blocks per row (RowMapping::replicas).
   std::vector<int64_t> wide_widths;
   std::vector<const Value*> stored;
-  int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element
+  int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element, in
+                                   // instructions (op_instructions)
   // Fine-grained GEMMs in the group: multiply-adds per evaluation of the kernel's values (per
   // pass in row kernels), and the bytes those loops load beyond the first read of each outside
   // value (each value the B operand is computed from once per element and step, the A operand's
   // shared by a warp's 32 lanes), served by the caches.
   double contraction_macs = 0;
-  double contraction_ops = 0;  // evaluations of the operands' producers inside those loops
+  double contraction_ops = 0;  // evaluations of the operands' producers inside those loops (instructions)
   int64_t contraction_reads = 0;
 };
 

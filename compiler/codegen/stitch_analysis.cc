@@ -75,7 +75,7 @@ void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, S
       const Node& n = *it->second;
       c.nodes.insert(&n);
       const StitchRole role = stitch_role(n);
-      if (role != StitchRole::kView) ++c.ops;
+      if (role != StitchRole::kView) c.ops += op_instructions(n);
       const bool data_only =
           role == StitchRole::kView || (role == StitchRole::kLayout && n.op_type != "Concat" && n.op_type != "Gather");
       for (size_t i = 0; i < (data_only ? 1 : n.inputs.size()); ++i) stack.push_back(n.input(i));
@@ -187,7 +187,7 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
 std::optional<int64_t> contraction_length(const Node& n) {
   if (n.op_type != "MatMul" || n.inputs.size() != 2 || n.output(0) == nullptr) return std::nullopt;
   const Value *a = n.input(0), *b = n.input(1), *y = n.output(0);
-  if (a == nullptr || b == nullptr || a->is_constant() || b->is_constant()) return std::nullopt;
+  if (a == nullptr || b == nullptr || (a->is_constant() && b->is_constant())) return std::nullopt;
   if (!a->has_static_shape() || !b->has_static_shape() || !y->has_static_shape()) return std::nullopt;
   if (!is_float(a->dtype) || a->dtype != b->dtype || y->dtype != a->dtype) return std::nullopt;
   const Dims &ad = dims(a), &bd = dims(b);
@@ -261,7 +261,7 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
     for (const Node* n : nodes) {
       if (stitch_role(*n) == StitchRole::kView || stitch_role(*n) == StitchRole::kLayout) continue;  // no arithmetic
       const int64_t e = num_elements(dims(n->output(0))), d = num_elements(info.domain);
-      if (e < d) info.recompute_elements += d - e;
+      if (e < d) info.recompute_elements += (d - e) * op_instructions(*n);
     }
     count_contractions(nodes, num_elements(info.domain), info);
     return info;

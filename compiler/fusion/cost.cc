@@ -8,6 +8,7 @@
 
 #include "codegen/library.h"
 #include "codegen/lower.h"
+#include "codegen/scalar_ops.h"
 
 namespace stitch::fusion {
 namespace {
@@ -21,6 +22,21 @@ double kernel_time(int64_t bytes, int64_t reread, double flops, int64_t threads,
   const double serial = round_trips * d.latency + flops / std::max<int64_t>(threads, 1) / d.clock;
   return d.launch + std::max(bytes / (d.dram_bw * d.bw_eff), std::max(serial, flops / d.fp32)) +
          reread / d.l2_bw + barrier_time;
+}
+
+// The math rate of a library call (cost.h): what the runtime asks cuBLASLt and cuDNN for.
+double library_rate(const Node& n, const DeviceSpec& d) {
+  const DType t = n.input(0) ? n.input(0)->dtype : DType::kF32;
+  if (t == DType::kF16 || t == DType::kBF16) return 2 * d.tensor;
+  if (t == DType::kF64) return d.fp32 / 2;
+  return n.op_type == "Conv" ? d.tensor : d.fp32;
+}
+
+// Whether `n` reads only some elements of input `i`, at most as many as its output has: a Slice's
+// data, a Gather's table.
+bool reads_part(const Node& n, size_t i) {
+  return i == 0 && (n.op_type == "Slice" || n.op_type == "Gather" || n.op_type == "GatherElements" ||
+                    n.op_type == "GatherND");
 }
 
 // Dependent round trips of an element kernel: one per grid-stride iteration.
@@ -170,9 +186,10 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
         const int64_t k = n.op_type == "Gemm" && n.attr_int("transA", 0) ? n.input(0)->dims->front() : n.input(0)->dims->back();
         flops = 2.0 * num_elements(*y->dims) * k;
       }
-      c.time = d.launch + flops / d.tensor + bytes / (d.dram_bw * d.bw_eff);
+      c.time = d.launch + flops / library_rate(n, d) + bytes / (d.dram_bw * d.bw_eff);
       c.launches = 1;
       c.library_calls = 1;
+      c.library_bytes = bytes;
       // C is broadcast into the output by a generated kernel first, unless it is a bias vector the
       // call adds in its epilogue.
       if (n.op_type == "Gemm" && n.input(2) && n.attr_float("beta", 1.0f) != 0.0f && !codegen::gemm_bias_epilogue(n)) {
@@ -192,8 +209,10 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       break;
   }
   int64_t bytes = 0, elements = 0;
-  for (const Value* v : n.inputs)  // a Slice reads only the elements it keeps
-    if (v) bytes += n.op_type == "Slice" && v == n.input(0) ? bytes_of(n.output(0)) : bytes_of(v);
+  for (const Value* v : n.inputs)  // a Slice reads only the elements it keeps, a Gather those it picks
+    if (v)
+      bytes +=
+          reads_part(n, 0) && v == n.input(0) ? std::min(bytes_of(n.output(0)), bytes_of(v)) : bytes_of(v);
   for (const Value* v : n.outputs)
     if (v) {
       bytes += bytes_of(v);
@@ -231,7 +250,7 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
   }
   c.bytes = bytes;
   c.reread = reread;
-  c.flops = static_cast<double>(elements);
+  c.flops = static_cast<double>(elements) * codegen::op_instructions(n);
   c.time = kernel_time(bytes, reread, c.flops, threads, trips, barrier_time, d);
   c.launches = c.kernels = 1;
   return c;
@@ -240,14 +259,15 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
 Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchInfo& info, const DeviceSpec& d) {
   std::set<const Value*> made, read;
   for (const Node* n : nodes) made.insert(n->output(0));
-  // An input the group reads only through Slices is read only where they look (a merged GEMM's
-  // columns, a rotary half): the elements they keep, at most the whole input.
+  // An input the group reads only through Slices and Gathers is read only where they look (a merged
+  // GEMM's columns, a rotary half, an embedding table's rows): the elements they keep, at most the
+  // whole input.
   auto read_bytes = [&](const Value* v) {
     int64_t sliced = 0;
     for (const Node* n : nodes)
       for (size_t i = 0; i < n->inputs.size(); ++i) {
         if (n->inputs[i] != v) continue;
-        if (n->op_type != "Slice" || i != 0) return bytes_of(v);
+        if (!reads_part(*n, i)) return bytes_of(v);
         sliced += bytes_of(n->output(0));
       }
     return std::min(sliced, bytes_of(v));
@@ -263,7 +283,7 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
         if (num_elements(*v->dims) <= num_elements(info.domain)) narrow_bytes += read_bytes(v);
       }
     if (codegen::stitch_role(*n) != codegen::StitchRole::kView)
-      flops += static_cast<double>(num_elements(*n->output(0)->dims));
+      flops += static_cast<double>(num_elements(*n->output(0)->dims)) * codegen::op_instructions(*n);
   }
   bytes = in_bytes;
   for (const Value* v : info.stored) bytes += bytes_of(v);

@@ -14,13 +14,17 @@
 //               loop ceil(share / lanes / 4), share = the replica's elements of the wide value
 //   threads:    row kernels rows x lanes x replicas (RowMapping)
 //   dram_bytes = each external input once + each stored value once
-//   flops      = one operation per node per element computed, recomputation included, plus 2 per
+//   flops      = per node and element computed, recomputation included, the instructions of its
+//                expression (codegen::op_instructions: 1 for an add, 31 for an erf), plus 2 per
 //                multiply-add of a fine-grained GEMM's loop and one per evaluation of its operands'
 //                producers in each step (once, or once per pass when a row kernel does not cache
 //                its row)
 //   reread_bytes also counts the operand reads of those loops beyond the first (StitchInfo::
 //                contraction_reads), charged at L2 bandwidth though many hit L1
-//   t(library call) = launch + 2*M*N*K / tensor_flops + operand bytes / dram_bw (the same in every plan)
+//   t(library call) = launch + 2*M*N*K / rate + operand bytes / dram_bw (the same in every plan), rate
+//                the call's math: fp32 GEMMs on the fp32 pipes (cuBLASLt with CUBLAS_COMPUTE_32F uses no
+//                TF32), fp32 convolutions on TF32 tensor cores (cuDNN's default math allows them),
+//                fp16/bf16 on fp16 tensor cores (2x the TF32 rate), fp64 at half the fp32 rate
 //   t(view) = 0
 //
 // launch, bw_eff and barrier are assumptions until calibrated on the device
@@ -67,6 +71,7 @@ std::string device_spec_json(const DeviceSpec& s);
 struct Cost {
   double time = 0;          // seconds
   int64_t bytes = 0;        // dram bytes moved by generated kernels
+  int64_t library_bytes = 0;  // operand and result bytes of library calls (each once)
   int64_t reread = 0;       // bytes re-read from L2 by later passes
   double flops = 0;
   int launches = 0;         // generated kernels + library calls
@@ -75,6 +80,7 @@ struct Cost {
   Cost& operator+=(const Cost& o) {
     time += o.time;
     bytes += o.bytes;
+    library_bytes += o.library_bytes;
     reread += o.reread;
     flops += o.flops;
     launches += o.launches;

@@ -143,10 +143,12 @@ StatusOr<FusionPlan> make_plan(const Graph& g, const FusionOptions& o) {
 std::string explain(const FusionPlan& plan) {
   std::string s = fmt::format(
       "fusion plan ({}) for {}: {} groups, {} kernels + {} library calls, estimated {:.1f} us and "
-      "{} B moved by generated kernels (unfused: {} kernels, {:.1f} us, {} B); planned in {:.3f} s{}\n",
+      "{} B moved by generated kernels, {} B by library calls (unfused: {} kernels, {:.1f} us, {} B + {} B); "
+      "planned in {:.3f} s{}\n",
       plan.mode, plan.device, plan.groups.size(), plan.cost.kernels, plan.cost.library_calls,
-      plan.cost.time * 1e6, plan.cost.bytes, plan.unfused.kernels, plan.unfused.time * 1e6,
-      plan.unfused.bytes, plan.plan_seconds, plan.timed_out ? " (time limit reached: best plan so far)" : "");
+      plan.cost.time * 1e6, plan.cost.bytes, plan.cost.library_bytes, plan.unfused.kernels,
+      plan.unfused.time * 1e6, plan.unfused.bytes, plan.unfused.library_bytes, plan.plan_seconds,
+      plan.timed_out ? " (time limit reached: best plan so far)" : "");
   int i = 0;
   for (const FusionGroup& grp : plan.groups) {
     if (plan.mode == "none" && grp.nodes.size() == 1) {

@@ -2,8 +2,11 @@
 // options, and "plan, compile, run on emu, compare with the reference".
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +17,17 @@
 #include "fusion/plan.h"
 
 namespace stitch::test {
+
+// The values of an IR-text constant, `count` of them in [lo, lo + 2), from a fixed linear
+// congruential sequence that `state` carries on.
+inline std::string lcg_values(uint32_t& state, int64_t count, double lo = -1.0) {
+  std::string out;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    out += fmt::format("{}{:.4f}", i ? ", " : "", static_cast<double>(state >> 8) / (1 << 23) + lo);
+  }
+  return "[" + out + "]";
+}
 
 inline codegen::NodeGroups groups_of(const fusion::FusionPlan& p) {
   codegen::NodeGroups out;

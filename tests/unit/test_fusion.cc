@@ -22,9 +22,12 @@ TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= gr
   // (find_gemm_folds), Gemm biases in the epilogue, GPT-2's tanh-form GELU in cuBLASLt's GELU
   // epilogue and Split stitched (without these: 21, 28, 20, 12; gpt2_tiny 9 before the GELU epilogue),
   // and attention's Q.K^T stitched into its softmax kernel in bert_tiny and llama_tiny (llama_tiny
-  // 12 before).
+  // 12 before). Launches, kernels and library calls together: since MatMuls with a constant weight
+  // may join kernels too, bert_tiny runs every MatMul in a kernel (13 kernels + its pooler's Gemm;
+  // before, 11 kernels + 13 calls) and llama_tiny every MatMul (14 kernels, no call); gpt2_tiny
+  // (Gemms) and cnn_small as before.
   const std::map<std::string, size_t> most = {
-      {"bert_tiny", 11}, {"gpt2_tiny", 7}, {"llama_tiny", 11}, {"cnn_small", 11}};
+      {"bert_tiny", 14}, {"gpt2_tiny", 19}, {"llama_tiny", 14}, {"cnn_small", 21}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -42,7 +45,7 @@ TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= gr
       auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
       REQUIRE(s.is_ok());
       CHECK(static_cast<int>(s->kernels.size()) == plan->cost.kernels);
-      if (std::string(mode) != "greedy") CHECK(s->kernels.size() <= limit);
+      if (std::string(mode) != "greedy") CHECK(s->kernels.size() + s->calls.size() <= limit);
       Status st = verify_memory_plan(s->requests, s->plan);
       CHECK(st.is_ok());
     }
@@ -568,14 +571,17 @@ TEST_CASE("ptxas feedback: node sets kept apart are never in one group, and thei
 
 TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMMs merged) do not grow",
           "[fusion][models]") {
-  // Kernels + library calls: bert_tiny 11 + 11 (a layer: 4 kernels, 5 GEMMs: Q.K^T runs inside the
-  // softmax kernel), gpt2_tiny 7 + 10 (3 kernels, 5 GEMMs: its Q/K/V Split as Slices, Q.K^T
-  // inside the softmax kernel), llama_tiny 9 + 10 (a layer: 3 kernels, 5 GEMMs: the second
-  // RMSNorm's row scale moved past the gate/up GEMM into the gate's kernel), cnn_small 11 + 10.
-  // (Before Q.K^T was stitched: bert_tiny 11 + 13, llama_tiny 12 + 12; before the row scale
-  // moved, llama_tiny 11 + 10; before the Split became Slices, gpt2_tiny 7 + 12.)
+  // Kernels + library calls: bert_tiny 15 + 1 (a layer: 6 kernels, no GEMM call: Q/K/V + bias;
+  // Q.K^T + mask + softmax; P.V; output projection + residual + LN; FFN1 + bias + erf GELU; FFN2
+  // + residual + LN; the pooler's Gemm is the call), gpt2_tiny 7 + 10 (3 kernels, 5 GEMMs: its
+  // Q/K/V Split as Slices, Q.K^T inside the softmax kernel), llama_tiny 9 + 6 (a layer: 3 kernels,
+  // 3 GEMMs: Q/K/V, P.V and the output projection; the gate/up GEMM inside the second RMSNorm's
+  // kernel, its row scale moved past it, the down GEMM inside the next RMSNorm's), cnn_small
+  // 11 + 10. (Before MatMuls with a constant weight could join kernels: bert_tiny 11 + 11,
+  // llama_tiny 9 + 10; before Q.K^T was stitched: bert_tiny 11 + 13, llama_tiny 12 + 12; before
+  // the row scale moved, llama_tiny 11 + 10; before the Split became Slices, gpt2_tiny 7 + 12.)
   const std::map<std::string, std::pair<size_t, size_t>> most = {
-      {"bert_tiny", {11, 11}}, {"gpt2_tiny", {7, 10}}, {"llama_tiny", {9, 10}}, {"cnn_small", {11, 10}}};
+      {"bert_tiny", {15, 1}}, {"gpt2_tiny", {7, 10}}, {"llama_tiny", {9, 6}}, {"cnn_small", {11, 10}}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
