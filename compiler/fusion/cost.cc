@@ -209,10 +209,10 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       break;
   }
   int64_t bytes = 0, elements = 0;
-  for (const Value* v : n.inputs)  // a Slice reads only the elements it keeps, a Gather those it picks
-    if (v)
-      bytes +=
-          reads_part(n, 0) && v == n.input(0) ? std::min(bytes_of(n.output(0)), bytes_of(v)) : bytes_of(v);
+  // A Slice reads only the elements it keeps, a Gather those it picks.
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (const Value* v = n.input(i))
+      bytes += reads_part(n, i) ? std::min(bytes_of(n.output(0)), bytes_of(v)) : bytes_of(v);
   for (const Value* v : n.outputs)
     if (v) {
       bytes += bytes_of(v);
