@@ -13,6 +13,7 @@
 #include "cli/subcommands.h"
 #include "codegen/artifact.h"
 #include "codegen/schedule.h"
+#include "fusion/gemm_matmul.h"
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
 #include "fusion/plan.h"
@@ -71,6 +72,14 @@ int run_compile(const CompileArgs& a) {
   // The unfused baseline of --report-json is the graph as imported; then sibling GEMMs (Q/K/V,
   // gate/up) become one GEMM each for the planners.
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
+  // Gemms as MatMuls (gemm_matmul.h) first, kept when the rewritten graph's plan is estimated no
+  // slower, so that the MatMul rewrites below see them too.
+  fusion::RewriteResult gemms;
+  if (fo.mode != "none" && !a.no_gemms_as_matmuls) {
+    auto r = fusion::gemms_as_matmuls_if_cheaper(*g, fo);
+    if (!r.is_ok()) return report(r.status().with_context(a.model));
+    gemms = std::move(r).value();
+  }
   std::vector<std::string> merges;
   if (fo.mode != "none" && !a.no_merge_gemms) {
     auto m = fusion::merge_sibling_gemms(**g, fo.no_fuse);
@@ -107,8 +116,12 @@ int run_compile(const CompileArgs& a) {
       o.group_reasons[grp.nodes.front()->name] = grp.reason;
     }
     o.plan_text.clear();
+    if (!gemms.verdict.empty()) {
+      o.plan_text += "Gemms as MatMuls (" + gemms.verdict + "):\n";
+      for (const std::string& l : gemms.lines) o.plan_text += "  " + l + "\n";
+    }
     if (!merges.empty()) {
-      o.plan_text = "sibling GEMMs merged (same activation, constant weights concatenated along n):\n";
+      o.plan_text += "sibling GEMMs merged (same activation, constant weights concatenated along n):\n";
       for (const std::string& m : merges) o.plan_text += "  " + m + "\n";
     }
     if (!slices.verdict.empty()) {
@@ -184,6 +197,7 @@ int run_compile(const CompileArgs& a) {
                      {"merged_gemms", merges},
                      {"fused_groups", groups},
                      {"fine_grained_matmuls", plan->contraction_note},
+                     {"gemms_as_matmuls", rewrite(gemms)},
                      {"split_to_slices", rewrite(slices)},
                      {"hoist_row_scales", rewrite(hoists)}};
     std::ofstream f(a.report_json);

@@ -1,0 +1,151 @@
+// gemms_as_matmuls (see gemm_matmul.h): each Gemm node turns into a MatMul in place, with the
+// transposes, the alpha scaling and the C addition as nodes of their own around it.
+#include "fusion/gemm_matmul.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "fusion/graph_edit.h"
+
+namespace stitch::fusion {
+namespace {
+
+// The transpose of a constant matrix [r, c], element bytes copied as they are.
+Tensor transposed(const Tensor& t) {
+  const int64_t r = t.dims()[0], c = t.dims()[1], es = dtype_size(t.dtype());
+  Tensor out(t.dtype(), {c, r});
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      std::memcpy(out.data() + (j * r + i) * es, t.data() + (i * c + j) * es, static_cast<size_t>(es));
+  return out;
+}
+
+Tensor scaled(const Tensor& t, double s) {
+  std::vector<double> v = t.to_f64();
+  for (double& x : v) x *= s;
+  return Tensor::from_f64(t.dtype(), t.dims(), v);
+}
+
+// A node `op` named after `name` reading `inputs` and writing `y`.
+Node* add_node_to(Graph& g, const std::string& op, const std::string& name, std::vector<Value*> inputs,
+                  Value* y) {
+  Node* n = add_op_node(g, op, g.unique_name(name));
+  n->inputs = std::move(inputs);
+  n->outputs = {y};
+  y->producer = n;
+  return n;
+}
+
+// The same, writing a new value of type `t` and dims `d`.
+Value* add_node_out(Graph& g, const std::string& op, const std::string& name, std::vector<Value*> inputs,
+                    DType t, const Dims& d, Node** node = nullptr) {
+  Node* n = add_node_to(g, op, name, std::move(inputs), add_typed_value(g, name, t, d));
+  if (node) *node = n;
+  return n->output(0);
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std::string>& keep) {
+  std::vector<std::string> log;
+  if (g.opset < 7) return log;  // Gemm's `broadcast` attribute (opsets 1-6)
+  const OpDef* matmul = find_op("", "MatMul", g.opset);
+  if (matmul == nullptr) return log;
+  std::vector<Node*> gemms;
+  for (const auto& np : g.nodes())
+    if (np->op_type == "Gemm" && np->domain.empty() && np->opset >= 7 && !keep.count(np->name))
+      gemms.push_back(np.get());
+  bool changed = false;
+  for (Node* n : gemms) {
+    Value *a = n->input(0), *b = n->input(1), *c = n->input(2), *y = n->output(0);
+    if (!a || !b || !y || !a->has_static_shape() || !b->has_static_shape() || !y->has_static_shape())
+      continue;
+    if (c && !c->has_static_shape()) continue;
+    const DType t = y->dtype;
+    if (!is_float(t) || a->dtype != t || b->dtype != t || (c && c->dtype != t)) continue;
+    if (a->dims->size() != 2 || b->dims->size() != 2 || y->dims->size() != 2) continue;
+    const bool ta = n->attr_int("transA", 0) != 0, tb = n->attr_int("transB", 0) != 0;
+    const double alpha = n->attr_float("alpha", 1.0f), beta = n->attr_float("beta", 1.0f);
+    const int64_t m = (*y->dims)[0], nn = (*y->dims)[1], k = ta ? (*a->dims)[0] : (*a->dims)[1];
+    std::string parts;
+    auto note = [&](const std::string& s) { parts += (parts.empty() ? "" : ", ") + s; };
+    // op(X): a transposed constant, or a Transpose node.
+    auto operand = [&](Value* x, bool trans, const std::string& tag) -> Value* {
+      if (!trans) return x;
+      const Dims d{(*x->dims)[1], (*x->dims)[0]};
+      if (x->is_constant()) {
+        Value* v = add_typed_value(g, n->name + "/" + tag + "_transposed", t, d);
+        v->constant = transposed(*x->constant);
+        note(fmt::format("{} transposed into a constant", tag));
+        return v;
+      }
+      Node* tr = nullptr;
+      Value* v = add_node_out(g, "Transpose", n->name + "/" + tag + "_transposed", {x}, t, d, &tr);
+      tr->attrs["perm"] = std::vector<int64_t>{1, 0};
+      note(fmt::format("{} through a Transpose", tag));
+      return v;
+    };
+    Value* a2 = operand(a, ta, "A");
+    Value* b2 = operand(b, tb, "B");
+    // alpha scales an operand: a constant one when there is one, else A through a Mul by a scalar
+    // (what a GEMM call takes back as its alpha, and a loop as one multiplication per step).
+    if (alpha != 1.0) {
+      Value*& target = b2->is_constant() ? b2 : a2;
+      if (target->is_constant()) {
+        Value* v = add_typed_value(g, n->name + "/scaled", t, *target->dims);
+        v->constant = scaled(*target->constant, alpha);
+        target = v;
+        note(fmt::format("alpha {} folded into a constant operand", alpha));
+      } else {
+        Value* s = add_typed_value(g, n->name + "/alpha", t, {});
+        s->constant = Tensor::from_f64(t, {}, {alpha});
+        target = add_node_out(g, "Mul", n->name + "/alpha_scaled", {target, s}, t, *target->dims);
+        note(fmt::format("alpha {} as a Mul of A", alpha));
+      }
+    }
+    Value* c2 = (c && beta != 0.0) ? c : nullptr;
+    if (c2 && beta != 1.0) {
+      if (c2->is_constant()) {
+        Value* v = add_typed_value(g, n->name + "/C_scaled", t, *c2->dims);
+        v->constant = scaled(*c2->constant, beta);
+        c2 = v;
+        note(fmt::format("beta {} folded into the constant C", beta));
+      } else {
+        Value* s = add_typed_value(g, n->name + "/beta", t, {});
+        s->constant = Tensor::from_f64(t, {}, {beta});
+        c2 = add_node_out(g, "Mul", n->name + "/beta_scaled", {c2, s}, t, *c2->dims);
+        note(fmt::format("beta {} as a Mul of C", beta));
+      }
+    }
+    // The Gemm node becomes the MatMul; the Add of C, when there is one, writes the Gemm's output.
+    n->op_type = "MatMul";
+    n->def = matmul;
+    n->opset = g.opset;
+    n->attrs.clear();
+    n->inputs = {a2, b2};
+    if (c2) {
+      Value* p = add_typed_value(g, n->name + "/product", t, {m, nn});
+      n->outputs = {p};
+      p->producer = n;
+      add_node_to(g, "Add", n->name + "/C_add", {p, c2}, y);
+      note(fmt::format("C{} added by an Add", c2 == c ? "" : " (scaled)"));
+    } else {
+      n->outputs = {y};
+      y->producer = n;
+    }
+    log.push_back(fmt::format("{} -> MatMul [{}x{}] x [{}x{}]{}{}", fmt::format("node '{}' (Gemm)", n->name),
+                              m, k, k, nn, parts.empty() ? "" : ": ", parts));
+    changed = true;
+  }
+  if (!changed) return log;
+  RETURN_IF_ERROR(remove_and_sort(g, {}));
+  return log;
+}
+
+StatusOr<RewriteResult> gemms_as_matmuls_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+  return rewrite_if_cheaper(
+      g, o, [&](Graph& c) { return gemms_as_matmuls(c, o.no_fuse); }, "--no-gemms-as-matmuls");
+}
+
+}  // namespace stitch::fusion
