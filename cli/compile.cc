@@ -13,11 +13,8 @@
 #include "cli/subcommands.h"
 #include "codegen/artifact.h"
 #include "codegen/schedule.h"
-#include "fusion/gemm_matmul.h"
-#include "fusion/hoist_scales.h"
-#include "fusion/merge_gemms.h"
 #include "fusion/plan.h"
-#include "fusion/split_slices.h"
+#include "fusion/rewrites.h"
 #include "importer/onnx_importer.h"
 
 namespace stitch::cli {
@@ -69,36 +66,17 @@ int run_compile(const CompileArgs& a) {
   // Plan, build, and check ptxas's report against the budget: a fused kernel that spills or uses
   // more than --max-registers is planned again with its nodes kept apart (a packed one with its
   // groups unpacked first), at most kMaxReplans times.
-  // The unfused baseline of --report-json is the graph as imported; then sibling GEMMs (Q/K/V,
-  // gate/up) become one GEMM each for the planners.
+  // The unfused baseline of --report-json is the graph as imported; then the rewrites before
+  // planning (fusion/rewrites.h: Gemms as MatMuls, sibling GEMMs merged, Splits as Slices, row
+  // scales past GEMMs), each named in the plan.
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
-  // Gemms as MatMuls (gemm_matmul.h) first, kept when the rewritten graph's plan is estimated no
-  // slower, so that the MatMul rewrites below see them too.
-  fusion::RewriteResult gemms;
-  if (fo.mode != "none" && !a.no_gemms_as_matmuls) {
-    auto r = fusion::gemms_as_matmuls_if_cheaper(*g, fo);
-    if (!r.is_ok()) return report(r.status().with_context(a.model));
-    gemms = std::move(r).value();
-  }
-  std::vector<std::string> merges;
-  if (fo.mode != "none" && !a.no_merge_gemms) {
-    auto m = fusion::merge_sibling_gemms(**g, fo.no_fuse);
-    if (!m.is_ok()) return report(m.status().with_context(a.model));
-    merges = *m;
-  }
-  // Splits as Slices (split_slices.h), then row scales moved past GEMMs (hoist_scales.h), each
-  // kept when the plan of the rewritten graph is estimated no slower than the plan without.
-  fusion::RewriteResult slices, hoists;
-  if (fo.mode != "none" && !a.no_split_slices) {
-    auto r = fusion::split_to_slices_if_cheaper(*g, fo);
-    if (!r.is_ok()) return report(r.status().with_context(a.model));
-    slices = std::move(r).value();
-  }
-  if (fo.mode != "none" && !a.no_hoist_row_scales) {
-    auto r = fusion::hoist_row_scales_if_cheaper(*g, fo);
-    if (!r.is_ok()) return report(r.status().with_context(a.model));
-    hoists = std::move(r).value();
-  }
+  fusion::RewriteSwitches switches;
+  switches.gemms_as_matmuls = !a.no_gemms_as_matmuls;
+  switches.merge_gemms = !a.no_merge_gemms;
+  switches.split_slices = !a.no_split_slices;
+  switches.hoist_row_scales = !a.no_hoist_row_scales;
+  auto rewrites = fusion::rewrite_for_planning(*g, fo, switches);
+  if (!rewrites.is_ok()) return report(rewrites.status().with_context(a.model));
   constexpr int kMaxReplans = 3;
   StatusOr<fusion::FusionPlan> plan = Status::internal("not planned");
   StatusOr<codegen::Schedule> sched = Status::internal("not scheduled");
@@ -115,23 +93,7 @@ int run_compile(const CompileArgs& a) {
       packs.push_back(grp.pack);
       o.group_reasons[grp.nodes.front()->name] = grp.reason;
     }
-    o.plan_text.clear();
-    if (!gemms.verdict.empty()) {
-      o.plan_text += "Gemms as MatMuls (" + gemms.verdict + "):\n";
-      for (const std::string& l : gemms.lines) o.plan_text += "  " + l + "\n";
-    }
-    if (!merges.empty()) {
-      o.plan_text += "sibling GEMMs merged (same activation, constant weights concatenated along n):\n";
-      for (const std::string& m : merges) o.plan_text += "  " + m + "\n";
-    }
-    if (!slices.verdict.empty()) {
-      o.plan_text += "Splits as Slices (" + slices.verdict + "):\n";
-      for (const std::string& l : slices.lines) o.plan_text += "  " + l + "\n";
-    }
-    if (!hoists.verdict.empty()) {
-      o.plan_text += "row scales moved past GEMMs (" + hoists.verdict + "):\n";
-      for (const std::string& h : hoists.lines) o.plan_text += "  " + h + "\n";
-    }
+    o.plan_text = rewrites->text();
     o.plan_text += fusion::explain(*plan);
     for (const std::string& r : replans) o.plan_text += "re-planned after ptxas: " + r + "\n";
     sched = codegen::build_schedule(**g, &groups, &packs, plan->gemm_folds);
@@ -194,12 +156,12 @@ int run_compile(const CompileArgs& a) {
                      {"timed_out", plan->timed_out},
                      {"chosen", side(*plan)},
                      {"none", side(none_plan)},
-                     {"merged_gemms", merges},
+                     {"merged_gemms", rewrites->merges},
                      {"fused_groups", groups},
                      {"fine_grained_matmuls", plan->contraction_note},
-                     {"gemms_as_matmuls", rewrite(gemms)},
-                     {"split_to_slices", rewrite(slices)},
-                     {"hoist_row_scales", rewrite(hoists)}};
+                     {"gemms_as_matmuls", rewrite(rewrites->gemms)},
+                     {"split_to_slices", rewrite(rewrites->slices)},
+                     {"hoist_row_scales", rewrite(rewrites->hoists)}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";
     if (!f) return report(Status::user(fmt::format("cannot write --report-json '{}'", a.report_json)));

@@ -96,12 +96,12 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
         Value* v = add_typed_value(g, n->name + "/scaled", t, *target->dims);
         v->constant = scaled(*target->constant, alpha);
         target = v;
-        note(fmt::format("alpha {} folded into a constant operand", alpha));
+        note(fmt::format("alpha {} folded into a constant operand", static_cast<float>(alpha)));
       } else {
         Value* s = add_typed_value(g, n->name + "/alpha", t, {});
         s->constant = Tensor::from_f64(t, {}, {alpha});
         target = add_node_out(g, "Mul", n->name + "/alpha_scaled", {target, s}, t, *target->dims);
-        note(fmt::format("alpha {} as a Mul of A", alpha));
+        note(fmt::format("alpha {} as a Mul of A", static_cast<float>(alpha)));
       }
     }
     Value* c2 = (c && beta != 0.0) ? c : nullptr;
@@ -110,12 +110,12 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
         Value* v = add_typed_value(g, n->name + "/C_scaled", t, *c2->dims);
         v->constant = scaled(*c2->constant, beta);
         c2 = v;
-        note(fmt::format("beta {} folded into the constant C", beta));
+        note(fmt::format("beta {} folded into the constant C", static_cast<float>(beta)));
       } else {
         Value* s = add_typed_value(g, n->name + "/beta", t, {});
         s->constant = Tensor::from_f64(t, {}, {beta});
         c2 = add_node_out(g, "Mul", n->name + "/beta_scaled", {c2, s}, t, *c2->dims);
-        note(fmt::format("beta {} as a Mul of C", beta));
+        note(fmt::format("beta {} as a Mul of C", static_cast<float>(beta)));
       }
     }
     // The Gemm node becomes the MatMul; the Add of C, when there is one, writes the Gemm's output.

@@ -15,8 +15,9 @@
 //   stitch_node_tests [--known FILE] [--filter SUBSTR] [--verbose] [--backend emu] [--nvcc-dir D]
 //                     [--shard K/N] [--fusion none|greedy|beam|ilp] DIR...
 // --shard K/N runs every N-th test starting at the K-th (so N processes can share the work).
-// --fusion plans the graph first (as stitchc compile does) so multi-node tests, e.g. the
-// "_expanded" function bodies, run as stitched kernels, packs and GEMM folds.
+// --fusion rewrites and plans the graph first (as stitchc compile does) so multi-node tests, e.g.
+// the "_expanded" function bodies, run as stitched kernels, packs and GEMM folds, and Gemm tests as
+// MatMuls where that is estimated no slower.
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
@@ -29,6 +30,7 @@
 #include "codegen/lower.h"
 #include "codegen/schedule.h"
 #include "fusion/plan.h"
+#include "fusion/rewrites.h"
 #include "importer/onnx_importer.h"
 #include "importer/tensor_io.h"
 #include "ir/op_table.h"
@@ -102,8 +104,8 @@ Status backend_skip(const std::string& why) { return Status::internal("backend-s
 bool is_backend_skip(const Status& st) { return st.message().rfind("backend-skip: ", 0) == 0; }
 
 // Compiles the prepared graph and runs it on the emu backend.
-StatusOr<TensorMap> run_emu(const Graph& g, const TensorMap& feed, const fs::path& test_dir) {
-  for (const auto& n : g.nodes()) {
+StatusOr<TensorMap> run_emu(const Graph& original, const TensorMap& feed, const fs::path& test_dir) {
+  for (const auto& n : original.nodes()) {
     std::string why;
     if (codegen::classify_node(*n, &why) == codegen::NodeLowering::kUnsupported)
       return backend_skip(fmt::format("{}: {}", n->describe(), why));
@@ -111,9 +113,14 @@ StatusOr<TensorMap> run_emu(const Graph& g, const TensorMap& feed, const fs::pat
   codegen::NodeGroups groups;
   std::vector<int> packs;
   codegen::FoldOptions folds;
-  if (g_fusion != "none") {  // the planner's groups, packs and GEMM folds, as stitchc compile uses them
-    fusion::FusionOptions fo;
-    fo.mode = g_fusion;
+  // With a planner: its rewrites (Gemms as MatMuls, ...), groups, packs and GEMM folds, as
+  // stitchc compile uses them, on a copy of the graph.
+  std::unique_ptr<Graph> rewritten = clone_graph(original);
+  fusion::FusionOptions fo;
+  fo.mode = g_fusion;
+  if (g_fusion != "none") RETURN_IF_ERROR(fusion::rewrite_for_planning(rewritten, fo).status());
+  const Graph& g = *rewritten;  // after the rewrites, which may replace the graph
+  if (g_fusion != "none") {
     ASSIGN_OR_RETURN(fusion::FusionPlan plan, fusion::make_plan(g, fo));
     for (const auto& grp : plan.groups) {
       groups.push_back(grp.nodes);

@@ -1,0 +1,43 @@
+#include "fusion/rewrites.h"
+
+#include "fusion/gemm_matmul.h"
+#include "fusion/hoist_scales.h"
+#include "fusion/merge_gemms.h"
+#include "fusion/split_slices.h"
+
+namespace stitch::fusion {
+
+StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                        const RewriteSwitches& on) {
+  Rewrites r;
+  if (o.mode == "none") return r;
+  if (on.gemms_as_matmuls) {
+    ASSIGN_OR_RETURN(r.gemms, gemms_as_matmuls_if_cheaper(g, o));
+  }
+  if (on.merge_gemms) {
+    ASSIGN_OR_RETURN(r.merges, merge_sibling_gemms(*g, o.no_fuse));
+  }
+  if (on.split_slices) {
+    ASSIGN_OR_RETURN(r.slices, split_to_slices_if_cheaper(g, o));
+  }
+  if (on.hoist_row_scales) {
+    ASSIGN_OR_RETURN(r.hoists, hoist_row_scales_if_cheaper(g, o));
+  }
+  return r;
+}
+
+std::string Rewrites::text() const {
+  std::string s;
+  auto section = [&](const std::string& title, const std::vector<std::string>& lines) {
+    s += title + ":\n";
+    for (const std::string& l : lines) s += "  " + l + "\n";
+  };
+  if (!gemms.verdict.empty()) section("Gemms as MatMuls (" + gemms.verdict + ")", gemms.lines);
+  if (!merges.empty())
+    section("sibling GEMMs merged (same activation, constant weights concatenated along n)", merges);
+  if (!slices.verdict.empty()) section("Splits as Slices (" + slices.verdict + ")", slices.lines);
+  if (!hoists.verdict.empty()) section("row scales moved past GEMMs (" + hoists.verdict + ")", hoists.lines);
+  return s;
+}
+
+}  // namespace stitch::fusion

@@ -1,0 +1,37 @@
+// The graph rewrites before planning, in their one order (what `stitchc compile` runs and what
+// the ONNX node tests run when they plan): Gemms as MatMuls (gemm_matmul.h), sibling GEMMs merged
+// (merge_gemms.h), Splits as Slices (split_slices.h), row scales moved past GEMMs
+// (hoist_scales.h). Gemms go first so that the MatMul rewrites see them too; every rewrite but the
+// merge is kept only when the plan of the rewritten graph is estimated no slower. None runs for
+// --fusion none (the unfused baseline is the graph as imported).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/plan.h"
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch::fusion {
+
+struct RewriteSwitches {  // each off with its --no-... flag
+  bool gemms_as_matmuls = true;
+  bool merge_gemms = true;
+  bool split_slices = true;
+  bool hoist_row_scales = true;
+};
+
+struct Rewrites {
+  RewriteResult gemms;
+  std::vector<std::string> merges;  // merge_sibling_gemms' lines
+  RewriteResult slices, hoists;
+  // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
+  std::string text() const;
+};
+
+StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                        const RewriteSwitches& on = {});
+
+}  // namespace stitch::fusion
