@@ -88,36 +88,29 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
     };
     Value* a2 = operand(a, ta, "A");
     Value* b2 = operand(b, tb, "B");
-    // alpha scales an operand: a constant one when there is one, else A through a Mul by a scalar
-    // (what a GEMM call takes back as its alpha, and a loop as one multiplication per step).
-    if (alpha != 1.0) {
-      Value*& target = b2->is_constant() ? b2 : a2;
-      if (target->is_constant()) {
-        Value* v = add_typed_value(g, n->name + "/scaled", t, *target->dims);
-        v->constant = scaled(*target->constant, alpha);
-        target = v;
-        note(fmt::format("alpha {} folded into a constant operand", static_cast<float>(alpha)));
-      } else {
-        Value* s = add_typed_value(g, n->name + "/alpha", t, {});
-        s->constant = Tensor::from_f64(t, {}, {alpha});
-        target = add_node_out(g, "Mul", n->name + "/alpha_scaled", {target, s}, t, *target->dims);
-        note(fmt::format("alpha {} as a Mul of A", static_cast<float>(alpha)));
+    // x times s: a new constant when x is one, else a Mul by a scalar constant (what a GEMM call
+    // takes back as its alpha, and a loop as one multiplication per step).
+    auto scale = [&](Value* x, double s, const std::string& what, const std::string& of) -> Value* {
+      if (x->is_constant()) {
+        Value* v = add_typed_value(g, n->name + "/" + what + "_scaled", t, *x->dims);
+        v->constant = scaled(*x->constant, s);
+        note(fmt::format("{} {} folded into the constant {}", what, static_cast<float>(s), of));
+        return v;
       }
+      Value* k = add_typed_value(g, n->name + "/" + what, t, {});
+      k->constant = Tensor::from_f64(t, {}, {s});
+      note(fmt::format("{} {} as a Mul of {}", what, static_cast<float>(s), of));
+      return add_node_out(g, "Mul", n->name + "/" + what + "_scaled", {x, k}, t, *x->dims);
+    };
+    // alpha scales a constant operand when there is one, else A.
+    if (alpha != 1.0) {
+      if (b2->is_constant())
+        b2 = scale(b2, alpha, "alpha", "B");
+      else
+        a2 = scale(a2, alpha, "alpha", "A");
     }
     Value* c2 = (c && beta != 0.0) ? c : nullptr;
-    if (c2 && beta != 1.0) {
-      if (c2->is_constant()) {
-        Value* v = add_typed_value(g, n->name + "/C_scaled", t, *c2->dims);
-        v->constant = scaled(*c2->constant, beta);
-        c2 = v;
-        note(fmt::format("beta {} folded into the constant C", static_cast<float>(beta)));
-      } else {
-        Value* s = add_typed_value(g, n->name + "/beta", t, {});
-        s->constant = Tensor::from_f64(t, {}, {beta});
-        c2 = add_node_out(g, "Mul", n->name + "/beta_scaled", {c2, s}, t, *c2->dims);
-        note(fmt::format("beta {} as a Mul of C", static_cast<float>(beta)));
-      }
-    }
+    if (c2 && beta != 1.0) c2 = scale(c2, beta, "beta", "C");
     // The Gemm node becomes the MatMul; the Add of C, when there is one, writes the Gemm's output.
     n->op_type = "MatMul";
     n->def = matmul;

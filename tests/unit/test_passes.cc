@@ -7,14 +7,7 @@
 #include "test_util.h"
 
 using namespace stitch;
-
-namespace {
-int count_op(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const auto& node : g.nodes()) n += node->op_type == op;
-  return n;
-}
-}  // namespace
+using stitch::test::count_op;
 
 // The chain PyTorch's exporter writes for x.view(x.size(0), x.size(1), 2, -1).
 static const char* kShapeChain = R"(graph "chain" opset 17 {

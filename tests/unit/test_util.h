@@ -50,4 +50,11 @@ inline std::string read_text_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// Nodes of op type `op` in `g`.
+inline int count_op(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node->op_type == op;
+  return n;
+}
+
 }  // namespace stitch::test
