@@ -49,14 +49,13 @@ Value* add_node_out(Graph& g, const std::string& op, const std::string& name, st
 
 StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
-  if (g.opset < 7) return log;  // Gemm's `broadcast` attribute (opsets 1-6)
   const OpDef* matmul = find_op("", "MatMul", g.opset);
   if (matmul == nullptr) return log;
   std::vector<Node*> gemms;
   for (const auto& np : g.nodes())
+    // Opsets 1-6 have Gemm's `broadcast` attribute: left alone.
     if (np->op_type == "Gemm" && np->domain.empty() && np->opset >= 7 && !keep.count(np->name))
       gemms.push_back(np.get());
-  bool changed = false;
   for (Node* n : gemms) {
     Value *a = n->input(0), *b = n->input(1), *c = n->input(2), *y = n->output(0);
     if (!a || !b || !y || !a->has_static_shape() || !b->has_static_shape() || !y->has_static_shape())
@@ -97,10 +96,10 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
         note(fmt::format("{} {} folded into the constant {}", what, static_cast<float>(s), of));
         return v;
       }
-      Value* k = add_typed_value(g, n->name + "/" + what, t, {});
-      k->constant = Tensor::from_f64(t, {}, {s});
+      Value* factor = add_typed_value(g, n->name + "/" + what, t, {});
+      factor->constant = Tensor::from_f64(t, {}, {s});
       note(fmt::format("{} {} as a Mul of {}", what, static_cast<float>(s), of));
-      return add_node_out(g, "Mul", n->name + "/" + what + "_scaled", {x, k}, t, *x->dims);
+      return add_node_out(g, "Mul", n->name + "/" + what + "_scaled", {x, factor}, t, *x->dims);
     };
     // alpha scales a constant operand when there is one, else A.
     if (alpha != 1.0) {
@@ -127,11 +126,10 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
       n->outputs = {y};
       y->producer = n;
     }
-    log.push_back(fmt::format("{} -> MatMul [{}x{}] x [{}x{}]{}{}", fmt::format("node '{}' (Gemm)", n->name),
-                              m, k, k, nn, parts.empty() ? "" : ": ", parts));
-    changed = true;
+    log.push_back(fmt::format("node '{}' (Gemm) -> MatMul [{}x{}] x [{}x{}]{}{}", n->name, m, k, k, nn,
+                              parts.empty() ? "" : ": ", parts));
   }
-  if (!changed) return log;
+  if (log.empty()) return log;
   RETURN_IF_ERROR(remove_and_sort(g, {}));
   return log;
 }

@@ -1,6 +1,6 @@
 // Gemms as MatMuls: ONNX Gemm (Y = alpha * A' * B' + beta * C, A' and B' optionally transposed)
-// becomes a MatMul of the two operands, a Mul by alpha when alpha is not 1, and an Add of C
-// (scaled by beta) when there is one. Exporters write linear layers as Gemm (GPT-2's Conv1D,
+// becomes a MatMul of the two operands (alpha folded into a constant one, else a Mul of A) and an
+// Add of C (scaled by beta) when there is one. Exporters write linear layers as Gemm (GPT-2's Conv1D,
 // torchvision's classifiers, every nn.Linear on a 2-D input); as MatMuls they get everything the
 // planner does for MatMuls: the call still takes the bias (epilogue), the residual (C), alpha
 // and the operands' transposes (strides) back through the GEMM folds (codegen/gemm_folds.h), and
@@ -23,7 +23,8 @@ namespace stitch::fusion {
 // Rewrites every Gemm of the default domain (opset 7 or later: no `broadcast` attribute) with
 // static shapes and a floating-point type. The Gemm node becomes the MatMul and keeps its name;
 // a constant operand that it reads transposed is transposed into a new constant, any other
-// through a Transpose node; C scaled by a beta other than 1 is a new constant when C is one, a Mul
+// through a Transpose node; alpha other than 1 scales B when B is a constant, else A (a new
+// constant, or a Mul by a scalar); C scaled by a beta other than 1 is a new constant when C is one, a Mul
 // otherwise; beta 0 drops C. The Gemm's output value keeps its name. Returns one line per Gemm.
 // Gemms named in `keep` (--no-fuse) stay.
 StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std::string>& keep = {});
