@@ -217,11 +217,28 @@ int run_calibrate(const CalibrateArgs& a) {
   }
   auto spec = fusion::calibrate(*base, ms);
   if (!spec.is_ok()) return report(spec.status().with_context(a.measurements));
+  // Optional: tiled GEMM kernels' times, for tiled_gemm_eff (fitted after launch and bw_eff).
+  std::vector<fusion::TiledMeasurement> tiled;
+  if (j.contains("tiled_gemms")) {
+    if (!j["tiled_gemms"].is_array())
+      return report(Status::user(fmt::format("{}: \"tiled_gemms\" must be an array", a.measurements)));
+    for (const auto& m : j["tiled_gemms"]) {
+      if (!m.is_object() || !m.contains("flops") || !m.contains("bytes") || !m.contains("seconds") ||
+          !m["flops"].is_number() || !m["bytes"].is_number() || !m["seconds"].is_number())
+        return report(Status::user(
+            fmt::format("{}: tiled GEMM measurement {} needs numeric \"flops\", \"bytes\" and \"seconds\"",
+                        a.measurements, tiled.size())));
+      tiled.push_back({m["flops"].get<double>(), m["bytes"].get<int64_t>(), m["seconds"].get<double>()});
+    }
+    spec = fusion::calibrate_tiled(*spec, tiled);
+    if (!spec.is_ok()) return report(spec.status().with_context(a.measurements));
+  }
   std::ofstream out(a.out);
   out << fusion::device_spec_json(*spec);
   if (!out) return report(Status::user(fmt::format("cannot write '{}'", a.out)));
-  fmt::print("calibrated {}: launch {:.2f} us, bandwidth efficiency {:.3f} of {:.0f} GB/s -> {}\n", spec->arch,
-             spec->launch * 1e6, spec->bw_eff, spec->dram_bw / 1e9, a.out);
+  fmt::print("calibrated {}: launch {:.2f} us, bandwidth efficiency {:.3f} of {:.0f} GB/s{} -> {}\n",
+             spec->arch, spec->launch * 1e6, spec->bw_eff, spec->dram_bw / 1e9,
+             tiled.empty() ? "" : fmt::format(", tiled GEMM efficiency {:.3f}", spec->tiled_gemm_eff), a.out);
   return 0;
 }
 

@@ -124,10 +124,16 @@ int main(int argc, char** argv) {
   compile->add_flag("--no-emu", ca.no_emu, "do not build the CPU emulation library");
 
   CalibrateArgs cal;
-  CLI::App* calibrate = app.add_subcommand(
-      "calibrate", "fit the cost model's launch overhead and bandwidth efficiency from measured kernel times");
-  calibrate->add_option("measurements", cal.measurements,
-                        "JSON: {\"arch\": \"sm_90\", \"measurements\": [{\"bytes\": B, \"launches\": L, \"seconds\": T}, ...]}")
+  CLI::App* calibrate = app.add_subcommand("calibrate",
+                                           "fit the cost model's launch overhead and bandwidth efficiency "
+                                           "(and tiled GEMM efficiency) from measured kernel times");
+  calibrate
+      ->add_option(
+          "measurements", cal.measurements,
+          "JSON: {\"arch\": \"sm_90\", \"measurements\": [{\"bytes\": B, \"launches\": L, \"seconds\": T}, "
+          "...], "
+          "and optionally \"tiled_gemms\": [{\"flops\": F, \"bytes\": B, \"seconds\": T}, ...] (tiled GEMM "
+          "kernels' times, for tiled_gemm_eff)}")
       ->required();
   calibrate->add_option("-o,--output", cal.out, "device spec file to write (for --device-spec)")->required();
 

@@ -121,7 +121,9 @@ std::string kernel_signature(const Kernel& k) {
 }
 
 void open_kernel(CudaWriter& w, const Kernel& k, int64_t block) {
-  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", block, k.name, kernel_signature(k));
+  const std::string bounds =
+      k.min_blocks_per_sm > 0 ? fmt::format("{}, {}", block, k.min_blocks_per_sm) : std::to_string(block);
+  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", bounds, k.name, kernel_signature(k));
 }
 
 void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count) {

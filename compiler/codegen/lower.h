@@ -29,7 +29,8 @@ StatusOr<Kernel> lower_node(const Node& n, int index);
 // ---- shared by the lowering files ----
 // The header comment and includes every generated file starts with.
 std::string kernel_header(const Kernel& k, const std::string& extra = "");
-// Opens the kernel's definition: extern "C" __global__ with launch bounds `block` and one
+// Opens the kernel's definition: extern "C" __global__ with launch bounds `block` (and
+// k.min_blocks_per_sm when given) and one
 // restrict pointer per parameter (const for inputs), in k.params order.
 class CudaWriter;
 void open_kernel(CudaWriter& w, const Kernel& k, int64_t block);

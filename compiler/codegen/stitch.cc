@@ -63,6 +63,8 @@ class Stitcher {
     scopes_.resize(2);
     if (info_.row) {
       RETURN_IF_ERROR(emit_rows());
+    } else if (info_.tile) {
+      RETURN_IF_ERROR(emit_tiled());
     } else {
       RETURN_IF_ERROR(emit_elements());
     }
@@ -313,6 +315,8 @@ class Stitcher {
     }
     if (role == StitchRole::kRow) return row_value(n, c, k);
     if (role == StitchRole::kContraction) return contraction(n, c, k);
+    if (role == StitchRole::kTiledGemm)  // emit_tiled binds its product at the kernel's coordinates
+      return Status::internal(fmt::format("{} is read at coordinates other than its tile's", n.describe()));
     return Status::user(fmt::format("{} cannot be stitched", n.describe()));
   }
 
@@ -546,6 +550,67 @@ class Stitcher {
       w.open("for (long long i = {} * blockDim.x + threadIdx.x; i < n; i += {} * blockDim.x)", block_index(),
              block_count());
     for (const std::string& l : scopes_[1].lines) w.line("{}", l);
+    w.close();
+    w.close();
+    k_.source = w.text();
+    return Status::ok();
+  }
+
+  // ---- tiled GEMMs ----
+  // A block per output tile (gemm_tile.h); then, for each of the thread's accumulators inside the
+  // product, the group's values at that element with the product bound to the accumulator.
+  Status emit_tiled() {
+    const GemmTile& t = *info_.tile;
+    const Node& mm = *t.node;
+    const Value* y = mm.output(0);
+    const std::string a = param(mm.input(0), false), b = param(mm.input(1), false);
+    const Dims& d = info_.domain;
+    const int64_t n = num_elements(d);
+    const Dims s = strides_of(d);
+    for (size_t k = 0; k < d.size(); ++k) {
+      if (d[k] == 1) {
+        dom_.push_back({"0", 0});
+        continue;
+      }
+      std::string e = "i";
+      if (s[k] > 1) e = fmt::format("(i / {}LL)", s[k]);
+      if (s[k] * d[k] < n) e = fmt::format("({} % {}LL)", e, d[k]);
+      dom_.push_back({e, 1});
+    }
+    flat_ = {"i", 1};
+    scopes_[1].memo[key(y, dom_)] = {"acc[ti][tj]", 1};
+    for (const Value* v : info_.stored) {
+      ASSIGN_OR_RETURN(SExpr val, at(v, dom_));
+      store(v, "i", val.s, 1);
+    }
+    const std::string ct = compute_type(y->dtype), st = storage_type(y->dtype);
+    k_.block = {kTileThreads, 1, 1};
+    k_.grid = {t.blocks_n(), t.blocks_m(), 1};
+    k_.static_smem_bytes = t.smem_bytes(ct == "double" ? 8 : 4);
+    k_.min_blocks_per_sm = 2;
+    k_.mapping = fmt::format(
+        "tiled GEMM: a block of {} threads per {} x {} tile of the {} x {} product ({} x {} blocks), {} x {} "
+        "accumulators per thread over K = {} in shared-memory steps of {}; {} epilogue nodes on the "
+        "accumulators (local stitching)",
+        kTileThreads, t.bm(), t.bm(), t.rows, t.n, t.blocks_m(), t.blocks_n(), t.tm, t.tm, t.k, kTileK,
+        nodes_.size() - 1);
+    CudaWriter w;
+    open_entry(w, "//   scheme: tiled GEMM with a stitched epilogue (local stitching)\n", kTileThreads);
+    for (const std::string& l : scopes_[0].lines) w.line("{}", l);
+    write_gemm_tile(w, t, a, b, st, ct);
+    w.comment("epilogue: this thread's outputs, the product in registers");
+    w.line("#pragma unroll");
+    w.open("for (int ti = 0; ti < {}; ++ti)", t.tm);
+    w.line("const long long r = row0 + ty + 16 * ti;");
+    w.line("#pragma unroll");
+    w.open("for (int tj = 0; tj < {}; ++tj)", t.tm);
+    w.line("const long long c = col0 + tx + 16 * tj;");
+    // A guard, not a break: the loops unroll and acc stays in registers.
+    w.open("if (r < {}LL && c < {}LL)", t.rows, t.n);
+    w.line("const long long i = r * {}LL + c;", t.n);
+    for (const std::string& l : scopes_[1].lines) w.line("{}", l);
+    w.close();
+    w.close();
     w.close();
     w.close();
     k_.source = w.text();

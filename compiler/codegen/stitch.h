@@ -28,6 +28,11 @@
 //    statistic to a workspace in global memory, waits at a grid-wide barrier (a cooperative
 //    launch) and combines its row's partials in segment order, so every block sees the same value.
 //
+// Tiled GEMMs (gemm_tile.h): a MatMul by a rank-2 operand whose contraction is too long for a loop
+// per element is the dominant op of an element kernel of its own shape: a block per output tile
+// accumulates in registers over shared-memory slices of both operands, and the group's
+// element-wise nodes after it run on the accumulators as its epilogue.
+//
 // Fine-grained GEMMs (FusionStitching): a MatMul of two computed operands with a short
 // contraction (attention's Q.K^T over the head dimension) can be a member of any of these
 // kernels. Its value at c is a loop over the contraction axis that pulls both operands at c's
@@ -42,13 +47,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/gemm_tile.h"
 #include "codegen/kernel.h"
 #include "ops/op_params.h"
 #include "support/status.h"
 
 namespace stitch::codegen {
 
-enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow, kContraction };
+enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow, kContraction, kTiledGemm };
 // How `n` can take part in a stitched kernel.
 StitchRole stitch_role(const Node& n);
 
@@ -93,6 +99,9 @@ struct StitchInfo {
   double contraction_macs = 0;
   double contraction_ops = 0;  // evaluations of the operands' producers inside those loops (instructions)
   int64_t contraction_reads = 0;
+  // A tiled GEMM (element kernels only): the MatMul whose output is the domain, read from outside
+  // the group, with the group's other nodes its epilogue.
+  std::optional<GemmTile> tile;
 };
 
 // Whether `nodes` (in topological order) can be one stitched kernel that stores `stored` (the

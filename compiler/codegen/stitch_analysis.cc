@@ -198,6 +198,7 @@ std::optional<int64_t> contraction_length(const Node& n) {
 
 StitchRole stitch_role(const Node& n) {
   if (contraction_length(n)) return StitchRole::kContraction;
+  if (gemm_tile(n)) return StitchRole::kTiledGemm;
   const NodeLowering l = classify_node(n);
   if (l == NodeLowering::kView) return n.input(0) && n.output(0) ? StitchRole::kView : StitchRole::kNone;
   if (l == NodeLowering::kKernel && n.op_type == "Split") {  // each output a slice along the axis
@@ -233,8 +234,53 @@ std::set<const Value*> group_outputs(const Graph& g,
   return out;
 }
 
+namespace {
+
+// A tiled GEMM's group (gemm_tile.h): the MatMul reads its operands from outside the group and its
+// product has the kernel's shape, and everything computed from the product is element-wise at
+// that shape (the epilogue runs on each accumulator where its thread holds it). Other nodes only
+// feed the epilogue (a bias, a scale, a residual read at broadcast coordinates).
+Status check_tiled(const std::vector<const Node*>& nodes, const std::set<const Value*>& made,
+                   StitchInfo& info) {
+  const Node* mm = nullptr;
+  for (const Node* n : nodes) {
+    if (stitch_role(*n) != StitchRole::kTiledGemm) continue;
+    if (mm)
+      return Status::user(
+          fmt::format("{} and {} are both tiled GEMMs: a kernel runs one (its epilogue is the rest)",
+                      mm->describe(), n->describe()));
+    mm = n;
+  }
+  for (const Value* in : mm->inputs)
+    if (made.count(in))
+      return Status::user(
+          fmt::format("{} would tile '{}', computed in the group: a tiled GEMM reads its operands "
+                      "from memory",
+                      mm->describe(), in->name));
+  if (dims(mm->output(0)) != info.domain)
+    return Status::user(
+        fmt::format("{} makes {}, the kernel stores {}: a tiled GEMM's kernel stores its product's shape",
+                    mm->describe(), dims_to_string(dims(mm->output(0))), dims_to_string(info.domain)));
+  std::set<const Value*> after{mm->output(0)};
+  for (const Node* n : nodes) {
+    bool reads = false;
+    for (const Value* in : n->inputs) reads |= in && after.count(in);
+    if (!reads) continue;
+    if (stitch_role(*n) != StitchRole::kPointwise || dims(n->output(0)) != info.domain)
+      return Status::user(
+          fmt::format("{} reads the product of tiled GEMM {} but is not element-wise at its shape {}",
+                      n->describe(), mm->describe(), dims_to_string(info.domain)));
+    after.insert(n->output(0));
+  }
+  info.tile = gemm_tile(*mm);
+  return Status::ok();
+}
+
+}  // namespace
+
 StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored) {
   StitchInfo info;
+  bool tiled = false;
   std::set<const Value*> made;
   std::vector<const Node*> rows;
   for (const Node* n : nodes) {
@@ -243,6 +289,7 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
     if (role == StitchRole::kView && stored.count(n->output(0)))
       return Status::user(fmt::format("{} is a view whose result is read outside the group", n->describe()));
     if (role == StitchRole::kRow) rows.push_back(n);
+    tiled |= role == StitchRole::kTiledGemm;
     for (const Value* v : n->outputs) made.insert(v);
   }
   for (const Value* v : stored) {
@@ -263,9 +310,14 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
       const int64_t e = num_elements(dims(n->output(0))), d = num_elements(info.domain);
       if (e < d) info.recompute_elements += (d - e) * op_instructions(*n);
     }
+    if (tiled) RETURN_IF_ERROR(check_tiled(nodes, made, info));
     count_contractions(nodes, num_elements(info.domain), info);
     return info;
   }
+  if (tiled)
+    return Status::user(
+        fmt::format("{} would join a row kernel: a tiled GEMM's epilogue is element-wise only",
+                    rows.front()->describe()));
   info.row = true;
   ASSIGN_OR_RETURN(RowOpInfo first, row_op_info(*rows.front()));
   info.domain = first.in;

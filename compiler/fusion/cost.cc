@@ -45,6 +45,29 @@ double element_trips(int64_t n) {
   return static_cast<double>((n + threads - 1) / threads);
 }
 
+// A tiled GEMM's kernel (cost.h): `bytes` each input once and each stored value once,
+// `epilogue_flops` the instructions of its other nodes.
+Cost tiled_cost(const codegen::GemmTile& t, int64_t bytes, double epilogue_flops, int64_t epilogue_reread,
+                const DeviceSpec& d) {
+  const Value *a = t.node->input(0), *b = t.node->input(1);
+  const double macs = static_cast<double>(t.rows) * static_cast<double>(t.n) * static_cast<double>(t.k);
+  const double fill = std::min(1.0, static_cast<double>(t.blocks()) / d.sms);
+  const int64_t threads = t.blocks() * codegen::kTileThreads;
+  // Operand re-reads from L2 (every GEMM has them; the library call's time does not charge them
+  // either, tiled_gemm_eff does), reported only; a fine-grained loop in the epilogue pays its own.
+  const int64_t reread = (t.blocks_n() - 1) * bytes_of(a) + (t.blocks_m() - 1) * bytes_of(b);
+  // The epilogue: one round trip for its loads and the arithmetic of its elements.
+  const double epilogue = d.latency + epilogue_flops / static_cast<double>(threads) / d.clock;
+  Cost c;
+  c.bytes = bytes;
+  c.reread = reread + epilogue_reread;
+  c.flops = 2 * macs + epilogue_flops;
+  c.time = d.launch + std::max(2 * macs / (d.fp32 * d.tiled_gemm_eff * fill), epilogue) +
+           bytes / (d.dram_bw * d.bw_eff) + epilogue_reread / d.l2_bw;
+  c.launches = c.kernels = 1;
+  return c;
+}
+
 }  // namespace
 
 RowShape row_shape(const codegen::RowMapping& m, int64_t rows, int passes, int reductions,
@@ -87,7 +110,9 @@ StatusOr<DeviceSpec> device_spec(const std::string& arch) {
         "228 KB shared memory and 2048 threads and 64K registers per SM: CUDA C++ Programming Guide, compute "
         "capability 9.0 table; L2 bandwidth 3x DRAM: assumed; bw_eff 0.85, launch 3 us, memory latency 0.5 "
         "us, barrier 0.1 us, grid barrier 2 us: "
-        "assumed until calibrated (stitchc calibrate)";
+        "assumed until calibrated (stitchc calibrate); tiled_gemm_eff 0.7: assumed from published SIMT "
+        "SGEMMs (cost.h) "
+        "until measured";
   } else if (arch == "sm_80") {
     s.name = "A100 SXM4 80GB";
     s.sms = 108;
@@ -104,7 +129,9 @@ StatusOr<DeviceSpec> device_spec(const std::string& arch) {
         "Guide, "
         "compute capability 8.0 table; L2 bandwidth 3x DRAM: assumed; bw_eff 0.85, launch 3 us, memory "
         "latency 0.5 us, barrier "
-        "0.1 us, grid barrier 2 us: assumed until calibrated (stitchc calibrate)";
+        "0.1 us, grid barrier 2 us: assumed until calibrated (stitchc calibrate); tiled_gemm_eff 0.7: "
+        "assumed from "
+        "published SIMT SGEMMs (cost.h) until measured";
   } else {
     return Status::user(fmt::format("no device spec for '{}': the cost model knows sm_80 and sm_90 (or pass "
                                     "--device-spec FILE from stitchc calibrate)", arch));
@@ -127,6 +154,7 @@ std::string device_spec_json(const DeviceSpec& s) {
                       {"launch", s.launch},
                       {"latency", s.latency},
                       {"clock", s.clock},
+                      {"tiled_gemm_eff", s.tiled_gemm_eff},
                       {"barrier", s.barrier},
                       {"grid_barrier", s.grid_barrier},
                       {"sources", s.sources}};
@@ -159,6 +187,10 @@ StatusOr<DeviceSpec> load_device_spec(const std::string& path) {
   RETURN_IF_ERROR(num("grid_barrier", s.grid_barrier));
   RETURN_IF_ERROR(num("latency", s.latency));
   RETURN_IF_ERROR(num("clock", s.clock));
+  RETURN_IF_ERROR(num("tiled_gemm_eff", s.tiled_gemm_eff));
+  if (s.tiled_gemm_eff > 1)
+    return Status::user(
+        fmt::format("{}: \"tiled_gemm_eff\" is a fraction of the fp32 rate: at most 1", path));
   if (j.contains("sources") && j["sources"].is_string()) s.sources = j["sources"].get<std::string>();
   return s;
 }
@@ -315,6 +347,9 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
     const int evals = cached ? 1 : info.passes;
     flops += (2 * info.contraction_macs + info.contraction_ops) * evals;
     reread += info.contraction_reads * evals;
+  } else if (info.tile) {
+    return tiled_cost(*info.tile, bytes, flops + 2 * info.contraction_macs + info.contraction_ops,
+                      info.contraction_reads, d);
   } else {
     threads = std::min<int64_t>(num_elements(info.domain), codegen::kMaxMapBlocks * codegen::kMapBlock);
     trips = element_trips(num_elements(info.domain));
@@ -354,6 +389,27 @@ StatusOr<DeviceSpec> calibrate(DeviceSpec base, const std::vector<Measurement>& 
   base.launch = launch;
   base.bw_eff = std::min(1.0, 1.0 / (a * base.dram_bw));
   base.sources += fmt::format("; launch and bw_eff fitted from {} measurements", m.size());
+  return base;
+}
+
+StatusOr<DeviceSpec> calibrate_tiled(DeviceSpec base, const std::vector<TiledMeasurement>& m) {
+  if (m.empty()) return base;
+  std::vector<double> eff;
+  for (const TiledMeasurement& x : m) {
+    if (x.seconds <= 0 || x.flops <= 0 || x.bytes < 0)
+      return Status::user(
+          "calibration: every tiled GEMM measurement needs seconds > 0, flops > 0 and bytes >= 0");
+    const double math = x.seconds - base.launch - static_cast<double>(x.bytes) / (base.dram_bw * base.bw_eff);
+    if (math <= 0)
+      return Status::user(
+          fmt::format("calibration: a tiled GEMM of {:.3g} flops took {:.3g} s, no more than its launch "
+                      "and memory time: measure a larger one",
+                      x.flops, x.seconds));
+    eff.push_back(std::min(1.0, x.flops / base.fp32 / math));
+  }
+  std::sort(eff.begin(), eff.end());
+  base.tiled_gemm_eff = eff[eff.size() / 2];
+  base.sources += fmt::format("; tiled_gemm_eff fitted from {} tiled GEMM measurements", m.size());
   return base;
 }
 

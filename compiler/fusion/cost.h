@@ -26,8 +26,15 @@
 //                TF32), fp32 convolutions on TF32 tensor cores (cuDNN's default math allows them),
 //                fp16/bf16 on fp16 tensor cores (2x the TF32 rate), fp64 at half the fp32 rate
 //   t(view) = 0
+//   t(tiled GEMM with its epilogue, codegen/gemm_tile.h) = launch
+//             + max(2*R*N*K / (fp32 * tiled_gemm_eff * fill), the epilogue's round trip and flops)
+//             + dram_bytes / (dram_bw * bw_eff)
+//   the library call's form, so that tiled_gemm_eff is the kernel's rate against the library's (both
+//   fp32 SIMT): it takes in the operands' re-reads from L2, the shared-memory traffic, the barriers
+//   of each K step and the tile edges; fill = min(1, tiles / sms) (a tile's block runs on one SM);
+//   dram_bytes: each input once (the operands, a bias, a residual) and each stored value once
 //
-// launch, bw_eff and barrier are assumptions until calibrated on the device
+// launch, bw_eff, barrier and tiled_gemm_eff are assumptions until calibrated on the device
 // (`stitchc calibrate MEASUREMENTS.json` fits launch and bw_eff by least squares from
 // measured kernel times and writes a spec file that `--device-spec` loads).
 #pragma once
@@ -59,6 +66,11 @@ struct DeviceSpec {
   double grid_barrier = 2e-6;   // s per grid-wide barrier of a cooperative kernel (assumed)
   double latency = 5e-7;        // s per dependent global-memory round trip (assumed until calibrated)
   double clock = 1.5e9;         // Hz, SM boost clock
+  // The generated tiled GEMM's fp32 rate as a fraction of fp32 (the library calls' rate in this
+  // model). Assumed until measured: SIMT SGEMMs with 8 x 8 register blocking and no vector loads
+  // reach about 70% of cuBLAS (S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like
+  // Performance", 2022: 2D block tiling 68.7%, vectorized 78.4%, on an RTX A6000).
+  double tiled_gemm_eff = 0.7;
   std::string sources;          // where each number comes from
 };
 
@@ -116,5 +128,16 @@ struct Measurement {
   double seconds = 0;
 };
 StatusOr<DeviceSpec> calibrate(DeviceSpec base, const std::vector<Measurement>& m);
+// A tiled GEMM kernel's measured time (bench/gpu's ffn1_gelu.tiled step) with its multiply-adds
+// and DRAM bytes (its step in the plan: 2RNK flops, the bytes the cost model counts).
+struct TiledMeasurement {
+  double flops = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+// tiled_gemm_eff from such measurements, after launch and bw_eff are fitted: per measurement the
+// time left for the math, (seconds - launch - bytes / (dram_bw * bw_eff)), against flops / fp32;
+// the median of those ratios, at most 1.
+StatusOr<DeviceSpec> calibrate_tiled(DeviceSpec base, const std::vector<TiledMeasurement>& m);
 
 }  // namespace stitch::fusion

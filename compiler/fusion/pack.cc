@@ -11,7 +11,7 @@ namespace stitch::fusion {
 int64_t Planner::stitched_block(const std::vector<int>& m) {
   if (m.size() > 1) {
     const Eval& e = eval(m);
-    if (!e.ok) return 0;
+    if (!e.ok || e.info.tile) return 0;  // a tiled GEMM's grid is its tiles
     if (!e.info.row) return codegen::kMapBlock;
     const codegen::RowMapping rm = codegen::row_mapping(e.info);
     return rm.split() ? 0 : rm.block;  // a cooperative kernel's grid barriers admit no other parts

@@ -1,6 +1,7 @@
 #include "fusion/plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <optional>
 
@@ -48,17 +49,50 @@ StatusOr<std::optional<FusionPlan>> settle(const Graph& g, const FusionOptions& 
   return std::optional<FusionPlan>();
 }
 
+// Whether tiled GEMM candidate `mm` has work after it that its library call cannot take: in the
+// library plan, what the call writes (its product, or its bias, residual or activation when it
+// folds them) is read by an element-wise node of a generated kernel (BERT's erf GELU after FFN1).
+// Only such MatMuls are offered to the search as tiled GEMMs: the search sees a candidate without
+// its folds, so a projection whose bias and residual the call already takes would look cheaper
+// tiled than as a call with a bias kernel, while the call with its folds is cheaper still.
+bool leaves_epilogue_kernel(const Graph& g, const FusionPlan& lib, const Node& mm, const FusionOptions& o) {
+  const codegen::GemmFolds folds =
+      codegen::find_gemm_folds(g, {}, codegen::FoldOptions(true, o.approximate_gelu));
+  const Value* out = mm.output(0);
+  if (auto it = folds.by_matmul.find(&mm); it != folds.by_matmul.end()) {
+    const codegen::GemmFolds::Fold& f = it->second;
+    if (f.out_transpose) return false;   // the call writes a layout a tile's epilogue does not
+    if (f.activation_out) return false;  // the call's epilogue already takes the activation
+    if (f.residual_add)
+      out = f.residual_add->output(0);
+    else if (f.bias_add)
+      out = f.bias_add->output(0);
+  }
+  for (const FusionGroup& grp : lib.groups) {
+    if (grp.scheme != "local" && grp.scheme != "single") continue;
+    for (const Node* n : grp.nodes)
+      for (const Value* in : n->inputs)
+        if (in == out && codegen::stitch_role(*n) == codegen::StitchRole::kPointwise &&
+            *n->output(0)->dims == *out->dims)
+          return true;
+  }
+  return false;
+}
+
 // Fine-grained GEMMs are planned three ways and the cheapest estimate wins: every MatMul a library
 // call (with its folds); the candidates free to join stitched kernels; and only those that the
-// second plan put into row kernels (attention's scores next to their softmax), since one in an
-// element kernel often just trades its call for a kernel launch while giving up its folds.
+// second plan put into row kernels (attention's scores next to their softmax) or ran as tiled
+// GEMMs, since a loop in an element kernel often just trades its call for a kernel launch while
+// giving up its folds.
 StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const std::string& mode) {
   const auto start = Clock::now();
   ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}));
   std::set<const Node*> cands;
   if (o.stitch_matmul)
     for (const auto& n : g.nodes())
-      if (codegen::stitch_role(*n) == codegen::StitchRole::kContraction && !o.no_fuse.count(n->name))
+      if (!o.no_fuse.count(n->name) && (codegen::stitch_role(*n) == codegen::StitchRole::kContraction ||
+                                        (codegen::stitch_role(*n) == codegen::StitchRole::kTiledGemm &&
+                                         leaves_epilogue_kernel(g, lib, *n, o))))
         cands.insert(n.get());
   if (cands.empty()) return lib;
   struct Option {
@@ -69,11 +103,12 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
   options[0].stitched = cands;
   ASSIGN_OR_RETURN(options[0].plan, settle(g, o, mode, options[0].stitched, start));
   if (options[0].plan) {
-    std::set<const Node*> in_rows;
+    std::set<const Node*> in_rows;  // and tiled GEMMs, whose kernels take their epilogues
     for (const FusionGroup& grp : options[0].plan->groups)
-      if (grp.scheme != "local")
-        for (const Node* n : grp.nodes)
-          if (options[0].stitched.count(n)) in_rows.insert(n);
+      for (const Node* n : grp.nodes)
+        if (options[0].stitched.count(n) &&
+            (grp.scheme != "local" || codegen::stitch_role(*n) == codegen::StitchRole::kTiledGemm))
+          in_rows.insert(n);
     if (!in_rows.empty() && in_rows.size() < options[0].stitched.size()) {
       options.push_back({std::nullopt, in_rows});
       ASSIGN_OR_RETURN(options[1].plan, settle(g, o, mode, options[1].stitched, start));
@@ -94,15 +129,27 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
     return lib;
   }
   FusionPlan chosen = std::move(*best->plan);
-  std::string names;
+  std::string names, tiled;
+  size_t loops = 0;
   for (const FusionGroup& grp : chosen.groups)
-    for (const Node* n : grp.nodes)
-      if (best->stitched.count(n)) names += (names.empty() ? "" : ", ") + n->describe();
-  chosen.contraction_note = fmt::format(
-      "fine-grained MatMuls stitched into kernels ({} of them, as loops over the contraction axis): "
-      "estimated "
-      "{:.2f} us against {:.2f} us with library calls: {}",
-      best->stitched.size(), chosen.cost.time * 1e6, lib_time * 1e6, names);
+    for (const Node* n : grp.nodes) {
+      if (!best->stitched.count(n)) continue;
+      const bool tile = codegen::stitch_role(*n) == codegen::StitchRole::kTiledGemm;
+      std::string& list = tile ? tiled : names;
+      list += (list.empty() ? "" : ", ") + n->describe();
+      loops += tile ? 0 : 1;
+    }
+  const std::string estimate = fmt::format("estimated {:.2f} us against {:.2f} us with library calls",
+                                           chosen.cost.time * 1e6, lib_time * 1e6);
+  std::vector<std::string> lines;
+  if (loops > 0)
+    lines.push_back(fmt::format(
+        "fine-grained MatMuls stitched into kernels ({} of them, as loops over the contraction axis): {}: {}",
+        loops, estimate, names));
+  if (!tiled.empty())
+    lines.push_back(fmt::format("MatMuls run as tiled GEMMs with their epilogues in the kernel{}: {}",
+                                loops > 0 ? "" : " (" + estimate + ")", tiled));
+  chosen.contraction_note = fmt::format("{}", fmt::join(lines, "\n"));
   chosen.timed_out = chosen.timed_out || lib.timed_out;
   chosen.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return chosen;

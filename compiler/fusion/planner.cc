@@ -35,7 +35,8 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
     folded_.push_back(folds_.folded.count(x) > 0);
     const codegen::StitchRole role = codegen::stitch_role(*x);
     fusible_[i] = role != codegen::StitchRole::kNone &&
-                  (role != codegen::StitchRole::kContraction || contract_.count(x)) &&
+                  ((role != codegen::StitchRole::kContraction && role != codegen::StitchRole::kTiledGemm) ||
+                   contract_.count(x)) &&
                   !o.no_fuse.count(x->name) && !folded_[i];
     for (const Value* v : x->inputs)
       if (v && v->producer && idx_.count(v->producer)) add_edge(idx_.at(v->producer), static_cast<int>(i));
@@ -344,13 +345,18 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
     grp.mapping = fmt::format("{}, {} {} x {}, {} passes", codegen::row_mapping_text(rm), info.rows,
                               info.column ? "columns" : "rows", info.cols, info.passes);
     for (int64_t width : info.wide_widths) grp.mapping += fmt::format(", a store loop of {} per row", width);
+  } else if (info.tile) {
+    grp.mapping = fmt::format(
+        "tiled GEMM, {} x {} tiles of the {} x {} product, K = {}; the epilogue on its accumulators",
+        info.tile->bm(), info.tile->bm(), info.tile->rows, info.tile->n, info.tile->k);
   } else {
     grp.mapping = fmt::format("one thread per element of {}", dims_to_string(info.domain));
   }
   grp.reason = fmt::format(
       "{} nodes in one {} kernel: {} fewer launches, {} B less traffic, {:.2f} us vs {:.2f} us alone",
       m.size(),
-      !info.row                ? "element (local)"
+      info.tile                ? "tiled GEMM (local)"
+      : !info.row              ? "element (local)"
       : grp.scheme == "global" ? "row (global)"
       : info.column            ? "column (regional)"
                                : "row (regional)",

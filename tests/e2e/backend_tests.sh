@@ -204,6 +204,10 @@ echo '{' >"$TMP/bad_spec.json"
 expect "a device spec that is not JSON" 2 "not a device spec" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
   --device-spec "$TMP/bad_spec.json"
+echo '{"arch":"sm_90","tiled_gemm_eff":1.5}' >"$TMP/tiled_spec.json"
+expect "a tiled GEMM efficiency above 1" 2 "\"tiled_gemm_eff\" is a fraction of the fp32 rate: at most 1" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --device-spec "$TMP/tiled_spec.json"
 expect "beam width 0" 2 "--beam-width must be at least 1" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --beam-width 0
 expect "calibrate: not a measurements file" 2 "expected \{\"arch\"" -- "$STITCHC" calibrate "$TMP/bad_spec.json" -o "$TMP/spec.json"
@@ -215,6 +219,16 @@ expect "calibrate: one measurement cannot fit two constants" 2 "at least two mea
 echo '{"arch":"sm_90","measurements":[{"bytes":1000,"launches":1,"seconds":4e-6},{"bytes":100000000,"launches":1,"seconds":4e-5}]}' >"$TMP/m.json"
 expect "calibrate fits launch and bandwidth efficiency" 0 "calibrated sm_90: launch 4.00 us" -- \
   "$STITCHC" calibrate "$TMP/m.json" -o "$TMP/spec.json"
+check "a calibrated spec keeps the tiled GEMM efficiency" grep -q '"tiled_gemm_eff": 0.7' "$TMP/spec.json"
+# A tiled GEMM of BERT-base's FFN1 size (2 x 1024 x 3072 x 768 flops, its bytes) at 103.2 us: after
+# the 4 us launch and 9.1 us of memory, 90.1 us for 72.1 us of math at the fp32 peak.
+echo '{"arch":"sm_90","measurements":[{"bytes":1000,"launches":1,"seconds":4e-6},{"bytes":100000000,"launches":1,"seconds":4e-5}],"tiled_gemms":[{"flops":4.832e9,"bytes":25178124,"seconds":1.032e-4}]}' >"$TMP/m_tiled.json"
+expect "calibrate fits the tiled GEMM efficiency" 0 "tiled GEMM efficiency 0.800" -- \
+  "$STITCHC" calibrate "$TMP/m_tiled.json" -o "$TMP/spec_tiled.json"
+check "the fitted tiled GEMM efficiency is in the spec" grep -q '"tiled_gemm_eff": 0.800' "$TMP/spec_tiled.json"
+sed 's/1.032e-4/1e-5/' "$TMP/m_tiled.json" >"$TMP/m_tiled_fast.json"
+expect "calibrate: a tiled GEMM faster than its launch and memory time" 2 "no more than its launch and memory time" -- \
+  "$STITCHC" calibrate "$TMP/m_tiled_fast.json" -o "$TMP/spec_tiled.json"
 expect "a calibrated spec drives the planner" 0 "compiled" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/calibrated" --shape batch=1 --shape sequence=4 \
   --device-spec "$TMP/spec.json" --no-nvcc --no-emu
