@@ -2,9 +2,15 @@
 // hidden 768, 12 heads, sequence 128, batch 8, the way an opset-16 TorchScript export writes
 // them (decomposed 9-op layer norm, erf GELU, additive attention mask shared by every layer,
 // bias adds after each MatMul). Weights are graph inputs: planning only needs the shapes.
-// Prints, per planner, planning time (median of --reps), kernels, kernels per layer, and the
-// estimated bytes against --fusion none. Results: docs/fusion-results.md.
-//   stitch_plan_bench [--layers L] [--reps N] [--window W] [--explain 1]
+// Prints, per planner, planning time (median of --reps), kernels, kernels per layer, the
+// memory-intensive ones per layer (every generated kernel but tiled GEMMs, which are GEMMs with
+// their epilogues), library calls per layer, and the estimated bytes against --fusion none. The
+// graph first goes through stitchc's rewrites before planning (fusion/rewrites.h), untimed;
+// --rewrites 0 plans it as written. (Its weights are graph inputs, so the sibling merge, which
+// needs constant weights, leaves Q, K and V apart; an export's are merged into one GEMM.) --tiled-gemm-eff
+// sets the cost model's tiled GEMM efficiency (fusion/cost.h), as a device spec from a measurement would.
+// Results: docs/fusion-results.md.
+//   stitch_plan_bench [--layers L] [--reps N] [--window W] [--explain 1] [--tiled-gemm-eff E] [--rewrites 0]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/stitch.h"
 #include "fusion/plan.h"
+#include "fusion/rewrites.h"
 #include "ir/text.h"
 #include "passes/pass.h"
 
@@ -85,10 +93,16 @@ std::string bert_text(int layers) {
 
 int main(int argc, char** argv) {
   int layers = 12, reps = 5, window = stitch::fusion::FusionOptions{}.beam_window, explain = 0;
+  double tiled_eff = 0;  // 0: the spec's own
+  int rewrites = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
-    if (flag == "--layers")
+    if (flag == "--tiled-gemm-eff")
+      tiled_eff = std::atof(argv[i + 1]);
+    else if (flag == "--rewrites")
+      rewrites = value;
+    else if (flag == "--layers")
       layers = value;
     else if (flag == "--reps")
       reps = value;
@@ -97,12 +111,16 @@ int main(int argc, char** argv) {
     else if (flag == "--explain")
       explain = value;
     else {
-      std::fprintf(stderr, "unknown flag %s (flags: --layers L --reps N --window W --explain 1)\n", argv[i]);
+      std::fprintf(stderr,
+                   "unknown flag %s (flags: --layers L --reps N --window W --explain 1 --tiled-gemm-eff E "
+                   "--rewrites 0)\n",
+                   argv[i]);
       return 2;
     }
   }
-  if (layers < 1 || reps < 1 || window < 2) {
-    std::fprintf(stderr, "--layers and --reps must be at least 1, --window at least 2\n");
+  if (layers < 1 || reps < 1 || window < 2 || tiled_eff < 0 || tiled_eff > 1) {
+    std::fprintf(stderr,
+                 "--layers and --reps must be at least 1, --window at least 2, --tiled-gemm-eff in (0, 1]\n");
     return 2;
   }
   auto g = stitch::parse_graph(bert_text(layers));
@@ -115,14 +133,29 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 1;
   }
-  std::printf("BERT-base encoder, %d layers, %zu nodes after the front end; beam window %d\n", layers,
-              (*g)->nodes().size(), window);
-  std::printf("%-7s %12s %8s %10s %12s %12s %s\n", "planner", "median_s", "kernels", "per_layer", "est_bytes",
-              "none_bytes", "timed_out");
+  auto spec = stitch::fusion::device_spec("sm_90");
+  if (tiled_eff > 0) spec->tiled_gemm_eff = tiled_eff;
+  if (rewrites) {
+    stitch::fusion::FusionOptions o;
+    o.beam_window = window;
+    o.device = *spec;
+    auto r = stitch::fusion::rewrite_for_planning(*g, o);
+    if (!r.is_ok()) {
+      std::fprintf(stderr, "%s\n", r.status().message().c_str());
+      return 1;
+    }
+    if (explain) std::printf("%s", r->text().c_str());
+  }
+  std::printf("BERT-base encoder, %d layers, %zu nodes after the front end%s; beam window %d\n", layers,
+              (*g)->nodes().size(), rewrites ? " and the rewrites before planning" : "", window);
+  std::printf("tiled GEMM efficiency %.2f of the library's rate\n", spec->tiled_gemm_eff);
+  std::printf("%-7s %12s %8s %10s %14s %15s %12s %12s %s\n", "planner", "median_s", "kernels", "per_layer",
+              "mem_per_layer", "calls_per_layer", "est_bytes", "none_bytes", "timed_out");
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     stitch::fusion::FusionOptions o;
     o.mode = mode;
     o.beam_window = window;
+    o.device = *spec;
     std::vector<double> secs;
     stitch::fusion::FusionPlan plan;
     for (int r = 0; r < reps; ++r) {
@@ -137,9 +170,17 @@ int main(int argc, char** argv) {
     }
     std::sort(secs.begin(), secs.end());
     if (explain && std::string(mode) == "beam") std::printf("%s", stitch::fusion::explain(plan).c_str());
-    std::printf("%-7s %12.4f %8d %10.2f %12lld %12lld %s\n", mode, secs[secs.size() / 2], plan.cost.kernels,
-                static_cast<double>(plan.cost.kernels) / layers, static_cast<long long>(plan.cost.bytes),
-                static_cast<long long>(plan.unfused.bytes), plan.timed_out ? "yes" : "no");
+    int tiled = 0;
+    for (const auto& grp : plan.groups)
+      for (const stitch::Node* n : grp.nodes)
+        tiled += grp.nodes.size() > 1 &&
+                 stitch::codegen::stitch_role(*n) == stitch::codegen::StitchRole::kTiledGemm;
+    std::printf("%-7s %12.4f %8d %10.2f %14.2f %15.2f %12lld %12lld %s\n", mode, secs[secs.size() / 2],
+                plan.cost.kernels, static_cast<double>(plan.cost.kernels) / layers,
+                static_cast<double>(plan.cost.kernels - tiled) / layers,
+                static_cast<double>(plan.cost.library_calls) / layers,
+                static_cast<long long>(plan.cost.bytes), static_cast<long long>(plan.unfused.bytes),
+                plan.timed_out ? "yes" : "no");
   }
   return 0;
 }

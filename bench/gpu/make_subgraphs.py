@@ -6,6 +6,11 @@ seeded random test data (outputs from numpy in float64, rounded to float32), for
               ([rows, 768]: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add)
   softmax     scale + additive mask + softmax over attention scores ([batch, 12, seq, seq])
   bias_gelu   bias + GELU in its erf form ([rows, 3072])
+  ffn1_gelu   FFN1 with its bias and erf-form GELU: [ffn rows, 768] x [768, 3072] (the weight an
+              input, so artifacts stay small), BERT-base's at batch 8 x sequence 128 by default;
+              a library call and a GELU kernel, or one tiled GEMM kernel with the GELU in its
+              epilogue (what `tiled_gemm_eff` in a --device-spec file decides; bench/gpu/prepare.sh
+              compiles both)
   rms_gate    RMSNorm's reduction and row scale on a merged gate/up product, then the SiLU gate
               (LLaMA's MLP input once stitchc moves the row scale past the GEMM: [gate rows, H]
               and [gate rows, 2 I] in, [gate rows, I] out; LLaMA-7B's H 4096, I 11008 by
@@ -13,7 +18,7 @@ seeded random test data (outputs from numpy in float64, rounded to float32), for
 
 Needs (tooling only): pip install onnx numpy
 Run: python3 bench/gpu/make_subgraphs.py OUT_DIR [--rows N] [--batch B] [--seq S]
-       [--gate-rows R] [--llama H,I] [--no-data]
+       [--gate-rows R] [--llama H,I] [--ffn R,H,F] [--no-data]
 """
 import argparse
 import math
@@ -51,6 +56,7 @@ def main():
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--gate-rows", type=int, default=64)
     ap.add_argument("--llama", default="4096,11008", help="hidden and intermediate size of rms_gate")
+    ap.add_argument("--ffn", default="1024,768,3072", help="rows, hidden and intermediate size of ffn1_gelu")
     ap.add_argument("--no-data", action="store_true", help="models only (timing needs no test data)")
     a = ap.parse_args()
     global WITH_DATA
@@ -110,6 +116,24 @@ def main():
         erf = np.vectorize(math.erf)
         return {"y": 0.5 * xb * (1 + erf(xb / math.sqrt(2.0)))}
     save(a.out, "bias_gelu", g, {"x": x}, bias_gelu)
+
+    # FFN1 + bias + GELU, erf form
+    rows, hid, f = (int(v) for v in a.ffn.split(","))
+    x, w, bias = f32(rows, hid), (f32(hid, f) / math.sqrt(hid)).astype(np.float32), f32(f)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "bias"], ["xb"]),
+             helper.make_node("Div", ["xb", "sqrt2"], ["q"]), helper.make_node("Erf", ["q"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"]), helper.make_node("Mul", ["xb", "e1"], ["t"]),
+             helper.make_node("Mul", ["t", "half"], ["y"])]
+    g = helper.make_graph(nodes, "ffn1_gelu",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, hid]),
+                           helper.make_tensor_value_info("w", TensorProto.FLOAT, [hid, f])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, f])],
+                          [c("bias", bias), c("sqrt2", math.sqrt(2.0)), c("one", 1.0), c("half", 0.5)])
+    def ffn1_gelu():
+        xb = x.astype(np.float64) @ w.astype(np.float64) + bias
+        erf = np.vectorize(math.erf)
+        return {"y": 0.5 * xb * (1 + erf(xb / math.sqrt(2.0)))}
+    save(a.out, "ffn1_gelu", g, {"x": x, "w": w}, ffn1_gelu)
 
     # RMSNorm's row scale on the gate/up product, SiLU gate
     h, inter = (int(v) for v in a.llama.split(","))

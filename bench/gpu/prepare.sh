@@ -6,7 +6,8 @@
 #   BUNDLE/time/NAME     and BUNDLE/time/NAME.none: the same models at timing shapes, fused and
 #                        --fusion none (the baseline every step is set beside)
 # Models: the shipped ones (batch 2 x sequence 16 to check; batch 128 x sequence 64, the longest
-# their position tables allow, to time), the three target subgraphs at BERT-base sizes and
+# their position tables allow, to time), the three target subgraphs at BERT-base sizes, BERT-base's
+# FFN1 + bias + erf GELU as a call and a GELU kernel and as one tiled GEMM kernel, and
 # LLaMA's RMSNorm + SiLU gate at 64 rows of LLaMA-7B (bench/gpu/make_subgraphs.py). Kernels are
 # compiled for ARCH (default sm_90) by nvcc here.
 #   bench/gpu/prepare.sh [BUNDLE]      (default build/gpu_bundle; needs build/cli/stitchc, python3 + onnx)
@@ -30,10 +31,10 @@ ldd "$STITCHC" | awk '/=> \//{print $3}' |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so|/cuda' |
   while read -r lib; do cp -L "$lib" "$BUNDLE/lib/" && strip --strip-debug "$BUNDLE/lib/$(basename "$lib")"; done
 python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/small" --rows 64 --batch 2 --seq 16 \
-  --llama 256,688 >/dev/null
+  --llama 256,688 --ffn 256,320,1024 >/dev/null
 if [ "$DRY_RUN" = 1 ]; then
   python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/large" --rows 64 --batch 2 --seq 16 \
-    --llama 256,688 --no-data >/dev/null
+    --llama 256,688 --ffn 256,320,1024 --no-data >/dev/null
 else
   python3 "$ROOT/bench/gpu/make_subgraphs.py" "$BUNDLE/models/large" --no-data >/dev/null
 fi
@@ -59,12 +60,23 @@ for m in bert_tiny gpt2_tiny llama_tiny cnn_small; do
   # shellcheck disable=SC2086
   compile "$BUNDLE/time/$m.none" "$ROOT/models/$m/model.onnx" $large --fusion none
 done
-for s in layernorm softmax bias_gelu rms_gate; do
+for s in layernorm softmax bias_gelu ffn1_gelu rms_gate; do
   compile "$BUNDLE/check/$s" "$BUNDLE/models/small/$s/model.onnx"
   cp -r "$BUNDLE/models/small/$s/test_data_set_0" "$BUNDLE/check/$s.data"
   compile "$BUNDLE/time/$s" "$BUNDLE/models/large/$s/model.onnx"
   compile "$BUNDLE/time/$s.none" "$BUNDLE/models/large/$s/model.onnx" --fusion none
 done
+# FFN1 + GELU once more as the tiled GEMM kernel (a device spec that rates it as fast as the
+# library, so the planner takes it): time/ffn1_gelu.tiled beside time/ffn1_gelu (call + GELU
+# kernel) measures tiled_gemm_eff (fusion/cost.h); check/ffn1_gelu.tiled its results on the GPU.
+echo "{\"arch\": \"$ARCH\", \"tiled_gemm_eff\": 1.0}" >"$BUNDLE/models/tiled_spec.json"
+for kind in check:small time:large; do
+  compile "$BUNDLE/${kind%%:*}/ffn1_gelu.tiled" "$BUNDLE/models/${kind#*:}/ffn1_gelu/model.onnx" \
+    --device-spec "$BUNDLE/models/tiled_spec.json"
+  grep -q "tiled GEMM" "$BUNDLE/${kind%%:*}/ffn1_gelu.tiled/plan.txt" ||
+    { echo "prepare: ffn1_gelu.tiled is not a tiled GEMM kernel" >&2; exit 1; }
+done
+cp -r "$BUNDLE/check/ffn1_gelu.data" "$BUNDLE/check/ffn1_gelu.tiled.data"
 rm -rf "$BUNDLE/models"
 git -C "$ROOT" rev-parse --short HEAD >"$BUNDLE/commit" 2>/dev/null || true
 echo "prepare: $BUNDLE ($(du -sh "$BUNDLE" | cut -f1), arch $ARCH, commit $(cat "$BUNDLE/commit" 2>/dev/null))"
