@@ -55,9 +55,8 @@ StatusOr<std::optional<FusionPlan>> settle(const Graph& g, const FusionOptions& 
 // Only such MatMuls are offered to the search as tiled GEMMs: the search sees a candidate without
 // its folds, so a projection whose bias and residual the call already takes would look cheaper
 // tiled than as a call with a bias kernel, while the call with its folds is cheaper still.
-bool leaves_epilogue_kernel(const Graph& g, const FusionPlan& lib, const Node& mm, const FusionOptions& o) {
-  const codegen::GemmFolds folds =
-      codegen::find_gemm_folds(g, {}, codegen::FoldOptions(true, o.approximate_gelu));
+// `folds` are the library plan's (codegen::find_gemm_folds of the whole graph).
+bool leaves_epilogue_kernel(const FusionPlan& lib, const codegen::GemmFolds& folds, const Node& mm) {
   const Value* out = mm.output(0);
   if (auto it = folds.by_matmul.find(&mm); it != folds.by_matmul.end()) {
     const codegen::GemmFolds::Fold& f = it->second;
@@ -88,11 +87,16 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
   const auto start = Clock::now();
   ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}));
   std::set<const Node*> cands;
+  std::optional<codegen::GemmFolds> folds;  // the library plan's, once a tiled GEMM asks
+  auto tiled_candidate = [&](const Node& n) {
+    if (codegen::stitch_role(n) != codegen::StitchRole::kTiledGemm) return false;
+    if (!folds) folds = codegen::find_gemm_folds(g, {}, codegen::FoldOptions(true, o.approximate_gelu));
+    return leaves_epilogue_kernel(lib, *folds, n);
+  };
   if (o.stitch_matmul)
     for (const auto& n : g.nodes())
-      if (!o.no_fuse.count(n->name) && (codegen::stitch_role(*n) == codegen::StitchRole::kContraction ||
-                                        (codegen::stitch_role(*n) == codegen::StitchRole::kTiledGemm &&
-                                         leaves_epilogue_kernel(g, lib, *n, o))))
+      if (!o.no_fuse.count(n->name) &&
+          (codegen::stitch_role(*n) == codegen::StitchRole::kContraction || tiled_candidate(*n)))
         cands.insert(n.get());
   if (cands.empty()) return lib;
   struct Option {
