@@ -473,8 +473,9 @@ class Stitcher {
   }
 
   // ---- element kernels ----
-  Status emit_elements() {
-    const Dims& d = info_.domain;
+  // dom_: the coordinates of flat index `i` in `d` (a size-1 axis at 0). Returns the innermost
+  // axis of more than one element (d.size() when there is none).
+  size_t domain_coords(const Dims& d) {
     const int64_t n = num_elements(d);
     const Dims s = strides_of(d);
     size_t inner_axis = d.size();
@@ -489,6 +490,13 @@ class Stitcher {
       dom_.push_back({e, 1});
       inner_axis = k;
     }
+    return inner_axis;
+  }
+
+  Status emit_elements() {
+    const Dims& d = info_.domain;
+    const int64_t n = num_elements(d);
+    const size_t inner_axis = domain_coords(d);
     vec_ = vectorizable(d);
     const int lanes = vec_ ? 4 : 1;
     const Coords base = dom_;
@@ -564,19 +572,7 @@ class Stitcher {
     const Node& mm = *t.node;
     const Value* y = mm.output(0);
     const std::string a = param(mm.input(0), false), b = param(mm.input(1), false);
-    const Dims& d = info_.domain;
-    const int64_t n = num_elements(d);
-    const Dims s = strides_of(d);
-    for (size_t k = 0; k < d.size(); ++k) {
-      if (d[k] == 1) {
-        dom_.push_back({"0", 0});
-        continue;
-      }
-      std::string e = "i";
-      if (s[k] > 1) e = fmt::format("(i / {}LL)", s[k]);
-      if (s[k] * d[k] < n) e = fmt::format("({} % {}LL)", e, d[k]);
-      dom_.push_back({e, 1});
-    }
+    domain_coords(info_.domain);
     flat_ = {"i", 1};
     scopes_[1].memo[key(y, dom_)] = {"acc[ti][tj]", 1};
     for (const Value* v : info_.stored) {

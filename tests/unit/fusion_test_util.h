@@ -29,6 +29,36 @@ inline std::string lcg_values(uint32_t& state, int64_t count, double lo = -1.0) 
   return "[" + out + "]";
 }
 
+// BERT's FFN1 as exporters write it: x [lead..., k] times a [k, n] weight, its bias and the
+// erf-form GELU, the MatMul named `name`. The weight and bias are constants of seeded values
+// (lcg_values from `seed`, the weight's in [wlo, wlo + 2)), or graph inputs when `seed` is 0.
+inline std::unique_ptr<Graph> ffn_gelu(const std::string& lead, int k, int n, uint32_t seed,
+                                       double wlo = -1.0, const std::string& name = "ffn") {
+  std::string params;
+  if (seed == 0) {
+    params = fmt::format("  input %w: f32[{0},{1}]\n  input %b: f32[{1}]\n", k, n);
+  } else {
+    const std::string w = lcg_values(seed, static_cast<int64_t>(k) * n, wlo);
+    const std::string b = lcg_values(seed, n);
+    params = fmt::format("  const %w: f32[{0},{1}] = {2}\n  const %b: f32[{1}] = {3}\n", k, n, w, b);
+  }
+  return parse_or_die(fmt::format(R"(graph "ffn" opset 17 {{
+  input %x: f32[{0},{1}]
+{2}  const %sqrt2: f32[] = [1.4142135]
+  const %one: f32[] = [1.0]
+  const %half: f32[] = [0.5]
+  %h = MatMul(%x, %w) @"{3}"
+  %hb = Add(%h, %b) @"bias"
+  %d = Div(%hb, %sqrt2) @"div"
+  %e = Erf(%d) @"erf"
+  %e1 = Add(%e, %one) @"add_one"
+  %m = Mul(%hb, %e1) @"mul"
+  %y = Mul(%m, %half) @"gelu"
+  output %y
+}})",
+                                  lead, k, params, name));
+}
+
 inline codegen::NodeGroups groups_of(const fusion::FusionPlan& p) {
   codegen::NodeGroups out;
   for (const auto& grp : p.groups) out.push_back(grp.nodes);

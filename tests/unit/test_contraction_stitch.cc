@@ -142,29 +142,9 @@ TEST_CASE("attention scores join their softmax: one row kernel, the scores never
 
 namespace {
 
-// BERT's FFN1: rows of k features times a constant [k, n] weight, its bias and the erf-form GELU
-// as the exporters write it.
+// BERT's FFN1: rows of k features times a constant [k, n] weight, its bias and the erf-form GELU.
 std::unique_ptr<Graph> ffn1(int rows, int k, int n) {
-  uint32_t state = 4242;
-  const std::string w = test::lcg_values(state, static_cast<int64_t>(k) * n, -0.5);
-  const std::string b = test::lcg_values(state, n);
-  return test::parse_or_die(fmt::format(R"(graph "ffn1" opset 17 {{
-  input %x: f32[{0},{1}]
-  const %w: f32[{1},{2}] = {3}
-  const %b: f32[{2}] = {4}
-  const %sqrt2: f32[] = [1.4142135]
-  const %one: f32[] = [1.0]
-  const %half: f32[] = [0.5]
-  %h = MatMul(%x, %w) @"ffn1"
-  %hb = Add(%h, %b) @"bias"
-  %d = Div(%hb, %sqrt2) @"div"
-  %e = Erf(%d) @"erf"
-  %e1 = Add(%e, %one) @"add_one"
-  %m = Mul(%hb, %e1) @"mul"
-  %y = Mul(%m, %half) @"gelu"
-  output %y
-}})",
-                                        rows, k, n, w, b));
+  return test::ffn_gelu(std::to_string(rows), k, n, 4242, -0.5, "ffn1");
 }
 
 }  // namespace

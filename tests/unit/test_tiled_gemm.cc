@@ -29,28 +29,7 @@ std::vector<const Node*> named(const Graph& g, std::initializer_list<const char*
 
 // A linear layer of `k` features into `n` over x [lead..., k] (a constant weight), its bias and the
 // erf-form GELU as exporters write it.
-std::unique_ptr<Graph> ffn(const std::string& lead, int k, int n) {
-  uint32_t state = 777;
-  const std::string w = test::lcg_values(state, static_cast<int64_t>(k) * n, -1.0);
-  const std::string b = test::lcg_values(state, n);
-  return test::parse_or_die(fmt::format(R"(graph "ffn" opset 17 {{
-  input %x: f32[{0},{1}]
-  const %w: f32[{1},{2}] = {3}
-  const %b: f32[{2}] = {4}
-  const %sqrt2: f32[] = [1.4142135]
-  const %one: f32[] = [1.0]
-  const %half: f32[] = [0.5]
-  %h = MatMul(%x, %w) @"ffn"
-  %hb = Add(%h, %b) @"bias"
-  %d = Div(%hb, %sqrt2) @"div"
-  %e = Erf(%d) @"erf"
-  %e1 = Add(%e, %one) @"add_one"
-  %m = Mul(%hb, %e1) @"mul"
-  %y = Mul(%m, %half) @"gelu"
-  output %y
-}})",
-                                        lead, k, n, w, b));
-}
+std::unique_ptr<Graph> ffn(const std::string& lead, int k, int n) { return test::ffn_gelu(lead, k, n, 777); }
 
 }  // namespace
 
@@ -188,22 +167,7 @@ TEST_CASE(
   // BERT-base's FFN1 at batch 8 x sequence 128: 1024 rows, 768 into 3072. The call with its bias
   // epilogue and a GELU kernel after it (cuBLASLt's GELU is the tanh form) against the tiled kernel
   // at the assumed efficiency, then at one a measurement could give.
-  auto g = test::parse_or_die(R"(graph "ffn1" opset 17 {
-  input %x: f32[1024,768]
-  input %w: f32[768,3072]
-  input %b: f32[3072]
-  const %sqrt2: f32[] = [1.4142135]
-  const %one: f32[] = [1.0]
-  const %half: f32[] = [0.5]
-  %h = MatMul(%x, %w) @"ffn"
-  %hb = Add(%h, %b) @"bias"
-  %d = Div(%hb, %sqrt2) @"div"
-  %e = Erf(%d) @"erf"
-  %e1 = Add(%e, %one) @"add_one"
-  %m = Mul(%hb, %e1) @"mul"
-  %y = Mul(%m, %half) @"gelu"
-  output %y
-})");
+  auto g = test::ffn_gelu("1024", 768, 3072, 0);  // weight and bias as inputs: planning only
   test::run_frontend_or_die(*g);
   auto assumed = fusion::make_plan(*g, opts("beam"));
   REQUIRE(assumed.is_ok());
