@@ -1,0 +1,393 @@
+// Stitched kernels (stitch.h): row kernels (regional stitching; global when a row is split over
+// blocks), the generator's passes over each row, its statistics and its wide store loops.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <regex>
+
+#include "codegen/stitcher.h"
+
+namespace stitch::codegen::detail {
+
+StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& init, const std::string& op,
+                                     const std::function<StatusOr<std::string>()>& elem) {
+  scopes_[1] = Scope{};
+  ASSIGN_OR_RETURN(std::string e, elem());
+  const std::string acc = fresh("acc");
+  std::vector<std::string> body = std::move(scopes_[1].lines);
+  scopes_[1] = Scope{};
+  line(0, fmt::format("{} {} = {};", ct, acc, init));
+  line(0, row_loop());
+  for (const std::string& l : body) line(0, "  " + l);
+  line(0, fmt::format("  {0} = {1}({0}, {2});", acc, op, e));
+  line(0, "}");
+  if (map_.column) {
+    const std::string tag = ct == "double" ? "d" : "f";
+    scratch_.insert(ct);
+    line(0, fmt::format("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, op, tag));
+  } else if (map_.warp_per_row) {
+    line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
+  } else {
+    const std::string tag = ct == "double" ? "d" : "f";
+    scratch_.insert(ct);
+    line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, tag));
+  }
+  if (map_.split()) {  // global stitching: this pass's partials of every row, then a grid barrier
+    line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, ws + {2}LL + row * {3}LL, seg, {3}LL);",
+                        acc, op, split_passes_ * info_.rows * map_.segments, map_.segments));
+    ++split_passes_;
+  }
+  ++passes_;
+  return acc;
+}
+
+Status Stitcher::emit_row_op(const Node& n) {
+  const Value* x = n.input(0);
+  const std::string ct = compute_type(x->dtype);
+  const std::string& op = n.op_type;
+  auto xv = [&]() -> StatusOr<std::string> {
+    ASSIGN_OR_RETURN(SExpr e, at(x, dom_));
+    return e.s;
+  };
+  auto xf = [&](std::function<std::string(const std::string&)> f) {
+    return [&, f]() -> StatusOr<std::string> {
+      ASSIGN_OR_RETURN(std::string e, xv());
+      return f(e);
+    };
+  };
+  const std::string len = fmt::format("({}){}", ct, info_.cols);
+  Stats st;
+  if (op == "Softmax" || op == "LogSoftmax") {
+    ASSIGN_OR_RETURN(st.a, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv));
+    const std::string mx = st.a;
+    ASSIGN_OR_RETURN(std::string sum,
+                     pass(ct, literal(0, ct), "stitch_dev::Sum()", xf([&, mx](const std::string& e) {
+                            return fmt::format("{}({} - {})", fnm(ct, "exp"), e, mx);
+                          })));
+    st.b = fresh("s");
+    if (op == "LogSoftmax")
+      line(0, fmt::format("const {} {} = {} + {}({});", ct, st.b, mx, fnm(ct, "log"), sum));
+    else
+      line(0, fmt::format("const {0} {1} = ({0})1 / {2};", ct, st.b, sum));
+  } else if (op == "LayerNormalization") {
+    ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xv));
+    st.a = fresh("mean");
+    line(0, fmt::format("const {} {} = {} / {};", ct, st.a, sum, len));
+    const std::string mean = st.a;
+    ASSIGN_OR_RETURN(std::string sq,
+                     pass(ct, literal(0, ct), "stitch_dev::Sum()", xf([mean](const std::string& e) {
+                            return fmt::format("({0} - {1}) * ({0} - {1})", e, mean);
+                          })));
+    st.b = fresh("rstd");
+    line(0, fmt::format("const {0} {1} = {2}(({0})1 / ({3} / {4} + {5}));", ct, st.b, fnm(ct, "sqrt"), sq,
+                        len, literal(n.attr_float("epsilon", 1e-5f), ct)));
+  } else {  // Reduce*
+    std::string result;
+    if (op == "ReduceMax" || op == "ReduceMin" || op == "GlobalMaxPool") {
+      const bool mx = op != "ReduceMin";
+      ASSIGN_OR_RETURN(result, pass(ct, literal(mx ? -INFINITY : INFINITY, ct),
+                                    mx ? "stitch_dev::Max()" : "stitch_dev::Min()", xv));
+    } else if (op == "ReduceProd") {
+      ASSIGN_OR_RETURN(result, pass(ct, literal(1, ct), "stitch_dev::Prod()", xv));
+    } else if (op == "ReduceLogSumExp") {
+      ASSIGN_OR_RETURN(std::string mx, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv));
+      const std::string shift = fresh("shift");
+      line(0, fmt::format("const {0} {1} = isinf({2}) ? ({0})0 : {2};", ct, shift, mx));
+      ASSIGN_OR_RETURN(std::string sum,
+                       pass(ct, literal(0, ct), "stitch_dev::Sum()", xf([&, shift](const std::string& e) {
+                              return fmt::format("{}({} - {})", fnm(ct, "exp"), e, shift);
+                            })));
+      result = fmt::format("{}({}) + {}", fnm(ct, "log"), sum, shift);
+    } else {
+      std::function<std::string(const std::string&)> f = [](const std::string& e) { return e; };
+      if (op == "ReduceL1")
+        f = [ct](const std::string& e) { return fmt::format("{}({})", fnm(ct, "fabs"), e); };
+      if (op == "ReduceL2" || op == "ReduceSumSquare")
+        f = [](const std::string& e) { return fmt::format("{0} * {0}", e); };
+      ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xf(f)));
+      result = sum;
+      if (op == "ReduceMean" || op == "GlobalAveragePool") result = fmt::format("{} / {}", sum, len);
+      if (op == "ReduceL2") result = fmt::format("{}({})", fnm(ct, "sqrt"), sum);
+      if (op == "ReduceLogSum") result = fmt::format("{}({})", fnm(ct, "log"), sum);
+    }
+    st.a = fresh("r");
+    line(0, fmt::format("const {} {} = {};  // {} '{}'", compute_type(n.output(0)->dtype), st.a, result, op,
+                        n.name));
+  }
+  stats_[&n] = st;
+  return Status::ok();
+}
+
+StatusOr<SExpr> Stitcher::row_value(const Node& n, const Coords& c, const std::string& k) {
+  STITCH_CHECK(stats_.count(&n), "row op {} read before its passes", n.describe());
+  const Stats& st = stats_.at(&n);
+  const std::string ct = compute_type(n.output(0)->dtype);
+  const std::string& op = n.op_type;
+  if (op != "Softmax" && op != "LogSoftmax" && op != "LayerNormalization") return SExpr{st.a, 0};
+  ASSIGN_OR_RETURN(SExpr x, at(n.input(0), c));
+  if (op == "Softmax")
+    return bind(k, ct, fmt::format("{}({} - {}) * {}", fnm(ct, "exp"), x.s, st.a, st.b), x.level,
+                "Softmax '" + n.name + "'");
+  if (op == "LogSoftmax")
+    return bind(k, ct, fmt::format("{} - {}", x.s, st.b), x.level, "LogSoftmax '" + n.name + "'");
+  std::string e = fmt::format("({} - {}) * {}", x.s, st.a, st.b);
+  int level = x.level;
+  for (size_t i = 1; i <= 2; ++i) {
+    const Value* p = n.input(i);
+    if (p == nullptr) continue;
+    const Dims& pd = dims(p);
+    const size_t off = c.size() - pd.size();
+    Coords cp;
+    for (size_t d = 0; d < pd.size(); ++d) cp.push_back(pd[d] == 1 ? SExpr{"0", 0} : c[d + off]);
+    ASSIGN_OR_RETURN(SExpr pv, at(p, cp));
+    level = std::max(level, pv.level);
+    e = i == 1 ? fmt::format("{} * {}", e, pv.s) : fmt::format("{} + {}", e, pv.s);
+  }
+  return bind(k, ct, e, level, "LayerNormalization '" + n.name + "'");
+}
+
+Status Stitcher::emit_rows() {
+  const Dims& d = info_.domain;
+  const int64_t r = static_cast<int64_t>(d.size());
+  map_ = row_mapping(info_, !part_);
+  for (const Node* n : nodes_)
+    if (stitch_role(*n) == StitchRole::kRow && compute_type(n->input(0)->dtype) == "double")
+      ws_type_ = "double";
+  // Row coordinates from `row` (the kept axes in order), in-row coordinates from `j` (the
+  // reduced axes in order).
+  int64_t inner_row = 1, inner_col = 1;
+  dom_.assign(r, SExpr{"0", 0});
+  for (int64_t k = r; k-- > 0;) {
+    const bool red = info_.reduced[k];
+    int64_t& inner = red ? inner_col : inner_row;
+    if (d[k] != 1) {
+      const char* var = red ? "j" : "row";
+      std::string e = var;
+      if (inner > 1) e = fmt::format("({} / {}LL)", var, inner);
+      if (inner * d[k] < (red ? info_.cols : info_.rows)) e = fmt::format("({} % {}LL)", e, d[k]);
+      dom_[k] = {e, red ? 1 : 0};
+    }
+    inner *= d[k];
+  }
+  // A row's elements follow `base + j` in memory; a column's are strided (the full index).
+  flat_ = {"base + j", 1};
+  if (map_.column) flat_ = {flat_index(dom_, d).s, 1};
+  // Shared-memory cache of a row op's input when two or more passes read it per element (its own
+  // passes, later row ops' passes whose input is computed from it, the store pass). In node
+  // order, so the choice is deterministic.
+  std::vector<std::pair<const Value*, int>> readers;
+  auto pulls = [&](const Value* v, const Value* x) {  // v's per-element value reads x's
+    std::vector<const Value*> stack{v};
+    std::set<const Value*> seen;
+    while (!stack.empty()) {
+      const Value* u = stack.back();
+      stack.pop_back();
+      if (u == x) return true;
+      if (!seen.insert(u).second || !producer_.count(u)) continue;
+      const Node& n = *producer_.at(u);
+      if (stitch_role(n) == StitchRole::kRow && n.op_type != "Softmax" && n.op_type != "LogSoftmax" &&
+          n.op_type != "LayerNormalization")
+        continue;  // a reduction's result is a per-row register
+      for (const Value* in : n.inputs)
+        if (in) stack.push_back(in);
+    }
+    return false;
+  };
+  for (const Node* n : nodes_) {
+    if (stitch_role(*n) != StitchRole::kRow) continue;
+    const Value* x = n->input(0);
+    if (std::any_of(readers.begin(), readers.end(), [&](const auto& r) { return r.first == x; })) continue;
+    int count = 0;
+    for (const Node* m : nodes_)
+      if (stitch_role(*m) == StitchRole::kRow && pulls(m->input(0), x)) {
+        ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*m));
+        count += ri.passes;
+      }
+    for (const Value* v : info_.stored)
+      if (dims(v) == d && pulls(v, x)) {
+        ++count;
+        break;
+      }
+    readers.push_back({x, count});
+  }
+  int64_t smem = 0;
+  for (const auto& [x, count] : readers) {
+    const int64_t bytes =
+        row_cache_bytes(map_, info_.cols, static_cast<int64_t>(compute_type(x->dtype) == "double" ? 8 : 4));
+    if (!cache_allowed_ || count < 2 || bytes == 0 || smem + bytes > kRowCacheBudget) continue;
+    const std::string name = fmt::format("cache{}", cache_.size());
+    cache_[x] = name;
+    cache_decl_.push_back(fmt::format("__shared__ {} {}[{}];", compute_type(x->dtype), name,
+                                      (map_.split() ? map_.segment : info_.cols) * map_.rows_per_block));
+    smem += bytes;
+    k_.static_smem_bytes += bytes;
+  }
+  for (const Node* n : nodes_)
+    if (stitch_role(*n) == StitchRole::kRow) RETURN_IF_ERROR(emit_row_op(*n));
+  // Store pass for values of the rows' shape, then for wide values (analyze_stitch: the rows'
+  // kept extents, longer along the reduced axes), one pass per width, then one value per row.
+  std::vector<const Value*> full, one;
+  std::map<int64_t, std::vector<const Value*>> wide;  // by width
+  for (const Value* v : info_.stored) {
+    if (dims(v) == d) {
+      full.push_back(v);
+      continue;
+    }
+    int64_t width = 1;
+    if (dims(v).size() == d.size())
+      for (int64_t k = 0; k < r; ++k)
+        if (info_.reduced[k]) width *= dims(v)[static_cast<size_t>(k)];
+    if (width > 1)
+      wide[width].push_back(v);
+    else
+      one.push_back(v);
+  }
+  if (!full.empty()) {
+    scopes_[1] = Scope{};
+    for (const Value* v : full) {
+      ASSIGN_OR_RETURN(SExpr val, at(v, dom_));
+      if (map_.column) line(1, "if (live) {");  // threads past the last column store nothing
+      store(v, flat_.s, val.s, 1);
+      if (map_.column) line(1, "}");
+    }
+    std::vector<std::string> body = std::move(scopes_[1].lines);
+    scopes_[1] = Scope{};
+    line(0, map_.replicas > 1 ? share_loop(info_.cols) : row_loop());
+    for (const std::string& l : body) line(0, "  " + l);
+    line(0, "}");
+    ++passes_;
+  }
+  for (const auto& [width, vs] : wide) {
+    STITCH_CHECK(!map_.split() && !map_.column, "wide values in a split or column row kernel");
+    scopes_[1] = Scope{};
+    for (const Value* v : vs) {
+      // The kept axes as the domain's; the reduced ones from j over this value's extents.
+      const Dims& vd = dims(v);
+      Coords c = dom_;
+      int64_t inner = 1;
+      for (int64_t k = r; k-- > 0;) {
+        if (!info_.reduced[k]) continue;
+        c[k] = {"0", 0};
+        if (vd[k] != 1) {
+          std::string e = "j";
+          if (inner > 1) e = fmt::format("(j / {}LL)", inner);
+          if (inner * vd[k] < width) e = fmt::format("({} % {}LL)", e, vd[k]);
+          c[k] = {e, 1};
+        }
+        inner *= vd[k];
+      }
+      ASSIGN_OR_RETURN(SExpr val, at(v, c));
+      store(v, offset(v, c).s, val.s, 1);
+    }
+    std::vector<std::string> body = std::move(scopes_[1].lines);
+    scopes_[1] = Scope{};
+    line(0, share_loop(width) + fmt::format("  // wide values, {} per row", width));
+    for (const std::string& l : body) line(0, "  " + l);
+    line(0, "}");
+    ++passes_;
+  }
+  for (const Value* v : one) {
+    Coords c;
+    if (dims(v).size() == d.size()) {
+      c = dom_;
+      for (int64_t k = 0; k < r; ++k)
+        if (info_.reduced[k]) c[k] = {"0", 0};
+    } else {
+      for (int64_t k = 0; k < r; ++k)
+        if (!info_.reduced[k]) c.push_back(dom_[k]);
+    }
+    ASSIGN_OR_RETURN(SExpr val, at(v, c));
+    STITCH_CHECK(val.level == 0, "per-row value '{}' depends on the loop", v->name);
+    const std::string p = param(v, true), ct = compute_type(v->dtype), stt = storage_type(v->dtype);
+    const std::string first = map_.split()        ? "lane == 0 && seg == 0"
+                              : map_.column       ? "lane == 0 && live"
+                              : map_.replicas > 1 ? "lane == 0 && rep == 0"
+                                                  : "lane == 0";
+    line(0, ct == stt ? fmt::format("if ({}) {}[row] = {};", first, p, val.s)
+                      : fmt::format("if ({}) {}[row] = stitch_dev::cvt<{}>({});", first, p, stt, val.s));
+  }
+  k_.block = {map_.block, 1, 1};
+  k_.grid = {
+      std::max<int64_t>(1, (info_.rows + map_.rows_per_block - 1) / map_.rows_per_block) * map_.replicas, 1,
+      1};
+  if (map_.split()) {
+    k_.grid = {info_.rows * map_.segments, 1, 1};
+    k_.cooperative = true;
+    k_.scheme = "global";
+    // One partial per pass, row and segment; every slot is written before the barrier that
+    // precedes its reads, so the buffer needs no initialisation and no reuse between passes.
+    auto ws = std::make_shared<Value>();
+    ws->name = k_.name + "/grid_partials";
+    ws->dtype = ws_type_ == "double" ? DType::kF64 : DType::kF32;
+    ws->dims = Dims{split_passes_ * info_.rows * map_.segments};
+    k_.params.push_back({"ws", ws.get(), true});
+    k_.bytes_moved += 2 * num_elements(*ws->dims) * dtype_size(ws->dtype);
+    k_.workspace = std::move(ws);
+  }
+  std::string cached;
+  for (const auto& [x, count] : readers)
+    if (cache_.count(x)) cached += (cached.empty() ? "" : ", ") + fmt::format("'{}'", x->name);
+  std::string over = fmt::format("the trailing {} axes", info_.axes);
+  if (info_.column) {
+    over = "axes ";
+    for (int64_t k = 0; k < r; ++k)
+      if (info_.reduced[k]) over += fmt::format("{}{}", over.size() > 5 ? "," : "", k);
+  }
+  k_.mapping = fmt::format(
+      "{}: {} {} of {} over {} of {}; {} passes per {}, {} nodes stitched "
+      "({} stitching){}",
+      row_mapping_text(map_), info_.rows, info_.column ? "columns" : "rows", info_.cols, over,
+      dims_to_string(d), passes_, info_.column ? "column" : "row", nodes_.size(),
+      map_.split() ? "global: partials through global memory and a grid barrier per pass" : "regional",
+      cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
+  for (const std::string& ct : scratch_)
+    k_.static_smem_bytes += (map_.column ? map_.block : 32) * (ct == "double" ? 8 : 4);
+  CudaWriter w;
+  open_entry(w,
+             map_.split()
+                 ? "//   scheme: row kernel split over blocks (global stitching; cooperative launch)\n"
+             : map_.column ? "//   scheme: column kernel, tiled (regional stitching)\n"
+                           : "//   scheme: row kernel (regional stitching)\n",
+             map_.block);
+  for (const std::string& ct : scratch_) {
+    if (map_.column)
+      w.line("__shared__ {} tile_{}[{}];", ct, ct == "double" ? "d" : "f", map_.block);
+    else
+      w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : "f");
+  }
+  for (const std::string& l : cache_decl_) w.line("{}", l);
+  if (map_.column) {
+    open_tile(w, block_index(), "row", info_.rows);
+  } else if (map_.split()) {
+    w.line("const long long row = {} / {}LL;", block_index(), map_.segments);
+    w.line("const long long seg = {} % {}LL;", block_index(), map_.segments);
+    w.line("const long long jbeg = seg * {}LL;", map_.segment);
+    w.line("const long long jend = jbeg + {0}LL < {1}LL ? jbeg + {0}LL : {1}LL;", map_.segment, info_.cols);
+    w.line("const int lane = threadIdx.x;");
+    w.line("const int step = {};", map_.block);
+    if (!cache_.empty())
+      w.line("const long long cache_row = -jbeg;  // the cache holds this block's segment");
+  } else if (map_.warp_per_row) {
+    w.line("const long long row = {} * {} + (threadIdx.x >> 5);", row_block(w), map_.rows_per_block);
+    w.line("const int lane = threadIdx.x & 31;");
+    w.line("const int step = 32;");
+    if (!cache_.empty())
+      w.line("const long long cache_row = (long long)(threadIdx.x >> 5) * {}LL;", info_.cols);
+    w.line("if (row >= {}LL) return;  // uniform per warp", info_.rows);
+  } else {
+    w.line("const long long row = {};", row_block(w));
+    w.line("const int lane = threadIdx.x;");
+    w.line("const int step = {};", map_.block);
+    if (!cache_.empty()) w.line("const long long cache_row = 0;");
+  }
+  static const std::regex uses_base(R"(\bbase\b)");
+  if (std::any_of(scopes_[0].lines.begin(), scopes_[0].lines.end(),
+                  [](const std::string& l) { return std::regex_search(l, uses_base); }))
+    w.line("const long long base = row * {}LL;", info_.cols);
+  for (const std::string& l : scopes_[0].lines) w.line("{}", l);
+  w.close();
+  k_.source = w.text();
+  return Status::ok();
+}
+
+}  // namespace stitch::codegen::detail

@@ -1,0 +1,251 @@
+// The stitched-kernel generator (stitch.h), shared by its two files: stitch.cc (pulling values,
+// element and tiled GEMM kernels, the entry points) and stitch_rows.cc (row kernels). Internal to
+// codegen: include stitch.h for the interface.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "codegen/cuda_writer.h"
+#include "codegen/lower.h"
+#include "codegen/scalar_ops.h"
+#include "codegen/stitch.h"
+#include "ops/op_params.h"
+#include "ops/op_util.h"
+#include "support/check.h"
+
+namespace stitch::codegen::detail {
+
+using ops::strides_of;
+
+inline const Dims& dims(const Value* v) { return *v->dims; }
+
+// An expression and the loop level it depends on (0: the row or the whole kernel, 1: the loop).
+struct SExpr {
+  std::string s;
+  int level = 0;
+};
+using Coords = std::vector<SExpr>;
+
+inline std::string fnm(const std::string& ct, const char* name) {
+  return ct == "float" ? std::string(name) + "f" : name;
+}
+
+// One stitched kernel's generator: values are pulled at coordinates (at, compute) into scopes of
+// lines per loop level, memoised by value and coordinates, then an emit_* method writes the kernel
+// around them (element, tiled GEMM or row kernel, or a part of a packed one).
+class Stitcher {
+ public:
+  // part_name empty: a whole kernel. Otherwise a part of a packed kernel (lower_packed): a
+  // __device__ function of that name taking the block index and block count as bid and nblk.
+  Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache,
+           const std::string& part_name = "")
+      : nodes_(nodes), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
+    for (const Node* n : nodes)
+      for (const Value* v : n->outputs)
+        if (v) producer_[v] = n;
+    k_.nodes = nodes;
+    std::string first = snake(nodes.front()->op_type), last = snake(nodes.back()->op_type);
+    k_.name =
+        fmt::format("k{:03d}_{}_{}", index, info.row ? (info.column ? "cols" : "rows") : "fused", first);
+    if (nodes.size() > 2) k_.name += "_to";
+    if (nodes.size() > 1) k_.name += "_" + last;
+    if (part_) k_.name = part_name;
+    k_.scheme = info.row ? "regional" : "local";
+  }
+
+  StatusOr<Kernel> run();
+
+ private:
+  struct Scope {
+    std::vector<std::string> lines;
+    std::map<std::string, SExpr> memo;
+  };
+
+  // ---- entry ----
+  void open_entry(CudaWriter& w, const std::string& scheme, int64_t block);
+  std::string block_index() const { return part_ ? "bid" : "(long long)blockIdx.x"; }
+  std::string block_count() const { return part_ ? "nblk" : "(long long)gridDim.x"; }
+
+  // ---- parameters, loads, stores ----
+  std::string param(const Value* v, bool output) {
+    for (const KernelParam& p : k_.params)
+      if (p.value == v && p.output == output) return p.name;
+    std::string name = fmt::format("{}{}", output ? "y" : "x", output ? outs_++ : ins_++);
+    k_.params.push_back({name, v, output});
+    k_.bytes_moved += num_elements(dims(v)) * dtype_size(v->dtype);
+    return name;
+  }
+  void line(int level, const std::string& s) { scopes_[level].lines.push_back(s); }
+  std::string fresh(const char* prefix) { return fmt::format("{}{}", prefix, counter_++); }
+
+  // The offset of `v` at `c`: the flat index when c are the domain's own coordinates.
+  SExpr offset(const Value* v, const Coords& c) {
+    const Dims& d = dims(v);
+    if (d == info_.domain && same(c, dom_)) return flat_;
+    SExpr e = flat_index(c, d);
+    if (e.s.empty()) e.s = "0";
+    return e;
+  }
+  // sum of c[k] * stride[k] over the contiguous layout of `d` ("" when every term is zero), and
+  // the loop level it depends on.
+  static SExpr flat_index(const Coords& c, const Dims& d);
+  static bool same(const Coords& a, const Coords& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k)
+      if (a[k].s != b[k].s) return false;
+    return true;
+  }
+  static int level_of(const Coords& c) {
+    int l = 0;
+    for (const SExpr& e : c) l = std::max(l, e.level);
+    return l;
+  }
+  std::string key(const Value* v, const Coords& c) {
+    std::string k = fmt::format("{}@", static_cast<const void*>(v));
+    for (const SExpr& e : c) k += e.s + ",";
+    return k;
+  }
+  const SExpr* find(const std::string& k) {
+    for (const Scope& s : scopes_)
+      if (auto it = s.memo.find(k); it != s.memo.end()) return &it->second;
+    return nullptr;
+  }
+  SExpr bind(const std::string& k, const std::string& type, const std::string& expr, int level,
+             const std::string& note = "") {
+    const std::string name = fresh("v");
+    line(level, fmt::format("const {} {} = {};{}", type, name, expr, note.empty() ? "" : "  // " + note));
+    SExpr r{name, level};
+    scopes_[level].memo[k] = r;
+    return r;
+  }
+  void store(const Value* v, const std::string& off, const std::string& val, int level) {
+    const std::string p = param(v, true), ct = compute_type(v->dtype), st = storage_type(v->dtype);
+    if (ct == st)
+      line(level, fmt::format("{}[{}] = {};", p, off, val));
+    else
+      line(level, fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, off, st, val));
+  }
+
+  // ---- pulling values ----
+  StatusOr<SExpr> at(const Value* v, const Coords& c);
+  void maybe_cache(const Value* v, const Coords& c, const SExpr& r) {
+    if (!cache_.count(v) || !same(c, dom_) || cached_ready_.count(v) || r.level != 1) return;
+    line(1, fmt::format("{}[cache_row + j] = {};", cache_.at(v), r.s));
+    cached_ready_.insert(v);
+  }
+
+  StatusOr<SExpr> compute(const Node& n, const Value* v, const Coords& c, const std::string& k);
+
+  // A fine-grained GEMM's value at c: a loop over the contraction axis, pulling A at (batch, row,
+  // step) and B at (batch, step, column) with numpy broadcasting of the batch axes. Values that
+  // depend on the step are computed in a scope of their own one level deeper (the loop body);
+  // those that do not are hoisted to the level where they belong, before the loop.
+  StatusOr<SExpr> contraction(const Node& n, const Coords& c, const std::string& k);
+
+  // Coordinates of a view's input from its output's: the same non-1 dims in order need no
+  // arithmetic; anything else goes through the flat index.
+  Coords reshape_coords(const Coords& c, const Dims& od, const Dims& id);
+
+  // ---- element kernels ----
+  // Vectorized element kernels: the component of a 128-bit load that holds `v` at `c` for this
+  // lane, when the 4 lanes read 4 consecutive elements of `v` starting at a multiple of 4: v's
+  // innermost axis of more than one element is read at the domain's inner coordinate, maybe
+  // shifted by a constant multiple of 4 (a Slice), its extent is a multiple of 4, and no other
+  // axis depends on the inner coordinate. (The domain's inner coordinate is a multiple of 4 at
+  // lane 0 and every outer stride of v a multiple of its inner extent, so the start is aligned.)
+  // Lanes 1-3 map their coordinates back to lane 0's to find the same load.
+  std::optional<std::string> vector_component(const Value* v, const Coords& c, const std::string& p);
+
+  // Whether an element kernel over `d` moves 4 elements per thread with 128-bit accesses: a
+  // whole kernel (not a packed part) whose innermost extent is a multiple of 4 (so the 4 elements
+  // share every outer coordinate and stay inside one 16-byte-aligned vector of each operand of
+  // the domain's shape; buffers start 256-byte aligned), and with at least one such operand or
+  // stored value of a 4-byte type.
+  bool vectorizable(const Dims& d) const;
+
+  // dom_: the coordinates of flat index `i` in `d` (a size-1 axis at 0). Returns the innermost
+  // axis of more than one element (d.size() when there is none).
+  size_t domain_coords(const Dims& d);
+
+  Status emit_elements();
+
+  // ---- tiled GEMMs ----
+  // A block per output tile (gemm_tile.h); then, for each of the thread's accumulators inside the
+  // product, the group's values at that element with the product bound to the accumulator.
+  Status emit_tiled();
+
+  // ---- row kernels ----
+  // The strided loop over this thread's elements of the row (of its block's segment when split).
+  std::string row_loop() const {
+    if (map_.split()) return "for (long long j = jbeg + lane; j < jend; j += step) {";
+    return fmt::format("for (long long j = lane; j < {}LL; j += step) {{", info_.cols);
+  }
+  // A replica's share of a row `width` long (RowMapping::replicas): the loop over this thread's
+  // elements of it. In 32 bits where the row allows: with a 64-bit counter and bound, ptxas
+  // spilled a register around the division's slow path in LLaMA's gate kernel.
+  std::string share_loop(int64_t width) const {
+    if (map_.replicas == 1) return fmt::format("for (long long j = lane; j < {}LL; j += step) {{", width);
+    const int64_t chunk = wide_chunk(map_, width);
+    if (chunk * map_.replicas < INT32_MAX)
+      return fmt::format("for (int j = rep * {0} + lane; j < (rep + 1) * {0} && j < {1}; j += step) {{",
+                         chunk, width);
+    return fmt::format(
+        "for (long long j = rep * {0}LL + lane; j < (rep + 1) * {0}LL && j < {1}LL; j += step) {{", chunk,
+        width);
+  }
+  // The index of this block's rows; with replicas, also `rep`, which of them this block is
+  // (replicas of the same rows are neighbours, so the row they all read is in L2 at once).
+  std::string row_block(CudaWriter& w) const {
+    if (map_.replicas == 1) return block_index();
+    w.line("const int rep = (int)({} % {}LL);", block_index(), map_.replicas);
+    return fmt::format("({} / {}LL)", block_index(), map_.replicas);
+  }
+  // Pass over the row: acc = op(acc, elem(j)) then a warp or block tree.
+  StatusOr<std::string> pass(const std::string& ct, const std::string& init, const std::string& op,
+                             const std::function<StatusOr<std::string>()>& elem);
+
+  Status emit_row_op(const Node& n);
+
+  // A row op's output at c (the current row; D coordinates for Softmax and LayerNormalization).
+  StatusOr<SExpr> row_value(const Node& n, const Coords& c, const std::string& k);
+
+  Status emit_rows();
+
+  // A row op's statistics: max and 1/sum (softmax), max and lse (log-softmax), mean and rstd
+  // (norm), the result (reduce).
+  struct Stats {
+    std::string a, b;
+  };
+
+  const std::vector<const Node*>& nodes_;
+  const StitchInfo& info_;
+  bool cache_allowed_;
+  bool part_;
+  std::map<const Value*, const Node*> producer_;
+  Kernel k_;
+  int ins_ = 0, outs_ = 0, counter_ = 0, passes_ = 0;
+  std::vector<Scope> scopes_;
+  Coords dom_;
+  SExpr flat_;
+  RowMapping map_;
+  std::map<const Node*, Stats> stats_;
+  std::set<std::string> scratch_;
+  bool vec_ = false;      // element kernel moving 4 elements per thread (128-bit accesses)
+  int lane_ = 0;          // which of the 4 the pull is computing
+  std::string vec_base_;  // the domain's inner coordinate at lane 0
+  Coords vec_dom0_;       // the domain's coordinates at lane 0
+  std::map<std::string, std::string> vec_loads_;  // "param@offset at lane 0" -> its float4/int4
+  std::string ws_type_ = "float";                 // element type of a split kernel's partials
+  int64_t split_passes_ = 0;
+  std::map<const Value*, std::string> cache_;
+  std::set<const Value*> cached_ready_;
+  std::vector<std::string> cache_decl_;
+};
+
+}  // namespace stitch::codegen::detail
