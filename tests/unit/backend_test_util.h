@@ -66,7 +66,14 @@ inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* g
     Tensor got(v->dtype, *v->dims);
     session.get_output(v->name, got.data(), got.byte_size());
     CompareResult r = compare_tensors(got, want->at(v->name), tol.rtol, tol.atol);
-    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
+    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << ", " << r.mismatches
+                 << " outside the tolerance"
+                 << (r.first_bad >= 0
+                         ? fmt::format(", first at {}: {} vs {}", r.first_bad,
+                                       got.to_f64()[static_cast<size_t>(r.first_bad)],
+                                       want->at(v->name).to_f64()[static_cast<size_t>(r.first_bad)])
+                         : "")
+                 << " " << r.problem);
     CHECK(r.ok);
   }
   std::filesystem::remove_all(dir);

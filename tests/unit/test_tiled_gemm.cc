@@ -100,6 +100,16 @@ TEST_CASE("tiled GEMM kernel: the product never stored, the epilogue on its accu
   CHECK(params == std::set<std::string>{"x", "w", "b", "sqrt2", "one", "half", "y out"});
   CHECK(test::one_group_matches_reference(*g, 5));
 
+  // 128 x 128 tiles (8 x 8 accumulators, 2 k-rows of B per load step): 11 x 12 = 132 of them,
+  // one per SM, the smallest product that takes them; the weight an input (random values).
+  auto big = test::ffn_gelu("1408", 272, 1536, 0);
+  test::run_frontend_or_die(*big);
+  const codegen::Kernel kb = test::lower_whole_graph(*big);
+  CHECK(kb.grid == std::array<int64_t, 3>{12, 11, 1});
+  CHECK_THAT(kb.source, Catch::Contains("__shared__ float ta[16][132];"));
+  CHECK_THAT(kb.source, Catch::Contains("float acc[8][8];"));
+  CHECK(test::one_group_matches_reference(*big, 7, kEmuF32LongSum));
+
   // Rows from a rank-3 input, the product and the GELU both read outside (two stored values), a
   // residual broadcast over the leading axis.
   uint32_t state = 99;
