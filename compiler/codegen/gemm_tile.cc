@@ -6,14 +6,9 @@
 namespace stitch::codegen {
 
 std::optional<GemmTile> gemm_tile(const Node& n, int64_t min_blocks) {
-  if (n.op_type != "MatMul" || n.inputs.size() != 2 || n.output(0) == nullptr) return std::nullopt;
-  const Value *a = n.input(0), *b = n.input(1), *y = n.output(0);
-  if (a == nullptr || b == nullptr || (a->is_constant() && b->is_constant())) return std::nullopt;
-  if (!a->has_static_shape() || !b->has_static_shape() || !y->has_static_shape()) return std::nullopt;
-  if (!is_float(a->dtype) || a->dtype != b->dtype || y->dtype != a->dtype) return std::nullopt;
-  const Dims &ad = *a->dims, &bd = *b->dims, &yd = *y->dims;
-  if (ad.size() < 2 || bd.size() != 2 || ad.back() != bd[0]) return std::nullopt;
-  if (ad.back() <= kMaxContraction || num_elements(yd) == 0) return std::nullopt;
+  if (!generatable_matmul(n)) return std::nullopt;
+  const Dims &ad = *n.input(0)->dims, &bd = *n.input(1)->dims;
+  if (bd.size() != 2 || ad.back() <= kMaxContraction) return std::nullopt;
   GemmTile t;
   t.node = &n;
   t.k = ad.back();

@@ -58,6 +58,11 @@ enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow, kContraction, k
 // How `n` can take part in a stitched kernel.
 StitchRole stitch_role(const Node& n);
 
+// A MatMul a generated kernel may compute (as a loop or a tile): at most one constant operand,
+// both operands and the product of one floating-point type, static shapes, operands of rank 2 or
+// more with matching contraction, a non-empty product.
+bool generatable_matmul(const Node& n);
+
 // A fine-grained GEMM: a MatMul with at most one constant operand (attention's Q.K^T, or a small
 // projection by a constant weight), of rank 2 or more, floating point, with a static contraction
 // length of 1 to kMaxContraction. Returns that length. Whether its loop beats the library call

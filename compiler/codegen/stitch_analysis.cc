@@ -184,16 +184,21 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
   return with_extents(std::move(info));
 }
 
-std::optional<int64_t> contraction_length(const Node& n) {
-  if (n.op_type != "MatMul" || n.inputs.size() != 2 || n.output(0) == nullptr) return std::nullopt;
+bool generatable_matmul(const Node& n) {
+  if (n.op_type != "MatMul" || n.inputs.size() != 2 || n.output(0) == nullptr) return false;
   const Value *a = n.input(0), *b = n.input(1), *y = n.output(0);
-  if (a == nullptr || b == nullptr || (a->is_constant() && b->is_constant())) return std::nullopt;
-  if (!a->has_static_shape() || !b->has_static_shape() || !y->has_static_shape()) return std::nullopt;
-  if (!is_float(a->dtype) || a->dtype != b->dtype || y->dtype != a->dtype) return std::nullopt;
+  if (a == nullptr || b == nullptr || (a->is_constant() && b->is_constant())) return false;
+  if (!a->has_static_shape() || !b->has_static_shape() || !y->has_static_shape()) return false;
+  if (!is_float(a->dtype) || a->dtype != b->dtype || y->dtype != a->dtype) return false;
   const Dims &ad = dims(a), &bd = dims(b);
-  if (ad.size() < 2 || bd.size() < 2 || ad.back() != bd[bd.size() - 2]) return std::nullopt;
-  if (ad.back() < 1 || ad.back() > kMaxContraction || num_elements(dims(y)) == 0) return std::nullopt;
-  return ad.back();
+  return ad.size() >= 2 && bd.size() >= 2 && ad.back() == bd[bd.size() - 2] && num_elements(dims(y)) > 0;
+}
+
+std::optional<int64_t> contraction_length(const Node& n) {
+  if (!generatable_matmul(n)) return std::nullopt;
+  const int64_t k = dims(n.input(0)).back();
+  if (k < 1 || k > kMaxContraction) return std::nullopt;
+  return k;
 }
 
 StitchRole stitch_role(const Node& n) {

@@ -226,6 +226,12 @@ echo '{"arch":"sm_90","measurements":[{"bytes":1000,"launches":1,"seconds":4e-6}
 expect "calibrate fits the tiled GEMM efficiency" 0 "tiled GEMM efficiency 0.800" -- \
   "$STITCHC" calibrate "$TMP/m_tiled.json" -o "$TMP/spec_tiled.json"
 check "the fitted tiled GEMM efficiency is in the spec" grep -q '"tiled_gemm_eff": 0.800' "$TMP/spec_tiled.json"
+echo '{"arch":"sm_90","measurements":[{"bytes":1000,"launches":1,"seconds":4e-6},{"bytes":100000000,"launches":1,"seconds":4e-5}],"tiled_gemms":{"flops":1}}' >"$TMP/m_tiled_obj.json"
+expect "calibrate: tiled_gemms not an array" 2 "\"tiled_gemms\" must be an array" -- \
+  "$STITCHC" calibrate "$TMP/m_tiled_obj.json" -o "$TMP/spec_tiled.json"
+sed 's/"seconds":1.032e-4/"seconds":"slow"/' "$TMP/m_tiled.json" >"$TMP/m_tiled_str.json"
+expect "calibrate: a tiled GEMM measurement without numeric seconds" 2 "tiled GEMM measurement 0 needs numeric" -- \
+  "$STITCHC" calibrate "$TMP/m_tiled_str.json" -o "$TMP/spec_tiled.json"
 sed 's/1.032e-4/1e-5/' "$TMP/m_tiled.json" >"$TMP/m_tiled_fast.json"
 expect "calibrate: a tiled GEMM faster than its launch and memory time" 2 "no more than its launch and memory time" -- \
   "$STITCHC" calibrate "$TMP/m_tiled_fast.json" -o "$TMP/spec_tiled.json"
