@@ -348,7 +348,7 @@ bool Stitcher::vectorizable(const Dims& d) const {
   return false;
 }
 
-size_t Stitcher::domain_coords(const Dims& d) {
+size_t Stitcher::domain_coords(const Dims& d, const std::string& flat) {
   const int64_t n = num_elements(d);
   const Dims s = strides_of(d);
   size_t inner_axis = d.size();
@@ -357,8 +357,8 @@ size_t Stitcher::domain_coords(const Dims& d) {
       dom_.push_back({"0", 0});
       continue;
     }
-    std::string e = "i";
-    if (s[k] > 1) e = fmt::format("(i / {}LL)", s[k]);
+    std::string e = flat;
+    if (s[k] > 1) e = fmt::format("({} / {}LL)", flat, s[k]);
     if (s[k] * d[k] < n) e = fmt::format("({} % {}LL)", e, d[k]);
     dom_.push_back({e, 1});
     inner_axis = k;
@@ -442,7 +442,11 @@ Status Stitcher::emit_tiled() {
   const Node& mm = *t.node;
   const Value* y = mm.output(0);
   const std::string a = param(mm.input(0), false), b = param(mm.input(1), false);
-  domain_coords(info_.domain);
+  // The domain's coordinates from the tile's row r (its leading axes) and column c: a bias reads
+  // [c], not [i % N].
+  const Dims& d = info_.domain;
+  domain_coords(Dims(d.begin(), d.end() - 1), "r");
+  dom_.push_back(d.back() == 1 ? SExpr{"0", 0} : SExpr{"c", 1});
   flat_ = {"i", 1};
   scopes_[1].memo[key(y, dom_)] = {"acc[ti][tj]", 1};
   for (const Value* v : info_.stored) {
@@ -458,7 +462,7 @@ Status Stitcher::emit_tiled() {
       "tiled GEMM: a block of {} threads per {} x {} tile of the {} x {} product ({} x {} blocks), {} x {} "
       "accumulators per thread over K = {} in shared-memory steps of {}; {} epilogue nodes on the "
       "accumulators (local stitching)",
-      kTileThreads, t.bm(), t.bm(), t.rows, t.n, t.blocks_m(), t.blocks_n(), t.tm, t.tm, t.k, kTileK,
+      kTileThreads, t.bm(), t.bm(), t.rows, t.n, t.blocks_m(), t.blocks_n(), t.tm, t.tm, t.k, t.kstep,
       nodes_.size() - 1);
   CudaWriter w;
   open_entry(w, "//   scheme: tiled GEMM with a stitched epilogue (local stitching)\n", kTileThreads);
@@ -467,13 +471,14 @@ Status Stitcher::emit_tiled() {
   w.comment("epilogue: this thread's outputs, the product in registers");
   w.line("#pragma unroll");
   w.open("for (int ti = 0; ti < {}; ++ti)", t.tm);
-  w.line("const long long r = row0 + ty + 16 * ti;");
+  const std::string ix = t.index_type(), ll = ix == "int" ? "" : "LL";
+  w.line("const {} r = row0 + {};", ix, tile_offset("ty", "ti"));
   w.line("#pragma unroll");
   w.open("for (int tj = 0; tj < {}; ++tj)", t.tm);
-  w.line("const long long c = col0 + tx + 16 * tj;");
+  w.line("const {} c = col0 + {};", ix, tile_offset("tx", "tj"));
   // A guard, not a break: the loops unroll and acc stays in registers.
-  w.open("if (r < {}LL && c < {}LL)", t.rows, t.n);
-  w.line("const long long i = r * {}LL + c;", t.n);
+  w.open("if (r < {1}{0} && c < {2}{0})", ll, t.rows, t.n);
+  w.line("const {} i = r * {}{} + c;", ix, t.n, ll);
   for (const std::string& l : scopes_[1].lines) w.line("{}", l);
   w.close();
   w.close();

@@ -169,9 +169,9 @@ class Stitcher {
   // stored value of a 4-byte type.
   bool vectorizable(const Dims& d) const;
 
-  // dom_: the coordinates of flat index `i` in `d` (a size-1 axis at 0). Returns the innermost
+  // dom_: the coordinates of flat index `flat` in `d` (a size-1 axis at 0). Returns the innermost
   // axis of more than one element (d.size() when there is none).
-  size_t domain_coords(const Dims& d);
+  size_t domain_coords(const Dims& d, const std::string& flat = "i");
 
   Status emit_elements();
 

@@ -82,9 +82,10 @@ inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* g
 
 // Writes `s` as an artifact in a fresh temporary directory named after `tag`, every kernel
 // compiled by nvcc for sm_80 and sm_90, and checks that ptxas reported each kernel for both
-// archs without spills. Returns the directory; the caller removes it.
+// archs without spills and with at most `max_registers` registers a thread. Returns the
+// directory; the caller removes it.
 inline std::filesystem::path compile_without_spills(const Graph& g, const codegen::Schedule& s,
-                                                    const std::string& tag) {
+                                                    const std::string& tag, int max_registers = 255) {
   codegen::CompileOptions o;
   o.archs = {"sm_80", "sm_90"};
   o.model_path = "/dev/null";
@@ -99,6 +100,7 @@ inline std::filesystem::path compile_without_spills(const Graph& g, const codege
     INFO(r.kernel << " " << r.arch << ": " << r.registers << " registers");
     CHECK(r.spill_stores == 0);
     CHECK(r.registers > 0);
+    CHECK(r.registers <= max_registers);
   }
   return dir;
 }

@@ -91,23 +91,28 @@ TEST_CASE("tiled GEMM kernel: the product never stored, the epilogue on its accu
   INFO(k.source);
   CHECK(k.grid == std::array<int64_t, 3>{2, 1, 1});
   CHECK(k.block == std::array<int64_t, 3>{256, 1, 1});
-  CHECK(k.static_smem_bytes == 2 * 16 * 68 * 4);
+  CHECK(k.static_smem_bytes == 2 * 2 * 16 * 68 * 4);  // two buffers of both operands' slices
   CHECK_THAT(k.mapping, Catch::Contains("tiled GEMM: a block of 256 threads per 64 x 64 tile"));
-  CHECK_THAT(k.source, Catch::Contains("__shared__ float ta[16][68];"));
+  CHECK_THAT(k.source, Catch::Contains("__shared__ __align__(16) float ta[2][16][68];"));
+  CHECK_THAT(k.source, Catch::Contains("*reinterpret_cast<const float4*>(&tb[buf][kk][4 * tx + 64 * g])"));
+  CHECK_THAT(k.source, Catch::Contains("const int c = col0 + 4 * tx + (tj & 3) + 64 * (tj >> 2);"));
   CHECK_THAT(k.source, Catch::Contains("erff("));
   std::set<std::string> params;
   for (const auto& p : k.params) params.insert(p.value->name + (p.output ? " out" : ""));
   CHECK(params == std::set<std::string>{"x", "w", "b", "sqrt2", "one", "half", "y out"});
   CHECK(test::one_group_matches_reference(*g, 5));
 
-  // 128 x 128 tiles (8 x 8 accumulators, 2 k-rows of B per load step): 11 x 12 = 132 of them,
-  // one per SM, the smallest product that takes them; the weight an input (random values).
-  auto big = test::ffn_gelu("1408", 272, 1536, 0);
+  // 128 x 128 tiles (8 x 8 accumulators, K steps of 8, 2 k-rows of B per load): 11 x 12 = 132 of
+  // them, one per SM, the smallest product that takes them; the weight an input (random values).
+  // 1400 rows and K = 270: a partial last row of tiles and a partial last step, so the guarded
+  // loads of this variant run too.
+  auto big = test::ffn_gelu("1400", 270, 1536, 0);
   test::run_frontend_or_die(*big);
   const codegen::Kernel kb = test::lower_whole_graph(*big);
   CHECK(kb.grid == std::array<int64_t, 3>{12, 11, 1});
-  CHECK_THAT(kb.source, Catch::Contains("__shared__ float ta[16][132];"));
+  CHECK_THAT(kb.source, Catch::Contains("__shared__ __align__(16) float ta[2][8][132];"));
   CHECK_THAT(kb.source, Catch::Contains("float acc[8][8];"));
+  CHECK_THAT(kb.source, Catch::Contains("pa[l] = ar + 32 * l < 1400 && 0 + ak < 270 ? "));
   CHECK(test::one_group_matches_reference(*big, 7, kEmuF32LongSum));
 
   // Rows from a rank-3 input, the product and the GELU both read outside (two stored values), a
@@ -129,6 +134,80 @@ TEST_CASE("tiled GEMM kernel: the product never stored, the epilogue on its accu
   INFO(k3.source);
   CHECK(k3.grid == std::array<int64_t, 3>{3, 3, 1});
   CHECK(test::one_group_matches_reference(*g3, 6));
+}
+
+TEST_CASE("tiled GEMM kernel in f64 and f16: scalar shared-memory reads, converted loads",
+          "[stitch][tiled][emu]") {
+  for (const char* t : {"f64", "f16"}) {
+    INFO(t);
+    uint32_t state = 5;
+    auto g = test::parse_or_die(fmt::format(R"(graph "g" opset 17 {{
+  input %x: {0}[70,300]
+  input %r: {0}[70,90]
+  const %w: {0}[300,90] = {1}
+  %h = MatMul(%x, %w) @"proj"
+  %y = Add(%h, %r) @"residual"
+  %z = Sigmoid(%y) @"act"
+  output %z
+}})",
+                                            t, test::lcg_values(state, 300 * 90, -0.1)));
+    test::run_frontend_or_die(*g);
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    INFO(k.source);
+    CHECK_THAT(k.mapping, Catch::Contains("per 64 x 64 tile"));
+    if (std::string(t) == "f64") {
+      // Doubles read one at a time (a float4 holds two); 64-tiles, so 4 x 4 accumulators.
+      CHECK_THAT(k.source, Catch::Contains("fa[i] = ta[buf][kk][4 * ty + (i & 3) + 64 * (i >> 2)];"));
+      CHECK(k.static_smem_bytes == 2 * 2 * 16 * 68 * 8);
+      CHECK(test::one_group_matches_reference(*g, 3));
+    } else {
+      // Halves go to shared memory as floats, converted as they are loaded; the product and the sum
+      // stay f32 in registers where the reference rounds each to half.
+      CHECK_THAT(k.source, Catch::Contains("__shared__ __align__(16) float ta[2][16][68];"));
+      CHECK_THAT(k.source, Catch::Contains("stitch_dev::cvt<float>("));
+      CHECK(test::one_group_matches_reference(*g, 3, kEmuF16Chain));
+    }
+  }
+  // A product of f64 that 128-tiles would fill the device with still takes 64-tiles.
+  auto big = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f64[2048,300]
+  input %w: f64[300,2048]
+  %h = MatMul(%x, %w) @"proj"
+  %z = Relu(%h) @"act"
+  output %z
+})");
+  test::run_frontend_or_die(*big);
+  const auto tile = codegen::gemm_tile(*big->nodes().front());
+  REQUIRE(tile);
+  CHECK(tile->tm == 4);
+}
+
+TEST_CASE(
+    "tiled GEMM kernels compile with nvcc for sm_80 and sm_90 within two blocks' registers, without spills",
+    "[stitch][tiled][nvcc]") {
+  // BERT-base's FFN1 at batch 8 x 128 (128-tiles) and a 64-tile f16 product: ptxas must keep the
+  // 8 x 8 (or 4 x 4) accumulators, the next step's operands and the epilogue in registers, inside
+  // the 128 a thread may have when two blocks of 256 share an SM (__launch_bounds__(256, 2)).
+  auto g = test::ffn_gelu("1024", 768, 3072, 0);
+  // Partial tiles and a partial last K step: the guarded loads.
+  auto r = test::ffn_gelu("1400", 770, 3000, 0, -1.0, "ragged");
+  auto h = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f16[70,300]
+  input %w: f16[300,90]
+  %p = MatMul(%x, %w) @"proj"
+  %z = Sigmoid(%p) @"act"
+  output %z
+})");
+  int index = 0;
+  for (Graph* x : {g.get(), r.get(), h.get()}) {
+    test::run_frontend_or_die(*x);
+    const codegen::NodeGroups groups{test::all_nodes(*x)};
+    auto s = codegen::build_schedule(*x, &groups);
+    REQUIRE(s.is_ok());
+    REQUIRE(s->kernels.size() == 1);
+    REQUIRE(s->kernels[0].mapping.rfind("tiled GEMM", 0) == 0);
+    std::filesystem::remove_all(test::compile_without_spills(*x, *s, fmt::format("tiled{}", index++), 128));
+  }
 }
 
 TEST_CASE("tiled GEMM groups: operands from memory, an element-wise epilogue at the product's shape",
