@@ -159,6 +159,7 @@ int run_compile(const CompileArgs& a) {
                      {"merged_gemms", rewrites->merges},
                      {"fused_groups", groups},
                      {"fine_grained_matmuls", plan->contraction_note},
+                     {"tiled_gemms_not_used", plan->tiled_notes},
                      {"gemms_as_matmuls", rewrite(rewrites->gemms)},
                      {"split_to_slices", rewrite(rewrites->slices)},
                      {"hoist_row_scales", rewrite(rewrites->hoists)}};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "fusion/planner.h"
@@ -78,6 +79,64 @@ bool leaves_epilogue_kernel(const FusionPlan& lib, const codegen::GemmFolds& fol
   return false;
 }
 
+// Why tiled GEMM candidate `mm`, a library call in `plan`, is not one tiled kernel with its
+// epilogue: the kernel of mm, the nodes its call folds and the element kernel that reads what the
+// call writes (the group leaves_epilogue_kernel found), estimated against the call and that kernel
+// as planned, and the tiled_gemm_eff from which it would win. "" when the plan has no such kernel.
+std::string tiled_note(const Graph& g, const FusionPlan& plan, const codegen::GemmFolds& folds,
+                       const Node& mm, const DeviceSpec& d) {
+  const Value* out = mm.output(0);
+  std::set<const Node*> members{&mm};
+  if (auto it = folds.by_matmul.find(&mm); it != folds.by_matmul.end()) {
+    for (const Node* f : {it->second.bias_add, it->second.residual_add})
+      if (f) {
+        members.insert(f);
+        out = f->output(0);
+      }
+  }
+  const FusionGroup* epilogue = nullptr;
+  for (const FusionGroup& grp : plan.groups) {
+    if (grp.scheme != "local" && grp.scheme != "single") continue;
+    for (const Node* n : grp.nodes)
+      for (const Value* in : n->inputs)
+        if (in == out && codegen::stitch_role(*n) == codegen::StitchRole::kPointwise) epilogue = &grp;
+  }
+  if (!epilogue) return "";
+  members.insert(epilogue->nodes.begin(), epilogue->nodes.end());
+  double planned = 0;  // the call, its folded nodes (no step) and the epilogue's kernel
+  for (const FusionGroup& grp : plan.groups)
+    for (const Node* n : grp.nodes)
+      if (members.count(n)) {
+        planned += grp.cost.time;
+        break;
+      }
+  std::vector<const Node*> nodes;
+  for (const auto& n : g.nodes())
+    if (members.count(n.get())) nodes.push_back(n.get());
+  const std::string head =
+      fmt::format("{} stays a library call rather than one tiled GEMM kernel with the {} nodes after it",
+                  mm.describe(), nodes.size() - 1);
+  auto info = codegen::analyze_stitch(nodes, codegen::group_outputs(g, g.users(), nodes));
+  if (!info.is_ok()) return fmt::format("{}: {}", head, info.status().message());
+  if (!info->tile) return "";
+  auto tiled_at = [&](double eff) {
+    DeviceSpec e = d;
+    e.tiled_gemm_eff = eff;
+    return stitched_cost(nodes, *info, e).time;
+  };
+  std::string verdict;
+  if (tiled_at(1.0) >= planned) {
+    verdict = "it would not win even at the library's rate";
+  } else {
+    double lo = 0.01, hi = 1.0;  // the cost falls as the efficiency grows: bisect for the break-even
+    for (int i = 0; i < 40; ++i) ((tiled_at((lo + hi) / 2) < planned) ? hi : lo) = (lo + hi) / 2;
+    verdict = fmt::format("it wins from tiled_gemm_eff {:.2f} (`stitchc calibrate` measures it)", hi);
+  }
+  return fmt::format(
+      "{}: estimated {:.2f} us against {:.2f} us as the call and its kernels, at tiled_gemm_eff {:.2f}; {}",
+      head, tiled_at(d.tiled_gemm_eff) * 1e6, planned * 1e6, d.tiled_gemm_eff, verdict);
+}
+
 // Fine-grained GEMMs are planned three ways and the cheapest estimate wins: every MatMul a library
 // call (with its folds); the candidates free to join stitched kernels; and only those that the
 // second plan put into row kernels (attention's scores next to their softmax) or ran as tiled
@@ -86,12 +145,14 @@ bool leaves_epilogue_kernel(const FusionPlan& lib, const codegen::GemmFolds& fol
 StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const std::string& mode) {
   const auto start = Clock::now();
   ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}));
-  std::set<const Node*> cands;
+  std::set<const Node*> cands, tiled_cands;
   std::optional<codegen::GemmFolds> folds;  // the library plan's, once a tiled GEMM asks
   auto tiled_candidate = [&](const Node& n) {
     if (codegen::stitch_role(n) != codegen::StitchRole::kTiledGemm) return false;
     if (!folds) folds = codegen::find_gemm_folds(g, {}, codegen::FoldOptions(true, o.approximate_gelu));
-    return leaves_epilogue_kernel(lib, *folds, n);
+    if (!leaves_epilogue_kernel(lib, *folds, n)) return false;
+    tiled_cands.insert(&n);
+    return true;
   };
   if (o.stitch_matmul)
     for (const auto& n : g.nodes())
@@ -99,6 +160,21 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
           (codegen::stitch_role(*n) == codegen::StitchRole::kContraction || tiled_candidate(*n)))
         cands.insert(n.get());
   if (cands.empty()) return lib;
+  // Tiled candidates the final plan leaves as calls, and why (BERT-base's FFN1 + GELU until the
+  // tiled kernel's efficiency is measured).
+  auto add_tiled_notes = [&](FusionPlan& p) {
+    for (const Node* mm : tiled_cands) {
+      bool tiled = false;
+      for (const FusionGroup& grp : p.groups)
+        for (const Node* n : grp.nodes) tiled |= n == mm && grp.scheme != "library";
+      if (tiled) continue;
+      if (std::string note = tiled_note(g, p, *folds, *mm, o.device); !note.empty())
+        p.tiled_notes.push_back(std::move(note));
+    }
+  };
+  const bool any_loops = std::any_of(cands.begin(), cands.end(), [](const Node* n) {
+    return codegen::stitch_role(*n) == codegen::StitchRole::kContraction;
+  });
   struct Option {
     std::optional<FusionPlan> plan;
     std::set<const Node*> stitched;
@@ -123,12 +199,14 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
     if (x.plan && (!best || x.plan->cost.time < best->plan->cost.time)) best = &x;
   const double lib_time = lib.cost.time;
   if (!best || best->plan->cost.time >= lib_time) {
-    lib.contraction_note =
-        best ? fmt::format(
-                   "fine-grained MatMuls stay library calls: stitching {} of them was estimated {:.2f} us "
-                   "against {:.2f} us",
-                   best->stitched.size(), best->plan->cost.time * 1e6, lib_time * 1e6)
-             : "fine-grained MatMuls stay library calls: the search joined none of them to a kernel";
+    if (any_loops)
+      lib.contraction_note =
+          best ? fmt::format(
+                     "fine-grained MatMuls stay library calls: stitching {} of them was estimated {:.2f} us "
+                     "against {:.2f} us",
+                     best->stitched.size(), best->plan->cost.time * 1e6, lib_time * 1e6)
+               : "fine-grained MatMuls stay library calls: the search joined none of them to a kernel";
+    add_tiled_notes(lib);
     lib.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return lib;
   }
@@ -154,6 +232,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
     lines.push_back(fmt::format("MatMuls run as tiled GEMMs with their epilogues in the kernel{}: {}",
                                 loops > 0 ? "" : " (" + estimate + ")", tiled));
   chosen.contraction_note = fmt::format("{}", fmt::join(lines, "\n"));
+  add_tiled_notes(chosen);
   chosen.timed_out = chosen.timed_out || lib.timed_out;
   chosen.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return chosen;
@@ -223,6 +302,10 @@ std::string explain(const FusionPlan& plan) {
     }
   }
   if (!plan.contraction_note.empty()) s += plan.contraction_note + "\n";
+  if (!plan.tiled_notes.empty()) {
+    s += "tiled GEMMs not used:\n";
+    for (const std::string& r : plan.tiled_notes) s += "  " + r + "\n";
+  }
   if (!plan.fold_notes.empty()) {
     s += "GEMM epilogues not used:\n";
     for (const std::string& r : plan.fold_notes) s += "  " + r + "\n";

@@ -86,6 +86,7 @@ struct FusionPlan {
   codegen::FoldOptions gemm_folds;
   std::vector<std::string> fold_notes;  // activations that stay kernels, and why
   std::string contraction_note;         // fine-grained MatMuls: stitched or library calls, and why
+  std::vector<std::string> tiled_notes;  // tiled GEMM candidates left as library calls, and why
   bool timed_out = false;
 };
 
