@@ -31,6 +31,18 @@ std::vector<const Node*> named(const Graph& g, std::initializer_list<const char*
 // erf-form GELU as exporters write it.
 std::unique_ptr<Graph> ffn(const std::string& lead, int k, int n) { return test::ffn_gelu(lead, k, n, 777); }
 
+// x [rows, k] times an input weight [k, n] of element type `type`, then `act`.
+std::unique_ptr<Graph> projection(const std::string& type, int rows, int k, int n, const std::string& act) {
+  return test::parse_or_die(fmt::format(R"(graph "g" opset 17 {{
+  input %x: {0}[{1},{2}]
+  input %w: {0}[{2},{3}]
+  %h = MatMul(%x, %w) @"proj"
+  %z = {4}(%h) @"act"
+  output %z
+}})",
+                                        type, rows, k, n, act));
+}
+
 }  // namespace
 
 TEST_CASE("tiled GEMMs: a MatMul by a rank-2 operand with a contraction longer than a loop's",
@@ -169,13 +181,7 @@ TEST_CASE("tiled GEMM kernel in f64 and f16: scalar shared-memory reads, convert
     }
   }
   // A product of f64 that 128-tiles would fill the device with still takes 64-tiles.
-  auto big = test::parse_or_die(R"(graph "g" opset 17 {
-  input %x: f64[2048,300]
-  input %w: f64[300,2048]
-  %h = MatMul(%x, %w) @"proj"
-  %z = Relu(%h) @"act"
-  output %z
-})");
+  auto big = projection("f64", 2048, 300, 2048, "Relu");
   test::run_frontend_or_die(*big);
   const auto tile = codegen::gemm_tile(*big->nodes().front());
   REQUIRE(tile);
@@ -191,13 +197,7 @@ TEST_CASE(
   auto g = test::ffn_gelu("1024", 768, 3072, 0);
   // Partial tiles and a partial last K step: the guarded loads.
   auto r = test::ffn_gelu("1400", 770, 3000, 0, -1.0, "ragged");
-  auto h = test::parse_or_die(R"(graph "g" opset 17 {
-  input %x: f16[70,300]
-  input %w: f16[300,90]
-  %p = MatMul(%x, %w) @"proj"
-  %z = Sigmoid(%p) @"act"
-  output %z
-})");
+  auto h = projection("f16", 70, 300, 90, "Sigmoid");
   int index = 0;
   for (Graph* x : {g.get(), r.get(), h.get()}) {
     test::run_frontend_or_die(*x);
