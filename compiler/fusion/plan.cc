@@ -50,58 +50,47 @@ StatusOr<std::optional<FusionPlan>> settle(const Graph& g, const FusionOptions& 
   return std::optional<FusionPlan>();
 }
 
-// Whether tiled GEMM candidate `mm` has work after it that its library call cannot take: in the
-// library plan, what the call writes (its product, or its bias, residual or activation when it
-// folds them) is read by an element-wise node of a generated kernel (BERT's erf GELU after FFN1).
-// Only such MatMuls are offered to the search as tiled GEMMs: the search sees a candidate without
-// its folds, so a projection whose bias and residual the call already takes would look cheaper
-// tiled than as a call with a bias kernel, while the call with its folds is cheaper still.
-// `folds` are the library plan's (codegen::find_gemm_folds of the whole graph).
-bool leaves_epilogue_kernel(const FusionPlan& lib, const codegen::GemmFolds& folds, const Node& mm) {
+// The element kernel of `plan` that reads, at its shape, what MatMul mm's library call writes (its
+// product, or the output of the bias or residual add the call folds); null when there is none, or
+// when the call writes what a tile's epilogue does not (a transposed layout, an activation).
+// Only MatMuls with such a kernel in the library plan are offered to the search as tiled GEMMs
+// (BERT's erf GELU after FFN1): the search sees a candidate without its folds, so a projection
+// whose bias and residual the call already takes would look cheaper tiled than as a call with a
+// bias kernel, while the call with its folds is cheaper still. `folds` are the library plan's
+// (codegen::find_gemm_folds of the whole graph).
+const FusionGroup* epilogue_kernel(const FusionPlan& plan, const codegen::GemmFolds& folds, const Node& mm) {
   const Value* out = mm.output(0);
   if (auto it = folds.by_matmul.find(&mm); it != folds.by_matmul.end()) {
     const codegen::GemmFolds::Fold& f = it->second;
-    if (f.out_transpose) return false;   // the call writes a layout a tile's epilogue does not
-    if (f.activation_out) return false;  // the call's epilogue already takes the activation
+    if (f.out_transpose || f.activation_out) return nullptr;
     if (f.residual_add)
       out = f.residual_add->output(0);
     else if (f.bias_add)
       out = f.bias_add->output(0);
   }
-  for (const FusionGroup& grp : lib.groups) {
+  for (const FusionGroup& grp : plan.groups) {
     if (grp.scheme != "local" && grp.scheme != "single") continue;
     for (const Node* n : grp.nodes)
       for (const Value* in : n->inputs)
         if (in == out && codegen::stitch_role(*n) == codegen::StitchRole::kPointwise &&
             *n->output(0)->dims == *out->dims)
-          return true;
+          return &grp;
   }
-  return false;
+  return nullptr;
 }
 
 // Why tiled GEMM candidate `mm`, a library call in `plan`, is not one tiled kernel with its
-// epilogue: the kernel of mm, the nodes its call folds and the element kernel that reads what the
-// call writes (the group leaves_epilogue_kernel found), estimated against the call and that kernel
-// as planned, and the tiled_gemm_eff from which it would win. "" when the plan has no such kernel.
-std::string tiled_note(const Graph& g, const FusionPlan& plan, const codegen::GemmFolds& folds,
-                       const Node& mm, const DeviceSpec& d) {
-  const Value* out = mm.output(0);
-  std::set<const Node*> members{&mm};
-  if (auto it = folds.by_matmul.find(&mm); it != folds.by_matmul.end()) {
-    for (const Node* f : {it->second.bias_add, it->second.residual_add})
-      if (f) {
-        members.insert(f);
-        out = f->output(0);
-      }
-  }
-  const FusionGroup* epilogue = nullptr;
-  for (const FusionGroup& grp : plan.groups) {
-    if (grp.scheme != "local" && grp.scheme != "single") continue;
-    for (const Node* n : grp.nodes)
-      for (const Value* in : n->inputs)
-        if (in == out && codegen::stitch_role(*n) == codegen::StitchRole::kPointwise) epilogue = &grp;
-  }
+// epilogue: the kernel of mm, the adds its call folds and its epilogue_kernel, estimated against
+// the call and that kernel as planned, and the tiled_gemm_eff from which it would win. "" when
+// the plan has no such kernel.
+std::string tiled_note(const Graph& g, const codegen::UsersMap& users, const FusionPlan& plan,
+                       const codegen::GemmFolds& folds, const Node& mm, const DeviceSpec& d) {
+  const FusionGroup* epilogue = epilogue_kernel(plan, folds, mm);
   if (!epilogue) return "";
+  std::set<const Node*> members{&mm};
+  if (auto it = folds.by_matmul.find(&mm); it != folds.by_matmul.end())
+    for (const Node* add : {it->second.bias_add, it->second.residual_add})
+      if (add) members.insert(add);
   members.insert(epilogue->nodes.begin(), epilogue->nodes.end());
   double planned = 0;  // the call, its folded nodes (no step) and the epilogue's kernel
   for (const FusionGroup& grp : plan.groups)
@@ -116,7 +105,7 @@ std::string tiled_note(const Graph& g, const FusionPlan& plan, const codegen::Ge
   const std::string head =
       fmt::format("{} stays a library call rather than one tiled GEMM kernel with the {} nodes after it",
                   mm.describe(), nodes.size() - 1);
-  auto info = codegen::analyze_stitch(nodes, codegen::group_outputs(g, g.users(), nodes));
+  auto info = codegen::analyze_stitch(nodes, codegen::group_outputs(g, users, nodes));
   if (!info.is_ok()) return fmt::format("{}: {}", head, info.status().message());
   if (!info->tile) return "";
   auto tiled_at = [&](double eff) {
@@ -150,7 +139,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
   auto tiled_candidate = [&](const Node& n) {
     if (codegen::stitch_role(n) != codegen::StitchRole::kTiledGemm) return false;
     if (!folds) folds = codegen::find_gemm_folds(g, {}, codegen::FoldOptions(true, o.approximate_gelu));
-    if (!leaves_epilogue_kernel(lib, *folds, n)) return false;
+    if (!epilogue_kernel(lib, *folds, n)) return false;
     tiled_cands.insert(&n);
     return true;
   };
@@ -163,12 +152,13 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
   // Tiled candidates the final plan leaves as calls, and why (BERT-base's FFN1 + GELU until the
   // tiled kernel's efficiency is measured).
   auto add_tiled_notes = [&](FusionPlan& p) {
+    const codegen::UsersMap users = g.users();
     for (const Node* mm : tiled_cands) {
       bool tiled = false;
       for (const FusionGroup& grp : p.groups)
         for (const Node* n : grp.nodes) tiled |= n == mm && grp.scheme != "library";
       if (tiled) continue;
-      if (std::string note = tiled_note(g, p, *folds, *mm, o.device); !note.empty())
+      if (std::string note = tiled_note(g, users, p, *folds, *mm, o.device); !note.empty())
         p.tiled_notes.push_back(std::move(note));
     }
   };
