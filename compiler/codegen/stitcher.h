@@ -10,6 +10,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "codegen/cuda_writer.h"
 #include "codegen/lower.h"
@@ -25,10 +28,36 @@ using ops::strides_of;
 
 inline const Dims& dims(const Value* v) { return *v->dims; }
 
+// One term of a coordinate that is a sum of others: `weight` times (base / div) % extent, where
+// base (an atomic or parenthesised expression) lies in [0, base_extent). The remainder is left out
+// of the text when (base / div) stays below extent anyway (wraps() false).
+struct Digit {
+  std::string base;
+  int level = 0;
+  int64_t weight = 1;
+  int64_t base_extent = 1;
+  int64_t div = 1;
+  int64_t extent = 1;  // the digit lies in [0, extent)
+  bool wraps() const { return (base_extent + div - 1) / div > extent; }
+  std::string text() const {
+    std::string t = base;
+    if (div > 1) t = fmt::format("({} / {}LL)", t, div);
+    if (wraps()) t = fmt::format("({} % {}LL)", t, extent);
+    return t;
+  }
+};
+
 // An expression and the loop level it depends on (0: the row or the whole kernel, 1: the loop).
+// A coordinate that a reshape made by merging axes also keeps its terms as digits (s is their
+// sum), so that a later reshape which splits it again takes the digits apart instead of dividing
+// (reshape_coords).
 struct SExpr {
+  SExpr() = default;
+  SExpr(std::string expr, int lvl, std::vector<Digit> ds = {})
+      : s(std::move(expr)), level(lvl), digits(std::move(ds)) {}
   std::string s;
   int level = 0;
+  std::vector<Digit> digits;
 };
 using Coords = std::vector<SExpr>;
 
@@ -93,7 +122,7 @@ class Stitcher {
     return e;
   }
   // sum of c[k] * stride[k] over the contiguous layout of `d` ("" when every term is zero), and
-  // the loop level it depends on.
+  // the loop level it depends on; neighbouring pieces of one coordinate (digits) joined again.
   static SExpr flat_index(const Coords& c, const Dims& d);
   static bool same(const Coords& a, const Coords& b) {
     if (a.size() != b.size()) return false;
@@ -149,8 +178,22 @@ class Stitcher {
   StatusOr<SExpr> contraction(const Node& n, const Coords& c, const std::string& k);
 
   // Coordinates of a view's input from its output's: the same non-1 dims in order need no
-  // arithmetic; anything else goes through the flat index.
+  // arithmetic. Otherwise the flat index over the output is a sum of digits (each output
+  // coordinate times its stride, or the digits a merged coordinate kept), and each input
+  // coordinate, (flat / stride) % extent, is taken apart digit by digit (split_digits): axes
+  // merged become a multiply-add, an axis split one division and one remainder of that axis
+  // alone, and a merge split back the coordinates it merged. Only digits that carry into each
+  // other go through a division of their sum.
   Coords reshape_coords(const Coords& c, const Dims& od, const Dims& id);
+  // (sum of ds / s) % e, ds each in [0, extent): digits whose weight is a multiple of s * e
+  // drop out; when the rest below s cannot carry into s (or is one digit of a weight dividing s,
+  // which is divided itself, over digits that cannot carry into it), the quotient is the digits
+  // of weights that are multiples of s, divided by s, and the remainder is taken digit by digit
+  // where a weight divides e, and of the sum only when it can still reach e; otherwise the sum is
+  // bound to a temporary (one per distinct sum, in `flats`) and divided. Neighbouring pieces of
+  // one coordinate are joined again (x / 16 * 16 + x % 16 is x).
+  SExpr split_digits(const std::vector<Digit>& ds, int64_t s, int64_t e,
+                     std::map<std::string, std::string>& flats);
 
   // ---- element kernels ----
   // Vectorized element kernels: the component of a 128-bit load that holds `v` at `c` for this
