@@ -507,10 +507,7 @@ size_t Stitcher::domain_coords(const Dims& d, const std::string& flat) {
       dom_.push_back({"0", 0});
       continue;
     }
-    std::string e = flat;
-    if (s[k] > 1) e = fmt::format("({} / {}LL)", flat, s[k]);
-    if (s[k] * d[k] < n) e = fmt::format("({} % {}LL)", e, d[k]);
-    dom_.push_back({e, 1});
+    dom_.push_back(index_piece(flat, 1, n, s[k], d[k]));
     inner_axis = k;
   }
   return inner_axis;

@@ -161,11 +161,7 @@ Status Stitcher::emit_rows() {
     const bool red = info_.reduced[k];
     int64_t& inner = red ? inner_col : inner_row;
     if (d[k] != 1) {
-      const char* var = red ? "j" : "row";
-      std::string e = var;
-      if (inner > 1) e = fmt::format("({} / {}LL)", var, inner);
-      if (inner * d[k] < (red ? info_.cols : info_.rows)) e = fmt::format("({} % {}LL)", e, d[k]);
-      dom_[k] = {e, red ? 1 : 0};
+      dom_[k] = index_piece(red ? "j" : "row", red ? 1 : 0, red ? info_.cols : info_.rows, inner, d[k]);
     }
     inner *= d[k];
   }
@@ -268,12 +264,7 @@ Status Stitcher::emit_rows() {
       for (int64_t k = r; k-- > 0;) {
         if (!info_.reduced[k]) continue;
         c[k] = {"0", 0};
-        if (vd[k] != 1) {
-          std::string e = "j";
-          if (inner > 1) e = fmt::format("(j / {}LL)", inner);
-          if (inner * vd[k] < width) e = fmt::format("({} % {}LL)", e, vd[k]);
-          c[k] = {e, 1};
-        }
+        if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k]);
         inner *= vd[k];
       }
       ASSIGN_OR_RETURN(SExpr val, at(v, c));

@@ -61,6 +61,14 @@ struct SExpr {
 };
 using Coords = std::vector<SExpr>;
 
+// The coordinate (var / inner) % extent of an index `var` in [0, total) (the remainder left out
+// where var / inner stays below extent), kept as a digit of var so that reads which join it with
+// its neighbouring coordinates again need no arithmetic (reshape_coords, flat_index).
+inline SExpr index_piece(const std::string& var, int level, int64_t total, int64_t inner, int64_t extent) {
+  Digit x{var, level, 1, total, inner, extent};
+  return {x.text(), level, {x}};
+}
+
 inline std::string fnm(const std::string& ct, const char* name) {
   return ct == "float" ? std::string(name) + "f" : name;
 }
