@@ -37,6 +37,39 @@ void Stitcher::open_entry(CudaWriter& w, const std::string& scheme, int64_t bloc
          kernel_signature(k_));
 }
 
+StatusOr<std::optional<std::string>> Stitcher::a_row(const Node& n, const Coords& aco, int64_t len) {
+  const auto& cached = info_.a_row_cached;
+  if (!cache_allowed_ || scopes_.size() != 2 || std::find(cached.begin(), cached.end(), &n) == cached.end())
+    return std::optional<std::string>();
+  for (size_t x = 0; x + 1 < aco.size(); ++x)
+    if (aco[x].level != 0) return std::optional<std::string>();  // not at the row's own coordinates
+  const Value* a = n.input(0);
+  const std::string k = key(a, Coords(aco.begin(), aco.end() - 1));
+  if (auto it = a_rows_.find(k); it != a_rows_.end()) return std::optional<std::string>(it->second);
+  const std::string ct = compute_type(a->dtype), buf = fmt::format("arow{}", a_rows_.size());
+  const std::string q = fresh("q");
+  const int64_t rows_per_block = map_.warp_per_row ? map_.rows_per_block : 1;
+  const std::string off = map_.warp_per_row ? fmt::format("(threadIdx.x >> 5) * {} + ", len) : "";
+  Coords co = aco;
+  co.back() = {q, static_cast<int>(scopes_.size())};
+  scopes_.emplace_back();
+  auto ea = at(a, co);
+  std::vector<std::string> body = std::move(scopes_.back().lines);
+  scopes_.pop_back();
+  if (!ea.is_ok()) return ea.status();
+  cache_decl_.push_back(fmt::format("__shared__ {} {}[{}];", ct, buf, rows_per_block * len));
+  k_.static_smem_bytes += rows_per_block * len * (ct == "double" ? 8 : 4);
+  line(0,
+       fmt::format("for (int {0} = lane; {0} < {1}; {0} += step) {{  // MatMul '{2}': A's row, once per row",
+                   q, len, n.name));
+  for (const std::string& l : body) line(0, "  " + l);
+  line(0, fmt::format("  {}[{}{}] = {};", buf, off, q, ea->s));
+  line(0, "}");
+  line(0, map_.warp_per_row ? "__syncwarp();" : "__syncthreads();");
+  a_rows_[k] = buf + "[" + off;
+  return std::optional<std::string>(a_rows_[k]);
+}
+
 namespace {
 
 // A coordinate `s` in [0, extent) as a digit of the given weight.
@@ -315,8 +348,10 @@ StatusOr<SExpr> Stitcher::contraction(const Node& n, const Coords& c, const std:
     co[r - 1] = is_a ? kk : (d[r - 1] == 1 ? SExpr{"0", 0} : c[od.size() - 1]);
     return co;
   };
+  const Coords aco = operand(ad, true);
+  ASSIGN_OR_RETURN(std::optional<std::string> arow, a_row(n, aco, len));
   scopes_.emplace_back();
-  auto ea = at(a, operand(ad, true));
+  auto ea = arow ? StatusOr<SExpr>(SExpr{fmt::format("{}{}]", *arow, step), level}) : at(a, aco);
   auto eb = ea.is_ok() ? at(b, operand(bd, false)) : ea;
   std::vector<std::string> body = std::move(scopes_.back().lines);
   scopes_.pop_back();

@@ -104,6 +104,13 @@ struct StitchInfo {
   double contraction_macs = 0;
   double contraction_ops = 0;  // evaluations of the operands' producers inside those loops (instructions)
   int64_t contraction_reads = 0;
+  // Row kernels: the fine-grained GEMMs whose A operand is computed once per row and step into
+  // shared memory (the kernel's rows_per_block x K values, filled before the passes), instead of
+  // once per output element and step: A computed in the group (not a plain read), the product of
+  // the rows' shape with the last axis the only reduced one, read at the kernel's own coordinates
+  // (by element-wise and row ops), not inside another product's operand, within
+  // kARowCacheBudget. Their A operands are charged once per row and step above.
+  std::vector<const Node*> a_row_cached;
   // A tiled GEMM (element kernels only): the MatMul whose output is the domain, read from outside
   // the group, with the group's other nodes its epilogue.
   std::optional<GemmTile> tile;
@@ -200,5 +207,8 @@ int64_t row_cache_bytes(const RowMapping& m, int64_t cols, int64_t elem_bytes);
 // Static shared memory a row kernel may use for caches: 32 KiB per block of 256 threads keeps 5
 // blocks (40 warps) per SM on sm_80 (164 KiB) and 7 on sm_90 (228 KiB), within the 48 KiB static limit.
 inline constexpr int64_t kRowCacheBudget = 32 * 1024;
+// Static shared memory a row kernel may use for its fine-grained GEMMs' A rows
+// (StitchInfo::a_row_cached): with kRowCacheBudget and the reduction scratch, within 48 KiB.
+inline constexpr int64_t kARowCacheBudget = 8 * 1024;
 
 }  // namespace stitch::codegen

@@ -42,45 +42,55 @@ bool broadcasts_into(const Dims& v, const Dims& d) {
   return true;
 }
 
+// What one step of a fine-grained GEMM evaluates for operand `v`: views cost no operation; a
+// layout op reads its data input only (its starts, shapes and sizes are compile-time constants),
+// a Gather its indices too; a single-element value is loaded once, before the loop.
+struct Cone {
+  int64_t ops = 0, loads = 0;
+  std::set<const Node*> nodes;
+};
+Cone operand_cone(const Value* v, const std::map<const Value*, const Node*>& producer) {
+  Cone c;
+  std::set<const Value*> seen;
+  std::vector<const Value*> stack{v};
+  while (!stack.empty()) {
+    const Value* u = stack.back();
+    stack.pop_back();
+    if (u == nullptr || !seen.insert(u).second) continue;
+    auto it = producer.find(u);
+    if (it == producer.end()) {
+      if (num_elements(dims(u)) > 1) ++c.loads;
+      continue;
+    }
+    const Node& n = *it->second;
+    c.nodes.insert(&n);
+    const StitchRole role = stitch_role(n);
+    if (role != StitchRole::kView) c.ops += op_instructions(n);
+    const bool data_only = role == StitchRole::kView ||
+                           (role == StitchRole::kLayout && n.op_type != "Concat" && n.op_type != "Gather");
+    for (size_t i = 0; i < (data_only ? 1 : n.inputs.size()); ++i) stack.push_back(n.input(i));
+  }
+  return c;
+}
+
+std::map<const Value*, const Node*> producers(const std::vector<const Node*>& nodes) {
+  std::map<const Value*, const Node*> producer;
+  for (const Node* n : nodes)
+    for (const Value* v : n->outputs)
+      if (v) producer[v] = n;
+  return producer;
+}
+
 // Each fine-grained GEMM's loops: `evals` evaluations of its value (element kernels: the
 // domain's elements, a smaller product being recomputed for each element it is broadcast to; row
 // kernels: each element once per pass, counted by the cost model; a contraction inside another's
 // operand: once per evaluation and step of the outer one). Each step also evaluates the operands'
 // producers in the group (a head transpose's index arithmetic, a scaling, a rotary embedding) and
-// loads the values they read from outside.
+// loads the values they read from outside; an A operand whose row a row kernel caches
+// (a_row_cached) once per row and step.
 void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, StitchInfo& info) {
-  std::map<const Value*, const Node*> producer;
-  for (const Node* n : nodes)
-    for (const Value* v : n->outputs)
-      if (v) producer[v] = n;
-  // What one step evaluates for operand `v`: views cost no operation; a layout op reads its data
-  // input only (its starts, shapes and sizes are compile-time constants), a Gather its indices
-  // too; a single-element value is loaded once, before the loop.
-  struct Cone {
-    int64_t ops = 0, loads = 0;
-    std::set<const Node*> nodes;
-  };
-  auto cone = [&](const Value* v, Cone& c) {
-    std::set<const Value*> seen;
-    std::vector<const Value*> stack{v};
-    while (!stack.empty()) {
-      const Value* u = stack.back();
-      stack.pop_back();
-      if (u == nullptr || !seen.insert(u).second) continue;
-      auto it = producer.find(u);
-      if (it == producer.end()) {
-        if (num_elements(dims(u)) > 1) ++c.loads;
-        continue;
-      }
-      const Node& n = *it->second;
-      c.nodes.insert(&n);
-      const StitchRole role = stitch_role(n);
-      if (role != StitchRole::kView) c.ops += op_instructions(n);
-      const bool data_only =
-          role == StitchRole::kView || (role == StitchRole::kLayout && n.op_type != "Concat" && n.op_type != "Gather");
-      for (size_t i = 0; i < (data_only ? 1 : n.inputs.size()); ++i) stack.push_back(n.input(i));
-    }
-  };
+  const std::map<const Value*, const Node*> producer = producers(nodes);
+  const std::set<const Node*> a_cached(info.a_row_cached.begin(), info.a_row_cached.end());
   // Consumers first, so an outer contraction is counted before the ones in its operands.
   struct Outer {
     int64_t steps;  // evaluations x contraction length
@@ -94,16 +104,52 @@ void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, S
     int64_t evals = std::max(num_elements(dims(n->output(0))), domain);
     for (const Outer& o : outers)
       if (o.inside.count(n)) evals = std::max(evals, o.steps);
-    Cone a, b;
-    cone(n->input(0), a);
-    cone(n->input(1), b);
+    Cone a = operand_cone(n->input(0), producer), b = operand_cone(n->input(1), producer);
     const int64_t es = dtype_size(n->input(0)->dtype);
     const double steps = static_cast<double>(evals) * static_cast<double>(*k);
+    // A row cache evaluates A once per row of the product and step.
+    const int64_t a_evals =
+        a_cached.count(n) ? evals / std::max<int64_t>(dims(n->output(0)).back(), 1) : evals;
     info.contraction_macs += steps;
-    info.contraction_ops += steps * static_cast<double>(a.ops + b.ops);
-    info.contraction_reads += evals * *k * es * b.loads + evals / 32 * *k * es * a.loads;
+    info.contraction_ops += steps * static_cast<double>(b.ops) + static_cast<double>(a_evals) *
+                                                                     static_cast<double>(*k) *
+                                                                     static_cast<double>(a.ops);
+    info.contraction_reads += evals * *k * es * b.loads + std::min(evals / 32, a_evals) * *k * es * a.loads;
     a.nodes.insert(b.nodes.begin(), b.nodes.end());
     outers.push_back({evals * *k, std::move(a.nodes)});
+  }
+}
+
+// Row kernels: which fine-grained GEMMs cache their A operand's row (StitchInfo::a_row_cached).
+void choose_a_row_caches(const std::vector<const Node*>& nodes, StitchInfo& info) {
+  if (!info.row || info.column) return;
+  const size_t r = info.domain.size();
+  for (size_t d = 0; d < r; ++d)
+    if (info.reduced[d] != (d + 1 == r)) return;
+  const std::map<const Value*, const Node*> producer = producers(nodes);
+  std::set<const Node*> in_operands;  // nodes some product's operands are computed from
+  for (const Node* n : nodes)
+    if (contraction_length(*n))
+      for (const Value* v : {n->input(0), n->input(1)})
+        for (const Node* m : operand_cone(v, producer).nodes) in_operands.insert(m);
+  const RowMapping m = row_mapping(info);
+  const int64_t rows_per_block = m.warp_per_row ? m.rows_per_block : 1;
+  int64_t bytes = 0;
+  for (const Node* n : nodes) {
+    const std::optional<int64_t> k = contraction_length(*n);
+    if (!k || dims(n->output(0)) != info.domain || in_operands.count(n)) continue;
+    if (!producer.count(n->input(0)) || operand_cone(n->input(0), producer).ops == 0) continue;
+    bool own_coordinates = true;
+    for (const Node* u : nodes)
+      for (const Value* in : u->inputs)
+        if (in == n->output(0) && stitch_role(*u) != StitchRole::kPointwise &&
+            stitch_role(*u) != StitchRole::kRow)
+          own_coordinates = false;
+    if (!own_coordinates) continue;
+    const int64_t b = rows_per_block * *k * (compute_type(n->output(0)->dtype) == "double" ? 8 : 4);
+    if (bytes + b > kARowCacheBudget) continue;
+    bytes += b;
+    info.a_row_cached.push_back(n);
   }
 }
 
@@ -441,6 +487,7 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
                       "element it is broadcast to",
                       n->describe(), dims_to_string(info.domain)));
   }
+  choose_a_row_caches(nodes, info);
   count_contractions(nodes, 0, info);
   return info;
 }

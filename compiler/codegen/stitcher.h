@@ -184,6 +184,11 @@ class Stitcher {
   // depend on the step are computed in a scope of their own one level deeper (the loop body);
   // those that do not are hoisted to the level where they belong, before the loop.
   StatusOr<SExpr> contraction(const Node& n, const Coords& c, const std::string& k);
+  // Row kernels: for a product whose A row is cached (StitchInfo::a_row_cached) and pulled at
+  // the row's own coordinates `aco` (the step last), a loop before the passes that computes A's
+  // `len` values of this row into shared memory, once per kernel and row; returns the start of
+  // the read ("arow0[(threadIdx.x >> 5) * 16 + ", the step and "]" to follow). None otherwise.
+  StatusOr<std::optional<std::string>> a_row(const Node& n, const Coords& aco, int64_t len);
 
   // Coordinates of a view's input from its output's: the same non-1 dims in order need no
   // arithmetic. Otherwise the flat index over the output is a sum of digits (each output
@@ -295,6 +300,7 @@ class Stitcher {
   std::string ws_type_ = "float";                 // element type of a split kernel's partials
   int64_t split_passes_ = 0;
   std::map<const Value*, std::string> cache_;
+  std::map<std::string, std::string> a_rows_;  // A rows in shared memory by value and row (a_row)
   std::set<const Value*> cached_ready_;
   std::vector<std::string> cache_decl_;
 };

@@ -18,7 +18,8 @@
 //                expression (codegen::op_instructions: 1 for an add, 31 for an erf), plus 2 per
 //                multiply-add of a fine-grained GEMM's loop and one per evaluation of its operands'
 //                producers in each step (once, or once per pass when a row kernel does not cache
-//                its row)
+//                its row; an A operand whose row a row kernel holds in shared memory, once per
+//                row and step: StitchInfo::a_row_cached)
 //   reread_bytes also counts the operand reads of those loops beyond the first (StitchInfo::
 //                contraction_reads), charged at L2 bandwidth though many hit L1
 //   t(library call) = launch + 2*M*N*K / rate + operand bytes / dram_bw (the same in every plan), rate

@@ -317,16 +317,18 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
   ASSIGN_OR_RETURN(FusionPlan before, make_plan(*g, o));
   ASSIGN_OR_RETURN(FusionPlan after, make_plan(*copy, o));
   const double t0 = before.cost.time * 1e6, t1 = after.cost.time * 1e6;
+  // Enough digits that the two estimates read differently when they differ.
+  const int digits = fmt::format("{:.1f}", t0) == fmt::format("{:.1f}", t1) && t0 != t1 ? 3 : 1;
   if (t1 <= t0) {
     g = std::move(copy);
     out.lines = std::move(lines);
-    out.verdict = fmt::format("estimated {:.1f} us against {:.1f} us without, {} kernels against {}", t1, t0,
-                              after.cost.kernels, before.cost.kernels);
+    out.verdict = fmt::format("estimated {:.{}f} us against {:.{}f} us without, {} kernels against {}", t1,
+                              digits, t0, digits, after.cost.kernels, before.cost.kernels);
   } else {
     out.verdict = fmt::format(
-        "not applied: estimated {:.1f} us against {:.1f} us without ({} candidates; {} skips "
+        "not applied: estimated {:.{}f} us against {:.{}f} us without ({} candidates; {} skips "
         "the comparison)",
-        t1, t0, lines.size(), skip_flag);
+        t1, digits, t0, digits, lines.size(), skip_flag);
   }
   return out;
 }

@@ -84,10 +84,15 @@ check "the residual is added by the dense layer's GEMM (its C), layer norm reads
   folded_group "$TMP/libmm/plan.txt" \
   "added by node '/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) as its C (a residual" \
   /model/encoder/layer.0/attention/output/Add
-check "llama_tiny: the second RMSNorm's row scale moved past its gate/up GEMM, by the estimate" \
-  grep -q "row scales moved past GEMMs (estimated .* us against .* us without, 9 kernels against 11)" \
+# Moving the second RMSNorm's row scale past the gate/up GEMM and keeping it in place (the SiLU
+# gate in the down projection's kernel, computed once per row into shared memory) are within
+# 0.02 us of each other in llama_tiny's estimate: the plan gives both figures either way.
+check "llama_tiny: the row-scale move is weighed by the estimate, and the plan says with what" \
+  grep -Eq "row scales moved past GEMMs \((not applied: )?estimated [0-9.]+ us against [0-9.]+ us without" \
   "$TMP/llama_tiny/plan.txt"
-expect "--no-hoist-row-scales keeps the RMSNorm kernels (11 kernels)" 0 "11 kernels \+ 6 library calls" -- \
+check "llama_tiny: the down projection's kernel computes the SiLU gate once per row into shared memory" \
+  grep -q "MatMul 'node_linear_6': A's row, once per row" "$TMP/llama_tiny"/kernels/k0*.cu
+expect "--no-hoist-row-scales: 3 kernels per layer all the same (9 kernels)" 0 "9 kernels \+ 6 library calls" -- \
   "$STITCHC" compile "$ROOT/models/llama_tiny/model.onnx" -o "$TMP/llama_nohoist" --shape batch=2 \
   --shape sequence=16 --no-nvcc --no-hoist-row-scales --explain-fusion
 check "gpt2_tiny: its Q/K/V Splits became Slices, by the estimate" \
@@ -270,7 +275,8 @@ expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min 
   "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1
 expect "bench --backend cuda without a GPU" 2 "needs an NVIDIA GPU" -- "$STITCHC" bench "$B"
 # Per step against the unfused artifact: each stitched kernel beside the steps that run its nodes
-# there, summed per kind of subgraph (bert_tiny: 5 layer-norm kernels, 2 softmax, 2 GELU).
+# there, summed per kind of subgraph (bert_tiny: 5 layer-norm kernels, two of them with the erf
+# GELU in front of FFN2's loop, 2 softmax; no GELU kernel of its own).
 "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/bert_none" --shape batch=2 --shape sequence=16 \
   --fusion none --no-nvcc >/dev/null 2>&1
 expect "bench --steps --against the unfused artifact" 0 \
@@ -280,8 +286,8 @@ check "bench --json holds every step and the per-kind sums" python3 -c "
 import json, sys
 j = json.load(open(sys.argv[1]))
 k = j['kinds']
-assert len(j['steps']) == 14 and j['against']['run_ms_median'] > 0
-assert (k['norm']['steps'], k['softmax']['steps'], k['gelu']['steps']) == (5, 2, 2)
+assert len(j['steps']) == 12 and j['against']['run_ms_median'] > 0
+assert (k['norm']['steps'], k['softmax']['steps']) == (5, 2) and 'gelu' not in k, k
 assert all(s['median_us'] > 0 for s in j['steps'])" "$TMP/bench.json"
 expect "bench --against a folder that is no artifact" 2 "manifest.json" -- \
   "$STITCHC" bench "$B" --backend emu --iters 1 --against "$TMP"

@@ -572,20 +572,23 @@ TEST_CASE("ptxas feedback: node sets kept apart are never in one group, and thei
 
 TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMMs merged) do not grow",
           "[fusion][models]") {
-  // Kernels + library calls: bert_tiny 14 + 0 (a layer: 6 kernels, no GEMM call: Q/K/V + bias;
-  // Q.K^T + mask + softmax; P.V; output projection + residual + LN; FFN1 + bias + erf GELU; FFN2
-  // + residual + LN; the pooler's Gemm, as a MatMul, in one kernel with its Gather and Tanh),
-  // gpt2_tiny 7 + 6 (3 kernels, 3 GEMMs: its Gemms as MatMuls, the attention and MLP output
-  // projections inside the layer-norm kernels; Q/K/V Split as Slices, Q.K^T inside the softmax
-  // kernel), llama_tiny 9 + 6 (a layer: 3 kernels, 3 GEMMs: Q/K/V, P.V and the output
-  // projection; the gate/up GEMM inside the second RMSNorm's kernel, its row scale moved past it,
-  // the down GEMM inside the next RMSNorm's), cnn_small 11 + 9 (the classifier's Gemm and bias in
-  // the kernel of the Softmax after it). (Before Gemms became MatMuls: bert_tiny 15 + 1, gpt2_tiny 7 + 10, cnn_small
-  // 11 + 10; before MatMuls with a constant weight could join kernels: bert_tiny 11 + 11,
+  // Kernels + library calls: bert_tiny 10 + 2 (a layer: 4 kernels and FFN1's GEMM with its bias:
+  // Q/K/V + bias + Q.K^T + mask + softmax; P.V; output projection + residual + LN; erf GELU +
+  // FFN2 + residual + LN, the GELU row computed once into shared memory; the pooler's Gemm, as a
+  // MatMul, in one kernel with its Gather and Tanh), gpt2_tiny 7 + 6 (3 kernels, 3 GEMMs: its
+  // Gemms as MatMuls, the attention and MLP output projections inside the layer-norm kernels;
+  // Q/K/V Split as Slices, Q.K^T inside the softmax kernel), llama_tiny 9 + 6 (a layer: 3
+  // kernels, 3 GEMMs: Q/K/V, P.V and gate/up; the output projection inside the second RMSNorm's
+  // kernel, the SiLU gate and the down GEMM inside the next RMSNorm's, the gate's row computed
+  // once into shared memory), cnn_small 11 + 9 (the classifier's Gemm and bias in the kernel of
+  // the Softmax after it). (Before fine-grained GEMMs cached their A rows: bert_tiny 14 + 0, each
+  // FFN a loop in a kernel, and llama_tiny with its row scale moved past the gate/up GEMM, the
+  // gate/up a loop in the norm's kernel. Before Gemms became MatMuls: bert_tiny 15 + 1, gpt2_tiny 7 + 10,
+  // cnn_small 11 + 10; before MatMuls with a constant weight could join kernels: bert_tiny 11 + 11,
   // llama_tiny 9 + 10; before Q.K^T was stitched: bert_tiny 11 + 13, llama_tiny 12 + 12; before
   // the row scale moved, llama_tiny 11 + 10; before the Split became Slices, gpt2_tiny 7 + 12.)
   const std::map<std::string, std::pair<size_t, size_t>> most = {
-      {"bert_tiny", {14, 0}}, {"gpt2_tiny", {7, 6}}, {"llama_tiny", {9, 6}}, {"cnn_small", {11, 9}}};
+      {"bert_tiny", {10, 2}}, {"gpt2_tiny", {7, 6}}, {"llama_tiny", {9, 6}}, {"cnn_small", {11, 9}}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -599,7 +602,7 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
     CHECK(sliced->lines.size() == (name == "gpt2_tiny" ? 2u : 0u));
     auto hoisted = fusion::hoist_row_scales_if_cheaper(g, opts("beam"));
     REQUIRE(hoisted.is_ok());
-    CHECK(hoisted->lines.size() == (name == "llama_tiny" ? 2u : 0u));
+    CHECK(hoisted->lines.empty());  // llama_tiny: within 0.02 us, the gate's kernel caches its row
     auto plan = fusion::make_plan(*g, opts("beam"));
     REQUIRE(plan.is_ok());
     const auto groups = groups_of(*plan);

@@ -213,25 +213,30 @@ TEST_CASE("wide values after a row op: Slices along the row only, never a row sp
   }
 }
 
-TEST_CASE("llama_tiny as stitchc compiles it: 3 generated kernels and 6 launches per layer",
-          "[fusion][models][emu]") {
-  // Per layer: the Q/K/V GEMM, rotary + Q.K^T + mask + softmax, P.V, the output GEMM (residual as
-  // its C), then one kernel with the second RMSNorm's reduction, the gate/up MatMul of the norm's
-  // input as a loop, its row scale and the SiLU gate, and one with the down MatMul as a loop, the
-  // residual and the next layer's first RMSNorm. Besides the layers: the embedding's RMSNorm with
-  // the mask's Cast (packed), GatherND, and the mask's And/Where. (Before MatMuls with a constant
-  // weight could join kernels: 5 calls and 8 launches per layer, both residuals the GEMMs' C.)
+TEST_CASE(
+    "llama_tiny with its row scales moved past the gate/up GEMM: 3 generated kernels and 6 launches per "
+    "layer",
+    "[fusion][models][emu]") {
+  // Per layer: the Q/K/V GEMM, rotary + Q.K^T + mask + softmax, P.V, one kernel with the output
+  // projection as a loop, its residual and the second RMSNorm's reduction, the gate/up GEMM of the
+  // unscaled norm input, then one kernel with the moved row scale, the SiLU gate (computed once per
+  // row into shared memory), the down MatMul as a loop, the residual and the next layer's first
+  // RMSNorm. Besides the layers: the embedding's RMSNorm with the mask's Cast (packed), GatherND,
+  // and the mask's And/Where. (Before MatMuls with a constant weight could join kernels: 5 calls
+  // and 8 launches per layer; before A rows were cached, the output GEMM added its residual as its
+  // C and the gate/up MatMul was a loop in the second RMSNorm's kernel.) stitchc weighs the move
+  // against leaving the scales in place (the same kernels, the norm scaling the GEMM's input) and,
+  // 0.02 us apart in the estimate, leaves them: the rewrite is applied here as such.
   auto g = test::prepared_model("llama_tiny");
   REQUIRE(fusion::merge_sibling_gemms(*g).is_ok());
-  auto hoisted = fusion::hoist_row_scales_if_cheaper(g, opts("beam"));
+  auto hoisted = fusion::hoist_row_scales(*g, {});
   REQUIRE(hoisted.is_ok());
-  INFO(hoisted->verdict);
-  REQUIRE(hoisted->lines.size() == 2);
+  REQUIRE(hoisted->size() == 2);
   auto plan = fusion::make_plan(*g, opts("beam"));
   REQUIRE(plan.is_ok());
   INFO(fusion::explain(*plan));
-  CHECK(groups_with(*plan, {"ReduceMean", "Sigmoid"}).size() ==
-        2);  // one per layer: the norm's reduction and the gate in one kernel
+  CHECK(groups_with(*plan, {"ReduceMean", "Sigmoid", "MatMul"}).size() ==
+        2);  // one per layer: the gate, the down projection and the next norm in one kernel
   const auto groups = groups_of(*plan);
   const auto packs = packs_of(*plan);
   auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
@@ -240,7 +245,7 @@ TEST_CASE("llama_tiny as stitchc compiles it: 3 generated kernels and 6 launches
   CHECK(s->kernels.size() == 3 + 2 * 3);
   int residuals = 0;
   for (const auto& c : s->calls) residuals += c.gemm.epilogue == "residual";
-  CHECK(residuals == 2 * 1);
+  CHECK(residuals == 0);  // both residuals are added in the norms' kernels
 }
 
 TEST_CASE("wide values are spread over replicas of the rows' blocks, each with its share of every store",
