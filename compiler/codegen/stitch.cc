@@ -139,16 +139,9 @@ SExpr digit_sum(std::vector<Digit> ds) {
   return r;
 }
 
-// The largest value a sum of digits takes.
-int64_t digit_max(const std::vector<Digit>& ds) {
-  int64_t m = 0;
-  for (const Digit& x : ds) m += x.weight * (x.extent - 1);
-  return m;
-}
-
-}  // namespace
-
-SExpr Stitcher::flat_index(const Coords& c, const Dims& d) {
+// The flat index of coordinates `c` over the contiguous layout of `d` as digits: each coordinate
+// times its stride, a coordinate that keeps digits as those digits scaled by it.
+std::vector<Digit> flat_digits(const Coords& c, const Dims& d) {
   const Dims s = strides_of(d);
   std::vector<Digit> ds;
   for (size_t k = 0; k < d.size(); ++k) {
@@ -162,6 +155,20 @@ SExpr Stitcher::flat_index(const Coords& c, const Dims& d) {
       ds.push_back(std::move(x));
     }
   }
+  return ds;
+}
+
+// The largest value a sum of digits takes.
+int64_t digit_max(const std::vector<Digit>& ds) {
+  int64_t m = 0;
+  for (const Digit& x : ds) m += x.weight * (x.extent - 1);
+  return m;
+}
+
+}  // namespace
+
+SExpr Stitcher::flat_index(const Coords& c, const Dims& d) {
+  std::vector<Digit> ds = flat_digits(c, d);
   if (ds.empty()) return {"", 0};
   SExpr e = digit_sum(std::move(ds));
   e.digits.clear();
@@ -389,20 +396,8 @@ Coords Stitcher::reshape_coords(const Coords& c, const Dims& od, const Dims& id)
     for (size_t k = 0; k < ipos.size(); ++k) ci[ipos[k]] = c[opos[k]];
     return ci;
   }
-  const Dims os = strides_of(od), is = strides_of(id);
-  std::vector<Digit> ds;
-  for (size_t d = 0; d < od.size(); ++d) {
-    if (od[d] == 1 || c[d].s == "0") continue;
-    if (c[d].digits.empty()) {
-      ds.push_back(atom(c[d].s, c[d].level, os[d], od[d]));
-      continue;
-    }
-    for (Digit x : c[d].digits) {
-      x.weight *= os[d];
-      ds.push_back(std::move(x));
-    }
-  }
-  ds = joined(std::move(ds));
+  const Dims is = strides_of(id);
+  const std::vector<Digit> ds = joined(flat_digits(c, od));
   std::map<std::string, std::string> flats;
   for (size_t d = 0; d < id.size(); ++d)
     if (id[d] != 1) ci[d] = split_digits(ds, is[d], id[d], flats);
