@@ -87,8 +87,8 @@ TEST_CASE("reshape coordinates: seeded Reshape and Transpose chains in one kerne
 }
 
 TEST_CASE("reshape coordinates: chains feeding a softmax row kernel match the reference", "[stitch][emu]") {
-  // The chains' sum normalised over rows of 10 (warp per row) and of 720 (block per row).
-  for (const auto& [out, seed] : {std::pair{std::vector<int64_t>{24, 10}, 7u}, {{2, 720}, 8u}}) {
+  // The chains' sum normalised over rows of 10 (warp per row) and of 1440 (block per row).
+  for (const auto& [out, seed] : {std::pair{std::vector<int64_t>{24, 10}, 7u}, {{2, 1440}, 8u}}) {
     INFO("rows of " << out.back());
     const std::string tail = R"(  %s01 = Add(%o0, %o1) @"add01"
   %s = Add(%s01, %o2) @"add2"
@@ -96,6 +96,8 @@ TEST_CASE("reshape coordinates: chains feeding a softmax row kernel match the re
   output %p
 )";
     auto g = reshape_chains(out, 3, seed, tail);
+    CHECK_THAT(test::lower_whole_graph(*g).mapping,
+               Catch::Contains(out.back() == 10 ? "warp per row" : "block per row"));
     CHECK(test::one_group_matches_reference(*g, seed));
   }
 }
