@@ -48,7 +48,6 @@ StatusOr<std::optional<std::string>> Stitcher::a_row(const Node& n, const Coords
   if (auto it = a_rows_.find(k); it != a_rows_.end()) return std::optional<std::string>(it->second);
   const std::string ct = compute_type(a->dtype), buf = fmt::format("arow{}", a_rows_.size());
   const std::string q = fresh("q");
-  const int64_t rows_per_block = map_.warp_per_row ? map_.rows_per_block : 1;
   const std::string off = map_.warp_per_row ? fmt::format("(threadIdx.x >> 5) * {} + ", len) : "";
   Coords co = aco;
   co.back() = {q, static_cast<int>(scopes_.size())};
@@ -57,8 +56,9 @@ StatusOr<std::optional<std::string>> Stitcher::a_row(const Node& n, const Coords
   std::vector<std::string> body = std::move(scopes_.back().lines);
   scopes_.pop_back();
   if (!ea.is_ok()) return ea.status();
-  cache_decl_.push_back(fmt::format("__shared__ {} {}[{}];", ct, buf, rows_per_block * len));
-  k_.static_smem_bytes += rows_per_block * len * (ct == "double" ? 8 : 4);
+  const int64_t bytes = a_row_cache_bytes(map_, len, a->dtype);
+  cache_decl_.push_back(fmt::format("__shared__ {} {}[{}];", ct, buf, bytes / (ct == "double" ? 8 : 4)));
+  k_.static_smem_bytes += bytes;
   line(0,
        fmt::format("for (int {0} = lane; {0} < {1}; {0} += step) {{  // MatMul '{2}': A's row, once per row",
                    q, len, n.name));

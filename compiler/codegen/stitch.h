@@ -204,6 +204,9 @@ inline constexpr int64_t kSplitMinSegment = 1024;
 // Shared memory a row kernel would use to cache one value of element size `bytes`; 0 when the
 // row (or the block's segment of it) is too long to cache within the per-block budget.
 int64_t row_cache_bytes(const RowMapping& m, int64_t cols, int64_t elem_bytes);
+// Shared memory for a fine-grained GEMM's A rows of `len` values of type `t` (compute type) in a
+// row kernel mapped by `m`: one row per warp of a block (warp per row), else one.
+int64_t a_row_cache_bytes(const RowMapping& m, int64_t len, DType t);
 // Static shared memory a row kernel may use for caches: 32 KiB per block of 256 threads keeps 5
 // blocks (40 warps) per SM on sm_80 (164 KiB) and 7 on sm_90 (228 KiB), within the 48 KiB static limit.
 inline constexpr int64_t kRowCacheBudget = 32 * 1024;

@@ -88,8 +88,9 @@ std::map<const Value*, const Node*> producers(const std::vector<const Node*>& no
 // producers in the group (a head transpose's index arithmetic, a scaling, a rotary embedding) and
 // loads the values they read from outside; an A operand whose row a row kernel caches
 // (a_row_cached) once per row and step.
-void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, StitchInfo& info) {
-  const std::map<const Value*, const Node*> producer = producers(nodes);
+void count_contractions(const std::vector<const Node*>& nodes,
+                        const std::map<const Value*, const Node*>& producer, int64_t domain,
+                        StitchInfo& info) {
   const std::set<const Node*> a_cached(info.a_row_cached.begin(), info.a_row_cached.end());
   // Consumers first, so an outer contraction is counted before the ones in its operands.
   struct Outer {
@@ -121,19 +122,18 @@ void count_contractions(const std::vector<const Node*>& nodes, int64_t domain, S
 }
 
 // Row kernels: which fine-grained GEMMs cache their A operand's row (StitchInfo::a_row_cached).
-void choose_a_row_caches(const std::vector<const Node*>& nodes, StitchInfo& info) {
+void choose_a_row_caches(const std::vector<const Node*>& nodes,
+                         const std::map<const Value*, const Node*>& producer, StitchInfo& info) {
   if (!info.row || info.column) return;
   const size_t r = info.domain.size();
   for (size_t d = 0; d < r; ++d)
     if (info.reduced[d] != (d + 1 == r)) return;
-  const std::map<const Value*, const Node*> producer = producers(nodes);
   std::set<const Node*> in_operands;  // nodes some product's operands are computed from
   for (const Node* n : nodes)
     if (contraction_length(*n))
       for (const Value* v : {n->input(0), n->input(1)})
         for (const Node* m : operand_cone(v, producer).nodes) in_operands.insert(m);
   const RowMapping m = row_mapping(info);
-  const int64_t rows_per_block = m.warp_per_row ? m.rows_per_block : 1;
   int64_t bytes = 0;
   for (const Node* n : nodes) {
     const std::optional<int64_t> k = contraction_length(*n);
@@ -146,7 +146,7 @@ void choose_a_row_caches(const std::vector<const Node*>& nodes, StitchInfo& info
             stitch_role(*u) != StitchRole::kRow)
           own_coordinates = false;
     if (!own_coordinates) continue;
-    const int64_t b = rows_per_block * *k * (compute_type(n->output(0)->dtype) == "double" ? 8 : 4);
+    const int64_t b = a_row_cache_bytes(m, *k, n->input(0)->dtype);
     if (bytes + b > kARowCacheBudget) continue;
     bytes += b;
     info.a_row_cached.push_back(n);
@@ -362,7 +362,7 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
       if (e < d) info.recompute_elements += (d - e) * op_instructions(*n);
     }
     if (tiled) RETURN_IF_ERROR(check_tiled(nodes, made, info));
-    count_contractions(nodes, num_elements(info.domain), info);
+    count_contractions(nodes, producers(nodes), num_elements(info.domain), info);
     return info;
   }
   if (tiled)
@@ -487,8 +487,9 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
                       "element it is broadcast to",
                       n->describe(), dims_to_string(info.domain)));
   }
-  choose_a_row_caches(nodes, info);
-  count_contractions(nodes, 0, info);
+  const std::map<const Value*, const Node*> producer = producers(nodes);
+  choose_a_row_caches(nodes, producer, info);
+  count_contractions(nodes, producer, 0, info);
   return info;
 }
 
@@ -541,6 +542,10 @@ std::string row_mapping_text(const RowMapping& m) {
   if (!m.split()) return "block per row" + replicas;
   return fmt::format("row split over {} blocks of {} threads ({} elements each)", m.segments, m.block,
                      m.segment);
+}
+
+int64_t a_row_cache_bytes(const RowMapping& m, int64_t len, DType t) {
+  return (m.warp_per_row ? m.rows_per_block : 1) * len * (compute_type(t) == "double" ? 8 : 4);
 }
 
 int64_t row_cache_bytes(const RowMapping& m, int64_t cols, int64_t elem_bytes) {
