@@ -33,7 +33,8 @@
 
 namespace stitch::codegen {
 
-inline constexpr int64_t kTileThreads = 256;  // 16 x 16 threads per block
+inline constexpr int64_t kTileThreads = 256;    // 16 x 16 threads per block
+inline constexpr int64_t kTileBlocksPerSm = 2;  // the kernel's __launch_bounds__ minimum
 
 struct GemmTile {
   const Node* node = nullptr;  // the MatMul

@@ -449,7 +449,7 @@ Status Stitcher::emit_tiled() {
   k_.block = {kTileThreads, 1, 1};
   k_.grid = {t.blocks_n(), t.blocks_m(), 1};
   k_.static_smem_bytes = t.smem_bytes(ct == "double" ? 8 : 4);
-  k_.min_blocks_per_sm = 2;
+  k_.min_blocks_per_sm = kTileBlocksPerSm;
   k_.mapping = fmt::format(
       "tiled GEMM: a block of {} threads per {} x {} tile of the {} x {} product ({} x {} blocks), {} x {} "
       "accumulators per thread over K = {} in shared-memory steps of {}; {} epilogue nodes on the "

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -58,11 +59,18 @@ Cost tiled_cost(const codegen::GemmTile& t, int64_t bytes, double epilogue_flops
   const int64_t reread = (t.blocks_n() - 1) * bytes_of(a) + (t.blocks_m() - 1) * bytes_of(b);
   // The epilogue: one round trip for its loads and the arithmetic of its elements.
   const double epilogue = d.latency + epilogue_flops / static_cast<double>(threads) / d.clock;
+  // A block's K loop waits for one global round trip per step (the next step's slices load while
+  // this one computes, so a step takes at least the latency), once per wave of blocks: what bounds
+  // a product of few tiles and a long K (a classifier's [1 x 576] x [576 x 1024] runs 16 blocks
+  // through 36 steps), where the library spreads K over the SMs instead.
+  const double waves =
+      std::ceil(static_cast<double>(t.blocks()) / static_cast<double>(d.sms * codegen::kTileBlocksPerSm));
+  const double serial = waves * static_cast<double>(t.steps()) * d.latency;
   Cost c;
   c.bytes = bytes;
   c.reread = reread + epilogue_reread;
   c.flops = 2 * macs + epilogue_flops;
-  c.time = d.launch + std::max(2 * macs / (d.fp32 * d.tiled_gemm_eff * fill), epilogue) +
+  c.time = d.launch + std::max({2 * macs / (d.fp32 * d.tiled_gemm_eff * fill), epilogue, serial}) +
            bytes / (d.dram_bw * d.bw_eff) + epilogue_reread / d.l2_bw;
   c.launches = c.kernels = 1;
   return c;

@@ -28,11 +28,14 @@
 //                fp16/bf16 on fp16 tensor cores (2x the TF32 rate), fp64 at half the fp32 rate
 //   t(view) = 0
 //   t(tiled GEMM with its epilogue, codegen/gemm_tile.h) = launch
-//             + max(2*R*N*K / (fp32 * tiled_gemm_eff * fill), the epilogue's round trip and flops)
+//             + max(2*R*N*K / (fp32 * tiled_gemm_eff * fill), the epilogue's round trip and flops,
+//                   waves * K steps * latency)
 //             + dram_bytes / (dram_bw * bw_eff)
 //   the library call's form, so that tiled_gemm_eff is the kernel's rate against the library's (both
 //   fp32 SIMT): it takes in the operands' re-reads from L2, the shared-memory traffic, the barriers
 //   of each K step and the tile edges; fill = min(1, tiles / sms) (a tile's block runs on one SM);
+//   waves = ceil(tiles / (sms * kTileBlocksPerSm)): each step of a block's K loop waits for its
+//   slices' round trip, which bounds few tiles over a long K (the library call splits K instead);
 //   dram_bytes: each input once (the operands, a bias, a residual) and each stored value once
 //
 // launch, bw_eff, barrier and tiled_gemm_eff are assumptions until calibrated on the device
