@@ -126,10 +126,13 @@ void open_kernel(CudaWriter& w, const Kernel& k, int64_t block) {
   w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", bounds, k.name, kernel_signature(k));
 }
 
-void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count) {
-  w.line("const long long first = {} * {}LL + (threadIdx.x % {});", block, kTileSegments, kTileSegments);
-  w.line("const bool live = first < {}LL;", count);
-  w.line("const long long {} = live ? first : {}LL;", var, count - 1);
+void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count,
+               const std::string& index_type) {
+  const char* ll = index_type == "int" ? "" : "LL";
+  w.line("const {} first = {} * {}{} + (threadIdx.x % {});", index_type, block, kTileSegments, ll,
+         kTileSegments);
+  w.line("const bool live = first < {}{};", count, ll);
+  w.line("const {} {} = live ? first : {}{};", index_type, var, count - 1, ll);
   w.line("const int lane = threadIdx.x / {};", kTileSegments);
   w.line("const int step = {};", kTileBlock / kTileSegments);
 }

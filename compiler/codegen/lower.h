@@ -59,8 +59,10 @@ inline bool column_tiled(int64_t segments, int64_t length) {
 // The start of a tiled kernel's body: `var` is the segment (column) of this thread, clamped to
 // the last of `count` so that threads past it compute a copy and reach every barrier of
 // stitch_dev::tile_column_reduce; `live` says whether it is a real one (only those store);
-// `lane` and `step` walk down the segment. `block` is the block's index expression.
-void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count);
+// `lane` and `step` walk down the segment. `block` is the block's index expression,
+// `index_type` the type of first and var (int or long long).
+void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count,
+               const std::string& index_type = "long long");
 
 // 128-bit accesses: 4-byte types move 4 at a time as float4 or int4.
 inline bool is_word(DType t) { return t == DType::kF32 || t == DType::kI32; }

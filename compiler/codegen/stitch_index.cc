@@ -20,7 +20,8 @@ Digit atom(const std::string& s, int level, int64_t weight, int64_t extent) {
 }
 
 // x / m (x's weight kept): the division moves into the digit's own where its remainder allows.
-Digit divided(Digit x, int64_t m) {
+// `ll`: the kernel's literal suffix (Digit::text).
+Digit divided(Digit x, int64_t m, const char* ll) {
   if (!x.wraps()) {
     x.div *= m;
     x.extent = (x.base_extent + x.div - 1) / x.div;
@@ -29,7 +30,7 @@ Digit divided(Digit x, int64_t m) {
     x.extent /= m;
   } else {
     const int64_t e = x.extent;
-    x = atom(x.text(), x.level, x.weight, e);
+    x = atom(x.text(ll), x.level, x.weight, e);
     x.div = m;
     x.extent = (e + m - 1) / m;
   }
@@ -37,8 +38,8 @@ Digit divided(Digit x, int64_t m) {
 }
 
 // x % m for m below x's extent.
-Digit wrapped(Digit x, int64_t m) {
-  if (x.wraps() && x.extent % m != 0) x = atom(x.text(), x.level, x.weight, x.extent);
+Digit wrapped(Digit x, int64_t m, const char* ll) {
+  if (x.wraps() && x.extent % m != 0) x = atom(x.text(ll), x.level, x.weight, x.extent);
   x.extent = m;
   return x;
 }
@@ -66,13 +67,13 @@ std::vector<Digit> joined(std::vector<Digit> ds) {
 }
 
 // The sum of `ds` as an expression (atomic or parenthesised), keeping them as its digits.
-SExpr digit_sum(std::vector<Digit> ds) {
+SExpr digit_sum(std::vector<Digit> ds, const char* ll) {
   ds = joined(std::move(ds));
   if (ds.empty()) return {"0", 0};
   SExpr r;
   for (const Digit& x : ds) {
-    const std::string t = x.text();
-    const std::string term = x.weight == 1 ? t : fmt::format("{} * {}LL", t, x.weight);
+    const std::string t = x.text(ll);
+    const std::string term = x.weight == 1 ? t : fmt::format("{} * {}{}", t, x.weight, ll);
     r.s = r.s.empty() ? term : r.s + " + " + term;
     r.level = std::max(r.level, x.level);
   }
@@ -109,10 +110,10 @@ int64_t digit_max(const std::vector<Digit>& ds) {
 
 }  // namespace
 
-SExpr Stitcher::flat_index(const Coords& c, const Dims& d) {
+SExpr Stitcher::flat_index(const Coords& c, const Dims& d) const {
   std::vector<Digit> ds = flat_digits(c, d);
   if (ds.empty()) return {"", 0};
-  SExpr e = digit_sum(std::move(ds));
+  SExpr e = digit_sum(std::move(ds), ll_);
   e.digits.clear();
   return e;
 }
@@ -163,7 +164,7 @@ SExpr Stitcher::split_digits(const std::vector<Digit>& ds, int64_t s, int64_t e,
       digit_max(std::vector<Digit>(low.begin() + 1, low.end())) < low.front().weight) {
     const int64_t m = s / low.front().weight;
     if (low.front().extent > m) {
-      q.push_back(divided(low.front(), m));
+      q.push_back(divided(low.front(), m, ll_));
       q.back().weight = 1;
     }
     exact = true;
@@ -175,25 +176,25 @@ SExpr Stitcher::split_digits(const std::vector<Digit>& ds, int64_t s, int64_t e,
     for (const Digit& x : q) {
       if (x.weight % e == 0) continue;
       if (e % x.weight == 0 && x.weight * (x.extent - 1) >= e)
-        r.push_back(wrapped(x, e / x.weight));
+        r.push_back(wrapped(x, e / x.weight, ll_));
       else
         r.push_back(x);
     }
     const bool wrap = digit_max(r) >= e;
-    SExpr v = digit_sum(std::move(r));
+    SExpr v = digit_sum(std::move(r), ll_);
     if (!wrap) return v;
-    return {fmt::format("({} % {}LL)", v.s, e), v.level};
+    return {fmt::format("({} % {})", v.s, lit(e)), v.level};
   }
   // The digits below s carry into each other: divide their sum with the others.
-  const SExpr f = digit_sum(keep);
+  const SExpr f = digit_sum(keep, ll_);
   auto it = flats.find(f.s);
   if (it == flats.end()) {
     const std::string name = fresh("f");
-    line(f.level, fmt::format("const long long {} = {};", name, f.s));
+    line(f.level, fmt::format("const {} {} = {};", ix_, name, f.s));
     it = flats.emplace(f.s, name).first;
   }
-  std::string x = s == 1 ? it->second : fmt::format("({} / {}LL)", it->second, s);
-  if (digit_max(keep) >= s * e) x = fmt::format("({} % {}LL)", x, e);
+  std::string x = s == 1 ? it->second : fmt::format("({} / {})", it->second, lit(s));
+  if (digit_max(keep) >= s * e) x = fmt::format("({} % {})", x, lit(e));
   return {x, f.level};
 }
 

@@ -56,9 +56,10 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   for (size_t i = 0; i < ks.size(); ++i) {
     std::string args;
     for (const KernelParam& p : ks[i].params) args += fmt::format("p{}_{}, ", i, p.name);
-    const std::string call = fmt::format("{}({}b - {}LL, {}LL);", ks[i].name, args, first, ks[i].grid[0]);
+    // Block counts fit an int (gridDim.x); b is the part's long long bid.
+    const std::string call = fmt::format("{}({}b - {}, {});", ks[i].name, args, first, ks[i].grid[0]);
     if (i + 1 < ks.size())
-      w.line("if (b < {}LL) {{ {} return; }}", first + ks[i].grid[0], call);
+      w.line("if (b < {}) {{ {} return; }}", first + ks[i].grid[0], call);
     else
       w.line("{}", call);
     first += ks[i].grid[0];

@@ -33,8 +33,8 @@ StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& i
     line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, tag));
   }
   if (map_.split()) {  // global stitching: this pass's partials of every row, then a grid barrier
-    line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, ws + {2}LL + row * {3}LL, seg, {3}LL);",
-                        acc, op, split_passes_ * info_.rows * map_.segments, map_.segments));
+    line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, ws + {2} + row * {3}, seg, {3});", acc,
+                        op, lit(split_passes_ * info_.rows * map_.segments), lit(map_.segments)));
     ++split_passes_;
   }
   ++passes_;
@@ -161,7 +161,7 @@ Status Stitcher::emit_rows() {
     const bool red = info_.reduced[k];
     int64_t& inner = red ? inner_col : inner_row;
     if (d[k] != 1) {
-      dom_[k] = index_piece(red ? "j" : "row", red ? 1 : 0, red ? info_.cols : info_.rows, inner, d[k]);
+      dom_[k] = index_piece(red ? "j" : "row", red ? 1 : 0, red ? info_.cols : info_.rows, inner, d[k], ll_);
     }
     inner *= d[k];
   }
@@ -264,7 +264,7 @@ Status Stitcher::emit_rows() {
       for (int64_t k = r; k-- > 0;) {
         if (!info_.reduced[k]) continue;
         c[k] = {"0", 0};
-        if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k]);
+        if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k], ll_);
         inner *= vd[k];
       }
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
@@ -348,33 +348,31 @@ Status Stitcher::emit_rows() {
   }
   for (const std::string& l : cache_decl_) w.line("{}", l);
   if (map_.column) {
-    open_tile(w, block_index(), "row", info_.rows);
+    open_tile(w, block_index(), "row", info_.rows, ix_);
   } else if (map_.split()) {
-    w.line("const long long row = {} / {}LL;", block_index(), map_.segments);
-    w.line("const long long seg = {} % {}LL;", block_index(), map_.segments);
-    w.line("const long long jbeg = seg * {}LL;", map_.segment);
-    w.line("const long long jend = jbeg + {0}LL < {1}LL ? jbeg + {0}LL : {1}LL;", map_.segment, info_.cols);
+    w.line("const {} row = {} / {};", ix_, block_index(), lit(map_.segments));
+    w.line("const {} seg = {} % {};", ix_, block_index(), lit(map_.segments));
+    w.line("const {} jbeg = seg * {};", ix_, lit(map_.segment));
+    w.line("const {0} jend = jbeg + {1} < {2} ? jbeg + {1} : {2};", ix_, lit(map_.segment), lit(info_.cols));
     w.line("const int lane = threadIdx.x;");
     w.line("const int step = {};", map_.block);
-    if (!cache_.empty())
-      w.line("const long long cache_row = -jbeg;  // the cache holds this block's segment");
+    if (!cache_.empty()) w.line("const {} cache_row = -jbeg;  // the cache holds this block's segment", ix_);
   } else if (map_.warp_per_row) {
-    w.line("const long long row = {} * {} + (threadIdx.x >> 5);", row_block(w), map_.rows_per_block);
+    w.line("const {} row = {} * {} + (threadIdx.x >> 5);", ix_, row_block(w), map_.rows_per_block);
     w.line("const int lane = threadIdx.x & 31;");
     w.line("const int step = 32;");
-    if (!cache_.empty())
-      w.line("const long long cache_row = (long long)(threadIdx.x >> 5) * {}LL;", info_.cols);
-    w.line("if (row >= {}LL) return;  // uniform per warp", info_.rows);
+    if (!cache_.empty()) w.line("const {0} cache_row = ({0})(threadIdx.x >> 5) * {1};", ix_, lit(info_.cols));
+    w.line("if (row >= {}) return;  // uniform per warp", lit(info_.rows));
   } else {
-    w.line("const long long row = {};", row_block(w));
+    w.line("const {} row = {};", ix_, row_block(w));
     w.line("const int lane = threadIdx.x;");
     w.line("const int step = {};", map_.block);
-    if (!cache_.empty()) w.line("const long long cache_row = 0;");
+    if (!cache_.empty()) w.line("const {} cache_row = 0;", ix_);
   }
   static const std::regex uses_base(R"(\bbase\b)");
   if (std::any_of(scopes_[0].lines.begin(), scopes_[0].lines.end(),
                   [](const std::string& l) { return std::regex_search(l, uses_base); }))
-    w.line("const long long base = row * {}LL;", info_.cols);
+    w.line("const {} base = row * {};", ix_, lit(info_.cols));
   for (const std::string& l : scopes_[0].lines) w.line("{}", l);
   w.close();
   k_.source = w.text();

@@ -25,6 +25,10 @@
 
 namespace stitch::codegen::detail {
 
+// The longest contraction a vectorised element kernel unrolls (4 lanes x 64 steps of straight
+// code per product; longer ones keep a loop per lane).
+inline constexpr int64_t kUnrolledLaneContraction = 64;
+
 using ops::strides_of;
 
 inline const Dims& dims(const Value* v) { return *v->dims; }
@@ -40,10 +44,11 @@ struct Digit {
   int64_t div = 1;
   int64_t extent = 1;  // the digit lies in [0, extent)
   bool wraps() const { return (base_extent + div - 1) / div > extent; }
-  std::string text() const {
+  // ll: the suffix of the kernel's integer literals ("LL" in 64-bit index arithmetic, "" in 32).
+  std::string text(const char* ll) const {
     std::string t = base;
-    if (div > 1) t = fmt::format("({} / {}LL)", t, div);
-    if (wraps()) t = fmt::format("({} % {}LL)", t, extent);
+    if (div > 1) t = fmt::format("({} / {}{})", t, div, ll);
+    if (wraps()) t = fmt::format("({} % {}{})", t, extent, ll);
     return t;
   }
 };
@@ -65,9 +70,10 @@ using Coords = std::vector<SExpr>;
 // The coordinate (var / inner) % extent of an index `var` in [0, total) (the remainder left out
 // where var / inner stays below extent), kept as a digit of var so that reads which join it with
 // its neighbouring coordinates again need no arithmetic (reshape_coords, flat_index).
-inline SExpr index_piece(const std::string& var, int level, int64_t total, int64_t inner, int64_t extent) {
+inline SExpr index_piece(const std::string& var, int level, int64_t total, int64_t inner, int64_t extent,
+                         const char* ll) {
   Digit x{var, level, 1, total, inner, extent};
-  return {x.text(), level, {x}};
+  return {x.text(ll), level, {x}};
 }
 
 inline std::string fnm(const std::string& ct, const char* name) {
@@ -82,11 +88,20 @@ class Stitcher {
   // part_name empty: a whole kernel. Otherwise a part of a packed kernel (lower_packed): a
   // __device__ function of that name taking the block index and block count as bid and nblk.
   Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache,
-           const std::string& part_name = "")
+           const std::string& part_name = "", int64_t index32_limit = kIndex32Limit)
       : nodes_(nodes), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
-    for (const Node* n : nodes)
+    int64_t largest = num_elements(info.domain);
+    for (const Node* n : nodes) {
       for (const Value* v : n->outputs)
         if (v) producer_[v] = n;
+      for (const auto* vs : {&n->inputs, &n->outputs})
+        for (const Value* v : *vs)
+          if (v && v->dims) largest = std::max(largest, num_elements(*v->dims));
+    }
+    if (largest <= index32_limit && (!info.tile || info.tile->index_type() == "int")) {
+      ix_ = "int";
+      ll_ = "";
+    }
     k_.nodes = nodes;
     std::string first = snake(nodes.front()->op_type), last = snake(nodes.back()->op_type);
     k_.name =
@@ -107,8 +122,15 @@ class Stitcher {
 
   // ---- entry ----
   void open_entry(CudaWriter& w, const std::string& scheme, int64_t block);
-  std::string block_index() const { return part_ ? "bid" : "(long long)blockIdx.x"; }
-  std::string block_count() const { return part_ ? "nblk" : "(long long)gridDim.x"; }
+  // A packed part's bid and nblk are long long parameters.
+  std::string block_index() const { return by_block("bid", "blockIdx.x"); }
+  std::string block_count() const { return by_block("nblk", "gridDim.x"); }
+  std::string by_block(const char* part, const char* whole) const {
+    if (part_) return ix_ == "int" ? fmt::format("(int){}", part) : part;
+    return fmt::format("({}){}", ix_, whole);
+  }
+  // An integer literal of the kernel's index arithmetic.
+  std::string lit(int64_t v) const { return fmt::format("{}{}", v, ll_); }
 
   // ---- parameters, loads, stores ----
   std::string param(const Value* v, bool output) {
@@ -132,7 +154,7 @@ class Stitcher {
   }
   // sum of c[k] * stride[k] over the contiguous layout of `d` ("" when every term is zero), and
   // the loop level it depends on; neighbouring pieces of one coordinate (digits) joined again.
-  static SExpr flat_index(const Coords& c, const Dims& d);
+  SExpr flat_index(const Coords& c, const Dims& d) const;
   static bool same(const Coords& a, const Coords& b) {
     if (a.size() != b.size()) return false;
     for (size_t k = 0; k < a.size(); ++k)
@@ -240,14 +262,14 @@ class Stitcher {
   // ---- row kernels ----
   // The strided loop over this thread's elements of the row (of its block's segment when split).
   std::string row_loop() const {
-    if (map_.split()) return "for (long long j = jbeg + lane; j < jend; j += step) {";
-    return fmt::format("for (long long j = lane; j < {}LL; j += step) {{", info_.cols);
+    if (map_.split()) return fmt::format("for ({} j = jbeg + lane; j < jend; j += step) {{", ix_);
+    return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix_, lit(info_.cols));
   }
   // A replica's share of a row `width` long (RowMapping::replicas): the loop over this thread's
   // elements of it. In 32 bits where the row allows: with a 64-bit counter and bound, ptxas
   // spilled a register around the division's slow path in LLaMA's gate kernel.
   std::string share_loop(int64_t width) const {
-    if (map_.replicas == 1) return fmt::format("for (long long j = lane; j < {}LL; j += step) {{", width);
+    if (map_.replicas == 1) return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix_, lit(width));
     const int64_t chunk = wide_chunk(map_, width);
     if (chunk * map_.replicas < INT32_MAX)
       return fmt::format("for (int j = rep * {0} + lane; j < (rep + 1) * {0} && j < {1}; j += step) {{",
@@ -260,8 +282,8 @@ class Stitcher {
   // (replicas of the same rows are neighbours, so the row they all read is in L2 at once).
   std::string row_block(CudaWriter& w) const {
     if (map_.replicas == 1) return block_index();
-    w.line("const int rep = (int)({} % {}LL);", block_index(), map_.replicas);
-    return fmt::format("({} / {}LL)", block_index(), map_.replicas);
+    w.line("const int rep = (int)({} % {});", block_index(), lit(map_.replicas));
+    return fmt::format("({} / {})", block_index(), lit(map_.replicas));
   }
   // Pass over the row: acc = op(acc, elem(j)) then a warp or block tree.
   StatusOr<std::string> pass(const std::string& ct, const std::string& init, const std::string& op,
@@ -284,6 +306,10 @@ class Stitcher {
   const StitchInfo& info_;
   bool cache_allowed_;
   bool part_;
+  // The type and literal suffix of the kernel's index arithmetic: int where every tensor it
+  // touches has at most kIndex32Limit elements (and a tiled GEMM's offsets are int too).
+  std::string ix_ = "long long";
+  const char* ll_ = "LL";
   std::map<const Value*, const Node*> producer_;
   Kernel k_;
   int ins_ = 0, outs_ = 0, counter_ = 0, passes_ = 0;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "codegen/artifact.h"
 #include "codegen/schedule.h"
@@ -36,13 +37,16 @@ inline std::unique_ptr<Graph> prepared_model(const std::string& name) {
 // Compiles `g` (emu only; `groups` from a fusion plan, or every node alone), runs it on seeded
 // inputs and checks every output against the reference within `tol`. Returns the kernel count.
 // `packs` (one id per group) packs independent groups into one launch, as the plan says;
-// `fold_gemms` lets GEMM calls take over neighbouring work (the plan's gemm_folds).
+// `fold_gemms` lets GEMM calls take over neighbouring work (the plan's gemm_folds); `edit`, when
+// given, changes the schedule before it is written (another form of a kernel's text).
 inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
                                     const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr,
-                                    const codegen::FoldOptions& fold_gemms = {}) {
+                                    const codegen::FoldOptions& fold_gemms = {},
+                                    const std::function<void(codegen::Schedule&)>& edit = {}) {
   auto s = codegen::build_schedule(g, groups, packs, fold_gemms);
   INFO(s.status().message());
   REQUIRE(s.is_ok());
+  if (edit) edit(*s);
   codegen::CompileOptions o;
   o.run_nvcc = false;
   o.model_path = "/dev/null";

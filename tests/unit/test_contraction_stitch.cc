@@ -127,15 +127,16 @@ TEST_CASE("attention scores join their softmax: one row kernel, the scores never
   REQUIRE(k.is_ok());
   INFO(k->source);
   CHECK_THAT(k->source, Catch::Contains("// MatMul 'scores': 8 steps"));
-  CHECK_THAT(k->source, Catch::Contains("for (long long kk0 = 0; kk0 < 8LL; ++kk0)"));
+  // 32-bit index arithmetic: every tensor here is far below kIndex32Limit.
+  CHECK_THAT(k->source, Catch::Contains("for (int kk0 = 0; kk0 < 8; ++kk0)"));
   std::set<std::string> params;
   for (const auto& p : k->params) params.insert(p.value->name);
   CHECK(params == std::set<std::string>{"q", "k", "mask", "scale", "p"});
   // The scores row is cached by the first pass: later passes do not run the loop again.
   CHECK_THAT(k->mapping, Catch::Contains("cached in shared memory"));
   size_t loops = 0;
-  for (size_t at = k->source.find("for (long long kk"); at != std::string::npos;
-       at = k->source.find("for (long long kk", at + 1))
+  for (size_t at = k->source.find("for (int kk"); at != std::string::npos;
+       at = k->source.find("for (int kk", at + 1))
     ++loops;
   CHECK(loops == 1);
 }
@@ -346,6 +347,26 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
     REQUIRE(info.is_ok());
     // outer: 21 outputs x 5 steps; inner: once per output and step of the outer loop, 6 steps each.
     CHECK(info->contraction_macs == Approx(21.0 * 5 + 21.0 * 5 * 6));
+  }
+  SECTION("4 outputs a thread: each lane's loop unrolled up to 64 steps, so the lanes share A's loads") {
+    for (const auto& [k, unrolled] : {std::pair{64, true}, {65, false}}) {
+      INFO(k);
+      auto g = test::parse_or_die(fmt::format(R"(graph "g" opset 18 {{
+  input %x: f32[6,{0}]
+  input %w: f32[{0},16]
+  input %bias: f32[16]
+  %m = MatMul(%x, %w) @"proj"
+  %y = Add(%m, %bias) @"bias"
+  output %y
+}})",
+                                              k));
+      test::run_frontend_or_die(*g);
+      const codegen::Kernel kern = test::lower_whole_graph(*g);
+      INFO(kern.source);
+      REQUIRE_THAT(kern.mapping, Catch::Contains("one thread per 4 elements"));
+      CHECK((kern.source.find("#pragma unroll\n    for (int kk") != std::string::npos) == unrolled);
+      CHECK(test::one_group_matches_reference(*g, 21));
+    }
   }
   SECTION("f16 scores and softmax, f32 accumulation") {
     auto g = test::parse_or_die(R"(graph "g" opset 18 {

@@ -308,7 +308,7 @@ TEST_CASE("a row kernel with replicas stores every element once: rows' values, p
   const codegen::Kernel k = lower_whole_graph(*g);
   INFO(k.source);
   CHECK(k.grid[0] == 3);  // one block of 8 warps for the 5 rows, 3 replicas (10 elements per thread of 300)
-  CHECK(k.source.find("const int rep = (int)((long long)blockIdx.x % 3LL);") != std::string::npos);
+  CHECK(k.source.find("const int rep = (int)((int)blockIdx.x % 3);") != std::string::npos);
   CHECK(k.source.find("j < (rep + 1) * 128 && j < 300") != std::string::npos);  // 300: shares of 128
   CHECK(k.source.find("j < (rep + 1) * 96 && j < 283") != std::string::npos);   // 283: shares of 96
   CHECK(k.source.find("j < (rep + 1) * 32 && j < 24") != std::string::npos);    // the rows: replica 0
