@@ -223,7 +223,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     line(idx.level,
          fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
                      dd[axis]));
-    if (ix_ == "int") {
+    if (index32_) {
       line(idx.level, fmt::format("const int {0}i = (int){0};", j));
       j += "i";
     }
@@ -275,7 +275,7 @@ StatusOr<SExpr> Stitcher::contraction(const Node& n, const Coords& c, const std:
   // unrolled, the compiler loads each A element once for the 4 (sm_90 PTX of bert_tiny's Q/K/V
   // kernel: 835 loads for 768 multiply-adds unrolled, 2 per multiply-add as 16-step loops).
   if (vec_ && len <= kUnrolledLaneContraction) line(outer, "#pragma unroll");
-  line(outer, fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1}) {{", ix_, step, lit(len)));
+  line(outer, fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1}) {{", ix(), step, lit(len)));
   for (const std::string& l : body) line(outer, "  " + l);
   line(outer, fmt::format("  {} += {} * {};", acc, ea->s, eb->s));
   line(outer, "}");
@@ -308,7 +308,7 @@ std::optional<std::string> Stitcher::vector_component(const Value* v, const Coor
   const std::string& inner = c0[kv].s;
   int64_t start = 0;
   if (inner != b0) {
-    const std::string tail = std::string(ll_) + " + " + b0 + ")";
+    const std::string tail = std::string(ll()) + " + " + b0 + ")";
     if (inner.size() <= tail.size() + 1 || inner.front() != '(' ||
         inner.compare(inner.size() - tail.size(), tail.size(), tail) != 0)
       return std::nullopt;
@@ -361,7 +361,7 @@ size_t Stitcher::domain_coords(const Dims& d, const std::string& flat) {
       dom_.push_back({"0", 0});
       continue;
     }
-    dom_.push_back(index_piece(flat, 1, n, s[k], d[k], ll_));
+    dom_.push_back(index_piece(flat, 1, n, s[k], d[k], ll()));
     inner_axis = k;
   }
   return inner_axis;
@@ -424,12 +424,12 @@ Status Stitcher::emit_elements() {
   CudaWriter w;
   open_entry(w, "//   scheme: element kernel (local stitching)\n", kMapBlock);
   for (const std::string& l : scopes_[0].lines) w.line("{}", l);
-  w.line("const {} n = {};", ix_, lit(n));
+  w.line("const {} n = {};", ix(), lit(n));
   if (vec_)
-    w.open("for ({} i = 4 * ({} * blockDim.x + threadIdx.x); i < n; i += 4 * {} * blockDim.x)", ix_,
+    w.open("for ({} i = 4 * ({} * blockDim.x + threadIdx.x); i < n; i += 4 * {} * blockDim.x)", ix(),
            block_index(), block_count());
   else
-    w.open("for ({} i = {} * blockDim.x + threadIdx.x; i < n; i += {} * blockDim.x)", ix_, block_index(),
+    w.open("for ({} i = {} * blockDim.x + threadIdx.x; i < n; i += {} * blockDim.x)", ix(), block_index(),
            block_count());
   for (const std::string& l : scopes_[1].lines) w.line("{}", l);
   w.close();

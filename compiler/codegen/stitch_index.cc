@@ -113,7 +113,7 @@ int64_t digit_max(const std::vector<Digit>& ds) {
 SExpr Stitcher::flat_index(const Coords& c, const Dims& d) const {
   std::vector<Digit> ds = flat_digits(c, d);
   if (ds.empty()) return {"", 0};
-  SExpr e = digit_sum(std::move(ds), ll_);
+  SExpr e = digit_sum(std::move(ds), ll());
   e.digits.clear();
   return e;
 }
@@ -164,7 +164,7 @@ SExpr Stitcher::split_digits(const std::vector<Digit>& ds, int64_t s, int64_t e,
       digit_max(std::vector<Digit>(low.begin() + 1, low.end())) < low.front().weight) {
     const int64_t m = s / low.front().weight;
     if (low.front().extent > m) {
-      q.push_back(divided(low.front(), m, ll_));
+      q.push_back(divided(low.front(), m, ll()));
       q.back().weight = 1;
     }
     exact = true;
@@ -176,21 +176,21 @@ SExpr Stitcher::split_digits(const std::vector<Digit>& ds, int64_t s, int64_t e,
     for (const Digit& x : q) {
       if (x.weight % e == 0) continue;
       if (e % x.weight == 0 && x.weight * (x.extent - 1) >= e)
-        r.push_back(wrapped(x, e / x.weight, ll_));
+        r.push_back(wrapped(x, e / x.weight, ll()));
       else
         r.push_back(x);
     }
     const bool wrap = digit_max(r) >= e;
-    SExpr v = digit_sum(std::move(r), ll_);
+    SExpr v = digit_sum(std::move(r), ll());
     if (!wrap) return v;
     return {fmt::format("({} % {})", v.s, lit(e)), v.level};
   }
   // The digits below s carry into each other: divide their sum with the others.
-  const SExpr f = digit_sum(keep, ll_);
+  const SExpr f = digit_sum(keep, ll());
   auto it = flats.find(f.s);
   if (it == flats.end()) {
     const std::string name = fresh("f");
-    line(f.level, fmt::format("const {} {} = {};", ix_, name, f.s));
+    line(f.level, fmt::format("const {} {} = {};", ix(), name, f.s));
     it = flats.emplace(f.s, name).first;
   }
   std::string x = s == 1 ? it->second : fmt::format("({} / {})", it->second, lit(s));

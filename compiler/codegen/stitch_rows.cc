@@ -161,7 +161,7 @@ Status Stitcher::emit_rows() {
     const bool red = info_.reduced[k];
     int64_t& inner = red ? inner_col : inner_row;
     if (d[k] != 1) {
-      dom_[k] = index_piece(red ? "j" : "row", red ? 1 : 0, red ? info_.cols : info_.rows, inner, d[k], ll_);
+      dom_[k] = index_piece(red ? "j" : "row", red ? 1 : 0, red ? info_.cols : info_.rows, inner, d[k], ll());
     }
     inner *= d[k];
   }
@@ -264,7 +264,7 @@ Status Stitcher::emit_rows() {
       for (int64_t k = r; k-- > 0;) {
         if (!info_.reduced[k]) continue;
         c[k] = {"0", 0};
-        if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k], ll_);
+        if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k], ll());
         inner *= vd[k];
       }
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
@@ -348,31 +348,32 @@ Status Stitcher::emit_rows() {
   }
   for (const std::string& l : cache_decl_) w.line("{}", l);
   if (map_.column) {
-    open_tile(w, block_index(), "row", info_.rows, ix_);
+    open_tile(w, block_index(), "row", info_.rows, ix());
   } else if (map_.split()) {
-    w.line("const {} row = {} / {};", ix_, block_index(), lit(map_.segments));
-    w.line("const {} seg = {} % {};", ix_, block_index(), lit(map_.segments));
-    w.line("const {} jbeg = seg * {};", ix_, lit(map_.segment));
-    w.line("const {0} jend = jbeg + {1} < {2} ? jbeg + {1} : {2};", ix_, lit(map_.segment), lit(info_.cols));
+    w.line("const {} row = {} / {};", ix(), block_index(), lit(map_.segments));
+    w.line("const {} seg = {} % {};", ix(), block_index(), lit(map_.segments));
+    w.line("const {} jbeg = seg * {};", ix(), lit(map_.segment));
+    w.line("const {0} jend = jbeg + {1} < {2} ? jbeg + {1} : {2};", ix(), lit(map_.segment), lit(info_.cols));
     w.line("const int lane = threadIdx.x;");
     w.line("const int step = {};", map_.block);
-    if (!cache_.empty()) w.line("const {} cache_row = -jbeg;  // the cache holds this block's segment", ix_);
+    if (!cache_.empty()) w.line("const {} cache_row = -jbeg;  // the cache holds this block's segment", ix());
   } else if (map_.warp_per_row) {
-    w.line("const {} row = {} * {} + (threadIdx.x >> 5);", ix_, row_block(w), map_.rows_per_block);
+    w.line("const {} row = {} * {} + (threadIdx.x >> 5);", ix(), row_block(w), map_.rows_per_block);
     w.line("const int lane = threadIdx.x & 31;");
     w.line("const int step = 32;");
-    if (!cache_.empty()) w.line("const {0} cache_row = ({0})(threadIdx.x >> 5) * {1};", ix_, lit(info_.cols));
+    if (!cache_.empty())
+      w.line("const {0} cache_row = ({0})(threadIdx.x >> 5) * {1};", ix(), lit(info_.cols));
     w.line("if (row >= {}) return;  // uniform per warp", lit(info_.rows));
   } else {
-    w.line("const {} row = {};", ix_, row_block(w));
+    w.line("const {} row = {};", ix(), row_block(w));
     w.line("const int lane = threadIdx.x;");
     w.line("const int step = {};", map_.block);
-    if (!cache_.empty()) w.line("const {} cache_row = 0;", ix_);
+    if (!cache_.empty()) w.line("const {} cache_row = 0;", ix());
   }
   static const std::regex uses_base(R"(\bbase\b)");
   if (std::any_of(scopes_[0].lines.begin(), scopes_[0].lines.end(),
                   [](const std::string& l) { return std::regex_search(l, uses_base); }))
-    w.line("const {} base = row * {};", ix_, lit(info_.cols));
+    w.line("const {} base = row * {};", ix(), lit(info_.cols));
   for (const std::string& l : scopes_[0].lines) w.line("{}", l);
   w.close();
   k_.source = w.text();

@@ -98,10 +98,7 @@ class Stitcher {
         for (const Value* v : *vs)
           if (v && v->dims) largest = std::max(largest, num_elements(*v->dims));
     }
-    if (largest <= index32_limit && (!info.tile || info.tile->index_type() == "int")) {
-      ix_ = "int";
-      ll_ = "";
-    }
+    index32_ = largest <= index32_limit && (!info.tile || info.tile->index_type() == "int");
     k_.nodes = nodes;
     std::string first = snake(nodes.front()->op_type), last = snake(nodes.back()->op_type);
     k_.name =
@@ -126,11 +123,13 @@ class Stitcher {
   std::string block_index() const { return by_block("bid", "blockIdx.x"); }
   std::string block_count() const { return by_block("nblk", "gridDim.x"); }
   std::string by_block(const char* part, const char* whole) const {
-    if (part_) return ix_ == "int" ? fmt::format("(int){}", part) : part;
-    return fmt::format("({}){}", ix_, whole);
+    if (part_) return index32_ ? fmt::format("(int){}", part) : part;
+    return fmt::format("({}){}", ix(), whole);
   }
-  // An integer literal of the kernel's index arithmetic.
-  std::string lit(int64_t v) const { return fmt::format("{}{}", v, ll_); }
+  // The type of the kernel's index arithmetic, its literals' suffix, and such a literal.
+  const char* ix() const { return index32_ ? "int" : "long long"; }
+  const char* ll() const { return index32_ ? "" : "LL"; }
+  std::string lit(int64_t v) const { return fmt::format("{}{}", v, ll()); }
 
   // ---- parameters, loads, stores ----
   std::string param(const Value* v, bool output) {
@@ -262,14 +261,14 @@ class Stitcher {
   // ---- row kernels ----
   // The strided loop over this thread's elements of the row (of its block's segment when split).
   std::string row_loop() const {
-    if (map_.split()) return fmt::format("for ({} j = jbeg + lane; j < jend; j += step) {{", ix_);
-    return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix_, lit(info_.cols));
+    if (map_.split()) return fmt::format("for ({} j = jbeg + lane; j < jend; j += step) {{", ix());
+    return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix(), lit(info_.cols));
   }
   // A replica's share of a row `width` long (RowMapping::replicas): the loop over this thread's
   // elements of it. In 32 bits where the row allows: with a 64-bit counter and bound, ptxas
   // spilled a register around the division's slow path in LLaMA's gate kernel.
   std::string share_loop(int64_t width) const {
-    if (map_.replicas == 1) return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix_, lit(width));
+    if (map_.replicas == 1) return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix(), lit(width));
     const int64_t chunk = wide_chunk(map_, width);
     if (chunk * map_.replicas < INT32_MAX)
       return fmt::format("for (int j = rep * {0} + lane; j < (rep + 1) * {0} && j < {1}; j += step) {{",
@@ -306,10 +305,9 @@ class Stitcher {
   const StitchInfo& info_;
   bool cache_allowed_;
   bool part_;
-  // The type and literal suffix of the kernel's index arithmetic: int where every tensor it
-  // touches has at most kIndex32Limit elements (and a tiled GEMM's offsets are int too).
-  std::string ix_ = "long long";
-  const char* ll_ = "LL";
+  // Whether the kernel's index arithmetic is 32-bit: every tensor it touches has at most
+  // kIndex32Limit elements (and a tiled GEMM's offsets are int too).
+  bool index32_ = false;
   std::map<const Value*, const Node*> producer_;
   Kernel k_;
   int ins_ = 0, outs_ = 0, counter_ = 0, passes_ = 0;
