@@ -44,6 +44,29 @@ struct Kernel {
   std::shared_ptr<Value> workspace;
 };
 
+// Generated kernels index in 32 bits (int offsets, coordinates and loop counters; fewer registers
+// and no 64-bit multiplies or divisions) when every tensor they touch has at most this many
+// elements: an index, its products with strides and a grid-stride loop's next index (at most
+// 2^22 past the last: kMaxMapBlocks x kMapBlock x 4 lanes) then stay below 2^31. Larger ones
+// index in 64 bits.
+inline constexpr int64_t kIndex32Limit = int64_t{1} << 30;
+
+// The integer type of a kernel's index arithmetic, and its literals.
+struct IndexWidth {
+  bool narrow = false;
+  const char* type() const { return narrow ? "int" : "long long"; }
+  const char* suffix() const { return narrow ? "" : "LL"; }
+  std::string lit(int64_t v) const { return std::to_string(v) + suffix(); }
+};
+// Narrow when every input and output of `nodes` has at most `limit` elements.
+inline IndexWidth index_width(const std::vector<const Node*>& nodes, int64_t limit) {
+  for (const Node* n : nodes)
+    for (const auto* vs : {&n->inputs, &n->outputs})
+      for (const Value* v : *vs)
+        if (v && v->dims && num_elements(*v->dims) > limit) return {false};
+  return {true};
+}
+
 // The C type a tensor of `t` is stored as in device memory, and the type kernels compute in
 // (half and bfloat16 compute in float, integers in 64 bits).
 std::string storage_type(DType t);

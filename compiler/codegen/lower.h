@@ -23,8 +23,9 @@ enum class NodeLowering { kKernel, kLibrary, kView, kUnsupported };
 NodeLowering classify_node(const Node& n, std::string* why = nullptr);
 
 // One kernel for `n` (classify_node(n) == kKernel). `index` numbers the kernel in the schedule
-// and prefixes its name.
-StatusOr<Kernel> lower_node(const Node& n, int index);
+// and prefixes its name. It indexes in 32 bits when n's tensors have at most `index32_limit`
+// elements (kernel.h); tests lower the limit to get the 64-bit form of a small kernel.
+StatusOr<Kernel> lower_node(const Node& n, int index, int64_t index32_limit = kIndex32Limit);
 
 // ---- shared by the lowering files ----
 // The header comment and includes every generated file starts with.
@@ -80,11 +81,13 @@ struct SegmentShape {
 };
 StatusOr<SegmentShape> segment_shape(const Node& n);
 
-StatusOr<Kernel> lower_map(const Node& n, int index);     // elementwise, broadcast, layout
+// Elementwise, broadcast, layout.
+StatusOr<Kernel> lower_map(const Node& n, int index, IndexWidth ix);
 // A Transpose `n` (permutation `perm`) through 32x32 shared-memory tiles when it moves the
 // input's inner axis and both sides of the tile are long enough; nothing otherwise.
-std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std::vector<int64_t>& perm);
+std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std::vector<int64_t>& perm,
+                                            IndexWidth ix);
 // Reductions, softmax, norms, pools (fused groups with them: stitch.h).
-StatusOr<Kernel> lower_reduce(const Node& n, int index);
+StatusOr<Kernel> lower_reduce(const Node& n, int index, IndexWidth ix);
 
 }  // namespace stitch::codegen

@@ -81,6 +81,18 @@ StatusOr<std::vector<int64_t>> const_input(const Node& n, size_t i, const char* 
   return v->constant->to_i64();
 }
 
+// An index read from an index tensor (`j`, long long) made non-negative and checked against the
+// axis length `dim` in 64 bits; out of range it reads element 0 (ONNX leaves it undefined).
+void check_index(MapBuilder& b, const std::string& j, int64_t dim) {
+  b.line(fmt::format("if ({0} < 0) {0} += {1}LL;", j, dim));
+  b.line(fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
+                     dim));
+}
+// Such an index, checked, in the kernel's index type.
+std::string narrow(const IndexWidth& ix, const std::string& j) {
+  return ix.narrow ? fmt::format("(int){}", j) : j;
+}
+
 // ---- elementwise and broadcast -------------------------------------------------------------
 
 // The 128-bit path: every operand is either the output's shape (read as float4/int4) or a single
@@ -99,7 +111,7 @@ bool can_vectorize(const Node& n) {
   return true;
 }
 
-StatusOr<Kernel> lower_scalar_vec4(const Node& n, int index) {
+StatusOr<Kernel> lower_scalar_vec4(const Node& n, int index, IndexWidth ix) {
   const Value* out = n.output(0);
   const int64_t total = num_elements(dims(out));
   Kernel k;
@@ -131,8 +143,9 @@ StatusOr<Kernel> lower_scalar_vec4(const Node& n, int index) {
   CudaWriter w;
   w.raw_line(kernel_header(k));
   open_kernel(w, k, kMapBlock);
-  w.open("for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < {}LL; "
-         "v += (long long)gridDim.x * blockDim.x)", vecs);
+  w.open(
+      "for ({0} v = ({0})blockIdx.x * blockDim.x + threadIdx.x; v < {1}; v += ({0})gridDim.x * blockDim.x)",
+      ix.type(), ix.lit(vecs));
   std::set<std::string> loaded;
   for (const auto& [v, name] : operand) {
     if (v == nullptr || loaded.count(name)) continue;
@@ -166,16 +179,16 @@ StatusOr<Kernel> lower_scalar_vec4(const Node& n, int index) {
   return k;
 }
 
-StatusOr<Kernel> lower_scalar(const Node& n, int index) {
-  if (can_vectorize(n)) return lower_scalar_vec4(n, index);
-  MapBuilder b(n, index, dims(n.output(0)));
+StatusOr<Kernel> lower_scalar(const Node& n, int index, IndexWidth ix) {
+  if (can_vectorize(n)) return lower_scalar_vec4(n, index, ix);
+  MapBuilder b(n, index, dims(n.output(0)), ix);
   std::map<const Value*, std::string> reg;
   RETURN_IF_ERROR(emit_chain(b, {&n}, reg, {n.output(0)}));
   return b.finish();
 }
 
 // Trilu: zero outside the kept triangle of the last two axes.
-StatusOr<Kernel> lower_trilu(const Node& n, int index) {
+StatusOr<Kernel> lower_trilu(const Node& n, int index, IndexWidth ix) {
   const Value* out = n.output(0);
   const size_t r = dims(out).size();
   int64_t k = 0;
@@ -184,8 +197,11 @@ StatusOr<Kernel> lower_trilu(const Node& n, int index) {
     k = kv.at(0);
   }
   const bool upper = n.attr_int("upper", 1) != 0;
-  MapBuilder b(n, index, dims(out));
-  std::string cond = fmt::format("{} - {} {} {}LL", b.coord(r - 1), b.coord(r - 2), upper ? ">=" : "<=", k);
+  // The coordinates' difference lies within +-kIndex32Limit, so k past it means the same as there.
+  k = std::clamp(k, -kIndex32Limit, kIndex32Limit);
+  MapBuilder b(n, index, dims(out), ix);
+  std::string cond =
+      fmt::format("{} - {} {} {}", b.coord(r - 1), b.coord(r - 2), upper ? ">=" : "<=", b.lit(k));
   std::string y = b.param(out, true), x = b.param(n.input(0), false);
   b.line(fmt::format("{}[i] = ({}) ? {}[i] : ({})0;", y, cond, x, storage_type(out->dtype)));
   return b.finish();
@@ -193,48 +209,48 @@ StatusOr<Kernel> lower_trilu(const Node& n, int index) {
 
 // ---- layout: one source element per output element ------------------------------------------
 
-StatusOr<Kernel> copy_affine(const Node& n, int index, int64_t base, const Dims& strides) {
+StatusOr<Kernel> copy_affine(const Node& n, int index, int64_t base, const Dims& strides, IndexWidth ix) {
   const Value* out = n.output(0);
-  MapBuilder b(n, index, dims(out));
+  MapBuilder b(n, index, dims(out), ix);
   std::string src = b.param(n.input(0), false);
   std::string off = b.affine(base, strides);
   b.line(fmt::format("{}[i] = {}[{}];", b.param(out, true), src, off));
   return b.finish();
 }
 
-StatusOr<Kernel> lower_transpose(const Node& n, int index) {
+StatusOr<Kernel> lower_transpose(const Node& n, int index, IndexWidth ix) {
   const Dims& in = dims(n.input(0));
   ASSIGN_OR_RETURN(auto perm, ops::transpose_perm(n, static_cast<int64_t>(in.size())));
-  if (auto tiled = lower_transpose_tiled(n, index, perm)) return std::move(*tiled);
+  if (auto tiled = lower_transpose_tiled(n, index, perm, ix)) return std::move(*tiled);
   Dims s = strides_of(in), strides;
   for (int64_t p : perm) strides.push_back(s[p]);
-  return copy_affine(n, index, 0, strides);
+  return copy_affine(n, index, 0, strides, ix);
 }
 
-StatusOr<Kernel> lower_slice(const Node& n, int index) {
+StatusOr<Kernel> lower_slice(const Node& n, int index, IndexWidth ix) {
   ASSIGN_OR_RETURN(auto starts, const_input(n, 1, "starts"));
   ASSIGN_OR_RETURN(auto ends, const_input(n, 2, "ends"));
   std::optional<std::vector<int64_t>> axes, steps;
   if (n.input(3)) { ASSIGN_OR_RETURN(axes, const_input(n, 3, "axes")); }
   if (n.input(4)) { ASSIGN_OR_RETURN(steps, const_input(n, 4, "steps")); }
   ASSIGN_OR_RETURN(ops::SliceSpec sp, ops::slice_spec(n, dims(n.input(0)), starts, ends, axes, steps));
-  return copy_affine(n, index, sp.base, sp.strides);
+  return copy_affine(n, index, sp.base, sp.strides, ix);
 }
 
-StatusOr<Kernel> lower_expand(const Node& n, int index) {
-  return copy_affine(n, index, 0, ops::broadcast_strides(dims(n.input(0)), dims(n.output(0))));
+StatusOr<Kernel> lower_expand(const Node& n, int index, IndexWidth ix) {
+  return copy_affine(n, index, 0, ops::broadcast_strides(dims(n.input(0)), dims(n.output(0))), ix);
 }
 
-StatusOr<Kernel> lower_tile(const Node& n, int index) {
+StatusOr<Kernel> lower_tile(const Node& n, int index, IndexWidth ix) {
   const Value* out = n.output(0);
   const Dims& in = dims(n.input(0));
   Dims s = strides_of(in);
-  MapBuilder b(n, index, dims(out));
+  MapBuilder b(n, index, dims(out), ix);
   std::string off;
   for (size_t d = 0; d < in.size(); ++d) {
     if (in[d] == 1) continue;
-    std::string c = dims(out)[d] == in[d] ? b.coord(d) : fmt::format("({} % {}LL)", b.coord(d), in[d]);
-    std::string term = s[d] == 1 ? c : fmt::format("{} * {}LL", c, s[d]);
+    std::string c = dims(out)[d] == in[d] ? b.coord(d) : fmt::format("({} % {})", b.coord(d), b.lit(in[d]));
+    std::string term = s[d] == 1 ? c : fmt::format("{} * {}", c, b.lit(s[d]));
     if (!off.empty()) off += " + ";
     off += term;
   }
@@ -243,7 +259,7 @@ StatusOr<Kernel> lower_tile(const Node& n, int index) {
   return b.finish();
 }
 
-StatusOr<Kernel> lower_pad(const Node& n, int index) {
+StatusOr<Kernel> lower_pad(const Node& n, int index, IndexWidth ix) {
   const Value* out = n.output(0);
   const Dims& in = dims(n.input(0));
   const int64_t r = static_cast<int64_t>(in.size());
@@ -253,7 +269,7 @@ StatusOr<Kernel> lower_pad(const Node& n, int index) {
   ASSIGN_OR_RETURN(auto p, ops::full_pads(n, r, pads, axes));
   const std::string mode = n.attr_string("mode", "constant");
   const std::string st = storage_type(out->dtype);
-  MapBuilder b(n, index, dims(out));
+  MapBuilder b(n, index, dims(out), ix);
   std::string y = b.param(out, true), x = b.param(n.input(0), false);
   std::string fill = fmt::format("({})0", st);
   if (mode == "constant" && n.input(2) && num_elements(dims(n.input(2))) > 0) {
@@ -267,43 +283,44 @@ StatusOr<Kernel> lower_pad(const Node& n, int index) {
     }
   }
   Dims s = strides_of(in);
-  b.line("long long off = 0;");
+  const char* t = ix.type();
+  b.line(fmt::format("{} off = 0;", t));
   b.line("bool inside = true;");
   for (int64_t d = 0; d < r; ++d) {
     if (p[d] == 0 && p[d + r] == 0) {
-      if (in[d] > 1) b.line(fmt::format("off += {} * {}LL;", b.coord(d), s[d]));
+      if (in[d] > 1) b.line(fmt::format("off += {} * {};", b.coord(d), b.lit(s[d])));
       continue;
     }
-    b.line(fmt::format("{{ long long j = {} - {}LL;", b.coord(d), p[d]));
+    b.line(fmt::format("{{ {} j = {} - {};", t, b.coord(d), b.lit(p[d])));
     b.indent(1);
-    const int64_t dim = in[d];
+    const std::string dim = b.lit(in[d]);
     if (mode == "constant") {
-      b.line(fmt::format("inside = inside && j >= 0 && j < {}LL;", dim));
+      b.line(fmt::format("inside = inside && j >= 0 && j < {};", dim));
     } else if (mode == "edge") {
-      b.line(fmt::format("j = j < 0 ? 0 : (j >= {0}LL ? {0}LL - 1 : j);", dim));
+      b.line(fmt::format("j = j < 0 ? 0 : (j >= {0} ? {0} - 1 : j);", dim));
     } else if (mode == "wrap") {
-      b.line(fmt::format("j = ((j % {0}LL) + {0}LL) % {0}LL;", dim));
+      b.line(fmt::format("j = ((j % {0}) + {0}) % {0};", dim));
     } else {  // reflect, without repeating the edge
-      const int64_t period = 2 * (dim - 1);
+      const int64_t period = 2 * (in[d] - 1);
       if (period == 0) {
         b.line("j = 0;");
       } else {
-        b.line(fmt::format("j = ((j % {0}LL) + {0}LL) % {0}LL;", period));
-        b.line(fmt::format("if (j >= {}LL) j = {}LL - j;", dim, period));
+        b.line(fmt::format("j = ((j % {0}) + {0}) % {0};", b.lit(period)));
+        b.line(fmt::format("if (j >= {}) j = {} - j;", dim, b.lit(period)));
       }
     }
-    b.line(fmt::format("off += j * {}LL; }}", s[d]));
+    b.line(fmt::format("off += j * {}; }}", b.lit(s[d])));
     b.indent(-1);
   }
   b.line(fmt::format("{}[i] = inside ? {}[off] : {};", y, x, fill));
   return b.finish(fmt::format(", {} padding", mode));
 }
 
-StatusOr<Kernel> lower_concat(const Node& n, int index) {
+StatusOr<Kernel> lower_concat(const Node& n, int index, IndexWidth ix) {
   const Value* out = n.output(0);
   const int64_t r = static_cast<int64_t>(dims(out).size());
   ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
-  MapBuilder b(n, index, dims(out));
+  MapBuilder b(n, index, dims(out), ix);
   std::string y = b.param(out, true);
   int64_t start = 0;
   bool first = true;
@@ -314,7 +331,7 @@ StatusOr<Kernel> lower_concat(const Node& n, int index) {
     Dims s = strides_of(dims(v));
     const int64_t base = -start * s[axis];
     std::string off = b.affine(base, s);
-    std::string cond = fmt::format("{} < {}LL", b.coord(axis), start + len);
+    std::string cond = fmt::format("{} < {}", b.coord(axis), b.lit(start + len));
     const bool last = start + len == dims(out)[axis];
     if (last) b.line(first ? "{" : "} else {");
     else b.line(fmt::format("{}if ({}) {{", first ? "" : "} else ", cond));
@@ -329,7 +346,7 @@ StatusOr<Kernel> lower_concat(const Node& n, int index) {
 }
 
 // Split iterates over the input and writes each element to the output that owns it.
-StatusOr<Kernel> lower_split(const Node& n, int index) {
+StatusOr<Kernel> lower_split(const Node& n, int index, IndexWidth ix) {
   const Value* x = n.input(0);
   const int64_t r = static_cast<int64_t>(dims(x).size());
   ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
@@ -337,7 +354,7 @@ StatusOr<Kernel> lower_split(const Node& n, int index) {
   if (n.input(1)) { ASSIGN_OR_RETURN(split, const_input(n, 1, "split")); }
   else if (n.has_attr("split")) split = n.attr_ints("split");
   ASSIGN_OR_RETURN(auto sizes, ops::split_sizes(n, dims(x)[axis], n.outputs.size(), split));
-  MapBuilder b(n, index, dims(x));
+  MapBuilder b(n, index, dims(x), ix);
   std::string src = b.param(x, false);
   int64_t start = 0;
   bool first = true;
@@ -352,8 +369,8 @@ StatusOr<Kernel> lower_split(const Node& n, int index) {
     Dims s = strides_of(dims(v)), full(r, 0);
     for (int64_t d = 0; d < r; ++d) full[d] = s[d];
     std::string off = b.affine(-start * s[axis], full);
-    b.line(fmt::format("{}if ({} >= {}LL && {} < {}LL) {{", first ? "" : "} else ", b.coord(axis), start,
-                       b.coord(axis), start + len));
+    b.line(fmt::format("{}if ({} >= {} && {} < {}) {{", first ? "" : "} else ", b.coord(axis), b.lit(start),
+                       b.coord(axis), b.lit(start + len)));
     b.indent(1);
     b.line(fmt::format("{}[{}] = {}[i];", b.param(v, true), off, src));
     b.indent(-1);
@@ -365,50 +382,50 @@ StatusOr<Kernel> lower_split(const Node& n, int index) {
 }
 
 // Gather: out[pre, idx..., post] = data[pre, indices[idx...], post].
-StatusOr<Kernel> lower_gather(const Node& n, int index) {
+StatusOr<Kernel> lower_gather(const Node& n, int index, IndexWidth ix) {
   const Value* data = n.input(0);
   const Value* ind = n.input(1);
   const Value* out = n.output(0);
   const Dims& dd = dims(data);
   const int64_t r = static_cast<int64_t>(dd.size()), q = static_cast<int64_t>(dims(ind).size());
   ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
-  MapBuilder b(n, index, dims(out));
+  MapBuilder b(n, index, dims(out), ix);
   Dims ds = strides_of(dd), is = strides_of(dims(ind));
   // Index tensor offset from output coordinates axis..axis+q-1.
   Dims istr(dims(out).size(), 0);
   for (int64_t j = 0; j < q; ++j) istr[axis + j] = is[j];
   b.line(fmt::format("long long j = (long long){}[{}];", b.param(ind, false), b.affine(0, istr)));
-  b.line(fmt::format("if (j < 0) j += {}LL;", dd[axis]));
-  b.line(fmt::format("if (j < 0 || j >= {}LL) j = 0;  // out of range: ONNX leaves it undefined", dd[axis]));
+  check_index(b, "j", dd[axis]);
   Dims dstr(dims(out).size(), 0);
   for (int64_t d = 0; d < axis; ++d) dstr[d] = ds[d];
   for (int64_t d = axis + 1; d < r; ++d) dstr[d + q - 1] = ds[d];
   std::string off = b.affine(0, dstr);
-  b.line(fmt::format("{}[i] = {}[{} + j * {}LL];", b.param(out, true), b.param(data, false), off, ds[axis]));
+  b.line(fmt::format("{}[i] = {}[{} + {} * {}];", b.param(out, true), b.param(data, false), off,
+                     narrow(ix, "j"), b.lit(ds[axis])));
   return b.finish(fmt::format(", indices along axis {}", axis));
 }
 
-StatusOr<Kernel> lower_gather_elements(const Node& n, int index) {
+StatusOr<Kernel> lower_gather_elements(const Node& n, int index, IndexWidth ix) {
   const Value* data = n.input(0);
   const Value* ind = n.input(1);
   const Value* out = n.output(0);
   const Dims& dd = dims(data);
   const int64_t r = static_cast<int64_t>(dd.size());
   ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
-  MapBuilder b(n, index, dims(out));
+  MapBuilder b(n, index, dims(out), ix);
   Dims ds = strides_of(dd);
   b.line(fmt::format("long long j = (long long){}[i];", b.param(ind, false)));
-  b.line(fmt::format("if (j < 0) j += {}LL;", dd[axis]));
-  b.line(fmt::format("if (j < 0 || j >= {}LL) j = 0;  // out of range: ONNX leaves it undefined", dd[axis]));
+  check_index(b, "j", dd[axis]);
   Dims dstr = ds;
   dstr[axis] = 0;
   std::string off = b.affine(0, dstr);
-  b.line(fmt::format("{}[i] = {}[{} + j * {}LL];", b.param(out, true), b.param(data, false), off, ds[axis]));
+  b.line(fmt::format("{}[i] = {}[{} + {} * {}];", b.param(out, true), b.param(data, false), off,
+                     narrow(ix, "j"), b.lit(ds[axis])));
   return b.finish(fmt::format(", indices along axis {}", axis));
 }
 
 // GatherND: out[b..., i...] = data[b..., indices[b..., i..., :], rest...].
-StatusOr<Kernel> lower_gather_nd(const Node& n, int index) {
+StatusOr<Kernel> lower_gather_nd(const Node& n, int index, IndexWidth ix) {
   const Value* data = n.input(0);
   const Value* ind = n.input(1);
   const Value* out = n.output(0);
@@ -416,22 +433,23 @@ StatusOr<Kernel> lower_gather_nd(const Node& n, int index) {
   const Dims& id = dims(ind);
   const int64_t bd = n.attr_int("batch_dims", 0), q = static_cast<int64_t>(id.size());
   const int64_t last = id.back();
-  MapBuilder b(n, index, dims(out));
+  MapBuilder b(n, index, dims(out), ix);
   Dims ds = strides_of(dd), is = strides_of(id);
   // Output coordinates: [0, q-1) follow indices' leading dims, then data dims bd+last...
   Dims istr(dims(out).size(), 0);
   for (int64_t d = 0; d < q - 1; ++d) istr[d] = is[d];
-  b.line(fmt::format("const long long ib = {};", b.affine(0, istr)));
+  b.line(fmt::format("const {} ib = {};", ix.type(), b.affine(0, istr)));
   Dims dstr(dims(out).size(), 0);
   for (int64_t d = 0; d < bd; ++d) dstr[d] = ds[d];
   for (int64_t d = bd + last; d < static_cast<int64_t>(dd.size()); ++d) dstr[q - 1 + d - bd - last] = ds[d];
-  b.line(fmt::format("long long off = {};", b.affine(0, dstr)));
+  b.line(fmt::format("{} off = {};", ix.type(), b.affine(0, dstr)));
   const std::string ip = b.param(ind, false);
   for (int64_t k = 0; k < last; ++k) {
-    const int64_t dim = dd[bd + k];
-    b.line(fmt::format("{{ long long j = (long long){}[ib + {}LL]; if (j < 0) j += {}LL; "
-                       "if (j < 0 || j >= {}LL) j = 0; off += j * {}LL; }}",
-                       ip, k, dim, dim, ds[bd + k]));
+    b.line(fmt::format("{{ long long j = (long long){}[ib + {}];", ip, b.lit(k)));
+    b.indent(1);
+    check_index(b, "j", dd[bd + k]);
+    b.line(fmt::format("off += {} * {}; }}", narrow(ix, "j"), b.lit(ds[bd + k])));
+    b.indent(-1);
   }
   b.line(fmt::format("{}[i] = {}[off];", b.param(out, true), b.param(data, false)));
   return b.finish(fmt::format(", {} index components, {} batch dims", last, bd));
@@ -442,7 +460,7 @@ StatusOr<Kernel> lower_gather_nd(const Node& n, int index) {
 // undefined), else by one thread in update order, so add/mul/max/min are exact and repeatable.
 // One block keeps the copy-then-scatter order inside a single launch; it is slow on large
 // tensors, which inference graphs rarely scatter into.
-StatusOr<Kernel> lower_scatter(const Node& n, int index) {
+StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
   const Value* data = n.input(0);
   const Value* ind = n.input(1);
   const Value* upd = n.input(2);
@@ -465,32 +483,38 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index) {
   CudaWriter w;
   w.raw_line(kernel_header(k));
   open_kernel(w, k, kMapBlock);
-  w.line("for (long long i = threadIdx.x; i < {}LL; i += blockDim.x) y0[i] = x0[i];", num_elements(dd));
+  const char* t = ix.type();
+  w.line("for ({} i = threadIdx.x; i < {}; i += blockDim.x) y0[i] = x0[i];", t, ix.lit(num_elements(dd)));
   w.line("__syncthreads();");
-  if (red == "none") w.open("for (long long u = threadIdx.x; u < {}LL; u += blockDim.x)", num_elements(dims(upd)));
-  else w.open("if (threadIdx.x == 0) for (long long u = 0; u < {}LL; ++u)", num_elements(dims(upd)));
-  w.line("long long off = 0;");
+  const std::string updates = ix.lit(num_elements(dims(upd)));
+  if (red == "none")
+    w.open("for ({} u = threadIdx.x; u < {}; u += blockDim.x)", t, updates);
+  else
+    w.open("if (threadIdx.x == 0) for ({} u = 0; u < {}; ++u)", t, updates);
+  w.line("{} off = 0;", t);
+  const std::string j = narrow(ix, "j");
   if (nd) {
     const int64_t kk = dims(ind).back();
     int64_t inner = 1;
     for (size_t d = static_cast<size_t>(kk); d < dd.size(); ++d) inner *= dd[d];
-    w.line("const long long pos = u / {}LL;", inner);
-    for (int64_t j = 0; j < kk; ++j)
-      w.line("{{ long long j = (long long)x1[pos * {}LL + {}LL]; if (j < 0) j += {}LL; off += j * {}LL; }}", kk, j,
-             dd[j], ds[j]);
-    w.line("off += u % {}LL;", inner);
+    w.line("const {} pos = u / {};", t, ix.lit(inner));
+    for (int64_t c = 0; c < kk; ++c)
+      w.line("{{ long long j = (long long)x1[pos * {} + {}]; if (j < 0) j += {}LL; off += {} * {}; }}",
+             ix.lit(kk), ix.lit(c), dd[c], j, ix.lit(ds[c]));
+    w.line("off += u % {};", ix.lit(inner));
   } else {
     const int64_t r = static_cast<int64_t>(dd.size());
     ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
     const Dims& id = dims(ind);
-    w.line("long long t = u;");
+    w.line("{} t = u;", t);
     for (int64_t d = r - 1; d >= 0; --d) {
       if (d == axis) {
-        w.line("{{ long long j = (long long)x1[u]; if (j < 0) j += {}LL; off += j * {}LL; }}", dd[d], ds[d]);
+        w.line("{{ long long j = (long long)x1[u]; if (j < 0) j += {}LL; off += {} * {}; }}", dd[d], j,
+               ix.lit(ds[d]));
       } else {
-        w.line("off += (t % {}LL) * {}LL;", id[d], ds[d]);
+        w.line("off += (t % {}) * {};", ix.lit(id[d]), ix.lit(ds[d]));
       }
-      if (d > 0) w.line("t /= {}LL;", id[d]);
+      if (d > 0) w.line("t /= {};", ix.lit(id[d]));
     }
   }
   const bool half = st == "__half" || st == "__nv_bfloat16";
@@ -512,9 +536,9 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index) {
 }
 
 // Dropout in inference mode with its mask requested: a copy, and a mask of all true.
-StatusOr<Kernel> lower_dropout_mask(const Node& n, int index) {
+StatusOr<Kernel> lower_dropout_mask(const Node& n, int index, IndexWidth ix) {
   const Value* out = n.output(0);
-  MapBuilder b(n, index, dims(out));
+  MapBuilder b(n, index, dims(out), ix);
   b.line(fmt::format("{}[i] = {}[i];", b.param(out, true), b.param(n.input(0), false)));
   b.line(fmt::format("{}[i] = true;", b.param(n.output(1), true)));
   return b.finish(", inference Dropout: copy and an all-true mask");
@@ -522,22 +546,22 @@ StatusOr<Kernel> lower_dropout_mask(const Node& n, int index) {
 
 }  // namespace
 
-StatusOr<Kernel> lower_map(const Node& n, int index) {
+StatusOr<Kernel> lower_map(const Node& n, int index, IndexWidth ix) {
   const std::string& op = n.op_type;
-  if (has_scalar_expr(n)) return lower_scalar(n, index);
-  if (op == "Trilu") return lower_trilu(n, index);
-  if (op == "Dropout") return lower_dropout_mask(n, index);
-  if (op == "ScatterElements" || op == "ScatterND") return lower_scatter(n, index);
-  if (op == "Transpose") return lower_transpose(n, index);
-  if (op == "Slice") return lower_slice(n, index);
-  if (op == "Expand") return lower_expand(n, index);
-  if (op == "Tile") return lower_tile(n, index);
-  if (op == "Pad") return lower_pad(n, index);
-  if (op == "Concat") return lower_concat(n, index);
-  if (op == "Split") return lower_split(n, index);
-  if (op == "Gather") return lower_gather(n, index);
-  if (op == "GatherElements") return lower_gather_elements(n, index);
-  if (op == "GatherND") return lower_gather_nd(n, index);
+  if (has_scalar_expr(n)) return lower_scalar(n, index, ix);
+  if (op == "Trilu") return lower_trilu(n, index, ix);
+  if (op == "Dropout") return lower_dropout_mask(n, index, ix);
+  if (op == "ScatterElements" || op == "ScatterND") return lower_scatter(n, index, ix);
+  if (op == "Transpose") return lower_transpose(n, index, ix);
+  if (op == "Slice") return lower_slice(n, index, ix);
+  if (op == "Expand") return lower_expand(n, index, ix);
+  if (op == "Tile") return lower_tile(n, index, ix);
+  if (op == "Pad") return lower_pad(n, index, ix);
+  if (op == "Concat") return lower_concat(n, index, ix);
+  if (op == "Split") return lower_split(n, index, ix);
+  if (op == "Gather") return lower_gather(n, index, ix);
+  if (op == "GatherElements") return lower_gather_elements(n, index, ix);
+  if (op == "GatherND") return lower_gather_nd(n, index, ix);
   return Status::internal(fmt::format("{}: lower_map has no rule", n.describe()));
 }
 

@@ -64,21 +64,21 @@ Segments merged(const Segments& s) {
 }
 
 // Offset expression of element `var` of the axes selected by `pick` (row-major over them).
-std::string offset_of(const Segments& original, bool pick, const std::string& var) {
+std::string offset_of(const Segments& original, bool pick, const std::string& var, const IndexWidth& ix) {
   const Segments s = merged(original);
   Dims st = strides_of(s.in);
   std::vector<size_t> axes;
   for (size_t d = 0; d < s.in.size(); ++d)
     if (s.reduced[d] == pick && s.in[d] > 1) axes.push_back(d);
-  if (axes.empty()) return "0LL";
+  if (axes.empty()) return ix.lit(0);
   std::string expr;
   int64_t inner = 1;
   for (size_t k = axes.size(); k-- > 0;) {
     const size_t d = axes[k];
     std::string c = var;
-    if (inner > 1) c = fmt::format("({} / {}LL)", c, inner);
-    if (k > 0) c = fmt::format("({} % {}LL)", c, s.in[d]);
-    std::string term = st[d] == 1 ? c : fmt::format("{} * {}LL", c, st[d]);
+    if (inner > 1) c = fmt::format("({} / {})", c, ix.lit(inner));
+    if (k > 0) c = fmt::format("({} % {})", c, ix.lit(s.in[d]));
+    std::string term = st[d] == 1 ? c : fmt::format("{} * {}", c, ix.lit(st[d]));
     expr = expr.empty() ? term : term + " + " + expr;
     inner *= s.in[d];
   }
@@ -101,8 +101,8 @@ int64_t block_size(Mapping m, const Segments& s) {
 
 class SegmentKernel {
  public:
-  SegmentKernel(const Node& n, int index, Segments seg, Mapping m, const char* kind)
-      : n_(n), seg_(std::move(seg)), map_(m) {
+  SegmentKernel(const Node& n, int index, Segments seg, Mapping m, const char* kind, IndexWidth ix)
+      : n_(n), seg_(std::move(seg)), map_(m), ix_(ix) {
     k_.name = fmt::format("k{:03d}_{}_{}", index, kind, snake(n.op_type));
     k_.nodes = {&n};
     block_ = block_size(m, seg_);
@@ -131,6 +131,8 @@ class SegmentKernel {
     return fmt::format("{}{}[{}] = ({})({});", guard, p, off, st, val);
   }
   CudaWriter& w() { return body_; }
+  const IndexWidth& ix() const { return ix_; }
+  std::string lit(int64_t v) const { return ix_.lit(v); }
   const Segments& seg() const { return seg_; }
   Mapping mapping() const { return map_; }
 
@@ -139,8 +141,7 @@ class SegmentKernel {
   void reduce_pass(const std::string& ct, const std::string& acc, const std::string& init,
                    const std::string& op, const std::string& elem) {
     body_.line("{} {} = {};", ct, acc, init);
-    body_.open("for (long long r = lane; r < {}LL; r += step)", seg_.len);
-    body_.line("const long long off = base + {};", offset_of(seg_, true, "r"));
+    begin_loop();
     body_.line("{} = {}({}, {});", acc, op, acc, elem);
     body_.close();
     if (map_ == Mapping::kWarp) body_.line("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op);
@@ -158,8 +159,8 @@ class SegmentKernel {
   }
   // A loop over the segment; the caller writes the body, then calls end_loop().
   void begin_loop() {
-    body_.open("for (long long r = lane; r < {}LL; r += step)", seg_.len);
-    body_.line("const long long off = base + {};", offset_of(seg_, true, "r"));
+    body_.open("for ({0} r = lane; r < {1}; r += step)", ix_.type(), lit(seg_.len));
+    body_.line("const {} off = base + {};", ix_.type(), offset_of(seg_, true, "r", ix_));
   }
   void end_loop() { body_.close(); }
 
@@ -190,29 +191,30 @@ class SegmentKernel {
     }
     const std::string body = body_.text();
     const bool loops = body.find("lane") != std::string::npos;
+    const char* t = ix_.type();
     if (map_ == Mapping::kWarp) {
-      w.line("const long long o = (long long)blockIdx.x * {} + (threadIdx.x >> 5);", block_ / 32);
+      w.line("const {0} o = ({0})blockIdx.x * {1} + (threadIdx.x >> 5);", t, block_ / 32);
       w.line("const int lane = threadIdx.x & 31;");
       w.line("const int step = 32;");
     } else if (map_ == Mapping::kBlock) {
-      w.line("const long long o = blockIdx.x;");
+      w.line("const {} o = blockIdx.x;", t);
       w.line("const int lane = threadIdx.x;");
       w.line("const int step = {};", block_);
     } else if (map_ == Mapping::kTile) {
-      open_tile(w, "(long long)blockIdx.x", "o", seg_.count);
+      open_tile(w, fmt::format("({})blockIdx.x", t), "o", seg_.count, t);
     } else {
-      w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x;", block_);
+      w.line("const {0} o = ({0})blockIdx.x * {1} + threadIdx.x;", t, block_);
       if (loops) {
         w.line("const int lane = 0;");
         w.line("const int step = 1;");
       }
     }
     if (map_ != Mapping::kTile)
-      w.line("if (o >= {}LL) return;  // uniform per {}", seg_.count,
+      w.line("if (o >= {}) return;  // uniform per {}", lit(seg_.count),
              map_ == Mapping::kWarp    ? "warp"
              : map_ == Mapping::kBlock ? "block"
                                        : "thread");
-    w.line("const long long base = {};", offset_of(seg_, false, "o"));
+    w.line("const {} base = {};", t, offset_of(seg_, false, "o", ix_));
     const std::string& text = body;
     size_t start = 0;
     while (start < text.size()) {
@@ -235,6 +237,7 @@ class SegmentKernel {
   const Node& n_;
   Segments seg_;
   Mapping map_;
+  IndexWidth ix_;
   Kernel k_;
   int64_t block_;
   int ins_ = 0, outs_ = 0;
@@ -260,12 +263,12 @@ StatusOr<Segments> reduction_segments(const Node& n) {
   return make_segments(dims(x), red);
 }
 
-StatusOr<Kernel> lower_reduction(const Node& n, int index) {
+StatusOr<Kernel> lower_reduction(const Node& n, int index, IndexWidth ix) {
   const Value* x = n.input(0);
   const Value* y = n.output(0);
   const std::string& op = n.op_type;
   ASSIGN_OR_RETURN(Segments seg, reduction_segments(n));
-  SegmentKernel k(n, index, seg, choose_mapping(seg), "red");
+  SegmentKernel k(n, index, seg, choose_mapping(seg), "red", ix);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   const bool is_max = op == "ReduceMax" || op == "GlobalMaxPool", is_min = op == "ReduceMin";
@@ -298,14 +301,14 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index) {
 }
 
 // ArgMax / ArgMin: one thread per segment, first (or last) extreme index.
-StatusOr<Kernel> lower_arg(const Node& n, int index) {
+StatusOr<Kernel> lower_arg(const Node& n, int index, IndexWidth ix) {
   const Value* x = n.input(0);
   const int64_t r = static_cast<int64_t>(dims(x).size());
   ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
   std::vector<bool> red(r, false);
   red[axis] = true;
   Segments seg = make_segments(dims(x), red);
-  SegmentKernel k(n, index, seg, Mapping::kThread, "red");
+  SegmentKernel k(n, index, seg, Mapping::kThread, "red", ix);
   const std::string ct = compute_type(x->dtype);
   const bool last = n.attr_int("select_last_index", 0) != 0, is_max = n.op_type == "ArgMax";
   k.w().line("long long best = 0;");
@@ -331,10 +334,10 @@ StatusOr<Segments> softmax_segments(const Node& n) {
 }
 
 // Hardmax: 1 at the first maximum of each segment, 0 elsewhere; one thread per segment.
-StatusOr<Kernel> lower_hardmax(const Node& n, int index) {
+StatusOr<Kernel> lower_hardmax(const Node& n, int index, IndexWidth ix) {
   const Value* x = n.input(0);
   ASSIGN_OR_RETURN(Segments seg, softmax_segments(n));
-  SegmentKernel k(n, index, seg, Mapping::kThread, "row");
+  SegmentKernel k(n, index, seg, Mapping::kThread, "row", ix);
   const std::string ct = compute_type(x->dtype);
   k.w().line("long long best = 0;");
   k.w().line("{} bv = {};", ct, k.load(x, "base", ct));
@@ -350,10 +353,10 @@ StatusOr<Kernel> lower_hardmax(const Node& n, int index) {
 
 // ---- Softmax, LogSoftmax ------------------------------------------------------------------------
 
-StatusOr<Kernel> lower_softmax(const Node& n, int index) {
+StatusOr<Kernel> lower_softmax(const Node& n, int index, IndexWidth ix) {
   const Value* x = n.input(0);
   ASSIGN_OR_RETURN(Segments seg, softmax_segments(n));
-  SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
+  SegmentKernel k(n, index, seg, choose_mapping(seg), "row", ix);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   k.reduce_pass(ct, "mx", literal(-INFINITY, ct), "stitch_dev::Max()", v);
@@ -386,12 +389,12 @@ StatusOr<Segments> norm_segments(const Node& n) {
   return make_segments(dims(n.input(0)), red);
 }
 
-StatusOr<Kernel> lower_norm(const Node& n, int index) {
+StatusOr<Kernel> lower_norm(const Node& n, int index, IndexWidth ix) {
   const Value* x = n.input(0);
   const bool layer = n.op_type == "LayerNormalization";
   ASSIGN_OR_RETURN(int64_t axis, norm_axis(n));
   ASSIGN_OR_RETURN(Segments seg, norm_segments(n));
-  SegmentKernel k(n, index, seg, choose_mapping(seg), "row");
+  SegmentKernel k(n, index, seg, choose_mapping(seg), "row", ix);
   const std::string ct = compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   k.reduce_pass(ct, "sum", literal(0, ct), "stitch_dev::Sum()", v);
@@ -410,19 +413,19 @@ StatusOr<Kernel> lower_norm(const Node& n, int index) {
       // Offset of element r of the normalized block inside the parameter.
       Dims ns = strides_of(norm);
       bool same = s == ns;
-      off = same ? "r" : "0LL";
+      off = same ? "r" : k.lit(0);
       if (!same) {
         off.clear();
         for (size_t d = 0; d < norm.size(); ++d) {
           if (s[d] == 0 || norm[d] == 1) continue;
-          std::string c = fmt::format("((r / {}LL) % {}LL)", ns[d], norm[d]);
+          std::string c = fmt::format("((r / {}) % {})", k.lit(ns[d]), k.lit(norm[d]));
           if (!off.empty()) off += " + ";
-          off += fmt::format("{} * {}LL", c, s[d]);
+          off += fmt::format("{} * {}", c, k.lit(s[d]));
         }
-        if (off.empty()) off = "0LL";
+        if (off.empty()) off = k.lit(0);
       }
     } else {
-      off = fmt::format("(o % {}LL)", dims(x)[1]);
+      off = fmt::format("(o % {})", k.lit(dims(x)[1]));
     }
     return k.load(p, off, ct);
   };
@@ -439,7 +442,7 @@ StatusOr<Kernel> lower_norm(const Node& n, int index) {
 
 // ---- CumSum -------------------------------------------------------------------------------------
 
-StatusOr<Kernel> lower_cumsum(const Node& n, int index) {
+StatusOr<Kernel> lower_cumsum(const Node& n, int index, IndexWidth ix) {
   const Value* x = n.input(0);
   const int64_t r = static_cast<int64_t>(dims(x).size());
   if (!n.input(1) || !n.input(1)->is_constant())
@@ -448,13 +451,15 @@ StatusOr<Kernel> lower_cumsum(const Node& n, int index) {
   std::vector<bool> red(r, false);
   red[axis] = true;
   Segments seg = make_segments(dims(x), red);
-  SegmentKernel k(n, index, seg, Mapping::kThread, "scan");
+  SegmentKernel k(n, index, seg, Mapping::kThread, "scan", ix);
   const std::string ct = compute_type(x->dtype);
   const bool exclusive = n.attr_int("exclusive", 0) != 0, reverse = n.attr_int("reverse", 0) != 0;
   const int64_t stride = strides_of(dims(x))[axis];
   k.w().line("{} acc = 0;", ct);
-  k.w().open("for (long long j = 0; j < {}LL; ++j)", seg.len);
-  k.w().line("const long long off = base + ({}) * {}LL;", reverse ? fmt::format("{}LL - 1 - j", seg.len) : "j", stride);
+  const char* t = k.ix().type();
+  k.w().open("for ({} j = 0; j < {}; ++j)", t, k.lit(seg.len));
+  k.w().line("const {} off = base + ({}) * {};", t, reverse ? fmt::format("{} - 1 - j", k.lit(seg.len)) : "j",
+             k.lit(stride));
   k.w().line("const {} v = {};", ct, k.load(x, "off", ct));
   if (exclusive) {
     k.w().line("{}", k.store(n.output(0), "off", "acc"));
@@ -469,7 +474,7 @@ StatusOr<Kernel> lower_cumsum(const Node& n, int index) {
 
 // ---- MaxPool, AveragePool -------------------------------------------------------------------------
 
-StatusOr<Kernel> lower_pool(const Node& n, int index) {
+StatusOr<Kernel> lower_pool(const Node& n, int index, IndexWidth ix) {
   const Value* x = n.input(0);
   const Value* y = n.output(0);
   if (n.output(1)) return Status::user(fmt::format("{}: the Indices output is not supported by the back end", n.describe()));
@@ -492,36 +497,40 @@ StatusOr<Kernel> lower_pool(const Node& n, int index) {
   w.raw_line(kernel_header(k));
   const std::string st = storage_type(x->dtype);
   open_kernel(w, k, kMapBlock);
-  w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < {}LL; "
-         "i += (long long)gridDim.x * blockDim.x)", total);
+  const char* t = ix.type();
+  auto lit = [&](int64_t v) { return ix.lit(v); };
+  w.open(
+      "for ({0} i = ({0})blockIdx.x * blockDim.x + threadIdx.x; i < {1}; i += ({0})gridDim.x * blockDim.x)",
+      t, lit(total));
   const int64_t sp = win.spatial;
   const int64_t in_plane = num_elements(win.in), out_plane = num_elements(win.out);
-  w.line("const long long plane = i / {}LL;", out_plane);
-  w.line("long long t = i % {}LL;", out_plane);
+  w.line("const {} plane = i / {};", t, lit(out_plane));
+  w.line("{} t = i % {};", t, lit(out_plane));
   for (int64_t d = sp - 1; d >= 0; --d) {
-    w.line("const long long o{} = t % {}LL;", d, win.out[d]);
-    if (d > 0) w.line("t /= {}LL;", win.out[d]);
+    w.line("const {} o{} = t % {};", t, d, lit(win.out[d]));
+    if (d > 0) w.line("t /= {};", lit(win.out[d]));
   }
   w.line("{} acc = {};", ct, is_max ? literal(-INFINITY, ct) : literal(0, ct));
-  w.line("long long count = 0;");
+  w.line("{} count = 0;", t);
   Dims is = strides_of(win.in);
   for (int64_t d = 0; d < sp; ++d) {
-    w.open("for (long long k{0} = 0; k{0} < {1}LL; ++k{0})", d, win.kernel[d]);
-    w.line("const long long p{0} = o{0} * {1}LL + k{0} * {2}LL - {3}LL;", d, win.strides[d], win.dilations[d],
-           win.pad_begin[d]);
+    w.open("for ({0} k{1} = 0; k{1} < {2}; ++k{1})", t, d, lit(win.kernel[d]));
+    w.line("const {0} p{1} = o{1} * {2} + k{1} * {3} - {4};", t, d, lit(win.strides[d]),
+           lit(win.dilations[d]), lit(win.pad_begin[d]));
     if (include_pad && !is_max)
-      w.line("if (p{} >= {}LL) continue;  // beyond the explicit padding (ceil_mode overhang)", d,
-             win.in[d] + win.pad_end[d]);
+      w.line("if (p{} >= {}) continue;  // beyond the explicit padding (ceil_mode overhang)", d,
+             lit(win.in[d] + win.pad_end[d]));
   }
   std::string inside, off;
   for (int64_t d = 0; d < sp; ++d) {
-    inside += fmt::format("{0}p{1} >= 0 && p{1} < {2}LL", d ? " && " : "", d, win.in[d]);
-    off += fmt::format(" + p{} * {}LL", d, is[d]);
+    inside += fmt::format("{0}p{1} >= 0 && p{1} < {2}", d ? " && " : "", d, lit(win.in[d]));
+    off += fmt::format(" + p{} * {}", d, lit(is[d]));
   }
   if (include_pad && !is_max) w.line("++count;");
   w.open("if ({})", inside);
-  const std::string v = st == "__half" || st == "__nv_bfloat16" ? fmt::format("stitch_dev::cvt<float>(x0[plane * {}LL{}])", in_plane, off)
-                                                               : fmt::format("x0[plane * {}LL{}]", in_plane, off);
+  const std::string v = st == "__half" || st == "__nv_bfloat16"
+                            ? fmt::format("stitch_dev::cvt<float>(x0[plane * {}{}])", lit(in_plane), off)
+                            : fmt::format("x0[plane * {}{}]", lit(in_plane), off);
   w.line("const {} v = {};", ct, v);
   if (is_max) w.line("acc = stitch_dev::Max()(acc, v);");
   else w.line("acc += v;");
@@ -572,15 +581,15 @@ StatusOr<SegmentShape> segment_shape(const Node& n) {
   return s;
 }
 
-StatusOr<Kernel> lower_reduce(const Node& n, int index) {
+StatusOr<Kernel> lower_reduce(const Node& n, int index, IndexWidth ix) {
   const std::string& op = n.op_type;
-  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index);
-  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index);
-  if (op == "ArgMax" || op == "ArgMin") return lower_arg(n, index);
-  if (op == "Hardmax") return lower_hardmax(n, index);
-  if (op == "CumSum") return lower_cumsum(n, index);
-  if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, index);
-  return lower_reduction(n, index);
+  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index, ix);
+  if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index, ix);
+  if (op == "ArgMax" || op == "ArgMin") return lower_arg(n, index, ix);
+  if (op == "Hardmax") return lower_hardmax(n, index, ix);
+  if (op == "CumSum") return lower_cumsum(n, index, ix);
+  if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, index, ix);
+  return lower_reduction(n, index, ix);
 }
 
 }  // namespace stitch::codegen

@@ -29,7 +29,8 @@ constexpr int64_t kTransposeMinSide = 16;
 
 }  // namespace
 
-std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std::vector<int64_t>& perm) {
+std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std::vector<int64_t>& perm,
+                                            IndexWidth ix) {
   const Value* x = n.input(0);
   const Value* y = n.output(0);
   const Dims& in = dims(x);
@@ -77,31 +78,33 @@ std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std:
   w.line("const {0}* __restrict__ src = reinterpret_cast<const {0}*>(x0);", bits);
   w.line("{0}* __restrict__ dst = reinterpret_cast<{0}*>(y0);", bits);
   w.line("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};", kTransposeTile);
-  w.open("for (long long t = blockIdx.x; t < {}LL; t += gridDim.x)", tiles);
-  w.line("const long long i0 = (t % {}LL) * {}LL;", ti, kTransposeTile);
-  w.line("const long long p0 = ((t / {}LL) % {}LL) * {}LL;", ti, tp, kTransposeTile);
-  w.line("long long plane = t / {}LL;", ti * tp);
+  const char* t = ix.type();
+  auto lit = [&](int64_t v) { return ix.lit(v); };
+  w.open("for ({0} t = blockIdx.x; t < {1}; t += gridDim.x)", t, lit(tiles));
+  w.line("const {} i0 = (t % {}) * {};", t, lit(ti), lit(kTransposeTile));
+  w.line("const {} p0 = ((t / {}) % {}) * {};", t, lit(ti), lit(tp), lit(kTransposeTile));
+  w.line("{} plane = t / {};", t, lit(ti * tp));
   // The plane's offsets in the input and the output, from its coordinates (output order).
-  std::string in_base = "0LL", out_base = "0LL";
+  std::string in_base = lit(0), out_base = lit(0);
   for (int64_t d = r - 1; d >= 0; --d) {
     if (d == kp || d == kq || out[d] == 1) continue;
-    w.line("const long long c{0} = plane % {1}LL;", d, out[d]);
-    w.line("plane /= {}LL;", out[d]);
-    in_base += fmt::format(" + c{} * {}LL", d, in_strides[perm[d]]);
-    out_base += fmt::format(" + c{} * {}LL", d, out_strides[d]);
+    w.line("const {} c{} = plane % {};", t, d, lit(out[d]));
+    w.line("plane /= {};", lit(out[d]));
+    in_base += fmt::format(" + c{} * {}", d, lit(in_strides[perm[d]]));
+    out_base += fmt::format(" + c{} * {}", d, lit(out_strides[d]));
   }
-  w.line("const long long in_base = {};", in_base);
-  w.line("const long long out_base = {};", out_base);
+  w.line("const {} in_base = {};", t, in_base);
+  w.line("const {} out_base = {};", t, out_base);
   w.comment("read: rows of the input's inner axis (i), one row per p");
   w.open("for (int k = ty; k < {}; k += {})", kTransposeTile, kMapBlock / kTransposeTile);
-  w.line("const long long p = p0 + k, i = i0 + tx;");
-  w.line("if (p < {}LL && i < {}LL) tile[k][tx] = src[in_base + p * {}LL + i];", P, I, sp);
+  w.line("const {} p = p0 + k, i = i0 + tx;", t);
+  w.line("if (p < {} && i < {}) tile[k][tx] = src[in_base + p * {} + i];", lit(P), lit(I), lit(sp));
   w.close();
   w.line("__syncthreads();");
   w.comment("write: rows of the output's inner axis (p), one row per i");
   w.open("for (int k = ty; k < {}; k += {})", kTransposeTile, kMapBlock / kTransposeTile);
-  w.line("const long long i = i0 + k, p = p0 + tx;");
-  w.line("if (p < {}LL && i < {}LL) dst[out_base + i * {}LL + p] = tile[tx][k];", P, I, so);
+  w.line("const {} i = i0 + k, p = p0 + tx;", t);
+  w.line("if (p < {} && i < {}) dst[out_base + i * {} + p] = tile[tx][k];", lit(P), lit(I), lit(so));
   w.close();
   w.line("__syncthreads();  // the tile is read before the next one overwrites it");
   w.close();

@@ -1,6 +1,8 @@
 // MapBuilder: the element-parallel kernel skeleton of the per-node lowerings (lower_map.cc).
-// One thread per element of an iteration domain in a grid-stride loop; the flat index i is split into coordinates c0..cR-1 only as far
-// as some operand needs them; callers add parameters, loads, body lines and stores.
+// One thread per element of an iteration domain in a grid-stride loop; the flat index i is split into
+// coordinates c0..cR-1 only as far as some operand needs them; callers add parameters, loads, body lines and
+// stores. The index arithmetic is int or long long (`ix`, kernel.h's IndexWidth); callers write their own
+// offsets and literals in it through ix() and lit().
 #pragma once
 
 #include <fmt/format.h>
@@ -20,9 +22,10 @@ namespace stitch::codegen {
 
 class MapBuilder {
  public:
-  MapBuilder(const Node& n, int index, Dims domain)
-      : MapBuilder(fmt::format("k{:03d}_map_{}", index, snake(n.op_type)), {&n}, std::move(domain)) {}
-  MapBuilder(std::string name, std::vector<const Node*> nodes, Dims domain) : domain_(std::move(domain)) {
+  MapBuilder(const Node& n, int index, Dims domain, IndexWidth ix)
+      : MapBuilder(fmt::format("k{:03d}_map_{}", index, snake(n.op_type)), {&n}, std::move(domain), ix) {}
+  MapBuilder(std::string name, std::vector<const Node*> nodes, Dims domain, IndexWidth ix)
+      : domain_(std::move(domain)), ix_(ix) {
     k_.name = std::move(name);
     k_.nodes = std::move(nodes);
     uses_.assign(domain_.size(), false);
@@ -46,17 +49,19 @@ class MapBuilder {
     uses_i_ = true;
     return "i";
   }
+  const IndexWidth& ix() const { return ix_; }
+  std::string lit(int64_t v) const { return ix_.lit(v); }
   // base + sum(c_d * stride_d); "i" when that is the flat index itself.
   std::string affine(int64_t base, const Dims& strides) {
     if (base == 0 && strides == ops::strides_of(domain_)) return flat();
     std::string s;
     for (size_t d = 0; d < strides.size(); ++d) {
       if (strides[d] == 0 || domain_[d] == 1) continue;
-      std::string term = strides[d] == 1 ? coord(d) : fmt::format("{} * {}LL", coord(d), strides[d]);
+      std::string term = strides[d] == 1 ? coord(d) : fmt::format("{} * {}", coord(d), lit(strides[d]));
       if (!s.empty()) s += " + ";
       s += term;
     }
-    if (base != 0 || s.empty()) s = s.empty() ? fmt::format("{}LL", base) : fmt::format("{}LL + {}", base, s);
+    if (base != 0 || s.empty()) s = s.empty() ? lit(base) : fmt::format("{} + {}", lit(base), s);
     return s;
   }
   // Loads v[offset] converted to its compute type.
@@ -85,9 +90,11 @@ class MapBuilder {
     CudaWriter w;
     w.raw_line(kernel_header(k_));
     open_kernel(w, k_, kMapBlock);
-    w.line("const long long n = {}LL;", n);
-    w.open("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-           "i += (long long)gridDim.x * blockDim.x)");
+    const char* t = ix_.type();
+    w.line("const {} n = {};", t, lit(n));
+    w.open(
+        "for ({0} i = ({0})blockIdx.x * blockDim.x + threadIdx.x; i < n; i += ({0})gridDim.x * blockDim.x)",
+        t);
     if (n == 0) {
       w.comment("empty domain: nothing to compute");
     } else {
@@ -110,22 +117,24 @@ class MapBuilder {
       if (uses_[d]) { lowest = static_cast<int>(d); break; }
     if (lowest < 0) return;
     const int r = static_cast<int>(domain_.size());
+    const char* t = ix_.type();
     if (lowest == r - 1 && r == 1) {
-      w.line("const long long c0 = i;");
+      w.line("const {} c0 = i;", t);
       return;
     }
-    w.line("long long t = i;");
+    w.line("{} t = i;", t);
     for (int d = r - 1; d >= lowest; --d) {
       if (d == 0) {
-        w.line("const long long c0 = t;");
+        w.line("const {} c0 = t;", t);
         break;
       }
-      if (uses_[d]) w.line("const long long c{} = t % {}LL;", d, domain_[d]);
-      if (d > lowest) w.line("t /= {}LL;", domain_[d]);
+      if (uses_[d]) w.line("const {} c{} = t % {};", t, d, lit(domain_[d]));
+      if (d > lowest) w.line("t /= {};", lit(domain_[d]));
     }
   }
 
   Dims domain_;
+  IndexWidth ix_;
   Kernel k_;
   std::vector<bool> uses_;
   bool uses_i_ = false;

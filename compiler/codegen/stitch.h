@@ -120,16 +120,10 @@ struct StitchInfo {
 // group's values read outside it); the reason when not (a user-facing Status).
 StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored);
 
-// Stitched kernels index in 32 bits (int offsets, coordinates and loop counters; fewer registers
-// and no 64-bit multiplies or divisions) when every tensor they touch has at most this many
-// elements: an index, its products with strides and a grid-stride loop's next index (at most
-// 2^22 past the last: kMaxMapBlocks x kMapBlock x 4 lanes) then stay below 2^31. Larger ones
-// index in 64 bits.
-inline constexpr int64_t kIndex32Limit = int64_t{1} << 30;
-
 // The kernel for such a group. `cache` lets a row kernel keep a value read by several passes in
-// shared memory (the cost model's choice). `index32_limit`: tests lower it to get the 64-bit
-// form of a small kernel.
+// shared memory (the cost model's choice). It indexes in 32 bits when its tensors have at most
+// `index32_limit` elements (kernel.h's kIndex32Limit); tests lower it to get the 64-bit form of a
+// small kernel.
 StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored,
                                 int index, bool cache = true, int64_t index32_limit = kIndex32Limit);
 

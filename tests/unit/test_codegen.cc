@@ -168,7 +168,8 @@ TEST_CASE("schedules of the shipped models: plan verified, buffers placed, outpu
 
 TEST_CASE("golden kernels: layer norm and softmax of bert_tiny", "[codegen][golden]") {
   // To accept an intended change: stitchc compile models/bert_tiny/model.onnx -o /tmp/b
-  //   --shape batch=2 --shape sequence=16 --no-nvcc --no-emu, then copy the two files here.
+  //   --shape batch=2 --shape sequence=16 --no-nvcc --no-emu --fusion none, then copy the two files
+  //   here.
   auto g = test::prepared_model("bert_tiny");
   auto s = build_schedule(*g);
   REQUIRE(s.is_ok());

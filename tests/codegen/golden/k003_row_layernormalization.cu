@@ -10,27 +10,27 @@
 #include "stitch_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(256) k003_row_layernormalization(const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ x2, float* __restrict__ y0) {
-  const long long o = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  const int o = (int)blockIdx.x * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   const int step = 32;
-  if (o >= 32LL) return;  // uniform per warp
-  const long long base = o * 64LL;
+  if (o >= 32) return;  // uniform per warp
+  const int base = o * 64;
   float sum = 0.0f;
-  for (long long r = lane; r < 64LL; r += step) {
-    const long long off = base + r;
+  for (int r = lane; r < 64; r += step) {
+    const int off = base + r;
     sum = stitch_dev::Sum()(sum, x0[off]);
   }
   sum = stitch_dev::warp_reduce(sum, stitch_dev::Sum());
   const float mean = sum / (float)64;
   float sq = 0.0f;
-  for (long long r = lane; r < 64LL; r += step) {
-    const long long off = base + r;
+  for (int r = lane; r < 64; r += step) {
+    const int off = base + r;
     sq = stitch_dev::Sum()(sq, (x0[off] - mean) * (x0[off] - mean));
   }
   sq = stitch_dev::warp_reduce(sq, stitch_dev::Sum());
   const float rstd = sqrtf((float)1 / (sq / (float)64 + 1e-12f));
-  for (long long r = lane; r < 64LL; r += step) {
-    const long long off = base + r;
+  for (int r = lane; r < 64; r += step) {
+    const int off = base + r;
     y0[off] = (float)((x0[off] - mean) * rstd * x1[r] + x2[r]);
   }
 }

@@ -8,26 +8,26 @@
 #include "stitch_device.cuh"
 
 extern "C" __global__ void __launch_bounds__(256) k017_row_softmax(const float* __restrict__ x0, float* __restrict__ y0) {
-  const long long o = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  const int o = (int)blockIdx.x * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   const int step = 32;
-  if (o >= 128LL) return;  // uniform per warp
-  const long long base = o * 16LL;
+  if (o >= 128) return;  // uniform per warp
+  const int base = o * 16;
   float mx = __int_as_float(0xff800000);
-  for (long long r = lane; r < 16LL; r += step) {
-    const long long off = base + r;
+  for (int r = lane; r < 16; r += step) {
+    const int off = base + r;
     mx = stitch_dev::Max()(mx, x0[off]);
   }
   mx = stitch_dev::warp_reduce(mx, stitch_dev::Max());
   float sum = 0.0f;
-  for (long long r = lane; r < 16LL; r += step) {
-    const long long off = base + r;
+  for (int r = lane; r < 16; r += step) {
+    const int off = base + r;
     sum = stitch_dev::Sum()(sum, expf(x0[off] - mx));
   }
   sum = stitch_dev::warp_reduce(sum, stitch_dev::Sum());
   const float inv = (float)1 / sum;
-  for (long long r = lane; r < 16LL; r += step) {
-    const long long off = base + r;
+  for (int r = lane; r < 16; r += step) {
+    const int off = base + r;
     y0[off] = (float)(expf(x0[off] - mx) * inv);
   }
 }
