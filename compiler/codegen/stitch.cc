@@ -223,7 +223,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     line(idx.level,
          fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
                      dd[axis]));
-    if (index32_) {
+    if (width_.narrow) {
       line(idx.level, fmt::format("const int {0}i = (int){0};", j));
       j += "i";
     }

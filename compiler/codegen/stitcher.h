@@ -90,15 +90,12 @@ class Stitcher {
   Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache,
            const std::string& part_name = "", int64_t index32_limit = kIndex32Limit)
       : nodes_(nodes), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
-    int64_t largest = num_elements(info.domain);
-    for (const Node* n : nodes) {
+    for (const Node* n : nodes)
       for (const Value* v : n->outputs)
         if (v) producer_[v] = n;
-      for (const auto* vs : {&n->inputs, &n->outputs})
-        for (const Value* v : *vs)
-          if (v && v->dims) largest = std::max(largest, num_elements(*v->dims));
-    }
-    index32_ = largest <= index32_limit && (!info.tile || info.tile->index_type() == "int");
+    width_ = index_width(nodes, index32_limit);
+    width_.narrow = width_.narrow && num_elements(info.domain) <= index32_limit &&
+                    (!info.tile || info.tile->index_type() == "int");
     k_.nodes = nodes;
     std::string first = snake(nodes.front()->op_type), last = snake(nodes.back()->op_type);
     k_.name =
@@ -123,13 +120,13 @@ class Stitcher {
   std::string block_index() const { return by_block("bid", "blockIdx.x"); }
   std::string block_count() const { return by_block("nblk", "gridDim.x"); }
   std::string by_block(const char* part, const char* whole) const {
-    if (part_) return index32_ ? fmt::format("(int){}", part) : part;
+    if (part_) return width_.narrow ? fmt::format("(int){}", part) : part;
     return fmt::format("({}){}", ix(), whole);
   }
   // The type of the kernel's index arithmetic, its literals' suffix, and such a literal.
-  const char* ix() const { return index32_ ? "int" : "long long"; }
-  const char* ll() const { return index32_ ? "" : "LL"; }
-  std::string lit(int64_t v) const { return fmt::format("{}{}", v, ll()); }
+  const char* ix() const { return width_.type(); }
+  const char* ll() const { return width_.suffix(); }
+  std::string lit(int64_t v) const { return width_.lit(v); }
 
   // ---- parameters, loads, stores ----
   std::string param(const Value* v, bool output) {
@@ -305,9 +302,9 @@ class Stitcher {
   const StitchInfo& info_;
   bool cache_allowed_;
   bool part_;
-  // Whether the kernel's index arithmetic is 32-bit: every tensor it touches has at most
-  // kIndex32Limit elements (and a tiled GEMM's offsets are int too).
-  bool index32_ = false;
+  // The kernel's index arithmetic: 32-bit when every tensor it touches has at most kIndex32Limit
+  // elements (and a tiled GEMM's offsets are int too).
+  IndexWidth width_;
   std::map<const Value*, const Node*> producer_;
   Kernel k_;
   int ins_ = 0, outs_ = 0, counter_ = 0, passes_ = 0;
