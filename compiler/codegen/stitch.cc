@@ -239,12 +239,30 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
   return Status::user(fmt::format("{} cannot be stitched", n.describe()));
 }
 
+std::optional<std::string> Stitcher::lane_key(const Node& n, const Coords& c) const {
+  const Dims& od = dims(n.output(0));
+  const std::optional<Coords> c0 = lane0_coords(c, static_cast<int>(c.size()) - 1, od.back());
+  if (!c0) return std::nullopt;
+  std::string key = fmt::format("{}@", static_cast<const void*>(&n));
+  for (const SExpr& e : *c0) key += e.s + ",";
+  return key;
+}
+
 StatusOr<SExpr> Stitcher::contraction(const Node& n, const Coords& c, const std::string& k) {
   const Value *a = n.input(0), *b = n.input(1);
   const Dims &ad = dims(a), &bd = dims(b), &od = dims(n.output(0));
   const int64_t len = ad.back();
   const std::string ct = compute_type(n.output(0)->dtype);
+  const std::string note = fmt::format("MatMul '{}'", n.name);
   const int level = static_cast<int>(scopes_.size());
+  // The 4 lanes of a vectorised element kernel share one loop where they can (lane_dots_).
+  if (vec_ && lane_ > 0)
+    if (auto key = lane_key(n, c); key && lane_dots_.count(*key))
+      return bind(k, ct, lane_dots_.at(*key)[lane_], 1, note);
+  std::optional<std::string> shared;
+  if (vec_ && lane_ == 0 && level == 2 && !producer_.count(b) && b->dtype == DType::kF32 && ct == "float" &&
+      bd.size() >= 2 && bd.back() == od.back())
+    shared = lane_key(n, c);
   const std::string step = fresh("kk");
   const SExpr kk{step, level};
   auto operand = [&](const Dims& d, bool is_a) {
@@ -259,7 +277,11 @@ StatusOr<SExpr> Stitcher::contraction(const Node& n, const Coords& c, const std:
   ASSIGN_OR_RETURN(std::optional<std::string> arow, a_row(n, aco, len));
   scopes_.emplace_back();
   auto ea = arow ? StatusOr<SExpr>(SExpr{fmt::format("{}{}]", *arow, step), level}) : at(a, aco);
-  auto eb = ea.is_ok() ? at(b, operand(bd, false)) : ea;
+  // Shared by the lanes: B's 4 columns of this step as one float4 (lane 0's column is a multiple
+  // of 4, and so is every row's start: B's rows are the product's columns, a multiple of 4 long).
+  auto eb = !ea.is_ok() ? ea
+            : shared    ? StatusOr<SExpr>(SExpr{flat_index(operand(bd, false), bd).s, level})
+                        : at(b, operand(bd, false));
   std::vector<std::string> body = std::move(scopes_.back().lines);
   scopes_.pop_back();
   if (!ea.is_ok()) return ea.status();
@@ -270,19 +292,37 @@ StatusOr<SExpr> Stitcher::contraction(const Node& n, const Coords& c, const std:
   for (const SExpr* e : {&*ea, &*eb})
     if (e->level < level) outer = std::max(outer, e->level);
   const std::string acc = fresh("dot");
-  line(outer, fmt::format("{} {} = ({})0;  // MatMul '{}': {} steps", ct, acc, ct, n.name, len));
-  // In a vectorised element kernel each of the 4 lanes runs its own loop over the same A row:
-  // unrolled, the compiler loads each A element once for the 4 (sm_90 PTX of bert_tiny's Q/K/V
-  // kernel: 835 loads for 768 multiply-adds unrolled, 2 per multiply-add as 16-step loops).
+  if (shared) {
+    STITCH_CHECK(outer == 1, "the lanes' shared loop of {} is not in the element loop", n.describe());
+    const std::array<std::string, 4> sums{acc + "x", acc + "y", acc + "z", acc + "w"};
+    line(1, fmt::format(
+                "float {} = 0.0f, {} = 0.0f, {} = 0.0f, {} = 0.0f;  // {}: {} steps, the 4 lanes' columns",
+                sums[0], sums[1], sums[2], sums[3], note, len));
+    line(1, fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1}) {{", ix(), step, lit(len)));
+    for (const std::string& l : body) line(1, "  " + l);
+    const std::string av = fresh("a"), bv = fresh("b");
+    line(1, fmt::format("  const float {} = {};", av, ea->s));
+    line(1, fmt::format("  const float4 {} = reinterpret_cast<const float4*>({})[({}) >> 2];", bv,
+                        param(b, false), eb->s));
+    for (int l = 0; l < 4; ++l) line(1, fmt::format("  {} += {} * {}.{};", sums[l], av, bv, "xyzw"[l]));
+    line(1, "}");
+    lane_dots_[*shared] = sums;
+    return bind(k, ct, sums[0], 1, note);
+  }
+  line(outer, fmt::format("{} {} = ({})0;  // {}: {} steps", ct, acc, ct, note, len));
+  // In a vectorised element kernel whose lanes cannot share a loop, each of the 4 runs its own
+  // loop over the same A row: unrolled, the compiler loads each A element once for the 4 (sm_90
+  // PTX of bert_tiny's Q/K/V kernel: 835 loads for 768 multiply-adds unrolled, 2 per multiply-add
+  // as 16-step loops).
   if (vec_ && len <= kUnrolledLaneContraction) line(outer, "#pragma unroll");
   line(outer, fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1}) {{", ix(), step, lit(len)));
   for (const std::string& l : body) line(outer, "  " + l);
   line(outer, fmt::format("  {} += {} * {};", acc, ea->s, eb->s));
   line(outer, "}");
-  return bind(k, ct, acc, outer, fmt::format("MatMul '{}'", n.name));
+  return bind(k, ct, acc, outer, note);
 }
 
-std::optional<std::string> Stitcher::vector_component(const Value* v, const Coords& c, const std::string& p) {
+std::optional<Coords> Stitcher::lane0_coords(const Coords& c, int kv, int64_t extent) const {
   const std::string& b0 = vec_base_;
   const std::string bl = lane_ == 0 ? b0 : fmt::format("({} + {})", b0, lit(lane_));
   auto replace_all = [](std::string x, const std::string& from, const std::string& to) {
@@ -290,14 +330,7 @@ std::optional<std::string> Stitcher::vector_component(const Value* v, const Coor
       x.replace(at, from.size(), to);
     return x;
   };
-  const Dims& vd = dims(v);
-  int kv = -1;
-  for (int k = static_cast<int>(vd.size()); k-- > 0;)
-    if (vd[k] != 1) {
-      kv = k;
-      break;
-    }
-  if (kv < 0 || vd[kv] % 4 != 0) return std::nullopt;
+  if (kv < 0 || extent % 4 != 0) return std::nullopt;
   Coords c0 = c;
   for (SExpr& e : c0) {
     if (lane_ > 0) e.s = replace_all(e.s, bl, b0);
@@ -321,6 +354,20 @@ std::optional<std::string> Stitcher::vector_component(const Value* v, const Coor
   if (c[kv].s != expect) return std::nullopt;
   for (int k = 0; k < static_cast<int>(c0.size()); ++k)
     if (k != kv && (c0[k].s.find(b0) != std::string::npos || c0[k].level > 1)) return std::nullopt;
+  return c0;
+}
+
+std::optional<std::string> Stitcher::vector_component(const Value* v, const Coords& c, const std::string& p) {
+  const Dims& vd = dims(v);
+  int kv = -1;
+  for (int k = static_cast<int>(vd.size()); k-- > 0;)
+    if (vd[k] != 1) {
+      kv = k;
+      break;
+    }
+  const std::optional<Coords> lane0 = lane0_coords(c, kv, kv < 0 ? 0 : vd[kv]);
+  if (!lane0) return std::nullopt;
+  const Coords& c0 = *lane0;
   std::string off0 = flat_index(c0, vd).s;
   if (off0.empty()) off0 = "0";
   if (vd == info_.domain && same(c0, vec_dom0_)) off0 = "i";

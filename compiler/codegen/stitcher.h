@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -203,6 +204,14 @@ class Stitcher {
   // depend on the step are computed in a scope of their own one level deeper (the loop body);
   // those that do not are hoisted to the level where they belong, before the loop.
   StatusOr<SExpr> contraction(const Node& n, const Coords& c, const std::string& k);
+  // In a vectorised element kernel, a product read by the 4 lanes at 4 neighbouring columns
+  // (its inner coordinate the domain's, maybe shifted by a multiple of 4, as vector_component
+  // requires) with B an f32 operand of the kernel whose columns are the product's: lane 0 runs one
+  // loop for the 4, each step loading A's element once and B's 4 columns as one float4, and the
+  // other lanes take their sums. `lane_key` is the product's key at lane 0's coordinates, from
+  // any lane's, when c has that form. Nothing (the loop per lane) otherwise.
+  std::optional<std::string> lane_key(const Node& n, const Coords& c) const;
+  StatusOr<std::optional<SExpr>> lanes_contraction(const Node& n, const Coords& c, const std::string& k);
   // Row kernels: for a product whose A row is cached (StitchInfo::a_row_cached) and pulled at
   // the row's own coordinates `aco` (the step last), a loop before the passes that computes A's
   // `len` values of this row into shared memory, once per kernel and row; returns the start of
@@ -236,6 +245,10 @@ class Stitcher {
   // lane 0 and every outer stride of v a multiple of its inner extent, so the start is aligned.)
   // Lanes 1-3 map their coordinates back to lane 0's to find the same load.
   std::optional<std::string> vector_component(const Value* v, const Coords& c, const std::string& p);
+  // Lane 0's coordinates from this lane's `c`, when axis `kv` (extent a multiple of 4) is read at
+  // the domain's inner coordinate shifted by a constant multiple of 4 and no other axis depends
+  // on it (vector_component's condition). Nothing otherwise.
+  std::optional<Coords> lane0_coords(const Coords& c, int kv, int64_t extent) const;
 
   // Whether an element kernel over `d` moves 4 elements per thread with 128-bit accesses: a
   // whole kernel (not a packed part) whose innermost extent is a multiple of 4 (so the 4 elements
@@ -319,6 +332,8 @@ class Stitcher {
   std::string vec_base_;  // the domain's inner coordinate at lane 0
   Coords vec_dom0_;       // the domain's coordinates at lane 0
   std::map<std::string, std::string> vec_loads_;  // "param@offset at lane 0" -> its float4/int4
+  // Products whose 4 lanes share one loop (lanes_contraction): lane 0's key -> the lanes' sums.
+  std::map<std::string, std::array<std::string, 4>> lane_dots_;
   std::string ws_type_ = "float";                 // element type of a split kernel's partials
   int64_t split_passes_ = 0;
   std::map<const Value*, std::string> cache_;

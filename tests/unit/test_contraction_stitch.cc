@@ -348,13 +348,41 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
     // outer: 21 outputs x 5 steps; inner: once per output and step of the outer loop, 6 steps each.
     CHECK(info->contraction_macs == Approx(21.0 * 5 + 21.0 * 5 * 6));
   }
-  SECTION("4 outputs a thread: each lane's loop unrolled up to 64 steps, so the lanes share A's loads") {
+  SECTION("4 outputs a thread: the 4 lanes share one loop, one A load and one float4 of B a step") {
+    // The product read at the domain's columns, and a Slice of it at columns shifted by 16 (a
+    // merged Q/K/V projection's third).
+    auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[6,40]
+  input %w: f32[40,48]
+  input %bias: f32[48]
+  const %st: i64[1] = [16]
+  const %en: i64[1] = [32]
+  const %ax: i64[1] = [1]
+  %m = MatMul(%x, %w) @"proj"
+  %y = Add(%m, %bias) @"bias"
+  %s = Slice(%y, %st, %en, %ax) @"third"
+  %r = Relu(%s) @"relu"
+  output %r
+})");
+    test::run_frontend_or_die(*g);
+    const codegen::Kernel kern = test::lower_whole_graph(*g);
+    INFO(kern.source);
+    REQUIRE_THAT(kern.mapping, Catch::Contains("one thread per 4 elements"));
+    CHECK_THAT(kern.source, Catch::Contains("// MatMul 'proj': 40 steps, the 4 lanes' columns"));
+    CHECK_THAT(kern.source,
+               Catch::Contains("reinterpret_cast<const float4*>(x1)[((kk0 * 48 + (16 + (i % 16)))) >> 2]"));
+    CHECK(kern.source.find("// MatMul 'proj': 40 steps\n") ==
+          std::string::npos);  // no loop of its own per lane
+    CHECK(test::one_group_matches_reference(*g, 21));
+  }
+  SECTION("4 outputs a thread, B computed in the kernel: each lane's loop, unrolled up to 64 steps") {
     for (const auto& [k, unrolled] : {std::pair{64, true}, {65, false}}) {
       INFO(k);
       auto g = test::parse_or_die(fmt::format(R"(graph "g" opset 18 {{
   input %x: f32[6,{0}]
-  input %w: f32[{0},16]
+  input %v: f32[{0},16]
   input %bias: f32[16]
+  %w = Neg(%v) @"neg"
   %m = MatMul(%x, %w) @"proj"
   %y = Add(%m, %bias) @"bias"
   output %y
@@ -364,6 +392,7 @@ TEST_CASE("contractions in element kernels: broadcast batch axes, nested product
       const codegen::Kernel kern = test::lower_whole_graph(*g);
       INFO(kern.source);
       REQUIRE_THAT(kern.mapping, Catch::Contains("one thread per 4 elements"));
+      CHECK(kern.source.find("the 4 lanes' columns") == std::string::npos);
       CHECK((kern.source.find("#pragma unroll\n    for (int kk") != std::string::npos) == unrolled);
       CHECK(test::one_group_matches_reference(*g, 21));
     }
