@@ -1,0 +1,270 @@
+// Kernels the planner must make for the shapes transformer and CNN exports have: the decomposed
+// transformer patterns (layer norm, RMSNorm + SiLU gate, rotary, scale + mask + softmax, bias +
+// GELU) one kernel each, a row kernel caching a value several passes read or recomputing it, and
+// element kernels moving 4 elements a thread with 128-bit accesses; and ptxas feedback keeping
+// node sets apart. All run on the emu backend against the reference interpreter. The planners
+// themselves and random graphs: test_fusion.cc.
+#include <fmt/format.h>
+
+#include "codegen/lower.h"
+#include "fusion_test_util.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+// The decomposed transformer patterns of PyTorch exports; each must be one kernel.
+const char* kDecomposedLayerNorm = R"(graph "ln" opset 18 {
+  input %x: f32[37,770]
+  input %res: f32[37,770]
+  input %bias: f32[770]
+  input %w: f32[770]
+  input %b: f32[770]
+  const %ax: i64[1] = [-1]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.00001]
+  %h = Add(%x, %bias) @"bias"
+  %hr = Add(%h, %res) @"residual"
+  %mu = ReduceMean(%hr, %ax) @"mean"
+  %d = Sub(%hr, %mu) @"sub"
+  %d2 = Pow(%d, %two) @"pow"
+  %var = ReduceMean(%d2, %ax) @"var"
+  %ve = Add(%var, %eps) @"add_eps"
+  %sd = Sqrt(%ve) @"sqrt"
+  %nx = Div(%d, %sd) @"div"
+  %sc = Mul(%nx, %w) @"mul_w"
+  %y = Add(%sc, %b) @"add_b"
+  output %y
+}
+)";
+const char* kRmsNormSiluGate = R"(graph "rms" opset 18 {
+  input %x: f32[2,16,64]
+  input %w: f32[64]
+  input %g: f32[2,16,64]
+  const %ax: i64[1] = [-1]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  %p = Pow(%x, %two) @"pow"
+  %m = ReduceMean(%p, %ax) @"mean"
+  %e = Add(%m, %eps) @"add_eps"
+  %s = Sqrt(%e) @"sqrt"
+  %r = Reciprocal(%s) @"rsqrt"
+  %n = Mul(%x, %r) @"norm"
+  %y = Mul(%w, %n) @"weight"
+  %sg = Sigmoid(%g) @"sigmoid"
+  %si = Mul(%g, %sg) @"silu"
+  %o = Mul(%si, %y) @"gate"
+  output %o
+}
+)";
+const char* kRotary = R"(graph "rope" opset 18 {
+  input %q: f32[2,16,4,16]
+  input %cos: f32[16,16]
+  input %sin: f32[16,16]
+  const %s0: i64[1] = [0]
+  const %s8: i64[1] = [8]
+  const %s16: i64[1] = [16]
+  const %a3: i64[1] = [3]
+  %t = Transpose(%q) {perm = ints[0, 2, 1, 3]} @"transpose"
+  %x1 = Slice(%t, %s0, %s8, %a3) @"slice_lo"
+  %x2 = Slice(%t, %s8, %s16, %a3) @"slice_hi"
+  %nx2 = Neg(%x2) @"neg"
+  %rot = Concat(%nx2, %x1) {axis = 3} @"cat"
+  %a = Mul(%t, %cos) @"mul_cos"
+  %b = Mul(%rot, %sin) @"mul_sin"
+  %y = Add(%a, %b) @"add"
+  output %y
+}
+)";
+const char* kScaleMaskSoftmax = R"(graph "attn" opset 18 {
+  input %s: f32[2,4,16,16]
+  input %mask: f32[2,1,1,16]
+  const %k: f32[] = [0.25]
+  const %one: f32[] = [1.0]
+  const %big: f32[] = [-10000.0]
+  %sc = Mul(%s, %k) @"scale"
+  %inv = Sub(%one, %mask) @"invert"
+  %mb = Mul(%inv, %big) @"mask_bias"
+  %z = Add(%sc, %mb) @"add_mask"
+  %p = Softmax(%z) {axis = -1} @"softmax"
+  output %p
+}
+)";
+const char* kBiasGelu = R"(graph "gelu" opset 18 {
+  input %x: f32[32,128]
+  input %b: f32[128]
+  const %half: f32[] = [0.5]
+  const %one: f32[] = [1.0]
+  const %rs2: f32[] = [0.70710678]
+  %h = Add(%x, %b) @"bias"
+  %u = Mul(%h, %rs2) @"scale"
+  %e = Erf(%u) @"erf"
+  %e1 = Add(%e, %one) @"add_one"
+  %hh = Mul(%h, %half) @"half"
+  %y = Mul(%hh, %e1) @"gelu"
+  output %y
+}
+)";
+
+}  // namespace
+
+TEST_CASE("transformer patterns are one kernel each: decomposed LN, RMSNorm + SiLU gate, rotary, scale+mask+softmax, "
+          "bias+GELU", "[fusion][emu]") {
+  int seed = 60;
+  for (const char* text : {kDecomposedLayerNorm, kRmsNormSiluGate, kRotary, kScaleMaskSoftmax, kBiasGelu}) {
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    INFO(text);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      auto plan = fusion::make_plan(*g, opts(mode));
+      REQUIRE(plan.is_ok());
+      INFO(fusion::explain(*plan));
+      CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+    }
+  }
+}
+
+TEST_CASE("a row kernel caches a value read by several passes in shared memory, or recomputes it", "[fusion][emu]") {
+  auto g = test::parse_or_die(kDecomposedLayerNorm);
+  test::run_frontend_or_die(*g);
+  const std::vector<const Node*> all = all_nodes(*g);
+  std::set<const Value*> stored;
+  stored.insert(g->nodes().back()->output(0));
+  auto cached = codegen::lower_stitched(all, stored, 0, true);
+  auto recomputed = codegen::lower_stitched(all, stored, 0, false);
+  REQUIRE(cached.is_ok());
+  REQUIRE(recomputed.is_ok());
+  CHECK(cached->source.find("__shared__ float cache0") != std::string::npos);
+  INFO(cached->source);
+  CHECK(cached->source.find("cached by an earlier pass") != std::string::npos);
+  CHECK(recomputed->source.find("cache0") == std::string::npos);
+  CHECK(cached->mapping.find("warp per row") != std::string::npos);
+}
+
+TEST_CASE("element kernels move 4 elements per thread with 128-bit accesses when the inner extent allows",
+          "[fusion][emu]") {
+  struct Case {
+    const char* name;
+    const char* text;
+    int vector_loads;  // float4/int4 loads in the source; -1: not vectorized
+    int vector_stores;
+  };
+  const Case cases[] = {
+      // Residual, bias, activation; two stored values. The bias is broadcast over the rows, but
+      // its 4 elements under a vector are consecutive: one float4 as well.
+      {"residual_bias_relu", R"(graph "g" opset 18 {
+  input %x: f32[8,64]
+  input %y: f32[8,64]
+  input %b: f32[64]
+  %s = Add(%x, %y) @"residual"
+  %t = Add(%s, %b) @"bias"
+  %r = Relu(%t) @"relu"
+  output %s
+  output %r
+})",
+       3, 2},
+      // Column slices of a merged GEMM's output (SiLU gate): both halves start at a multiple of 4
+      // and are read as float4; a slice starting at column 2 is not.
+      {"gate_slices", R"(graph "g" opset 18 {
+  input %x: f32[2,16,256]
+  const %s0: i64[1] = [0]
+  const %s1: i64[1] = [128]
+  const %s2: i64[1] = [256]
+  const %o0: i64[1] = [2]
+  const %o1: i64[1] = [130]
+  const %ax: i64[1] = [-1]
+  %g = Slice(%x, %s0, %s1, %ax) @"gate"
+  %u = Slice(%x, %s1, %s2, %ax) @"up"
+  %m = Slice(%x, %o0, %o1, %ax) @"odd"
+  %sg = Sigmoid(%g) @"sigmoid"
+  %a = Mul(%g, %sg) @"silu"
+  %b = Mul(%a, %u) @"gated"
+  %c = Add(%b, %m) @"plus_odd"
+  output %c
+})",
+       2, 1},
+      // int32 in, f16 out: vector loads, scalar stores.
+      {"int_to_half", R"(graph "g" opset 18 {
+  input %x: i32[3,4,8]
+  input %y: i32[3,4,8]
+  %s = Add(%x, %y) @"add"
+  %h = Cast(%s) {to = 10} @"to_half"
+  output %h
+})",
+       2, 0},
+      // A Concat along the inner axis whose boundary (5) falls inside a vector: each lane selects.
+      {"concat_inner", R"(graph "g" opset 18 {
+  input %x: f32[4,5]
+  input %y: f32[4,7]
+  input %z: f32[4,12]
+  %c = Concat(%x, %y) {axis = 1} @"cat"
+  %s = Mul(%c, %z) @"mul"
+  output %s
+})",
+       1, 1},
+      // Inner extent 6: one element per thread.
+      {"inner_six", R"(graph "g" opset 18 {
+  input %x: f32[10,6]
+  input %y: f32[10,6]
+  %s = Sub(%x, %y) @"sub"
+  %e = Exp(%s) @"exp"
+  output %e
+})",
+       -1, 0},
+  };
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto g = test::parse_or_die(c.text);
+    test::run_frontend_or_die(*g);
+    const std::vector<const Node*> all = all_nodes(*g);
+    const auto users = g->users();
+    auto k = codegen::lower_stitched(all, codegen::group_outputs(*g, users, all), 0);
+    REQUIRE(k.is_ok());
+    INFO(k->source);
+    auto count = [&](const std::string& what) {
+      size_t hits = 0;
+      for (size_t at = k->source.find(what); at != std::string::npos; at = k->source.find(what, at + 1))
+        ++hits;
+      return static_cast<int>(hits);
+    };
+    const int loads = count("reinterpret_cast<const float4*>") + count("reinterpret_cast<const int4*>");
+    const int stores = count("reinterpret_cast<float4*>") + count("reinterpret_cast<int4*>");
+    if (c.vector_loads < 0) {
+      CHECK(loads + stores == 0);
+      CHECK(k->mapping.find("one thread per element") != std::string::npos);
+    } else {
+      CHECK(loads == c.vector_loads);
+      CHECK(stores == c.vector_stores);
+      CHECK(k->mapping.find("one thread per 4 elements") != std::string::npos);
+    }
+    CHECK(test::one_group_matches_reference(*g, seed++, kEmuF16Output));
+  }
+}
+
+TEST_CASE("ptxas feedback: node sets kept apart are never in one group, and their groups not packed",
+          "[fusion][emu]") {
+  auto g = test::parse_or_die(kBiasGelu);
+  test::run_frontend_or_die(*g);
+  std::set<std::string> all;
+  for (const auto& n : g->nodes()) all.insert(n->name);
+  fusion::FusionOptions o = opts("beam");
+  auto one = fusion::make_plan(*g, o);
+  REQUIRE(one.is_ok());
+  REQUIRE(one->cost.kernels == 1);
+  o.keep_apart.push_back(all);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    o.mode = mode;
+    auto plan = fusion::make_plan(*g, o);
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    CHECK(plan->cost.kernels >= 2);
+    for (const auto& grp : plan->groups) CHECK(grp.nodes.size() < all.size());
+    CHECK(fusion::explain(*plan).find("they are kept apart") != std::string::npos);
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
+    test::emu_matches_reference(*g, &groups, 53, kEmuF32, &packs, plan->gemm_folds);
+  }
+}
