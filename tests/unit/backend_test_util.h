@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <regex>
+#include <sstream>
 
 #include "codegen/artifact.h"
 #include "codegen/schedule.h"
@@ -18,6 +20,22 @@
 #include "test_util.h"
 
 namespace stitch::test {
+
+// Integer literals with the 64-bit suffix in a kernel's text, outside lines holding any of
+// `keep` (those that stay 64-bit by design, such as an index read from an index tensor).
+inline size_t wide_literals(const std::string& src, const std::vector<std::string>& keep) {
+  static const std::regex lit(R"(\b\d+LL\b)");
+  size_t n = 0;
+  std::istringstream in(src);
+  for (std::string line; std::getline(in, line);) {
+    bool kept = false;
+    for (const std::string& k : keep) kept = kept || line.find(k) != std::string::npos;
+    if (!kept)
+      n += static_cast<size_t>(
+          std::distance(std::sregex_iterator(line.begin(), line.end(), lit), std::sregex_iterator()));
+  }
+  return n;
+}
 
 // models/NAME imported and run through the front end, dynamic inputs bound from test_data_set_0.
 inline std::unique_ptr<Graph> prepared_model(const std::string& name) {

@@ -5,8 +5,6 @@
 // the limit gets).
 #include <fmt/format.h>
 
-#include <regex>
-
 #include "codegen/stitch.h"
 #include "fusion_test_util.h"
 
@@ -15,19 +13,8 @@ namespace {
 
 using test::opts;
 
-// Integer literals with the 64-bit suffix outside a Gather's raw index (which stays 64-bit until
-// it is known in range) and scalar_ops' integer values.
-size_t wide_literals(const std::string& src) {
-  static const std::regex lit(R"(\b\d+LL\b)");
-  size_t n = 0;
-  std::istringstream in(src);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("long long g") != std::string::npos || line.find("if (g") != std::string::npos) continue;
-    n += static_cast<size_t>(
-        std::distance(std::sregex_iterator(line.begin(), line.end(), lit), std::sregex_iterator()));
-  }
-  return n;
-}
+// A Gather's raw index stays 64-bit until it is known in range, as do scalar_ops' integer values.
+const std::vector<std::string> kWide = {"long long g", "if (g"};
 
 // Plans `g`, checks that every stitched kernel indexes in 32 bits, then runs it on emu against
 // the reference as planned and again with each stitched kernel's text in its 64-bit form.
@@ -46,7 +33,7 @@ std::string both_forms_match(const Graph& g, uint32_t seed, const Tolerance& tol
       if (k.scheme == "single node") continue;
       INFO(k.source);
       CHECK(k.source.find("for (long long") == std::string::npos);
-      CHECK(wide_literals(k.source) == 0);
+      CHECK(test::wide_literals(k.source, kWide) == 0);
       ++narrow;
     }
   };

@@ -13,21 +13,9 @@
 namespace stitch {
 namespace {
 
-// 64-bit integer literals outside the lines that must stay 64-bit: an index read from an index
-// tensor until it is checked in range (`j`), ArgMax's result, integer reductions' initial values.
-size_t wide_literals(const std::string& src) {
-  static const std::regex lit(R"(\b\d+LL\b)");
-  size_t n = 0;
-  std::istringstream in(src);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("long long j") != std::string::npos || line.find("if (j") != std::string::npos ||
-        line.find("9223372036854775807LL") != std::string::npos)
-      continue;
-    n += static_cast<size_t>(
-        std::distance(std::sregex_iterator(line.begin(), line.end(), lit), std::sregex_iterator()));
-  }
-  return n;
-}
+// Lines that stay 64-bit: an index read from an index tensor until it is checked in range (`j`),
+// integer reductions' initial values.
+const std::vector<std::string> kWide = {"long long j", "if (j", "9223372036854775807LL"};
 
 // Runs `g` unfused on emu against the reference twice: as lowered, checking that every kernel
 // indexes in 32 bits, and with every kernel's text replaced by its 64-bit form. Returns the
@@ -41,7 +29,7 @@ std::string both_forms_match(const Graph& g, uint32_t seed) {
       CHECK(k.scheme == "single node");
       CHECK(k.source.find("for (long long") == std::string::npos);
       CHECK_FALSE(std::regex_search(k.source, std::regex(R"(const long long \w+ =)")));
-      CHECK(wide_literals(k.source) == 0);
+      CHECK(test::wide_literals(k.source, kWide) == 0);
       ++narrow;
     }
   };
