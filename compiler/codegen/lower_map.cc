@@ -459,7 +459,9 @@ StatusOr<Kernel> lower_gather_nd(const Node& n, int index, IndexWidth ix) {
 // applies the updates: in parallel when reduction is "none" (ONNX leaves duplicate indices
 // undefined), else by one thread in update order, so add/mul/max/min are exact and repeatable.
 // One block keeps the copy-then-scatter order inside a single launch; it is slow on large
-// tensors, which inference graphs rarely scatter into.
+// tensors, which inference graphs rarely scatter into. An update whose index is out of range
+// after wrapping a negative one is skipped: ONNX leaves it undefined, and its write would land
+// outside the output, in another buffer of the arena (the reference interpreter reports it).
 StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
   const Value* data = n.input(0);
   const Value* ind = n.input(1);
@@ -499,8 +501,10 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
     for (size_t d = static_cast<size_t>(kk); d < dd.size(); ++d) inner *= dd[d];
     w.line("const {} pos = u / {};", t, ix.lit(inner));
     for (int64_t c = 0; c < kk; ++c)
-      w.line("{{ long long j = (long long)x1[pos * {} + {}]; if (j < 0) j += {}LL; off += {} * {}; }}",
-             ix.lit(kk), ix.lit(c), dd[c], j, ix.lit(ds[c]));
+      w.line(
+          "{{ long long j = (long long)x1[pos * {} + {}]; if (j < 0) j += {}LL; "
+          "if (j < 0 || j >= {}LL) continue; off += {} * {}; }}",
+          ix.lit(kk), ix.lit(c), dd[c], dd[c], j, ix.lit(ds[c]));
     w.line("off += u % {};", ix.lit(inner));
   } else {
     const int64_t r = static_cast<int64_t>(dd.size());
@@ -509,8 +513,10 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
     w.line("{} t = u;", t);
     for (int64_t d = r - 1; d >= 0; --d) {
       if (d == axis) {
-        w.line("{{ long long j = (long long)x1[u]; if (j < 0) j += {}LL; off += {} * {}; }}", dd[d], j,
-               ix.lit(ds[d]));
+        w.line(
+            "{{ long long j = (long long)x1[u]; if (j < 0) j += {}LL; if (j < 0 || j >= {}LL) continue; "
+            "off += {} * {}; }}",
+            dd[d], dd[d], j, ix.lit(ds[d]));
       } else {
         w.line("off += (t % {}) * {};", ix.lit(id[d]), ix.lit(ds[d]));
       }
