@@ -67,8 +67,8 @@ int run_compile(const CompileArgs& a) {
   // more than --max-registers is planned again with its nodes kept apart (a packed one with its
   // groups unpacked first), at most kMaxReplans times.
   // The unfused baseline of --report-json is the graph as imported; then the rewrites before
-  // planning (fusion/rewrites.h: Gemms as MatMuls, sibling GEMMs merged, Splits as Slices, row
-  // scales past GEMMs), each named in the plan.
+  // planning (fusion/rewrites.h: Gemms as MatMuls, sibling GEMMs merged, Splits and constant
+  // Gathers as Slices, row scales past GEMMs), each named in the plan.
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
   fusion::RewriteSwitches switches;
   switches.gemms_as_matmuls = !a.no_gemms_as_matmuls;

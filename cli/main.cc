@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   compile->add_option(
       "--no-fuse", ca.no_fuse,
       "keep this node (by name) out of every fused group and every graph rewrite (sibling GEMM "
-      "merge, Splits as Slices, row scales past GEMMs); repeatable");
+      "merge, Splits and constant Gathers as Slices, row scales past GEMMs); repeatable");
   compile->add_option("--max-group-size", ca.max_group_size, "at most this many nodes per fused group")
       ->default_val(64);
   compile->add_flag("--no-pack", ca.no_pack, "do not pack independent stitched kernels into one launch");
@@ -104,8 +104,9 @@ int main(int argc, char** argv) {
       "estimate is lower; a call takes them back either way)");
   compile->add_flag(
       "--no-split-slices", ca.no_split_slices,
-      "keep Splits whole (by default each becomes one Slice per output, so that each output can be "
-      "read in place by a GEMM or stitched on its own, when the plan's estimate is lower)");
+      "keep Splits and Gathers whole (by default a Split becomes one Slice per output, and a Gather "
+      "of a constant run of indices a Slice, so that each part can be read in place by a GEMM or "
+      "stitched on its own, when the plan's estimate is lower)");
   compile->add_flag(
       "--approximate-gelu", ca.approximate_gelu,
       "let GELU in its erf form (BERT's) run as cuBLASLt's GELU epilogue, which computes the tanh "

@@ -100,8 +100,8 @@ StatusOr<FusionPlan> plan_brute_force(const Graph& g, const FusionOptions& o);
 // Human-readable plan for --explain-fusion.
 std::string explain(const FusionPlan& plan);
 
-// A graph rewrite before planning (row scales past GEMMs, Splits as Slices), applied to a copy of
-// `g` and kept (g replaced) when the copy's plan is estimated no slower than g's. `lines` are the
+// A graph rewrite before planning (row scales past GEMMs, Splits and constant Gathers as Slices), applied to
+// a copy of `g` and kept (g replaced) when the copy's plan is estimated no slower than g's. `lines` are the
 // rewrite's lines when kept; `verdict` says what was compared, naming `skip_flag` when not kept
 // (empty when the rewrite found nothing to do).
 struct RewriteResult {

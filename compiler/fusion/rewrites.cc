@@ -35,7 +35,8 @@ std::string Rewrites::text() const {
   if (!gemms.verdict.empty()) section("Gemms as MatMuls (" + gemms.verdict + ")", gemms.lines);
   if (!merges.empty())
     section("sibling GEMMs merged (same activation, constant weights concatenated along n)", merges);
-  if (!slices.verdict.empty()) section("Splits as Slices (" + slices.verdict + ")", slices.lines);
+  if (!slices.verdict.empty())
+    section("Splits and constant Gathers as Slices (" + slices.verdict + ")", slices.lines);
   if (!hoists.verdict.empty()) section("row scales moved past GEMMs (" + hoists.verdict + ")", hoists.lines);
   return s;
 }

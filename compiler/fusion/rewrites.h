@@ -1,7 +1,7 @@
 // The graph rewrites before planning, in their one order (what `stitchc compile` runs and what
 // the ONNX node tests run when they plan): Gemms as MatMuls (gemm_matmul.h), sibling GEMMs merged
-// (merge_gemms.h), Splits as Slices (split_slices.h), row scales moved past GEMMs
-// (hoist_scales.h). Gemms go first so that the MatMul rewrites see them too; every rewrite but the
+// (merge_gemms.h), Splits and constant Gathers as Slices (split_slices.h), row scales moved past
+// GEMMs (hoist_scales.h). Gemms go first so that the MatMul rewrites see them too; every rewrite but the
 // merge is kept only when the plan of the rewritten graph is estimated no slower. None runs for
 // --fusion none (the unfused baseline is the graph as imported).
 #pragma once

@@ -2,10 +2,73 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "fusion/graph_edit.h"
 #include "ops/op_util.h"
 
 namespace stitch::fusion {
+
+namespace {
+
+// A Gather whose indices are a constant run k, k+1, ..., k+n-1 along its axis (a scalar k, or
+// such a vector) reads the Slice [k, k+n) of its data: it becomes that Slice, followed by a
+// Reshape that drops the axis when the index is a scalar (BLOOM's Q, K and V picked out of one
+// [batch, seq, heads, 3, head_dim] view). Returns the line for the log, or nothing when the
+// Gather is not such a one (its output value then keeps its producer). Out-of-range indices
+// stay a Gather, whose kernel reports them.
+std::optional<std::string> gather_to_slice(Graph& g, Node& n) {
+  Value* x = n.input(0);
+  const Value* idx = n.input(1);
+  Value* out = n.output(0);
+  if (x == nullptr || idx == nullptr || out == nullptr || !idx->is_constant() || !x->has_static_shape() ||
+      !out->has_static_shape() || !is_int(idx->constant->dtype()) || idx->constant->rank() > 1 ||
+      num_elements(*out->dims) == 0)
+    return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(x->dims->size());
+  auto axis = ops::norm_axis(n, n.attr_int("axis", 0), rank);
+  if (!axis.is_ok()) return std::nullopt;
+  const int64_t extent = (*x->dims)[static_cast<size_t>(*axis)];
+  const std::vector<int64_t> ks = idx->constant->to_i64();
+  if (ks.empty()) return std::nullopt;
+  const int64_t start = ks.front() < 0 ? ks.front() + extent : ks.front();
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const int64_t k = ks[i] < 0 ? ks[i] + extent : ks[i];
+    if (k != start + static_cast<int64_t>(i) || k < 0 || k >= extent) return std::nullopt;
+  }
+  const int64_t len = static_cast<int64_t>(ks.size());
+  const bool scalar = idx->constant->rank() == 0;
+  Value* axes = add_typed_value(g, n.name + "/axis", DType::kI64, {1});
+  axes->constant = Tensor::vector_i64({*axis});
+  Value* starts = add_typed_value(g, n.name + "/starts", DType::kI64, {1});
+  starts->constant = Tensor::vector_i64({start});
+  Value* ends = add_typed_value(g, n.name + "/ends", DType::kI64, {1});
+  ends->constant = Tensor::vector_i64({start + len});
+  Node* slice = add_op_node(g, "Slice", g.unique_name(n.name + "/slice"));
+  Value* sliced = out;
+  if (scalar) {
+    Dims d = *x->dims;
+    d[static_cast<size_t>(*axis)] = 1;
+    sliced = add_typed_value(g, n.name + "/sliced", out->dtype, d);
+  }
+  slice->inputs = {x, starts, ends, axes};
+  slice->outputs = {sliced};
+  sliced->producer = slice;
+  if (scalar) {
+    Node* reshape = add_op_node(g, "Reshape", g.unique_name(n.name + "/drop_axis"));
+    Value* shape =
+        add_typed_value(g, n.name + "/shape", DType::kI64, {static_cast<int64_t>(out->dims->size())});
+    shape->constant = Tensor::vector_i64(*out->dims);
+    reshape->inputs = {sliced, shape};
+    reshape->outputs = {out};
+    out->producer = reshape;
+  }
+  n.outputs.assign(n.outputs.size(), nullptr);
+  return fmt::format("{}: a Slice along axis {}: [{}, {}){}", n.describe(), *axis, start, start + len,
+                     scalar ? ", the axis dropped by a Reshape" : "");
+}
+
+}  // namespace
 
 StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
@@ -49,6 +112,15 @@ StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std:
     n->outputs.assign(n->outputs.size(), nullptr);
     dead.push_back(n);
     log.push_back(fmt::format("{}: a Slice each along axis {}: {}", n->describe(), *axis, parts));
+  }
+  std::vector<Node*> gathers;  // collected first: the rewrite adds nodes
+  for (const auto& np : g.nodes())
+    if (np->op_type == "Gather" && !keep.count(np->name)) gathers.push_back(np.get());
+  for (Node* n : gathers) {
+    if (auto line = gather_to_slice(g, *n)) {
+      log.push_back(std::move(*line));
+      dead.push_back(n);
+    }
   }
   if (dead.empty()) return log;
   RETURN_IF_ERROR(remove_and_sort(g, dead));

@@ -5,6 +5,12 @@
 // when it takes every output, and a kernel that stitches one output stores the others. GPT-2's
 // exporter splits Q, K and V with one Split: as Slices, Q.K^T can be stitched into the softmax
 // kernel while V is still read in place by P.V.
+//
+// A Gather whose indices are a constant run (a scalar k, or k, k+1, ..., k+n-1) is a Slice of
+// its data, with a Reshape that drops the axis for a scalar. BLOOM's exporter picks Q, K and V
+// out of one [batch, seq, heads, 3, head_dim] view with three such Gathers, which one element
+// kernel stored; as Slices they go the way of GPT-2's. BERT's pooler reads the first token with
+// one, which its dense GEMM then reads in place.
 #pragma once
 
 #include <memory>
@@ -20,8 +26,10 @@ namespace stitch::fusion {
 
 // Rewrites every Split whose input and outputs have static shapes (the sizes are its outputs'
 // extents along the axis) into Slices of the input, one per output that is read or is a graph
-// output; the output values keep their names. Returns one line per Split.
-// Splits named in `keep` (--no-fuse) stay.
+// output; the output values keep their names. Likewise every Gather with static shapes whose
+// indices are a constant run in range: a Slice, and a Reshape for a scalar index, that write
+// its output value. Returns one line per Split and per Gather. Those named in `keep`
+// (--no-fuse) stay.
 StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std::string>& keep = {});
 
 // split_to_slices through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph

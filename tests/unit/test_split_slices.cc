@@ -1,7 +1,8 @@
-// Splits as Slices (fusion::split_to_slices): every spelling of a Split's sizes becomes Slices
-// that compute what the Split did (reference interpreter on both graphs), kept by stitchc only
-// when the plan's estimate is no higher; GPT-2's Q/K/V Split then lets Q.K^T be stitched while
-// P.V still reads V in place.
+// Splits and constant Gathers as Slices (fusion::split_to_slices): every spelling of a Split's
+// sizes, and every Gather of a constant run of indices, becomes Slices that compute what it did
+// (reference interpreter on both graphs), kept by stitchc only when the plan's estimate is no
+// higher; GPT-2's Q/K/V Split and BLOOM's Q/K/V Gathers then let Q.K^T be stitched while P.V
+// still reads V in place.
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
 #include "fusion/split_slices.h"
@@ -67,6 +68,153 @@ TEST_CASE("Splits of every spelling become Slices that compute the same outputs"
     same_as_original(*original, *g, seed++);
     CHECK(fused_matches_reference(*g, seed++) >= 1);
   }
+}
+
+TEST_CASE("Gathers of a constant run of indices become Slices that compute the same outputs", "[fusion]") {
+  struct Case {
+    const char* name;
+    const char* text;
+    const char* line;  // split_to_slices' line
+  };
+  const Case cases[] = {
+      {"a scalar index inside a 5-D view (BLOOM's Q/K/V pick)",
+       R"(graph "g" opset 17 {
+  input %x: f32[2,4,2,3,5]
+  const %i: i64[] = [1]
+  %y = Gather(%x, %i) {axis = 3} @"pick"
+  %z = Exp(%y) @"use"
+  output %z
+})",
+       "node 'pick' (Gather): a Slice along axis 3: [1, 2), the axis dropped by a Reshape"},
+      {"a negative scalar index along the first axis, the Gather a graph output",
+       R"(graph "g" opset 13 {
+  input %x: f32[3,6]
+  const %i: i64[] = [-1]
+  %y = Gather(%x, %i) {axis = 0} @"pick"
+  output %y
+})",
+       "node 'pick' (Gather): a Slice along axis 0: [2, 3), the axis dropped by a Reshape"},
+      {"a run of i32 indices along a negative axis keeps the axis",
+       R"(graph "g" opset 17 {
+  input %x: f32[4,7]
+  const %i: i32[3] = [-5, -4, -3]
+  %y = Gather(%x, %i) {axis = -1} @"pick"
+  %z = Neg(%y) @"use"
+  output %z
+})",
+       "node 'pick' (Gather): a Slice along axis 1: [2, 5)"},
+  };
+  uint32_t seed = 31;
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto g = parse_or_die(c.text);
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    auto lines = fusion::split_to_slices(*g);
+    REQUIRE(lines.is_ok());
+    REQUIRE(lines->size() == 1);
+    CHECK(lines->front() == c.line);
+    for (const auto& n : g->nodes()) CHECK(n->op_type != "Gather");
+    same_as_original(*original, *g, seed++);
+    CHECK(fused_matches_reference(*g, seed++) >= 1);
+  }
+}
+
+TEST_CASE("Gathers whose indices are no run, not constant or named in --no-fuse stay Gathers", "[fusion]") {
+  const char* texts[] = {
+      R"(graph "g" opset 17 {
+  input %x: f32[4,7]
+  const %i: i64[2] = [0, 2]
+  %y = Gather(%x, %i) {axis = 1} @"pick"
+  output %y
+})",
+      R"(graph "g" opset 17 {
+  input %x: f32[4,7]
+  const %i: i64[2] = [3, 2]
+  %y = Gather(%x, %i) {axis = 1} @"pick"
+  output %y
+})",
+      R"(graph "g" opset 17 {
+  input %x: f32[4,7]
+  const %i: i64[1,2] = [1, 2]
+  %y = Gather(%x, %i) {axis = 1} @"pick"
+  output %y
+})",
+      R"(graph "g" opset 17 {
+  input %x: f32[4,7]
+  input %i: i64[2]
+  %y = Gather(%x, %i) {axis = 1} @"pick"
+  output %y
+})",
+  };
+  for (const char* text : texts) {
+    INFO(text);
+    auto g = parse_or_die(text);
+    run_frontend_or_die(*g);
+    auto lines = fusion::split_to_slices(*g);
+    REQUIRE(lines.is_ok());
+    CHECK(lines->empty());
+    int gathers = 0;
+    for (const auto& n : g->nodes()) gathers += n->op_type == "Gather";
+    CHECK(gathers == 1);
+  }
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[4,7]
+  const %i: i64[] = [3]
+  %y = Gather(%x, %i) {axis = 1} @"pick"
+  output %y
+})");
+  run_frontend_or_die(*g);
+  auto kept = fusion::split_to_slices(*g, {"pick"});
+  REQUIRE(kept.is_ok());
+  CHECK(kept->empty());
+}
+
+TEST_CASE("BLOOM's Q, K and V picked out of one view: Q.K^T in the softmax kernel, V read in place by P.V",
+          "[fusion][emu]") {
+  // BLOOM's exporter views the fused Q/K/V product as [batch, seq, heads, 3, head_dim] and picks
+  // each with a Gather of a scalar index. As Gathers, one element kernel stores all three; as
+  // Slices, Q's and K's are index maps in the softmax kernel and V's is P.V's operand strides.
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %qkv: f32[2,8,96]
+  const %shape5: i64[5] = [2, 8, 2, 3, 16]
+  const %i0: i64[] = [0]
+  const %i1: i64[] = [1]
+  const %i2: i64[] = [2]
+  const %scale: f32[] = [0.25]
+  %v5 = Reshape(%qkv, %shape5) @"view"
+  %q = Gather(%v5, %i0) {axis = 3} @"select_q"
+  %k = Gather(%v5, %i1) {axis = 3} @"select_k"
+  %v = Gather(%v5, %i2) {axis = 3} @"select_v"
+  %qt = Transpose(%q) {perm = ints[0, 2, 1, 3]} @"qt"
+  %kt = Transpose(%k) {perm = ints[0, 2, 3, 1]} @"kt"
+  %vt = Transpose(%v) {perm = ints[0, 2, 1, 3]} @"vt"
+  %s = MatMul(%qt, %kt) @"qk"
+  %ss = Mul(%s, %scale) @"scale"
+  %p = Softmax(%ss) {axis = -1} @"softmax"
+  %o = MatMul(%p, %vt) @"pv"
+  output %o
+})");
+  run_frontend_or_die(*g);
+  auto before = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(before.is_ok());
+  auto sliced = fusion::split_to_slices_if_cheaper(g, opts("beam"));
+  REQUIRE(sliced.is_ok());
+  INFO(sliced->verdict);
+  REQUIRE(sliced->lines.size() == 3);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  const std::string text = fusion::explain(*plan);
+  INFO(text);
+  CHECK(plan->cost.kernels == before->cost.kernels - 1);
+  CHECK(groups_with(*plan, {"MatMul", "Softmax"}).size() == 1);
+  CHECK(text.find("read by node 'pv' (MatMul) through its operand B's offset and strides") !=
+        std::string::npos);
+  auto s = schedule_of(*g, *plan);
+  REQUIRE(s.is_ok());
+  CHECK(s->kernels.size() == 1);
+  CHECK(s->calls.size() == 1);
+  CHECK(plan_matches_reference(*g, *plan, 7) == 1);
 }
 
 TEST_CASE("a Split whose outputs each need a kernel of their own stays a Split", "[fusion]") {
