@@ -50,9 +50,9 @@ class Wrap(torch.nn.Module):
         return tuple(r[k] for k in self.keys)
 
 
-def export_text(name, model, keys, vocab, dynamo, opset, out):
-    torch.manual_seed(0)
-    model.eval()
+def export_text(name, make_model, keys, vocab, dynamo, opset, out):
+    torch.manual_seed(0)  # before the model is built: its weights are the seed's, whatever ran before
+    model = make_model().eval()
     w = Wrap(model, keys).eval()
     ids, mask = text_inputs(vocab)
     with torch.no_grad():
@@ -91,18 +91,43 @@ def models():
     gpt2 = dict(n_embd=128, n_layer=2, n_head=4)
     llama = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
                  intermediate_size=688, vocab_size=1000)
+    def text(name, make, keys=("last_hidden_state",), vocab=1000, dynamo=True, opset=18):
+        return lambda o: export_text(name, make, list(keys), vocab, dynamo, opset, o)
+
     t = {
-        "bert_base_2l": lambda o: export_text("bert_base_2l", tf.BertModel(tf.BertConfig(**bert_base)),
-                                              ["last_hidden_state", "pooler_output"], 30522, False, 16, o),
-        "bert_dynamo": lambda o: export_text("bert_dynamo", tf.BertModel(tf.BertConfig(**bert_small)),
-                                             ["last_hidden_state"], 30522, True, 18, o),
-        "gpt2_dynamo": lambda o: export_text("gpt2_dynamo", tf.GPT2Model(tf.GPT2Config(**gpt2)),
-                                             ["last_hidden_state"], 50257, True, 18, o),
-        "llama_2l": lambda o: export_text("llama_2l", tf.LlamaModel(tf.LlamaConfig(**llama)),
-                                          ["last_hidden_state"], 1000, True, 18, o),
-        "llama_ts": lambda o: export_text("llama_ts", tf.LlamaModel(tf.LlamaConfig(**llama)),
-                                          ["last_hidden_state"], 1000, False, 17, o),
+        "bert_base_2l": text("bert_base_2l", lambda: tf.BertModel(tf.BertConfig(**bert_base)),
+                             ("last_hidden_state", "pooler_output"), 30522, False, 16),
+        "bert_dynamo": text("bert_dynamo", lambda: tf.BertModel(tf.BertConfig(**bert_small)), vocab=30522),
+        "gpt2_dynamo": text("gpt2_dynamo", lambda: tf.GPT2Model(tf.GPT2Config(**gpt2)), vocab=50257),
+        "llama_2l": text("llama_2l", lambda: tf.LlamaModel(tf.LlamaConfig(**llama))),
+        "llama_ts": text("llama_ts", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), dynamo=False, opset=17),
     }
+    # More architectures, each small (hidden 128, 4 heads, 2 layers, vocabulary 1000), through
+    # torch.export unless said: post-norm encoders (DistilBERT through TorchScript, RoBERTa with
+    # its position ids from a CumSum of the mask), parallel attention and MLP with partial rotary
+    # (GPT-NeoX, Phi), grouped-query decoders (Mistral with a sliding window, Qwen2 with Q/K/V
+    # biases), ALiBi (BLOOM, whose Q/K/V are Gathers of one view), T5's encoder (relative position
+    # buckets, RMSNorm without a mean, through TorchScript).
+    small = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+                 vocab_size=1000)
+
+    def hf(name, cfg, model, **extra):
+        return text(name, lambda: model(cfg(**{**small, **extra})))
+
+    distil = dict(dim=128, n_layers=2, n_heads=4, hidden_dim=512, vocab_size=1000)
+    bloom = dict(hidden_size=128, n_layer=2, n_head=4, vocab_size=1000)
+    t5 = dict(d_model=128, d_kv=32, d_ff=512, num_layers=2, num_heads=4, vocab_size=1000)
+    t.update({
+        "distilbert": text("distilbert", lambda: tf.DistilBertModel(tf.DistilBertConfig(**distil)),
+                           dynamo=False, opset=17),
+        "roberta_dynamo": hf("roberta_dynamo", tf.RobertaConfig, tf.RobertaModel),
+        "gpt_neox": hf("gpt_neox", tf.GPTNeoXConfig, tf.GPTNeoXModel, rotary_pct=0.25),
+        "phi": hf("phi", tf.PhiConfig, tf.PhiModel, partial_rotary_factor=0.5),
+        "mistral": hf("mistral", tf.MistralConfig, tf.MistralModel, num_key_value_heads=2, sliding_window=16),
+        "qwen2": hf("qwen2", tf.Qwen2Config, tf.Qwen2Model, num_key_value_heads=2),
+        "bloom": text("bloom", lambda: tf.BloomModel(tf.BloomConfig(**bloom))),
+        "t5_enc": text("t5_enc", lambda: tf.T5EncoderModel(tf.T5Config(**t5)), dynamo=False, opset=17),
+    })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
     return t
