@@ -2,7 +2,9 @@
 # Compiles each export in DIR (bench/exports/export.py) with stitchc and runs it on the emu backend
 # against PyTorch's outputs; prints one line per model: kernels + library calls chosen and unfused,
 # estimated bytes of generated kernels and of all traffic (library calls too), estimated time,
-# planning time and the comparison. Usage: bench/exports/check.sh DIR [NAME ...]
+# planning time and the comparison; then each further data set (test_data_set_1... at other
+# bindings of batch and sequence) compiled at its shape and run on emu against PyTorch.
+# Usage: bench/exports/check.sh DIR [NAME ...]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 STITCHC=${STITCHC:-$ROOT/build/cli/stitchc}
@@ -10,8 +12,37 @@ DIR=$1
 shift
 names=("$@")
 [ ${#names[@]} -eq 0 ] && names=($(cd "$DIR" && ls -d */ | tr -d /))
-echo "| export | kernels + library calls, none | chosen (beam) | est. kernel bytes, none / chosen | with library calls | est. us, none / chosen | planning s | emu vs PyTorch |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| export | kernels + library calls, none | chosen (beam) | est. kernel bytes, none / chosen | with library calls | est. us, none / chosen | planning s | emu vs PyTorch | other shapes (batch x sequence) |"
+echo "|---|---|---|---|---|---|---|---|---|"
+# batch x sequence of a data set: the dims of its input_0.pb (a TensorProto's field 1), read
+# without the onnx package.
+dims_of() {
+  python3 - "$1" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+i, dims = 0, []
+def varint():
+    global i
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7F) << s; s += 7
+        if c < 0x80: return v
+while i < len(b):
+    key = varint(); field, wire = key >> 3, key & 7
+    if wire == 0:
+        v = varint()
+        if field == 1: dims.append(v)
+    elif wire == 2:
+        n = varint(); end = i + n
+        if field == 1:
+            while i < end: dims.append(varint())
+        i = end
+    elif wire == 1: i += 8
+    elif wire == 5: i += 4
+    else: break
+print(" ".join(map(str, dims)))
+PY
+}
 for n in "${names[@]}"; do
   m=$DIR/$n
   shapes=()
@@ -27,7 +58,20 @@ for n in "${names[@]}"; do
     continue
   fi
   res=$("$STITCHC" run "$out/a" --backend emu --inputs "$m/test_data_set_0" --expect "$m/test_data_set_0" 2>&1 | tail -1)
-  python3 - "$out/r.json" "$n" "$res" <<'PY'
+  more=""
+  if [ ${#shapes[@]} -gt 0 ]; then
+    for d in "$m"/test_data_set_*; do
+      [ "$d" = "$m/test_data_set_0" ] && continue
+      read -r b s <<<"$(dims_of "$d/input_0.pb")"
+      r="compile failed"
+      if "$STITCHC" compile "$m/model.onnx" -o "$out/$b-$s" --shape batch="$b" --shape sequence="$s" "${nvcc[@]}" \
+          >"$out/log_$b-$s" 2>&1; then
+        r=$("$STITCHC" run "$out/$b-$s" --backend emu --inputs "$d" --expect "$d" 2>&1 | tail -1)
+      fi
+      more="$more${more:+; }${b}x$s: $r"
+    done
+  fi
+  python3 - "$out/r.json" "$n" "$res" "$more" <<'PY'
 import json, sys
 f = json.load(open(sys.argv[1]))["fusion"]
 c, u = f["chosen"], f["none"]
@@ -37,7 +81,8 @@ print(f"| {sys.argv[2]} | {u['kernel_launches']} + {u['library_calls']} | {c['ke
       f"{u['estimated_bytes_moved']} / {c['estimated_bytes_moved']} "
       f"({u['estimated_bytes_moved'] / max(c['estimated_bytes_moved'], 1):.1f}x) | "
       f"{total(u) / max(total(c), 1):.1f}x | "
-      f"{u['estimated_time_us']:.1f} / {c['estimated_time_us']:.1f} | {f['plan_seconds']:.3f} | {sys.argv[3]} |")
+      f"{u['estimated_time_us']:.1f} / {c['estimated_time_us']:.1f} | {f['plan_seconds']:.3f} | {sys.argv[3]} | "
+      f"{sys.argv[4] or '-'} |")
 PY
   rm -rf "$out"
 done

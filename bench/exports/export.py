@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Exports transformer and CNN models that are not in models/ to ONNX, each with one test data set
-of PyTorch's outputs, to try stitchc as a new user would (docs/fusion-results.md, "Transformer and
+"""Exports transformer and CNN models that are not in models/ to ONNX, each with test data sets of
+PyTorch's outputs, to try stitchc as a new user would (docs/fusion-results.md, "Transformer and
 CNN exports not in the repo"). Weights are seeded random (no download); transformers at batch 2,
-sequence 32 with the axes named batch and sequence, CNNs at 1x3x224x224.
+sequence 32 with the axes named batch and sequence (and two more data sets at batch 1, sequence 7
+and batch 3, sequence 45), CNNs at 1x3x224x224.
 
     python3 -m venv venv && venv/bin/pip install torch transformers torchvision onnx onnxscript
     venv/bin/python bench/exports/export.py OUT [NAME ...]
@@ -19,10 +20,13 @@ import torch
 from onnx import numpy_helper
 
 BATCH, SEQ = 2, 32
+# Further data sets of the text models, at other bindings of the dynamic axes: one sequence of odd
+# length, and an odd batch whose sequences are longer than anything a block size divides.
+MORE_SHAPES = [(1, 7), (3, 45)]
 
 
-def save_case(out, names_in, inputs, names_out, outputs):
-    d = os.path.join(out, "test_data_set_0")
+def save_case(out, names_in, inputs, names_out, outputs, k=0):
+    d = os.path.join(out, f"test_data_set_{k}")
     os.makedirs(d, exist_ok=True)
     for i, (n, t) in enumerate(zip(names_in, inputs)):
         onnx.save_tensor(numpy_helper.from_array(t.numpy(), n), os.path.join(d, f"input_{i}.pb"))
@@ -30,11 +34,12 @@ def save_case(out, names_in, inputs, names_out, outputs):
         onnx.save_tensor(numpy_helper.from_array(t.detach().numpy(), n), os.path.join(d, f"output_{i}.pb"))
 
 
-def text_inputs(vocab):
+def text_inputs(vocab, batch=BATCH, seq=SEQ):
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, vocab, (BATCH, SEQ), generator=g)
-    mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
-    mask[1, SEQ - 5:] = 0  # the second sequence is padded
+    ids = torch.randint(0, vocab, (batch, seq), generator=g)
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    if batch > 1:
+        mask[1, max(seq - 5, 1):] = 0  # the second sequence is padded
     return ids, mask
 
 
@@ -70,6 +75,11 @@ def export_text(name, make_model, keys, vocab, dynamo, opset, out):
                           input_names=["input_ids", "attention_mask"], output_names=list(keys),
                           dynamic_axes=axes)
     save_case(out, ["input_ids", "attention_mask"], [ids, mask], list(keys), ref)
+    for k, (batch, seq) in enumerate(MORE_SHAPES, start=1):
+        ids, mask = text_inputs(vocab, batch, seq)
+        with torch.no_grad():
+            ref = w(ids, mask)
+        save_case(out, ["input_ids", "attention_mask"], [ids, mask], list(keys), ref, k)
 
 
 def export_cnn(name, ctor, out):
