@@ -70,6 +70,20 @@ StatusOr<std::optional<std::string>> Stitcher::a_row(const Node& n, const Coords
   return std::optional<std::string>(a_rows_[k]);
 }
 
+SExpr Stitcher::data_index(const SExpr& idx, int64_t extent) {
+  std::string j = fresh("g");
+  line(idx.level, fmt::format("long long {} = (long long){};", j, idx.s));
+  line(idx.level, fmt::format("if ({0} < 0) {0} += {1}LL;", j, extent));
+  line(idx.level,
+       fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
+                   extent));
+  if (width_.narrow) {
+    line(idx.level, fmt::format("const int {0}i = (int){0};", j));
+    j += "i";
+  }
+  return {j, idx.level};
+}
+
 StatusOr<SExpr> Stitcher::at(const Value* v, const Coords& c) {
   STITCH_CHECK(c.size() == dims(v).size(), "coordinates of rank {} for '{}' of rank {}", c.size(), v->name,
                dims(v).size());
@@ -216,20 +230,35 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
     Coords cq(c.begin() + axis, c.begin() + axis + q);
     ASSIGN_OR_RETURN(SExpr idx, at(ind, cq));
-    // The index in 64 bits (an int64 tensor's value may be anything) until it is known in range.
-    std::string j = fresh("g");
-    line(idx.level, fmt::format("long long {} = (long long){};", j, idx.s));
-    line(idx.level, fmt::format("if ({0} < 0) {0} += {1}LL;", j, dd[axis]));
-    line(idx.level,
-         fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
-                     dd[axis]));
-    if (width_.narrow) {
-      line(idx.level, fmt::format("const int {0}i = (int){0};", j));
-      j += "i";
-    }
     Coords ci(c.begin(), c.begin() + axis);
-    ci.push_back({j, idx.level});
+    ci.push_back(data_index(idx, dd[axis]));
     ci.insert(ci.end(), c.begin() + axis + q, c.end());
+    return at(data, ci);
+  }
+  if (op == "GatherElements") {  // the output's coordinates, the axis's replaced by the index there
+    const Value* data = n.input(0);
+    ASSIGN_OR_RETURN(int64_t axis,
+                     ops::norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(dims(data).size())));
+    ASSIGN_OR_RETURN(SExpr idx, at(n.input(1), c));
+    Coords ci = c;
+    ci[axis] = data_index(idx, dims(data)[axis]);
+    return at(data, ci);
+  }
+  if (op == "GatherND") {
+    // Output [b..., i..., rest...] reads data [b..., indices[b..., i..., 0..last), rest...].
+    const Value* data = n.input(0);
+    const Value* ind = n.input(1);
+    const Dims& dd = dims(data);
+    const Dims& id = dims(ind);
+    const int64_t bd = n.attr_int("batch_dims", 0), q = static_cast<int64_t>(id.size()), last = id.back();
+    Coords ci(c.begin(), c.begin() + bd);
+    for (int64_t k = 0; k < last; ++k) {
+      Coords cq(c.begin(), c.begin() + (q - 1));
+      cq.push_back({lit(k), 0});
+      ASSIGN_OR_RETURN(SExpr idx, at(ind, cq));
+      ci.push_back(data_index(idx, dd[bd + k]));
+    }
+    ci.insert(ci.end(), c.begin() + (q - 1), c.end());
     return at(data, ci);
   }
   if (role == StitchRole::kRow) return row_value(n, c, k);

@@ -30,6 +30,11 @@ RowOpInfo with_extents(RowOpInfo info) {
   return info;
 }
 
+// Gathers read their indices as well as their data (an index map through an index tensor).
+bool is_gather(const Node& n) {
+  return n.op_type == "Gather" || n.op_type == "GatherElements" || n.op_type == "GatherND";
+}
+
 // Row ops reduce in floating point only (integer reductions keep their own kernels).
 bool float_compute(const Value* v) { return is_float(v->dtype); }
 
@@ -66,8 +71,8 @@ Cone operand_cone(const Value* v, const std::map<const Value*, const Node*>& pro
     c.nodes.insert(&n);
     const StitchRole role = stitch_role(n);
     if (role != StitchRole::kView) c.ops += op_instructions(n);
-    const bool data_only = role == StitchRole::kView ||
-                           (role == StitchRole::kLayout && n.op_type != "Concat" && n.op_type != "Gather");
+    const bool data_only =
+        role == StitchRole::kView || (role == StitchRole::kLayout && n.op_type != "Concat" && !is_gather(n));
     for (size_t i = 0; i < (data_only ? 1 : n.inputs.size()); ++i) stack.push_back(n.input(i));
   }
   return c;
@@ -264,7 +269,7 @@ StitchRole stitch_role(const Node& n) {
   if (op == "Transpose" || op == "Expand") return StitchRole::kLayout;
   if (op == "Slice") return stitch_slice(n).is_ok() ? StitchRole::kLayout : StitchRole::kNone;
   if (op == "Concat") return StitchRole::kLayout;
-  if (op == "Gather") return StitchRole::kLayout;
+  if (is_gather(n)) return StitchRole::kLayout;
   if (row_op_info(n).is_ok()) return StitchRole::kRow;
   return StitchRole::kNone;
 }

@@ -321,18 +321,19 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
   // FFN2 + residual + LN, the GELU row computed once into shared memory; the pooler's Gemm, as a
   // MatMul, in one kernel with its first-token Slice, once a Gather, and Tanh), gpt2_tiny 7 + 6 (3 kernels, 3
   // GEMMs: its Gemms as MatMuls, the attention and MLP output projections inside the layer-norm kernels;
-  // Q/K/V Split as Slices, Q.K^T inside the softmax kernel), llama_tiny 9 + 6 (a layer: 3
-  // kernels, 3 GEMMs: Q/K/V, P.V and gate/up; the output projection inside the second RMSNorm's
-  // kernel, the SiLU gate and the down GEMM inside the next RMSNorm's, the gate's row computed
-  // once into shared memory), cnn_small 11 + 9 (the classifier's Gemm and bias in the kernel of
-  // the Softmax after it). (Before fine-grained GEMMs cached their A rows: bert_tiny 14 + 0, each
-  // FFN a loop in a kernel, and llama_tiny with its row scale moved past the gate/up GEMM, the
-  // gate/up a loop in the norm's kernel. Before Gemms became MatMuls: bert_tiny 15 + 1, gpt2_tiny 7 + 10,
-  // cnn_small 11 + 10; before MatMuls with a constant weight could join kernels: bert_tiny 11 + 11,
-  // llama_tiny 9 + 10; before Q.K^T was stitched: bert_tiny 11 + 13, llama_tiny 12 + 12; before
-  // the row scale moved, llama_tiny 11 + 10; before the Split became Slices, gpt2_tiny 7 + 12.)
+  // Q/K/V Split as Slices, Q.K^T inside the softmax kernel), llama_tiny 7 + 6 (a layer: 3
+  // kernels, 3 GEMMs: Q/K/V, P.V and, in one layer gate/up, in the other the output projection;
+  // the SiLU gate and the down GEMM inside the next RMSNorm's kernel, the gate's row computed
+  // once into shared memory; the mask's Cast, GatherND, And and Where one kernel, packed with the
+  // embedding's RMSNorm: 9 + 6 while the GatherND was a kernel of its own), cnn_small 11 + 9 (the
+  // classifier's Gemm and bias in the kernel of the Softmax after it). (Before fine-grained GEMMs cached
+  // their A rows: bert_tiny 14 + 0, each FFN a loop in a kernel, and llama_tiny with its row scale moved past
+  // the gate/up GEMM, the gate/up a loop in the norm's kernel. Before Gemms became MatMuls: bert_tiny 15 + 1,
+  // gpt2_tiny 7 + 10, cnn_small 11 + 10; before MatMuls with a constant weight could join kernels: bert_tiny
+  // 11 + 11, llama_tiny 9 + 10; before Q.K^T was stitched: bert_tiny 11 + 13, llama_tiny 12 + 12; before the
+  // row scale moved, llama_tiny 11 + 10; before the Split became Slices, gpt2_tiny 7 + 12.)
   const std::map<std::string, std::pair<size_t, size_t>> most = {
-      {"bert_tiny", {10, 2}}, {"gpt2_tiny", {7, 6}}, {"llama_tiny", {9, 6}}, {"cnn_small", {11, 9}}};
+      {"bert_tiny", {10, 2}}, {"gpt2_tiny", {7, 6}}, {"llama_tiny", {7, 6}}, {"cnn_small", {11, 9}}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -347,7 +348,9 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
     CHECK(sliced->lines.size() == (name == "gpt2_tiny" ? 2u : name == "bert_tiny" ? 1u : 0u));
     auto hoisted = fusion::hoist_row_scales_if_cheaper(g, opts("beam"));
     REQUIRE(hoisted.is_ok());
-    CHECK(hoisted->lines.empty());  // llama_tiny: within 0.02 us, the gate's kernel caches its row
+    // llama_tiny's two RMSNorms in front of their gate/up GEMMs move, 0.02 us ahead in the estimate
+    // (0.02 us behind, and left, while the mask's GatherND was a kernel of its own)
+    CHECK(hoisted->lines.size() == (name == "llama_tiny" ? 2u : 0u));
     auto plan = fusion::make_plan(*g, opts("beam"));
     REQUIRE(plan.is_ok());
     const auto groups = groups_of(*plan);

@@ -221,12 +221,13 @@ TEST_CASE(
   // projection as a loop, its residual and the second RMSNorm's reduction, the gate/up GEMM of the
   // unscaled norm input, then one kernel with the moved row scale, the SiLU gate (computed once per
   // row into shared memory), the down MatMul as a loop, the residual and the next layer's first
-  // RMSNorm. Besides the layers: the embedding's RMSNorm with the mask's Cast (packed), GatherND,
-  // and the mask's And/Where. (Before MatMuls with a constant weight could join kernels: 5 calls
-  // and 8 launches per layer; before A rows were cached, the output GEMM added its residual as its
-  // C and the gate/up MatMul was a loop in the second RMSNorm's kernel.) stitchc weighs the move
-  // against leaving the scales in place (the same kernels, the norm scaling the GEMM's input) and,
-  // 0.02 us apart in the estimate, leaves them: the rewrite is applied here as such.
+  // RMSNorm. Besides the layers: the embedding's RMSNorm packed with the mask's kernel (Cast,
+  // GatherND, And, Where; 3 launches before the GatherND was an index map). (Before MatMuls with a
+  // constant weight could join kernels: 5 calls and 8 launches per layer; before A rows were
+  // cached, the output GEMM added its residual as its C and the gate/up MatMul was a loop in the
+  // second RMSNorm's kernel.) stitchc weighs the move against leaving the scales in place (the
+  // same kernels, the norm scaling the GEMM's input); 0.02 us apart in the estimate, it now moves
+  // them (test_fusion.cc), and the rewrite is applied here as such.
   auto g = test::prepared_model("llama_tiny");
   REQUIRE(fusion::merge_sibling_gemms(*g).is_ok());
   auto hoisted = fusion::hoist_row_scales(*g, {});
@@ -242,10 +243,14 @@ TEST_CASE(
   auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
   REQUIRE(s.is_ok());
   CHECK(s->calls.size() == 2 * 3);
-  CHECK(s->kernels.size() == 3 + 2 * 3);
+  CHECK(s->kernels.size() == 1 + 2 * 3);
+  // The estimate has two layouts of a layer equal, and the search takes one each: layer 0's output
+  // projection is a call adding its residual as its C, with the gate/up MatMul a loop in the
+  // second RMSNorm's kernel; layer 1's output projection is a loop in that kernel and its gate/up
+  // a call. 3 kernels per layer either way.
   int residuals = 0;
   for (const auto& c : s->calls) residuals += c.gemm.epilogue == "residual";
-  CHECK(residuals == 0);  // both residuals are added in the norms' kernels
+  CHECK(residuals == 1);
 }
 
 TEST_CASE("wide values are spread over replicas of the rows' blocks, each with its share of every store",

@@ -268,3 +268,78 @@ TEST_CASE("ptxas feedback: node sets kept apart are never in one group, and thei
     test::emu_matches_reference(*g, &groups, 53, kEmuF32, &packs, plan->gemm_folds);
   }
 }
+
+TEST_CASE("GatherElements and GatherND are index maps inside stitched kernels", "[fusion][emu]") {
+  // Exporters build position ids and attention masks with them (RoBERTa's GatherElements over a
+  // CumSum, torch.export's GatherND of the padding mask): each used to be a kernel of its own.
+  // Constant indices, negative ones among them, each pattern one kernel with its neighbours.
+  auto ints = [](int64_t n, auto f) {
+    std::string s;
+    for (int64_t i = 0; i < n; ++i) s += fmt::format("{}{}", i ? ", " : "", f(i));
+    return s;
+  };
+  const std::string elements =
+      fmt::format(R"(graph "ge" opset 18 {{
+  input %x: f32[3,37]
+  input %w: f32[3,37]
+  const %idx: i64[3,37] = [{}]
+  %e = Exp(%x) @"exp"
+  %y = GatherElements(%e, %idx) {{axis = 1}} @"gather_elements"
+  %z = Mul(%y, %w) @"mul"
+  output %z
+}}
+)",
+                  ints(3 * 37, [](int64_t i) { return (i * 7 + 3) % 37 - (i % 3 == 0 ? 37 : 0); }));
+  const std::string nd = fmt::format(
+      R"(graph "gnd" opset 18 {{
+  input %x: f32[2,5,6]
+  input %r: f32[2,3,6]
+  const %idx: i64[2,3,2] = [{}]
+  %s = Sigmoid(%x) @"sigmoid"
+  %y = GatherND(%s, %idx) @"gather_nd"
+  %z = Add(%y, %r) @"add"
+  output %z
+}}
+)",
+      ints(12, [](int64_t i) { return i % 2 == 0 ? (i / 2) % 2 : (i * 3) % 5 - 5 * (i % 4 == 1); }));
+  const std::string batched = fmt::format(R"(graph "gndb" opset 18 {{
+  input %x: f32[2,5,6]
+  input %r: f32[2,4,6]
+  const %idx: i64[2,4,1] = [{}]
+  %t = Tanh(%x) @"tanh"
+  %y = GatherND(%t, %idx) {{batch_dims = 1}} @"gather_nd_batched"
+  %z = Sub(%y, %r) @"sub"
+  output %z
+}}
+)",
+                                          ints(8, [](int64_t i) { return (i * 2) % 5 - (i == 5 ? 5 : 0); }));
+  // Along the outer axis of rows of 64: an element kernel of 4 elements a thread.
+  const std::string wide =
+      fmt::format(R"(graph "gew" opset 18 {{
+  input %x: f32[8,64]
+  const %idx: i64[8,64] = [{}]
+  %e = Neg(%x) @"neg"
+  %y = GatherElements(%e, %idx) {{axis = 0}} @"gather_rows"
+  %z = Relu(%y) @"relu"
+  output %z
+}}
+)",
+                  ints(8 * 64, [](int64_t i) { return (i * 5 + i / 64) % 8 - (i % 7 == 0 ? 8 : 0); }));
+  uint32_t seed = 90;
+  for (const std::string& text : {elements, nd, batched, wide}) {
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    INFO(text);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+    }
+    if (text == wide) {  // each of a thread's 4 lanes reads its own index and data element
+      const std::vector<const Node*> all = all_nodes(*g);
+      auto k = codegen::lower_stitched(all, codegen::group_outputs(*g, g->users(), all), 0);
+      REQUIRE(k.is_ok());
+      INFO(k->source);
+      CHECK(k->mapping.find("one thread per 4 elements") != std::string::npos);
+    }
+  }
+}
