@@ -11,12 +11,34 @@
 using namespace stitch;
 using namespace stitch::test;
 
+namespace {
+
+struct Case {
+  const char* name;
+  const char* text;
+  const char* line;  // split_to_slices' line
+};
+
+// c's graph through split_to_slices: its one line is c.line, no `gone` op is left, and the
+// rewritten graph computes the original's outputs (reference) and fuses. Returns the graph.
+std::unique_ptr<Graph> rewritten_as_before(const Case& c, const char* gone, uint32_t& seed) {
+  INFO(c.name);
+  auto g = parse_or_die(c.text);
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  auto lines = fusion::split_to_slices(*g);
+  REQUIRE(lines.is_ok());
+  REQUIRE(lines->size() == 1);
+  CHECK(lines->front() == c.line);
+  for (const auto& n : g->nodes()) CHECK(n->op_type != gone);
+  same_as_original(*original, *g, seed++);
+  CHECK(fused_matches_reference(*g, seed++) >= 1);
+  return g;
+}
+
+}  // namespace
+
 TEST_CASE("Splits of every spelling become Slices that compute the same outputs", "[fusion]") {
-  struct Case {
-    const char* name;
-    const char* text;
-    const char* line;  // split_to_slices' line
-  };
   const Case cases[] = {
       {"sizes as an input, negative axis, an unread output",
        R"(graph "g" opset 17 {
@@ -51,31 +73,14 @@ TEST_CASE("Splits of every spelling become Slices that compute the same outputs"
   };
   uint32_t seed = 11;
   for (const Case& c : cases) {
-    INFO(c.name);
-    auto g = parse_or_die(c.text);
-    run_frontend_or_die(*g);
-    auto original = clone_graph(*g);
-    auto lines = fusion::split_to_slices(*g);
-    REQUIRE(lines.is_ok());
-    REQUIRE(lines->size() == 1);
-    CHECK(lines->front() == c.line);
+    auto g = rewritten_as_before(c, "Split", seed);
     int slices = 0;
-    for (const auto& n : g->nodes()) {
-      CHECK(n->op_type != "Split");
-      slices += n->op_type == "Slice";
-    }
+    for (const auto& n : g->nodes()) slices += n->op_type == "Slice";
     CHECK(slices == 2);
-    same_as_original(*original, *g, seed++);
-    CHECK(fused_matches_reference(*g, seed++) >= 1);
   }
 }
 
 TEST_CASE("Gathers of a constant run of indices become Slices that compute the same outputs", "[fusion]") {
-  struct Case {
-    const char* name;
-    const char* text;
-    const char* line;  // split_to_slices' line
-  };
   const Case cases[] = {
       {"a scalar index inside a 5-D view (BLOOM's Q/K/V pick)",
        R"(graph "g" opset 17 {
@@ -105,19 +110,7 @@ TEST_CASE("Gathers of a constant run of indices become Slices that compute the s
        "node 'pick' (Gather): a Slice along axis 1: [2, 5)"},
   };
   uint32_t seed = 31;
-  for (const Case& c : cases) {
-    INFO(c.name);
-    auto g = parse_or_die(c.text);
-    run_frontend_or_die(*g);
-    auto original = clone_graph(*g);
-    auto lines = fusion::split_to_slices(*g);
-    REQUIRE(lines.is_ok());
-    REQUIRE(lines->size() == 1);
-    CHECK(lines->front() == c.line);
-    for (const auto& n : g->nodes()) CHECK(n->op_type != "Gather");
-    same_as_original(*original, *g, seed++);
-    CHECK(fused_matches_reference(*g, seed++) >= 1);
-  }
+  for (const Case& c : cases) rewritten_as_before(c, "Gather", seed);
 }
 
 TEST_CASE("Gathers whose indices are no run, not constant or named in --no-fuse stay Gathers", "[fusion]") {
