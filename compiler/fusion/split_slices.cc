@@ -16,19 +16,32 @@ namespace {
 // Reshape that drops the axis when the index is a scalar (BLOOM's Q, K and V picked out of one
 // [batch, seq, heads, 3, head_dim] view). Returns the line for the log, or nothing when the
 // Gather is not such a one (its output value then keeps its producer). Out-of-range indices
-// stay a Gather, whose kernel reports them.
+// stay a Gather, whose kernel reports them. A GatherND without batch dimensions whose constant
+// indices have one coordinate each ([1], a scalar pick, or [n, 1], a run) is the Gather of
+// those along axis 0 (Falcon's multi-query K and V picked out of the heads that way).
 std::optional<std::string> gather_to_slice(Graph& g, Node& n) {
   Value* x = n.input(0);
   const Value* idx = n.input(1);
   Value* out = n.output(0);
   if (x == nullptr || idx == nullptr || out == nullptr || !idx->is_constant() || !x->has_static_shape() ||
-      !out->has_static_shape() || !is_int(idx->constant->dtype()) || idx->constant->rank() > 1 ||
+      x->dims->empty() || !out->has_static_shape() || !is_int(idx->constant->dtype()) ||
       num_elements(*out->dims) == 0)
     return std::nullopt;
   const int64_t rank = static_cast<int64_t>(x->dims->size());
-  auto axis = ops::norm_axis(n, n.attr_int("axis", 0), rank);
-  if (!axis.is_ok()) return std::nullopt;
-  const int64_t extent = (*x->dims)[static_cast<size_t>(*axis)];
+  const Dims& idims = idx->constant->dims();
+  bool scalar = idx->constant->rank() == 0;
+  int64_t axis = 0;
+  if (n.op_type == "GatherND") {
+    if (n.attr_int("batch_dims", 0) != 0 || idims.empty() || idims.size() > 2 || idims.back() != 1)
+      return std::nullopt;
+    scalar = idims.size() == 1;
+  } else {
+    if (idims.size() > 1) return std::nullopt;
+    auto a = ops::norm_axis(n, n.attr_int("axis", 0), rank);
+    if (!a.is_ok()) return std::nullopt;
+    axis = *a;
+  }
+  const int64_t extent = (*x->dims)[static_cast<size_t>(axis)];
   const std::vector<int64_t> ks = idx->constant->to_i64();
   if (ks.empty()) return std::nullopt;
   const int64_t start = ks.front() < 0 ? ks.front() + extent : ks.front();
@@ -37,9 +50,12 @@ std::optional<std::string> gather_to_slice(Graph& g, Node& n) {
     if (k != start + static_cast<int64_t>(i) || k < 0 || k >= extent) return std::nullopt;
   }
   const int64_t len = static_cast<int64_t>(ks.size());
-  const bool scalar = idx->constant->rank() == 0;
+  Dims want = *x->dims;  // the Slice's shape, or with the axis dropped, must be the output's
+  want[static_cast<size_t>(axis)] = len;
+  if (scalar) want.erase(want.begin() + axis);
+  if (want != *out->dims) return std::nullopt;
   Value* axes = add_typed_value(g, n.name + "/axis", DType::kI64, {1});
-  axes->constant = Tensor::vector_i64({*axis});
+  axes->constant = Tensor::vector_i64({axis});
   Value* starts = add_typed_value(g, n.name + "/starts", DType::kI64, {1});
   starts->constant = Tensor::vector_i64({start});
   Value* ends = add_typed_value(g, n.name + "/ends", DType::kI64, {1});
@@ -48,7 +64,7 @@ std::optional<std::string> gather_to_slice(Graph& g, Node& n) {
   Value* sliced = out;
   if (scalar) {
     Dims d = *x->dims;
-    d[static_cast<size_t>(*axis)] = 1;
+    d[static_cast<size_t>(axis)] = 1;
     sliced = add_typed_value(g, n.name + "/sliced", out->dtype, d);
   }
   slice->inputs = {x, starts, ends, axes};
@@ -64,7 +80,7 @@ std::optional<std::string> gather_to_slice(Graph& g, Node& n) {
     out->producer = reshape;
   }
   n.outputs.assign(n.outputs.size(), nullptr);
-  return fmt::format("{}: a Slice along axis {}: [{}, {}){}", n.describe(), *axis, start, start + len,
+  return fmt::format("{}: a Slice along axis {}: [{}, {}){}", n.describe(), axis, start, start + len,
                      scalar ? ", the axis dropped by a Reshape" : "");
 }
 
@@ -115,7 +131,8 @@ StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std:
   }
   std::vector<Node*> gathers;  // collected first: the rewrite adds nodes
   for (const auto& np : g.nodes())
-    if (np->op_type == "Gather" && !keep.count(np->name)) gathers.push_back(np.get());
+    if ((np->op_type == "Gather" || np->op_type == "GatherND") && !keep.count(np->name))
+      gathers.push_back(np.get());
   for (Node* n : gathers) {
     if (auto line = gather_to_slice(g, *n)) {
       log.push_back(std::move(*line));

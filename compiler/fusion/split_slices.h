@@ -10,7 +10,9 @@
 // its data, with a Reshape that drops the axis for a scalar. BLOOM's exporter picks Q, K and V
 // out of one [batch, seq, heads, 3, head_dim] view with three such Gathers, which one element
 // kernel stored; as Slices they go the way of GPT-2's. BERT's pooler reads the first token with
-// one, which its dense GEMM then reads in place.
+// one, which its dense GEMM then reads in place. A GatherND without batch dimensions whose
+// constant indices have one coordinate each is such a Gather along axis 0: Falcon's exporter
+// picks its one K head and one V head out of the heads that way.
 #pragma once
 
 #include <memory>
@@ -28,7 +30,8 @@ namespace stitch::fusion {
 // extents along the axis) into Slices of the input, one per output that is read or is a graph
 // output; the output values keep their names. Likewise every Gather with static shapes whose
 // indices are a constant run in range: a Slice, and a Reshape for a scalar index, that write
-// its output value. Returns one line per Split and per Gather. Those named in `keep`
+// its output value; and every such GatherND (batch_dims 0, indices [1] or [n, 1]) along axis 0.
+// Returns one line per Split and per Gather. Those named in `keep`
 // (--no-fuse) stay.
 StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std::string>& keep = {});
 

@@ -113,6 +113,73 @@ TEST_CASE("Gathers of a constant run of indices become Slices that compute the s
   for (const Case& c : cases) rewritten_as_before(c, "Gather", seed);
 }
 
+TEST_CASE("GatherNDs of one coordinate per index, a constant run along axis 0, become Slices", "[fusion]") {
+  const Case cases[] = {
+      {"Falcon's one K head out of the heads: indices [1, 1]",
+       R"(graph "g" opset 18 {
+  input %x: f32[6,2,3,4]
+  const %i: i64[1,1] = [4]
+  %y = GatherND(%x, %i) @"pick_k"
+  %z = Exp(%y) @"use"
+  output %z
+})",
+       "node 'pick_k' (GatherND): a Slice along axis 0: [4, 5)"},
+      {"a negative index of shape [1]: the axis dropped",
+       R"(graph "g" opset 13 {
+  input %x: f32[5,3]
+  const %i: i64[1] = [-1]
+  %y = GatherND(%x, %i) @"pick"
+  output %y
+})",
+       "node 'pick' (GatherND): a Slice along axis 0: [4, 5), the axis dropped by a Reshape"},
+      {"a run of three i64 indices [3, 1]",
+       R"(graph "g" opset 18 {
+  input %x: f32[6,5]
+  const %i: i64[3,1] = [1, 2, 3]
+  %y = GatherND(%x, %i) @"pick"
+  %z = Neg(%y) @"use"
+  output %z
+})",
+       "node 'pick' (GatherND): a Slice along axis 0: [1, 4)"},
+  };
+  uint32_t seed = 37;
+  for (const Case& c : cases) rewritten_as_before(c, "GatherND", seed);
+  const char* stay[] = {
+      R"(graph "g" opset 18 {
+  input %x: f32[6,5]
+  const %i: i64[1,2] = [1, 2]
+  %y = GatherND(%x, %i) @"pick"
+  output %y
+})",
+      R"(graph "g" opset 18 {
+  input %x: f32[2,6,5]
+  const %i: i64[2,1] = [1, 2]
+  %y = GatherND(%x, %i) {batch_dims = 1} @"pick"
+  output %y
+})",
+      R"(graph "g" opset 18 {
+  input %x: f32[6,5]
+  const %i: i64[2,1] = [2, 1]
+  %y = GatherND(%x, %i) @"pick"
+  output %y
+})",
+      R"(graph "g" opset 18 {
+  input %x: f32[6,5]
+  const %i: i64[1,1,1] = [2]
+  %y = GatherND(%x, %i) @"pick"
+  output %y
+})",
+  };
+  for (const char* text : stay) {
+    INFO(text);
+    auto g = parse_or_die(text);
+    run_frontend_or_die(*g);
+    auto lines = fusion::split_to_slices(*g);
+    REQUIRE(lines.is_ok());
+    CHECK(lines->empty());
+  }
+}
+
 TEST_CASE("Gathers whose indices are no run, not constant or named in --no-fuse stay Gathers", "[fusion]") {
   const char* texts[] = {
       R"(graph "g" opset 17 {
