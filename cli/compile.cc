@@ -68,12 +68,14 @@ int run_compile(const CompileArgs& a) {
   // groups unpacked first), at most kMaxReplans times.
   // The unfused baseline of --report-json is the graph as imported; then the rewrites before
   // planning (fusion/rewrites.h: Gemms as MatMuls, sibling GEMMs merged, Splits and constant
-  // Gathers as Slices, row scales past GEMMs), each named in the plan.
+  // Gathers as Slices, shared relayouts copied per reader, row scales past GEMMs), each named in
+  // the plan.
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
   fusion::RewriteSwitches switches;
   switches.gemms_as_matmuls = !a.no_gemms_as_matmuls;
   switches.merge_gemms = !a.no_merge_gemms;
   switches.split_slices = !a.no_split_slices;
+  switches.relayout_copies = !a.no_relayout_copies;
   switches.hoist_row_scales = !a.no_hoist_row_scales;
   auto rewrites = fusion::rewrite_for_planning(*g, fo, switches);
   if (!rewrites.is_ok()) return report(rewrites.status().with_context(a.model));
@@ -162,6 +164,7 @@ int run_compile(const CompileArgs& a) {
                      {"tiled_gemms_not_used", plan->tiled_notes},
                      {"gemms_as_matmuls", rewrite(rewrites->gemms)},
                      {"split_to_slices", rewrite(rewrites->slices)},
+                     {"relayout_copies", rewrite(rewrites->copies)},
                      {"hoist_row_scales", rewrite(rewrites->hoists)}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";

@@ -108,6 +108,11 @@ int main(int argc, char** argv) {
       "of a constant run of indices a Slice, so that each part can be read in place by a GEMM or "
       "stitched on its own, when the plan's estimate is lower)");
   compile->add_flag(
+      "--no-relayout-copies", ca.no_relayout_copies,
+      "keep a Transpose, Slice or Reshape that several nodes read as one node (by default, where "
+      "a GEMM reads the chain, each reader gets a copy, so that the GEMM reads it in place and "
+      "the others as index maps, when the plan's estimate is lower)");
+  compile->add_flag(
       "--approximate-gelu", ca.approximate_gelu,
       "let GELU in its erf form (BERT's) run as cuBLASLt's GELU epilogue, which computes the tanh "
       "form (up to 4.7e-4 away); the tanh form (GPT-2's) always may");

@@ -3,6 +3,7 @@
 #include "fusion/gemm_matmul.h"
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
+#include "fusion/relayout_copies.h"
 #include "fusion/split_slices.h"
 
 namespace stitch::fusion {
@@ -19,6 +20,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   }
   if (on.split_slices) {
     ASSIGN_OR_RETURN(r.slices, split_to_slices_if_cheaper(g, o));
+  }
+  if (on.relayout_copies) {
+    ASSIGN_OR_RETURN(r.copies, copy_shared_relayouts_if_cheaper(g, o));
   }
   if (on.hoist_row_scales) {
     ASSIGN_OR_RETURN(r.hoists, hoist_row_scales_if_cheaper(g, o));
@@ -37,6 +41,8 @@ std::string Rewrites::text() const {
     section("sibling GEMMs merged (same activation, constant weights concatenated along n)", merges);
   if (!slices.verdict.empty())
     section("Splits and constant Gathers as Slices (" + slices.verdict + ")", slices.lines);
+  if (!copies.verdict.empty())
+    section("shared relayouts copied per reader (" + copies.verdict + ")", copies.lines);
   if (!hoists.verdict.empty()) section("row scales moved past GEMMs (" + hoists.verdict + ")", hoists.lines);
   return s;
 }

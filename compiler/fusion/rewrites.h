@@ -1,8 +1,9 @@
 // The graph rewrites before planning, in their one order (what `stitchc compile` runs and what
 // the ONNX node tests run when they plan): Gemms as MatMuls (gemm_matmul.h), sibling GEMMs merged
-// (merge_gemms.h), Splits and constant Gathers as Slices (split_slices.h), row scales moved past
-// GEMMs (hoist_scales.h). Gemms go first so that the MatMul rewrites see them too; every rewrite but the
-// merge is kept only when the plan of the rewritten graph is estimated no slower. None runs for
+// (merge_gemms.h), Splits and constant Gathers as Slices (split_slices.h), shared relayouts
+// copied per reader (relayout_copies.h: after the Slices, which make such chains), row scales
+// moved past GEMMs (hoist_scales.h). Gemms go first so that the MatMul rewrites see them too; every rewrite
+// but the merge is kept only when the plan of the rewritten graph is estimated no slower. None runs for
 // --fusion none (the unfused baseline is the graph as imported).
 #pragma once
 
@@ -20,13 +21,14 @@ struct RewriteSwitches {  // each off with its --no-... flag
   bool gemms_as_matmuls = true;
   bool merge_gemms = true;
   bool split_slices = true;
+  bool relayout_copies = true;
   bool hoist_row_scales = true;
 };
 
 struct Rewrites {
   RewriteResult gemms;
   std::vector<std::string> merges;  // merge_sibling_gemms' lines
-  RewriteResult slices, hoists;
+  RewriteResult slices, copies, hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
 };
