@@ -13,8 +13,8 @@ namespace stitch::codegen {
 namespace {
 
 const std::set<std::string>& region_ops() {
-  static const std::set<std::string> ops = {"Add",  "Sub",  "Mul", "Div", "Pow",
-                                            "Sqrt", "Tanh", "Erf", "Neg", "Gelu"};
+  static const std::set<std::string> ops = {"Add",  "Sub", "Mul", "Div",  "Pow",  "Sqrt",
+                                            "Tanh", "Erf", "Neg", "Gelu", "Relu", "Max"};
   return ops;
 }
 
@@ -51,6 +51,10 @@ double evaluate(const std::vector<const Node*>& nodes, const Value* x, const Val
       r = std::erf(in(n, 0));
     else if (op == "Neg")
       r = -in(n, 0);
+    else if (op == "Relu")
+      r = std::max(in(n, 0), 0.0);
+    else if (op == "Max" && n->inputs.size() == 2)
+      r = std::max(in(n, 0), in(n, 1));
     else if (op == "Gelu")
       r = activation_value(
           n->attr_string("approximate", "none") == "tanh" ? Activation::kGeluTanh : Activation::kGeluErf,
@@ -61,7 +65,7 @@ double evaluate(const std::vector<const Node*>& nodes, const Value* x, const Val
 }
 
 Activation identify(const std::vector<const Node*>& nodes, const Value* x, const Value* out) {
-  for (Activation a : {Activation::kGeluTanh, Activation::kGeluErf}) {
+  for (Activation a : {Activation::kGeluTanh, Activation::kGeluErf, Activation::kRelu}) {
     bool same = true;
     for (int i = -168; i <= 168 && same; ++i) {
       const double xv = i / 16.8;  // [-10, 10]
@@ -81,6 +85,8 @@ const char* activation_name(Activation a) {
       return "GELU (tanh form)";
     case Activation::kGeluErf:
       return "GELU (erf form)";
+    case Activation::kRelu:
+      return "ReLU";
     case Activation::kNone:
       break;
   }
@@ -93,6 +99,8 @@ double activation_value(Activation a, double x) {
       return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case Activation::kGeluErf:
       return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kRelu:
+      return x > 0 ? x : 0;
     case Activation::kNone:
       break;
   }

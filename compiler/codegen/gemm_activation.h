@@ -17,6 +17,7 @@ enum class Activation {
   kNone,
   kGeluTanh,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): cuBLASLt's GELU epilogue
   kGeluErf,   // 0.5 x (1 + erf(x / sqrt(2))): no cuBLASLt epilogue computes it
+  kRelu,      // max(x, 0): cuBLASLt's ReLU epilogue
 };
 const char* activation_name(Activation a);
 
@@ -27,10 +28,11 @@ struct ActivationRegion {
 };
 
 // The activation of `x` computed by nodes that read only `x`, each other and scalar float
-// constants, in x's dtype and shape (Add, Sub, Mul, Div, Pow, Sqrt, Tanh, Erf, Neg, Gelu), when
+// constants, in x's dtype and shape (Add, Sub, Mul, Div, Pow, Sqrt, Tanh, Erf, Neg, Gelu, Relu,
+// Max of two), when
 // every reader of `x` is one of them, only `out` is read outside them, and the function they
 // compute, evaluated in double precision on 337 points of [-10, 10], agrees with GELU (tanh or erf
-// form) within the rounding of fp32 constants (2e-6 (1 + |x|); the two forms differ by up to
+// form) or ReLU within the rounding of fp32 constants (2e-6 (1 + |x|); the two forms differ by up to
 // 4.7e-4, so they are never confused). `usable(n)`: nodes that may join (e.g. not in fused groups).
 using NodeUsers = std::unordered_map<const Value*, std::vector<Node*>>;
 std::optional<ActivationRegion> match_activation(const Graph& g, const NodeUsers& users, const Value* x,

@@ -264,10 +264,11 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
     }
     if (plain_c && !f.residual) {
       auto act = match_activation(g, users, tail, [&](const Node* n) { return free(n); });
-      if (act && (act->kind == Activation::kGeluTanh || o.approximate_gelu)) {
-        f.activation = Activation::kGeluTanh;
+      if (act && (act->kind != Activation::kGeluErf || o.approximate_gelu)) {
+        f.activation = act->kind == Activation::kGeluErf ? Activation::kGeluTanh : act->kind;
         f.activation_out = act->out;
-        const std::string form = act->kind == Activation::kGeluTanh
+        const std::string form = act->kind == Activation::kRelu ? "ReLU"
+                                 : act->kind == Activation::kGeluTanh
                                      ? "GELU, tanh form"
                                      : "GELU, erf form run as the tanh form (--approximate-gelu)";
         for (const Node* v : views)

@@ -158,6 +158,15 @@ void canonicalize_batch(GemmParams& g, std::vector<BatchDim> ds) {
   }
 }
 
+// The epilogue name with an activation after it: "" or "bias" followed by "gelu" (the tanh form)
+// or "relu".
+std::string with_activation(const std::string& epilogue, Activation a) {
+  STITCH_CHECK(a == Activation::kGeluTanh || a == Activation::kRelu, "no cuBLASLt epilogue computes {}",
+               activation_name(a));
+  const std::string act = a == Activation::kRelu ? "relu" : "gelu";
+  return epilogue.empty() ? act : epilogue + "_" + act;
+}
+
 StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fold) {
   const Value* a = n.input(0);
   const Value* b = n.input(1);
@@ -210,7 +219,7 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
     g.epilogue = "bias";
     c.args.push_back(fold->bias);
   }
-  if (fold && fold->activation_out) g.epilogue = g.epilogue.empty() ? "gelu" : "bias_gelu";
+  if (fold && fold->activation_out) g.epilogue = with_activation(g.epilogue, fold->activation);
   if (fold && fold->residual) {  // C's layout: the product's, so the batch canonicalizes alike
     STITCH_CHECK(!fold->activation_out && !fold->out_transpose,
                  "{}: a residual with an activation or a transpose", n.describe());
@@ -274,7 +283,7 @@ StatusOr<LibraryLowering> lower_gemm(const Node& n, int index, const GemmFolds::
       out.kernels.push_back(bias_fill_kernel(n, bias, y, index));
     }
   }
-  if (act) g.epilogue = g.epilogue.empty() ? "gelu" : "bias_gelu";
+  if (act) g.epilogue = with_activation(g.epilogue, fold->activation);
   if (fold && fold->residual) {
     STITCH_CHECK(!act && g.beta == 0, "{}: a residual with an activation or a C of its own", n.describe());
     g.epilogue = g.epilogue.empty() ? "residual" : "bias_residual";

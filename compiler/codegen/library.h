@@ -20,7 +20,8 @@ struct GemmParams {
   double alpha = 1, beta = 0;             // C = alpha * op(A) op(B) + beta * C
   // "bias": then C[i][j] += bias[j] for a bias vector of n elements (args[3]); a cuBLASLt epilogue
   // on the GPU, so a Gemm whose C is a row vector needs no broadcast kernel. "gelu" and
-  // "bias_gelu": then C = GELU (tanh form) of that (CUBLASLT_EPILOGUE_GELU / GELU_BIAS).
+  // "bias_gelu": then C = GELU (tanh form) of that (CUBLASLT_EPILOGUE_GELU / GELU_BIAS); "relu"
+  // and "bias_relu": C = max(that, 0) (CUBLASLT_EPILOGUE_RELU / RELU_BIAS).
   // "residual" and "bias_residual": C += R, a tensor laid out as C (the last arg; beta is 0, and
   // on the GPU R is cuBLASLt's C input with beta 1 and C is its D).
   std::string epilogue;

@@ -51,6 +51,7 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
         if (bias) v += E::get(bias, j);
         if (residual) v += E::get(residual, at);
         if (g.gelu) v = gelu_tanh(v);
+        if (g.relu) v = v > C(0) ? v : C(0);
         E::set(c, at, v);
       }
     }

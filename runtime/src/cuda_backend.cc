@@ -104,8 +104,7 @@ class CudaBackend final : public BackendImpl {
     CHECK(cublasSetWorkspace(cublas_, cublas_ws_, cublas_ws_bytes_));
     for (size_t i = 0; i < m.steps.size(); ++i) {
       if (m.steps[i].op == StepDesc::kConv) plan_conv(i, m.steps[i]);
-      if (m.steps[i].op == StepDesc::kGemm &&
-          (m.steps[i].gemm.bias || m.steps[i].gemm.gelu || m.steps[i].gemm.residual))
+      if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.has_epilogue())
         plan_lt(i, m.steps[i]);
       else if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.batch.size() > 1)
         plan_pointer_arrays(i, m.steps[i]);
@@ -340,9 +339,10 @@ class CudaBackend final : public BackendImpl {
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     // One bias element per row of column-major D, that is per column j of our row-major C; GELU
-    // (cuBLASLt's, the tanh form) after the bias. A residual alone needs no epilogue: it is
+    // (cuBLASLt's, the tanh form) or ReLU after the bias. A residual alone needs no epilogue: it is
     // cuBLASLt's C (laid out as D) with beta 1.
     const cublasLtEpilogue_t epi = g.gelu   ? (g.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                   : g.relu ? (g.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
                                    : g.bias ? CUBLASLT_EPILOGUE_BIAS
                                             : CUBLASLT_EPILOGUE_DEFAULT;
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
@@ -453,7 +453,7 @@ class CudaBackend final : public BackendImpl {
     // All batch dims but the last are looped here (only cuBLASLt's epilogue calls still have
     // several: the others went to pointer arrays); the last goes to the batched call.
     for (const auto& [oa, ob, oc] : batch_offsets(g, nb > 0 ? nb - 1 : 0)) {
-      if (g.bias || g.gelu || g.residual) {
+      if (g.has_epilogue()) {
         const LtPlan& p = lt_plans_.at(index);
         CHECK(cublasLtMatmul(lt_, p.op, alpha, b + ob * esz, p.first, a + oa * esz, p.second, lt_beta,
                              r + oc * esz, p.out, c + oc * esz, p.out, &p.algo, cublas_ws_, cublas_ws_bytes_,

@@ -154,21 +154,22 @@ void parse_schedule(ModelData& m, const json& j) {
         g.offset_a = p.at("offset_a");
         g.offset_b = p.at("offset_b");
         const std::string epi = p.at("epilogue").get<std::string>();
-        if (epi != "none" && epi != "bias" && epi != "gelu" && epi != "bias_gelu" && epi != "residual" &&
-            epi != "bias_residual")
+        if (epi != "none" && epi != "bias" && epi != "gelu" && epi != "bias_gelu" && epi != "relu" &&
+            epi != "bias_relu" && epi != "residual" && epi != "bias_residual")
           fail(2, fmt::format("schedule.json: unknown gemm epilogue '{}'; the artifact is damaged, recompile it", epi));
-        g.bias = epi == "bias" || epi == "bias_gelu" || epi == "bias_residual";
+        g.bias = epi == "bias" || epi == "bias_gelu" || epi == "bias_relu" || epi == "bias_residual";
         g.gelu = epi == "gelu" || epi == "bias_gelu";
+        g.relu = epi == "relu" || epi == "bias_relu";
         g.residual = epi == "residual" || epi == "bias_residual";
         if (g.residual && g.beta != 0)
           fail(2,
                "schedule.json: a gemm step with a residual epilogue has a beta; the artifact is damaged, "
                "recompile it");
-        if (g.gelu && d.dtype != "f32" && d.dtype != "f16")
+        if ((g.gelu || g.relu) && d.dtype != "f32" && d.dtype != "f16")
           fail(2, fmt::format(
-                      "schedule.json: a gemm step of {} has a GELU epilogue (only f32 and f16 have one); the "
+                      "schedule.json: a gemm step of {} has a {} epilogue (only f32 and f16 have one); the "
                       "artifact is damaged, recompile it",
-                      d.dtype));
+                      d.dtype, g.gelu ? "GELU" : "ReLU"));
         const size_t want = 3u + (g.bias ? 1u : 0u) + (g.residual ? 1u : 0u);
         if (d.args.size() != want)
           fail(2, fmt::format("schedule.json: a gemm step with epilogue '{}' needs {} buffers", epi, want));

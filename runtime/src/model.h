@@ -35,9 +35,11 @@ struct GemmDesc {
   std::vector<int64_t> batch, stride_a, stride_b, stride_c;
   bool bias = false;  // epilogue "bias": C[i][j] += bias[j], the bias is the step's fourth buffer
   bool gelu = false;  // epilogue "gelu"/"bias_gelu": then C[i][j] = GELU(C[i][j]), tanh form
+  bool relu = false;  // epilogue "relu"/"bias_relu": then C[i][j] = max(C[i][j], 0)
   // epilogue "residual"/"bias_residual": C[i][j] += R[i][j], R laid out as C, the step's last buffer
   bool residual = false;
   int64_t offset_a = 0, offset_b = 0;  // elements into A's and B's buffers
+  bool has_epilogue() const { return bias || gelu || relu || residual; }  // a cuBLASLt call
 };
 
 struct ConvDesc {

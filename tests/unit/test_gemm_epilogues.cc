@@ -1,5 +1,5 @@
-// GEMM calls doing more than the product: GELU recognised by what it computes and applied in
-// cuBLASLt's epilogue (codegen::match_activation, find_gemm_folds), and sibling GEMMs of one
+// GEMM calls doing more than the product: GELU and ReLU recognised by what they compute and
+// applied in cuBLASLt's epilogue (codegen::match_activation, find_gemm_folds), and sibling GEMMs of one
 // activation merged into one call whose column slices are read in place
 // (fusion::merge_sibling_gemms). Every case runs on the emu backend against the reference.
 #include <fmt/format.h>
@@ -152,6 +152,55 @@ TEST_CASE("a GEMM applies GELU's tanh form in its epilogue, the erf form only wh
     // The erf form run as the tanh form is within the emu tolerance only because GELU's two forms
     // differ by at most 4.7e-4; the reference computes the erf form.
     plan_matches_reference(*g, *plan, 71, c.approximate ? kGeluTanhForErf : kEmuF32);
+  }
+}
+
+TEST_CASE("ReLU, as Relu or as Max with zero, is a GEMM epilogue with the bias or without", "[fusion][emu]") {
+  using codegen::Activation;
+  const std::string consts = R"(  const %zero: f32[] = [0.0]
+  const %half: f32[] = [0.5])";
+  const std::vector<std::pair<std::string, std::optional<Activation>>> recognised = {
+      {"  %a = Relu(%h)", Activation::kRelu},
+      {"  %a = Max(%zero, %h)", Activation::kRelu},
+      {"  %a = Max(%h, %half)", std::nullopt},  // max(x, 0.5) is no ReLU
+      {"  %a = LeakyRelu(%h) {alpha = 0.01}", std::nullopt},
+  };
+  for (const auto& [body, want] : recognised) {
+    INFO(body);
+    CHECK(activation_after_bias(*gemm_then(body, consts)) == want);
+  }
+  // Without the bias: the ReLU reads the product itself.
+  auto plain = test::parse_or_die(R"(graph "g" opset 20 {
+  input %x: f32[6,16]
+  input %w: f32[16,24]
+  %y = MatMul(%x, %w) @"mm"
+  %a = Relu(%y) @"relu"
+  %o = Neg(%a) @"after"
+  output %o
+}
+)");
+  test::run_frontend_or_die(*plain);
+  struct Case {
+    Graph* g;
+    std::string epilogue;
+    int folded;
+  };
+  auto biased = gemm_then("  %a = Relu(%h)");
+  auto as_max = gemm_then("  %a = Max(%h, %zero)", consts);
+  for (const Case& c : {Case{biased.get(), "bias_relu", 2}, Case{as_max.get(), "bias_relu", 2},
+                        Case{plain.get(), "relu", 1}}) {
+    INFO(c.epilogue);
+    auto plan = fusion::make_plan(*c.g, opts_lib("beam"));
+    REQUIRE(plan.is_ok());
+    auto s = schedule_of(*c.g, *plan);
+    REQUIRE(s.is_ok());
+    CHECK(s->folded == c.folded);
+    CHECK(s->kernels.size() == 1);  // the Neg
+    REQUIRE(s->calls.size() == 1);
+    CHECK(s->calls[0].gemm.epilogue == c.epilogue);
+    CHECK(s->calls[0].args[2]->name == "a");
+    // Half the products are negative: the emu GEMM's ReLU against the reference's.
+    plan_matches_reference(*c.g, *plan, 79, kEmuF32);
   }
 }
 
