@@ -309,7 +309,8 @@ std::string explain(const FusionPlan& plan) {
 
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
-    const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag) {
+    const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,
+    bool strict) {
   RewriteResult out;
   std::unique_ptr<Graph> copy = clone_graph(*g);
   ASSIGN_OR_RETURN(std::vector<std::string> lines, rewrite(*copy));
@@ -319,7 +320,7 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
   const double t0 = before.cost.time * 1e6, t1 = after.cost.time * 1e6;
   // Enough digits that the two estimates read differently when they differ.
   const int digits = fmt::format("{:.1f}", t0) == fmt::format("{:.1f}", t1) && t0 != t1 ? 3 : 1;
-  if (t1 <= t0) {
+  if (strict ? t1 < t0 : t1 <= t0) {
     g = std::move(copy);
     out.lines = std::move(lines);
     out.verdict = fmt::format("estimated {:.{}f} us against {:.{}f} us without, {} kernels against {}", t1,

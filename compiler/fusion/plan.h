@@ -101,7 +101,8 @@ StatusOr<FusionPlan> plan_brute_force(const Graph& g, const FusionOptions& o);
 std::string explain(const FusionPlan& plan);
 
 // A graph rewrite before planning (row scales past GEMMs, Splits and constant Gathers as Slices), applied to
-// a copy of `g` and kept (g replaced) when the copy's plan is estimated no slower than g's. `lines` are the
+// a copy of `g` and kept (g replaced) when the copy's plan is estimated no slower than g's (faster, with
+// `strict`: for a rewrite that only adds nodes, a tie means it gained nothing). `lines` are the
 // rewrite's lines when kept; `verdict` says what was compared, naming `skip_flag` when not kept
 // (empty when the rewrite found nothing to do).
 struct RewriteResult {
@@ -110,6 +111,7 @@ struct RewriteResult {
 };
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
-    const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag);
+    const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,
+    bool strict = false);
 
 }  // namespace stitch::fusion

@@ -85,7 +85,8 @@ StatusOr<std::vector<std::string>> copy_shared_relayouts(Graph& g, const std::se
 
 StatusOr<RewriteResult> copy_shared_relayouts_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
   return rewrite_if_cheaper(
-      g, o, [&](Graph& c) { return copy_shared_relayouts(c, o.no_fuse); }, "--no-relayout-copies");
+      g, o, [&](Graph& c) { return copy_shared_relayouts(c, o.no_fuse); }, "--no-relayout-copies",
+      /*strict=*/true);
 }
 
 }  // namespace stitch::fusion

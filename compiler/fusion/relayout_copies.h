@@ -28,8 +28,9 @@ namespace stitch::fusion {
 // copied whole). Returns one line per node copied. Nodes named in `keep` (--no-fuse) stay.
 StatusOr<std::vector<std::string>> copy_shared_relayouts(Graph& g, const std::set<std::string>& keep = {});
 
-// copy_shared_relayouts through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten
-// graph is estimated no slower (a copy whose readers all store it anyway only adds a kernel).
+// copy_shared_relayouts through rewrite_if_cheaper (plan.h): kept only when the plan of the
+// rewritten graph is estimated faster (a copy whose readers all store it anyway only adds a
+// kernel, and one that changes nothing only adds nodes to read in the plan).
 StatusOr<RewriteResult> copy_shared_relayouts_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
 
 }  // namespace stitch::fusion
