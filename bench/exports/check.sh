@@ -46,9 +46,11 @@ PY
 }
 for n in "${names[@]}"; do
   m=$DIR/$n
+  # A text model's first input is [batch, sequence] token ids: bind both from its first data set
+  # (the model's bytes are no guide: a large one starts with its weights).
   shapes=()
-  grep -q "input_ids" <(python3 -c "print(open('$m/model.onnx','rb').read(4000))" 2>/dev/null) &&
-    shapes=(--shape batch=2 --shape sequence=32)
+  d0=($(dims_of "$m/test_data_set_0/input_0.pb"))
+  [ ${#d0[@]} -eq 2 ] && shapes=(--shape batch="${d0[0]}" --shape sequence="${d0[1]}")
   out=$(mktemp -d)
   # nvcc for sm_90 (its ptxas feedback may re-plan a kernel); NO_NVCC=1 skips it.
   nvcc=()
