@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <functional>
 #include <set>
 #include <unordered_map>
@@ -27,39 +26,37 @@ bool relayout(const Node& n) {
 
 StatusOr<std::vector<std::string>> copy_shared_relayouts(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
-  // Each round copies the last qualifying node in topological order, so that its producer, when
-  // a relayout too, sees the readers the copies added.
-  for (;;) {
-    const auto users = g.users();
-    std::unordered_map<const Value*, bool> memo;
-    std::function<bool(const Value*)> feeds_matmul = [&](const Value* v) {
-      if (auto it = memo.find(v); it != memo.end()) return it->second;
-      memo[v] = false;
-      bool r = false;
-      if (auto it = users.find(v); it != users.end())
-        for (const Node* u : it->second)
-          if ((u->op_type == "MatMul" && u->domain.empty()) || (relayout(*u) && feeds_matmul(u->output(0))))
-            r = true;
-      return memo[v] = r;
-    };
-    Node* target = nullptr;
-    for (auto it = g.nodes().rbegin(); it != g.nodes().rend() && target == nullptr; ++it) {
-      Node& n = **it;
-      if (!relayout(n) || keep.count(n.name)) continue;
-      const Value* v = n.output(0);
-      if (v == nullptr || !v->has_static_shape() || g.is_graph_output(v)) continue;
-      auto u = users.find(v);
-      if (u == users.end() || u->second.size() < 2 || u->second.size() > kMaxReaders) continue;
-      bool ok = n.input(0) != nullptr && n.input(0)->has_static_shape();
-      for (const Value* in : n.inputs) ok &= in == nullptr || in == n.input(0) || in->is_constant();
-      if (ok && feeds_matmul(v)) target = &n;
-    }
-    if (target == nullptr) break;
-    Node& n = *target;
+  auto users = g.users();
+  std::unordered_map<const Value*, bool> memo;
+  std::function<bool(const Value*)> feeds_matmul = [&](const Value* v) {
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
+    memo[v] = false;
+    bool r = false;
+    if (auto it = users.find(v); it != users.end())
+      for (const Node* u : it->second)
+        if ((u->op_type == "MatMul" && u->domain.empty()) || (relayout(*u) && feeds_matmul(u->output(0))))
+          r = true;
+    return memo[v] = r;
+  };
+  std::set<std::string> taken;
+  std::vector<Node*> order;  // taken first: the copies are appended to the graph's nodes
+  for (const auto& m : g.nodes()) {
+    taken.insert(m->name);
+    order.push_back(m.get());
+  }
+  // Consumers first, so that a producer that is a relayout too sees the readers its copies add.
+  bool copied = false;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node& n = **it;
+    if (!relayout(n) || keep.count(n.name)) continue;
     Value* v = n.output(0);
-    const std::vector<Node*> readers = users.at(v);
-    std::set<std::string> taken;
-    for (const auto& m : g.nodes()) taken.insert(m->name);
+    if (v == nullptr || !v->has_static_shape() || g.is_graph_output(v)) continue;
+    auto u = users.find(v);
+    if (u == users.end() || u->second.size() < 2 || u->second.size() > kMaxReaders) continue;
+    bool ok = n.input(0) != nullptr && n.input(0)->has_static_shape();
+    for (const Value* in : n.inputs) ok &= in == nullptr || in == n.input(0) || in->is_constant();
+    if (!ok || !feeds_matmul(v)) continue;
+    const std::vector<Node*> readers = u->second;
     std::string names;
     for (size_t i = 1; i < readers.size(); ++i) {
       std::string name = n.name + "/copy";
@@ -75,11 +72,16 @@ StatusOr<std::vector<std::string>> copy_shared_relayouts(Graph& g, const std::se
       cv->producer = c;
       for (Value*& in : readers[i]->inputs)
         if (in == v) in = cv;
+      users[cv] = {readers[i]};
+      users[n.input(0)].push_back(c);
       names += fmt::format("{}'{}' for {}", names.empty() ? "" : ", ", c->name, readers[i]->describe());
     }
+    users[v] = {readers[0]};
+    memo.erase(v);  // it now has one reader
     log.push_back(fmt::format("{}: read by {} nodes; copies {}", n.describe(), readers.size(), names));
-    RETURN_IF_ERROR(g.topo_sort());
+    copied = true;
   }
+  if (copied) RETURN_IF_ERROR(g.topo_sort());
   return log;
 }
 
