@@ -3,16 +3,18 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <set>
 
 #include "cli/common.h"
 #include "cli/subcommands.h"
 #include "importer/onnx_importer.h"
 #include "importer/tensor_io.h"
 #include "reference/compare.h"
-#include "support/tolerances.h"
 #include "reference/interpreter.h"
 #include "stitch/runtime.hpp"
+#include "support/tolerances.h"
 
 namespace stitch::cli {
 namespace fs = std::filesystem;
@@ -68,10 +70,18 @@ int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const Tenso
   if (!exp_files.is_ok()) return report(exp_files.status());
   auto expected = match(outs, std::move(*exp_files), a.expect, "output");
   if (!expected.is_ok()) return report(expected.status());
-  double rtol = a.rtol >= 0 ? a.rtol : kRunDefault.rtol, atol = a.atol >= 0 ? a.atol : kRunDefault.atol;
+  // Each output's default follows its type (support/tolerances.h); --rtol/--atol override both.
+  std::map<std::string, std::pair<double, double>> used;  // dtype name -> (rtol, atol)
+  auto tolerance_for = [&](DType t) {
+    const Tolerance d = t == DType::kF16 ? kModelF16 : t == DType::kBF16 ? kModelBF16 : kRunDefault;
+    std::pair<double, double> tol{a.rtol >= 0 ? a.rtol : d.rtol, a.atol >= 0 ? a.atol : d.atol};
+    used[std::string(dtype_name(t))] = tol;
+    return tol;
+  };
   fmt::print("{:<24} {:<6} {:<14} {:>10} {:>10}  {}\n", "output", "dtype", "shape", "max_abs", "max_rel", "result");
   int bad = 0;
   for (const auto& [v, want] : *expected) {
+    const auto [rtol, atol] = tolerance_for(v->dtype);
     CompareResult r = compare_tensors(result.at(v->name), want, rtol, atol);
     std::string verdict = r.ok ? "ok" : !r.problem.empty() ? "MISMATCH: " + r.problem
                                        : fmt::format("MISMATCH: {} element(s) out of tolerance, first at index {}",
@@ -80,7 +90,16 @@ int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const Tenso
                dims_to_string(*v->dims), r.max_abs, r.max_rel, verdict);
     bad += !r.ok;
   }
-  fmt::print("tolerance: rtol {} atol {}\n", rtol, atol);
+  // One line when every output had the same tolerance (the common case), else one per type.
+  std::set<std::pair<double, double>> distinct;
+  for (const auto& [t, tol] : used) distinct.insert(tol);
+  if (distinct.size() <= 1) {
+    if (!used.empty())
+      fmt::print("tolerance: rtol {} atol {}\n", used.begin()->second.first, used.begin()->second.second);
+  } else {
+    for (const auto& [t, tol] : used)
+      fmt::print("tolerance ({} outputs): rtol {} atol {}\n", t, tol.first, tol.second);
+  }
   if (bad) {
     std::fprintf(stderr, "stitchc: %d of %zu output(s) do not match the expected outputs\n", bad, expected->size());
     return 1;

@@ -10,12 +10,16 @@ outputs PyTorch itself computed (never stitch's own interpreter):
   gpt2_tiny   HuggingFace GPT2Model, 2 layers, causal mask, TorchScript, opset 14
   llama_tiny  HuggingFace LlamaModel, 2 layers (RMSNorm, rotary embedding, SiLU
               gating, causal mask), torch.export-based exporter, opset 18
+  gpt2_tiny_f16   gpt2_tiny's config in float16 (weights and compute), torch.export-based
+              exporter, opset 18 (the TorchScript exporter casts a half GPT-2 to float32 after
+              its first layer norm and declares a float32 output)
+  llama_tiny_bf16 llama_tiny's config in bfloat16, torch.export-based exporter, opset 18
   cnn_small   torchvision-style CNN: conv/BN/ReLU stem, max pool, residual
               blocks, depthwise conv with squeeze-excite and HardSwish
               (MobileNetV3-like), global pool, linear head; TorchScript, opset 13
 
 Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript
-Run: python3 models/make_models.py [--out models]
+Run: python3 models/make_models.py [--out models] [--only NAME ...]
 """
 import argparse
 import os
@@ -29,13 +33,22 @@ from onnx import numpy_helper
 warnings.filterwarnings("ignore")
 
 
+def to_numpy(t):
+    """numpy has no bfloat16: through ml_dtypes' (onnx's own dependency), which onnx saves as BFLOAT16."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+        return t.float().numpy().astype(ml_dtypes.bfloat16)  # exact: every bfloat16 is a float
+    return t.numpy()
+
+
 def save_test_data(out_dir, name, inputs, input_names, outputs, output_names):
     d = os.path.join(out_dir, name, "test_data_set_0")
     os.makedirs(d, exist_ok=True)
     for i, (n, t) in enumerate(zip(input_names, inputs)):
-        onnx.save_tensor(numpy_helper.from_array(t.numpy(), n), os.path.join(d, f"input_{i}.pb"))
+        onnx.save_tensor(numpy_helper.from_array(to_numpy(t), n), os.path.join(d, f"input_{i}.pb"))
     for i, (n, t) in enumerate(zip(output_names, outputs)):
-        onnx.save_tensor(numpy_helper.from_array(t.detach().numpy(), n), os.path.join(d, f"output_{i}.pb"))
+        onnx.save_tensor(numpy_helper.from_array(to_numpy(t), n), os.path.join(d, f"output_{i}.pb"))
 
 
 def export(module, inputs, out_dir, name, input_names, output_names, dynamic_axes, opset, dynamo=False):
@@ -143,7 +156,9 @@ def randomize_batchnorm(module, gen):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--only", nargs="+", help="write only these models (the others' weights stay as they are)")
     args = ap.parse_args()
+    want = lambda name: not args.only or name in args.only
     from transformers import BertConfig, BertModel, GPT2Config, GPT2Model, LlamaConfig, LlamaModel
 
     torch.manual_seed(0)
@@ -155,23 +170,43 @@ def main():
 
     bert = BertModel(BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                 intermediate_size=128, max_position_embeddings=64), add_pooling_layer=True)
-    export(HFWrapper(bert, ["last_hidden_state", "pooler_output"]), [ids, mask], args.out, "bert_tiny",
-           ["input_ids", "attention_mask"], ["last_hidden_state", "pooler_output"], seq_axes, 17)
+    if want("bert_tiny"):
+        export(HFWrapper(bert, ["last_hidden_state", "pooler_output"]), [ids, mask], args.out, "bert_tiny",
+               ["input_ids", "attention_mask"], ["last_hidden_state", "pooler_output"], seq_axes, 17)
 
     gpt2 = GPT2Model(GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0))
     gmask = torch.ones(2, 16, dtype=torch.long)
-    export(HFWrapper(gpt2, ["last_hidden_state"]), [ids, gmask], args.out, "gpt2_tiny",
-           ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 14)
+    if want("gpt2_tiny"):
+        export(HFWrapper(gpt2, ["last_hidden_state"]), [ids, gmask], args.out, "gpt2_tiny",
+               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 14)
 
     llama = LlamaModel(LlamaConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
-    export(HFWrapper(llama, ["last_hidden_state"]), [ids, gmask], args.out, "llama_tiny",
-           ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+    if want("llama_tiny"):
+        export(HFWrapper(llama, ["last_hidden_state"]), [ids, gmask], args.out, "llama_tiny",
+               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
 
     cnn = SmallCNN()
     randomize_batchnorm(cnn, gen)
     img = torch.randn(2, 3, 32, 32, generator=gen)
-    export(cnn, [img], args.out, "cnn_small", ["image"], ["probabilities"], {"image": {0: "batch"}}, 13)
+    if want("cnn_small"):
+        export(cnn, [img], args.out, "cnn_small", ["image"], ["probabilities"], {"image": {0: "batch"}}, 13)
+
+    # Half precision, as models are deployed on GPUs: the same configs with weights and compute in
+    # float16 and bfloat16, PyTorch's CPU kernels computing the expected outputs in that type.
+    torch.manual_seed(3)
+    gpt2_h = GPT2Model(GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64, bos_token_id=0,
+                                  eos_token_id=0)).to(torch.float16)
+    if want("gpt2_tiny_f16"):
+        export(HFWrapper(gpt2_h, ["last_hidden_state"]), [ids, gmask], args.out, "gpt2_tiny_f16",
+               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+    torch.manual_seed(4)
+    llama_b = LlamaModel(LlamaConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2,
+                                     max_position_embeddings=64)).to(torch.bfloat16)
+    if want("llama_tiny_bf16"):
+        export(HFWrapper(llama_b, ["last_hidden_state"]), [ids, gmask], args.out, "llama_tiny_bf16",
+               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
 
 
 if __name__ == "__main__":

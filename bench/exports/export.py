@@ -27,13 +27,22 @@ MORE_SHAPES = [(1, 7), (3, 45)]
 NAMED_ONLY = {"bert_base_12l"}
 
 
+def to_numpy(t):
+    """numpy has no bfloat16: through ml_dtypes' (onnx's own dependency), which onnx saves as BFLOAT16."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+        return t.float().numpy().astype(ml_dtypes.bfloat16)  # exact: every bfloat16 is a float
+    return t.numpy()
+
+
 def save_case(out, names_in, inputs, names_out, outputs, k=0):
     d = os.path.join(out, f"test_data_set_{k}")
     os.makedirs(d, exist_ok=True)
     for i, (n, t) in enumerate(zip(names_in, inputs)):
-        onnx.save_tensor(numpy_helper.from_array(t.numpy(), n), os.path.join(d, f"input_{i}.pb"))
+        onnx.save_tensor(numpy_helper.from_array(to_numpy(t), n), os.path.join(d, f"input_{i}.pb"))
     for i, (n, t) in enumerate(zip(names_out, outputs)):
-        onnx.save_tensor(numpy_helper.from_array(t.detach().numpy(), n), os.path.join(d, f"output_{i}.pb"))
+        onnx.save_tensor(numpy_helper.from_array(to_numpy(t), n), os.path.join(d, f"output_{i}.pb"))
 
 
 def text_inputs(vocab, batch=BATCH, seq=SEQ):
@@ -171,6 +180,17 @@ def models():
         "mobilebert": text("mobilebert", lambda: tf.MobileBertModel(tf.MobileBertConfig(**mobilebert))),
         "xlm_roberta_ts": text("xlm_roberta_ts", lambda: tf.XLMRobertaModel(tf.XLMRobertaConfig(**small)),
                                dynamo=False, opset=17),
+    })
+    # Half precision, as models are deployed on the GPU (tried 2026-11-24): the same small configs
+    # with their weights and compute in float16 or bfloat16 (PyTorch's CPU kernels compute the
+    # reference in that type, rounding each op's output).
+    half, bf16 = torch.float16, torch.bfloat16
+    t.update({
+        "bert_f16": text("bert_f16", lambda: tf.BertModel(tf.BertConfig(**small)).to(half)),
+        "gpt2_f16": text("gpt2_f16", lambda: tf.GPT2Model(tf.GPT2Config(**gpt2, vocab_size=1000)).to(half)),
+        "llama_f16": text("llama_f16", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)).to(half)),
+        "llama_bf16": text("llama_bf16", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)).to(bf16)),
+        "bert_bf16": text("bert_bf16", lambda: tf.BertModel(tf.BertConfig(**small)).to(bf16)),
     })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))

@@ -46,7 +46,8 @@ compile() {  # compile OUT MODEL [flags...]
   "$STITCHC" compile "$model" -o "$out" --arch "$ARCH" $emu_flag "$@" >"$out.log" 2>&1 ||
     { echo "prepare: compiling $model failed:" >&2; tail -5 "$out.log" >&2; exit 1; }
 }
-for m in bert_tiny gpt2_tiny llama_tiny cnn_small; do
+# The half-precision models check cuBLASLt and the kernels in float16 and bfloat16 against PyTorch.
+for m in bert_tiny gpt2_tiny llama_tiny cnn_small gpt2_tiny_f16 llama_tiny_bf16; do
   case $m in
     cnn_small) small="--shape batch=2" large="--shape batch=256" ;;
     *) small="--shape batch=2 --shape sequence=16" large="--shape batch=128 --shape sequence=64" ;;

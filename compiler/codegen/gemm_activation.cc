@@ -109,7 +109,8 @@ double activation_value(Activation a, double x) {
 
 std::optional<ActivationRegion> match_activation(const Graph& g, const NodeUsers& users, const Value* x,
                                                  const std::function<bool(const Node*)>& usable) {
-  if (!x || !x->dims || g.is_graph_output(x) || (x->dtype != DType::kF32 && x->dtype != DType::kF16))
+  if (!x || !x->dims || g.is_graph_output(x) ||
+      (x->dtype != DType::kF32 && x->dtype != DType::kF16 && x->dtype != DType::kBF16))
     return std::nullopt;
   auto readers = [&](const Value* v) -> const std::vector<Node*>& {
     static const std::vector<Node*> none;

@@ -77,9 +77,9 @@ NodeLowering classify_node(const Node& n, std::string* why) {
       return unsupported("an output has no static shape; bind every dynamic input with --shape");
   if (view_op(n)) return NodeLowering::kView;
   if (is_one_of(op, {"MatMul", "Gemm", "Conv"})) {
-    if (!is_float(n.output(0)->dtype) || n.output(0)->dtype == DType::kBF16)
-      return unsupported(fmt::format("{} on {} is not supported by the back end (f32, f16 and f64 are)", op,
-                                     dtype_name(n.output(0)->dtype)));
+    if (!is_float(n.output(0)->dtype))
+      return unsupported(fmt::format("{} on {} is not supported by the back end (f32, f16, bf16 and f64 are)",
+                                     op, dtype_name(n.output(0)->dtype)));
     return NodeLowering::kLibrary;
   }
   if (has_scalar_expr(n)) {

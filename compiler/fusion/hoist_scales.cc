@@ -25,9 +25,7 @@ enum class Kind { kFull, kRow, kColumn, kOther };
 // What a factor is to A (dims `a`, last axis k): A's own shape, one value per row, one constant
 // per column (or a scalar constant).
 Kind classify(const Value* v, const Dims& a) {
-  if (!v->has_static_shape() ||
-      (v->dtype != DType::kF32 && v->dtype != DType::kF64 && v->dtype != DType::kF16))
-    return Kind::kOther;
+  if (!v->has_static_shape() || !is_float(v->dtype)) return Kind::kOther;
   const Dims& d = *v->dims;
   if (d.size() > a.size()) return Kind::kOther;
   const size_t lead = a.size() - d.size();

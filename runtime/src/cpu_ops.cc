@@ -1,5 +1,6 @@
 #include "cpu_ops.h"
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <fmt/format.h>
 
@@ -8,7 +9,7 @@
 namespace stitch::rt {
 namespace {
 
-// Element access in the compute type (float for f32/f16, double for f64).
+// Element access in the compute type (float for f32/f16/bf16, double for f64).
 template <typename T>
 struct Elem {
   using C = T;
@@ -20,6 +21,12 @@ struct Elem<__half> {
   using C = float;
   static C get(const void* p, int64_t i) { return __half2float(static_cast<const __half*>(p)[i]); }
   static void set(void* p, int64_t i, C v) { static_cast<__half*>(p)[i] = __float2half_rn(v); }
+};
+template <>
+struct Elem<__nv_bfloat16> {
+  using C = float;
+  static C get(const void* p, int64_t i) { return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]); }
+  static void set(void* p, int64_t i, C v) { static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); }
 };
 
 // GELU in the tanh form cuBLASLt's GELU epilogues compute, in the accumulator type.
@@ -108,6 +115,7 @@ void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const 
   if (dtype == "f32") return gemm<float>(g, a, b, c, bias, residual);
   if (dtype == "f64") return gemm<double>(g, a, b, c, bias, residual);
   if (dtype == "f16") return gemm<__half>(g, a, b, c, bias, residual);
+  if (dtype == "bf16") return gemm<__nv_bfloat16>(g, a, b, c, bias, residual);
   fail(3, fmt::format("gemm on {} is not implemented on the emu backend", dtype));
 }
 
@@ -116,6 +124,7 @@ void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const 
   if (dtype == "f32") return conv<float>(p, x, w, bias, y);
   if (dtype == "f64") return conv<double>(p, x, w, bias, y);
   if (dtype == "f16") return conv<__half>(p, x, w, bias, y);
+  if (dtype == "bf16") return conv<__nv_bfloat16>(p, x, w, bias, y);
   fail(3, fmt::format("conv on {} is not implemented on the emu backend", dtype));
 }
 

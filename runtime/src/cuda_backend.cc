@@ -34,12 +34,14 @@ void check(cudnnStatus_t e, const char* call, const char* file, int line) {
 cudaDataType_t cuda_type(const std::string& t) {
   if (t == "f32") return CUDA_R_32F;
   if (t == "f16") return CUDA_R_16F;
+  if (t == "bf16") return CUDA_R_16BF;
   if (t == "f64") return CUDA_R_64F;
   fail(3, fmt::format("no cuBLAS type for {}", t));
 }
 cudnnDataType_t cudnn_type(const std::string& t) {
   if (t == "f32") return CUDNN_DATA_FLOAT;
   if (t == "f16") return CUDNN_DATA_HALF;
+  if (t == "bf16") return CUDNN_DATA_BFLOAT16;
   if (t == "f64") return CUDNN_DATA_DOUBLE;
   fail(3, fmt::format("no cuDNN type for {}", t));
 }
@@ -289,8 +291,9 @@ class CudaBackend final : public BackendImpl {
     CHECK(cudnnSetTensorNdDescriptor(p.x, t, int(in.size()), in.data(), packed(in).data()));
     CHECK(cudnnSetTensorNdDescriptor(p.y, t, int(out.size()), out.data(), packed(out).data()));
     CHECK(cudnnSetFilterNdDescriptor(p.w, t, CUDNN_TENSOR_NCHW, int(w.size()), w.data()));
-    CHECK(cudnnSetConvolutionNdDescriptor(p.conv, int(pads.size()), pads.data(), strides.data(), dil.data(),
-                                          CUDNN_CROSS_CORRELATION, t == CUDNN_DATA_HALF ? CUDNN_DATA_FLOAT : t));
+    CHECK(cudnnSetConvolutionNdDescriptor(
+        p.conv, int(pads.size()), pads.data(), strides.data(), dil.data(), CUDNN_CROSS_CORRELATION,
+        t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16 ? CUDNN_DATA_FLOAT : t));
     CHECK(cudnnSetConvolutionGroupCount(p.conv, int(c.group)));
     CHECK(cudnnSetConvolutionMathType(p.conv, CUDNN_DEFAULT_MATH));
     cudnnConvolutionFwdAlgoPerf_t perf[8];

@@ -165,11 +165,13 @@ void parse_schedule(ModelData& m, const json& j) {
           fail(2,
                "schedule.json: a gemm step with a residual epilogue has a beta; the artifact is damaged, "
                "recompile it");
-        if ((g.gelu || g.relu) && d.dtype != "f32" && d.dtype != "f16")
-          fail(2, fmt::format(
-                      "schedule.json: a gemm step of {} has a {} epilogue (only f32 and f16 have one); the "
-                      "artifact is damaged, recompile it",
-                      d.dtype, g.gelu ? "GELU" : "ReLU"));
+        if ((g.gelu || g.relu) && d.dtype != "f32" && d.dtype != "f16" && d.dtype != "bf16")
+          fail(
+              2,
+              fmt::format(
+                  "schedule.json: a gemm step of {} has a {} epilogue (only f32, f16 and bf16 have one); the "
+                  "artifact is damaged, recompile it",
+                  d.dtype, g.gelu ? "GELU" : "ReLU"));
         const size_t want = 3u + (g.bias ? 1u : 0u) + (g.residual ? 1u : 0u);
         if (d.args.size() != want)
           fail(2, fmt::format("schedule.json: a gemm step with epilogue '{}' needs {} buffers", epi, want));

@@ -15,6 +15,13 @@ for m in "$ROOT"/models/*/; do
   expect "run $name --expect" 0 "all [0-9]+ output\(s\) match" -- \
     "$STITCHC" run "$m/model.onnx" --inputs "$m/test_data_set_0" --expect "$m/test_data_set_0"
 done
+# Half-precision outputs are compared within their type's model tolerance (support/tolerances.h)
+# unless --rtol/--atol say otherwise: the bfloat16 LLaMA is 0.03 from PyTorch, outside float32's.
+H=$ROOT/models/llama_tiny_bf16
+expect "bf16 outputs get the bfloat16 model tolerance" 0 "tolerance: rtol 0.04 atol 0.04" -- \
+  "$STITCHC" run "$H/model.onnx" --inputs "$H/test_data_set_0" --expect "$H/test_data_set_0"
+expect "--rtol/--atol override a half type's default" 1 "MISMATCH: [0-9]+ element\(s\) out of tolerance" -- \
+  "$STITCHC" run "$H/model.onnx" --inputs "$H/test_data_set_0" --expect "$H/test_data_set_0" --rtol 1e-3 --atol 1e-4
 M=$ROOT/models/bert_tiny
 D=$M/test_data_set_0
 

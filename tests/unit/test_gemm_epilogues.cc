@@ -331,3 +331,46 @@ TEST_CASE("sibling GEMMs (Q, K, V) become one GEMM whose column slices are read 
   CHECK(s->kernels.size() == 1);  // the softmax, packed with the gating Mul that reads both slices
   plan_matches_reference(*g, *plan, 81);
 }
+
+TEST_CASE("GEMMs and convolutions in float16 and bfloat16 are calls with their epilogues", "[fusion][emu]") {
+  // A layer with a bias and ReLU, a product through a transposed weight (Gemm) and a convolution
+  // with a bias: each a library call in the half type, computed in float by the emu backend's CPU
+  // GEMM and convolution against the reference, which rounds each op's output to the half type.
+  // (Each reads graph inputs: one product's rounded output feeding another would compare the
+  // reference's extra roundings amplified by the contraction, not the calls.)
+  for (const std::string t : {"f16", "bf16"}) {
+    INFO(t);
+    auto g = test::parse_or_die(fmt::format(R"(graph "g" opset 20 {{
+  input %x: {0}[6,40]
+  input %w: {0}[40,24]
+  input %b: {0}[24]
+  input %x2: {0}[5,24]
+  input %w2: {0}[8,24]
+  input %img: {0}[1,3,9,9]
+  input %k: {0}[4,3,3,3]
+  input %kb: {0}[4]
+  %y = MatMul(%x, %w) @"mm"
+  %h = Add(%y, %b) @"bias"
+  %a = Relu(%h) @"relu"
+  %o = Neg(%a) @"after"
+  %z = Gemm(%x2, %w2) {{transB = 1}} @"gemm"
+  %c = Conv(%img, %k, %kb) {{pads = ints[1, 1, 1, 1]}} @"conv"
+  output %o
+  output %z
+  output %c
+}}
+)",
+                                            t));
+    test::run_frontend_or_die(*g);
+    auto plan = fusion::make_plan(*g, opts_lib("beam"));
+    REQUIRE(plan.is_ok());
+    auto s = schedule_of(*g, *plan);
+    INFO(s.status().message());
+    REQUIRE(s.is_ok());
+    REQUIRE(s->calls.size() == 3);
+    CHECK(s->calls[0].gemm.epilogue == "bias_relu");
+    CHECK(s->kernels.size() == 1);  // the Neg
+    for (const auto& c : s->calls) CHECK(dtype_name(c.dtype) == t);
+    plan_matches_reference(*g, *plan, 83, t == "f16" ? kEmuF16Chain : kEmuBF16Chain);
+  }
+}
