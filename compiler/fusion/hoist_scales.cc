@@ -41,6 +41,14 @@ Kind classify(const Value* v, const Dims& a) {
   return Kind::kOther;
 }
 
+// True when every value of type `from` is exactly a value of type `to`: float16 and bfloat16 in
+// float32 or float64, float32 in float64, and a type in itself.
+bool widens_exactly(DType from, DType to) {
+  if (from == to) return true;
+  if (from == DType::kF16 || from == DType::kBF16) return to == DType::kF32 || to == DType::kF64;
+  return from == DType::kF32 && to == DType::kF64;
+}
+
 }  // namespace
 
 StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep) {
@@ -86,15 +94,19 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
         w->dtype != a->dtype || w->dims->size() != 2 || (*w->dims)[0] != a->dims->back() ||
         y->dtype != a->dtype || keep.count(mm->name))
       continue;
-    // Factors of A through Mul, Div (the divisor's factors inverted) and same-type Casts, each
-    // node read only by the next.
+    // Factors of A through Mul, Div (the divisor's factors inverted) and Casts between float
+    // types, each node read only by the next. A half model's RMSNorm computes in float32 between
+    // two Casts (LLaMA's: x in bfloat16, Cast to float32, times the row scale, Cast back, times
+    // the weight): the rewritten product skips the narrowing Cast's rounding, which only makes it
+    // closer to the exact value.
     std::vector<Factor> factors;
     std::vector<Node*> chain;
     std::function<void(Value*, const Node*, bool)> split = [&](Value* v, const Node* reader, bool inv) {
       Node* p = v->producer;
-      const bool through = p && only_reader(v, reader) && p->domain.empty() &&
-                           (((p->op_type == "Mul" || p->op_type == "Div") && p->inputs.size() == 2) ||
-                            (p->op_type == "Cast" && p->input(0) && p->input(0)->dtype == v->dtype));
+      const bool through =
+          p && only_reader(v, reader) && p->domain.empty() &&
+          (((p->op_type == "Mul" || p->op_type == "Div") && p->inputs.size() == 2) ||
+           (p->op_type == "Cast" && p->input(0) && is_float(p->input(0)->dtype) && is_float(v->dtype)));
       if (!through) {
         factors.push_back({v, inv});
         return;
@@ -129,7 +141,22 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
           break;
       }
     }
-    if (!ok || x == nullptr || rows.empty() || x->dtype != a->dtype || !kernel_readers(y, 0)) continue;
+    if (!ok || x == nullptr || rows.empty() || !kernel_readers(y, 0)) continue;
+    // The product reads x in A's type: x itself, or the value a widening Cast made x from (the
+    // Cast stays for its other readers, such as the norm's sum of squares).
+    if (x->dtype != a->dtype) {
+      const Node* c = x->producer;
+      if (!c || c->op_type != "Cast" || !c->input(0) || c->input(0)->dtype != a->dtype ||
+          !widens_exactly(a->dtype, x->dtype))
+        continue;
+      x = c->input(0);
+    }
+    // The row factors all of one type; when it is not the product's, the product is cast to it,
+    // scaled, and cast back into the MatMul's old output.
+    const DType row_type = rows.front().value->dtype;
+    if (std::any_of(rows.begin(), rows.end(), [&](const Factor& f) { return f.value->dtype != row_type; }))
+      continue;
+    const bool cast_rows = row_type != y->dtype;
     // The new weight: row i of W times the column factors at i (in double, then rounded once).
     const int64_t k = (*w->dims)[0], n = (*w->dims)[1];
     std::vector<double> scale(static_cast<size_t>(k), 1.0);
@@ -149,14 +176,27 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
     m2->inputs = {x, w2};
     m2->outputs = {z};
     z->producer = m2;
-    // The row factors, one Mul or Div each; the last writes the MatMul's old output.
+    // The row factors, one Mul or Div each (between two Casts when their type is not the
+    // product's); the last node writes the MatMul's old output.
+    auto add_cast = [&](Value* in, Value* out) {
+      Node* c = add_op_node(g, "Cast", g.unique_name(mm->name + "/row_scale_cast"));
+      c->attrs["to"] = static_cast<int64_t>(dtype_to_onnx(out->dtype));
+      c->inputs = {in};
+      c->outputs = {out};
+      out->producer = c;
+    };
     Value* cur = z;
+    if (cast_rows) {
+      Value* wide = add_typed_value(g, mm->name + "/unscaled_product_cast", row_type, *y->dims);
+      add_cast(z, wide);
+      cur = wide;
+    }
     std::string names;
     for (size_t i = 0; i < rows.size(); ++i) {
       Node* s = add_op_node(g, rows[i].inverse ? "Div" : "Mul", g.unique_name(mm->name + "/row_scale"));
       Value* out = y;
-      if (i + 1 < rows.size()) {
-        out = add_typed_value(g, mm->name + "/row_scaled", y->dtype, *y->dims);
+      if (i + 1 < rows.size() || cast_rows) {
+        out = add_typed_value(g, mm->name + "/row_scaled", row_type, *y->dims);
       }
       s->inputs = {cur, rows[i].value};
       s->outputs = {out};
@@ -164,6 +204,7 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
       cur = out;
       names += (names.empty() ? "'" : ", '") + rows[i].value->name + "'";
     }
+    if (cast_rows) add_cast(cur, y);
     mm->outputs[0] = nullptr;
     dead.push_back(mm);
     // Each chain node is read only by the next, so no other MatMul's chain shares one.

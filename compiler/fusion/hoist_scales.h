@@ -18,13 +18,16 @@
 namespace stitch::fusion {
 
 // For every MatMul whose B is a constant [k, n] matrix and whose A is, through Mul, Div (by a
-// factor) and same-type Cast nodes each read only by the next, the product of exactly one value
+// factor) and Casts between float types, each read only by the next, the product of exactly one value
 // of A's shape, at least one row factor (last dim 1, the others 1 or A's) and any number of
 // constant column factors ([k] or [1, ..., k], or scalars): the MatMul reads that value with the
 // column factors folded into its weight, and Mul/Div nodes apply the row factors to its product.
 // Only where every reader of the product (through views and Slices) is a kernel op, none a GEMM
 // or convolution (those would need the scaled product stored, which is what the norm did), and
-// the product is not a graph output. Returns one line per MatMul rewritten.
+// the product is not a graph output. The MatMul reads that value in A's type: itself, or the value
+// a widening Cast made it from (a half model's norm computes in float32: the GEMM reads the half
+// input, and the product is cast to the row factors' type, scaled and cast back). Returns one
+// line per MatMul rewritten.
 // Nodes named in `keep` (--no-fuse) are left as they are: no MatMul or chain node among them.
 StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep = {});
 

@@ -57,6 +57,11 @@ inline constexpr Tolerance kEmuF16Chain = {4e-3, 1e-4,
 inline constexpr Tolerance kEmuBF16Chain = {3e-2, 1e-3,
                                             "f32 intermediates vs per-op bfloat16 rounding, up to 8 steps"};
 
+// A graph rewrite checked in the reference interpreter against the graph before it: both compute in
+// float64, so only reordered or refactored sums differ (a rewrite that moves a half type's
+// rounding is checked with kModelF16 or kModelBF16 instead).
+inline constexpr Tolerance kRewriteReference = {1e-5, 1e-6, "float64 reference, sums reordered by a rewrite"};
+
 // GELU's erf form run as its tanh form (--approximate-gelu: cuBLASLt's GELU epilogue): the two
 // differ by at most 4.73e-4 (at x = -2.70), plus the f32 error of the GEMM around it.
 inline constexpr Tolerance kGeluTanhForErf = {1e-3, 5e-4,

@@ -118,12 +118,13 @@ inline fusion::FusionOptions opts_lib(const std::string& mode) {
 
 // Plans with `o`, then compiles, runs on emu and compares with the reference; returns the
 // number of generated kernels.
-inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const fusion::FusionOptions& o) {
+inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const fusion::FusionOptions& o,
+                                      const Tolerance& tol = kEmuF32) {
   auto plan = fusion::make_plan(g, o);
   REQUIRE(plan.is_ok());
   const auto groups = groups_of(*plan);
   const auto packs = packs_of(*plan);
-  return emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
+  return emu_matches_reference(g, &groups, seed, tol, &packs, plan->gemm_folds);
 }
 inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::string& mode = "beam") {
   auto plan = fusion::make_plan(g, opts(mode));
@@ -154,8 +155,11 @@ inline AllPlans plans_agree(const Graph& g) {
           std::move(brute).value()};
 }
 
-// The rewritten graph computes what the original did (reference interpreter, both graphs).
-inline void same_as_original(const Graph& original, const Graph& rewritten, uint32_t seed) {
+// The rewritten graph computes what the original did (reference interpreter, both graphs), within
+// the reference's own float64 differences unless `tol` says more (a rewrite that changes where a
+// half type rounds).
+inline void same_as_original(const Graph& original, const Graph& rewritten, uint32_t seed,
+                             const Tolerance& tol = kRewriteReference) {
   TensorMap feed;
   for (const Value* v : original.inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
   auto want = run_reference(original, feed);
@@ -163,8 +167,15 @@ inline void same_as_original(const Graph& original, const Graph& rewritten, uint
   REQUIRE(want.is_ok());
   REQUIRE(got.is_ok());
   for (const Value* v : original.outputs) {
-    const CompareResult r = compare_tensors(got->at(v->name), want->at(v->name), 1e-5, 1e-6);
-    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << " " << r.problem);
+    const CompareResult r = compare_tensors(got->at(v->name), want->at(v->name), tol.rtol, tol.atol);
+    INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << ", " << r.mismatches
+                 << " outside the tolerance"
+                 << (r.first_bad >= 0
+                         ? fmt::format(", first at {}: {} vs {}", r.first_bad,
+                                       got->at(v->name).to_f64()[static_cast<size_t>(r.first_bad)],
+                                       want->at(v->name).to_f64()[static_cast<size_t>(r.first_bad)])
+                         : "")
+                 << " " << r.problem);
     CHECK(r.ok);
   }
 }

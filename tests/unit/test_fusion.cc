@@ -336,8 +336,8 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
   // 11 + 11, llama_tiny 9 + 10; before Q.K^T was stitched: bert_tiny 11 + 13, llama_tiny 12 + 12; before the
   // row scale moved, llama_tiny 11 + 10; before the Split became Slices, gpt2_tiny 7 + 12.)
   // The half-precision models: gpt2_tiny_f16 (torch.export's Gemms, Q/K/V a Split) 11 + 2, and
-  // llama_tiny_bf16 7 + 6 with its RMSNorms left in front of the GEMMs (computed in float32 between
-  // two Casts, which the row-scale move does not look through).
+  // llama_tiny_bf16 7 + 6, its RMSNorms (in float32 between two Casts) moved like llama_tiny's
+  // (57.1 -> 56.8 us estimated; 7 + 6 before too).
   const std::map<std::string, std::pair<size_t, size_t>> most = {
       {"bert_tiny", {10, 2}}, {"gpt2_tiny", {7, 6}},      {"llama_tiny", {7, 6}},
       {"cnn_small", {11, 9}}, {"gpt2_tiny_f16", {11, 2}}, {"llama_tiny_bf16", {7, 6}}};
@@ -356,9 +356,10 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
     CHECK(sliced->lines.size() == (gpt2 ? 2u : name == "bert_tiny" ? 1u : 0u));
     auto hoisted = fusion::hoist_row_scales_if_cheaper(g, opts("beam"));
     REQUIRE(hoisted.is_ok());
-    // llama_tiny's two RMSNorms in front of their gate/up GEMMs move, 0.02 us ahead in the estimate
-    // (0.02 us behind, and left, while the mask's GatherND was a kernel of its own)
-    CHECK(hoisted->lines.size() == (name == "llama_tiny" ? 2u : 0u));
+    // llama_tiny's two RMSNorms in front of their gate/up GEMMs move, 0.02 us ahead in the estimate; so
+    // do llama_tiny_bf16's (0.3 us); llama_tiny's were 0.02 us behind, and left, while the mask's
+    // GatherND was a kernel of its own
+    CHECK(hoisted->lines.size() == (llama ? 2u : 0u));
     auto plan = fusion::make_plan(*g, opts("beam"));
     REQUIRE(plan.is_ok());
     const auto groups = groups_of(*plan);
