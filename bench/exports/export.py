@@ -24,7 +24,7 @@ BATCH, SEQ = 2, 32
 # length, and an odd batch whose sequences are longer than anything a block size divides.
 MORE_SHAPES = [(1, 7), (3, 45)]
 # Exported only when named on the command line: too large for every run.
-NAMED_ONLY = {"bert_base_12l"}
+NAMED_ONLY = {"bert_base_12l", "bert_base_12l_f16"}
 
 
 def to_numpy(t):
@@ -191,6 +191,10 @@ def models():
         "llama_f16": text("llama_f16", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)).to(half)),
         "llama_bf16": text("llama_bf16", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)).to(bf16)),
         "bert_bf16": text("bert_bf16", lambda: tf.BertModel(tf.BertConfig(**small)).to(bf16)),
+        # 12 layers in float16: whether the float16 tolerance holds through a full-depth model
+        "bert_base_12l_f16": text("bert_base_12l_f16",
+                                  lambda: tf.BertModel(tf.BertConfig(**{**bert_base, "num_hidden_layers": 12})).to(half),
+                                  ("last_hidden_state", "pooler_output"), 30522),
     })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
