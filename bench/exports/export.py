@@ -6,7 +6,7 @@ sequence 32 with the axes named batch and sequence (and two more data sets at ba
 and batch 3, sequence 45), CNNs at 1x3x224x224.
 
     python3 -m venv venv && venv/bin/pip install torch transformers torchvision onnx onnxscript
-    venv/bin/python bench/exports/export.py OUT [NAME ...]   # bert_base_12l only when named
+    venv/bin/python bench/exports/export.py OUT [NAME ...]   # bert_base_12l(_f16) only when named
     bash bench/exports/check.sh OUT [NAME ...]     # compile, run on emu against PyTorch
 
 Tooling only: nothing in the compiler or the runtime imports Python.
@@ -104,6 +104,28 @@ def export_cnn(name, ctor, out):
     save_case(out, ["input"], [x], ["output"], [y])
 
 
+def export_tensor(name, make_model, key, shape, dynamo, opset, out):
+    """A model of one float tensor (an image, a spectrogram) -> its output `key`, at a fixed shape."""
+    torch.manual_seed(0)
+    model = make_model().eval()
+
+    class One(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m(x)[key]
+
+    w = One(model).eval()
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        y = w(x)
+    torch.onnx.export(w, (x,), os.path.join(out, "model.onnx"), dynamo=dynamo, opset_version=opset,
+                      input_names=["input"], output_names=[key], **({"external_data": False} if dynamo else {}))
+    save_case(out, ["input"], [x], [key], [y])
+
+
 def models():
     import transformers as tf
     import torchvision.models as tv
@@ -195,6 +217,23 @@ def models():
         "bert_base_12l_f16": text("bert_base_12l_f16",
                                   lambda: tf.BertModel(tf.BertConfig(**{**bert_base, "num_hidden_layers": 12})).to(half),
                                   ("last_hidden_state", "pooler_output"), 30522),
+    })
+    # Vision and speech transformers (tried 2026-11-24): ViT and Whisper's encoder (patch or
+    # convolution stems, erf GELU) through torch.export, Swin (windows shifted by Slices and
+    # Concats, patch merging) through TorchScript (torch.export cannot take its view).
+    vit = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, image_size=64,
+               patch_size=8)
+    whisper = dict(d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                   decoder_attention_heads=4, encoder_ffn_dim=512, decoder_ffn_dim=512, num_mel_bins=80,
+                   max_source_positions=64, vocab_size=1000, pad_token_id=0, decoder_start_token_id=1,
+                   bos_token_id=1, eos_token_id=2)
+    swin = dict(image_size=64, patch_size=4, embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=4)
+    tensor = lambda make, shape, dynamo=True, opset=18: (
+        lambda o: export_tensor(None, make, "last_hidden_state", shape, dynamo, opset, o))
+    t.update({
+        "vit": tensor(lambda: tf.ViTModel(tf.ViTConfig(**vit)), (2, 3, 64, 64)),
+        "whisper_enc": tensor(lambda: tf.WhisperModel(tf.WhisperConfig(**whisper)).get_encoder(), (2, 80, 128)),
+        "swin": tensor(lambda: tf.SwinModel(tf.SwinConfig(**swin)), (2, 3, 64, 64), dynamo=False, opset=17),
     })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
