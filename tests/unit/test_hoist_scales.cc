@@ -82,6 +82,18 @@ std::string half_norm(int to) {
                      to);
 }
 
+// Merges the gate and up GEMMs of rms_mlp's graph and moves the norm's row scale past the merged
+// one; returns the rewrite's one line.
+std::string merge_then_hoist(Graph& g) {
+  auto merged = fusion::merge_sibling_gemms(g);
+  REQUIRE(merged.is_ok());
+  REQUIRE(merged->size() == 1);
+  auto hoisted = fusion::hoist_row_scales(g);
+  REQUIRE(hoisted.is_ok());
+  REQUIRE(hoisted->size() == 1);
+  return hoisted->front();
+}
+
 }  // namespace
 
 TEST_CASE("RMSNorm before a gated MLP: the row scale moves past the GEMM into the gate's kernel",
@@ -89,19 +101,14 @@ TEST_CASE("RMSNorm before a gated MLP: the row scale moves past the GEMM into th
   for (const char* norm : {kDynamoNorm, kScriptNorm}) {
     auto g = rms_mlp(norm);
     auto original = clone_graph(*g);
-    auto merged = fusion::merge_sibling_gemms(*g);
-    REQUIRE(merged.is_ok());
-    REQUIRE(merged->size() == 1);
-    auto hoisted = fusion::hoist_row_scales(*g);
-    REQUIRE(hoisted.is_ok());
-    REQUIRE(hoisted->size() == 1);
-    INFO(hoisted->front());
+    const std::string hoisted = merge_then_hoist(*g);
+    INFO(hoisted);
     // torch.export: 1/sqrt is Reciprocal, one value; TorchScript: Div(1, sqrt), so the row scale
     // is sqrt (a divisor) and 1 is one more column scale.
     const std::string want = norm == kDynamoNorm
                                  ? "row scale 'rs' applied to the product, 1 column scale(s) folded"
                                  : "row scale 'sd' applied to the product, 2 column scale(s) folded";
-    CHECK(hoisted->front().find(want) != std::string::npos);
+    CHECK(hoisted.find(want) != std::string::npos);
     // The GEMM reads %h (through the same-type cast, or directly) with gamma in its weight; the
     // norm's Muls are gone.
     int matmuls = 0;
@@ -135,14 +142,9 @@ TEST_CASE("a half model's RMSNorm, in float32 between two Casts, moves past the 
     INFO(t);
     auto g = rms_mlp(half_norm(to), "", "  output %o\n", t);
     auto original = clone_graph(*g);
-    auto merged = fusion::merge_sibling_gemms(*g);
-    REQUIRE(merged.is_ok());
-    REQUIRE(merged->size() == 1);
-    auto hoisted = fusion::hoist_row_scales(*g);
-    REQUIRE(hoisted.is_ok());
-    REQUIRE(hoisted->size() == 1);
-    INFO(hoisted->front());
-    CHECK(hoisted->front().find("row scale 'rs' applied to the product, 1 column scale(s) folded") !=
+    const std::string hoisted = merge_then_hoist(*g);
+    INFO(hoisted);
+    CHECK(hoisted.find("row scale 'rs' applied to the product, 1 column scale(s) folded") !=
           std::string::npos);
     int matmuls = 0, casts_after = 0;
     for (const auto& n : g->nodes()) {
