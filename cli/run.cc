@@ -1,11 +1,11 @@
 // stitchc run: runs a model on ONNX test-data inputs and checks expected outputs.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <regex>
-#include <set>
 
 #include "cli/common.h"
 #include "cli/subcommands.h"
@@ -91,14 +91,12 @@ int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const Tenso
     bad += !r.ok;
   }
   // One line when every output had the same tolerance (the common case), else one per type.
-  std::set<std::pair<double, double>> distinct;
-  for (const auto& [t, tol] : used) distinct.insert(tol);
-  if (distinct.size() <= 1) {
-    if (!used.empty())
-      fmt::print("tolerance: rtol {} atol {}\n", used.begin()->second.first, used.begin()->second.second);
-  } else {
-    for (const auto& [t, tol] : used)
-      fmt::print("tolerance ({} outputs): rtol {} atol {}\n", t, tol.first, tol.second);
+  const bool one =
+      std::all_of(used.begin(), used.end(), [&](const auto& e) { return e.second == used.begin()->second; });
+  for (const auto& [t, tol] : used) {
+    fmt::print("tolerance{}: rtol {} atol {}\n", one ? "" : fmt::format(" ({} outputs)", t), tol.first,
+               tol.second);
+    if (one) break;
   }
   if (bad) {
     std::fprintf(stderr, "stitchc: %d of %zu output(s) do not match the expected outputs\n", bad, expected->size());
