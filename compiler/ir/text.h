@@ -8,6 +8,7 @@
 //     output %y
 //   }
 //
+// A symbolic dim is bare when it is one symbol (batch), quoted otherwise ("past + 1").
 // Names are bare when they only use [A-Za-z0-9_./-], quoted otherwise. An
 // omitted optional input or output is `_`. Attribute values: 3, 2.5, "s",
 // ints[..], floats[..], strings[..], tensor<f32[2]>[..]. Output types are

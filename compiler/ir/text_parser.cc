@@ -197,7 +197,8 @@ class Parser {
         d.push_back(x);
         params.emplace_back();
       } else {
-        ASSIGN_OR_RETURN(std::string p, ident());
+        // A symbol, or a quoted dim_param that is not one (an expression such as "past + 1")
+        ASSIGN_OR_RETURN(std::string p, peek() == '"' ? string_lit() : ident());
         d.push_back(-1);
         params.push_back(p);
         any_param = true;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ir/dim_expr.h"
 #include "ir/text.h"
 
 namespace stitch {
@@ -44,7 +45,8 @@ std::string type_text(const Value& v) {
     if (i) s += ',';
     int64_t d = (*v.dims)[i];
     if (d >= 0) s += std::to_string(d);
-    else if (i < v.dim_params.size() && !v.dim_params[i].empty()) s += v.dim_params[i];
+    else if (i < v.dim_params.size() && !v.dim_params[i].empty())
+      s += is_dim_symbol(v.dim_params[i]) ? v.dim_params[i] : quote(v.dim_params[i]);
     else s += '?';
   }
   return s + ']';

@@ -2,6 +2,7 @@
 // results before and after the pipeline compared.
 #include <fmt/format.h>
 
+#include "ir/dim_expr.h"
 #include "ir/verifier.h"
 #include "reference/compare.h"
 #include "test_util.h"
@@ -225,4 +226,102 @@ TEST_CASE("a shape too large to exist is a user error, not a crash") {
   Status st = run_frontend(*g, *std::make_unique<PassContext>());
   REQUIRE(st.code() == Code::kUser);
   CHECK_THAT(st.message(), Catch::Contains("node 'huge' (Expand)") && Catch::Contains("too large"));
+}
+
+TEST_CASE("symbolic dimension expressions evaluate as exporters write them") {
+  const std::map<std::string, int64_t> s = {{"past", 16}, {"s0", 7}, {"s1", 3}, {"batch.size", 2}};
+  auto eval = [&](const char* text) {
+    auto v = eval_dim_expr(text, s);
+    INFO(text << ": " << (v.is_ok() ? "" : v.status().message()));
+    REQUIRE(v.is_ok());
+    return *v;
+  };
+  CHECK(eval("past + 1") == 17);
+  CHECK(eval("2*s0") == 14);
+  CHECK(eval("s0 + s1") == 10);
+  CHECK(eval("-1 + past") == 15);
+  CHECK(eval("(s0//2)") == 3);
+  CHECK(eval("floor(s0/2)") == 3);
+  CHECK(eval("ceiling(s0/2)") == 4);
+  CHECK(eval("s0/7*3") == 3);  // exact division
+  CHECK(eval("s0 % 3") == 1);
+  CHECK(eval("Max(1, s1 - 4)") == 1);
+  CHECK(eval("Min(s0, s1, past)") == 3);
+  CHECK(eval("batch.size*(past+1)") == 34);
+  CHECK(eval("12") == 12);
+  // What is a symbol, an expression, or neither (an opaque name, bound only by name).
+  CHECK(is_dim_symbol("batch"));
+  CHECK(is_dim_symbol("unk__12"));
+  CHECK_FALSE(is_dim_symbol("past + 1"));
+  CHECK_FALSE(dim_expr_symbols("batch").has_value());
+  CHECK_FALSE(dim_expr_symbols("sequence length").has_value());
+  CHECK_FALSE(dim_expr_symbols("past +").has_value());
+  CHECK(dim_expr_symbols("past + 1") == std::set<std::string>{"past"});
+  CHECK(dim_expr_symbols("s0*s1 - s0/0") == std::set<std::string>{"s0", "s1"});  // names, not values
+  CHECK(dim_expr_symbols("4") == std::set<std::string>{});
+  // Errors name the dimension and what is wrong.
+  auto bad = [&](const char* text, const char* says) {
+    auto v = eval_dim_expr(text, s);
+    REQUIRE_FALSE(v.is_ok());
+    CHECK(v.status().code() == Code::kUser);
+    CHECK_THAT(v.status().message(), Catch::Contains(text) && Catch::Contains(says));
+  };
+  bad("s0/2", "7/2");
+  bad("past/(s0 - 7)", "division by zero");
+  bad("nosuch + 1", "'nosuch' is not bound");
+  bad("sqrt(past)", "unknown function 'sqrt'");
+  bad("99999999999*99999999999", "too large");
+}
+
+TEST_CASE("a dimension written as an expression binds through its symbols, and inputs sharing a name agree") {
+  // A decoding step as torch.export writes it: the mask one longer than the cache.
+  const char* text =
+      "graph \"g\" opset 18 {\n input %mask: i64[batch,\"past + 1\"]\n input %k: f32[batch,2,past,4]\n"
+      " %y = Neg(%k)\n %m = Neg(%mask)\n output %y\n output %m\n}\n";
+  auto bound = [&](std::vector<std::string> flags) {
+    auto g = test::parse_or_die(text);
+    PassContext ctx;
+    for (const auto& f : flags) REQUIRE(parse_shape_binding(f, ctx.bindings).is_ok());
+    Status st = run_frontend(*g, ctx);
+    return std::make_pair(std::move(g), st);
+  };
+  SECTION("symbols bind the expression") {
+    auto [g, st] = bound({"batch=2", "past=16"});
+    REQUIRE(st.is_ok());
+    CHECK(*g->inputs[0]->dims == Dims{2, 17});
+    CHECK(*g->inputs[1]->dims == Dims{2, 2, 16, 4});
+  }
+  SECTION("an input bound whole binds the symbols of its dims for the others") {
+    auto [g, st] = bound({"k=3x2x5x4"});
+    REQUIRE(st.is_ok());
+    CHECK(*g->inputs[0]->dims == Dims{3, 6});
+  }
+  SECTION("an unbound expression asks for its symbol") {
+    auto [g, st] = bound({"batch=2"});
+    REQUIRE(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains("input 'mask'") && Catch::Contains("'past + 1'") &&
+                                 Catch::Contains("--shape past=N"));
+  }
+  SECTION("an input bound whole that contradicts the expression") {
+    auto [g, st] = bound({"k=2x2x16x4", "mask=2x18"});
+    REQUIRE(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains("input 'mask' is bound to 2x18") &&
+                                 Catch::Contains("'past + 1'") &&
+                                 Catch::Contains("which is 17 with past=16 (by input 'k'"));
+  }
+  SECTION("two bindings of one symbol that disagree") {
+    auto [g, st] = bound({"k=2x2x16x4", "batch=3"});
+    REQUIRE(st.code() == Code::kUser);
+    CHECK_THAT(st.message(),
+               Catch::Contains("symbolic dimension 'batch' is 3 by --shape batch=3 but 2 by input 'k'"));
+  }
+  SECTION("an expression that comes out negative") {
+    auto g = test::parse_or_die(
+        "graph \"g\" opset 18 {\n input %x: f32[\"n - 4\"]\n %y = Neg(%x)\n output %y\n}\n");
+    PassContext ctx;
+    REQUIRE(parse_shape_binding("n=2", ctx.bindings).is_ok());
+    Status st = run_frontend(*g, ctx);
+    REQUIRE(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains("dimension 'n - 4' is -2 with n=2"));
+  }
 }

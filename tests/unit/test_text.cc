@@ -7,6 +7,7 @@ using namespace stitch;
 static const char* kGraph = R"(graph "g" opset 17 {
   input %x: f32[batch,4]
   input %"odd name": i64[2]
+  input %mask: i64[batch,"past + 1"]
   const %w: f32[4] = [1.0, -2.5, inf, nan]
   %y: f32[batch,4] = Add(%x, %w) @"add"
   %a, _ = Dropout(%y) {seed = 3} @"drop"
@@ -24,6 +25,8 @@ TEST_CASE("IR text prints what it parses") {
   CHECK(print_graph(*g2) == once);
   CHECK(g->nodes().size() == 4);
   CHECK(g->find_value("odd name") != nullptr);
+  CHECK(g->find_value("mask")->dim_params == std::vector<std::string>{"batch", "past + 1"});
+  CHECK(once.find("i64[batch,\"past + 1\"]") != std::string::npos);
   CHECK(g->nodes()[2]->attr_ints("perm") == std::vector<int64_t>{1, 0});
   CHECK(g->nodes()[1]->attr_int("seed", 0) == 3);
   const Tensor& w = *g->find_value("w")->constant;
