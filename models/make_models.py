@@ -14,6 +14,10 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               exporter, opset 18 (the TorchScript exporter casts a half GPT-2 to float32 after
               its first layer norm and declares a float32 output)
   llama_tiny_bf16 llama_tiny's config in bfloat16, torch.export-based exporter, opset 18
+  llama_tiny_dec  llama_tiny's config, one step of incremental decoding: the next token, the
+              attention mask [batch, past + 1] (so torch.export names its length) and each
+              layer's cached keys and values from a prefill of 16 tokens -> the last hidden state
+              and the present keys and values; torch.export-based exporter, opset 18
   cnn_small   torchvision-style CNN: conv/BN/ReLU stem, max pool, residual
               blocks, depthwise conv with squeeze-excite and HardSwish
               (MobileNetV3-like), global pool, linear head; TorchScript, opset 13
@@ -86,6 +90,53 @@ class HFWrapper(torch.nn.Module):
     def forward(self, input_ids, attention_mask):
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
         return tuple(getattr(out, k) for k in self.keys)
+
+
+class DecodeStep(torch.nn.Module):
+    """One decoding step: (input_ids, attention_mask, key_0, value_0, key_1, ...) -> (last hidden
+    state, present key_0, present value_0, ...), the cache a transformers DynamicCache."""
+
+    def __init__(self, model, layers):
+        super().__init__()
+        self.model, self.layers = model, layers
+
+    def forward(self, input_ids, attention_mask, *cache):
+        from transformers import DynamicCache
+        c = DynamicCache()
+        for i in range(self.layers):
+            c.update(cache[2 * i], cache[2 * i + 1], i)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=c, use_cache=True)
+        present = out.past_key_values.layers
+        return (out.last_hidden_state, *[t for i in range(self.layers) for t in (present[i].keys, present[i].values)])
+
+
+def export_decode_step(model, layers, out_dir, name, gen, batch=2, past=16):
+    """A prefill of `past` tokens makes the cache; the step's mask pads the second sequence's first 3."""
+    model.eval()
+    prefix = torch.randint(0, model.config.vocab_size, (batch, past), generator=gen)
+    mask = torch.ones(batch, past + 1, dtype=torch.long)
+    mask[1, :3] = 0
+    with torch.no_grad():
+        pre = model(input_ids=prefix, attention_mask=mask[:, :past], use_cache=True).past_key_values
+    cache = [t for i in range(layers) for t in (pre.layers[i].keys, pre.layers[i].values)]
+    token = torch.randint(0, model.config.vocab_size, (batch, 1), generator=gen)
+    step = DecodeStep(model, layers).eval()
+    inputs = [token, mask, *cache]
+    with torch.no_grad():
+        outputs = step(*inputs)
+    kv = [f"{k}_{i}" for i in range(layers) for k in ("key", "value")]
+    input_names = ["input_ids", "attention_mask"] + [f"past_{n}" for n in kv]
+    output_names = ["last_hidden_state"] + [f"present_{n}" for n in kv]
+    b, p = torch.export.Dim("batch", min=1, max=64), torch.export.Dim("past", min=1, max=1024)
+    shapes = ({0: b}, {0: b, 1: p + 1}, tuple({0: b, 2: p} for _ in cache))  # *cache is one tuple
+    path = os.path.join(out_dir, name, "model.onnx")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    prog = torch.onnx.export(step, tuple(inputs), None, input_names=input_names, output_names=output_names,
+                             dynamic_shapes=shapes, opset_version=18, dynamo=True)
+    prog.save(path, external_data=False)
+    onnx.checker.check_model(onnx.load(path))
+    save_test_data(out_dir, name, inputs, input_names, outputs, output_names)
+    print(f"{name}: {os.path.getsize(path)} bytes, opset 18")
 
 
 class SqueezeExcite(torch.nn.Module):
@@ -207,6 +258,10 @@ def main():
     if want("llama_tiny_bf16"):
         export(HFWrapper(llama_b, ["last_hidden_state"]), [ids, gmask], args.out, "llama_tiny_bf16",
                ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+
+    # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.
+    if want("llama_tiny_dec"):
+        export_decode_step(llama, 2, args.out, "llama_tiny_dec", torch.Generator().manual_seed(5))
 
 
 if __name__ == "__main__":

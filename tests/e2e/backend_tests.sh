@@ -17,6 +17,7 @@ source "$(dirname "$0")/lib.sh"
 shapes_for() {
   case $1 in
     cnn_small) echo "--shape batch=2" ;;
+    llama_tiny_dec) echo "--shape batch=2 --shape past=16" ;;
     *) echo "--shape batch=2 --shape sequence=16" ;;
   esac
 }

@@ -62,6 +62,19 @@ expect "truncated model" 2 "cut.onnx" -- "$STITCHC" inspect "$TMP/cut.onnx"
 expect "unknown --shape name" 2 "no input or symbolic dimension has that name" -- \
   "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --shape nosuch=3
 expect "malformed --shape" 2 "is not a dimension" -- "$STITCHC" inspect "$M/model.onnx" --shape batch=two
+# A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):
+# binding past binds it, and data that contradict it name both inputs.
+DEC=$ROOT/models/llama_tiny_dec
+expect "an expression dim binds through its symbol" 0 "attention_mask +i64\[batch,past \+ 1\] +bound to i64\[2x17\]" -- \
+  "$STITCHC" inspect "$DEC/model.onnx" --shape batch=2 --shape past=16
+expect "an unbound expression dim asks for its symbol" 2 "dynamic dimensions 'past \+ 1'.*--shape past=N" -- \
+  "$STITCHC" inspect "$DEC/model.onnx" --shape batch=2
+mkdir -p "$TMP/dec_bad" && cp "$DEC"/test_data_set_0/*.pb "$TMP/dec_bad/" &&
+  cp "$M/test_data_set_0/input_1.pb" "$TMP/dec_bad/input_1.pb"  # bert_tiny's 2x16 mask: one short
+expect "data that contradict an expression dim" 2 "input 'attention_mask' is bound to 2x16, but its dim 1 is 'past \+ 1', which is 17 with past=16 \(by input 'past_key_0'" -- \
+  "$STITCHC" run "$DEC/model.onnx" --inputs "$TMP/dec_bad"
+expect "two bindings of one symbol that disagree" 2 "symbolic dimension 'batch' is 3 by --shape batch=3 but 2 by input 'past_key_0'" -- \
+  "$STITCHC" inspect "$DEC/model.onnx" --shape past_key_0=2x2x16x16 --shape batch=3
 expect "partial binding names what is left" 2 "input 'input_ids' has dynamic dimensions 'sequence'" -- \
   "$STITCHC" inspect "$M/model.onnx" --shape batch=2
 expect "inputs directory missing" 2 "is not a directory" -- "$STITCHC" run "$M/model.onnx" --inputs "$TMP/none"
