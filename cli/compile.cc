@@ -68,14 +68,15 @@ int run_compile(const CompileArgs& a) {
   // groups unpacked first), at most kMaxReplans times.
   // The unfused baseline of --report-json is the graph as imported; then the rewrites before
   // planning (fusion/rewrites.h: Gemms as MatMuls, sibling GEMMs merged, Splits and constant
-  // Gathers as Slices, shared relayouts copied per reader, row scales past GEMMs), each named in
-  // the plan.
+  // Gathers as Slices, shared relayouts copied per reader, row scales past GEMMs, graph outputs
+  // computed again for their readers), each named in the plan.
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
   fusion::RewriteSwitches switches;
   switches.gemms_as_matmuls = !a.no_gemms_as_matmuls;
   switches.merge_gemms = !a.no_merge_gemms;
   switches.split_slices = !a.no_split_slices;
   switches.relayout_copies = !a.no_relayout_copies;
+  switches.output_copies = !a.no_output_copies;
   switches.hoist_row_scales = !a.no_hoist_row_scales;
   auto rewrites = fusion::rewrite_for_planning(*g, fo, switches);
   if (!rewrites.is_ok()) return report(rewrites.status().with_context(a.model));
@@ -165,6 +166,7 @@ int run_compile(const CompileArgs& a) {
                      {"gemms_as_matmuls", rewrite(rewrites->gemms)},
                      {"split_to_slices", rewrite(rewrites->slices)},
                      {"relayout_copies", rewrite(rewrites->copies)},
+                     {"output_copies", rewrite(rewrites->outputs)},
                      {"hoist_row_scales", rewrite(rewrites->hoists)}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";

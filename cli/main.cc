@@ -113,6 +113,12 @@ int main(int argc, char** argv) {
       "a GEMM reads the chain, each reader gets a copy, so that the GEMM reads it in place and "
       "the others as index maps, when the plan's estimate is lower)");
   compile->add_flag(
+      "--no-output-copies", ca.no_output_copies,
+      "keep a graph output that other nodes read as one stored tensor (by default, when it is "
+      "data movement and element-wise work over stored values, such as a decoder's present keys, "
+      "its readers compute it again, so that their kernel need not wait for the one that writes "
+      "it, when the plan's estimate is lower)");
+  compile->add_flag(
       "--approximate-gelu", ca.approximate_gelu,
       "let GELU in its erf form (BERT's) run as cuBLASLt's GELU epilogue, which computes the tanh "
       "form (up to 4.7e-4 away); the tanh form (GPT-2's) always may");

@@ -31,6 +31,7 @@ struct CompileArgs {
   bool no_hoist_row_scales = false;
   bool no_split_slices = false;
   bool no_relayout_copies = false;
+  bool no_output_copies = false;
   bool no_gemms_as_matmuls = false;
   int max_registers = 128;
   double plan_time_limit = 20;

@@ -3,6 +3,7 @@
 #include "fusion/gemm_matmul.h"
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
+#include "fusion/output_copies.h"
 #include "fusion/relayout_copies.h"
 #include "fusion/split_slices.h"
 
@@ -27,6 +28,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.hoist_row_scales) {
     ASSIGN_OR_RETURN(r.hoists, hoist_row_scales_if_cheaper(g, o));
   }
+  if (on.output_copies) {
+    ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o));
+  }
   return r;
 }
 
@@ -44,6 +48,8 @@ std::string Rewrites::text() const {
   if (!copies.verdict.empty())
     section("shared relayouts copied per reader (" + copies.verdict + ")", copies.lines);
   if (!hoists.verdict.empty()) section("row scales moved past GEMMs (" + hoists.verdict + ")", hoists.lines);
+  if (!outputs.verdict.empty())
+    section("graph outputs computed again for their readers (" + outputs.verdict + ")", outputs.lines);
   return s;
 }
 

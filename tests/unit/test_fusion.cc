@@ -12,6 +12,7 @@
 #include "fusion/gemm_matmul.h"
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
+#include "fusion/output_copies.h"
 #include "fusion/split_slices.h"
 #include "fusion_test_util.h"
 
@@ -29,10 +30,11 @@ TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= gr
   // before, 11 kernels + 13 calls) and llama_tiny every MatMul (14 kernels, no call); gpt2_tiny
   // (Gemms) and cnn_small as before. The half-precision models (2026-11-24): gpt2_tiny_f16, from the
   // torch.export exporter, 21 launches here and 11 kernels + 2 calls after the rewrites (below);
-  // llama_tiny_bf16 13, as llama_tiny.
-  const std::map<std::string, size_t> most = {{"bert_tiny", 14},     {"gpt2_tiny", 19},
-                                              {"llama_tiny", 14},    {"cnn_small", 21},
-                                              {"gpt2_tiny_f16", 21}, {"llama_tiny_bf16", 13}};
+  // llama_tiny_bf16 13, as llama_tiny. llama_tiny_dec, one decoding step (2026-11-24): 11, every
+  // MatMul a loop at 2 rows.
+  const std::map<std::string, size_t> most = {
+      {"bert_tiny", 14},     {"gpt2_tiny", 19},       {"llama_tiny", 14},    {"cnn_small", 21},
+      {"gpt2_tiny_f16", 21}, {"llama_tiny_bf16", 13}, {"llama_tiny_dec", 11}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -41,7 +43,9 @@ TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= gr
       auto plan = fusion::make_plan(*g, opts(mode));
       REQUIRE(plan.is_ok());
       cost[mode] = plan->cost.time;
-      if (name != "cnn_small") CHECK(plan->cost.bytes * 2 <= plan->unfused.bytes);  // >= 2x less traffic (transformers)
+      // >= 2x less traffic (transformers over a sequence; a decoding step's traffic is its weights
+      // and its cache, which fusion does not remove, and here its GEMM loops read the weights)
+      if (name != "cnn_small" && name != "llama_tiny_dec") CHECK(plan->cost.bytes * 2 <= plan->unfused.bytes);
       const auto groups = groups_of(*plan);
       const auto packs = packs_of(*plan);
       size_t nodes = 0;
@@ -337,10 +341,15 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
   // row scale moved, llama_tiny 11 + 10; before the Split became Slices, gpt2_tiny 7 + 12.)
   // The half-precision models: gpt2_tiny_f16 (torch.export's Gemms, Q/K/V a Split) 11 + 2, and
   // llama_tiny_bf16 7 + 6, its RMSNorms (in float32 between two Casts) moved like llama_tiny's
-  // (57.1 -> 56.8 us estimated; 7 + 6 before too).
+  // (57.1 -> 56.8 us estimated; 7 + 6 before too). llama_tiny_dec, one decoding step of llama_tiny
+  // (2026-11-24): 7 + 4, a layer 3 kernels (the cache appends packed with the attention kernel,
+  // which computes the present keys again; P.V and the output projection as loops with the
+  // residual and RMSNorm; the SiLU gate with the down projection as a loop, the residual and the
+  // next RMSNorm) and 2 calls (Q/K/V, gate/up).
   const std::map<std::string, std::pair<size_t, size_t>> most = {
-      {"bert_tiny", {10, 2}}, {"gpt2_tiny", {7, 6}},      {"llama_tiny", {7, 6}},
-      {"cnn_small", {11, 9}}, {"gpt2_tiny_f16", {11, 2}}, {"llama_tiny_bf16", {7, 6}}};
+      {"bert_tiny", {10, 2}},    {"gpt2_tiny", {7, 6}},      {"llama_tiny", {7, 6}},
+      {"cnn_small", {11, 9}},    {"gpt2_tiny_f16", {11, 2}}, {"llama_tiny_bf16", {7, 6}},
+      {"llama_tiny_dec", {7, 4}}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -359,7 +368,13 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
     // llama_tiny's two RMSNorms in front of their gate/up GEMMs move, 0.02 us ahead in the estimate; so
     // do llama_tiny_bf16's (0.3 us); llama_tiny's were 0.02 us behind, and left, while the mask's
     // GatherND was a kernel of its own
-    CHECK(hoisted->lines.size() == (llama ? 2u : 0u));
+    // llama_tiny_dec's do not (0.01 us behind)
+    CHECK(hoisted->lines.size() == (llama && name != "llama_tiny_dec" ? 2u : 0u));
+    // A decoding step's present keys: the attention kernel computes them again, and packs with
+    // the cache append (9 + 4 without)
+    auto outputs = fusion::copy_output_cones_if_cheaper(g, opts("beam"));
+    REQUIRE(outputs.is_ok());
+    CHECK(outputs->lines.size() == (name == "llama_tiny_dec" ? 2u : 0u));
     auto plan = fusion::make_plan(*g, opts("beam"));
     REQUIRE(plan.is_ok());
     const auto groups = groups_of(*plan);
