@@ -3,8 +3,8 @@
 # against PyTorch's outputs; prints one line per model: kernels + library calls chosen and unfused,
 # estimated bytes of generated kernels and of all traffic (library calls too), estimated time,
 # planning time and the comparison; then each further data set (test_data_set_1... at other
-# bindings of batch and sequence) compiled at its shape (without nvcc) and run on emu against
-# PyTorch.
+# bindings of batch and sequence, or of batch and past for a decoding step) compiled at its shapes
+# (without nvcc) and run on emu against PyTorch.
 # Usage: bench/exports/check.sh DIR [NAME ...]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,42 +15,50 @@ names=("$@")
 [ ${#names[@]} -eq 0 ] && names=($(cd "$DIR" && ls -d */ | tr -d /))
 echo "| export | kernels + library calls, none | chosen (beam) | est. kernel bytes, none / chosen | with library calls | est. us, none / chosen | planning s | emu vs PyTorch | other shapes (batch x sequence) |"
 echo "|---|---|---|---|---|---|---|---|---|"
-# batch x sequence of a data set: the dims of its input_0.pb (a TensorProto's field 1), read
-# without the onnx package.
-dims_of() {
-  python3 - "$1" <<'PY'
-import sys
-b = open(sys.argv[1], "rb").read()
-i, dims = 0, []
-def varint():
-    global i
-    v = s = 0
-    while True:
-        c = b[i]; i += 1; v |= (c & 0x7F) << s; s += 7
-        if c < 0x80: return v
-while i < len(b):
-    key = varint(); field, wire = key >> 3, key & 7
-    if wire == 0:
-        v = varint()
-        if field == 1: dims.append(v)
-    elif wire == 2:
-        n = varint(); end = i + n
-        if field == 1:
-            while i < end: dims.append(varint())
-        i = end
-    elif wire == 1: i += 8
-    elif wire == 5: i += 4
-    else: break
-print(" ".join(map(str, dims)))
+# "--shape NAME=DxD" for each input of a data set (its input_K.pb: a TensorProto's dims, field 1,
+# and name, field 8), read without the onnx package; with --label, the dims of its
+# attention_mask (else of its first input) as BxS: batch x sequence, or batch x (past + 1) for a
+# decoding step.
+bindings() {
+  python3 - "$@" <<'PY'
+import glob, os, sys
+def parse(path):
+    b = open(path, "rb").read()
+    i, dims, name = 0, [], ""
+    def varint():
+        nonlocal i
+        v = s = 0
+        while True:
+            c = b[i]; i += 1; v |= (c & 0x7F) << s; s += 7
+            if c < 0x80: return v
+    while i < len(b):
+        key = varint(); field, wire = key >> 3, key & 7
+        if wire == 0:
+            v = varint()
+            if field == 1: dims.append(v)
+        elif wire == 2:
+            n = varint(); end = i + n
+            if field == 1:
+                while i < end: dims.append(varint())
+            elif field == 8: name = b[i:end].decode()
+            i = end
+        elif wire == 1: i += 8
+        elif wire == 5: i += 4
+        else: break
+    return name, dims
+files = sorted(glob.glob(os.path.join(sys.argv[1], "input_*.pb")), key=lambda f: int(f.split("_")[-1][:-3]))
+ins = [parse(f) for f in files]
+if len(sys.argv) > 2:
+    label = dict(ins).get("attention_mask", ins[0][1])
+    print("x".join(map(str, label)))
+else:
+    print(" ".join(f"--shape {n}={'x'.join(map(str, d)) or 'scalar'}" for n, d in ins if n))
 PY
 }
 for n in "${names[@]}"; do
   m=$DIR/$n
-  # A text model's first input is [batch, sequence] token ids: bind both from its first data set
-  # (the model's bytes are no guide: a large one starts with its weights).
-  shapes=()
-  d0=($(dims_of "$m/test_data_set_0/input_0.pb"))
-  [ ${#d0[@]} -eq 2 ] && shapes=(--shape batch="${d0[0]}" --shape sequence="${d0[1]}")
+  # Every input bound from the first data set's shapes (its dynamic dims bound through them).
+  shapes=($(bindings "$m/test_data_set_0"))
   out=$(mktemp -d)
   # nvcc for sm_90 (its ptxas feedback may re-plan a kernel); NO_NVCC=1 skips it.
   nvcc=()
@@ -62,19 +70,16 @@ for n in "${names[@]}"; do
   fi
   res=$("$STITCHC" run "$out/a" --backend emu --inputs "$m/test_data_set_0" --expect "$m/test_data_set_0" 2>&1 | tail -1)
   more=""
-  if [ ${#shapes[@]} -gt 0 ]; then
-    for d in "$m"/test_data_set_*; do
-      [ "$d" = "$m/test_data_set_0" ] && continue
-      read -r b s <<<"$(dims_of "$d/input_0.pb")"
-      r="compile failed"
-      # --no-nvcc: these check the emu results; the first compile covers nvcc and its ptxas feedback
-      if "$STITCHC" compile "$m/model.onnx" -o "$out/$b-$s" --shape batch="$b" --shape sequence="$s" --no-nvcc \
-          >"$out/log_$b-$s" 2>&1; then
-        r=$("$STITCHC" run "$out/$b-$s" --backend emu --inputs "$d" --expect "$d" 2>&1 | tail -1)
-      fi
-      more="$more${more:+; }${b}x$s: $r"
-    done
-  fi
+  for d in "$m"/test_data_set_*; do
+    [ "$d" = "$m/test_data_set_0" ] && continue
+    l=$(bindings "$d" --label)
+    r="compile failed"
+    # --no-nvcc: these check the emu results; the first compile covers nvcc and its ptxas feedback
+    if "$STITCHC" compile "$m/model.onnx" -o "$out/$l" $(bindings "$d") --no-nvcc >"$out/log_$l" 2>&1; then
+      r=$("$STITCHC" run "$out/$l" --backend emu --inputs "$d" --expect "$d" 2>&1 | tail -1)
+    fi
+    more="$more${more:+; }$l: $r"
+  done
   python3 - "$out/r.json" "$n" "$res" "$more" <<'PY'
 import json, sys
 f = json.load(open(sys.argv[1]))["fusion"]

@@ -93,6 +93,65 @@ def export_text(name, make_model, keys, vocab, dynamo, opset, out):
         save_case(out, ["input_ids", "attention_mask"], [ids, mask], list(keys), ref, k)
 
 
+def export_decoder(name, make_model, layers, dynamo, opset, out):
+    """One step of incremental decoding: the next token's input_ids [batch, 1], the attention mask
+    [batch, past + 1] and each layer's cached keys and values [batch, kv_heads, past, head_dim] ->
+    the last hidden state and each layer's present keys and values, past + 1 long. The cache is the
+    model's own, from a prefill of `past` random tokens (the second sequence's first 3 padded)."""
+    from transformers import DynamicCache
+    torch.manual_seed(0)
+    model = make_model().eval()
+    kv = [f"{k}_{i}" for i in range(layers) for k in ("key", "value")]
+
+    class Step(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, attention_mask, *cache):
+            c = DynamicCache()
+            for i in range(layers):
+                c.update(cache[2 * i], cache[2 * i + 1], i)
+            r = self.m(input_ids=input_ids, attention_mask=attention_mask, past_key_values=c, use_cache=True)
+            present = r.past_key_values.layers
+            return (r.last_hidden_state, *[t for i in range(layers) for t in (present[i].keys, present[i].values)])
+
+    w = Step(model).eval()
+
+    def case(batch, past):
+        g = torch.Generator().manual_seed(1)
+        prefix = torch.randint(0, model.config.vocab_size, (batch, past), generator=g)
+        mask = torch.ones(batch, past + 1, dtype=torch.int64)
+        if batch > 1:
+            mask[1, :min(3, past)] = 0
+        with torch.no_grad():
+            pre = model(input_ids=prefix, attention_mask=mask[:, :past], use_cache=True).past_key_values
+        cache = [t for i in range(layers) for t in (pre.layers[i].keys, pre.layers[i].values)]
+        ids = torch.randint(0, model.config.vocab_size, (batch, 1), generator=g)
+        with torch.no_grad():
+            ref = w(ids, mask, *cache)
+        return [ids, mask, *cache], ref
+
+    names_in = ["input_ids", "attention_mask"] + [f"past_{n}" for n in kv]
+    names_out = ["last_hidden_state"] + [f"present_{n}" for n in kv]
+    inputs, ref = case(BATCH, SEQ)
+    path = os.path.join(out, "model.onnx")
+    if dynamo:
+        b, p = torch.export.Dim("batch", min=1, max=64), torch.export.Dim("past", min=1, max=1024)
+        shapes = ({0: b}, {0: b, 1: p + 1}, tuple({0: b, 2: p} for _ in range(2 * layers)))  # *cache: one tuple
+        torch.onnx.export(w, tuple(inputs), path, dynamo=True, opset_version=opset, input_names=names_in,
+                          output_names=names_out, dynamic_shapes=shapes, external_data=False)
+    else:
+        axes = {"input_ids": {0: "batch"}, "attention_mask": {0: "batch", 1: "past_and_1"}}
+        axes.update({n: {0: "batch", 2: "past"} for n in names_in[2:]})
+        torch.onnx.export(w, tuple(inputs), path, dynamo=False, opset_version=opset, input_names=names_in,
+                          output_names=names_out, dynamic_axes=axes)
+    save_case(out, names_in, inputs, names_out, ref)
+    for k, (batch, past) in enumerate(MORE_SHAPES, start=1):
+        inputs, ref = case(batch, past)
+        save_case(out, names_in, inputs, names_out, ref, k)
+
+
 def export_cnn(name, ctor, out):
     torch.manual_seed(0)
     model = ctor(weights=None).eval()
@@ -234,6 +293,17 @@ def models():
         "vit": tensor(lambda: tf.ViTModel(tf.ViTConfig(**vit)), (2, 3, 64, 64)),
         "whisper_enc": tensor(lambda: tf.WhisperModel(tf.WhisperConfig(**whisper)).get_encoder(), (2, 80, 128)),
         "swin": tensor(lambda: tf.SwinModel(tf.SwinConfig(**swin)), (2, 3, 64, 64), dynamo=False, opset=17),
+    })
+    # One decoding step with a KV cache, as a generation loop runs it after the prompt (tried
+    # 2026-11-24): the cache concatenated with the new token's keys and values, attention of one
+    # query over past + 1 keys. torch.export names the mask's length `past + 1`.
+    dec = lambda make, dynamo=True, opset=18: (lambda o: export_decoder(None, make, 2, dynamo, opset, o))
+    t.update({
+        "gpt2_dec": dec(lambda: tf.GPT2Model(tf.GPT2Config(**gpt2, vocab_size=1000))),
+        "llama_dec": dec(lambda: tf.LlamaModel(tf.LlamaConfig(**llama))),
+        "llama_dec_ts": dec(lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), dynamo=False, opset=17),
+        "mistral_dec": dec(lambda: tf.MistralModel(tf.MistralConfig(**small, num_key_value_heads=2))),
+        "qwen2_dec": dec(lambda: tf.Qwen2Model(tf.Qwen2Config(**small, num_key_value_heads=2))),
     })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
