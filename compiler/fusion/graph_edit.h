@@ -23,6 +23,19 @@ inline Node* add_op_node(Graph& g, const std::string& op, const std::string& nam
   return g.add_node(std::move(n));
 }
 
+// A node doing what `n` does (op, domain, opset, attributes), named `name`, its inputs and
+// outputs left to the caller: a copy for some of `n`'s readers.
+inline Node* add_copy_node(Graph& g, const Node& n, const std::string& name) {
+  auto c = std::make_unique<Node>();
+  c->name = name;
+  c->op_type = n.op_type;
+  c->domain = n.domain;
+  c->opset = n.opset;
+  c->attrs = n.attrs;
+  c->def = n.def;
+  return g.add_node(std::move(c));
+}
+
 // A new value named after `hint` (made unique), of type `t` and dims `d`.
 inline Value* add_typed_value(Graph& g, const std::string& hint, DType t, Dims d) {
   Value* v = g.add_value(g.unique_name(hint));

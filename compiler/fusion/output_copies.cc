@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "codegen/lower.h"
@@ -62,11 +63,7 @@ StatusOr<std::vector<std::string>> copy_output_cones(Graph& g, const std::set<st
               [&](const Node* a, const Node* b) { return position.at(a) < position.at(b); });
     std::map<const Value*, Value*> copy_of;
     for (Node* n : ordered) {
-      Node* c = add_op_node(g, n->op_type, g.unique_name(n->name + "/for_readers"));
-      c->attrs = n->attrs;
-      c->opset = n->opset;
-      c->def = n->def;
-      c->domain = n->domain;
+      Node* c = add_copy_node(g, *n, g.unique_name(n->name + "/for_readers"));
       for (Value* in : n->inputs) {
         auto it = copy_of.find(in);
         c->inputs.push_back(it == copy_of.end() ? in : it->second);

@@ -62,10 +62,7 @@ StatusOr<std::vector<std::string>> copy_shared_relayouts(Graph& g, const std::se
       std::string name = n.name + "/copy";
       for (int k = 2; taken.count(name); ++k) name = fmt::format("{}/copy{}", n.name, k);
       taken.insert(name);
-      Node* c = add_op_node(g, n.op_type, name);
-      c->attrs = n.attrs;
-      c->opset = n.opset;
-      c->def = n.def;
+      Node* c = add_copy_node(g, n, name);
       c->inputs = n.inputs;
       Value* cv = add_typed_value(g, v->name + "/copy", v->dtype, *v->dims);
       c->outputs = {cv};

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "ir/dim_expr.h"
 #include "passes/pass.h"
@@ -86,6 +88,7 @@ StatusOr<bool> bind_shapes(Graph& g, PassContext& ctx) {
   // Inputs bound whole first: their plain symbols bind the others', then their expressions are
   // checked against what the symbols make of them.
   std::vector<Value*> rest;
+  std::vector<std::pair<Value*, const Dims*>> whole;
   for (Value* in : g.inputs) {
     auto it = ctx.bindings.by_input.find(in->name);
     if (it == ctx.bindings.by_input.end()) {
@@ -93,6 +96,7 @@ StatusOr<bool> bind_shapes(Graph& g, PassContext& ctx) {
       continue;
     }
     const Dims& want = it->second;
+    whole.emplace_back(in, &want);
     if (in->dims) {
       bool ok = in->dims->size() == want.size();
       for (size_t i = 0; ok && i < want.size(); ++i) ok = (*in->dims)[i] < 0 || (*in->dims)[i] == want[i];
@@ -107,10 +111,8 @@ StatusOr<bool> bind_shapes(Graph& g, PassContext& ctx) {
       }
     }
   }
-  for (Value* in : g.inputs) {
-    auto it = ctx.bindings.by_input.find(in->name);
-    if (it == ctx.bindings.by_input.end()) continue;
-    const Dims& want = it->second;
+  for (auto [in, wanted] : whole) {
+    const Dims& want = *wanted;
     for (size_t i = 0; in->dims && i < want.size(); ++i) {
       const std::string p = param(in, i);
       if ((*in->dims)[i] >= 0 || !dim_expr_symbols(p)) continue;
