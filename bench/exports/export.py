@@ -305,6 +305,38 @@ def models():
         "mistral_dec": dec(lambda: tf.MistralModel(tf.MistralConfig(**small, num_key_value_heads=2))),
         "qwen2_dec": dec(lambda: tf.Qwen2Model(tf.Qwen2Config(**small, num_key_value_heads=2))),
     })
+    # More architectures (tried 2026-11-24, same small sizes): Gemma2 (logits soft-capped by tanh,
+    # norms after attention and MLP too), GPT-BigCode (one K/V head fused with Q), StarCoder2, OLMo
+    # (LayerNorm without weights), Cohere (LayerNorm without bias, parallel attention and MLP), CLIP's
+    # text encoder (causal, quick GELU), BART whole (encoder, decoder, cross-attention), wav2vec2 (a
+    # convolution stem with GroupNorm, a grouped positional convolution), SegFormer (attention over a
+    # strided convolution of its keys, depthwise convolutions in the MLP), DINOv2 (layer scale).
+    t.update({
+        "gemma2": hf("gemma2", tf.Gemma2Config, tf.Gemma2Model, num_key_value_heads=2, head_dim=32,
+                     sliding_window=16),
+        "gpt_bigcode": text("gpt_bigcode", lambda: tf.GPTBigCodeModel(tf.GPTBigCodeConfig(
+            n_embd=128, n_layer=2, n_head=4, vocab_size=1000, multi_query=True))),
+        "starcoder2": hf("starcoder2", tf.Starcoder2Config, tf.Starcoder2Model, num_key_value_heads=2),
+        "olmo": hf("olmo", tf.OlmoConfig, tf.OlmoModel),
+        "cohere": hf("cohere", tf.CohereConfig, tf.CohereModel, num_key_value_heads=2),
+        "clip_text": text("clip_text", lambda: tf.CLIPTextModel(tf.CLIPTextConfig(
+            hidden_size=128, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000,
+            max_position_embeddings=64)), ("last_hidden_state", "pooler_output")),
+        "bart": text("bart", lambda: tf.BartModel(tf.BartConfig(
+            d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=512, decoder_ffn_dim=512, vocab_size=1000, max_position_embeddings=64)),
+            ("last_hidden_state", "encoder_last_hidden_state")),
+        "wav2vec2": tensor(lambda: tf.Wav2Vec2Model(tf.Wav2Vec2Config(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+            conv_dim=(32, 32, 32), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3), num_conv_pos_embeddings=16,
+            num_conv_pos_embedding_groups=4)), (2, 4000)),
+        "segformer": tensor(lambda: tf.SegformerModel(tf.SegformerConfig(
+            num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[32, 64], patch_sizes=[7, 3],
+            strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[4, 4])), (2, 3, 64, 64)),
+        "dinov2": tensor(lambda: tf.Dinov2Model(tf.Dinov2Config(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, image_size=64,
+            patch_size=8)), (2, 3, 64, 64)),
+    })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
     return t
