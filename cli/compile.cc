@@ -68,8 +68,8 @@ int run_compile(const CompileArgs& a) {
   // groups unpacked first), at most kMaxReplans times.
   // The unfused baseline of --report-json is the graph as imported; then the rewrites before
   // planning (fusion/rewrites.h: Gemms as MatMuls, sibling GEMMs merged, Splits and constant
-  // Gathers as Slices, shared relayouts copied per reader, row scales past GEMMs, graph outputs
-  // computed again for their readers), each named in the plan.
+  // Gathers as Slices, shared relayouts copied per reader, row scales and LayerNorms past GEMMs, graph
+  // outputs computed again for their readers), each named in the plan.
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
   fusion::RewriteSwitches switches;
   switches.gemms_as_matmuls = !a.no_gemms_as_matmuls;
@@ -78,6 +78,7 @@ int run_compile(const CompileArgs& a) {
   switches.relayout_copies = !a.no_relayout_copies;
   switches.output_copies = !a.no_output_copies;
   switches.hoist_row_scales = !a.no_hoist_row_scales;
+  switches.hoist_layer_norms = !a.no_hoist_layer_norms;
   auto rewrites = fusion::rewrite_for_planning(*g, fo, switches);
   if (!rewrites.is_ok()) return report(rewrites.status().with_context(a.model));
   constexpr int kMaxReplans = 3;
@@ -167,7 +168,8 @@ int run_compile(const CompileArgs& a) {
                      {"split_to_slices", rewrite(rewrites->slices)},
                      {"relayout_copies", rewrite(rewrites->copies)},
                      {"output_copies", rewrite(rewrites->outputs)},
-                     {"hoist_row_scales", rewrite(rewrites->hoists)}};
+                     {"hoist_row_scales", rewrite(rewrites->hoists)},
+                     {"hoist_layer_norms", rewrite(rewrites->norm_hoists)}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";
     if (!f) return report(Status::user(fmt::format("cannot write --report-json '{}'", a.report_json)));

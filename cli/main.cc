@@ -98,6 +98,11 @@ int main(int argc, char** argv) {
       "keep RMSNorm-style row scales in front of the GEMMs they feed (by default they move after "
       "the product, the norm's weight into the GEMM's, when the plan's estimate is lower)");
   compile->add_flag(
+      "--no-hoist-layer-norms", ca.no_hoist_layer_norms,
+      "keep float32 LayerNorms in front of the GEMMs they feed (by default the GEMM reads the norm's "
+      "input, and the mean, scale, weight and bias are applied to its product, when the plan's "
+      "estimate is lower)");
+  compile->add_flag(
       "--no-gemms-as-matmuls", ca.no_gemms_as_matmuls,
       "keep Gemm nodes whole (by default each becomes a MatMul with its transposes, alpha and C as "
       "nodes around it, so a small projection can be a loop in a stitched kernel, when the plan's "

@@ -49,11 +49,80 @@ bool widens_exactly(DType from, DType to) {
   return from == DType::kF32 && to == DType::kF64;
 }
 
-}  // namespace
+enum class Mode {
+  kScales,  // hoist_row_scales: products of row and column factors
+  kNorms,   // hoist_layer_norms: centered (x - m), a constant column added, LayerNormalization
+};
 
-StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep) {
+// A constant of `t` holding `v` (dims `d`).
+Value* add_constant(Graph& g, const std::string& hint, DType t, Dims d, const std::vector<double>& v) {
+  Value* c = add_typed_value(g, hint, t, d);
+  c->constant = Tensor::from_f64(t, std::move(d), v);
+  return c;
+}
+
+// A new node `op` of `inputs` writing a new value of `t` and `d`, which it returns.
+Value* add_op(Graph& g, const std::string& op, const std::string& hint, std::vector<Value*> inputs, DType t,
+              Dims d) {
+  Node* n = add_op_node(g, op, g.unique_name(hint));
+  Value* out = add_typed_value(g, hint, t, std::move(d));
+  n->inputs = std::move(inputs);
+  n->outputs = {out};
+  out->producer = n;
+  return out;
+}
+
+// ReduceMean over the last axis, kept (axes an attribute before opset 18, an input from it).
+Value* add_row_mean(Graph& g, const std::string& hint, Value* x) {
+  Dims d = *x->dims;
+  d.back() = 1;
+  Value* m = add_op(g, "ReduceMean", hint, {x}, x->dtype, d);
+  Node* n = m->producer;
+  n->attrs["keepdims"] = int64_t{1};
+  if (g.opset >= 18) {
+    Value* axes = add_typed_value(g, hint + "_axes", DType::kI64, {1});
+    axes->constant = Tensor::vector_i64({-1});
+    n->inputs.push_back(axes);
+  } else {
+    n->attrs["axes"] = std::vector<int64_t>{-1};
+  }
+  return m;
+}
+
+// A LayerNormalization over the last axis as the nodes its definition spells: the mean, the
+// centered rows, 1 / sqrt(mean of their squares + epsilon) as a Div by the Sqrt, the weight and the
+// bias. The last node writes the op's output; the op is left without it, for the caller to remove.
+void decompose_layer_norm(Graph& g, Node& ln) {
+  Value* x = ln.input(0);
+  Value* out = ln.output(0);
+  const DType t = x->dtype;
+  const Dims& d = *x->dims;
+  const std::string h = ln.name + "/decomposed";
+  Value* mean = add_row_mean(g, h + "_mean", x);
+  Value* dev = add_op(g, "Sub", h + "_centered", {x, mean}, t, d);
+  Value* var = add_row_mean(g, h + "_variance", add_op(g, "Mul", h + "_squared", {dev, dev}, t, d));
+  Value* eps = add_constant(g, h + "_epsilon", t, {}, {ln.attr_float("epsilon", 1e-5f)});
+  Value* sd = add_op(g, "Sqrt", h + "_std",
+                     {add_op(g, "Add", h + "_variance_eps", {var, eps}, t, *var->dims)}, t, *var->dims);
+  Value* norm = add_op(g, "Div", h + "_normalized", {dev, sd}, t, d);
+  ln.outputs[0] = nullptr;
+  Node* last = nullptr;
+  if (ln.input(2)) {
+    Value* scaled = add_op(g, "Mul", h + "_scaled", {norm, ln.input(1)}, t, d);
+    last = add_op_node(g, "Add", g.unique_name(h + "_biased"));
+    last->inputs = {scaled, ln.input(2)};
+  } else {
+    last = add_op_node(g, "Mul", g.unique_name(h + "_scaled"));
+    last->inputs = {norm, ln.input(1)};
+  }
+  last->outputs = {out};
+  out->producer = last;
+}
+
+StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& keep, Mode mode,
+                                         NormReaders readers = NormReaders::kAll) {
   std::vector<std::string> log;
-  const auto users = g.users();
+  auto users = g.users();
   auto only_reader = [&](const Value* v, const Node* reader) {
     auto it = users.find(v);
     return !g.is_graph_output(v) && it != users.end() && it->second.size() == 1 &&
@@ -79,7 +148,29 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
     }
     return true;
   };
+  // Whether the product reaches, through views, data movement and element-wise ops, a MatMul
+  // of two computed operands (attention's Q.K^T or P.V).
+  std::function<bool(const Value*, int)> feeds_attention = [&](const Value* v, int depth) {
+    auto it = users.find(v);
+    if (depth > 8 || it == users.end()) return false;
+    for (const Node* r : it->second) {
+      if (r->op_type == "MatMul" && r->domain.empty() &&
+          std::none_of(r->inputs.begin(), r->inputs.end(),
+                       [](const Value* i) { return i && i->is_constant(); }))
+        return true;
+      const auto role = codegen::stitch_role(*r);
+      if (role == codegen::StitchRole::kPointwise || role == codegen::StitchRole::kLayout ||
+          role == codegen::StitchRole::kView)
+        for (const Value* o : r->outputs)
+          if (o && feeds_attention(o, depth + 1)) return true;
+    }
+    return false;
+  };
+  auto wanted = [&](const Value* y) {
+    return readers == NormReaders::kAll || (readers == NormReaders::kAttention) == feeds_attention(y, 0);
+  };
   std::vector<Node*> dead;
+  std::set<Node*> kept;  // chains left for A's other readers (kNorms)
   const std::vector<Node*> matmuls = [&] {
     std::vector<Node*> out;
     for (const auto& np : g.nodes())
@@ -101,10 +192,15 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
     // closer to the exact value.
     std::vector<Factor> factors;
     std::vector<Node*> chain;
+    // kNorms: A itself may have other readers (a post-norm residual): the chain then stays for
+    // them, and the MatMul alone reads the norm's input.
+    const bool shared_top = !only_reader(a, mm);
+    if (mode == Mode::kScales && shared_top) continue;
+    if (mode == Mode::kNorms && y->dtype != DType::kF32 && y->dtype != DType::kF64) continue;
     std::function<void(Value*, const Node*, bool)> split = [&](Value* v, const Node* reader, bool inv) {
       Node* p = v->producer;
       const bool through =
-          p && only_reader(v, reader) && p->domain.empty() &&
+          p && (only_reader(v, reader) || (v == a && mode == Mode::kNorms)) && p->domain.empty() &&
           (((p->op_type == "Mul" || p->op_type == "Div") && p->inputs.size() == 2) ||
            (p->op_type == "Cast" && p->input(0) && is_float(p->input(0)->dtype) && is_float(v->dtype)));
       if (!through) {
@@ -116,11 +212,50 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
       if (p->op_type == "Mul") split(p->input(1), p, inv);
       if (p->op_type == "Div") split(p->input(1), p, !inv);
     };
-    split(a, mm, false);
+    const Dims& ad = *a->dims;
+    // kNorms: A = P + b (b one constant per column, added to the product as b W) or a
+    // LayerNormalization over the last axis (its mean and standard deviation computed again by
+    // new nodes, which the reader's kernel takes), where P is a product as above.
+    Value* beta = nullptr;
+    Node* top = a->producer;
+    std::string ln_name;  // a LayerNormalization op decomposed first
+    if (mode == Mode::kNorms && top && top->domain.empty() && top->op_type == "LayerNormalization") {
+      // Decomposed in place (its output written by the last new node), when the rest will match.
+      const int64_t axis = top->attr_int("axis", -1);
+      const bool one_output = std::all_of(top->outputs.begin() + 1, top->outputs.end(),
+                                          [](const Value* o) { return o == nullptr; });
+      Value* lx = top->input(0);
+      Value* scale = top->input(1);
+      Value* bias = top->input(2);
+      if ((axis != -1 && axis != static_cast<int64_t>(ad.size()) - 1) || !one_output || !lx ||
+          lx->is_constant() || classify(lx, ad) != Kind::kFull || lx->dtype != a->dtype || !scale ||
+          classify(scale, ad) != Kind::kColumn || (bias && classify(bias, ad) != Kind::kColumn) ||
+          keep.count(top->name) || !kernel_readers(y, 0) || !wanted(y))
+        continue;
+      decompose_layer_norm(g, *top);
+      dead.push_back(top);
+      ln_name = top->name;
+      users = g.users();
+      top = a->producer;
+    }
+    if (mode == Mode::kNorms && top && top->domain.empty() && top->op_type == "Add" &&
+        top->inputs.size() == 2 && top->input(0) && top->input(1) && classify(a, ad) == Kind::kFull) {
+      const int c = classify(top->input(1), ad) == Kind::kColumn   ? 1
+                    : classify(top->input(0), ad) == Kind::kColumn ? 0
+                                                                   : -1;
+      if (c >= 0 && !top->input(1 - c)->is_constant()) {
+        beta = top->input(c);
+        chain.push_back(top);
+        split(top->input(1 - c), top, false);
+      } else {
+        split(a, mm, false);
+      }
+    } else {
+      split(a, mm, false);
+    }
     if (chain.empty() ||
         std::any_of(chain.begin(), chain.end(), [&](const Node* n) { return keep.count(n->name); }))
       continue;
-    const Dims& ad = *a->dims;
     Value* x = nullptr;
     std::vector<Factor> rows, columns;
     bool ok = true;
@@ -141,7 +276,23 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
           break;
       }
     }
-    if (!ok || x == nullptr || rows.empty() || !kernel_readers(y, 0)) continue;
+    // kNorms: the full factor is x - m for a row value m (a LayerNorm's centering), the MatMul reads
+    // x and m times the column sums of the new weight is subtracted from the product.
+    Value* center = nullptr;
+    if (mode == Mode::kNorms && ok && x) {
+      const Node* sub = x->producer;
+      if (sub && sub->domain.empty() && sub->op_type == "Sub" && sub->input(0) && sub->input(1) &&
+          !keep.count(sub->name) && classify(sub->input(0), ad) == Kind::kFull &&
+          !sub->input(0)->is_constant() && classify(sub->input(1), ad) == Kind::kRow) {
+        center = sub->input(1);
+        x = sub->input(0);
+      }
+    }
+    if (!ok || x == nullptr || !kernel_readers(y, 0)) continue;
+    if (mode == Mode::kScales && rows.empty()) continue;
+    // kNorms takes what kScales does not: a centering, a constant column added, or a LayerNorm.
+    if (mode == Mode::kNorms && ((!center && !beta) || !wanted(y))) continue;
+    if (mode == Mode::kNorms && x->dtype != a->dtype) continue;
     // The product reads x in A's type: x itself, or the value a widening Cast made x from (the
     // Cast stays for its other readers, such as the norm's sum of squares).
     if (x->dtype != a->dtype) {
@@ -153,7 +304,7 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
     }
     // The row factors all of one type; when it is not the product's, the product is cast to it,
     // scaled, and cast back into the MatMul's old output.
-    const DType row_type = rows.front().value->dtype;
+    const DType row_type = rows.empty() ? y->dtype : rows.front().value->dtype;
     if (std::any_of(rows.begin(), rows.end(), [&](const Factor& f) { return f.value->dtype != row_type; }))
       continue;
     const bool cast_rows = row_type != y->dtype;
@@ -176,8 +327,6 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
     m2->inputs = {x, w2};
     m2->outputs = {z};
     z->producer = m2;
-    // The row factors, one Mul or Div each (between two Casts when their type is not the
-    // product's); the last node writes the MatMul's old output.
     auto add_cast = [&](Value* in, Value* out) {
       Node* c = add_op_node(g, "Cast", g.unique_name(mm->name + "/row_scale_cast"));
       c->attrs["to"] = static_cast<int64_t>(dtype_to_onnx(out->dtype));
@@ -185,38 +334,130 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
       c->outputs = {out};
       out->producer = c;
     };
+    // After the product: the centering, the row factors (one Mul or Div each) and the bias row, in
+    // that order, between two Casts when the row factors' type is not the product's; each new node
+    // writes a new value, the last the MatMul's old output.
+    struct Step {
+      std::string op;
+      Value* operand;
+    };
+    std::vector<Step> steps;
+    if (center) {  // m times the column sums of the new weight, subtracted
+      std::vector<double> sums(static_cast<size_t>(n), 0.0);
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < n; ++j) sums[static_cast<size_t>(j)] += wv[static_cast<size_t>(i * n + j)];
+      Value* c = add_constant(g, mm->name + "/weight_column_sums", y->dtype, {n}, sums);
+      Dims md = *center->dims;
+      md.back() = n;
+      steps.push_back({"Sub", add_op(g, "Mul", mm->name + "/centering", {center, c}, y->dtype, md)});
+    }
+    for (const Factor& f : rows) steps.push_back({f.inverse ? "Div" : "Mul", f.value});
+    if (beta) {  // b W, added
+      std::vector<double> bw(static_cast<size_t>(n), 0.0);
+      const std::vector<double> w0 = w->constant->to_f64();
+      for (int64_t i = 0; i < k; ++i) {
+        const double b = beta->constant->get_f64(beta->constant->size() == 1 ? 0 : i);
+        for (int64_t j = 0; j < n; ++j) bw[static_cast<size_t>(j)] += b * w0[static_cast<size_t>(i * n + j)];
+      }
+      steps.push_back({"Add", add_constant(g, mm->name + "/bias_times_weight", y->dtype, {n}, bw)});
+    }
     Value* cur = z;
     if (cast_rows) {
       Value* wide = add_typed_value(g, mm->name + "/unscaled_product_cast", row_type, *y->dims);
       add_cast(z, wide);
       cur = wide;
     }
-    std::string names;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      Node* s = add_op_node(g, rows[i].inverse ? "Div" : "Mul", g.unique_name(mm->name + "/row_scale"));
+    for (size_t i = 0; i < steps.size(); ++i) {
+      Node* s = add_op_node(g, steps[i].op, g.unique_name(mm->name + "/row_scale"));
       Value* out = y;
-      if (i + 1 < rows.size() || cast_rows) {
+      if (i + 1 < steps.size() || cast_rows) {
         out = add_typed_value(g, mm->name + "/row_scaled", row_type, *y->dims);
       }
-      s->inputs = {cur, rows[i].value};
+      s->inputs = {cur, steps[i].operand};
       s->outputs = {out};
       out->producer = s;
       cur = out;
-      names += (names.empty() ? "'" : ", '") + rows[i].value->name + "'";
     }
     if (cast_rows) add_cast(cur, y);
+    std::string names;
+    for (const Factor& f : rows) names += (names.empty() ? "'" : ", '") + f.value->name + "'";
     mm->outputs[0] = nullptr;
     dead.push_back(mm);
-    // Each chain node is read only by the next, so no other MatMul's chain shares one.
-    dead.insert(dead.end(), chain.begin(), chain.end());
-    log.push_back(
-        fmt::format("{}: row scale {} applied to the product, {} column scale(s) folded into its weight; "
-                    "it reads '{}' (node '{}')",
-                    mm->describe(), names, columns.size(), x->name, m2->name));
+    // Each chain node is read only by the next, so no other MatMul's chain shares one; a shared
+    // top (kNorms) keeps the chain for A's other readers.
+    if (!shared_top)
+      dead.insert(dead.end(), chain.begin(), chain.end());
+    else
+      kept.insert(chain.begin(), chain.end());
+    if (mode == Mode::kScales) {
+      log.push_back(
+          fmt::format("{}: row scale {} applied to the product, {} column scale(s) folded into its weight; "
+                      "it reads '{}' (node '{}')",
+                      mm->describe(), names, columns.size(), x->name, m2->name));
+    } else {
+      std::vector<std::string> what;
+      if (!ln_name.empty()) what.push_back(fmt::format("LayerNormalization '{}' decomposed", ln_name));
+      if (center)
+        what.push_back(fmt::format("row mean '{}' times the weight's column sums subtracted", center->name));
+      if (!names.empty()) what.push_back(fmt::format("row scale {} applied", names));
+      if (columns.size() > 0)
+        what.push_back(fmt::format("{} column scale(s) folded into its weight", columns.size()));
+      if (beta) what.push_back(fmt::format("'{}' times the weight added", beta->name));
+      log.push_back(fmt::format("{}: {}; it reads '{}' (node '{}'){}", mm->describe(), fmt::join(what, ", "),
+                                x->name, m2->name,
+                                shared_top ? ", the norm stays for its other readers" : ""));
+    }
+  }
+  // A chain left for other readers that were themselves rewritten (two MatMuls of one norm) is
+  // read by nothing now: its nodes go too.
+  for (bool more = !kept.empty(); more;) {
+    more = false;
+    std::set<const Value*> read;
+    for (const auto& np : g.nodes())
+      if (std::find(dead.begin(), dead.end(), np.get()) == dead.end())
+        for (const Value* v : np->inputs) read.insert(v);
+    for (Node* nd : kept) {
+      if (std::find(dead.begin(), dead.end(), nd) != dead.end()) continue;
+      const bool unread = std::all_of(nd->outputs.begin(), nd->outputs.end(), [&](const Value* o) {
+        return o == nullptr || (!read.count(o) && !g.is_graph_output(o));
+      });
+      if (unread) {
+        dead.push_back(nd);
+        more = true;
+      }
+    }
   }
   if (dead.empty()) return log;
   RETURN_IF_ERROR(remove_and_sort(g, dead));
   return log;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep) {
+  return hoist(g, keep, Mode::kScales);
+}
+
+StatusOr<std::vector<std::string>> hoist_layer_norms(Graph& g, const std::set<std::string>& keep,
+                                                     NormReaders readers) {
+  return hoist(g, keep, Mode::kNorms, readers);
+}
+
+StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+  // Two decisions: the norms whose products feed other work (an activation, a residual) first,
+  // then those feeding attention, whose products a kernel must store for Q.K^T anyway.
+  RewriteResult out;
+  for (NormReaders r : {NormReaders::kOther, NormReaders::kAttention}) {
+    ASSIGN_OR_RETURN(
+        RewriteResult step,
+        rewrite_if_cheaper(
+            g, o, [&](Graph& c) { return hoist_layer_norms(c, o.no_fuse, r); }, "--no-hoist-layer-norms"));
+    if (step.verdict.empty()) continue;
+    const char* what = r == NormReaders::kOther ? "feeding other work" : "feeding attention";
+    out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ", what, step.verdict);
+    out.lines.insert(out.lines.end(), step.lines.begin(), step.lines.end());
+  }
+  return out;
 }
 
 StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {

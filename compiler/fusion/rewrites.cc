@@ -28,6 +28,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.hoist_row_scales) {
     ASSIGN_OR_RETURN(r.hoists, hoist_row_scales_if_cheaper(g, o));
   }
+  if (on.hoist_layer_norms) {
+    ASSIGN_OR_RETURN(r.norm_hoists, hoist_layer_norms_if_cheaper(g, o));
+  }
   if (on.output_copies) {
     ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o));
   }
@@ -48,6 +51,8 @@ std::string Rewrites::text() const {
   if (!copies.verdict.empty())
     section("shared relayouts copied per reader (" + copies.verdict + ")", copies.lines);
   if (!hoists.verdict.empty()) section("row scales moved past GEMMs (" + hoists.verdict + ")", hoists.lines);
+  if (!norm_hoists.verdict.empty())
+    section("LayerNorms moved past GEMMs (" + norm_hoists.verdict + ")", norm_hoists.lines);
   if (!outputs.verdict.empty())
     section("graph outputs computed again for their readers (" + outputs.verdict + ")", outputs.lines);
   return s;

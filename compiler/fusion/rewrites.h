@@ -2,10 +2,10 @@
 // the ONNX node tests run when they plan): Gemms as MatMuls (gemm_matmul.h), sibling GEMMs merged
 // (merge_gemms.h), Splits and constant Gathers as Slices (split_slices.h), shared relayouts
 // copied per reader (relayout_copies.h: after the Slices, which make such chains), row scales
-// moved past GEMMs (hoist_scales.h), graph outputs computed again for their readers
-// (output_copies.h: last, since it keeps only the copies the final plan does not store). Gemms go first so
-// that the MatMul rewrites see them too; every rewrite but the merge is kept only when the plan of the
-// rewritten graph is estimated no slower. None runs for
+// moved past GEMMs, then LayerNorms moved past GEMMs (hoist_scales.h), graph outputs computed again for their
+// readers (output_copies.h: last, since it keeps only the copies the final plan does not store). Gemms go
+// first so that the MatMul rewrites see them too; every rewrite but the merge is kept only when the plan of
+// the rewritten graph is estimated no slower. None runs for
 // --fusion none (the unfused baseline is the graph as imported).
 #pragma once
 
@@ -26,12 +26,13 @@ struct RewriteSwitches {  // each off with its --no-... flag
   bool relayout_copies = true;
   bool output_copies = true;
   bool hoist_row_scales = true;
+  bool hoist_layer_norms = true;
 };
 
 struct Rewrites {
   RewriteResult gemms;
   std::vector<std::string> merges;  // merge_sibling_gemms' lines
-  RewriteResult slices, copies, outputs, hoists;
+  RewriteResult slices, copies, outputs, hoists, norm_hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
 };

@@ -78,7 +78,7 @@ folded_group() {
 }
 expect "--no-stitch-matmul keeps every MatMul a library call" 0 "compiled" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/libmm" --shape batch=2 --shape sequence=16 \
-  --no-stitch-matmul --no-nvcc --no-emu
+  --no-stitch-matmul --no-nvcc
 # bert_tiny's MatMuls all run as loops in kernels by default; with them library calls, the calls
 # take over their neighbours' work.
 check "the residual is added by the dense layer's GEMM (its C), layer norm reads the sum" \
@@ -151,9 +151,13 @@ check "the Q head transpose is read through the scores GEMM's operand strides" \
   grep -q "read by node '/model/encoder/layer.0/attention/self/MatMul' (MatMul) through its operand A's strides" \
   "$TMP/libmm/plan.txt"
 check "--no-stitch-matmul: no kernel holds a MatMul" bash -c "! grep -q ' (MatMul)$' '$TMP'/libmm/kernels/k*.cu"
+# The default (beam) plan of bert_tiny; greedy's moves the embedding norm past the Q/K/V GEMM (below).
 check "the embedding layer norm and the mask kernel share one launch (independent packing)" \
-  same_kernel "$TMP/fused_bert_tiny/kernels" /model/embeddings/LayerNorm/LayerNormalization /model/And_1 \
+  same_kernel "$TMP/bert_tiny/kernels" /model/embeddings/LayerNorm/LayerNormalization /model/And_1 \
   "scheme: independent"
+check "greedy moves the embedding norm past the Q/K/V GEMM (its estimate is lower)" \
+  grep -q "node '/model/encoder/layer.0/attention/self/query/MatMul/merged' (MatMul): LayerNormalization '/model/embeddings/LayerNorm/LayerNormalization' decomposed" \
+  "$TMP/fused_bert_tiny/plan.txt"
 check "BERT's Q, K and V projections are one GEMM" \
   grep -q "node '/model/encoder/layer.0/attention/self/value/MatMul' (MatMul) -> node '/model/encoder/layer.0/attention/self/query/MatMul/merged' (MatMul, n = 64+64+64)" \
   "$TMP/fused_bert_tiny/plan.txt"
@@ -161,11 +165,27 @@ check "GPT-2's tanh-form GELU runs in its GEMM's epilogue" \
   grep -q "computed by node '/model/h.0/mlp/c_fc/Gemm' (MatMul) in its epilogue (GELU, tanh form)" \
   "$TMP/fused_gpt2_tiny/plan.txt"
 check "BERT's erf-form GELU runs in FFN2's row kernel, in front of FFN2's loop" \
-  same_kernel "$TMP/fused_bert_tiny/kernels" /model/encoder/layer.0/intermediate/intermediate_act_fn/Erf \
+  same_kernel "$TMP/bert_tiny/kernels" /model/encoder/layer.0/intermediate/intermediate_act_fn/Erf \
   /model/encoder/layer.0/output/dense/MatMul "regional stitching"
-check "with FFN1 a library call, BERT's erf-form GELU stays a kernel, and the plan says why" \
-  grep -q "GELU (erf form) of node '/model/encoder/layer.0/intermediate/dense/MatMul' (MatMul) stays a kernel" \
+# With every MatMul a call, the first layer norm moves past FFN1 (it stays for FFN2's residual):
+# FFN1 reads the norm's input, and its mean and scale are applied to the product in the norm's
+# own kernel, in front of the erf GELU.
+check "with FFN1 a library call, its layer norm moves past it (hoist in the plan)" \
+  grep -q "node '/model/encoder/layer.0/intermediate/dense/MatMul' (MatMul): LayerNormalization '/model/encoder/layer.0/attention/output/LayerNorm/LayerNormalization' decomposed, row mean" \
   "$TMP/libmm/plan.txt"
+check "with the norm moved past FFN1, the norm and the erf GELU are one kernel" \
+  same_kernel "$TMP/libmm/kernels" /model/encoder/layer.0/intermediate/intermediate_act_fn/Erf \
+  /model/encoder/layer.0/attention/output/LayerNorm/LayerNormalization/decomposed_std "regional stitching"
+"$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/libmm_nohoist" --shape batch=2 \
+  --shape sequence=16 --no-stitch-matmul --no-hoist-layer-norms --no-nvcc --no-emu >/dev/null
+check "with FFN1 a library call reading the norm, BERT's erf-form GELU stays a kernel, and the plan says why" \
+  grep -q "GELU (erf form) of node '/model/encoder/layer.0/intermediate/dense/MatMul' (MatMul) stays a kernel" \
+  "$TMP/libmm_nohoist/plan.txt"
+check "--no-hoist-layer-norms keeps every norm in front of its GEMM" \
+  bash -c "! grep -q 'LayerNorms moved past GEMMs' '$TMP/libmm_nohoist/plan.txt'"
+expect "the artifact with the norms moved matches PyTorch" 0 "all 2 output\(s\) match" -- \
+  "$STITCHC" run "$TMP/libmm" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
+  --expect "$ROOT/models/bert_tiny/test_data_set_0"
 # With FFN1 a call, the erf form runs in front of FFN2's loop (above) or in a kernel of its own;
 # --approximate-gelu lets the call's epilogue compute GELU.
 expect "--approximate-gelu: BERT's GELU in the GEMM epilogue" 0 "compiled" -- \

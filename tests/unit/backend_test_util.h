@@ -56,11 +56,13 @@ inline std::unique_ptr<Graph> prepared_model(const std::string& name) {
 // inputs and checks every output against the reference within `tol`. Returns the kernel count.
 // `packs` (one id per group) packs independent groups into one launch, as the plan says;
 // `fold_gemms` lets GEMM calls take over neighbouring work (the plan's gemm_folds); `edit`, when
-// given, changes the schedule before it is written (another form of a kernel's text).
+// given, changes the schedule before it is written (another form of a kernel's text). `max_abs`,
+// when given, receives the largest absolute difference over all outputs.
 inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
                                     const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr,
                                     const codegen::FoldOptions& fold_gemms = {},
-                                    const std::function<void(codegen::Schedule&)>& edit = {}) {
+                                    const std::function<void(codegen::Schedule&)>& edit = {},
+                                    double* max_abs = nullptr) {
   auto s = codegen::build_schedule(g, groups, packs, fold_gemms);
   INFO(s.status().message());
   REQUIRE(s.is_ok());
@@ -88,6 +90,7 @@ inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* g
     Tensor got(v->dtype, *v->dims);
     session.get_output(v->name, got.data(), got.byte_size());
     CompareResult r = compare_tensors(got, want->at(v->name), tol.rtol, tol.atol);
+    if (max_abs) *max_abs = std::max(*max_abs, r.max_abs);
     INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << ", " << r.mismatches
                  << " outside the tolerance"
                  << (r.first_bad >= 0
