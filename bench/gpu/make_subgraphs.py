@@ -11,6 +11,10 @@ seeded random test data (outputs from numpy in float64, rounded to float32), for
               a library call and a GELU kernel, or one tiled GEMM kernel with the GELU in its
               epilogue (what `tiled_gemm_eff` in a --device-spec file decides; bench/gpu/prepare.sh
               compiles both)
+  ln_ffn1_gelu  a layer norm in front of FFN1 + bias + erf GELU, the weight a constant ([ffn rows,
+              768], BERT's first norm and FFN1; the norm an output too, as BERT's residual):
+              stitchc moves the norm past the GEMM, or with --no-hoist-layer-norms keeps it
+              (bench/gpu/prepare.sh compiles both)
   rms_gate    RMSNorm's reduction and row scale on a merged gate/up product, then the SiLU gate
               (LLaMA's MLP input once stitchc moves the row scale past the GEMM: [gate rows, H]
               and [gate rows, 2 I] in, [gate rows, I] out; LLaMA-7B's H 4096, I 11008 by
@@ -134,6 +138,30 @@ def main():
         erf = np.vectorize(math.erf)
         return {"y": 0.5 * xb * (1 + erf(xb / math.sqrt(2.0)))}
     save(a.out, "ffn1_gelu", g, {"x": x, "w": w}, ffn1_gelu)
+
+    # Layer norm + FFN1 + bias + GELU, erf form, the weight a constant (stitchc moves the norm past
+    # the GEMM only when it can fold the norm's weight into the GEMM's); the norm is an output too,
+    # as BERT's post-norm residual for FFN2
+    x = (f32(rows, hid) + 0.5).astype(np.float32)
+    gamma, beta = (1 + 0.1 * f32(hid)).astype(np.float32), (0.1 * f32(hid)).astype(np.float32)
+    nodes = [helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["n"], axis=-1, epsilon=1e-12),
+             helper.make_node("MatMul", ["n", "w"], ["h"]), helper.make_node("Add", ["h", "bias"], ["xb"]),
+             helper.make_node("Div", ["xb", "sqrt2"], ["q"]), helper.make_node("Erf", ["q"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"]), helper.make_node("Mul", ["xb", "e1"], ["t"]),
+             helper.make_node("Mul", ["t", "half"], ["y"])]
+    g = helper.make_graph(nodes, "ln_ffn1_gelu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, hid])],
+                          [helper.make_tensor_value_info("n", TensorProto.FLOAT, [rows, hid]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, f])],
+                          [c("gamma", gamma), c("beta", beta), c("w", w), c("bias", bias), c("sqrt2", math.sqrt(2.0)),
+                           c("one", 1.0), c("half", 0.5)])
+    def ln_ffn1_gelu():
+        s = x.astype(np.float64)
+        mu = s.mean(-1, keepdims=True)
+        n = (s - mu) / np.sqrt(((s - mu) ** 2).mean(-1, keepdims=True) + 1e-12) * gamma + beta
+        xb = n @ w.astype(np.float64) + bias
+        erf = np.vectorize(math.erf)
+        return {"n": n, "y": 0.5 * xb * (1 + erf(xb / math.sqrt(2.0)))}
+    save(a.out, "ln_ffn1_gelu", g, {"x": x}, ln_ffn1_gelu)
 
     # RMSNorm's row scale on the gate/up product, SiLU gate
     h, inter = (int(v) for v in a.llama.split(","))

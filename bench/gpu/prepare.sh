@@ -7,7 +7,8 @@
 #                        --fusion none (the baseline every step is set beside)
 # Models: the shipped ones (batch 2 x sequence 16 to check; batch 128 x sequence 64, the longest
 # their position tables allow, to time), the three target subgraphs at BERT-base sizes, BERT-base's
-# FFN1 + bias + erf GELU as a call and a GELU kernel and as one tiled GEMM kernel, and
+# FFN1 + bias + erf GELU as a call and a GELU kernel and as one tiled GEMM kernel, its first layer
+# norm + FFN1 + GELU with the norm moved past the GEMM and kept in front of it, and
 # LLaMA's RMSNorm + SiLU gate at 64 rows of LLaMA-7B (bench/gpu/make_subgraphs.py). Kernels are
 # compiled for ARCH (default sm_90) by nvcc here.
 #   bench/gpu/prepare.sh [BUNDLE]      (default build/gpu_bundle; needs build/cli/stitchc, python3 + onnx)
@@ -61,7 +62,7 @@ for m in bert_tiny gpt2_tiny llama_tiny cnn_small gpt2_tiny_f16 llama_tiny_bf16;
   # shellcheck disable=SC2086
   compile "$BUNDLE/time/$m.none" "$ROOT/models/$m/model.onnx" $large --fusion none
 done
-for s in layernorm softmax bias_gelu ffn1_gelu rms_gate; do
+for s in layernorm softmax bias_gelu ffn1_gelu ln_ffn1_gelu rms_gate; do
   compile "$BUNDLE/check/$s" "$BUNDLE/models/small/$s/model.onnx"
   cp -r "$BUNDLE/models/small/$s/test_data_set_0" "$BUNDLE/check/$s.data"
   compile "$BUNDLE/time/$s" "$BUNDLE/models/large/$s/model.onnx"
@@ -78,6 +79,16 @@ for kind in check:small time:large; do
     { echo "prepare: ffn1_gelu.tiled is not a tiled GEMM kernel" >&2; exit 1; }
 done
 cp -r "$BUNDLE/check/ffn1_gelu.data" "$BUNDLE/check/ffn1_gelu.tiled.data"
+# The layer norm in front of FFN1 kept there (--no-hoist-layer-norms): time/ln_ffn1_gelu.nohoist
+# beside time/ln_ffn1_gelu (the norm moved past the GEMM, its mean and scale applied with the GELU)
+# measures what the rewrite's estimate claims; both set beside the same --fusion none baseline.
+for kind in check:small time:large; do
+  grep -q "LayerNorms moved past GEMMs (feeding other work: estimated" "$BUNDLE/${kind%%:*}/ln_ffn1_gelu/plan.txt" ||
+    { echo "prepare: ln_ffn1_gelu's layer norm was not moved past its GEMM" >&2; exit 1; }
+  compile "$BUNDLE/${kind%%:*}/ln_ffn1_gelu.nohoist" "$BUNDLE/models/${kind#*:}/ln_ffn1_gelu/model.onnx" \
+    --no-hoist-layer-norms
+done
+cp -r "$BUNDLE/check/ln_ffn1_gelu.data" "$BUNDLE/check/ln_ffn1_gelu.nohoist.data"
 rm -rf "$BUNDLE/models"
 git -C "$ROOT" rev-parse --short HEAD >"$BUNDLE/commit" 2>/dev/null || true
 echo "prepare: $BUNDLE ($(du -sh "$BUNDLE" | cut -f1), arch $ARCH, commit $(cat "$BUNDLE/commit" 2>/dev/null))"

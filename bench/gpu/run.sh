@@ -37,8 +37,10 @@ done
 for d in "$BUNDLE"/time/*/; do
   name=$(basename "$d")
   case $name in *.none) continue ;; esac
-  # ffn1_gelu.tiled is set beside the same baseline as ffn1_gelu
-  "$STITCHC" bench "$d" --backend "$BACKEND" --iters "$ITERS" --warmup 20 --against "$BUNDLE/time/${name%.tiled}.none" \
+  # ffn1_gelu.tiled and ln_ffn1_gelu.nohoist are set beside the same baselines as ffn1_gelu and ln_ffn1_gelu
+  base=${name%.tiled}
+  base=${base%.nohoist}
+  "$STITCHC" bench "$d" --backend "$BACKEND" --iters "$ITERS" --warmup 20 --against "$BUNDLE/time/$base.none" \
     --json "$OUT/bench_$name.json" >"$OUT/bench_$name.txt" 2>&1 ||
     { echo "bench $name: FAILED"; tail -5 "$OUT/bench_$name.txt"; fails=$((fails + 1)); }
 done
