@@ -154,6 +154,37 @@ TEST_CASE("LayerNorms stay in front of GEMMs in half types, and where the produc
   CHECK(find_node(*g, "ln") != nullptr);
 }
 
+TEST_CASE("a LayerNorm read by two GEMMs, both moved past, leaves no norm behind", "[fusion]") {
+  // The first MatMul sees the norm shared and keeps its chain for the second; once the second is
+  // rewritten too, nothing reads the chain and it goes.
+  uint32_t state = 17;
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[2,5,16]
+  const %gamma: f32[16] = )" +
+                        lcg_values(state, 16, 0.5) + "\n  const %beta: f32[16] = " + lcg_values(state, 16) +
+                        "\n  const %w1: f32[16,8] = " + lcg_values(state, 128) +
+                        "\n  const %w2: f32[16,8] = " + lcg_values(state, 128) + R"(
+  %y = LayerNormalization(%x, %gamma, %beta) {axis = -1} @"ln"
+  %p1 = MatMul(%y, %w1) @"a"
+  %p2 = MatMul(%y, %w2) @"b"
+  %e1 = Relu(%p1) @"relu1"
+  %e2 = Relu(%p2) @"relu2"
+  output %e1
+  output %e2
+}
+)");
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  auto lines = fusion::hoist_layer_norms(*g);
+  REQUIRE(lines.is_ok());
+  CHECK(lines->size() == 2u);
+  size_t divs = 0;
+  for (const auto& n : g->nodes())
+    divs += n->op_type == "Div" && n->name.find("normalized") != std::string::npos;
+  CHECK(divs == 0);  // the decomposed norm's normalized rows, read by nothing once both moved
+  same_as_original(*original, *g, 7);
+}
+
 TEST_CASE("LayerNorms feeding attention and feeding other work are told apart", "[fusion]") {
   // The norm's GEMM feeds Q.K^T through a bias, a reshape and a transpose: kAttention takes it,
   // kOther does not.
