@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <unordered_set>
 
 #include "codegen/lower.h"
 #include "codegen/stitch.h"
@@ -170,7 +171,7 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     return readers == NormReaders::kAll || (readers == NormReaders::kAttention) == feeds_attention(y, 0);
   };
   std::vector<Node*> dead;
-  std::set<Node*> kept;  // chains left for A's other readers (kNorms)
+  std::unordered_set<const Node*> kept;  // chains left for A's other readers (kNorms)
   const std::vector<Node*> matmuls = [&] {
     std::vector<Node*> out;
     for (const auto& np : g.nodes())
@@ -408,27 +409,13 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
                                 shared_top ? ", the norm stays for its other readers" : ""));
     }
   }
+  if (dead.empty()) return log;
   // A chain left for other readers that were themselves rewritten (two MatMuls of one norm) is
   // read by nothing now: its nodes go too.
-  for (bool more = !kept.empty(); more;) {
-    more = false;
-    std::set<const Value*> read;
-    for (const auto& np : g.nodes())
-      if (std::find(dead.begin(), dead.end(), np.get()) == dead.end())
-        for (const Value* v : np->inputs) read.insert(v);
-    for (Node* nd : kept) {
-      if (std::find(dead.begin(), dead.end(), nd) != dead.end()) continue;
-      const bool unread = std::all_of(nd->outputs.begin(), nd->outputs.end(), [&](const Value* o) {
-        return o == nullptr || (!read.count(o) && !g.is_graph_output(o));
-      });
-      if (unread) {
-        dead.push_back(nd);
-        more = true;
-      }
-    }
-  }
-  if (dead.empty()) return log;
-  RETURN_IF_ERROR(remove_and_sort(g, dead));
+  g.remove_nodes(dead);
+  g.remove_dead_nodes(&kept);
+  g.remove_unused_values();
+  RETURN_IF_ERROR(g.topo_sort());
   return log;
 }
 

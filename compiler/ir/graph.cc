@@ -130,6 +130,39 @@ void Graph::remove_nodes(const std::vector<Node*>& dead) {
   std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) { return set.count(n.get()) != 0; });
 }
 
+size_t Graph::remove_dead_nodes(const std::unordered_set<const Node*>* only) {
+  std::unordered_map<const Value*, size_t> readers;
+  for (const auto& n : nodes_)
+    for (const Value* v : n->inputs)
+      if (v) ++readers[v];
+  std::unordered_set<const Value*> exported(outputs.begin(), outputs.end());
+  const auto unread = [&](const Node* n) {
+    return std::all_of(n->outputs.begin(), n->outputs.end(), [&](const Value* o) {
+      return o == nullptr || (readers[o] == 0 && !exported.count(o));
+    });
+  };
+  std::unordered_set<const Node*> dead;
+  std::vector<const Node*> work;
+  for (const auto& n : nodes_)
+    if (only == nullptr || only->count(n.get())) work.push_back(n.get());
+  while (!work.empty()) {
+    const Node* n = work.back();
+    work.pop_back();
+    if (dead.count(n) || !unread(n)) continue;
+    dead.insert(n);
+    for (const Value* v : n->inputs) {
+      if (v == nullptr || --readers[v] != 0 || v->producer == nullptr) continue;
+      if (only == nullptr || only->count(v->producer)) work.push_back(v->producer);
+    }
+  }
+  for (auto& n : nodes_)
+    if (dead.count(n.get()))
+      for (Value* o : n->outputs)
+        if (o && o->producer == n.get()) o->producer = nullptr;
+  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) != 0; });
+  return dead.size();
+}
+
 void Graph::remove_unused_values() {
   std::unordered_set<const Value*> live(inputs.begin(), inputs.end());
   live.insert(outputs.begin(), outputs.end());

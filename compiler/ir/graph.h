@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -89,6 +90,11 @@ class Graph {
   void replace_uses(Value* from, Value* to);
   // Removes the given nodes; their output values stay (callers clean up).
   void remove_nodes(const std::vector<Node*>& dead);
+  // Removes every node none of whose outputs is read by another node or exported, and then
+  // the nodes that only those read, until none is left: a chain read by nothing goes whole.
+  // With `only`, just the nodes in it are candidates. Their output values stay (callers
+  // clean up, as after remove_nodes). Returns how many nodes went.
+  size_t remove_dead_nodes(const std::unordered_set<const Node*>* only = nullptr);
   // Drops values that nothing produces, reads or exports.
   void remove_unused_values();
   // Orders nodes so every input is defined before use. On a cycle returns a

@@ -110,6 +110,51 @@ TEST_CASE("dead code and unused constants are removed, inputs kept") {
   CHECK(g->inputs.size() == 2);
 }
 
+TEST_CASE(
+    "remove_dead_nodes takes whole unread chains, keeps shared and exported values, and honours its limit") {
+  const char* text = R"(graph "g" opset 17 {
+  input %x: f32[2]
+  %a = Neg(%x) @"a"
+  %b = Abs(%a) @"b"
+  %c = Exp(%b) @"c"
+  %s = Neg(%x) @"shared"
+  %d = Add(%s, %s) @"d"
+  %y = Relu(%s) @"y"
+  %e = Exp(%x) @"exported"
+  output %y
+  output %e
+}
+)";
+  const auto names = [](const Graph& g) {
+    std::vector<std::string> out;
+    for (const auto& n : g.nodes()) out.push_back(n->name);
+    return out;
+  };
+  SECTION("everything unread goes, a chain whole") {
+    auto g = test::parse_or_die(text);
+    REQUIRE(g->remove_dead_nodes() == 4);
+    CHECK(names(*g) == std::vector<std::string>{"shared", "y", "exported"});
+    CHECK(g->find_value("c")->producer == nullptr);
+    REQUIRE(g->topo_sort().is_ok());
+  }
+  SECTION("with a limit, a dead node outside it stays and keeps its inputs alive") {
+    auto g = test::parse_or_die(text);
+    std::unordered_set<const Node*> only;
+    for (const auto& n : g->nodes())
+      if (n->name == "a" || n->name == "b" || n->name == "d") only.insert(n.get());
+    REQUIRE(g->remove_dead_nodes(&only) == 1);  // "d"; "c" is outside and still reads "b"
+    CHECK(names(*g) == std::vector<std::string>{"a", "b", "c", "shared", "y", "exported"});
+  }
+  SECTION("nothing to do") {
+    auto g = test::parse_or_die(text);
+    std::unordered_set<const Node*> only;
+    for (const auto& n : g->nodes())
+      if (n->name == "shared" || n->name == "exported") only.insert(n.get());
+    CHECK(g->remove_dead_nodes(&only) == 0);
+    CHECK(g->nodes().size() == 7);
+  }
+}
+
 TEST_CASE("shape binding errors name the input and what to do") {
   const char* text = "graph \"g\" opset 17 {\n input %ids: i64[batch,seq]\n %y = Neg(%ids)\n output %y\n}\n";
   SECTION("missing binding lists the symbolic dims") {
