@@ -15,10 +15,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// One scratch directory per test process, removed when the process exits.
 fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / fmt::format("stitch_importer_{}", ::getpid());
-  fs::create_directories(d);
-  return d;
+  struct Scratch {
+    fs::path path = fs::temp_directory_path() / fmt::format("stitch_importer_{}", ::getpid());
+    Scratch() { fs::create_directories(path); }
+    ~Scratch() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Scratch scratch;
+  return scratch.path;
 }
 
 void write_file(const fs::path& p, const std::string& bytes) {
