@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -285,6 +286,8 @@ int main(int argc, char** argv) {
   std::set<std::string> seen_known;
   int passed = 0, failed = 0, skipped = 0, xfail = 0;
   std::map<std::string, int> skipped_ops;
+  std::vector<std::pair<double, std::string>> times;  // seconds per test run, to find what makes a shard slow
+  double total_seconds = 0;
   for (const auto& root : roots) {
     if (!fs::is_directory(root)) {
       fmt::print(stderr, "node-tests: '{}' is not a directory (is libonnx-testdata installed?)\n", root);
@@ -305,7 +308,11 @@ int main(int argc, char** argv) {
         if (verbose) fmt::print("SKIP {} (unsupported: {})\n", name, fmt::join(missing, ", "));
         continue;
       }
+      const auto start = std::chrono::steady_clock::now();
       Status st = run_test(dir);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      total_seconds += seconds;
+      times.emplace_back(seconds, name);
       if (is_backend_skip(st)) {
         ++g_backend_skipped;
         if (verbose) fmt::print("SKIP {} ({})\n", name, st.message());
@@ -315,7 +322,7 @@ int main(int argc, char** argv) {
       if (is_known) seen_known.insert(name);
       if (st.is_ok() && !is_known) {
         ++passed;
-        if (verbose) fmt::print("PASS {}\n", name);
+        if (verbose) fmt::print("PASS {} ({:.2f} s)\n", name, seconds);
       } else if (st.is_ok()) {
         ++failed;
         fmt::print("FAIL {}: listed in known failures but passes; remove it from the list\n", name);
@@ -347,6 +354,13 @@ int main(int argc, char** argv) {
       fs::copy_file(fs::path(STITCH_DEVICE_INCLUDE_DIR) / "stitch" / "device" / h, fs::path(g_nvcc_dir) / h,
                     fs::copy_options::overwrite_existing);
     fmt::print("wrote the kernels of {} tests to {}/node_kernels.cu\n", g_kernel_sets, g_nvcc_dir);
+  }
+  std::sort(times.rbegin(), times.rend());
+  if (!times.empty()) {
+    fmt::print("{:.1f} s in {} test runs; the slowest:", total_seconds, times.size());
+    for (size_t i = 0; i < std::min<size_t>(times.size(), 5); ++i)
+      fmt::print(" {} {:.2f} s{}", times[i].second, times[i].first,
+                 i + 1 < std::min<size_t>(times.size(), 5) ? "," : "\n");
   }
   fmt::print("node-tests: {} passed, {} failed, {} skipped\n", passed, failed, skipped + xfail + g_backend_skipped);
   return failed ? 1 : 0;
