@@ -197,7 +197,9 @@ int run_compile(const CompileArgs& a) {
     fmt::print("  nvcc: skipped (--no-nvcc); the artifact has sources only and cannot run on --backend cuda\n");
   }
   for (const std::string& r : replans) fmt::print("  re-planned after ptxas: {}\n", r);
-  if (o.build_emu) fmt::print("  emulation library: {:.1f} s\n", summary.emu_seconds);
+  if (o.build_emu)
+    fmt::print("  emulation library: {:.1f} s{}\n", summary.emu_seconds,
+               summary.emu_precompiled_header ? "" : " (without the precompiled emulation header)");
   fmt::print("  total {:.1f} s\n", secs);
   return 0;
 }

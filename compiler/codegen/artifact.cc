@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -39,6 +40,25 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
   int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// The emulation header, as the host compiler finds it on the include path.
+constexpr const char* kEmuHeader = "stitch/emu/emu.h";
+
+// `wrapper` (a header -include takes, its .gch beside it) when that .gch exists and no header it
+// was made from has changed since; otherwise none, and the emulation header is read itself.
+std::optional<std::string> usable_precompiled_header(const std::string& wrapper) {
+  std::error_code ec;
+  const auto made = fs::last_write_time(fs::path(wrapper).concat(".gch"), ec);
+  if (wrapper.empty() || ec) return std::nullopt;
+  for (const char* dir : {STITCH_EMU_INCLUDE_DIR "/stitch/emu", STITCH_DEVICE_INCLUDE_DIR "/stitch/device"}) {
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const auto changed = e.last_write_time(ec);
+      if (ec || changed > made) return std::nullopt;
+    }
+    if (ec) return std::nullopt;
+  }
+  return wrapper;
 }
 
 Status write_file(const fs::path& p, const std::string& text) {
@@ -93,6 +113,8 @@ std::string annotate_nvcc_errors(const std::string& log) {
 }
 
 }  // namespace
+
+std::string build_emu_pch_header() { return STITCH_EMU_PCH_HEADER; }
 
 StatusOr<std::string> find_nvcc() {
   std::vector<fs::path> candidates;
@@ -225,15 +247,31 @@ struct Writer {
                       "#include \"../kernels/all_kernels.cu\"\n";
     for (const Kernel& k : s.kernels) src += fmt::format("STITCH_EMU_EXPORT_KERNEL({});\n", k.name);
     RETURN_IF_ERROR(put("emu/kernels_emu.cc", src));
-    std::vector<std::string> argv = {STITCH_HOST_CXX, "-std=c++20", "-O1", "-fPIC", "-shared", "-w",
-                                     "-fstack-clash-protection", "-include", "stitch/emu/emu.h",
-                                     "-I", STITCH_EMU_INCLUDE_DIR, "-I", STITCH_DEVICE_INCLUDE_DIR,
-                                     "-isystem", STITCH_CUDA_INCLUDE_DIR,
-                                     "-o", (tmp / artifact::kEmuLibrary).string(),
-                                     (tmp / "emu" / "kernels_emu.cc").string()};
+    auto build = [&](const std::string& prelude, std::string* log) {
+      std::vector<std::string> argv = {STITCH_HOST_CXX};
+      if (prelude != kEmuHeader) argv.push_back("-H");  // lists the headers: "! X.gch" when it took the .gch
+      std::istringstream flags(STITCH_EMU_CXX_FLAGS);
+      for (std::string f; flags >> f;) argv.push_back(f);
+      argv.insert(argv.end(),
+                  {"-shared", "-w", "-include", prelude, "-I", STITCH_EMU_INCLUDE_DIR, "-I",
+                   STITCH_DEVICE_INCLUDE_DIR, "-isystem", STITCH_CUDA_INCLUDE_DIR, "-o",
+                   (tmp / artifact::kEmuLibrary).string(), (tmp / "emu" / "kernels_emu.cc").string()});
+      return run_command(argv, log);
+    };
     std::string log;
     auto t0 = std::chrono::steady_clock::now();
-    int rc = run_command(argv, &log);
+    const std::optional<std::string> pch =
+        usable_precompiled_header(o.emu_pch.value_or(build_emu_pch_header()));
+    int rc = pch ? build(*pch, &log) : -1;
+    summary->emu_precompiled_header = rc == 0 && (log.rfind("! " + *pch + ".gch\n", 0) == 0 ||
+                                                  log.find("\n! " + *pch + ".gch\n") != std::string::npos);
+    // Without the precompiled header, or again without it when the build on it failed: a header
+    // GCC cannot use is meant to be skipped, but a mismatch it does not detect can break the
+    // compiler itself, and the header alone then tells a real error from that.
+    if (rc != 0) {
+      log.clear();
+      rc = build(kEmuHeader, &log);
+    }
     summary->emu_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rc != 0)
       return Status::internal(fmt::format("building the emulation library failed (exit {}):\n{}", rc, log));
@@ -337,11 +375,16 @@ struct Writer {
             {"library_calls", s.calls.size()},
             {"views", s.views},
             {"estimated_bytes_moved", bytes},
-            {"memory", {{"arena_bytes", s.plan.arena_bytes}, {"intermediate_sum_bytes", s.plan.total_bytes},
-                        {"live_peak_bytes", s.plan.peak_live_bytes}, {"in_place", s.plan.in_place},
-                        {"arena_buffers", s.requests.size()}, {"weights_bytes", s.weights_bytes}}},
+            {"memory",
+             {{"arena_bytes", s.plan.arena_bytes},
+              {"intermediate_sum_bytes", s.plan.total_bytes},
+              {"live_peak_bytes", s.plan.peak_live_bytes},
+              {"in_place", s.plan.in_place},
+              {"arena_buffers", s.requests.size()},
+              {"weights_bytes", s.weights_bytes}}},
             {"nvcc_seconds", summary->nvcc_seconds},
             {"emu_build_seconds", summary->emu_seconds},
+            {"emu_precompiled_header", summary->emu_precompiled_header},
             {"groups", groups},
             {"kernels", kernels},
             {"library_calls_detail", calls}};

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,13 @@ struct CompileOptions {
   std::vector<std::string> shape_bindings;   // as given on the command line
   std::string plan_text;                     // the fusion plan explained (written as plan.txt)
   std::map<std::string, std::string> group_reasons;  // first node of a group -> why it is so
+  // The precompiled emulation header, by the header -include names with its .gch beside it:
+  // unset, the build's (build_emu_pch_header()); empty, none.
+  std::optional<std::string> emu_pch;
 };
+
+// The build's precompiled emulation header (the wrapper that -include takes).
+std::string build_emu_pch_header();
 
 // ptxas's resource use of one kernel for one arch.
 struct KernelResources {
@@ -31,6 +38,7 @@ struct KernelResources {
 struct ArtifactSummary {
   std::vector<KernelResources> resources;
   double nvcc_seconds = 0, emu_seconds = 0;
+  bool emu_precompiled_header = false;  // the emulation library built on the precompiled header
   std::string report_json;  // report.json's text
 };
 

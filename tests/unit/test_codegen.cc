@@ -480,3 +480,71 @@ TEST_CASE("a scatter update whose index is out of range is skipped, never writte
   CHECK(yn.to_f64() == std::vector<double>{22, 1, 2, 3, 4, 5, 20, 7});
   fs::remove_all(dir);
 }
+
+TEST_CASE("the emulation library builds on the precompiled header when it can, and on the header when not",
+          "[codegen][emu]") {
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[3,37]
+  %e = Exp(%x) @"exp"
+  %y = Softmax(%e) @"softmax"
+  output %y
+}
+)");
+  test::run_frontend_or_die(*g);
+  auto s = build_schedule(*g);
+  REQUIRE(s.is_ok());
+  const fs::path scratch = fs::temp_directory_path() / ("stitch_unit_pch_" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  const Tensor x = test::random_tensor(DType::kF32, {3, 37}, 7);
+  auto want = run_reference(*g, {{"x", x}});
+  REQUIRE(want.is_ok());
+  // Compiles with `pch` as CompileOptions::emu_pch, runs on emu against the reference, and says
+  // whether the precompiled header was used.
+  auto build_and_run = [&](const std::optional<std::string>& pch) {
+    CompileOptions o;
+    o.run_nvcc = false;
+    o.model_path = "/dev/null";
+    o.emu_pch = pch;
+    const fs::path dir = scratch / "artifact";
+    ArtifactSummary summary;
+    const Status st = write_artifact(*g, *s, o, dir.string(), &summary);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    session.set_input("x", std::string(dtype_name(x.dtype())), x.dims(), x.data(), x.byte_size());
+    session.run();
+    Tensor y(DType::kF32, {3, 37});
+    session.get_output("y", y.data(), y.byte_size());
+    CHECK(compare_tensors(y, want->at("y"), kEmuF32.rtol, kEmuF32.atol).ok);
+    CHECK(test::read_text_file(dir / "report.json")
+              .find(fmt::format("\"emu_precompiled_header\": {}", summary.emu_precompiled_header)) !=
+          std::string::npos);
+    fs::remove_all(dir);
+    return summary.emu_precompiled_header;
+  };
+  const fs::path built = build_emu_pch_header();
+  REQUIRE(fs::exists(fs::path(built).concat(".gch")));
+  CHECK(build_and_run(std::nullopt));  // the build's
+  CHECK_FALSE(build_and_run(""));      // none asked for
+  // A copy elsewhere is used from there; made before the headers changed, it is not.
+  const fs::path copy = scratch / "copy" / "stitch" / "emu" / "emu.h";
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(built, copy);
+  fs::copy_file(fs::path(built).concat(".gch"), fs::path(copy).concat(".gch"));
+  CHECK(build_and_run(copy.string()));
+  fs::last_write_time(fs::path(copy).concat(".gch"),
+                      fs::file_time_type::clock::now() - std::chrono::days(365 * 30));
+  CHECK_FALSE(build_and_run(copy.string()));
+  // One that is not a precompiled header the compiler skips; one cut short fails the compiler, and
+  // the library is built again on the header itself.
+  { std::ofstream(fs::path(copy).concat(".gch"), std::ios::trunc) << "not a precompiled header"; }
+  CHECK_FALSE(build_and_run(copy.string()));
+  {
+    std::ifstream whole(fs::path(built).concat(".gch"), std::ios::binary);
+    std::string head(4096, '\0');
+    whole.read(head.data(), static_cast<std::streamsize>(head.size()));
+    std::ofstream(fs::path(copy).concat(".gch"), std::ios::binary | std::ios::trunc) << head;
+  }
+  CHECK_FALSE(build_and_run(copy.string()));
+  fs::remove_all(scratch);
+}
