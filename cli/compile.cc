@@ -13,6 +13,7 @@
 #include "cli/subcommands.h"
 #include "codegen/artifact.h"
 #include "codegen/schedule.h"
+#include "codegen/stitch.h"
 #include "fusion/plan.h"
 #include "fusion/rewrites.h"
 #include "importer/onnx_importer.h"
@@ -177,11 +178,14 @@ int run_compile(const CompileArgs& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto& s = *sched;
   fmt::print("compiled {} -> {}\n", a.model, a.out);
-  fmt::print("  steps: {} kernel launches, {} library calls, {} copies; {} view nodes and {} nodes taken over by "
-             "GEMM calls need no step\n",
-             s.kernels.size(), s.calls.size(),
-             std::count_if(s.steps.begin(), s.steps.end(), [](const codegen::Step& x) { return x.kind == codegen::Step::kCopy; }),
-             s.views, s.folded);
+  const auto gemm_kernels = std::count_if(s.kernels.begin(), s.kernels.end(), codegen::is_gemm_kernel);
+  fmt::print(
+      "  steps: {} kernel launches ({} memory-intensive, {} GEMMs as loops or tiles with their epilogues), "
+      "{} library calls, {} copies; {} view nodes and {} nodes taken over by GEMM calls need no step\n",
+      s.kernels.size(), static_cast<int64_t>(s.kernels.size()) - gemm_kernels, gemm_kernels, s.calls.size(),
+      std::count_if(s.steps.begin(), s.steps.end(),
+                    [](const codegen::Step& x) { return x.kind == codegen::Step::kCopy; }),
+      s.views, s.folded);
   fmt::print("  memory: arena {} for {} intermediate buffers (sum {}, live peak {}, {} in place); weights {}\n",
              human_bytes(s.plan.arena_bytes), s.requests.size(), human_bytes(s.plan.total_bytes),
              human_bytes(s.plan.peak_live_bytes), s.plan.in_place, human_bytes(s.weights_bytes));

@@ -13,6 +13,7 @@
 #include <regex>
 #include <sstream>
 
+#include "codegen/stitch.h"
 #include "stitch/artifact_format.h"
 #include "support/check.h"
 
@@ -345,11 +346,16 @@ struct Writer {
   ordered_json report() {
     ordered_json kernels = ordered_json::array(), calls = ordered_json::array();
     int64_t bytes = 0;
+    size_t memory_intensive = 0;
     for (const Kernel& k : s.kernels) {
       ordered_json nodes = ordered_json::array();
       for (const Node* n : k.nodes) nodes.push_back({{"name", n->name}, {"op", n->op_type}});
-      ordered_json j = {{"name", k.name}, {"nodes", nodes}, {"mapping", k.mapping}, {"grid", k.grid},
-                        {"block", k.block}, {"smem", k.smem_bytes}, {"bytes_moved", k.bytes_moved}};
+      const bool gemm = is_gemm_kernel(k);
+      memory_intensive += !gemm;
+      ordered_json j = {{"name", k.name},       {"kind", gemm ? "gemm" : "memory-intensive"},
+                        {"nodes", nodes},       {"mapping", k.mapping},
+                        {"grid", k.grid},       {"block", k.block},
+                        {"smem", k.smem_bytes}, {"bytes_moved", k.bytes_moved}};
       ordered_json res = ordered_json::array();
       for (const KernelResources& r : summary->resources)
         if (r.kernel == k.name)
@@ -372,6 +378,7 @@ struct Writer {
     }
     return {{"fusion", o.fusion},
             {"kernel_launches", s.kernels.size()},
+            {"memory_intensive_kernels", memory_intensive},
             {"library_calls", s.calls.size()},
             {"views", s.views},
             {"estimated_bytes_moved", bytes},

@@ -58,6 +58,12 @@ enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow, kContraction, k
 // How `n` can take part in a stitched kernel.
 StitchRole stitch_role(const Node& n);
 
+// A kernel that is a GEMM with its prologue and epilogue: at least one MatMul as a loop or a tile,
+// every other node element-wise, data movement or a view (Q/K/V + bias, FFN1 + GELU, P.V). Any
+// other kernel (a reduction, a softmax, a norm, or element-wise work with no GEMM) is
+// memory-intensive: those are what the per-layer kernel targets count.
+bool is_gemm_kernel(const Kernel& k);
+
 // A MatMul a generated kernel may compute (as a loop or a tile): at most one constant operand,
 // both operands and the product of one floating-point type, static shapes, operands of rank 2 or
 // more with matching contraction, a non-empty product.

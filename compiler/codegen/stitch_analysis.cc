@@ -274,6 +274,25 @@ StitchRole stitch_role(const Node& n) {
   return StitchRole::kNone;
 }
 
+bool is_gemm_kernel(const Kernel& k) {
+  bool gemm = false;
+  for (const Node* n : k.nodes) {
+    switch (stitch_role(*n)) {
+      case StitchRole::kContraction:
+      case StitchRole::kTiledGemm:
+        gemm = true;
+        break;
+      case StitchRole::kPointwise:
+      case StitchRole::kLayout:
+      case StitchRole::kView:
+        break;
+      default:
+        return false;
+    }
+  }
+  return gemm;
+}
+
 std::set<const Value*> group_outputs(const Graph& g,
                                      const std::unordered_map<const Value*, std::vector<Node*>>& users,
                                      const std::vector<const Node*>& nodes) {

@@ -38,6 +38,17 @@ for m in "$ROOT"/models/*/; do
     "$TMP/$name"/kernels/k*.cu
   check "report of $name counts launches and the arena" grep -q '"kernel_launches"' "$TMP/$name.json"
 done
+# The per-layer target as a plan test: at most 3 memory-intensive kernels per transformer layer (2
+# layers each, plus the embedding's or the final norm); GEMMs as loops or tiles are not counted.
+for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec; do
+  check "$name: at most 3 memory-intensive kernels per layer, each kernel of one kind" python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+kinds = [k['kind'] for k in r['kernels']]
+mi = kinds.count('memory-intensive')
+print(f'{mi} memory-intensive kernels, {kinds.count(\"gemm\")} GEMMs', file=sys.stderr)
+sys.exit(0 if mi == r['memory_intensive_kernels'] and mi + kinds.count('gemm') == r['kernel_launches'] and mi <= 3 * 2 + 1 else 1)" "$TMP/$name.json"
+done
 # --- greedy local stitching: fewer launches, same outputs, kernels through nvcc ------------
 for m in "$ROOT"/models/*/; do
   name=$(basename "$m")

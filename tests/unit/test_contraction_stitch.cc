@@ -306,6 +306,45 @@ TEST_CASE("a contraction cannot follow a row op in its kernel, nor be broadcast 
   CHECK_THAT(bad.status().message(), Catch::Contains("would be broadcast into the rows"));
 }
 
+TEST_CASE("a kernel is a GEMM with its epilogue, or memory-intensive once it reduces or has no GEMM",
+          "[stitch]") {
+  std::string weight;
+  for (int i = 0; i < 16 * 8; ++i) weight += fmt::format("{}{}", i ? ", " : "", (i % 7) * 0.125 - 0.375);
+  // x [4, 16] times a constant [16, 8], then `tail` (the kernel's nodes point into the graph).
+  const auto graph_of = [&](const std::string& tail) {
+    auto g = test::parse_or_die("graph \"g\" opset 18 {\n  input %x: f32[4,16]\n  const %w: f32[16,8] = [" +
+                                weight + "]\n  %m = MatMul(%x, %w) @\"m\"\n" + tail + "\n}\n");
+    test::run_frontend_or_die(*g);
+    return g;
+  };
+  SECTION("a loop GEMM with its bias and activation") {
+    const auto g = graph_of(R"(  const %b: f32[8] = [1, 2, 3, 4, 5, 6, 7, 8]
+  %y = Add(%m, %b) @"bias"
+  %r = Relu(%y) @"relu"
+  output %r)");
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    REQUIRE(k.nodes.size() == 3);
+    CHECK(codegen::is_gemm_kernel(k));
+  }
+  SECTION("the same GEMM before a softmax") {
+    const auto g = graph_of(R"(  %s = Softmax(%m) {axis = -1} @"softmax"
+  output %s)");
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    REQUIRE(k.nodes.size() == 2);
+    CHECK_FALSE(codegen::is_gemm_kernel(k));
+  }
+  SECTION("element-wise work alone") {
+    auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[4,16]
+  %a = Abs(%x) @"abs"
+  %e = Exp(%a) @"exp"
+  output %e
+})");
+    test::run_frontend_or_die(*g);
+    CHECK_FALSE(codegen::is_gemm_kernel(test::lower_whole_graph(*g)));
+  }
+}
+
 TEST_CASE("contractions in element kernels: broadcast batch axes, nested products, f16, on emu",
           "[stitch][emu]") {
   SECTION("batch axes broadcast both ways, with a bias and an activation") {
