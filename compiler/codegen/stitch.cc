@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -11,6 +12,16 @@
 
 namespace stitch::codegen {
 namespace detail {
+
+// Whether x / d may be computed as x * (1 / d) with the special values unchanged: d is a Sqrt's
+// result (the smallest positive one is 2^-74.5, so 1 / d is finite unless d is zero, where both
+// forms give an infinity or NaN alike), or a scalar constant whose reciprocal is a normal float.
+bool reciprocal_safe(const Value& d) {
+  if (d.producer && d.producer->op_type == "Sqrt") return true;
+  if (!d.is_constant() || d.constant->size() != 1) return false;
+  const double c = d.constant->get_f64(0);
+  return std::isfinite(c) && c != 0 && std::isnormal(1.0f / static_cast<float>(c));
+}
 
 StatusOr<Kernel> Stitcher::run() {
   scopes_.resize(2);
@@ -119,9 +130,11 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
   const Dims& od = dims(v);
   if (role == StitchRole::kPointwise) {
     std::vector<std::string> args;
+    std::vector<int> levels;
     int level = 0;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Value* in = n.input(i);
+      levels.push_back(0);
       if (!reads_operand(n, i)) {
         args.emplace_back();
         continue;
@@ -136,7 +149,20 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
       }
       ASSIGN_OR_RETURN(SExpr a, at(in, ci));
       level = std::max(level, a.level);
+      levels.back() = a.level;
       args.push_back(a.s);
+    }
+    // A float division inside a loop by a value fixed outside it (a row's statistic, a scalar
+    // constant): the reciprocal once, a product per element. Only where the reciprocal is exact
+    // in range (reciprocal_safe): the result is then within an ulp of the quotient, and the
+    // special values (0, inf, NaN) come out as the division's.
+    if (op == "Div" && ct == "float" && compute_type(n.input(1)->dtype) == "float" && levels[1] < level &&
+        reciprocal_safe(*n.input(1))) {
+      const std::string rk = "reciprocal:" + args[1];
+      const SExpr* r = find(rk);
+      const SExpr rcp = r ? *r : bind(rk, ct, fmt::format("1.0f / {}", args[1]), levels[1], "reciprocal");
+      return bind(k, ct, fmt::format("({} * {})", args[0], rcp.s), level,
+                  fmt::format("Div '{}', as a product with the reciprocal", n.name));
     }
     ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
     return bind(k, ct, expr, level, fmt::format("{} '{}'", op, n.name));

@@ -118,6 +118,23 @@ Status Stitcher::emit_row_op(const Node& n) {
   return Status::ok();
 }
 
+bool Stitcher::wide_vectorizable(const std::vector<const Value*>& vs, int64_t width) const {
+  const int64_t r = static_cast<int64_t>(info_.domain.size());
+  if (part_ || r == 0 || !info_.reduced[r - 1] || width % 4 != 0 || wide_chunk(map_, width) % 4 != 0)
+    return false;
+  for (const Node* n : nodes_) {
+    const StitchRole role = stitch_role(*n);
+    if (role == StitchRole::kContraction || role == StitchRole::kTiledGemm) return false;
+  }
+  for (const Value* v : vs) {
+    const Dims& vd = dims(v);
+    if (!is_word(v->dtype) || vd != dims(vs.front()) || vd.size() != static_cast<size_t>(r) ||
+        vd.back() % 4 != 0)
+      return false;
+  }
+  return true;
+}
+
 StatusOr<SExpr> Stitcher::row_value(const Node& n, const Coords& c, const std::string& k) {
   STITCH_CHECK(stats_.count(&n), "row op {} read before its passes", n.describe());
   const Stats& st = stats_.at(&n);
@@ -256,26 +273,61 @@ Status Stitcher::emit_rows() {
   for (const auto& [width, vs] : wide) {
     STITCH_CHECK(!map_.split() && !map_.column, "wide values in a split or column row kernel");
     scopes_[1] = Scope{};
-    for (const Value* v : vs) {
-      // The kept axes as the domain's; the reduced ones from j over this value's extents.
-      const Dims& vd = dims(v);
-      Coords c = dom_;
-      int64_t inner = 1;
-      for (int64_t k = r; k-- > 0;) {
-        if (!info_.reduced[k]) continue;
-        c[k] = {"0", 0};
-        if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k], ll());
-        inner *= vd[k];
+    // Vectorised: lane L of the 4 computes element j + L, as an element kernel's lanes do; the
+    // operands read at the lanes' neighbouring elements load once as a float4 (vector_component).
+    const bool vec = wide_vectorizable(vs, width);
+    const int lanes = vec ? 4 : 1;
+    vec_ = vec;
+    vec_loads_.clear();
+    vec_dom0_.clear();
+    std::map<const Value*, Coords> first;
+    std::map<const Value*, std::vector<std::string>> values;
+    for (int lane = 0; lane < lanes; ++lane) {
+      lane_ = lane;
+      for (const Value* v : vs) {
+        // The kept axes as the domain's; the reduced ones from j over this value's extents.
+        const Dims& vd = dims(v);
+        Coords c = dom_;
+        int64_t inner = 1;
+        for (int64_t k = r; k-- > 0;) {
+          if (!info_.reduced[k]) continue;
+          c[k] = {"0", 0};
+          if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k], ll());
+          inner *= vd[k];
+        }
+        if (lane == 0) {
+          first[v] = c;
+          vec_base_ = c[r - 1].s;
+        } else {
+          c[r - 1] = {fmt::format("({} + {})", c[r - 1].s, lit(lane)), 1};
+        }
+        ASSIGN_OR_RETURN(SExpr val, at(v, c));
+        values[v].push_back(val.s);
       }
-      ASSIGN_OR_RETURN(SExpr val, at(v, c));
-      store(v, offset(v, c).s, val.s, 1);
     }
+    for (const Value* v : vs) {
+      const std::vector<std::string>& x = values.at(v);
+      const std::string off = offset(v, first.at(v)).s;
+      if (!vec) {
+        store(v, off, x[0], 1);
+        continue;
+      }
+      const std::string st = storage_type(v->dtype), vt = vec4_type(v->dtype);
+      line(1,
+           fmt::format(
+               "reinterpret_cast<{0}*>({1})[({2}) >> 2] = make_{0}(({3}){4}, ({3}){5}, ({3}){6}, ({3}){7});",
+               vt, param(v, true), off, st, x[0], x[1], x[2], x[3]));
+    }
+    vec_ = false;
+    lane_ = 0;
     std::vector<std::string> body = std::move(scopes_[1].lines);
     scopes_[1] = Scope{};
-    line(0, share_loop(width) + fmt::format("  // wide values, {} per row", width));
+    line(0, share_loop(width, lanes) + fmt::format("  // wide values, {} per row{}", width,
+                                                   vec ? ", 4 per thread a step (128-bit)" : ""));
     for (const std::string& l : body) line(0, "  " + l);
     line(0, "}");
     ++passes_;
+    wide_vec_ = wide_vec_ || vec;
   }
   for (const Value* v : one) {
     Coords c;
@@ -331,6 +383,7 @@ Status Stitcher::emit_rows() {
       dims_to_string(d), passes_, info_.column ? "column" : "row", nodes_.size(),
       map_.split() ? "global: partials through global memory and a grid barrier per pass" : "regional",
       cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
+  if (wide_vec_) k_.mapping += "; wide values 4 per thread a step, as 128-bit loads and stores";
   for (const std::string& ct : scratch_)
     k_.static_smem_bytes += (map_.column ? map_.block : 32) * (ct == "double" ? 8 : 4);
   CudaWriter w;

@@ -282,16 +282,25 @@ class Stitcher {
   // A replica's share of a row `width` long (RowMapping::replicas): the loop over this thread's
   // elements of it. In 32 bits where the row allows: with a 64-bit counter and bound, ptxas
   // spilled a register around the division's slow path in LLaMA's gate kernel.
-  std::string share_loop(int64_t width) const {
-    if (map_.replicas == 1) return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix(), lit(width));
+  // With `per` 4 (a vectorised wide loop), each thread takes 4 neighbouring elements a step.
+  std::string share_loop(int64_t width, int per = 1) const {
+    const std::string lane = per == 1 ? "lane" : fmt::format("{} * lane", per);
+    const std::string step = per == 1 ? "step" : fmt::format("{} * step", per);
+    if (map_.replicas == 1)
+      return fmt::format("for ({} j = {}; j < {}; j += {}) {{", ix(), lane, lit(width), step);
     const int64_t chunk = wide_chunk(map_, width);
     if (chunk * map_.replicas < INT32_MAX)
-      return fmt::format("for (int j = rep * {0} + lane; j < (rep + 1) * {0} && j < {1}; j += step) {{",
-                         chunk, width);
+      return fmt::format("for (int j = rep * {0} + {2}; j < (rep + 1) * {0} && j < {1}; j += {3}) {{", chunk,
+                         width, lane, step);
     return fmt::format(
-        "for (long long j = rep * {0}LL + lane; j < (rep + 1) * {0}LL && j < {1}LL; j += step) {{", chunk,
-        width);
+        "for (long long j = rep * {0}LL + {2}; j < (rep + 1) * {0}LL && j < {1}LL; j += {3}) {{", chunk,
+        width, lane, step);
   }
+  // Whether a wide pass over `vs` (one width) moves 4 neighbouring elements per thread as 128-bit
+  // accesses: 4-byte values of one shape whose last axis is reduced and a multiple of 4 long, each
+  // replica's share a multiple of 4, and no contraction in the group (the lanes of an element
+  // kernel share their loops in ways a row kernel's do not).
+  bool wide_vectorizable(const std::vector<const Value*>& vs, int64_t width) const;
   // The index of this block's rows; with replicas, also `rep`, which of them this block is
   // (replicas of the same rows are neighbours, so the row they all read is in L2 at once).
   std::string row_block(CudaWriter& w) const {
@@ -332,7 +341,8 @@ class Stitcher {
   RowMapping map_;
   std::map<const Node*, Stats> stats_;
   std::set<std::string> scratch_;
-  bool vec_ = false;      // element kernel moving 4 elements per thread (128-bit accesses)
+  bool vec_ = false;       // element kernel (or a row kernel's wide pass) moving 4 elements per thread
+  bool wide_vec_ = false;  // a row kernel with a vectorised wide pass
   int lane_ = 0;          // which of the 4 the pull is computing
   std::string vec_base_;  // the domain's inner coordinate at lane 0
   Coords vec_dom0_;       // the domain's coordinates at lane 0
