@@ -263,9 +263,13 @@ struct Writer {
     auto t0 = std::chrono::steady_clock::now();
     const std::optional<std::string> pch =
         usable_precompiled_header(o.emu_pch.value_or(build_emu_pch_header()));
-    int rc = pch ? build(*pch, &log) : -1;
-    summary->emu_precompiled_header = rc == 0 && (log.rfind("! " + *pch + ".gch\n", 0) == 0 ||
-                                                  log.find("\n! " + *pch + ".gch\n") != std::string::npos);
+    int rc = -1;
+    if (pch) {
+      rc = build(*pch, &log);
+      const std::string took = "! " + *pch + ".gch\n";
+      summary->emu_precompiled_header =
+          rc == 0 && (log.rfind(took, 0) == 0 || log.find("\n" + took) != std::string::npos);
+    }
     // Without the precompiled header, or again without it when the build on it failed: a header
     // GCC cannot use is meant to be skipped, but a mismatch it does not detect can break the
     // compiler itself, and the header alone then tells a real error from that.

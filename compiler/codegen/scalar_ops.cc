@@ -265,4 +265,11 @@ int op_instructions(const Node& n) {
   return total;
 }
 
+bool reciprocal_safe(const Value& d) {
+  if (d.producer && d.producer->op_type == "Sqrt") return true;
+  if (!d.is_constant() || d.constant->size() != 1) return false;
+  const double c = d.constant->get_f64(0);
+  return std::isfinite(c) && c != 0 && std::isnormal(1.0f / static_cast<float>(c));
+}
+
 }  // namespace stitch::codegen

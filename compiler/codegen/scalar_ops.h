@@ -25,6 +25,11 @@ StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>&
 // these: nvcc rejects a loaded operand no expression uses.
 bool reads_operand(const Node& n, size_t i);
 
+// Whether x / d may be computed as x * (1 / d) with the special values unchanged: d is a Sqrt's
+// result (the smallest positive one is 2^-74.5, so 1 / d is finite unless d is zero, where both
+// forms give an infinity or NaN alike), or a scalar constant whose reciprocal is a normal float.
+bool reciprocal_safe(const Value& d);
+
 // Estimated instructions per element of the node's expression on sm_90: 1, plus for each math
 // function and division in the expression scalar_expr writes the instructions nvcc emits for it
 // (SASS up to the kernel's exit, bench/op_costs/measure.py: erff 30, expf 10, tanhf 17, a division

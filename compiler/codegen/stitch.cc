@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <optional>
 
@@ -12,16 +11,6 @@
 
 namespace stitch::codegen {
 namespace detail {
-
-// Whether x / d may be computed as x * (1 / d) with the special values unchanged: d is a Sqrt's
-// result (the smallest positive one is 2^-74.5, so 1 / d is finite unless d is zero, where both
-// forms give an infinity or NaN alike), or a scalar constant whose reciprocal is a normal float.
-bool reciprocal_safe(const Value& d) {
-  if (d.producer && d.producer->op_type == "Sqrt") return true;
-  if (!d.is_constant() || d.constant->size() != 1) return false;
-  const double c = d.constant->get_f64(0);
-  return std::isfinite(c) && c != 0 && std::isnormal(1.0f / static_cast<float>(c));
-}
 
 StatusOr<Kernel> Stitcher::run() {
   scopes_.resize(2);
@@ -499,10 +488,7 @@ Status Stitcher::emit_elements() {
   for (const Value* v : info_.stored) {
     const std::vector<std::string>& x = values.at(v);
     if (vec_ && is_word(v->dtype)) {
-      const std::string st = storage_type(v->dtype);
-      line(1, fmt::format("reinterpret_cast<{}*>({})[i >> 2] = make_{}(({}){}, ({}){}, ({}){}, ({}){});",
-                          vec4_type(v->dtype), param(v, true), vec4_type(v->dtype), st, x[0], st, x[1], st,
-                          x[2], st, x[3]));
+      store4(v, "i", x, 1);
       ++vec_stores;
       continue;
     }

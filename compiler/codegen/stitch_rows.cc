@@ -312,11 +312,7 @@ Status Stitcher::emit_rows() {
         store(v, off, x[0], 1);
         continue;
       }
-      const std::string st = storage_type(v->dtype), vt = vec4_type(v->dtype);
-      line(1,
-           fmt::format(
-               "reinterpret_cast<{0}*>({1})[({2}) >> 2] = make_{0}(({3}){4}, ({3}){5}, ({3}){6}, ({3}){7});",
-               vt, param(v, true), off, st, x[0], x[1], x[2], x[3]));
+      store4(v, "(" + off + ")", x, 1);
     }
     vec_ = false;
     lane_ = 0;

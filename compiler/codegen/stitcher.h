@@ -194,6 +194,16 @@ class Stitcher {
       line(level, fmt::format("{}[{}] = stitch_dev::cvt<{}>({});", p, off, st, val));
   }
 
+  // The 4 lanes' values of `v` at `off` (a multiple of 4, an expression safe before ">>") as one
+  // 128-bit store.
+  void store4(const Value* v, const std::string& off, const std::vector<std::string>& x, int level) {
+    const std::string st = storage_type(v->dtype), vt = vec4_type(v->dtype);
+    line(level,
+         fmt::format(
+             "reinterpret_cast<{0}*>({1})[{2} >> 2] = make_{0}(({3}){4}, ({3}){5}, ({3}){6}, ({3}){7});", vt,
+             param(v, true), off, st, x[0], x[1], x[2], x[3]));
+  }
+
   // ---- pulling values ----
   StatusOr<SExpr> at(const Value* v, const Coords& c);
   void maybe_cache(const Value* v, const Coords& c, const SExpr& r) {
