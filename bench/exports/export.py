@@ -24,7 +24,8 @@ BATCH, SEQ = 2, 32
 # length, and an odd batch whose sequences are longer than anything a block size divides.
 MORE_SHAPES = [(1, 7), (3, 45)]
 # Exported only when named on the command line: too large for every run.
-NAMED_ONLY = {"bert_base_12l", "bert_base_12l_f16"}
+NAMED_ONLY = {"bert_base_12l", "bert_base_12l_f16", "llama_wide", "phi3_wide", "gemma2_wide", "olmo_wide",
+              "stablelm_wide", "vit_base_2l", "dinov2_base_2l"}
 
 
 def to_numpy(t):
@@ -336,6 +337,25 @@ def models():
         "dinov2": tensor(lambda: tf.Dinov2Model(tf.Dinov2Config(
             hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, image_size=64,
             patch_size=8)), (2, 3, 64, 64)),
+    })
+    # At the widths of the models they stand for (hidden 1024 with 16 heads, or ViT-B/16 at 224),
+    # 2 layers, named only (60 to 110 MB): where the small configs keep projections as loops in
+    # kernels, these show the per-layer kernels at the sizes models are deployed at (compiled at
+    # batch 8, sequence 128, as docs/fusion-results.md says).
+    wide = dict(hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=2816,
+                vocab_size=1000)
+    vit_b = dict(hidden_size=768, num_hidden_layers=2, num_attention_heads=12, intermediate_size=3072,
+                 image_size=224, patch_size=16)
+    hf_wide = lambda name, cfg, model, **extra: text(name, lambda: model(cfg(**{**wide, **extra})))
+    t.update({
+        "llama_wide": hf_wide("llama_wide", tf.LlamaConfig, tf.LlamaModel, num_key_value_heads=4),
+        "phi3_wide": hf_wide("phi3_wide", tf.Phi3Config, tf.Phi3Model, num_key_value_heads=4, pad_token_id=0),
+        "gemma2_wide": hf_wide("gemma2_wide", tf.Gemma2Config, tf.Gemma2Model, num_key_value_heads=4, head_dim=64,
+                               sliding_window=16),
+        "olmo_wide": hf_wide("olmo_wide", tf.OlmoConfig, tf.OlmoModel),
+        "stablelm_wide": hf_wide("stablelm_wide", tf.StableLmConfig, tf.StableLmModel, num_key_value_heads=4),
+        "vit_base_2l": tensor(lambda: tf.ViTModel(tf.ViTConfig(**vit_b)), (2, 3, 224, 224)),
+        "dinov2_base_2l": tensor(lambda: tf.Dinov2Model(tf.Dinov2Config(**vit_b)), (2, 3, 224, 224)),
     })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))

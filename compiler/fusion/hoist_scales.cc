@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -48,6 +49,333 @@ bool widens_exactly(DType from, DType to) {
   if (from == to) return true;
   if (from == DType::kF16 || from == DType::kBF16) return to == DType::kF32 || to == DType::kF64;
   return from == DType::kF32 && to == DType::kF64;
+}
+
+// Where a product's row factors can go when a GEMM of two computed operands reads the product
+// through ops that are linear in it row by row (attention: Q and K through rotary embeddings to
+// Q.K^T, V to P.V). Each op's output, for every row of the product, is the row's values times
+// constants or moved: Mul or Div by a value the product does not reach, Neg, Add or Sub of two
+// such values with the same rows, Concat, Slice, Transpose, Reshape, Expand. A row factor r
+// therefore passes through to the GEMM: Q.K^T with Q's rows and K's rows scaled is the product
+// scaled along its rows and columns, and P.V with V's rows scaled is P scaled along its columns.
+//
+// Each axis of a value on those paths is a list of parts, major first: a row axis of the product
+// (its index) or -1 for an extent along which every row factor is one value, with their sizes. A
+// reshape may merge a row axis with others and split it back (attention's batch and heads merged
+// for a batched GEMM and split again).
+using Part = std::pair<int, int64_t>;  // the product's row axis or -1, extent
+using Axis = std::vector<Part>;
+using Axes = std::vector<Axis>;
+
+// Parts of one element dropped, neighbouring parts of -1 merged.
+Axis normalize(const Axis& a) {
+  Axis out;
+  for (const Part& p : a) {
+    if (p.second == 1) continue;
+    if (p.first < 0 && !out.empty() && out.back().first < 0)
+      out.back().second *= p.second;
+    else
+      out.push_back(p);
+  }
+  return out;
+}
+
+// The product's row axis an axis is, -1 when the row factors are one value along it, -2 when it
+// mixes a row axis with other extents.
+int row_axis(const Axis& a) {
+  const Axis n = normalize(a);
+  if (n.empty() || (n.size() == 1 && n[0].first < 0)) return -1;
+  return n.size() == 1 ? n[0].first : -2;
+}
+
+// The axes of a reshape's output (`out`) from its input's: parts taken in order, a part of -1
+// split where an output axis needs less of it; a row axis is never split.
+std::optional<Axes> reshape_axes(const Axes& in, const Dims& out) {
+  std::vector<Part> parts;
+  for (const Axis& a : in)
+    for (const Part& p : normalize(a)) parts.push_back(p);
+  size_t next = 0;
+  Axes res;
+  for (int64_t d : out) {
+    if (d <= 0) return std::nullopt;
+    Axis axis;
+    int64_t need = d;
+    while (need > 1) {
+      if (next >= parts.size()) return std::nullopt;
+      Part& p = parts[next];
+      if (p.second <= need && need % p.second == 0) {
+        axis.push_back(p);
+        need /= p.second;
+        ++next;
+      } else if (p.first < 0 && p.second % need == 0) {
+        axis.push_back({-1, need});
+        p.second /= need;
+        need = 1;
+      } else {
+        return std::nullopt;
+      }
+    }
+    res.push_back(normalize(axis));
+  }
+  if (next != parts.size()) return std::nullopt;
+  return res;
+}
+
+struct GemmEnd {
+  Node* matmul = nullptr;
+  int operand = 0;  // which input the product reaches
+  Axes axes;
+};
+
+struct RowPaths {
+  std::vector<GemmEnd> ends;
+  std::vector<Node*> nodes;  // every node between the product and the GEMMs
+};
+
+// The axes of `n`'s output from its inputs' (`in`: one per input, empty where the input does not
+// depend on the product). Empty when `n` is not linear in the product row by row.
+std::optional<Axes> linear_axes(const Node& n, const std::vector<std::optional<Axes>>& in) {
+  if (!n.domain.empty() || n.outputs.size() != 1 || !n.output(0) || !n.output(0)->has_static_shape())
+    return std::nullopt;
+  const Dims& out = *n.output(0)->dims;
+  std::vector<size_t> scaled;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i]) scaled.push_back(i);
+  if (scaled.empty()) return std::nullopt;
+  const Value* v = n.input(scaled.front());
+  if (!v->has_static_shape()) return std::nullopt;
+  const Dims& d = *v->dims;
+  const Axes& map = *in[scaled.front()];
+  auto same = [](const Axes& x, const Axes& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t k = 0; k < x.size(); ++k)
+      if (normalize(x[k]) != normalize(y[k])) return false;
+    return true;
+  };
+  const std::string& op = n.op_type;
+  if (op == "Mul" || op == "Div") {  // times a value the product does not reach
+    if (scaled.size() != 1 || (op == "Div" && scaled.front() != 0) || out != d) return std::nullopt;
+    return map;
+  }
+  if (op == "Neg" || op == "Identity") return map;
+  if (op == "Add" || op == "Sub") {  // two values with the same rows
+    if (scaled.size() != 2 || !same(*in[0], *in[1]) || *n.input(0)->dims != *n.input(1)->dims)
+      return std::nullopt;
+    return map;
+  }
+  if (op == "Concat") {
+    if (scaled.size() != n.inputs.size() || out.size() != d.size()) return std::nullopt;
+    int64_t axis = n.attr_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(out.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(out.size())) return std::nullopt;
+    Axes res = map;
+    for (size_t i = 0; i < in.size(); ++i) {
+      Axes m = *in[i];
+      if (row_axis(m[static_cast<size_t>(axis)]) != -1) return std::nullopt;
+      m[static_cast<size_t>(axis)] = res[static_cast<size_t>(axis)] = {{-1, out[static_cast<size_t>(axis)]}};
+      if (!same(m, res)) return std::nullopt;
+    }
+    return res;
+  }
+  if (scaled.size() != 1 || scaled.front() != 0) return std::nullopt;
+  if (op == "Slice") {  // along extents no row factor varies along
+    if (out.size() != d.size()) return std::nullopt;
+    Axes res = map;
+    for (size_t k = 0; k < d.size(); ++k) {
+      if (d[k] == out[k]) continue;
+      if (row_axis(map[k]) != -1) return std::nullopt;
+      res[k] = normalize({{-1, out[k]}});
+    }
+    return res;
+  }
+  if (op == "Transpose") {
+    std::vector<int64_t> perm = n.attr_ints("perm");
+    if (perm.empty())
+      for (int64_t k = static_cast<int64_t>(d.size()) - 1; k >= 0; --k) perm.push_back(k);
+    if (perm.size() != d.size()) return std::nullopt;
+    Axes next;
+    for (int64_t q : perm) {
+      if (q < 0 || q >= static_cast<int64_t>(d.size())) return std::nullopt;
+      next.push_back(map[static_cast<size_t>(q)]);
+    }
+    return next;
+  }
+  if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten")
+    return reshape_axes(map, out);
+  if (op == "Expand") {
+    if (out.size() < d.size()) return std::nullopt;
+    const size_t lead = out.size() - d.size();
+    Axes next(out.size());
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (k < lead) {
+        next[k] = normalize({{-1, out[k]}});
+      } else if (d[k - lead] == out[k]) {
+        next[k] = map[k - lead];
+      } else if (d[k - lead] == 1) {
+        next[k] = normalize({{-1, out[k]}});
+      } else {
+        return std::nullopt;
+      }
+    }
+    return next;
+  }
+  return std::nullopt;
+}
+
+bool is_two_operand_gemm(const Node& n) {
+  return n.op_type == "MatMul" && n.domain.empty() && n.inputs.size() == 2 && n.input(0) && n.input(1) &&
+         !n.input(0)->is_constant() && !n.input(1)->is_constant() && n.input(0)->has_static_shape() &&
+         n.input(1)->has_static_shape() && n.output(0) && n.output(0)->has_static_shape() &&
+         n.input(0)->dims->size() >= 2 && n.input(1)->dims->size() >= 2;
+}
+
+// The paths from `entry`, a reader of the product `y`, to GEMMs of two computed operands, when
+// every node on them is linear in the product row by row (above), none is in `keep`, and no value
+// on them is a graph output or read off them.
+std::optional<RowPaths> track_rows(const Graph& g,
+                                   const std::unordered_map<const Value*, std::vector<Node*>>& users,
+                                   const std::set<std::string>& keep, Node* entry, const Value* y) {
+  // What the product reaches: a value among them but not on the paths makes a node not linear.
+  std::unordered_set<const Value*> reached = {y};
+  std::vector<const Value*> todo = {y};
+  while (!todo.empty()) {
+    const Value* v = todo.back();
+    todo.pop_back();
+    auto it = users.find(v);
+    if (it == users.end()) continue;
+    for (const Node* n : it->second)
+      for (const Value* o : n->outputs)
+        if (o && reached.insert(o).second) todo.push_back(o);
+  }
+  std::unordered_map<const Value*, Axes> axes;
+  {
+    const Dims& yd = *y->dims;
+    Axes m;
+    for (size_t i = 0; i < yd.size(); ++i)
+      m.push_back(normalize({{i + 1 < yd.size() ? static_cast<int>(i) : -1, yd[i]}}));
+    axes[y] = std::move(m);
+  }
+  RowPaths out;
+  std::vector<Node*> pending = {entry};
+  std::unordered_set<const Node*> seen = {entry};
+  // A node waits until each of its inputs the product reaches has its axes; a pass without
+  // progress leaves a node that reads a value off the paths.
+  for (bool progress = true; !pending.empty() && progress;) {
+    progress = false;
+    std::vector<Node*> next;
+    for (Node* n : pending) {
+      if (keep.count(n->name) || out.nodes.size() > 64) return std::nullopt;
+      // A GEMM takes what it has: its other operand may come from another reader of the product.
+      const bool gemm = is_two_operand_gemm(*n);
+      std::vector<std::optional<Axes>> in(n->inputs.size());
+      bool ready = true;
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        const Value* v = n->input(i);
+        if (!v || !reached.count(v)) continue;
+        auto it = axes.find(v);
+        if (it != axes.end()) {
+          in[i] = it->second;
+        } else if (!gemm) {
+          ready = false;
+          break;
+        }
+      }
+      if (!ready) {
+        next.push_back(n);
+        continue;
+      }
+      progress = true;
+      if (gemm) {
+        for (int i = 0; i < 2; ++i)
+          if (in[static_cast<size_t>(i)]) out.ends.push_back({n, i, *in[static_cast<size_t>(i)]});
+        continue;
+      }
+      auto m = linear_axes(*n, in);
+      if (!m) return std::nullopt;
+      const Value* o = n->output(0);
+      auto it = users.find(o);
+      if (g.is_graph_output(o) || it == users.end()) return std::nullopt;
+      axes[o] = std::move(*m);
+      out.nodes.push_back(n);
+      for (Node* r : it->second)
+        if (seen.insert(r).second) next.push_back(r);
+    }
+    pending = std::move(next);
+  }
+  if (!pending.empty() || out.ends.empty()) return std::nullopt;
+  return out;
+}
+
+// Where row factor `f` (right-aligned to the product `y`) goes at a GEMM end: the GEMM's output
+// (Q's rows and K's columns reach its rows and columns) or its other operand (V's rows reach P's
+// columns, the contraction). `target` and the factor's dims there; nothing when the product's row
+// axes that f varies along do not all reach one of them, in their order, at the same sizes.
+struct Placement {
+  Value* target = nullptr;
+  bool output = false;
+  Dims dims;
+};
+
+std::optional<Placement> place(const Value* f, const Value* y, const GemmEnd& e) {
+  const Dims& fd = *f->dims;
+  const Dims& yd = *y->dims;
+  if (fd.size() > yd.size()) return std::nullopt;
+  const size_t lead = yd.size() - fd.size();
+  auto fdim = [&](int axis) -> int64_t {
+    return axis < static_cast<int>(lead) ? 1 : fd[static_cast<size_t>(axis) - lead];
+  };
+  Node* mm = e.matmul;
+  const Value* self = mm->input(static_cast<size_t>(e.operand));
+  Value* other = mm->input(static_cast<size_t>(1 - e.operand));
+  const int64_t rs = static_cast<int64_t>(self->dims->size());
+  const int64_t contraction = e.operand == 0 ? rs - 1 : rs - 2;
+  bool to_output = false, to_other = false;
+  for (int64_t k = 0; k < rs; ++k) {
+    const int a = row_axis(e.axes[static_cast<size_t>(k)]);
+    if (a == -2) return std::nullopt;
+    if (a < 0 || fdim(a) == 1) continue;
+    if (k == contraction) {
+      to_other = true;
+    } else if (k >= rs - 2) {
+      to_output = true;
+    }
+  }
+  if (to_other && to_output) return std::nullopt;
+  Placement p;
+  p.output = !to_other;
+  p.target = p.output ? mm->output(0) : other;
+  const Dims& td = *p.target->dims;
+  const int64_t rt = static_cast<int64_t>(td.size());
+  p.dims.assign(td.size(), 1);
+  std::vector<int> order(td.size(), -1);
+  for (int64_t k = 0; k < rs; ++k) {
+    const int a = row_axis(e.axes[static_cast<size_t>(k)]);
+    if (a < 0 || fdim(a) == 1) continue;
+    int64_t at;  // the target's axis
+    if (k == contraction) {
+      at = e.operand == 0 ? rt - 2 : rt - 1;  // B's rows, or A's columns
+    } else if (k == rs - 2 && e.operand == 0) {
+      at = rt - 2;  // A's rows: the output's rows
+    } else if (k == rs - 1 && e.operand == 1) {
+      at = rt - 1;  // B's columns: the output's columns
+    } else if (k < rs - 2) {
+      at = k - rs + rt;  // batch axes, aligned at the right
+      if (at < 0 || at >= rt - 2) return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+    if (td[static_cast<size_t>(at)] != fdim(a) || order[static_cast<size_t>(at)] >= 0) return std::nullopt;
+    p.dims[static_cast<size_t>(at)] = fdim(a);
+    order[static_cast<size_t>(at)] = a;
+  }
+  int last = -1;
+  for (int a : order) {
+    if (a < 0) continue;
+    if (a <= last) return std::nullopt;
+    last = a;
+  }
+  if (num_elements(p.dims) != num_elements(fd)) return std::nullopt;
+  return p;
 }
 
 enum class Mode {
@@ -132,22 +460,24 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
   // Every reader of the product, through views and ops that only move data (Slice, Transpose...),
   // computes in a kernel: none is a GEMM or a convolution, which would read the scaled product
   // stored (where a GEMM reads a slice or transpose of the product in place, that is its operand).
-  std::function<bool(const Value*, int)> kernel_readers = [&](const Value* v, int depth) {
+  std::function<bool(const Value*, int)> kernel_readers;
+  std::function<bool(const Node*, int)> kernel_reader = [&](const Node* r, int depth) {
+    const auto lowering = codegen::classify_node(*r);
+    static const std::set<std::string> moves = {"Slice", "Split", "Transpose", "Expand", "Concat", "Tile"};
+    if (lowering == codegen::NodeLowering::kView || moves.count(r->op_type)) {  // data movement only
+      for (const Value* o : r->outputs)
+        if (o && !kernel_readers(o, depth + 1)) return false;
+      return true;
+    }
+    return lowering == codegen::NodeLowering::kKernel &&
+           codegen::stitch_role(*r) != codegen::StitchRole::kContraction;
+  };
+  kernel_readers = [&](const Value* v, int depth) {
     if (g.is_graph_output(v) || depth > 8) return false;
     auto it = users.find(v);
     if (it == users.end()) return false;
-    for (const Node* r : it->second) {
-      const auto lowering = codegen::classify_node(*r);
-      static const std::set<std::string> moves = {"Slice", "Split", "Transpose", "Expand", "Concat", "Tile"};
-      if (lowering == codegen::NodeLowering::kView || moves.count(r->op_type)) {  // data movement only
-        for (const Value* o : r->outputs)
-          if (o && !kernel_readers(o, depth + 1)) return false;
-      } else if (lowering != codegen::NodeLowering::kKernel ||
-                 codegen::stitch_role(*r) == codegen::StitchRole::kContraction) {
-        return false;
-      }
-    }
-    return true;
+    return std::all_of(it->second.begin(), it->second.end(),
+                       [&](const Node* r) { return kernel_reader(r, depth); });
   };
   // Whether the product reaches, through views, data movement and element-wise ops, a MatMul
   // of two computed operands (attention's Q.K^T or P.V).
@@ -289,7 +619,27 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
         x = sub->input(0);
       }
     }
-    if (!ok || x == nullptr || !kernel_readers(y, 0)) continue;
+    if (!ok || x == nullptr || g.is_graph_output(y) || !users.count(y)) continue;
+    // The product's readers: kernel ops (through views and data movement) and, for row scales,
+    // paths linear in the product row by row to GEMMs of two computed operands (attention's Q and
+    // K through rotary to Q.K^T, V to P.V; track_rows). Those read the unscaled product, and the
+    // row factors scale the GEMM's output (Q's rows, K's columns) or its other operand (P's
+    // columns for V's rows): one kernel less when the product's other readers are GEMMs.
+    std::vector<Node*> entries;
+    std::vector<GemmEnd> ends;
+    bool readers_ok = true;
+    for (Node* r : users.at(y)) {
+      if (mode == Mode::kScales && readers != NormReaders::kOther) {
+        if (auto t = track_rows(g, users, keep, r, y)) {
+          entries.push_back(r);
+          ends.insert(ends.end(), t->ends.begin(), t->ends.end());
+          continue;
+        }
+      }
+      readers_ok = readers_ok && kernel_reader(r, 0);
+    }
+    if (mode == Mode::kScales && readers == NormReaders::kAttention && entries.empty()) continue;
+    if (!readers_ok) continue;
     if (mode == Mode::kScales && rows.empty()) continue;
     // kNorms takes what kScales does not: a centering, a constant column added, or a LayerNorm.
     if (mode == Mode::kNorms && ((!center && !beta) || !wanted(y))) continue;
@@ -309,6 +659,25 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     if (std::any_of(rows.begin(), rows.end(), [&](const Factor& f) { return f.value->dtype != row_type; }))
       continue;
     const bool cast_rows = row_type != y->dtype;
+    // Each row factor at each GEMM end, in the target's type; a GEMM whose product's rows reach
+    // its contraction takes the factor on its other operand, which must not be reached itself.
+    std::vector<std::vector<Placement>> placed;
+    for (const GemmEnd& e : ends) {
+      std::vector<Placement> per_row;
+      for (const Factor& f : rows) {
+        auto pl = place(f.value, y, e);
+        if (!pl || f.value->dtype != pl->target->dtype || (pl->output && g.is_graph_output(pl->target)))
+          break;
+        if (!pl->output && std::any_of(ends.begin(), ends.end(), [&](const GemmEnd& o) {
+              return o.matmul == e.matmul && o.operand != e.operand;
+            }))
+          break;
+        per_row.push_back(std::move(*pl));
+      }
+      if (per_row.size() != rows.size()) break;
+      placed.push_back(std::move(per_row));
+    }
+    if (placed.size() != ends.size() || (cast_rows && !ends.empty())) continue;
     // The new weight: row i of W times the column factors at i (in double, then rounded once).
     const int64_t k = (*w->dims)[0], n = (*w->dims)[1];
     std::vector<double> scale(static_cast<size_t>(k), 1.0);
@@ -380,6 +749,39 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       cur = out;
     }
     if (cast_rows) add_cast(cur, y);
+    // GEMM ends: the paths read the unscaled product; each row factor, reshaped to the target's
+    // axes, multiplies (divides) the GEMM's output, for its readers, or its other operand.
+    std::vector<std::string> end_names;
+    for (size_t i = 0; i < ends.size(); ++i) {
+      Node* gemm = ends[i].matmul;
+      for (size_t j = 0; j < rows.size(); ++j) {
+        const Placement& pl = placed[i][j];
+        Value* shape = add_typed_value(g, mm->name + "/row_scale_shape", DType::kI64,
+                                       {static_cast<int64_t>(pl.dims.size())});
+        shape->constant = Tensor::vector_i64(std::vector<int64_t>(pl.dims.begin(), pl.dims.end()));
+        Value* f = add_op(g, "Reshape", mm->name + "/row_scale_moved", {rows[j].value, shape},
+                          rows[j].value->dtype, pl.dims);
+        Value* t = pl.output ? gemm->output(0) : gemm->input(static_cast<size_t>(1 - ends[i].operand));
+        Value* scaled =
+            add_op(g, rows[j].inverse ? "Div" : "Mul",
+                   gemm->name + (pl.output ? "/row_scale" : "/operand_scale"), {t, f}, t->dtype, *t->dims);
+        if (pl.output) {
+          g.replace_uses(t, scaled);
+          scaled->producer->inputs[0] = t;
+        } else {
+          gemm->inputs[static_cast<size_t>(1 - ends[i].operand)] = scaled;
+        }
+      }
+      end_names.push_back(fmt::format("'{}' ({})", gemm->name,
+                                      placed[i].front().output
+                                          ? (ends[i].operand == 0 ? "its rows" : "its columns")
+                                          : (ends[i].operand == 0 ? "B's rows" : "A's columns")));
+    }
+    for (Node* e : entries)
+      for (Value*& in : e->inputs)
+        if (in == y) in = z;
+    if (!entries.empty())  // steps left without readers go with the dead nodes
+      for (Value* v = y; v && v != z && v->producer; v = v->producer->input(0)) kept.insert(v->producer);
     std::string names;
     for (const Factor& f : rows) names += (names.empty() ? "'" : ", '") + f.value->name + "'";
     mm->outputs[0] = nullptr;
@@ -391,10 +793,12 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     else
       kept.insert(chain.begin(), chain.end());
     if (mode == Mode::kScales) {
-      log.push_back(
-          fmt::format("{}: row scale {} applied to the product, {} column scale(s) folded into its weight; "
-                      "it reads '{}' (node '{}')",
-                      mm->describe(), names, columns.size(), x->name, m2->name));
+      log.push_back(fmt::format(
+          "{}: row scale {} applied to the product{}, {} column scale(s) folded into its weight; "
+          "it reads '{}' (node '{}')",
+          mm->describe(), names,
+          end_names.empty() ? "" : fmt::format(" and, for attention, at {}", fmt::join(end_names, ", ")),
+          columns.size(), x->name, m2->name));
     } else {
       std::vector<std::string> what;
       if (!ln_name.empty()) what.push_back(fmt::format("LayerNormalization '{}' decomposed", ln_name));
@@ -421,8 +825,9 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
 
 }  // namespace
 
-StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep) {
-  return hoist(g, keep, Mode::kScales);
+StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep,
+                                                    NormReaders readers) {
+  return hoist(g, keep, Mode::kScales, readers);
 }
 
 StatusOr<std::vector<std::string>> hoist_layer_norms(Graph& g, const std::set<std::string>& keep,
@@ -448,8 +853,20 @@ StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, 
 }
 
 StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
-  return rewrite_if_cheaper(
-      g, o, [&](Graph& c) { return hoist_row_scales(c, o.no_fuse); }, "--no-hoist-row-scales");
+  // Two decisions, as for LayerNorms: the products only kernels read first, then those that
+  // attention's GEMMs read (the row scale moved onto Q.K^T and P).
+  RewriteResult out;
+  for (NormReaders r : {NormReaders::kOther, NormReaders::kAttention}) {
+    ASSIGN_OR_RETURN(
+        RewriteResult step,
+        rewrite_if_cheaper(
+            g, o, [&](Graph& c) { return hoist_row_scales(c, o.no_fuse, r); }, "--no-hoist-row-scales"));
+    if (step.verdict.empty()) continue;
+    const char* what = r == NormReaders::kOther ? "read by kernels" : "read by attention";
+    out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ", what, step.verdict);
+    out.lines.insert(out.lines.end(), step.lines.begin(), step.lines.end());
+  }
+  return out;
 }
 
 }  // namespace stitch::fusion

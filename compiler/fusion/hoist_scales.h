@@ -24,12 +24,19 @@ namespace stitch::fusion {
 // column factors folded into its weight, and Mul/Div nodes apply the row factors to its product.
 // Only where every reader of the product (through views and Slices) is a kernel op, none a GEMM
 // or convolution (those would need the scaled product stored, which is what the norm did), and
-// the product is not a graph output. The MatMul reads that value in A's type: itself, or the value
-// a widening Cast made it from (a half model's norm computes in float32: the GEMM reads the half
-// input, and the product is cast to the row factors' type, scaled and cast back). Returns one
+// the product is not a graph output; or, for a reader, where every path from it to a GEMM of two
+// computed operands is linear in the product row by row (views, data movement, Neg, Add/Sub of
+// two such values, Mul/Div by values the product does not reach: rotary embeddings). Those paths
+// read the unscaled product and the row factors move past the GEMM: Q's rows and K's rows become
+// the rows and columns of Q.K^T (a Mul on the scores, which the softmax's kernel applies), V's rows
+// the columns of P (P diag(r) V: a Mul on P, in the same kernel). A pre-norm attention block's
+// RMSNorm then needs no kernel: its row scale is computed where nothing but the softmax waits for
+// it, beside the rotary embeddings in one launch. Not for half types whose norm computes in
+// float32 (the scores and P would take a float32 factor in the half type). The MatMul reads that value in A's
+// type: itself, or the value a widening Cast made it from (a half model's norm computes in float32: the GEMM
+// reads the half input, and the product is cast to the row factors' type, scaled and cast back). Returns one
 // line per MatMul rewritten.
 // Nodes named in `keep` (--no-fuse) are left as they are: no MatMul or chain node among them.
-StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep = {});
 
 // LayerNorms moved past a GEMM, in float32 and float64 only: (((x - m) * r * c) + b) W =
 // r * (x W' - m s) + b W, where m and r hold one value per row of x (a LayerNorm's mean and
@@ -49,6 +56,10 @@ StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std
 // rewritten. kOther / kAttention: only the MatMuls whose product does not / does reach a MatMul
 // of two computed operands (attention) through views and element-wise ops.
 enum class NormReaders { kAll, kOther, kAttention };
+// hoist_row_scales: kOther only where every reader of the product is a kernel op, kAttention
+// only where some read it on paths to attention's GEMMs (below), kAll both.
+StatusOr<std::vector<std::string>> hoist_row_scales(Graph& g, const std::set<std::string>& keep = {},
+                                                    NormReaders readers = NormReaders::kAll);
 StatusOr<std::vector<std::string>> hoist_layer_norms(Graph& g, const std::set<std::string>& keep = {},
                                                      NormReaders readers = NormReaders::kAll);
 

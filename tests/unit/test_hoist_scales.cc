@@ -177,8 +177,9 @@ TEST_CASE("a half model's RMSNorm, in float32 between two Casts, moves past the 
 TEST_CASE("row scales stay in front of GEMMs whose product is read by another GEMM or stored", "[fusion]") {
   uint32_t state = 99;
   const std::string w = lcg_values(state, 16 * 16);
-  const std::string consts =
-      "  const %w: f32[16,16] = " + w + "\n  const %gamma: f32[16] = " + lcg_values(state, 16, 0.5) + "\n";
+  const std::string consts = "  const %w: f32[16,16] = " + w +
+                             "\n  const %gamma: f32[16] = " + lcg_values(state, 16, 0.5) + "\n" +
+                             "  const %w5: f32[5,3] = " + lcg_values(state, 15) + "\n";
   auto build = [&](const std::string& body, const std::string& outputs) {
     auto g = parse_or_die(R"(graph "g" opset 17 {
   input %h: f32[2,5,16]
@@ -201,9 +202,9 @@ TEST_CASE("row scales stay in front of GEMMs whose product is read by another GE
     std::string body, outputs;
   };
   const std::vector<Case> cases = {
-      {"the product feeds a GEMM through a transpose (attention's V)",
+      {"the product feeds a GEMM of a constant weight through a transpose (its rows summed)",
        "  %xn = Mul(%h, %rs)\n  %y = Mul(%xn, %gamma)\n  %p = MatMul(%y, %w)\n"
-       "  %t = Transpose(%p) {perm = ints[0, 2, 1]}\n  %o = MatMul(%t, %q)\n",
+       "  %t = Transpose(%p) {perm = ints[0, 2, 1]}\n  %o = MatMul(%t, %w5)\n",
        "  output %o\n"},
       {"the product is a graph output", "  %xn = Mul(%h, %rs)\n  %p = MatMul(%xn, %w)\n", "  output %p\n"},
       {"two values of A's shape",
@@ -292,7 +293,7 @@ TEST_CASE(
   // them (test_fusion.cc), and the rewrite is applied here as such.
   auto g = test::prepared_model("llama_tiny");
   REQUIRE(fusion::merge_sibling_gemms(*g).is_ok());
-  auto hoisted = fusion::hoist_row_scales(*g, {});
+  auto hoisted = fusion::hoist_row_scales(*g, {}, fusion::NormReaders::kOther);  // the MLPs' norms
   REQUIRE(hoisted.is_ok());
   REQUIRE(hoisted->size() == 2);
   auto plan = fusion::make_plan(*g, opts("beam"));
@@ -515,4 +516,148 @@ TEST_CASE("seeded random graphs with wide values: fused equals the reference, il
   }
   CHECK(wide_groups > 0);  // the planner stitched wide values somewhere...
   CHECK(replicated > 0);   // ...and replicated some rows' blocks
+}
+
+namespace {
+
+// A pre-norm attention block as LLaMA's exports spell it, small: RMSNorm of %h (rows of 16), one
+// GEMM for Q (2 heads of 8), K and V (1 head each), rotary embeddings on Q and K (the halves
+// rotated by Slice, Neg, Concat), K's and V's head repeated for both query heads (Unsqueeze,
+// Expand, Reshape), K through a batch-and-heads merge and transpose (as torch.export writes
+// Q.K^T), the scale, a mask, the softmax and P.V; `outputs` more than P.V's.
+std::unique_ptr<Graph> rms_attention(const std::string& outputs = "") {
+  uint32_t state = 4242;
+  std::string mask = "[";
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 5; ++j) mask += fmt::format("{}{}", i * 5 + j ? ", " : "", j > i ? -10000.0 : 0.0);
+  mask += "]";
+  const std::string consts = fmt::format(
+      "  const %gamma: f32[16] = {}\n  const %w: f32[16,32] = {}\n  const %cos: f32[5,8] = {}\n"
+      "  const %sin: f32[5,8] = {}\n  const %mask: f32[5,5] = {}\n",
+      lcg_values(state, 16, 0.5), lcg_values(state, 16 * 32), lcg_values(state, 40), lcg_values(state, 40),
+      mask);
+  auto rotary = [](const std::string& p) {
+    return fmt::format(R"(  %{0}a = Slice(%{0}t, %c0, %c4, %last) @"{0}_half1"
+  %{0}b = Slice(%{0}t, %c4, %c8, %last) @"{0}_half2"
+  %{0}n = Neg(%{0}b) @"{0}_neg"
+  %{0}r = Concat(%{0}n, %{0}a) {{axis = -1}} @"{0}_rotated"
+  %{0}c = Mul(%{0}t, %cos) @"{0}_cos"
+  %{0}s = Mul(%{0}r, %sin) @"{0}_sin"
+)",
+                       p);
+  };
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %h: f32[2,5,16]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %scale: f32[] = [0.35355339]
+  const %last: i64[1] = [-1]
+  const %c0: i64[1] = [0]
+  const %c4: i64[1] = [4]
+  const %c8: i64[1] = [8]
+  const %c16: i64[1] = [16]
+  const %c24: i64[1] = [24]
+  const %c32: i64[1] = [32]
+  const %ax2: i64[1] = [2]
+  const %qshape: i64[4] = [2, 5, 2, 8]
+  const %kvshape: i64[4] = [2, 5, 1, 8]
+  const %repeat: i64[5] = [2, 1, 2, 5, 8]
+  const %merged: i64[3] = [4, 5, 8]
+  const %split: i64[4] = [2, 2, 8, 5]
+  const %heads: i64[4] = [2, 2, 5, 8]
+)" + consts + kDynamoNorm +
+                        R"(
+  %p = MatMul(%y, %w) @"qkv"
+  %q = Slice(%p, %c0, %c16, %last) @"q_columns"
+  %k = Slice(%p, %c16, %c24, %last) @"k_columns"
+  %v = Slice(%p, %c24, %c32, %last) @"v_columns"
+  %qh = Reshape(%q, %qshape) @"q_heads"
+  %qt = Transpose(%qh) {perm = ints[0, 2, 1, 3]} @"q_first"
+)" + rotary("q") + R"(  %qo = Add(%qc, %qs) @"q_rotary"
+  %kh = Reshape(%k, %kvshape) @"k_heads"
+  %kt = Transpose(%kh) {perm = ints[0, 2, 1, 3]} @"k_first"
+)" + rotary("k") + R"(  %ko = Add(%kc, %ks) @"k_rotary"
+  %ku = Unsqueeze(%ko, %ax2) @"k_unsqueeze"
+  %ke = Expand(%ku, %repeat) @"k_repeat"
+  %km = Reshape(%ke, %merged) @"k_merged"
+  %kx = Transpose(%km) {perm = ints[0, 2, 1]} @"k_transposed"
+  %ks2 = Reshape(%kx, %split) @"k_split"
+  %qm = Mul(%qo, %scale) @"q_scaled"
+  %s = MatMul(%qm, %ks2) @"scores"
+  %sm = Add(%s, %mask) @"masked"
+  %pr = Softmax(%sm) {axis = -1} @"softmax"
+  %vh = Reshape(%v, %kvshape) @"v_heads"
+  %vt = Transpose(%vh) {perm = ints[0, 2, 1, 3]} @"v_first"
+  %vu = Unsqueeze(%vt, %ax2) @"v_unsqueeze"
+  %vx = Expand(%vu, %repeat) @"v_repeat"
+  %vr = Reshape(%vx, %heads) @"v_merged"
+  %o = MatMul(%pr, %vr) @"attention"
+  output %o
+)" + outputs + "}\n");
+  run_frontend_or_die(*g);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("RMSNorm before Q/K/V: the row scale moves onto Q.K^T's rows and columns and P's columns",
+          "[fusion][emu]") {
+  auto g = rms_attention();
+  auto original = clone_graph(*g);
+  auto kernels_only = fusion::hoist_row_scales(*g, {}, fusion::NormReaders::kOther);
+  REQUIRE(kernels_only.is_ok());
+  CHECK(kernels_only->empty());  // V and Q.K^T are GEMMs: no product every reader of which is a kernel
+  auto hoisted = fusion::hoist_row_scales(*g, {}, fusion::NormReaders::kAttention);
+  REQUIRE(hoisted.is_ok());
+  REQUIRE(hoisted->size() == 1);
+  INFO(hoisted->front());
+  CHECK(hoisted->front().find(
+            "row scale 'rs' applied to the product and, for attention, at 'scores' (its rows), "
+            "'scores' (its columns), 'attention' (A's columns)") != std::string::npos);
+  // Q/K/V's GEMM reads %h with gamma in its weight; the normalized rows are never computed, and
+  // the three paths read the unscaled product.
+  for (const auto& n : g->nodes()) {
+    CHECK(n->name != "normalize");
+    CHECK(n->name != "weight");
+    if (n->name == "qkv/unscaled") CHECK(n->input(0)->name == "h");
+    if (n->op_type == "Slice" && n->name.find("columns") != std::string::npos)
+      CHECK(n->input(0)->producer->name == "qkv/unscaled");
+  }
+  // The values between ops are float32 in both graphs, rounded at other places (the normalized
+  // rows against the unscaled product and the scaled scores): float32 kernel tolerance, where P.V's
+  // outputs cancel (measured 2.4e-6 at an output of -0.0021, terms of about 1).
+  same_as_original(*original, *g, 11, kEmuF32);
+  // The norm's kernel is gone: the row scale is computed where nothing waits for it but the
+  // softmax, which applies it.
+  auto before = fusion::make_plan(*original, opts_lib("beam"));
+  REQUIRE(before.is_ok());
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    auto plan = fusion::make_plan(*g, opts_lib(mode));
+    REQUIRE(plan.is_ok());
+    INFO(mode << "\n" << fusion::explain(*plan) << "\nbefore:\n" << fusion::explain(*before));
+    CHECK(plan->cost.kernels < before->cost.kernels);
+    CHECK(fused_matches_reference(*g, 13, opts_lib(mode)) >= 1);
+  }
+}
+
+TEST_CASE("a row scale stays in front of Q/K/V when V is stored or its path is named in --no-fuse",
+          "[fusion]") {
+  // V's heads also a graph output (a decoder's present values): P.V's operand must be stored
+  // scaled, so no reader of the product takes the factor. A node on V's path in --no-fuse: the
+  // same, V's path being no kernel either.
+  struct Case {
+    const char* what;
+    std::string outputs;
+    std::set<std::string> keep;
+  };
+  for (const Case& c :
+       {Case{"V stored", "  output %vt\n", {}}, Case{"V's transpose in --no-fuse", "", {"v_first"}}}) {
+    INFO(c.what);
+    auto g = rms_attention(c.outputs);
+    const size_t nodes = g->nodes().size();
+    auto hoisted = fusion::hoist_row_scales(*g, c.keep);
+    REQUIRE(hoisted.is_ok());
+    CHECK(hoisted->empty());
+    CHECK(g->nodes().size() == nodes);
+  }
 }

@@ -352,10 +352,10 @@ TEST_CASE("nodes named in --no-fuse are left to the planner by every rewrite, wh
   auto norm = prepared_model("llama_tiny");
   REQUIRE(fusion::merge_sibling_gemms(*norm).is_ok());
   auto all = clone_graph(*norm);
-  auto free = fusion::hoist_row_scales(*all);
+  auto free = fusion::hoist_row_scales(*all, {}, fusion::NormReaders::kOther);  // the MLPs' norms
   REQUIRE(free.is_ok());
   CHECK(free->size() == 2);
-  auto hoisted = fusion::hoist_row_scales(*norm, {"node_mul_193"});
+  auto hoisted = fusion::hoist_row_scales(*norm, {"node_mul_193"}, fusion::NormReaders::kOther);
   REQUIRE(hoisted.is_ok());
   REQUIRE(hoisted->size() == 1);
   CHECK(hoisted->front().find("node_linear_4/merged") != std::string::npos);
