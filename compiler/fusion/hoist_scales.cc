@@ -835,38 +835,43 @@ StatusOr<std::vector<std::string>> hoist_layer_norms(Graph& g, const std::set<st
   return hoist(g, keep, Mode::kNorms, readers);
 }
 
-StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
-  // Two decisions: the norms whose products feed other work (an activation, a residual) first,
-  // then those feeding attention, whose products a kernel must store for Q.K^T anyway.
+namespace {
+
+// Two decisions through rewrite_if_cheaper, each kept when the plan's estimate is no slower: the
+// candidates of kOther first, then those of kAttention, so a set that loses does not take the
+// other with it; `other` and `attention` name them in the verdict.
+StatusOr<RewriteResult> decide_twice(
+    std::unique_ptr<Graph>& g, const FusionOptions& o,
+    const std::function<StatusOr<std::vector<std::string>>(Graph&, NormReaders)>& rewrite,
+    const std::string& skip_flag, const char* other, const char* attention) {
   RewriteResult out;
   for (NormReaders r : {NormReaders::kOther, NormReaders::kAttention}) {
-    ASSIGN_OR_RETURN(
-        RewriteResult step,
-        rewrite_if_cheaper(
-            g, o, [&](Graph& c) { return hoist_layer_norms(c, o.no_fuse, r); }, "--no-hoist-layer-norms"));
+    ASSIGN_OR_RETURN(RewriteResult step, rewrite_if_cheaper(
+                                             g, o, [&](Graph& c) { return rewrite(c, r); }, skip_flag));
     if (step.verdict.empty()) continue;
-    const char* what = r == NormReaders::kOther ? "feeding other work" : "feeding attention";
-    out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ", what, step.verdict);
+    out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ",
+                               r == NormReaders::kOther ? other : attention, step.verdict);
     out.lines.insert(out.lines.end(), step.lines.begin(), step.lines.end());
   }
   return out;
 }
 
+}  // namespace
+
+StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+  // The norms whose products feed other work (an activation, a residual), then those feeding
+  // attention, whose products a kernel must store for Q.K^T anyway.
+  return decide_twice(
+      g, o, [&](Graph& c, NormReaders r) { return hoist_layer_norms(c, o.no_fuse, r); },
+      "--no-hoist-layer-norms", "feeding other work", "feeding attention");
+}
+
 StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
-  // Two decisions, as for LayerNorms: the products only kernels read first, then those that
-  // attention's GEMMs read (the row scale moved onto Q.K^T and P).
-  RewriteResult out;
-  for (NormReaders r : {NormReaders::kOther, NormReaders::kAttention}) {
-    ASSIGN_OR_RETURN(
-        RewriteResult step,
-        rewrite_if_cheaper(
-            g, o, [&](Graph& c) { return hoist_row_scales(c, o.no_fuse, r); }, "--no-hoist-row-scales"));
-    if (step.verdict.empty()) continue;
-    const char* what = r == NormReaders::kOther ? "read by kernels" : "read by attention";
-    out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ", what, step.verdict);
-    out.lines.insert(out.lines.end(), step.lines.begin(), step.lines.end());
-  }
-  return out;
+  // The products only kernels read, then those attention's GEMMs read (the row scale moved onto
+  // Q.K^T and P).
+  return decide_twice(
+      g, o, [&](Graph& c, NormReaders r) { return hoist_row_scales(c, o.no_fuse, r); },
+      "--no-hoist-row-scales", "read by kernels", "read by attention");
 }
 
 }  // namespace stitch::fusion
