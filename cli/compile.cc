@@ -68,13 +68,14 @@ int run_compile(const CompileArgs& a) {
   // more than --max-registers is planned again with its nodes kept apart (a packed one with its
   // groups unpacked first), at most kMaxReplans times.
   // The unfused baseline of --report-json is the graph as imported; then the rewrites before
-  // planning (fusion/rewrites.h: Gemms as MatMuls, sibling GEMMs merged, Splits and constant
-  // Gathers as Slices, shared relayouts copied per reader, row scales and LayerNorms past GEMMs, graph
-  // outputs computed again for their readers), each named in the plan.
+  // planning (fusion/rewrites.h: Gemms as MatMuls, constant scales folded into GEMM weights, sibling GEMMs
+  // merged, Splits and constant Gathers as Slices, shared relayouts copied per reader, row scales and
+  // LayerNorms past GEMMs, graph outputs computed again for their readers), each named in the plan.
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
   fusion::RewriteSwitches switches;
   switches.gemms_as_matmuls = !a.no_gemms_as_matmuls;
   switches.merge_gemms = !a.no_merge_gemms;
+  switches.fold_scales = !a.no_fold_scales;
   switches.split_slices = !a.no_split_slices;
   switches.relayout_copies = !a.no_relayout_copies;
   switches.output_copies = !a.no_output_copies;
@@ -162,6 +163,7 @@ int run_compile(const CompileArgs& a) {
                      {"chosen", side(*plan)},
                      {"none", side(none_plan)},
                      {"merged_gemms", rewrites->merges},
+                     {"folded_scales", rewrites->scale_folds},
                      {"fused_groups", groups},
                      {"fine_grained_matmuls", plan->contraction_note},
                      {"tiled_gemms_not_used", plan->tiled_notes},

@@ -86,13 +86,17 @@ int main(int argc, char** argv) {
   compile->add_option(
       "--no-fuse", ca.no_fuse,
       "keep this node (by name) out of every fused group and every graph rewrite (sibling GEMM "
-      "merge, Splits and constant Gathers as Slices, row scales past GEMMs); repeatable");
+      "merge, scale fold, Splits and constant Gathers as Slices, row scales past GEMMs); repeatable");
   compile->add_option("--max-group-size", ca.max_group_size, "at most this many nodes per fused group")
       ->default_val(64);
   compile->add_flag("--no-pack", ca.no_pack, "do not pack independent stitched kernels into one launch");
   compile->add_flag(
       "--no-merge-gemms", ca.no_merge_gemms,
       "keep sibling GEMMs (MatMuls of one activation with constant weights, e.g. Q, K and V) apart");
+  compile->add_flag(
+      "--no-fold-scales", ca.no_fold_scales,
+      "keep a constant per-column scale after a GEMM (a layer scale) as a node (by default it is "
+      "folded into the GEMM's weight and bias)");
   compile->add_flag(
       "--no-hoist-row-scales", ca.no_hoist_row_scales,
       "keep RMSNorm-style row scales in front of the GEMMs they feed (by default they move after "

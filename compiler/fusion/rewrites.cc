@@ -1,5 +1,6 @@
 #include "fusion/rewrites.h"
 
+#include "fusion/fold_scales.h"
 #include "fusion/gemm_matmul.h"
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
@@ -15,6 +16,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (o.mode == "none") return r;
   if (on.gemms_as_matmuls) {
     ASSIGN_OR_RETURN(r.gemms, gemms_as_matmuls_if_cheaper(g, o));
+  }
+  if (on.fold_scales) {
+    ASSIGN_OR_RETURN(r.scale_folds, fold_column_scales(*g, o.no_fuse));
   }
   if (on.merge_gemms) {
     ASSIGN_OR_RETURN(r.merges, merge_sibling_gemms(*g, o.no_fuse));
@@ -44,6 +48,8 @@ std::string Rewrites::text() const {
     for (const std::string& l : lines) s += "  " + l + "\n";
   };
   if (!gemms.verdict.empty()) section("Gemms as MatMuls (" + gemms.verdict + ")", gemms.lines);
+  if (!scale_folds.empty())
+    section("constant scales after GEMMs folded into their weights (one value per column)", scale_folds);
   if (!merges.empty())
     section("sibling GEMMs merged (same activation, constant weights concatenated along n)", merges);
   if (!slices.verdict.empty())

@@ -1,12 +1,14 @@
 // The graph rewrites before planning, in their one order (what `stitchc compile` runs and what
-// the ONNX node tests run when they plan): Gemms as MatMuls (gemm_matmul.h), sibling GEMMs merged
-// (merge_gemms.h), Splits and constant Gathers as Slices (split_slices.h), shared relayouts
-// copied per reader (relayout_copies.h: after the Slices, which make such chains), row scales
-// moved past GEMMs, then LayerNorms moved past GEMMs (hoist_scales.h), graph outputs computed again for their
-// readers (output_copies.h: last, since it keeps only the copies the final plan does not store). Gemms go
-// first so that the MatMul rewrites see them too; every rewrite but the merge is kept only when the plan of
-// the rewritten graph is estimated no slower. None runs for
-// --fusion none (the unfused baseline is the graph as imported).
+// the ONNX node tests run when they plan): Gemms as MatMuls (gemm_matmul.h), constant scales after
+// a GEMM folded into its weights (fold_scales.h), sibling GEMMs merged (merge_gemms.h), Splits and
+// constant Gathers as Slices (split_slices.h), shared relayouts copied per reader
+// (relayout_copies.h: after the Slices, which make such chains), row scales moved past GEMMs, then
+// LayerNorms moved past GEMMs (hoist_scales.h), graph outputs computed again for their readers
+// (output_copies.h: last, since it keeps only the copies the final plan does not store). Gemms go
+// first so that the MatMul rewrites see them too, and the fold before the merge, whose weights it
+// changes. The fold and the merge always apply (each leaves less work); every other rewrite is
+// kept only when the plan of the rewritten graph is estimated no slower. None runs for --fusion
+// none (the unfused baseline is the graph as imported).
 #pragma once
 
 #include <memory>
@@ -21,6 +23,7 @@ namespace stitch::fusion {
 
 struct RewriteSwitches {  // each off with its --no-... flag
   bool gemms_as_matmuls = true;
+  bool fold_scales = true;
   bool merge_gemms = true;
   bool split_slices = true;
   bool relayout_copies = true;
@@ -31,7 +34,8 @@ struct RewriteSwitches {  // each off with its --no-... flag
 
 struct Rewrites {
   RewriteResult gemms;
-  std::vector<std::string> merges;  // merge_sibling_gemms' lines
+  std::vector<std::string> scale_folds;  // fold_column_scales' lines
+  std::vector<std::string> merges;       // merge_sibling_gemms' lines
   RewriteResult slices, copies, outputs, hoists, norm_hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
