@@ -25,7 +25,8 @@ BATCH, SEQ = 2, 32
 MORE_SHAPES = [(1, 7), (3, 45)]
 # Exported only when named on the command line: too large for every run.
 NAMED_ONLY = {"bert_base_12l", "bert_base_12l_f16", "llama_wide", "phi3_wide", "gemma2_wide", "olmo_wide",
-              "stablelm_wide", "vit_base_2l", "dinov2_base_2l"}
+              "stablelm_wide", "vit_base_2l", "dinov2_base_2l", "gpt2_wide", "gpt_neox_wide", "bloom_wide",
+              "opt_wide", "falcon_wide"}
 
 
 def to_numpy(t):
@@ -356,6 +357,16 @@ def models():
         "stablelm_wide": hf_wide("stablelm_wide", tf.StableLmConfig, tf.StableLmModel, num_key_value_heads=4),
         "vit_base_2l": tensor(lambda: tf.ViTModel(tf.ViTConfig(**vit_b)), (2, 3, 224, 224)),
         "dinov2_base_2l": tensor(lambda: tf.Dinov2Model(tf.Dinov2Config(**vit_b)), (2, 3, 224, 224)),
+        "gpt2_wide": text("gpt2_wide", lambda: tf.GPT2Model(tf.GPT2Config(n_embd=768, n_layer=2, n_head=12,
+                                                                          vocab_size=1000))),
+        "gpt_neox_wide": hf_wide("gpt_neox_wide", tf.GPTNeoXConfig, tf.GPTNeoXModel),
+        "bloom_wide": text("bloom_wide", lambda: tf.BloomModel(tf.BloomConfig(hidden_size=1024, n_layer=2, n_head=16,
+                                                                              vocab_size=1000))),
+        "opt_wide": text("opt_wide", lambda: tf.OPTModel(tf.OPTConfig(
+            hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, ffn_dim=4096, word_embed_proj_dim=1024,
+            vocab_size=1000))),
+        "falcon_wide": text("falcon_wide", lambda: tf.FalconModel(tf.FalconConfig(
+            hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, vocab_size=1000))),
     })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
