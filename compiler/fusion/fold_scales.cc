@@ -46,11 +46,7 @@ bool keeps_precision(DType t, const std::vector<double>& w, const std::vector<do
 StatusOr<std::vector<std::string>> fold_column_scales(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
   const auto users = g.users();
-  auto only_reader = [&](const Value* v) -> Node* {
-    auto it = users.find(v);
-    if (g.is_graph_output(v) || it == users.end() || it->second.size() != 1) return nullptr;
-    return it->second.front();
-  };
+  auto only_reader = [&](const Value* v) { return sole_reader(g, users, v); };
   std::vector<Node*> dead;
   for (const auto& np : g.nodes()) {
     Node& mul = *np;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -42,6 +43,15 @@ inline Value* add_typed_value(Graph& g, const std::string& hint, DType t, Dims d
   v->dtype = t;
   v->dims = std::move(d);
   return v;
+}
+
+// The one node reading `v` (per `users`, Graph::users()), or null when `v` is a graph output or
+// has no reader or several.
+inline Node* sole_reader(const Graph& g, const std::unordered_map<const Value*, std::vector<Node*>>& users,
+                         const Value* v) {
+  auto it = users.find(v);
+  if (g.is_graph_output(v) || it == users.end() || it->second.size() != 1) return nullptr;
+  return it->second.front();
 }
 
 // The end of a rewrite: the replaced nodes go, then the values nothing reads any more, and the

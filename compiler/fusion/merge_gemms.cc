@@ -42,11 +42,7 @@ Tensor concat_columns(DType t, int64_t rows, const std::vector<const Tensor*>& p
 StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
   const auto users = g.users();
-  auto only_reader = [&](const Value* v) -> Node* {
-    auto it = users.find(v);
-    if (g.is_graph_output(v) || it == users.end() || it->second.size() != 1) return nullptr;
-    return it->second.front();
-  };
+  auto only_reader = [&](const Value* v) { return sole_reader(g, users, v); };
   // Siblings per (activation, with bias), in graph order.
   std::map<std::pair<const Value*, bool>, std::vector<Sibling>> by_input;
   std::vector<std::pair<const Value*, bool>> order;
