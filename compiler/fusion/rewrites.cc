@@ -1,5 +1,7 @@
 #include "fusion/rewrites.h"
 
+#include <fmt/format.h>
+
 #include "fusion/fold_scales.h"
 #include "fusion/gemm_matmul.h"
 #include "fusion/hoist_scales.h"
@@ -26,7 +28,38 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.split_slices) {
     ASSIGN_OR_RETURN(r.slices, split_to_slices_if_cheaper(g, o));
   }
-  if (on.relayout_copies) {
+  bool copies_done = false;
+  if (on.split_slices && on.relayout_copies && r.slices.lines.empty() && !r.slices.verdict.empty()) {
+    // Not cheaper alone, the Slices may pay with the per-reader copies of the relayouts they leave
+    // shared (Falcon's K and V, Gathers of one Transpose of the fused QKV product): judged
+    // together, against the copies alone (each as copy_shared_relayouts_if_cheaper keeps it).
+    std::unique_ptr<Graph> alone = clone_graph(*g), both = clone_graph(*g);
+    ASSIGN_OR_RETURN(RewriteResult copies_alone, copy_shared_relayouts_if_cheaper(alone, o));
+    ASSIGN_OR_RETURN(std::vector<std::string> slice_lines, split_to_slices(*both, o.no_fuse));
+    ASSIGN_OR_RETURN(RewriteResult copies_both, copy_shared_relayouts_if_cheaper(both, o));
+    if (!copies_both.lines.empty()) {
+      ASSIGN_OR_RETURN(FusionPlan p_alone, make_plan(*alone, o));
+      ASSIGN_OR_RETURN(FusionPlan p_both, make_plan(*both, o));
+      const double t_alone = p_alone.cost.time * 1e6, t_both = p_both.cost.time * 1e6;
+      if (t_both < t_alone) {
+        g = std::move(both);
+        const std::string by_themselves = r.slices.verdict.rfind("not applied: ", 0) == 0
+                                              ? r.slices.verdict.substr(std::string("not applied: ").size())
+                                              : r.slices.verdict;
+        r.slices.verdict = fmt::format(
+            "estimated {:.1f} us with the relayout copies they leave room for, against {:.1f} us without, {} "
+            "kernels against {}; by themselves {}",
+            t_both, t_alone, p_both.cost.kernels, p_alone.cost.kernels, by_themselves);
+        r.slices.lines = std::move(slice_lines);
+        r.copies = std::move(copies_both);
+      } else {
+        g = std::move(alone);
+        r.copies = std::move(copies_alone);
+      }
+      copies_done = true;
+    }
+  }
+  if (on.relayout_copies && !copies_done) {
     ASSIGN_OR_RETURN(r.copies, copy_shared_relayouts_if_cheaper(g, o));
   }
   if (on.hoist_row_scales) {

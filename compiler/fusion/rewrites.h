@@ -7,8 +7,10 @@
 // (output_copies.h: last, since it keeps only the copies the final plan does not store). Gemms go
 // first so that the MatMul rewrites see them too, and the fold before the merge, whose weights it
 // changes. The fold and the merge always apply (each leaves less work); every other rewrite is
-// kept only when the plan of the rewritten graph is estimated no slower. None runs for --fusion
-// none (the unfused baseline is the graph as imported).
+// kept only when the plan of the rewritten graph is estimated no slower. Slices that are not
+// cheaper by themselves are judged once more together with the relayout copies they leave room
+// for (Falcon's K and V, picked out of one Transpose), against the copies alone. None runs for
+// --fusion none (the unfused baseline is the graph as imported).
 #pragma once
 
 #include <memory>
