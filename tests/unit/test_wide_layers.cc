@@ -30,6 +30,68 @@ void make_constant(Graph& g, const std::set<std::string>& weights) {
   g.inputs = kept;
 }
 
+// HF's rotary embedding on %{p}t (heads first, last axis the head's 64): rotate_half as two
+// Slices, a Neg and a Concat, then t * cos + rotate_half(t) * sin, written to %{p}o.
+std::string rotary_text(const std::string& p) {
+  return fmt::format(R"(  %{0}a = Slice(%{0}t, %c0, %chalf, %last) @"{0}half1"
+  %{0}b = Slice(%{0}t, %chalf, %chd, %last) @"{0}half2"
+  %{0}n = Neg(%{0}b) @"{0}neg"
+  %{0}r = Concat(%{0}n, %{0}a) {{axis = -1}} @"{0}rotated"
+  %{0}c = Mul(%{0}t, %cos) @"{0}cos"
+  %{0}s = Mul(%{0}r, %sin) @"{0}sin"
+  %{0}o = Add(%{0}c, %{0}s) @"{0}rotary"
+)",
+                     p);
+}
+
+// A decoder graph's opening: the hidden states %h0 [b, s, d], the rotary tables %cos and %sin
+// [s, hd] and the mask [s, s] (graph inputs the caller makes constants), and the constants
+// rotary_text reads.
+std::string decoder_header(const std::string& name, int b, int s, int d, int hd) {
+  return fmt::format(R"(graph "{0}" opset 18 {{
+  input %h0: f32[{1},{2},{3}]
+  input %cos: f32[{2},{4}]
+  input %sin: f32[{2},{4}]
+  input %mask: f32[{2},{2}]
+  const %last: i64[1] = [-1]
+  const %c0: i64[1] = [0]
+  const %chalf: i64[1] = [{5}]
+  const %chd: i64[1] = [{4}]
+)",
+                     name, b, s, d, hd, hd / 2);
+}
+
+// A weight `name` of `dims` declared as a graph input in `t` and listed in `weights` (made a
+// constant by make_constant once the text is parsed).
+void add_weight(std::string& t, std::set<std::string>& weights, const std::string& name,
+                const std::string& dims) {
+  t += fmt::format("  input %{}: f32[{}]\n", name, dims);
+  weights.insert(name);
+}
+
+// A LayerNormalization op of %{x} over its last axis (d wide), its scale %{p}g and bias %{p}b
+// declared as weights, its output %{p}y.
+std::string layer_norm_text(std::string& t, std::set<std::string>& weights, const std::string& p,
+                            const std::string& x, int d, double eps) {
+  add_weight(t, weights, p + "g", std::to_string(d));
+  add_weight(t, weights, p + "b", std::to_string(d));
+  return fmt::format(
+      "  %{0}y = LayerNormalization(%{1}, %{0}g, %{0}b) {{axis = -1, epsilon = {2}}} @\"{0}norm\"\n", p, x,
+      eps);
+}
+
+// GELU's erf form as exporters write it, x * (1 + erf(x / sqrt 2)) * 0.5, of %{x} into %{p}gl
+// (reads the constants %rs2, %one and %half).
+std::string erf_gelu_text(const std::string& p, const std::string& x) {
+  return fmt::format(R"(  %{0}gd = Div(%{1}, %rs2) @"{0}gelu_div"
+  %{0}ge = Erf(%{0}gd) @"{0}gelu_erf"
+  %{0}g1 = Add(%{0}ge, %one) @"{0}gelu_add"
+  %{0}g2 = Mul(%{1}, %{0}g1) @"{0}gelu_mul"
+  %{0}gl = Mul(%{0}g2, %half) @"{0}gelu"
+)",
+                     p, x);
+}
+
 struct Layers {
   std::unique_ptr<Graph> graph;
   int layers = 0;
@@ -42,18 +104,10 @@ struct Layers {
 // output projection and residual; RMSNorm, SiLU-gated MLP and residual.
 Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816) {
   const int b = 8, s = 128, hd = 64;
-  std::string t = fmt::format(R"(graph "llama_wide" opset 18 {{
-  input %h0: f32[{b},{s},{d}]
-  input %cos: f32[{s},{hd}]
-  input %sin: f32[{s},{hd}]
-  input %mask: f32[{s},{s}]
-  const %two: f32[] = [2.0]
+  std::string t = decoder_header("llama_wide", b, s, d, hd) +
+                  fmt::format(R"(  const %two: f32[] = [2.0]
   const %eps: f32[] = [0.000001]
   const %scale: f32[] = [0.125]
-  const %last: i64[1] = [-1]
-  const %c0: i64[1] = [0]
-  const %chalf: i64[1] = [{half}]
-  const %chd: i64[1] = [{hd}]
   const %ax2: i64[1] = [2]
   const %qshape: i64[4] = [{b}, {s}, {heads}, {hd}]
   const %kvshape: i64[4] = [{b}, {s}, {kv}, {hd}]
@@ -82,17 +136,6 @@ Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816) {
     t += fmt::format("  input %{}: f32[{},{}]\n", name, k, m);
     weights.insert(name);
   };
-  auto rotary = [](const std::string& p) {
-    return fmt::format(R"(  %{0}a = Slice(%{0}t, %c0, %chalf, %last) @"{0}half1"
-  %{0}b = Slice(%{0}t, %chalf, %chd, %last) @"{0}half2"
-  %{0}n = Neg(%{0}b) @"{0}neg"
-  %{0}r = Concat(%{0}n, %{0}a) {{axis = -1}} @"{0}rotated"
-  %{0}c = Mul(%{0}t, %cos) @"{0}cos"
-  %{0}s = Mul(%{0}r, %sin) @"{0}sin"
-  %{0}o = Add(%{0}c, %{0}s) @"{0}rotary"
-)",
-                       p);
-  };
   std::string body;
   for (int l = 0; l < n; ++l) {
     const std::string p = fmt::format("l{}_", l);
@@ -113,7 +156,7 @@ Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816) {
   %{0}kt = Transpose(%{0}kh) {{perm = ints[0, 2, 1, 3]}} @"{0}k_first"
 )",
                         p);
-    body += rotary(p + "q") + rotary(p + "k");
+    body += rotary_text(p + "q") + rotary_text(p + "k");
     body += fmt::format(R"(  %{0}ku = Unsqueeze(%{0}ko, %ax2) @"{0}k_unsqueeze"
   %{0}ke = Expand(%{0}ku, %repeat) @"{0}k_repeat"
   %{0}km = Reshape(%{0}ke, %heads) @"{0}k_merged"
@@ -171,16 +214,9 @@ Layers vit(int n, bool layer_scale, int d = 768, int heads = 12, int ffn = 3072)
                               fmt::arg("b", b), fmt::arg("s", s), fmt::arg("d", d), fmt::arg("hd", hd),
                               fmt::arg("heads", heads));
   std::set<std::string> weights;
-  auto input = [&](const std::string& name, const std::string& dims) {
-    t += fmt::format("  input %{}: f32[{}]\n", name, dims);
-    weights.insert(name);
-  };
+  auto input = [&](const std::string& name, const std::string& dims) { add_weight(t, weights, name, dims); };
   auto norm = [&](const std::string& p, const std::string& x) {
-    input(p + "g", std::to_string(d));
-    input(p + "b", std::to_string(d));
-    return fmt::format(
-        "  %{0}y = LayerNormalization(%{1}, %{0}g, %{0}b) {{axis = -1, epsilon = 0.000001}} @\"{0}norm\"\n",
-        p, x);
+    return layer_norm_text(t, weights, p, x, d, 1e-6);
   };
   std::string body;
   for (int l = 0; l < n; ++l) {
@@ -220,12 +256,10 @@ Layers vit(int n, bool layer_scale, int d = 768, int heads = 12, int ffn = 3072)
     body += norm(p + "n2", p + "hm");
     body += fmt::format(R"(  %{0}f1 = MatMul(%{0}n2y, %{0}wf1) @"{0}ffn1"
   %{0}f1b = Add(%{0}f1, %{0}bf1) @"{0}ffn1_bias"
-  %{0}gd = Div(%{0}f1b, %rs2) @"{0}gelu_div"
-  %{0}ge = Erf(%{0}gd) @"{0}gelu_erf"
-  %{0}g1 = Add(%{0}ge, %one) @"{0}gelu_add"
-  %{0}g2 = Mul(%{0}f1b, %{0}g1) @"{0}gelu_mul"
-  %{0}gl = Mul(%{0}g2, %half) @"{0}gelu"
-  %{0}f2 = MatMul(%{0}gl, %{0}wf2) @"{0}ffn2"
+)",
+                        p);
+    body += erf_gelu_text(p, p + "f1b");
+    body += fmt::format(R"(  %{0}f2 = MatMul(%{0}gl, %{0}wf2) @"{0}ffn2"
   %{0}f2b = Add(%{0}f2, %{0}bf2) @"{0}ffn2_bias"
 )",
                         p);
@@ -249,20 +283,12 @@ Layers vit(int n, bool layer_scale, int d = 768, int heads = 12, int ffn = 3072)
 // (broadcast); P.V; the dense projection; attention + MLP + residual, then the next LayerNorm.
 Layers falcon(int n, int d = 1024, int heads = 16, int ffn = 4096) {
   const int b = 8, s = 128, hd = 64, all = heads + 2;
-  std::string t = fmt::format(R"(graph "falcon_wide" opset 18 {{
-  input %h0: f32[{b},{s},{d}]
-  input %cos: f32[{s},{hd}]
-  input %sin: f32[{s},{hd}]
-  input %mask: f32[{s},{s}]
-  const %scale: f32[] = [0.35355339]
+  std::string t = decoder_header("falcon_wide", b, s, d, hd) +
+                  fmt::format(R"(  const %scale: f32[] = [0.35355339]
   const %half: f32[] = [0.5]
   const %one: f32[] = [1.0]
   const %rs2: f32[] = [1.41421356]
-  const %last: i64[1] = [-1]
   const %ax2: i64[1] = [2]
-  const %c0: i64[1] = [0]
-  const %chalf: i64[1] = [{half}]
-  const %chd: i64[1] = [{hd}]
   const %cheads: i64[1] = [{heads}]
   const %k_index: i64[1,1] = [-2]
   const %v_index: i64[1,1] = [-1]
@@ -274,27 +300,9 @@ Layers falcon(int n, int d = 1024, int heads = 16, int ffn = 4096) {
                               fmt::arg("b", b), fmt::arg("s", s), fmt::arg("d", d), fmt::arg("hd", hd),
                               fmt::arg("half", hd / 2), fmt::arg("heads", heads), fmt::arg("all", all));
   std::set<std::string> weights = {"cos", "sin", "mask"};
-  auto input = [&](const std::string& name, const std::string& dims) {
-    t += fmt::format("  input %{}: f32[{}]\n", name, dims);
-    weights.insert(name);
-  };
+  auto input = [&](const std::string& name, const std::string& dims) { add_weight(t, weights, name, dims); };
   auto norm = [&](const std::string& p, const std::string& x) {
-    input(p + "g", std::to_string(d));
-    input(p + "b", std::to_string(d));
-    return fmt::format(
-        "  %{0}y = LayerNormalization(%{1}, %{0}g, %{0}b) {{axis = -1, epsilon = 0.00001}} @\"{0}norm\"\n", p,
-        x);
-  };
-  auto rotary = [](const std::string& p) {
-    return fmt::format(R"(  %{0}a = Slice(%{0}t, %c0, %chalf, %last) @"{0}half1"
-  %{0}b = Slice(%{0}t, %chalf, %chd, %last) @"{0}half2"
-  %{0}n = Neg(%{0}b) @"{0}neg"
-  %{0}r = Concat(%{0}n, %{0}a) {{axis = -1}} @"{0}rotated"
-  %{0}c = Mul(%{0}t, %cos) @"{0}cos"
-  %{0}s = Mul(%{0}r, %sin) @"{0}sin"
-  %{0}o = Add(%{0}c, %{0}s) @"{0}rotary"
-)",
-                       p);
+    return layer_norm_text(t, weights, p, x, d, 1e-5);
   };
   std::string body = norm("l0_n", "h0");
   for (int l = 0; l < n; ++l) {
@@ -314,7 +322,7 @@ Layers falcon(int n, int d = 1024, int heads = 16, int ffn = 4096) {
   %{0}vt = Transpose(%{0}vg) {{perm = ints[1, 0, 2, 3]}} @"{0}v_first"
 )",
                         p);
-    body += rotary(p + "q") + rotary(p + "k");
+    body += rotary_text(p + "q") + rotary_text(p + "k");
     body += fmt::format(R"(  %{0}kf = Reshape(%{0}ko, %k_flat) @"{0}k_flat"
   %{0}kx = Transpose(%{0}kf) {{perm = ints[0, 2, 1]}} @"{0}k_transposed"
   %{0}ks2 = Reshape(%{0}kx, %k_split) @"{0}k_split"
@@ -328,12 +336,10 @@ Layers falcon(int n, int d = 1024, int heads = 16, int ffn = 4096) {
   %{0}cf = Reshape(%{0}ct, %flat) @"{0}heads_merged"
   %{0}ao = MatMul(%{0}cf, %{0}wo) @"{0}dense"
   %{0}f1 = MatMul(%{0}ny, %{0}w1) @"{0}ffn1"
-  %{0}gd = Div(%{0}f1, %rs2) @"{0}gelu_div"
-  %{0}ge = Erf(%{0}gd) @"{0}gelu_erf"
-  %{0}g1 = Add(%{0}ge, %one) @"{0}gelu_add"
-  %{0}g2 = Mul(%{0}f1, %{0}g1) @"{0}gelu_mul"
-  %{0}gl = Mul(%{0}g2, %half) @"{0}gelu"
-  %{0}f2 = MatMul(%{0}gl, %{0}w2) @"{0}ffn2"
+)",
+                        p, l + 1, l);
+    body += erf_gelu_text(p, p + "f1");
+    body += fmt::format(R"(  %{0}f2 = MatMul(%{0}gl, %{0}w2) @"{0}ffn2"
   %{0}mo = Add(%{0}f2, %{0}ao) @"{0}attention_and_mlp"
   %h{1} = Add(%{0}mo, %h{2}) @"{0}residual"
 )",
