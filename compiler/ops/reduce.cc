@@ -72,6 +72,13 @@ Status infer_reduce(InferContext& ctx) {
   const Node& n = ctx.node();
   std::optional<std::vector<int64_t>> axes;
   if (n.opset >= axes_input_since(n.op_type)) {
+    // From that opset an 'axes' attribute is not part of the op (onnx.checker refuses it); read
+    // as nothing, it would reduce every axis where the exporter meant its own.
+    if (n.has_attr("axes"))
+      return ctx.error(fmt::format(
+          "has an 'axes' attribute, but from opset {} its axes are input 1 (this model is at opset {}): "
+          "pass the axes as a constant second input or lower the model's opset",
+          axes_input_since(n.op_type), n.opset));
     if (ctx.has_input(1)) {
       ASSIGN_OR_RETURN(auto v, const_ints(ctx, 1, "axes"));
       axes = v;

@@ -9,6 +9,7 @@
 
 #include "importer/onnx_importer.h"
 #include "importer/tensor_io.h"
+#include "passes/pass.h"
 
 using namespace stitch;
 namespace fs = std::filesystem;
@@ -129,6 +130,29 @@ TEST_CASE("opset outside the supported range") {
   CHECK(st.code() == Code::kUser);
   CHECK_THAT(st.message(), Catch::Contains("opset 22") && Catch::Contains("version_converter"));
   CHECK_THAT(import_model(base_model(7)).message(), Catch::Contains("opset 7"));
+}
+
+TEST_CASE("an attribute the op lost at the model's opset is refused, not read as nothing") {
+  // ReduceMean-18 takes its axes as input 1; an exporter that still writes the attribute would
+  // otherwise get every axis reduced (onnx.checker: "Unrecognized attribute: axes").
+  onnx::ModelProto m = base_model(18);
+  auto* g = m.mutable_graph();
+  g->clear_node();
+  g->clear_output();
+  auto* n = add_node(g, "ReduceMean", {"x"}, {"y"}, "row_mean");
+  auto* axes = n->add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::INTS);
+  axes->add_ints(-1);
+  *g->add_output() = tensor_info("y", 1, {"batch", "1"});
+  auto imported = import_onnx_bytes(m.SerializeAsString(), temp_dir().string(), "m.onnx");
+  REQUIRE(imported.is_ok());
+  PassContext ctx;
+  ctx.bindings.by_symbol["batch"] = 2;
+  Status st = run_frontend(**imported, ctx);
+  CHECK(st.code() == Code::kUser);
+  CHECK_THAT(st.message(), Catch::Contains("node 'row_mean' (ReduceMean)") &&
+                               Catch::Contains("from opset 18 its axes are input 1"));
 }
 
 TEST_CASE("every unsupported op is listed at once with counts and examples") {

@@ -247,6 +247,27 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a reduction given an axes attribute from the opset that reads them as an input is refused") {
+  // The mirror case: at opset 18 ReduceMean's 'axes' attribute is gone; read as nothing, every
+  // axis would be reduced.
+  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceSum"}) {
+    INFO(op);
+    const int opset = std::string(op) == "ReduceSum" ? 13 : 18;
+    auto g = test::parse_or_die(fmt::format(R"(graph "g" opset {} {{
+  input %x: f32[4,5,6]
+  %y = {}(%x) {{axes = ints[-1], keepdims = 1}} @"pool"
+  output %y
+}}
+)",
+                                            opset, op));
+    Status st = run_frontend(*g, *std::make_unique<PassContext>());
+    REQUIRE(st.code() == Code::kUser);
+    CHECK_THAT(st.message(), Catch::Contains(fmt::format("node 'pool' ({})", op)) &&
+                                 Catch::Contains(fmt::format("from opset {} its axes are input 1", opset)) &&
+                                 Catch::Contains("constant second input"));
+  }
+}
+
 TEST_CASE("a Reshape whose target is only known at run time is refused clearly") {
   auto g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[6]
