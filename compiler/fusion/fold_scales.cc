@@ -81,7 +81,7 @@ StatusOr<std::vector<std::string>> fold_column_scales(Graph& g, const std::set<s
       const Value* a = mm->input(0);
       const Value* w = mm->input(1);
       if (!a || a->is_constant() || !w || !w->is_constant() || w->dtype != y->dtype || !w->dims ||
-          w->dims->size() != 2 || (*w->dims)[1] != n || a->dims->size() < 2)
+          w->dims->size() != 2 || (*w->dims)[1] != n || !a->dims || a->dims->size() < 2)
         continue;
       const std::vector<double> s = column_scale(c, y->dtype, y->dims->size(), n);
       if (s.empty()) continue;

@@ -322,10 +322,12 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
   const int digits = fmt::format("{:.1f}", t0) == fmt::format("{:.1f}", t1) && t0 != t1 ? 3 : 1;
   if (strict ? t1 < t0 : t1 <= t0) {
     g = std::move(copy);
+    out.kept = after.cost;
     out.lines = std::move(lines);
     out.verdict = fmt::format("estimated {:.{}f} us against {:.{}f} us without, {} kernels against {}", t1,
                               digits, t0, digits, after.cost.kernels, before.cost.kernels);
   } else {
+    out.kept = before.cost;
     out.verdict = fmt::format(
         "not applied: estimated {:.{}f} us against {:.{}f} us without ({} candidates; {} skips "
         "the comparison)",

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -104,10 +105,12 @@ std::string explain(const FusionPlan& plan);
 // a copy of `g` and kept (g replaced) when the copy's plan is estimated no slower than g's (faster, with
 // `strict`: for a rewrite that only adds nodes, a tie means it gained nothing). `lines` are the
 // rewrite's lines when kept; `verdict` says what was compared, naming `skip_flag` when not kept
-// (empty when the rewrite found nothing to do).
+// (empty when the rewrite found nothing to do); `kept` is the estimate of the graph as left (with
+// the rewrite or without), unset when nothing was compared.
 struct RewriteResult {
   std::vector<std::string> lines;
   std::string verdict;
+  std::optional<Cost> kept;
 };
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,

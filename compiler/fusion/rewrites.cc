@@ -37,10 +37,16 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     ASSIGN_OR_RETURN(RewriteResult copies_alone, copy_shared_relayouts_if_cheaper(alone, o));
     ASSIGN_OR_RETURN(std::vector<std::string> slice_lines, split_to_slices(*both, o.no_fuse));
     ASSIGN_OR_RETURN(RewriteResult copies_both, copy_shared_relayouts_if_cheaper(both, o));
-    if (!copies_both.lines.empty()) {
-      ASSIGN_OR_RETURN(FusionPlan p_alone, make_plan(*alone, o));
-      ASSIGN_OR_RETURN(FusionPlan p_both, make_plan(*both, o));
-      const double t_alone = p_alone.cost.time * 1e6, t_both = p_both.cost.time * 1e6;
+    if (!copies_both.lines.empty()) {  // then copies_both.kept is the plan of `both`
+      Cost c_alone;
+      if (copies_alone.kept) {
+        c_alone = *copies_alone.kept;
+      } else {
+        ASSIGN_OR_RETURN(FusionPlan p_alone, make_plan(*alone, o));
+        c_alone = p_alone.cost;
+      }
+      const Cost& c_both = *copies_both.kept;
+      const double t_alone = c_alone.time * 1e6, t_both = c_both.time * 1e6;
       if (t_both < t_alone) {
         g = std::move(both);
         const std::string by_themselves = r.slices.verdict.rfind("not applied: ", 0) == 0
@@ -49,7 +55,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
         r.slices.verdict = fmt::format(
             "estimated {:.1f} us with the relayout copies they leave room for, against {:.1f} us without, {} "
             "kernels against {}; by themselves {}",
-            t_both, t_alone, p_both.cost.kernels, p_alone.cost.kernels, by_themselves);
+            t_both, t_alone, c_both.kernels, c_alone.kernels, by_themselves);
         r.slices.lines = std::move(slice_lines);
         r.copies = std::move(copies_both);
       } else {
