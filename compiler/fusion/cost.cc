@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "codegen/library.h"
@@ -301,16 +302,29 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
   for (const Node* n : nodes) made.insert(n->output(0));
   // An input the group reads only through Slices and Gathers is read only where they look (a merged
   // GEMM's columns, a rotary half, an embedding table's rows): the elements they keep, at most the
-  // whole input.
-  auto read_bytes = [&](const Value* v) {
-    int64_t sliced = 0;
+  // whole input. Views and Transposes in between keep every element, so what is read of their
+  // input is what the group reads of their result (one head of a Reshape of a merged GEMM's
+  // columns); a Slice of a Slice keeps what the outer one keeps. A value the group stores is read
+  // whole.
+  const std::set<const Value*> stored(info.stored.begin(), info.stored.end());
+  std::function<int64_t(const Value*)> read_bytes = [&](const Value* v) {
+    if (stored.count(v)) return bytes_of(v);
+    int64_t part = 0;
     for (const Node* n : nodes)
       for (size_t i = 0; i < n->inputs.size(); ++i) {
         if (n->inputs[i] != v) continue;
-        if (!reads_part(*n, i)) return bytes_of(v);
-        sliced += bytes_of(n->output(0));
+        const Value* out = n->output(0);
+        const bool keeps_all =
+            i == 0 && out && num_elements(*out->dims) == num_elements(*v->dims) && out->dtype == v->dtype &&
+            (codegen::stitch_role(*n) == codegen::StitchRole::kView || n->op_type == "Transpose");
+        if (keeps_all)
+          part += read_bytes(out);
+        else if (reads_part(*n, i) && out)
+          part += std::min(bytes_of(out), read_bytes(out));
+        else
+          return bytes_of(v);
       }
-    return std::min(sliced, bytes_of(v));
+    return std::min(part, bytes_of(v));
   };
   // Row kernels with wide values: inputs no larger than the rows (narrow) are read by the row's
   // passes, so again by every replica; wider ones by the wide loops only, once.

@@ -282,6 +282,47 @@ TEST_CASE("the cost model weighs each op by the instructions of its expression",
   CHECK(fusion::single_cost(*node_named(*g, "transpose"), *spec).flops == Approx(32));
 }
 
+TEST_CASE("the cost model charges a group the columns it keeps through views and transposes of a slice",
+          "[stitch][cost]") {
+  // A merged GEMM's product [4,6,16]: its first 12 columns viewed as 3 heads of 4, 2 heads kept
+  // and put heads first. The group reads 2 heads' columns (8 of 16), not the 12 the outer Slice
+  // keeps; a reader of the whole view reads all 12.
+  auto g = test::parse_or_die(R"(graph "g" opset 20 {
+  input %x: f32[4,6,16]
+  const %c0: i64[1] = [0]
+  const %c2: i64[1] = [2]
+  const %c12: i64[1] = [12]
+  const %ax2: i64[1] = [2]
+  const %heads: i64[4] = [4, 6, 3, 4]
+  const %two: f32[] = [2.0]
+  %c = Slice(%x, %c0, %c12, %ax2) @"columns"
+  %v = Reshape(%c, %heads) @"view"
+  %q = Slice(%v, %c0, %c2, %ax2) @"q_heads"
+  %t = Transpose(%q) {perm = ints[0, 2, 1, 3]} @"q_first"
+  %y = Mul(%t, %two) @"scaled"
+  %w = Mul(%v, %two) @"whole"
+  output %y
+  output %w
+})");
+  test::run_frontend_or_die(*g);
+  auto spec = fusion::device_spec("sm_90");
+  REQUIRE(spec.is_ok());
+  auto bytes = [&](const std::vector<const char*>& names) {
+    std::vector<const Node*> group;
+    for (const char* name : names) group.push_back(node_named(*g, name));
+    const Value* out = group.back()->output(0);
+    auto info = codegen::analyze_stitch(group, {out});
+    REQUIRE(info.is_ok());
+    return fusion::stitched_cost(group, *info, *spec).bytes;
+  };
+  // Read and stored f32 elements, plus the small constants the group reads: the Slices' starts,
+  // ends and axes (i64[1] each, %c0 shared), the shape (i64[4]) and the factor (f32).
+  const int64_t heads2 = 4 * 6 * 8 * 4, columns = 4 * 6 * 12 * 4;
+  CHECK(bytes({"columns", "view", "q_heads", "q_first", "scaled"}) == heads2 + heads2 + 4 * 8 + 32 + 4);
+  CHECK(bytes({"view", "q_heads", "q_first", "scaled"}) == heads2 + heads2 + 3 * 8 + 32 + 4);
+  CHECK(bytes({"columns", "view", "whole"}) == columns + columns + 3 * 8 + 32 + 4);
+}
+
 TEST_CASE("a contraction cannot follow a row op in its kernel, nor be broadcast into the rows", "[stitch]") {
   auto g = test::parse_or_die(attention_text(2, 3, 20, 8));
   test::run_frontend_or_die(*g);
