@@ -184,8 +184,55 @@ std::optional<GemmFolds::Operand> operand_layout(const Value* root, const std::v
   return o;
 }
 
-bool merged_batch(const GemmFolds::Operand& o) {
-  return std::any_of(o.batch_axes.begin(), o.batch_axes.end(), [](const SubAxes& a) { return a.size() > 1; });
+// Whether two splittings of one batch dim into sub-axes nest: walking both from the outermost,
+// each sub-axis boundary of one falls on a boundary of the other or inside a sub-axis of it that
+// its size divides (lower_matmul then steps both along one refinement). An empty list (a size-1
+// dim) or a single sub-axis nests with anything.
+bool sub_axes_nest(const SubAxes& x, const SubAxes& y) {
+  if (x.size() < 2 || y.size() < 2) return true;
+  size_t i = 0, j = 0;
+  int64_t rx = x[0].first, ry = y[0].first;
+  while (i < x.size() && j < y.size()) {
+    const int64_t step = std::min(rx, ry);
+    if (rx % step != 0 || ry % step != 0) return false;
+    rx /= step, ry /= step;
+    if (rx == 1 && ++i < x.size()) rx = x[i].first;
+    if (ry == 1 && ++j < y.size()) ry = y[j].first;
+  }
+  return i == x.size() && j == y.size();
+}
+
+// sub_axes_nest for every batch dim two layouts share, right-aligned as broadcasting aligns them.
+bool batches_nest(const std::vector<SubAxes>& x, const std::vector<SubAxes>& y) {
+  const size_t n = std::min(x.size(), y.size());
+  for (size_t k = 1; k <= n; ++k)
+    if (!sub_axes_nest(x[x.size() - k], y[y.size() - k])) return false;
+  return true;
+}
+
+// Where a product of dims `pd`, read through views and then the Transpose `t` (keeping the last
+// axis last), puts its elements in the Transpose's contiguous output: the sub-axes of each product
+// axis there. Views keep the element order, so the product is a view of the Transpose's input,
+// whose axes step as the output's permuted strides. Nullopt unless the columns step by 1 and the
+// rows by one stride of at least a row (the call's ldc).
+std::optional<std::vector<SubAxes>> written_layout(const Dims& pd, const Node& t) {
+  const Dims& in = dims(t.input(0));
+  auto perm = ops::transpose_perm(t, static_cast<int64_t>(in.size()));
+  if (!perm.is_ok() || perm->size() != in.size() || pd.size() < 2) return std::nullopt;
+  const Dims st = ops::strides_of(dims(t.output(0)));
+  std::vector<SubAxes> along(in.size());
+  for (size_t i = 0; i < perm->size(); ++i) {
+    const auto a = static_cast<size_t>((*perm)[i]);
+    if (in[a] != 1) along[a] = {{in[a], st[i]}};
+  }
+  auto axes = view_layout(along, pd);
+  if (!axes) return std::nullopt;
+  const size_t r = pd.size();
+  const SubAxes &rows = (*axes)[r - 2], &cols = (*axes)[r - 1];
+  if (rows.size() > 1 || cols.size() > 1) return std::nullopt;
+  if (!cols.empty() && cols.front().second != 1) return std::nullopt;
+  if (!rows.empty() && rows.front().second < pd[r - 1]) return std::nullopt;
+  return axes;
 }
 
 // One pass of find_gemm_folds: Splits in `splits` may be taken over; `split_uses` receives the
@@ -284,16 +331,25 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
                         activation_name(act->kind), mm.describe()));
       }
     }
+    // Output transpose: the (biased) product, through views, read only by a Transpose whose
+    // output puts each product row in one place (BLOOM's context [b*h, s, d] viewed as
+    // [b, h, s, d] and put to [b, s, h, d]); the call writes that layout.
     if (!is_gemm && !f.activation_out && !f.residual) {
-      if (auto it = users.find(y); it != users.end() && only_reader(g, users, y, it->second.front())) {
+      if (auto it = users.find(tail); it != users.end() && only_reader(g, users, tail, it->second.front())) {
         const Node& t = *it->second.front();
         if (t.op_type == "Transpose" && free(&t) && classify_node(t) == NodeLowering::kKernel &&
-            t.output(0)) {
-          auto perm = ops::transpose_perm(t, static_cast<int64_t>(dims(y).size()));
-          if (perm.is_ok() && !perm->empty() && perm->back() == static_cast<int64_t>(perm->size()) - 1) {
+            t.output(0) && t.output(0)->has_static_shape()) {
+          if (auto axes = written_layout(dims(mm.output(0)), t)) {
             f.out_transpose = &t;
-            why[&t] = fmt::format("written by {} in this layout (row and batch strides of the call)",
-                                  mm.describe());
+            f.out_axes = std::move(*axes);
+            for (const Node* v : views)
+              why[v] =
+                  fmt::format("written by {} in the layout of the Transpose it feeds (a view of its product)",
+                              mm.describe());
+            why[&t] = fmt::format(
+                "written by {} in the layout of the Transpose it feeds (row and batch "
+                "strides of the call)",
+                mm.describe());
           }
         }
       }
@@ -339,9 +395,13 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
         if (!useful) break;
         auto o = operand_layout(roots[len - 1], fwd);
         if (!o) continue;
-        // At most one operand with merged batch sub-axes: then the call's batch is always their
-        // refinement (lower_matmul splits each batch dim along them).
-        if (i == 1 && merged_batch(f.operand[0]) && merged_batch(*o)) continue;
+        // The batch sub-axes of A, B and a transposed C must nest for lower_matmul to step all
+        // three along one refinement of each batch dim (Q and K both merging batch and heads, in
+        // the same order, do; K merged heads first against Q batch first does not).
+        if (i == 1 && f.operand[0].root && !batches_nest(f.operand[0].batch_axes, o->batch_axes)) continue;
+        if (f.out_transpose &&
+            !batches_nest(std::vector<SubAxes>(f.out_axes.begin(), f.out_axes.end() - 2), o->batch_axes))
+          continue;
         f.operand[i] = *o;
         for (const auto& [x, val] : fwd) {
           if (x->op_type == "Mul") {

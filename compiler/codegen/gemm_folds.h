@@ -23,8 +23,10 @@ namespace stitch::codegen {
 //    (a residual connection) whose producer comes before the MatMul in graph order; the call
 //    reads that value as its C (beta 1, cuBLASLt's C and D apart) and writes the Add's output.
 //    No activation or output transpose then: cuBLASLt adds C before its epilogue;
-//  - output transpose: the (biased) product is read only by a Transpose keeping the last axis
-//    last; the call writes the transposed layout through ldc and per-batch-dim strides;
+//  - output transpose: the (biased) product, through views, is read only by a Transpose that
+//    leaves each row of the product in one place (columns stepping by 1); the call writes the
+//    transposed layout through ldc and per-batch-dim strides, sub-axes where a view merged batch
+//    dims (attention's context [b*h, s, d] written straight into [b, s, h, d]);
 //  - operands: an operand reached from a stored value through views, Transposes and
 //    multiplications by a scalar constant, each read only by the next; the call reads the stored
 //    value through its leading dimension, transpose flag and batch strides, and the scalars go
@@ -64,6 +66,8 @@ struct GemmFolds {
     const Node* residual_add = nullptr;
     const Value* residual = nullptr;  // added to the (biased) product: read as the call's C
     const Node* out_transpose = nullptr;
+    // With out_transpose: per product axis, its sub-axes in the Transpose's output.
+    std::vector<SubAxes> out_axes;
     Operand operand[2];
     double alpha = 1;
     Activation activation = Activation::kNone;

@@ -227,17 +227,13 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
     c.args.push_back(fold->residual);
   }
   if (fold && fold->out_transpose) {
-    // Element (batch..., i, j) of the product lands where the Transpose puts it: the stride of
-    // each product axis in the Transpose's (contiguous) output.
-    const Node* t = fold->out_transpose;
-    const Dims& pd = dims(n.output(0));
-    ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::transpose_perm(*t, static_cast<int64_t>(pd.size())));
-    const Dims st = ops::strides_of(dims(y));
-    Dims along(pd.size());
-    for (size_t i = 0; i < perm.size(); ++i) along[static_cast<size_t>(perm[i])] = st[i];
-    STITCH_CHECK(along.back() == 1 && pd.size() == g.batch.size() + 2, "{}: not a foldable transpose", t->describe());
-    g.ldc = along[pd.size() - 2];
-    for (size_t d = 0; d < g.batch.size(); ++d) g.stride_c[d] = along[d];
+    // Element (batch..., i, j) of the product lands where the Transpose puts it (find_gemm_folds
+    // worked out the sub-axes of each product axis in its output; the columns step by 1).
+    const std::vector<SubAxes>& oa = fold->out_axes;
+    STITCH_CHECK(oa.size() == g.batch.size() + 2, "{}: not a foldable transpose",
+                 fold->out_transpose->describe());
+    const SubAxes& rows = oa[oa.size() - 2];
+    g.ldc = rows.empty() ? g.n : rows.front().second;
   }
   c.flops = 2 * num_elements(g.batch) * g.m * g.n * g.k;
   std::array<std::vector<SubAxes>, 3> axes = {plain_batch_axes(g.batch, g.stride_a),
@@ -245,6 +241,8 @@ StatusOr<LibraryLowering> lower_matmul(const Node& n, const GemmFolds::Fold* fol
                                               plain_batch_axes(g.batch, g.stride_c)};
   if (fa) axes[0] = aligned_batch_axes(abatch, fa->batch_axes, g.batch);
   if (fb) axes[1] = aligned_batch_axes(bbatch, fb->batch_axes, g.batch);
+  if (fold && fold->out_transpose)
+    axes[2] = aligned_batch_axes(g.batch, {fold->out_axes.begin(), fold->out_axes.end() - 2}, g.batch);
   ASSIGN_OR_RETURN(std::vector<BatchDim> refined, refine_batch(n, g.batch, axes));
   canonicalize_batch(g, std::move(refined));
   return out;

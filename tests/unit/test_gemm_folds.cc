@@ -64,6 +64,95 @@ TEST_CASE("a transpose that keeps the last axis, alone after a MatMul, is writte
   fused_matches_reference(*g, 21);
 }
 
+// BLOOM's attention at batch 2, sequence 5, 3 heads of 4: the fused QKV product viewed as
+// [b, s, h, 3, d]; Q, K and V sliced out, put heads first and merged into a [b*h, ...] batch; the
+// context [b*h, s, d] split back and put to [b, s, h, d]. `k_perm` and `k_merge` give K's
+// heads-first layout and its merged dims.
+std::string bloom_attention(const std::string& k_perm, const std::string& k_heads) {
+  return fmt::format(R"(graph "g" opset 17 {{
+  input %f: f32[2,5,36]
+  const %c0: i64[1] = [0]
+  const %c1: i64[1] = [1]
+  const %c2: i64[1] = [2]
+  const %c3: i64[1] = [3]
+  const %ax3: i64[1] = [3]
+  const %split: i64[5] = [2, 5, 3, 3, 4]
+  const %drop: i64[4] = [2, 5, 3, 4]
+  const %merged: i64[3] = [6, 5, 4]
+  const %kmerged: i64[3] = {k_heads}
+  const %heads: i64[4] = [2, 3, 5, 4]
+  const %flat: i64[3] = [2, 5, 12]
+  %v5 = Reshape(%f, %split) @"qkv_view"
+  %qs = Slice(%v5, %c0, %c1, %ax3) @"q_slice"
+  %ks = Slice(%v5, %c1, %c2, %ax3) @"k_slice"
+  %vs = Slice(%v5, %c2, %c3, %ax3) @"v_slice"
+  %qd = Reshape(%qs, %drop) @"q_drop"
+  %kd = Reshape(%ks, %drop) @"k_drop"
+  %vd = Reshape(%vs, %drop) @"v_drop"
+  %qt = Transpose(%qd) {{perm = ints[0, 2, 1, 3]}} @"q_t"
+  %kt = Transpose(%kd) {{perm = ints{k_perm}}} @"k_t"
+  %vt = Transpose(%vd) {{perm = ints[0, 2, 1, 3]}} @"v_t"
+  %qm = Reshape(%qt, %merged) @"q_merge"
+  %km = Reshape(%kt, %kmerged) @"k_merge"
+  %vm = Reshape(%vt, %merged) @"v_merge"
+  %ktt = Transpose(%km) {{perm = ints[0, 2, 1]}} @"k_tt"
+  %sc = MatMul(%qm, %ktt) @"scores"
+  %p = Softmax(%sc) {{axis = -1}} @"softmax"
+  %cx = MatMul(%p, %vm) @"context"
+  %ch = Reshape(%cx, %heads) @"context_split"
+  %cp = Transpose(%ch) {{perm = ints[0, 2, 1, 3]}} @"context_back"
+  %o = Reshape(%cp, %flat) @"flat"
+  output %o
+}}
+)",
+                     fmt::arg("k_perm", k_perm), fmt::arg("k_heads", k_heads));
+}
+
+TEST_CASE("GEMM calls read and write attention heads merged into the batch: BLOOM's Q, K, V and context",
+          "[fusion][emu]") {
+  // Q and K both merge batch and heads into the scores' batch dim, split alike (2 then 3): both are
+  // read in place; the context is written straight into [b, s, h, d] through its split batch.
+  auto g = test::parse_or_die(bloom_attention("[0, 2, 1, 3]", "[6, 5, 4]"));
+  test::run_frontend_or_die(*g);
+  CHECK(folded_names(*g) == std::set<std::string>{"q_slice", "q_t", "k_slice", "k_t", "k_tt", "v_slice",
+                                                  "v_t", "context_split", "context_back"});
+  auto plan = fusion::make_plan(*g, opts_lib("beam"));
+  REQUIRE(plan.is_ok());
+  const std::string text = fusion::explain(*plan);
+  INFO(text);
+  CHECK(plan->cost.kernels == 1);  // the softmax
+  CHECK_THAT(text,
+             Catch::Contains("written by node 'context' (MatMul) in the layout of the Transpose it feeds"));
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+  REQUIRE(s.is_ok());
+  for (const auto& call : s->calls) {
+    INFO(call.node->name);
+    CHECK(call.gemm.batch == Dims{2, 3});  // batch and heads stepped apart
+    if (call.node->name == "scores") {
+      CHECK(call.gemm.stride_a == Dims{180, 12});  // Q: a batch is 5 x 36 apart, a head 3 x 4
+      CHECK(call.gemm.stride_b == Dims{180, 12});
+      CHECK(call.gemm.trans_b);
+    }
+    if (call.node->name == "context") {
+      CHECK(call.gemm.ldc == 12);  // a row of the context steps over the 3 heads of 4
+      CHECK(call.gemm.stride_c == Dims{60, 4});
+      CHECK(call.args[2]->name == "cp");  // the Transpose's output
+    }
+  }
+  CHECK(fused_matches_reference(*g, 61, opts_lib("beam")) == 1);  // the softmax kernel
+
+  // K merged heads first (3 then 2): no refinement steps Q's split and K's, so K keeps a kernel.
+  auto h = test::parse_or_die(bloom_attention("[2, 0, 1, 3]", "[6, 5, 4]"));
+  test::run_frontend_or_die(*h);
+  const std::set<std::string> hf = folded_names(*h);
+  CHECK(hf.count("q_t") == 1);
+  CHECK(hf.count("k_t") == 0);
+  CHECK(hf.count("context_back") == 1);
+  CHECK(fused_matches_reference(*h, 62, opts_lib("beam")) == 2);  // K's copy and the softmax
+}
+
 TEST_CASE("GEMM calls take over attention's bias adds, head transposes and scalings", "[fusion][emu]") {
   // BERT's self-attention as exported: Q, K, V projections with bias, heads split by a Reshape
   // and a Transpose, both Q and K scaled by d^-1/4, scores Q K^T, context P V, heads merged back.

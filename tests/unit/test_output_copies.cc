@@ -89,7 +89,11 @@ TEST_CASE("a decoding step's present keys and values computed again by their rea
   auto after = fusion::make_plan(*g, opts("beam"));
   REQUIRE(after.is_ok());
   INFO(fusion::explain(*after));
-  CHECK(after->cost.kernels == before->cost.kernels - 1);
+  // One launch fewer: the appends pack with P.V, now a loop in a kernel that computes the present
+  // values it reads (the Q/K/V call writing its heads-first Transpose in place leaves the kernels
+  // before equal in number, so launches are counted with the calls).
+  CHECK(after->cost.kernels + after->cost.library_calls ==
+        before->cost.kernels + before->cost.library_calls - 1);
   CHECK(after->cost.time < before->cost.time);
   // The softmax kernel computes the present keys itself and P.V the present values: neither
   // reads what the appends store, so neither waits for them.
