@@ -516,19 +516,29 @@ namespace {
 
 // Two decisions through rewrite_if_cheaper, each kept when the plan's estimate is no slower: the
 // candidates of kOther first, then those of kAttention, so a set that loses does not take the
-// other with it; `other` and `attention` name them in the verdict.
+// other with it; `other` and `attention` name them in the verdict. A kOther set that lost is
+// judged once more when the kAttention set was then kept: the plan around it has changed (the
+// attention side's norms moved, their kernels merged otherwise), and it may win there.
 StatusOr<RewriteResult> decide_twice(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&, NormReaders)>& rewrite,
     const std::string& skip_flag, const char* other, const char* attention) {
   RewriteResult out;
-  for (NormReaders r : {NormReaders::kOther, NormReaders::kAttention}) {
+  auto decide = [&](NormReaders r, const std::string& name) -> StatusOr<bool> {
     ASSIGN_OR_RETURN(RewriteResult step, rewrite_if_cheaper(
                                              g, o, [&](Graph& c) { return rewrite(c, r); }, skip_flag));
-    if (step.verdict.empty()) continue;
-    out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ",
-                               r == NormReaders::kOther ? other : attention, step.verdict);
+    if (step.verdict.empty()) return false;
+    out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ", name, step.verdict);
     out.lines.insert(out.lines.end(), step.lines.begin(), step.lines.end());
+    return !step.lines.empty();
+  };
+  ASSIGN_OR_RETURN(bool other_kept, decide(NormReaders::kOther, other));
+  const bool other_judged = !out.verdict.empty();
+  ASSIGN_OR_RETURN(bool attention_kept, decide(NormReaders::kAttention, attention));
+  if (other_judged && !other_kept && attention_kept) {
+    ASSIGN_OR_RETURN(bool again,
+                     decide(NormReaders::kOther, fmt::format("{}, judged again after those", other)));
+    (void)again;
   }
   return out;
 }

@@ -25,17 +25,22 @@ namespace stitch::fusion {
 // For every graph output with static shape whose producer cone (as above) holds at most
 // kMaxOutputCone nodes, none named in `keep` (--no-fuse), and which some node reads (only those
 // named in `only`, when given): one copy of the cone, and every reader reads the copy. Returns one
-// line per output copied; `copies`, when given, receives each output's name -> its copy's name.
+// line per output copied; `copies`, when given, receives each output's name -> its copy's name,
+// and `kinds` its cone's kind: the op types of the cone in graph order and of the output's
+// readers, alike for the same output of every layer (each layer's present keys).
 inline constexpr size_t kMaxOutputCone = 48;
 StatusOr<std::vector<std::string>> copy_output_cones(Graph& g, const std::set<std::string>& keep = {},
                                                      const std::set<std::string>* only = nullptr,
-                                                     std::map<std::string, std::string>* copies = nullptr);
+                                                     std::map<std::string, std::string>* copies = nullptr,
+                                                     std::map<std::string, std::string>* kinds = nullptr);
 
 // copy_output_cones in two rounds: every candidate is copied and the copy planned; an output whose
 // copy that plan still stores (a library call reads it, as P.V reads the present values, or its
 // readers are in another kernel than its producer) gains nothing and is left out of the second
-// round, which goes through rewrite_if_cheaper (plan.h): kept only when the plan of the rewritten
-// graph is estimated faster.
+// round. Where the useful cones are of several kinds, each kind is also left out in turn (a
+// decoding step's present values may cost P.V's kernel more than the store they save) and the set
+// estimated fastest goes on; it goes through rewrite_if_cheaper (plan.h): kept only when the plan
+// of the rewritten graph is estimated faster.
 StatusOr<RewriteResult> copy_output_cones_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
 
 }  // namespace stitch::fusion
