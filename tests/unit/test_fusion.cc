@@ -31,10 +31,13 @@ TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= gr
   // (Gemms) and cnn_small as before. The half-precision models (2026-11-24): gpt2_tiny_f16, from the
   // torch.export exporter, 21 launches here and 11 kernels + 2 calls after the rewrites (below);
   // llama_tiny_bf16 13, as llama_tiny. llama_tiny_dec, one decoding step (2026-11-24): 11, every
-  // MatMul a loop at 2 rows.
+  // MatMul a loop at 2 rows; 13 since its one-token heads-first Transposes are Reshapes
+  // (relabel_transposes, 2026-11-25): beam joins Q's views and scale to the softmax kernel first,
+  // so the Q projection is left a call (67.0 against 62.1 us estimated). With the rewrites stitchc
+  // runs (the next test) it stays at 7 + 4 and 59.8 us.
   const std::map<std::string, size_t> most = {
       {"bert_tiny", 14},     {"gpt2_tiny", 19},       {"llama_tiny", 14},    {"cnn_small", 21},
-      {"gpt2_tiny_f16", 21}, {"llama_tiny_bf16", 13}, {"llama_tiny_dec", 11}};
+      {"gpt2_tiny_f16", 21}, {"llama_tiny_bf16", 13}, {"llama_tiny_dec", 13}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -375,6 +378,11 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
     auto outputs = fusion::copy_output_cones_if_cheaper(g, opts("beam"));
     REQUIRE(outputs.is_ok());
     CHECK(outputs->lines.size() == (name == "llama_tiny_dec" ? 2u : 0u));
+    // Its present values would be copied too (P.V's kernel computing them) but are estimated
+    // dearer with the keys' copies than without (64.3 against 59.8 us): the kind is left out.
+    if (name == "llama_tiny_dec")
+      CHECK(outputs->verdict.find("the 2 copies like output 'present_value_0' left out") !=
+            std::string::npos);
     auto plan = fusion::make_plan(*g, opts("beam"));
     REQUIRE(plan.is_ok());
     const auto groups = groups_of(*plan);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ir/dim_expr.h"
+#include "ir/text.h"
 #include "ir/verifier.h"
 #include "reference/compare.h"
 #include "test_util.h"
@@ -366,5 +367,65 @@ TEST_CASE("a dimension written as an expression binds through its symbols, and i
     Status st = run_frontend(*g, ctx);
     REQUIRE(st.code() == Code::kUser);
     CHECK_THAT(st.message(), Catch::Contains("dimension 'n - 4' is -2 with n=2"));
+  }
+}
+
+TEST_CASE("a Transpose that moves only size-1 axes becomes a Reshape, keeping its name and results") {
+  // One token's heads put first, one key/value head put first, two size-1 axes swapped (a no-op
+  // once a Reshape), and a Transpose that moves data, which stays.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %q: f32[2,1,3,4]
+  input %k: f32[2,5,1,4]
+  input %u: f32[2,1,1,4]
+  input %x: f32[2,5,4]
+  %qt = Transpose(%q) {perm = ints[0, 2, 1, 3]} @"q_heads"
+  %kt = Transpose(%k) {perm = ints[0, 2, 1, 3]} @"k_heads"
+  %ut = Transpose(%u) {perm = ints[0, 2, 1, 3]} @"unit_swap"
+  %xt = Transpose(%x) {perm = ints[0, 2, 1]} @"x_t"
+  %a = Relu(%qt) @"a"
+  %b = Relu(%kt) @"b"
+  %c = Relu(%ut) @"c"
+  %d = Relu(%xt) @"d"
+  output %a
+  output %b
+  output %c
+  output %d
+}
+)");
+  auto original = test::parse_or_die(print_graph(*g));
+  PassContext infer_only;
+  REQUIRE(infer_shapes(*original, infer_only).is_ok());
+  PassContext ctx;
+  test::run_frontend_or_die(*g, ctx);
+  CHECK(std::find(ctx.log.begin(), ctx.log.end(), "relabel_transposes") != ctx.log.end());
+  CHECK(count_op(*g, "Transpose") == 1);
+  const Node* x_t = g->find_value("xt")->producer;
+  REQUIRE(x_t);
+  CHECK(x_t->op_type == "Transpose");
+  for (const char* v : {"qt", "kt"}) {
+    const Node* r = g->find_value(v)->producer;
+    REQUIRE(r);
+    CHECK(r->op_type == "Reshape");
+    CHECK(r->attrs.empty());
+    REQUIRE(r->inputs.size() == 2);
+    REQUIRE(r->inputs[1]->constant);
+    CHECK(r->inputs[1]->constant->to_i64() ==
+          std::vector<int64_t>(r->output(0)->dims->begin(), r->output(0)->dims->end()));
+  }
+  CHECK(g->find_value("qt")->producer->name == "q_heads");
+  CHECK(g->find_value("kt")->type_string() == "f32[2x1x5x4]");
+  // The swap of two size-1 axes is a Reshape to the same shape, which remove_noops drops.
+  CHECK(g->find_value("c")->producer->inputs[0]->name == "u");
+  TensorMap in{{"q", test::random_tensor(DType::kF32, {2, 1, 3, 4}, 1)},
+               {"k", test::random_tensor(DType::kF32, {2, 5, 1, 4}, 2)},
+               {"u", test::random_tensor(DType::kF32, {2, 1, 1, 4}, 3)},
+               {"x", test::random_tensor(DType::kF32, {2, 5, 4}, 4)}};
+  auto want = run_reference(*original, in);
+  auto got = run_reference(*g, in);
+  REQUIRE(want.is_ok());
+  REQUIRE(got.is_ok());
+  for (const char* o : {"a", "b", "c", "d"}) {
+    INFO(o);
+    CHECK(compare_tensors(got->at(o), want->at(o), 0, 0).ok);
   }
 }
