@@ -219,12 +219,9 @@ std::optional<std::vector<SubAxes>> written_layout(const Dims& pd, const Node& t
   const Dims& in = dims(t.input(0));
   auto perm = ops::transpose_perm(t, static_cast<int64_t>(in.size()));
   if (!perm.is_ok() || perm->size() != in.size() || pd.size() < 2) return std::nullopt;
-  const Dims st = ops::strides_of(dims(t.output(0)));
+  const std::vector<SubAxes> out = contiguous_layout(dims(t.output(0)));
   std::vector<SubAxes> along(in.size());
-  for (size_t i = 0; i < perm->size(); ++i) {
-    const auto a = static_cast<size_t>((*perm)[i]);
-    if (in[a] != 1) along[a] = {{in[a], st[i]}};
-  }
+  for (size_t i = 0; i < perm->size(); ++i) along[static_cast<size_t>((*perm)[i])] = out[i];
   auto axes = view_layout(along, pd);
   if (!axes) return std::nullopt;
   const size_t r = pd.size();
@@ -354,6 +351,10 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
         }
       }
     }
+    // A transposed C's batch sub-axes, which the operands' must nest with.
+    const std::vector<SubAxes> out_batch =
+        f.out_transpose ? std::vector<SubAxes>(f.out_axes.begin(), f.out_axes.end() - 2)
+                        : std::vector<SubAxes>{};
     // Operands: the longest chain of views, Transposes, scalar Muls and Splits that gives a GEMM layout.
     for (int i = 0; i < 2 && !is_gemm; ++i) {
       std::vector<ChainStep> chain;     // consumer side first
@@ -399,9 +400,7 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
         // three along one refinement of each batch dim (Q and K both merging batch and heads, in
         // the same order, do; K merged heads first against Q batch first does not).
         if (i == 1 && f.operand[0].root && !batches_nest(f.operand[0].batch_axes, o->batch_axes)) continue;
-        if (f.out_transpose &&
-            !batches_nest(std::vector<SubAxes>(f.out_axes.begin(), f.out_axes.end() - 2), o->batch_axes))
-          continue;
+        if (!batches_nest(out_batch, o->batch_axes)) continue;
         f.operand[i] = *o;
         for (const auto& [x, val] : fwd) {
           if (x->op_type == "Mul") {

@@ -536,9 +536,7 @@ StatusOr<RewriteResult> decide_twice(
   const bool other_judged = !out.verdict.empty();
   ASSIGN_OR_RETURN(bool attention_kept, decide(NormReaders::kAttention, attention));
   if (other_judged && !other_kept && attention_kept) {
-    ASSIGN_OR_RETURN(bool again,
-                     decide(NormReaders::kOther, fmt::format("{}, judged again after those", other)));
-    (void)again;
+    RETURN_IF_ERROR(decide(NormReaders::kOther, fmt::format("{}, judged again after those", other)).status());
   }
   return out;
 }
