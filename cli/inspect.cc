@@ -1,9 +1,10 @@
 // stitchc inspect / stitchc ops.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/common.h"
 #include "cli/subcommands.h"
@@ -122,9 +123,21 @@ int run_inspect(const InspectArgs& a) {
       const OpDef* d = find_op("", op, raw.opset);
       fmt::print("  {:<24} {:>5}  {}\n", op, count, d ? category_name(d->category) : "");
     }
-    int removed = 0;
-    for (const auto& [op, count] : before.histogram) removed += count - (after.histogram.count(op) ? after.histogram.at(op) : 0);
+    // Per op type: fewer after the passes counts as folded or removed, more as written by a pass
+    // (expand_resize's Gathers, relabel_transposes' Reshapes).
+    int removed = 0, added = 0;
+    for (const auto& [op, count] : before.histogram) {
+      const int now = after.histogram.count(op) ? after.histogram.at(op) : 0;
+      removed += std::max(0, count - now);
+    }
+    for (const auto& [op, count] : after.histogram) {
+      const int was = before.histogram.count(op) ? before.histogram.at(op) : 0;
+      added += std::max(0, count - was);
+    }
     fmt::print("folded or removed: {} nodes\n", removed);
+    if (added > 0)
+      fmt::print("written by the passes (a Resize as Gathers, a Transpose as a Reshape...): {} nodes\n",
+                 added);
     fmt::print("memory, unfused schedule: arena {} for {} intermediate buffers (sum {}, live peak {}, {} in place)\n",
                human_bytes(memory->arena_bytes), buffers.size(), human_bytes(memory->total_bytes),
                human_bytes(memory->peak_live_bytes), memory->in_place);

@@ -52,4 +52,26 @@ StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_m
 StatusOr<Window> conv_window(const Node& n, const Dims& x, const Dims& wt);
 StatusOr<Window> pool_window(const Node& n, const Dims& x);
 
+// Resize: what each output position of each resized axis reads. Interpolation is separable, so a
+// Resize is one 1-D resampling per axis, in axis order: output position o of axis `axis` is
+// sum over t < taps of weight[o * taps + t] * input[index[o * taps + t]] (indices already clamped
+// to the axis, as ONNX's edge padding does), or extrapolation_value where outside[o] is set
+// (tf_crop_and_resize sampling outside the input).
+struct ResizeAxis {
+  int64_t axis = 0, in = 0, out = 0, taps = 1;
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+  std::vector<uint8_t> outside;
+  bool any_outside() const;
+};
+struct ResizeSpec {
+  Dims out;                      // the output's dims (-1 where an unbound input dim makes it unknown)
+  std::vector<ResizeAxis> axes;  // the axes that change, in order; none when `out` is not static
+  double extrapolation = 0;
+};
+// From the node's attributes, the input's dims and its constant roi, scales and sizes (null when
+// omitted or empty). Errors name the node and say what to change.
+StatusOr<ResizeSpec> resize_spec(const Node& n, const Dims& in, const Tensor* roi, const Tensor* scales,
+                                 const Tensor* sizes);
+
 }  // namespace stitch::ops

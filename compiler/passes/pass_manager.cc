@@ -14,6 +14,8 @@ constexpr PassInfo kFrontend[] = {
     {"bind_shapes", "binds symbolic input dimensions from --shape", bind_shapes},
     {"infer_shapes", "infers every dtype and static shape, propagating constants", infer_shapes},
     {"fold_constants", "replaces nodes whose outputs are known by constants", fold_constants},
+    {"expand_resize",
+     "writes each Resize as Gathers of constant indices times constant weights, axis by axis", expand_resize},
     {"relabel_transposes", "makes a Transpose that moves only size-1 axes a Reshape (a view)",
      relabel_transposes},
     {"remove_noops", "drops Identity, eval Dropout, same-type Cast, same-shape Reshape...", remove_noops},

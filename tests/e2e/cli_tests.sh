@@ -34,7 +34,7 @@ expect "inspect plans the unfused arena" 0 "memory, unfused schedule: arena .* f
   "$STITCHC" inspect "$M/model.onnx" --shape batch=2 --shape sequence=8
 expect "inspect --json" 0 '"nodes_folded"' -- "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --json
 expect "inspect --dump-dir" 0 "" -- "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --dump-dir "$TMP/dump"
-if [ -f "$TMP/dump/00_import.txt" ] && [ -f "$TMP/dump/06_eliminate_dead_code.txt" ]; then
+if [ -f "$TMP/dump/00_import.txt" ] && [ -f "$TMP/dump/07_eliminate_dead_code.txt" ]; then
   echo "ok   dump-dir holds one IR file per pass"; pass=$((pass + 1))
 else
   echo "FAIL dump-dir files missing: $(ls "$TMP/dump" 2>&1)"; fail=$((fail + 1))

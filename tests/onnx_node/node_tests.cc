@@ -175,13 +175,14 @@ StatusOr<TensorMap> run_emu(const Graph& original, const TensorMap& feed, const 
 
 // Runs one test directory; returns ok or the reason it failed. stitch needs
 // shape operands (Reshape's shape, Slice's starts...) at compile time, while
-// node tests feed them as inputs: `freeze` turns integer inputs (1) or all
-// inputs (2) into constants, as a user's model would have them.
+// node tests feed them as inputs: `freeze` turns integer inputs (1), every input
+// but the first (2: Resize's roi and float scales, with its data still fed at run
+// time) or all inputs (3) into constants, as a user's model would have them.
 Status run_test_once(const fs::path& dir, int freeze);
 
 Status run_test(const fs::path& dir) {
   Status st = run_test_once(dir, 0);
-  for (int level = 1; level <= 2 && !st.is_ok() && needs_constant(st); ++level) {
+  for (int level = 1; level <= 3 && !st.is_ok() && needs_constant(st); ++level) {
     st = run_test_once(dir, level);
     if (st.is_ok()) ++g_frozen_runs;
   }
@@ -207,7 +208,7 @@ Status run_test_once(const fs::path& dir, int freeze) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       Value* v = g->inputs[i];
       Tensor t = as_model_type(std::move(inputs[i]), v->dtype);
-      if (freeze == 2 || (freeze == 1 && !is_float(t.dtype()))) {
+      if (freeze == 3 || (freeze == 2 && i > 0) || (freeze == 1 && !is_float(t.dtype()))) {
         v->dtype = t.dtype();
         v->dims = t.dims();
         v->constant = std::move(t);
