@@ -21,6 +21,9 @@ outputs PyTorch itself computed (never stitch's own interpreter):
   cnn_small   torchvision-style CNN: conv/BN/ReLU stem, max pool, residual
               blocks, depthwise conv with squeeze-excite and HardSwish
               (MobileNetV3-like), global pool, linear head; TorchScript, opset 13
+  seg_small   a small encoder-decoder segmentation net whose feature maps are resampled four
+              ways (Resize: bilinear up, nearest to a size, antialiased bilinear down, bicubic
+              with corners aligned), softmax over classes; torch.export-based exporter, opset 18
 
 Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript
 Run: python3 models/make_models.py [--out models] [--only NAME ...]
@@ -194,6 +197,34 @@ class SmallCNN(torch.nn.Module):
         return torch.softmax(self.head(x), dim=-1)
 
 
+class SegSmall(torch.nn.Module):
+    """A small encoder-decoder segmentation net: the four ways models resample feature maps
+    (bilinear 2x up, nearest to a size, antialiased bilinear down, bicubic with corners aligned)."""
+
+    def __init__(self, classes=4):
+        super().__init__()
+        nn = torch.nn
+        self.e1 = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+        self.e2 = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU())
+        self.mid = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU())
+        self.d2 = nn.Sequential(nn.Conv2d(32, 16, 3, padding=1), nn.ReLU())
+        self.d1 = nn.Sequential(nn.Conv2d(24, 8, 3, padding=1), nn.ReLU())
+        self.head = nn.Conv2d(8, classes, 1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        a = self.e1(x)
+        b = self.e2(f.max_pool2d(a, 2))
+        c = self.mid(f.avg_pool2d(b, 2))
+        c = f.interpolate(c, scale_factor=2, mode="bilinear", align_corners=False)
+        d = self.d2(torch.cat([c, b], 1))
+        d = f.interpolate(d, size=a.shape[-2:], mode="nearest")
+        logits = self.head(self.d1(torch.cat([d, a], 1)))
+        coarse = f.interpolate(logits, scale_factor=0.5, mode="bilinear", antialias=True)
+        smooth = f.interpolate(coarse, size=logits.shape[-2:], mode="bicubic", align_corners=True)
+        return torch.softmax(logits + smooth, dim=1)
+
+
 def randomize_batchnorm(module, gen):
     # Fresh BatchNorm layers are identities; give them real statistics.
     for m in module.modules():
@@ -242,6 +273,12 @@ def main():
     img = torch.randn(2, 3, 32, 32, generator=gen)
     if want("cnn_small"):
         export(cnn, [img], args.out, "cnn_small", ["image"], ["probabilities"], {"image": {0: "batch"}}, 13)
+    seg = SegSmall()
+    randomize_batchnorm(seg, gen)
+    seg_img = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(6))
+    if want("seg_small"):
+        export(seg, [seg_img], args.out, "seg_small", ["image"], ["probabilities"], {"image": {0: "batch"}}, 18,
+               dynamo=True)
 
     # Half precision, as models are deployed on GPUs: the same configs with weights and compute in
     # float16 and bfloat16, PyTorch's CPU kernels computing the expected outputs in that type.

@@ -13,7 +13,11 @@ mkdir -p "$out"
 for m in models/*/; do
   name=$(basename "$m")
   shapes=(--shape batch=2)
-  [ "$name" = cnn_small ] || shapes+=(--shape sequence=16)
+  case $name in
+    cnn_small | seg_small) ;;
+    llama_tiny_dec) shapes+=(--shape past=16) ;;
+    *) shapes+=(--shape sequence=16) ;;
+  esac
   echo
   echo "== stitchc compile ${m}model.onnx -o $out/$name ${shapes[*]}"
   $stitchc compile "${m}model.onnx" -o "$out/$name" "${shapes[@]}"
