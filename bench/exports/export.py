@@ -339,6 +339,39 @@ def models():
             hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, image_size=64,
             patch_size=8)), (2, 3, 64, 64)),
     })
+    # More architectures (tried 2026-11-25, same small sizes): Qwen3 and OLMo2 (RMSNorm on Q and K
+    # per head, or over all heads after the projection), ModernBERT (GeGLU, no biases, local and
+    # global attention), MPT (ALiBi without biases), GPT-Neo (local attention, unscaled scores),
+    # CodeGen (Q/K/V split from one interleaved projection), Nemotron (squared ReLU, LayerNorm with
+    # weight + 1, partial rotary), Granite (embedding, residual and logit multipliers), XGLM
+    # (sinusoidal positions), Persimmon (LayerNorm on Q and K), BEiT (relative position bias,
+    # layer scale), Mixtral (a mixture of experts: top-2 routing).
+    t.update({
+        "qwen3": hf("qwen3", tf.Qwen3Config, tf.Qwen3Model, num_key_value_heads=2, head_dim=32),
+        "olmo2": hf("olmo2", tf.Olmo2Config, tf.Olmo2Model),
+        "modernbert": text("modernbert", lambda: tf.ModernBertModel(tf.ModernBertConfig(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256, vocab_size=1000,
+            local_attention=16, global_attn_every_n_layers=2, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+            cls_token_id=1, sep_token_id=2))),
+        "mpt": text("mpt", lambda: tf.MptModel(tf.MptConfig(d_model=128, n_heads=4, n_layers=2, vocab_size=1000))),
+        "gpt_neo": text("gpt_neo", lambda: tf.GPTNeoModel(tf.GPTNeoConfig(
+            hidden_size=128, num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]], window_size=16,
+            vocab_size=1000))),
+        "codegen": text("codegen", lambda: tf.CodeGenModel(tf.CodeGenConfig(
+            n_embd=128, n_layer=2, n_head=4, rotary_dim=16, vocab_size=1000))),
+        "nemotron": hf("nemotron", tf.NemotronConfig, tf.NemotronModel, num_key_value_heads=2),
+        "granite": hf("granite", tf.GraniteConfig, tf.GraniteModel, num_key_value_heads=2, embedding_multiplier=2.0,
+                      residual_multiplier=0.5, attention_multiplier=0.1),
+        "xglm": text("xglm", lambda: tf.XGLMModel(tf.XGLMConfig(
+            d_model=128, num_layers=2, attention_heads=4, ffn_dim=512, vocab_size=1000))),
+        "persimmon": hf("persimmon", tf.PersimmonConfig, tf.PersimmonModel, qk_layernorm=True),
+        "beit": tensor(lambda: tf.BeitModel(tf.BeitConfig(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, image_size=64,
+            patch_size=8, use_relative_position_bias=True, layer_scale_init_value=0.1)), (2, 3, 64, 64), dynamo=False,
+            opset=17),
+        "mixtral": text("mixtral", lambda: tf.MixtralModel(tf.MixtralConfig(
+            **small, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)), dynamo=False, opset=17),
+    })
     # At the widths of the models they stand for (hidden 1024 with 16 heads, or ViT-B/16 at 224),
     # 2 layers, named only (60 to 110 MB): where the small configs keep projections as loops in
     # kernels, these show the per-layer kernels at the sizes models are deployed at (compiled at
