@@ -33,15 +33,20 @@ Dims broadcast_strides(const Dims& in, const Dims& out) {
 BroadcastWalker::BroadcastWalker(const Dims& out, std::vector<Dims> in_strides)
     : out_(out), strides_(std::move(in_strides)) {}
 
+Status run_time_operand_error(const InferContext& ctx, size_t input, const char* what) {
+  const Value* v = ctx.node().inputs[input];
+  return ctx.error(
+      fmt::format("its {} (input {} '{}') is computed at run time; stitch needs it known at compile time "
+                  "({})",
+                  what, input, v->name,
+                  v->producer ? "bind every dynamic dimension with --shape so it folds to a constant"
+                              : "it is a graph input: make it an initializer, a constant in the model"));
+}
+
 StatusOr<std::vector<int64_t>> const_ints(const InferContext& ctx, size_t input,
                                           const char* what) {
   const Tensor* t = ctx.constant(input);
-  if (!t) {
-    return ctx.error(fmt::format(
-        "its {} (input {} '{}') is computed at run time; stitch needs it known at compile time "
-        "(bind every dynamic dimension with --shape so it folds to a constant)",
-        what, input, ctx.node().inputs[input]->name));
-  }
+  if (!t) return run_time_operand_error(ctx, input, what);
   if (!is_int(t->dtype()))
     return ctx.error(fmt::format("its {} must be an integer tensor, got {}", what,
                                  dtype_name(t->dtype())));

@@ -72,6 +72,10 @@ class BroadcastWalker {
   std::vector<Dims> strides_;
 };
 
+// The error for an operand stitch needs at compile time that only the run knows: what to bind
+// when shapes decide it, or that a graph input must become an initializer.
+Status run_time_operand_error(const InferContext& ctx, size_t input, const char* what);
+
 // The int64 contents of a constant 1-D (or scalar) tensor input, or an error
 // naming the input when it is not a compile-time constant.
 StatusOr<std::vector<int64_t>> const_ints(const InferContext& ctx, size_t input,

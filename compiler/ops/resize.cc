@@ -284,11 +284,7 @@ Status infer_resize(InferContext& ctx) {
     parts[i - 1] = ctx.constant(i);
     if (!parts[i - 1] &&
         !(i == 1 && n.attr_string("coordinate_transformation_mode", "") != "tf_crop_and_resize"))
-      return ctx.error(
-          fmt::format("its {} (input {} '{}') is computed at run time; stitch needs it known at "
-                      "compile time (bind every dynamic dimension with --shape so it folds to a "
-                      "constant)",
-                      kNames[i - 1], i, n.inputs[i]->name));
+      return run_time_operand_error(ctx, i, kNames[i - 1]);
   }
   const DType t = ctx.dtype(0);
   if (!is_float(t) && !is_int(t) && t != DType::kBool)

@@ -62,6 +62,11 @@ expect "truncated model" 2 "cut.onnx" -- "$STITCHC" inspect "$TMP/cut.onnx"
 expect "unknown --shape name" 2 "no input or symbolic dimension has that name" -- \
   "$STITCHC" inspect "$M/model.onnx" --shape batch=1 --shape sequence=4 --shape nosuch=3
 expect "malformed --shape" 2 "is not a dimension" -- "$STITCHC" inspect "$M/model.onnx" --shape batch=two
+# A Resize whose scales are a graph input: stitch needs them at compile time.
+RZ=/usr/share/libonnx-testdata/data/node/test_resize_upsample_scales_linear
+expect "Resize scales known only at run time" 2 \
+  "node 'Resize_0' \(Resize\): its scales \(input 2 'scales'\) is computed at run time.*graph input.*initializer" -- \
+  "$STITCHC" compile "$RZ/model.onnx" -o "$TMP/rz" --no-nvcc
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):
 # binding past binds it, and data that contradict it name both inputs.
 DEC=$ROOT/models/llama_tiny_dec

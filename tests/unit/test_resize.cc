@@ -244,4 +244,5 @@ TEST_CASE("bad Resize input is an error naming the node", "[resize][errors]") {
   INFO(msg);
   CHECK(msg.find("node 'up' (Resize): its scales (input 2 's') is computed at run time") !=
         std::string::npos);
+  CHECK(msg.find("it is a graph input: make it an initializer") != std::string::npos);
 }
