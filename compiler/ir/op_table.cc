@@ -45,6 +45,7 @@ std::vector<OpDef> build_table() {
   ops::register_layout(t);
   ops::register_gather_scatter(t);
   ops::register_resize(t);
+  ops::register_einsum(t);
   ops::register_nn(t);
   ops::register_shape(t);
   std::sort(t.begin(), t.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });

@@ -3,6 +3,7 @@
 // every attribute identically.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -73,5 +74,18 @@ struct ResizeSpec {
 // omitted or empty). Errors name the node and say what to change.
 StatusOr<ResizeSpec> resize_spec(const Node& n, const Dims& in, const Tensor* roi, const Tensor* scales,
                                  const Tensor* sizes);
+
+// Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
+// kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output
+// (explicit, or implicit: the ellipsis, then the letters used once, in alphabetical order), and
+// each id's size (an ellipsis axis of size 1 broadcasts).
+inline constexpr int kEinsumEllipsis = 1000;
+struct EinsumSpec {
+  std::vector<std::vector<int>> terms;
+  std::vector<int> out;
+  std::map<int, int64_t> size;
+  Dims out_dims;
+};
+StatusOr<EinsumSpec> einsum_spec(const Node& n, const std::vector<Dims>& inputs);
 
 }  // namespace stitch::ops

@@ -1,6 +1,7 @@
-// Shape-computing ops: Shape, Size, Range, ConstantOfShape, OneHot. With
+// Shape-computing ops: Shape, Size, Range, ConstantOfShape, OneHot, EyeLike. With
 // static shapes they all fold to constants; their reference rows still exist
 // so the folder can evaluate them and so a graph with run-time values works.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/op_util.h"
@@ -125,10 +126,45 @@ Status eval_onehot(const Node& n, std::span<const Tensor* const> in, std::vector
   return Status::ok();
 }
 
+// ---- EyeLike: ones on a diagonal of a matrix shaped like the input, from its shape alone ----
+
+StatusOr<Tensor> eye_like(const Node& n, DType in_type, const Dims& d) {
+  if (d.size() != 2) return node_error(n, fmt::format("needs a 2-D input, got rank {}", d.size()));
+  DType t = in_type;
+  if (n.has_attr("dtype")) {
+    auto dt = dtype_from_onnx(static_cast<int>(n.attr_int("dtype", 0)));
+    if (!dt)
+      return node_error(n, fmt::format("dtype {} is not a type stitch carries", n.attr_int("dtype", 0)));
+    t = *dt;
+  }
+  const int64_t k = n.attr_int("k", 0);
+  Tensor y(t, d);
+  for (int64_t i = 0; i < d[0]; ++i)
+    if (i + k >= 0 && i + k < d[1]) y.set_f64(i * d[1] + i + k, 1.0);
+  return y;
+}
+
+Status infer_eye_like(InferContext& ctx) {
+  const Dims& d = ctx.dims(0);
+  if (std::any_of(d.begin(), d.end(), [](int64_t x) { return x < 0; })) {
+    ctx.set_output(0, ctx.dtype(0), d);  // known once the input's dims are bound
+    return Status::ok();
+  }
+  ASSIGN_OR_RETURN(Tensor y, eye_like(ctx.node(), ctx.dtype(0), d));
+  ctx.set_output_constant(0, std::move(y));
+  return Status::ok();
+}
+
+Status eval_eye_like(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  ASSIGN_OR_RETURN(out[0], eye_like(n, in[0]->dtype(), in[0]->dims()));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_shape(std::vector<OpDef>& t) {
   t.push_back({"Shape", kMinOpset, kMaxOpset, OpCategory::kShapeOnly, infer_shape, eval_shape});
+  t.push_back({"EyeLike", kMinOpset, kMaxOpset, OpCategory::kShapeOnly, infer_eye_like, eval_eye_like});
   t.push_back({"Size", kMinOpset, kMaxOpset, OpCategory::kShapeOnly, infer_size, eval_size});
   t.push_back({"Range", kMinOpset, kMaxOpset, OpCategory::kShapeOnly, infer_range, eval_range});
   t.push_back({"ConstantOfShape", kMinOpset, kMaxOpset, OpCategory::kShapeOnly,

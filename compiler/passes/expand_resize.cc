@@ -17,43 +17,12 @@
 
 #include "ir/op_table.h"
 #include "ops/op_params.h"
+#include "passes/graph_builder.h"
 #include "passes/pass.h"
 
 namespace stitch {
 
 namespace {
-
-struct Builder {
-  Graph& g;
-  const Node& resize;
-
-  Value* constant(const std::string& hint, Tensor t) {
-    Value* v = g.add_value(g.unique_name(resize.name + "/" + hint));
-    v->dtype = t.dtype();
-    v->dims = t.dims();
-    v->constant = std::move(t);
-    return v;
-  }
-  Value* node(const std::string& op, const std::string& name, std::vector<Value*> in, DType t, Dims d,
-              std::map<std::string, AttrValue> attrs = {}) {
-    auto n = std::make_unique<Node>();
-    n->name = g.unique_name(resize.name + "/" + name);
-    n->op_type = op;
-    n->opset = g.opset;
-    n->def = find_op("", op, g.opset);
-    n->inputs = std::move(in);
-    n->attrs = std::move(attrs);
-    Value* y = g.add_value(g.unique_name(n->name + "_output"));
-    y->dtype = t;
-    y->dims = std::move(d);
-    n->outputs = {y};
-    g.add_node(std::move(n));
-    return y;
-  }
-  Value* cast(Value* x, DType to, const std::string& name) {
-    return node("Cast", name, {x}, to, *x->dims, {{"to", static_cast<int64_t>(dtype_to_onnx(to))}});
-  }
-};
 
 // The Resize's roi, scales and sizes as constants (null when omitted; roi also when it is not
 // constant, which only tf_crop_and_resize reads and shape inference then rejected).
@@ -82,7 +51,7 @@ StatusOr<bool> expand(Graph& g, Node& n) {
                     n.describe(), dtype_name(t)));
   // f32 and f64 interpolate in their own type, f16 and bf16 in f32.
   const DType ct = t == DType::kF64 ? DType::kF64 : DType::kF32;
-  Builder b{g, n};
+  NodeBuilder b{g, n};
   Value* cur = x;
   Dims d = *x->dims;
   for (const ops::ResizeAxis& a : spec.axes) {
@@ -142,11 +111,7 @@ StatusOr<bool> expand(Graph& g, Node& n) {
   } else if (cur->dtype != t) {
     cur = b.cast(cur, t, "cast_back");
   }
-  // The last node writes the Resize's own output value.
-  Node* last = cur->producer;
-  g.remove_nodes({&n});
-  last->outputs[0] = y;
-  y->producer = last;
+  b.finish(cur, y);  // the last node writes the Resize's own output value
   return true;
 }
 

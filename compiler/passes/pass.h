@@ -42,6 +42,7 @@ StatusOr<bool> bind_shapes(Graph& g, PassContext& ctx);
 StatusOr<bool> infer_shapes(Graph& g, PassContext& ctx);
 StatusOr<bool> fold_constants(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_resize(Graph& g, PassContext& ctx);
+StatusOr<bool> expand_einsum(Graph& g, PassContext& ctx);
 StatusOr<bool> relabel_transposes(Graph& g, PassContext& ctx);
 StatusOr<bool> remove_noops(Graph& g, PassContext& ctx);
 StatusOr<bool> eliminate_dead_code(Graph& g, PassContext& ctx);

@@ -16,6 +16,8 @@ constexpr PassInfo kFrontend[] = {
     {"fold_constants", "replaces nodes whose outputs are known by constants", fold_constants},
     {"expand_resize",
      "writes each Resize as Gathers of constant indices times constant weights, axis by axis", expand_resize},
+    {"expand_einsum", "writes each Einsum as Transposes, Reshapes, ReduceSums and batched MatMuls",
+     expand_einsum},
     {"relabel_transposes", "makes a Transpose that moves only size-1 axes a Reshape (a view)",
      relabel_transposes},
     {"remove_noops", "drops Identity, eval Dropout, same-type Cast, same-shape Reshape...", remove_noops},

@@ -2,7 +2,8 @@
 """Writes node tests in ONNX's own layout (model.onnx, test_data_set_0/) for behaviour that the
 Debian libonnx-testdata (ONNX 1.12, opsets up to 17) does not cover: Resize's attributes of
 opsets 18 and 19 (axes, keep_aspect_ratio_policy, antialias, half_pixel_symmetric) and its
-float16 and integer inputs. Expected outputs come from ONNX's reference implementation
+float16 and integer inputs; Einsum's ellipses, broadcasting, implicit outputs, three operands
+and the equations transformers use; EyeLike at a supported opset (ONNX's are at opset 9). Expected outputs come from ONNX's reference implementation
 (onnx.reference.ReferenceEvaluator), never from stitch. Tooling only; the files are committed.
 
     python3 -m venv venv && venv/bin/pip install onnx numpy
@@ -45,6 +46,25 @@ def resize_case(out, name, x, opset, attrs, roi=None, scales=None, sizes=None):
     print(f"{name}: {list(x.shape)} -> {list(y.shape)}")
 
 
+def node_case(out, name, op, inputs, opset, attrs):
+    """One `op` node of graph inputs x0, x1, ... (their data in test_data_set_0)."""
+    names = [f"x{i}" for i in range(len(inputs))]
+    node = helper.make_node(op, names, ["y"], name=op.lower(), **attrs)
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info(n, ELEM[x.dtype.type], list(x.shape))
+                                             for n, x in zip(names, inputs)],
+                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    (y,) = ReferenceEvaluator(model).run(None, dict(zip(names, inputs)))
+    d = os.path.join(out, name, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(out, name, "model.onnx"))
+    for i, (n, x) in enumerate(zip(names, inputs)):
+        onnx.save_tensor(numpy_helper.from_array(x, n), os.path.join(d, f"input_{i}.pb"))
+    onnx.save_tensor(numpy_helper.from_array(y, "y"), os.path.join(d, "output_0.pb"))
+    print(f"{name}: {[list(x.shape) for x in inputs]} -> {list(y.shape)}")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -73,6 +93,25 @@ def main():
     resize_case(out, "test_resize_stitch_int64_nearest", rng.integers(-1000, 1000, (1, 2, 3, 4)).astype(np.int64),
                 13, dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
                 roi=[], scales=[1, 1, 2.5, 0.5])
+
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    einsums = {
+        "xlnet_scores": ("ibnd,jbnd->bnij", [f(5, 2, 3, 4), f(6, 2, 3, 4)]),
+        "funnel_scores": ("bind,bjnd->bnij", [f(2, 5, 3, 4), f(2, 6, 3, 4)]),
+        "ellipsis_broadcast": ("...ij,...jk->...ik", [f(2, 1, 3, 4), f(5, 4, 2)]),
+        "implicit_output": ("ij,jk", [f(3, 4), f(4, 5)]),
+        "three_operands": ("ij,jk,kl->il", [f(2, 3), f(3, 4), f(4, 5)]),
+        "summed_alone": ("ijk,jl->li", [f(2, 3, 4), f(3, 5)]),
+        "outer_product": ("i,j->ij", [f(3), f(4)]),
+        "diagonal_of_three": ("iii->i", [f(3, 3, 3)]),
+        "trace_times_vector": ("ii,j->j", [f(4, 4), f(3)]),
+        "to_scalar": ("ij,ij->", [f(3, 4), f(3, 4)]),
+    }
+    for name, (eq, xs) in einsums.items():
+        node_case(out, f"test_einsum_stitch_{name}", "Einsum", xs, 12, dict(equation=eq))
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    node_case(out, "test_eyelike_stitch_above_diagonal", "EyeLike", [x], 13, dict(k=2))
+    node_case(out, "test_eyelike_stitch_int64_below", "EyeLike", [x], 13, dict(k=-1, dtype=TensorProto.INT64))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+// Building nodes in a front-end pass that writes one node as several (expand_resize,
+// expand_einsum): constants and nodes named after the node they replace, typed and shaped by the
+// pass (shape inference has run), appended to the graph (the pass puts it back in order).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/op_table.h"
+
+namespace stitch {
+
+struct NodeBuilder {
+  Graph& g;
+  const Node& replaced;
+
+  // A constant value named "<replaced>/<hint>".
+  Value* constant(const std::string& hint, Tensor t) {
+    Value* v = g.add_value(g.unique_name(replaced.name + "/" + hint));
+    v->dtype = t.dtype();
+    v->dims = t.dims();
+    v->constant = std::move(t);
+    return v;
+  }
+  // A node "<replaced>/<name>" of the default domain at the graph's opset; returns its output.
+  Value* node(const std::string& op, const std::string& name, std::vector<Value*> in, DType t, Dims d,
+              std::map<std::string, AttrValue> attrs = {}) {
+    auto n = std::make_unique<Node>();
+    n->name = g.unique_name(replaced.name + "/" + name);
+    n->op_type = op;
+    n->opset = g.opset;
+    n->def = find_op("", op, g.opset);
+    n->inputs = std::move(in);
+    n->attrs = std::move(attrs);
+    Value* y = g.add_value(g.unique_name(n->name + "_output"));
+    y->dtype = t;
+    y->dims = std::move(d);
+    n->outputs = {y};
+    g.add_node(std::move(n));
+    return y;
+  }
+  Value* cast(Value* x, DType to, const std::string& name) {
+    return node("Cast", name, {x}, to, *x->dims, {{"to", static_cast<int64_t>(dtype_to_onnx(to))}});
+  }
+  // Makes the node producing `last` write `out` (the replaced node's output value, so readers and
+  // graph outputs keep it) after the replaced node is removed.
+  void finish(Value* last, Value* out) {
+    Node* p = last->producer;
+    g.remove_nodes({const_cast<Node*>(&replaced)});
+    p->outputs[0] = out;
+    out->producer = p;
+  }
+};
+
+}  // namespace stitch
