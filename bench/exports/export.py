@@ -372,6 +372,19 @@ def models():
         "mixtral": text("mixtral", lambda: tf.MixtralModel(tf.MixtralConfig(
             **small, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)), dynamo=False, opset=17),
     })
+    # And (tried 2026-11-25, same small sizes) encoders whose attention is written with Einsum:
+    # XLNet (two-stream relative attention, an EyeLike; TorchScript: torch.export cannot decompose
+    # it) and Funnel (pooled queries; torch.export fixes its sequence at 32, so only the first data
+    # set binds), and RemBERT, RoFormer and SqueezeBERT (grouped 1x1 convolutions as its Linears).
+    t.update({
+        "xlnet": text("xlnet", lambda: tf.XLNetModel(tf.XLNetConfig(d_model=128, n_layer=2, n_head=4, d_inner=512,
+                                                                       vocab_size=1000)), dynamo=False, opset=17),
+        "funnel": text("funnel", lambda: tf.FunnelModel(tf.FunnelConfig(d_model=128, n_head=4, d_head=32, d_inner=512,
+                                                                          block_sizes=[1, 1], vocab_size=1000))),
+        "rembert": hf("rembert", tf.RemBertConfig, tf.RemBertModel, input_embedding_size=64, output_embedding_size=64),
+        "roformer": hf("roformer", tf.RoFormerConfig, tf.RoFormerModel),
+        "squeezebert": hf("squeezebert", tf.SqueezeBertConfig, tf.SqueezeBertModel, embedding_size=128),
+    })
     # At the widths of the models they stand for (hidden 1024 with 16 heads, or ViT-B/16 at 224),
     # 2 layers, named only (60 to 110 MB): where the small configs keep projections as loops in
     # kernels, these show the per-layer kernels at the sizes models are deployed at (compiled at
