@@ -26,7 +26,7 @@ MORE_SHAPES = [(1, 7), (3, 45)]
 # Exported only when named on the command line: too large for every run.
 NAMED_ONLY = {"bert_base_12l", "bert_base_12l_f16", "llama_wide", "phi3_wide", "gemma2_wide", "olmo_wide",
               "stablelm_wide", "vit_base_2l", "dinov2_base_2l", "gpt2_wide", "gpt_neox_wide", "bloom_wide",
-              "opt_wide", "falcon_wide"}
+              "opt_wide", "falcon_wide", "qwen3_wide"}
 
 
 def to_numpy(t):
@@ -413,6 +413,7 @@ def models():
             vocab_size=1000))),
         "falcon_wide": text("falcon_wide", lambda: tf.FalconModel(tf.FalconConfig(
             hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, vocab_size=1000))),
+        "qwen3_wide": hf_wide("qwen3_wide", tf.Qwen3Config, tf.Qwen3Model, num_key_value_heads=4, head_dim=64),
     })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
