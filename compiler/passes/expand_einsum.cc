@@ -212,19 +212,6 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_einsum(Graph& g, PassContext&) {
-  std::vector<Node*> found;
-  for (const auto& np : g.nodes())
-    if (np->op_type == "Einsum" && np->domain.empty()) found.push_back(np.get());
-  bool changed = false;
-  for (Node* n : found) {
-    ASSIGN_OR_RETURN(bool done, expand(g, *n));
-    changed = changed || done;
-  }
-  if (!changed) return false;
-  g.remove_unused_values();
-  RETURN_IF_ERROR(g.topo_sort());
-  return true;
-}
+StatusOr<bool> expand_einsum(Graph& g, PassContext&) { return expand_each(g, "Einsum", expand); }
 
 }  // namespace stitch

@@ -117,19 +117,6 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_resize(Graph& g, PassContext&) {
-  std::vector<Node*> resizes;
-  for (const auto& np : g.nodes())
-    if (np->op_type == "Resize" && np->domain.empty()) resizes.push_back(np.get());
-  bool changed = false;
-  for (Node* n : resizes) {
-    ASSIGN_OR_RETURN(bool done, expand(g, *n));
-    changed = changed || done;
-  }
-  if (!changed) return false;
-  g.remove_unused_values();
-  RETURN_IF_ERROR(g.topo_sort());
-  return true;
-}
+StatusOr<bool> expand_resize(Graph& g, PassContext&) { return expand_each(g, "Resize", expand); }
 
 }  // namespace stitch

@@ -10,6 +10,7 @@
 
 #include "ir/graph.h"
 #include "ir/op_table.h"
+#include "support/status.h"
 
 namespace stitch {
 
@@ -54,5 +55,22 @@ struct NodeBuilder {
     out->producer = p;
   }
 };
+
+// Runs `expand` on every node of the default domain's `op` (found before any is replaced; each
+// returns whether it replaced its node), then drops what nothing reads and restores the order.
+inline StatusOr<bool> expand_each(Graph& g, const std::string& op, StatusOr<bool> (*expand)(Graph&, Node&)) {
+  std::vector<Node*> found;
+  for (const auto& np : g.nodes())
+    if (np->op_type == op && np->domain.empty()) found.push_back(np.get());
+  bool changed = false;
+  for (Node* n : found) {
+    ASSIGN_OR_RETURN(bool done, expand(g, *n));
+    changed = changed || done;
+  }
+  if (!changed) return false;
+  g.remove_unused_values();
+  RETURN_IF_ERROR(g.topo_sort());
+  return true;
+}
 
 }  // namespace stitch

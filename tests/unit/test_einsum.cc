@@ -26,13 +26,6 @@ std::string einsum_graph(const std::string& eq, const std::vector<std::string>& 
                      inputs, args, eq);
 }
 
-std::string frontend_error(const std::string& text) {
-  auto g = test::parse_or_die(text);
-  PassContext ctx;
-  Status st = run_frontend(*g, ctx);
-  return st.is_ok() ? "" : st.message();
-}
-
 }  // namespace
 
 TEST_CASE("XLNet's attention scores are one batched MatMul between transposes", "[einsum][passes]") {
@@ -103,7 +96,7 @@ TEST_CASE("bad Einsum equations are errors naming the node", "[einsum][errors]")
   };
   for (const auto& [text, want] : cases) {
     INFO(text);
-    const std::string msg = frontend_error(text);
+    const std::string msg = test::frontend_error(text);
     INFO(msg);
     CHECK(msg.find("node 'es' (Einsum)") != std::string::npos);
     CHECK(msg.find(want) != std::string::npos);
@@ -124,7 +117,7 @@ TEST_CASE("EyeLike folds to a constant once its input's shape is known", "[eyeli
   const Value* e = g->nodes()[0]->input(1);
   REQUIRE(e->constant);
   CHECK(e->constant->to_f64() == std::vector<double>{0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0});
-  const std::string msg = frontend_error(R"(graph "eye" opset 13 {
+  const std::string msg = test::frontend_error(R"(graph "eye" opset 13 {
   input %x: f32[3,5,2]
   %e = EyeLike(%x) @"eye"
   output %e

@@ -117,14 +117,6 @@ std::string resize_graph(const std::string& type, const std::string& attrs, cons
                      opset, type, params, args, attrs);
 }
 
-// Runs the front end on `text`; its error message, or "" when it succeeds.
-std::string frontend_error(const std::string& text) {
-  auto g = test::parse_or_die(text);
-  PassContext ctx;
-  Status st = run_frontend(*g, ctx);
-  return st.is_ok() ? "" : st.message();
-}
-
 }  // namespace
 
 TEST_CASE("a bilinear 2x upsample is two taps per axis, named after the Resize", "[resize][passes]") {
@@ -227,7 +219,7 @@ TEST_CASE("bad Resize input is an error naming the node", "[resize][errors]") {
   };
   for (const Case& c : cases) {
     INFO(c.text);
-    const std::string msg = frontend_error(c.text);
+    const std::string msg = test::frontend_error(c.text);
     INFO(msg);
     CHECK(msg.find("node 'up' (Resize)") != std::string::npos);
     CHECK(msg.find(c.message) != std::string::npos);
@@ -240,7 +232,7 @@ TEST_CASE("bad Resize input is an error naming the node", "[resize][errors]") {
   output %y
 }
 )";
-  const std::string msg = frontend_error(dynamic);
+  const std::string msg = test::frontend_error(dynamic);
   INFO(msg);
   CHECK(msg.find("node 'up' (Resize): its scales (input 2 's') is computed at run time") !=
         std::string::npos);

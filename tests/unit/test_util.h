@@ -31,6 +31,14 @@ inline void run_frontend_or_die(Graph& g) {
   run_frontend_or_die(g, ctx);
 }
 
+// The front end's error message for IR text `text`, or "" when it succeeds.
+inline std::string frontend_error(const std::string& text) {
+  auto g = parse_or_die(text);
+  PassContext ctx;
+  Status st = run_frontend(*g, ctx);
+  return st.is_ok() ? "" : st.message();
+}
+
 inline Tensor random_tensor(DType t, Dims d, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-2.0, 2.0);
