@@ -65,12 +65,14 @@ xargs -P "$JOBS" -L 1 sh -c 's=$0 m=$1 o=$2; shift 2; "$s" compile "$m" -o "$o" 
   "$STITCHC" <"$work/compiles"
 echo "compiles: $((SECONDS - t0)) s ($(wc -l <"$work/compiles") artifacts)"
 
-# 3. Checks on the GPU, then timings, one at a time.
-rows=()
+# 3. Checks on the GPU, then timings, one at a time; a row each as it is done.
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1
+echo "| export | on $BACKEND against PyTorch (batch x sequence: result) | fused vs --fusion none at 8 x 128 (run() median; per kind, us) |"
+echo "|---|---|---|"
 for n in "${names[@]}"; do
   m=$DIR/$n
   if [ ! -f "$m/model.onnx" ]; then
-    rows+=("| $n | no export: $(grep -v Warning "$OUT/export_$n.log" | tail -1) | |")
+    echo "| $n | no export: $(grep -v Warning "$OUT/export_$n.log" | tail -1) | |"
     continue
   fi
   checks=""
@@ -104,10 +106,6 @@ PY
       timing="bench failed: $(tail -1 "$OUT/bench_$n.txt")"
     fi
   fi
-  rows+=("| $n | $checks | $timing |")
+  echo "| $n | $checks | $timing |"
 done
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1
-echo "| export | on $BACKEND against PyTorch (batch x sequence: result) | fused vs --fusion none at 8 x 128 (run() median; per kind, us) |"
-echo "|---|---|---|"
-printf '%s\n' "${rows[@]}"
 rm -rf "$work"

@@ -20,8 +20,9 @@ int64_t bytes_of(const Value* v) { return num_elements(*v->dims) * dtype_size(v-
 // Bandwidth-bound time or the longest per-thread chain of memory round trips and arithmetic,
 // whichever is larger (a kernel with few threads is latency-bound, not bandwidth-bound).
 double kernel_time(int64_t bytes, int64_t reread, double flops, int64_t threads, double round_trips,
-                   double barrier_time, const DeviceSpec& d) {
-  const double serial = round_trips * d.latency + flops / std::max<int64_t>(threads, 1) / d.clock;
+                   double barrier_time, const DeviceSpec& d, double loop_steps = 0) {
+  const double serial =
+      round_trips * d.latency + flops / std::max<int64_t>(threads, 1) / d.clock + loop_steps * d.loop_step;
   return d.launch + std::max(bytes / (d.dram_bw * d.bw_eff), std::max(serial, flops / d.fp32)) +
          reread / d.l2_bw + barrier_time;
 }
@@ -50,7 +51,7 @@ double element_trips(int64_t n) {
 // A tiled GEMM's kernel (cost.h): `bytes` each input once and each stored value once,
 // `epilogue_flops` the instructions of its other nodes.
 Cost tiled_cost(const codegen::GemmTile& t, int64_t bytes, double epilogue_flops, int64_t epilogue_reread,
-                const DeviceSpec& d) {
+                double epilogue_macs, const DeviceSpec& d) {
   const Value *a = t.node->input(0), *b = t.node->input(1);
   const double macs = static_cast<double>(t.rows) * static_cast<double>(t.n) * static_cast<double>(t.k);
   const double fill = std::min(1.0, static_cast<double>(t.blocks()) / d.sms);
@@ -59,7 +60,8 @@ Cost tiled_cost(const codegen::GemmTile& t, int64_t bytes, double epilogue_flops
   // either, tiled_gemm_eff does), reported only; a fine-grained loop in the epilogue pays its own.
   const int64_t reread = (t.blocks_n() - 1) * bytes_of(a) + (t.blocks_m() - 1) * bytes_of(b);
   // The epilogue: one round trip for its loads and the arithmetic of its elements.
-  const double epilogue = d.latency + epilogue_flops / static_cast<double>(threads) / d.clock;
+  const double epilogue = d.latency + epilogue_flops / static_cast<double>(threads) / d.clock +
+                          epilogue_macs / static_cast<double>(threads) * d.loop_step;
   // A block's K loop waits for one global round trip per step (the next step's slices load while
   // this one computes, so a step takes at least the latency), once per wave of blocks: what bounds
   // a product of few tiles and a long K (a classifier's [1 x 576] x [576 x 1024] runs 16 blocks
@@ -121,7 +123,8 @@ StatusOr<DeviceSpec> device_spec(const std::string& arch) {
         "us, barrier 0.1 us, grid barrier 2 us: "
         "assumed until calibrated (stitchc calibrate); tiled_gemm_eff 0.7: assumed from published SIMT "
         "SGEMMs (cost.h) "
-        "until measured";
+        "until measured; loop_step 45 ns: fine-grained GEMM loops of 1024 and 1835 steps per thread timed "
+        "on an H100 SXM5 (bench/gpu/results/2026-11-25-h100)";
   } else if (arch == "sm_80") {
     s.name = "A100 SXM4 80GB";
     s.sms = 108;
@@ -131,6 +134,7 @@ StatusOr<DeviceSpec> device_spec(const std::string& arch) {
     s.fp32 = 19.5e12;
     s.tensor = 156e12;
     s.clock = 1.41e9;
+    s.loop_step = 6.3e-8;
     s.sources =
         "sms, boost clock 1.41 GHz, fp32 19.5 TFLOPS, tf32 tensor 156 TFLOPS dense, HBM2e 2039 GB/s: NVIDIA "
         "A100 Tensor Core GPU datasheet "
@@ -140,7 +144,8 @@ StatusOr<DeviceSpec> device_spec(const std::string& arch) {
         "latency 0.5 us, barrier "
         "0.1 us, grid barrier 2 us: assumed until calibrated (stitchc calibrate); tiled_gemm_eff 0.7: "
         "assumed from "
-        "published SIMT SGEMMs (cost.h) until measured";
+        "published SIMT SGEMMs (cost.h) until measured; loop_step 63 ns: the H100's 45 ns scaled by the "
+        "clocks, assumed until measured";
   } else {
     return Status::user(fmt::format("no device spec for '{}': the cost model knows sm_80 and sm_90 (or pass "
                                     "--device-spec FILE from stitchc calibrate)", arch));
@@ -164,6 +169,7 @@ std::string device_spec_json(const DeviceSpec& s) {
                       {"latency", s.latency},
                       {"clock", s.clock},
                       {"tiled_gemm_eff", s.tiled_gemm_eff},
+                      {"loop_step", s.loop_step},
                       {"barrier", s.barrier},
                       {"grid_barrier", s.grid_barrier},
                       {"sources", s.sources}};
@@ -197,6 +203,7 @@ StatusOr<DeviceSpec> load_device_spec(const std::string& path) {
   RETURN_IF_ERROR(num("latency", s.latency));
   RETURN_IF_ERROR(num("clock", s.clock));
   RETURN_IF_ERROR(num("tiled_gemm_eff", s.tiled_gemm_eff));
+  RETURN_IF_ERROR(num("loop_step", s.loop_step));
   if (s.tiled_gemm_eff > 1)
     return Status::user(
         fmt::format("{}: \"tiled_gemm_eff\" is a fraction of the fp32 rate: at most 1", path));
@@ -342,7 +349,7 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
   bytes = in_bytes;
   for (const Value* v : info.stored) bytes += bytes_of(v);
   int64_t threads = 0, reread = 0;
-  double trips = 0, barrier_time = 0;
+  double trips = 0, barrier_time = 0, loop_steps = 0;
   if (info.row) {
     const codegen::RowMapping m = codegen::row_mapping(info);
     bool full_store = false;  // a store pass over the rows (analyze_stitch counts it in passes)
@@ -369,20 +376,23 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
     const int evals = cached ? 1 : info.passes;
     flops += (2 * info.contraction_macs + info.contraction_ops) * evals;
     reread += info.contraction_reads * evals;
+    loop_steps = info.contraction_macs * evals / static_cast<double>(std::max<int64_t>(threads, 1));
   } else if (info.tile) {
     return tiled_cost(*info.tile, bytes, flops + 2 * info.contraction_macs + info.contraction_ops,
-                      info.contraction_reads, d);
+                      info.contraction_reads, info.contraction_macs, d);
   } else {
     threads = std::min<int64_t>(num_elements(info.domain), codegen::kMaxMapBlocks * codegen::kMapBlock);
     trips = element_trips(num_elements(info.domain));
     flops += 2 * info.contraction_macs + info.contraction_ops;
     reread += info.contraction_reads;
+    loop_steps = info.contraction_macs / static_cast<double>(std::max<int64_t>(threads, 1));
   }
   Cost c;
   c.bytes = bytes;
   c.reread = reread;
   c.flops = flops;
-  c.time = kernel_time(bytes, reread, flops, std::max<int64_t>(threads, 1), trips, barrier_time, d);
+  c.time =
+      kernel_time(bytes, reread, flops, std::max<int64_t>(threads, 1), trips, barrier_time, d, loop_steps);
   c.launches = c.kernels = 1;
   return c;
 }

@@ -2,7 +2,8 @@
 // formulas over device constants whose sources are listed with them (device_spec in cost.cc).
 //
 //   t(kernel) = launch
-//             + max(dram_bytes / (dram_bw * bw_eff), round_trips * latency + flops / threads / clock,
+//             + max(dram_bytes / (dram_bw * bw_eff),
+//                   round_trips * latency + flops / threads / clock + loop_time,
 //                   flops / fp32)                              (bandwidth-bound or latency-bound)
 //             + reread_bytes / l2_bw                          (row passes after the first, uncached;
 //                                                              replicas' reads of their rows)
@@ -22,14 +23,18 @@
 //                row and step: StitchInfo::a_row_cached)
 //   reread_bytes also counts the operand reads of those loops beyond the first (StitchInfo::
 //                contraction_reads), charged at L2 bandwidth though many hit L1
+//   loop_time  = loop_steps * loop_step, added to the latency-bound term: loop_steps = a fine-grained
+//                GEMM's multiply-adds over the threads (evaluations x contraction length; once per
+//                pass in a row kernel that does not cache its row), the steps each thread runs in
+//                sequence
 //   t(library call) = launch + 2*M*N*K / rate + operand bytes / dram_bw (the same in every plan), rate
 //                the call's math: fp32 GEMMs on the fp32 pipes (cuBLASLt with CUBLAS_COMPUTE_32F uses no
 //                TF32), fp32 convolutions on TF32 tensor cores (cuDNN's default math allows them),
 //                fp16/bf16 on fp16 tensor cores (2x the TF32 rate), fp64 at half the fp32 rate
 //   t(view) = 0
 //   t(tiled GEMM with its epilogue, codegen/gemm_tile.h) = launch
-//             + max(2*R*N*K / (fp32 * tiled_gemm_eff * fill), the epilogue's round trip and flops,
-//                   waves * K steps * latency)
+//             + max(2*R*N*K / (fp32 * tiled_gemm_eff * fill), the epilogue's round trip, flops and
+//                   loop_time, waves * K steps * latency)
 //             + dram_bytes / (dram_bw * bw_eff)
 //   the library call's form, so that tiled_gemm_eff is the kernel's rate against the library's (both
 //   fp32 SIMT): it takes in the operands' re-reads from L2, the shared-memory traffic, the barriers
@@ -38,7 +43,8 @@
 //   slices' round trip, which bounds few tiles over a long K (the library call splits K instead);
 //   dram_bytes: each input once (the operands, a bias, a residual) and each stored value once
 //
-// launch, bw_eff, barrier and tiled_gemm_eff are assumptions until calibrated on the device
+// launch, bw_eff, barrier and tiled_gemm_eff are assumptions until calibrated on the device; loop_step
+// was measured on an H100 (cost.cc)
 // (`stitchc calibrate MEASUREMENTS.json` fits launch and bw_eff by least squares from
 // measured kernel times and writes a spec file that `--device-spec` loads).
 #pragma once
@@ -75,6 +81,10 @@ struct DeviceSpec {
   // reach about 70% of cuBLAS (S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like
   // Performance", 2022: 2D block tiling 68.7%, vectorized 78.4%, on an RTX A6000).
   double tiled_gemm_eff = 0.7;
+  // s per step of a fine-grained GEMM's loop in one thread (a multiply-add waiting on its operand
+  // loads, with the loop's unrolling overlapping some of them): the loops run their steps one after
+  // another, so a long contraction over few threads is latency-bound however few bytes it moves.
+  double loop_step = 4.5e-8;
   std::string sources;          // where each number comes from
 };
 

@@ -39,15 +39,18 @@ for m in "$ROOT"/models/*/; do
   check "report of $name counts launches and the arena" grep -q '"kernel_launches"' "$TMP/$name.json"
 done
 # The per-layer target as a plan test: at most 3 memory-intensive kernels per transformer layer (2
-# layers each, plus the embedding's or the final norm); GEMMs as loops or tiles are not counted.
+# layers each, plus the embedding's or the final norm, and bert_tiny's pooler Tanh after its GEMM
+# call); GEMMs as loops or tiles are not counted.
 for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec; do
+  extra=1
+  [ "$name" = bert_tiny ] && extra=2
   check "$name: at most 3 memory-intensive kernels per layer, each kernel of one kind" python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1]))
 kinds = [k['kind'] for k in r['kernels']]
 mi = kinds.count('memory-intensive')
 print(f'{mi} memory-intensive kernels, {kinds.count(\"gemm\")} GEMMs', file=sys.stderr)
-sys.exit(0 if mi == r['memory_intensive_kernels'] and mi + kinds.count('gemm') == r['kernel_launches'] and mi <= 3 * 2 + 1 else 1)" "$TMP/$name.json"
+sys.exit(0 if mi == r['memory_intensive_kernels'] and mi + kinds.count('gemm') == r['kernel_launches'] and mi <= 3 * 2 + int(sys.argv[2]) else 1)" "$TMP/$name.json" "$extra"
 done
 # --- greedy local stitching: fewer launches, same outputs, kernels through nvcc ------------
 for m in "$ROOT"/models/*/; do
@@ -90,8 +93,24 @@ folded_group() {
 expect "--no-stitch-matmul keeps every MatMul a library call" 0 "compiled" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/libmm" --shape batch=2 --shape sequence=16 \
   --no-stitch-matmul --no-nvcc
-# bert_tiny's MatMuls all run as loops in kernels by default; with them library calls, the calls
-# take over their neighbours' work.
+# What fine-grained GEMM loops make possible, planned as the cost model did before their steps were
+# priced (loop_step, measured on an H100 on 2026-11-25, where these plans of the tiny models ran
+# slower than library calls): a spec with free loop steps, the default planner (beam) and greedy.
+# Both run on emu against PyTorch.
+echo '{"arch": "sm_90", "loop_step": 1e-15}' >"$TMP/free_loops.json"
+for m in bert_tiny:beam llama_tiny:beam gpt2_tiny:beam bert_tiny:greedy; do
+  name=${m%%:*} mode=${m#*:}
+  expect "$name with free loop steps (--fusion $mode) matches PyTorch on emu" 0 "all [0-9]+ output\(s\) match" -- \
+    bash -c '"$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --no-nvcc --fusion "$3" \
+      --device-spec "$4" >/dev/null && "$0" run "$2" --backend emu --inputs "$5" --expect "$5"' \
+    "$STITCHC" "$ROOT/models/$name/model.onnx" "$TMP/loops_${name}_$mode" "$mode" "$TMP/free_loops.json" \
+    "$ROOT/models/$name/test_data_set_0"
+done
+check "by default bert_tiny's projections are calls and Q.K^T stays in the softmax kernel" \
+  same_kernel "$TMP/bert_tiny/kernels" /model/encoder/layer.0/attention/self/MatMul \
+  /model/encoder/layer.0/attention/self/Softmax "regional stitching"
+# With free loop steps bert_tiny's MatMuls all run as loops in kernels; with them library calls,
+# the calls take over their neighbours' work.
 check "the residual is added by the dense layer's GEMM (its C), layer norm reads the sum" \
   folded_group "$TMP/libmm/plan.txt" \
   "added by node '/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) as its C (a residual" \
@@ -106,8 +125,9 @@ check "llama_tiny: the row-scale move is weighed by the estimate, and the plan s
 # Layer 0's gate is computed in its norm's kernel next to the gate/up loop, layer 1's in front of
 # the down projection's loop (the estimate has both layouts equal).
 check "llama_tiny: a down projection's kernel computes the SiLU gate once per row into shared memory" \
-  grep -Eq "MatMul 'node_linear_(6|13)': A's row, once per row" "$TMP/llama_tiny"/kernels/k0*.cu
-expect "--no-hoist-row-scales: 3 kernels per layer all the same (7 launches)" 0 "7 kernels \+ 6 library calls" -- \
+  grep -Eq "MatMul 'node_linear_(6|13)': A's row, once per row" "$TMP/loops_llama_tiny_beam"/kernels/k0*.cu
+expect "--no-hoist-row-scales: the second norm and the SiLU gate stay apart (4 kernels per layer)" 0 \
+  "9 kernels \+ 10 library calls" -- \
   "$STITCHC" compile "$ROOT/models/llama_tiny/model.onnx" -o "$TMP/llama_nohoist" --shape batch=2 \
   --shape sequence=16 --no-nvcc --no-hoist-row-scales --explain-fusion
 check "gpt2_tiny: its Q/K/V Splits became Slices, by the estimate" \
@@ -121,8 +141,9 @@ check "gpt2_tiny: its Gemms became MatMuls, by the estimate" \
 check "--report-json records the Gemms as MatMuls (gpt2_tiny: 8, four per layer)" \
   python3 -c "import json, sys; f = json.load(open(sys.argv[1]))['fusion']['gemms_as_matmuls']; \
 assert f['applied'] and len(f['lines']) == 8, f" "$TMP/gpt2_tiny.json"
-check "GPT-2's attention output projection (a Gemm) runs inside the second layer norm's kernel" \
-  same_kernel "$TMP/gpt2_tiny/kernels" /model/h.0/attn/c_proj/Gemm /model/h.0/ln_2/ReduceMean_1 "regional stitching"
+check "GPT-2's attention output projection (a Gemm) runs inside the second layer norm's kernel (free loops)" \
+  same_kernel "$TMP/loops_gpt2_tiny_beam/kernels" /model/h.0/attn/c_proj/Gemm /model/h.0/ln_2/ReduceMean_1 \
+  "regional stitching"
 expect "--no-gemms-as-matmuls keeps GPT-2's Gemms (5 calls per layer)" 0 "7 kernels \+ 10 library calls" -- \
   "$STITCHC" compile "$ROOT/models/gpt2_tiny/model.onnx" -o "$TMP/gpt2_gemms" --shape batch=2 \
   --shape sequence=16 --no-nvcc --no-emu --no-gemms-as-matmuls --explain-fusion
@@ -130,12 +151,12 @@ expect "--no-fuse on a Gemm: it stays a Gemm, a call of its own" 0 \
   "    node '/model/h.0/attn/c_proj/Gemm' \(Gemm\) -> f32\[32x64\]" -- \
   "$STITCHC" compile "$ROOT/models/gpt2_tiny/model.onnx" -o "$TMP/gpt2_keep_gemm" --shape batch=2 \
   --shape sequence=16 --no-nvcc --no-emu --no-fuse /model/h.0/attn/c_proj/Gemm --explain-fusion
-expect "--no-split-slices keeps GPT-2's Splits (each GEMM then a loop in a kernel: no call)" 0 \
-  "13 kernels \+ 0 library calls" -- \
+expect "--no-split-slices keeps GPT-2's Splits (2 calls more than with the Slices)" 0 \
+  "7 kernels \+ 12 library calls" -- \
   "$STITCHC" compile "$ROOT/models/gpt2_tiny/model.onnx" -o "$TMP/gpt2_nosplit" --shape batch=2 \
   --shape sequence=16 --no-nvcc --no-emu --no-split-slices --explain-fusion
 expect "GPT-2's shared Reshapes copied per reader gain nothing: the copies are not kept" 0 \
-  "shared relayouts copied per reader \(not applied: estimated 62\.9 us against 62\.9 us without" -- \
+  "shared relayouts copied per reader \(not applied: estimated 73\.9 us against 73\.9 us without" -- \
   "$STITCHC" compile "$ROOT/models/gpt2_tiny/model.onnx" -o "$TMP/gpt2_copies" --shape batch=2 \
   --shape sequence=16 --no-nvcc --no-emu --explain-fusion
 check "--no-relayout-copies skips the comparison" \
@@ -154,11 +175,11 @@ check "the dense layer's bias is added in its GEMM's epilogue" \
   grep -q "'/model/encoder/layer.0/attention/output/dense/MatMul' (MatMul) in its epilogue (bias)" \
   "$TMP/libmm/plan.txt"
 check "BERT's Q.K^T runs inside its softmax kernel (a fine-grained GEMM, stitched)" \
-  same_kernel "$TMP/fused_bert_tiny/kernels" /model/encoder/layer.0/attention/self/MatMul \
+  same_kernel "$TMP/loops_bert_tiny_greedy/kernels" /model/encoder/layer.0/attention/self/MatMul \
   /model/encoder/layer.0/attention/self/Softmax "regional stitching"
 check "the plan names the stitched Q.K^T and its estimate against the library call" \
   grep -q -E "fine-grained MatMuls stitched into kernels \([0-9]+ of them, as loops over the contraction axis\): estimated .* us against .* us with library calls: (node '[^']*' \(MatMul\), )*node '/model/encoder/layer.0/attention/self/MatMul' \(MatMul\)" \
-  "$TMP/fused_bert_tiny/plan.txt"
+  "$TMP/loops_bert_tiny_greedy/plan.txt"
 check "the Q head transpose is read through the scores GEMM's operand strides" \
   grep -q "read by node '/model/encoder/layer.0/attention/self/MatMul' (MatMul) through its operand A's strides" \
   "$TMP/libmm/plan.txt"
@@ -167,17 +188,17 @@ check "--no-stitch-matmul: no kernel holds a MatMul" bash -c "! grep -q ' (MatMu
 check "the embedding layer norm and the mask kernel share one launch (independent packing)" \
   same_kernel "$TMP/bert_tiny/kernels" /model/embeddings/LayerNorm/LayerNormalization /model/And_1 \
   "scheme: independent"
-check "greedy moves the embedding norm past the Q/K/V GEMM (its estimate is lower)" \
+check "greedy moves the embedding norm past the Q/K/V GEMM (its estimate is lower, free loops)" \
   grep -q "node '/model/encoder/layer.0/attention/self/query/MatMul/merged' (MatMul): LayerNormalization '/model/embeddings/LayerNorm/LayerNormalization' decomposed" \
-  "$TMP/fused_bert_tiny/plan.txt"
+  "$TMP/loops_bert_tiny_greedy/plan.txt"
 check "BERT's Q, K and V projections are one GEMM" \
   grep -q "node '/model/encoder/layer.0/attention/self/value/MatMul' (MatMul) -> node '/model/encoder/layer.0/attention/self/query/MatMul/merged' (MatMul, n = 64+64+64)" \
   "$TMP/fused_bert_tiny/plan.txt"
 check "GPT-2's tanh-form GELU runs in its GEMM's epilogue" \
   grep -q "computed by node '/model/h.0/mlp/c_fc/Gemm' (MatMul) in its epilogue (GELU, tanh form)" \
   "$TMP/fused_gpt2_tiny/plan.txt"
-check "BERT's erf-form GELU runs in FFN2's row kernel, in front of FFN2's loop" \
-  same_kernel "$TMP/bert_tiny/kernels" /model/encoder/layer.0/intermediate/intermediate_act_fn/Erf \
+check "BERT's erf-form GELU runs in FFN2's row kernel, in front of FFN2's loop (free loops)" \
+  same_kernel "$TMP/loops_bert_tiny_beam/kernels" /model/encoder/layer.0/intermediate/intermediate_act_fn/Erf \
   /model/encoder/layer.0/output/dense/MatMul "regional stitching"
 # With every MatMul a call, the first layer norm moves past FFN1 (it stays for FFN2's residual):
 # FFN1 reads the norm's input, and its mean and scale are applied to the product in the norm's
@@ -318,8 +339,8 @@ expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min 
   "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1
 expect "bench --backend cuda without a GPU" 2 "needs an NVIDIA GPU" -- "$STITCHC" bench "$B"
 # Per step against the unfused artifact: each stitched kernel beside the steps that run its nodes
-# there, summed per kind of subgraph (bert_tiny: 5 layer-norm kernels, two of them with the erf
-# GELU in front of FFN2's loop, 2 softmax; no GELU kernel of its own).
+# there, summed per kind of subgraph (bert_tiny: 8 kernels and 11 GEMM calls; 5 layer-norm kernels,
+# two of them with the erf GELU moved past FFN1 with the norm, 2 softmax; no GELU kernel of its own).
 "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/bert_none" --shape batch=2 --shape sequence=16 \
   --fusion none --no-nvcc >/dev/null 2>&1
 expect "bench --steps --against the unfused artifact" 0 \
@@ -329,7 +350,7 @@ check "bench --json holds every step and the per-kind sums" python3 -c "
 import json, sys
 j = json.load(open(sys.argv[1]))
 k = j['kinds']
-assert len(j['steps']) == 12 and j['against']['run_ms_median'] > 0
+assert len(j['steps']) == 19 and j['against']['run_ms_median'] > 0
 assert (k['norm']['steps'], k['softmax']['steps']) == (5, 2) and 'gelu' not in k, k
 assert all(s['median_us'] > 0 for s in j['steps'])" "$TMP/bench.json"
 expect "bench --against a folder that is no artifact" 2 "manifest.json" -- \

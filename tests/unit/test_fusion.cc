@@ -35,10 +35,13 @@ TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= gr
   // (relabel_transposes, 2026-11-25): beam joins Q's views and scale to the softmax kernel first,
   // so the Q projection is left a call (67.0 against 62.1 us estimated). With the rewrites stitchc
   // runs (the next test) it stays at 7 + 4 and 59.8 us. seg_small (2026-11-25): 14, 8 kernels and
-  // its 6 convolutions.
+  // its 6 convolutions. Since a fine-grained GEMM's loop pays for its steps (loop_step, measured on
+  // an H100 on 2026-11-25, where these loops ran slower than the calls), the projections of the
+  // raw graphs are calls again: bert_tiny 26, llama_tiny and llama_tiny_bf16 25, llama_tiny_dec 19
+  // (Q.K^T stays in the softmax kernels).
   const std::map<std::string, size_t> most = {
-      {"bert_tiny", 14},     {"gpt2_tiny", 19},       {"llama_tiny", 14},     {"cnn_small", 21},
-      {"gpt2_tiny_f16", 21}, {"llama_tiny_bf16", 13}, {"llama_tiny_dec", 13}, {"seg_small", 14}};
+      {"bert_tiny", 26},     {"gpt2_tiny", 19},       {"llama_tiny", 25},     {"cnn_small", 21},
+      {"gpt2_tiny_f16", 21}, {"llama_tiny_bf16", 25}, {"llama_tiny_dec", 19}, {"seg_small", 14}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -352,10 +355,15 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
   // next RMSNorm) and 2 calls (Q/K/V, gate/up). seg_small (2026-11-25): 8 + 6, its convolutions the
   // calls; each Resize (Gathers and weighted sums) in one kernel with the ops around it, the last
   // two and the class softmax in one.
+  // Since loop_step (2026-11-25: on an H100 the loops above were slower than library calls, the
+  // decoding step's gate/up loop 95 us against 14 us; bench/gpu/results/2026-11-25-h100), every
+  // projection is a call: bert_tiny 10 + 11, gpt2_tiny 7 + 10, gpt2_tiny_f16 9 + 10, llama_tiny,
+  // llama_tiny_bf16 and llama_tiny_dec 7 + 10 (3 kernels and 5 calls per layer; Q.K^T still in the
+  // softmax kernels); cnn_small and seg_small as they were.
   const std::map<std::string, std::pair<size_t, size_t>> most = {
-      {"bert_tiny", {10, 2}},     {"gpt2_tiny", {7, 6}},      {"llama_tiny", {7, 6}},
-      {"cnn_small", {11, 9}},     {"gpt2_tiny_f16", {11, 2}}, {"llama_tiny_bf16", {7, 6}},
-      {"llama_tiny_dec", {7, 4}}, {"seg_small", {8, 6}}};
+      {"bert_tiny", {10, 11}},     {"gpt2_tiny", {7, 10}},     {"llama_tiny", {7, 10}},
+      {"cnn_small", {11, 9}},      {"gpt2_tiny_f16", {9, 10}}, {"llama_tiny_bf16", {7, 10}},
+      {"llama_tiny_dec", {7, 10}}, {"seg_small", {8, 6}}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = test::prepared_model(name);
@@ -372,21 +380,18 @@ TEST_CASE("launches of the shipped models as stitchc compiles them (sibling GEMM
     CHECK(sliced->lines.size() == (gpt2 ? 2u : name == "bert_tiny" ? 1u : 0u));
     auto hoisted = fusion::hoist_row_scales_if_cheaper(g, opts("beam"));
     REQUIRE(hoisted.is_ok());
-    // llama_tiny's two RMSNorms in front of their gate/up GEMMs move, 0.02 us ahead in the estimate; so
-    // do llama_tiny_bf16's (0.3 us); llama_tiny's were 0.02 us behind, and left, while the mask's
-    // GatherND was a kernel of its own
-    // llama_tiny_dec's do not (0.01 us behind)
-    CHECK(hoisted->lines.size() == (llama && name != "llama_tiny_dec" ? 2u : 0u));
+    // The RMSNorms in front of the gate/up GEMMs move in llama_tiny, llama_tiny_bf16 and
+    // llama_tiny_dec (their norm and the SiLU gate then one kernel: 75.8 against 83.6 us estimated
+    // for the decoding step); llama_tiny's in front of Q/K/V move too, for attention (67.0 against
+    // 68.0 us). (Before loop_step: llama_tiny's and llama_tiny_bf16's gate/up norms only, 0.02 and
+    // 0.3 us ahead, the decoding step's none.)
+    CHECK(hoisted->lines.size() == (name == "llama_tiny" ? 4u : llama ? 2u : 0u));
     // A decoding step's present keys: the attention kernel computes them again, and packs with
-    // the cache append (9 + 4 without)
+    // the cache append; its present values are read by P.V's call and not copied.
     auto outputs = fusion::copy_output_cones_if_cheaper(g, opts("beam"));
     REQUIRE(outputs.is_ok());
     CHECK(outputs->lines.size() == (name == "llama_tiny_dec" ? 2u : 0u));
-    // Its present values would be copied too (P.V's kernel computing them) but are estimated
-    // dearer with the keys' copies than without (64.3 against 59.8 us): the kind is left out.
-    if (name == "llama_tiny_dec")
-      CHECK(outputs->verdict.find("the 2 copies like output 'present_value_0' left out") !=
-            std::string::npos);
+    for (const std::string& line : outputs->lines) CHECK(line.find("present_key_") != std::string::npos);
     auto plan = fusion::make_plan(*g, opts("beam"));
     REQUIRE(plan.is_ok());
     const auto groups = groups_of(*plan);

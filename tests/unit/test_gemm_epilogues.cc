@@ -17,20 +17,25 @@ using namespace stitch::test;
 namespace {
 
 // y = x w + b, then an activation written out node by node (`body` reads %h, writes %a).
-std::unique_ptr<Graph> gemm_then(const std::string& body, const std::string& consts = "") {
+// `t` is the element type of everything, constants included.
+std::unique_ptr<Graph> gemm_then(const std::string& body, const std::string& consts = "",
+                                 const std::string& t = "f32") {
+  std::string c = consts;
+  for (size_t at = c.find("f32["); at != std::string::npos; at = c.find("f32[", at + t.size()))
+    c.replace(at, 3, t);
   auto g = test::parse_or_die(fmt::format(R"(graph "g" opset 20 {{
-  input %x: f32[6,16]
-  input %w: f32[16,24]
-  input %b: f32[24]
-{}
+  input %x: {2}[6,16]
+  input %w: {2}[16,24]
+  input %b: {2}[24]
+{0}
   %y = MatMul(%x, %w) @"mm"
   %h = Add(%y, %b) @"bias"
-{}
+{1}
   %o = Neg(%a) @"after"
   output %o
 }}
 )",
-                                          consts, body));
+                                          c, body, t));
   test::run_frontend_or_die(*g);
   return g;
 }
@@ -114,6 +119,30 @@ TEST_CASE("GELU is recognised by what it computes, however the exporter wrote it
     auto g = gemm_then(body, kGeluConsts);
     CHECK(activation_after_bias(*g) == want);
   }
+}
+
+TEST_CASE("GELU in float16, its constants rounded to float16, is still told from the erf form", "[fusion]") {
+  // GPT-2 exported in float16 writes sqrt(2 / pi) and 0.044715 as float16 constants, which move
+  // the function by about 1e-5; the erf form stays 4.7e-4 away from the tanh form.
+  using codegen::Activation;
+  const std::string erf_form = R"(  %u = Div(%h, %s2)
+  %e = Erf(%u)
+  %e1 = Add(%e, %one)
+  %m = Mul(%h, %e1)
+  %a = Mul(%m, %half))";
+  const std::string off = R"(  %m = Mul(%h, %half)
+  %p = Pow(%h, %three)
+  %q = Mul(%p, %c1_off)
+  %s = Add(%h, %q)
+  %t = Mul(%s, %c0)
+  %th = Tanh(%t)
+  %t1 = Add(%th, %one)
+  %a = Mul(%m, %t1))";
+  CHECK(activation_after_bias(*gemm_then(kGeluTanhBody, kGeluConsts, "f16")) == Activation::kGeluTanh);
+  CHECK(activation_after_bias(*gemm_then(erf_form, kGeluConsts, "f16")) == Activation::kGeluErf);
+  CHECK(activation_after_bias(*gemm_then(off, kGeluConsts, "f16")) == std::nullopt);
+  // bfloat16 rounds the constants 8 times coarser: its tanh form is not told apart, and stays a kernel
+  CHECK(activation_after_bias(*gemm_then(kGeluTanhBody, kGeluConsts, "bf16")) == std::nullopt);
 }
 
 TEST_CASE("a GEMM applies GELU's tanh form in its epilogue, the erf form only when allowed",
