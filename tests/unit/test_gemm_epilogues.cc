@@ -60,6 +60,23 @@ const char* kGeluTanhBody = R"(  %m = Mul(%h, %half)
   %t1 = Add(%th, %one)
   %a = Mul(%m, %t1))";
 
+// BERT's erf form, dividing by sqrt(2).
+const char* kGeluErfBody = R"(  %u = Div(%h, %s2)
+  %e = Erf(%u)
+  %e1 = Add(%e, %one)
+  %m = Mul(%h, %e1)
+  %a = Mul(%m, %half))";
+
+// GPT-2's form with a wrong cubic coefficient: not GELU.
+const char* kGeluOffBody = R"(  %m = Mul(%h, %half)
+  %p = Pow(%h, %three)
+  %q = Mul(%p, %c1_off)
+  %s = Add(%h, %q)
+  %t = Mul(%s, %c0)
+  %th = Tanh(%t)
+  %t1 = Add(%th, %one)
+  %a = Mul(%m, %t1))";
+
 std::optional<codegen::Activation> activation_after_bias(const Graph& g) {
   const auto users = g.users();
   for (const auto& n : g.nodes())
@@ -88,25 +105,10 @@ TEST_CASE("GELU is recognised by what it computes, however the exporter wrote it
   %m = Mul(%t1, %h)
   %a = Div(%m, %two))",
        Activation::kGeluTanh},
-      // BERT's erf form, dividing by sqrt(2)
-      {R"(  %u = Div(%h, %s2)
-  %e = Erf(%u)
-  %e1 = Add(%e, %one)
-  %m = Mul(%h, %e1)
-  %a = Mul(%m, %half))",
-       Activation::kGeluErf},
+      {kGeluErfBody, Activation::kGeluErf},
       {R"(  %a = Gelu(%h) {approximate = "tanh"})", Activation::kGeluTanh},
       {R"(  %a = Gelu(%h))", Activation::kGeluErf},
-      // a wrong cubic coefficient is not GELU
-      {R"(  %m = Mul(%h, %half)
-  %p = Pow(%h, %three)
-  %q = Mul(%p, %c1_off)
-  %s = Add(%h, %q)
-  %t = Mul(%s, %c0)
-  %th = Tanh(%t)
-  %t1 = Add(%th, %one)
-  %a = Mul(%m, %t1))",
-       std::nullopt},
+      {kGeluOffBody, std::nullopt},
       // a missing half is not GELU
       {R"(  %u = Mul(%h, %rs2)
   %e = Erf(%u)
@@ -125,22 +127,9 @@ TEST_CASE("GELU in float16, its constants rounded to float16, is still told from
   // GPT-2 exported in float16 writes sqrt(2 / pi) and 0.044715 as float16 constants, which move
   // the function by about 1e-5; the erf form stays 4.7e-4 away from the tanh form.
   using codegen::Activation;
-  const std::string erf_form = R"(  %u = Div(%h, %s2)
-  %e = Erf(%u)
-  %e1 = Add(%e, %one)
-  %m = Mul(%h, %e1)
-  %a = Mul(%m, %half))";
-  const std::string off = R"(  %m = Mul(%h, %half)
-  %p = Pow(%h, %three)
-  %q = Mul(%p, %c1_off)
-  %s = Add(%h, %q)
-  %t = Mul(%s, %c0)
-  %th = Tanh(%t)
-  %t1 = Add(%th, %one)
-  %a = Mul(%m, %t1))";
   CHECK(activation_after_bias(*gemm_then(kGeluTanhBody, kGeluConsts, "f16")) == Activation::kGeluTanh);
-  CHECK(activation_after_bias(*gemm_then(erf_form, kGeluConsts, "f16")) == Activation::kGeluErf);
-  CHECK(activation_after_bias(*gemm_then(off, kGeluConsts, "f16")) == std::nullopt);
+  CHECK(activation_after_bias(*gemm_then(kGeluErfBody, kGeluConsts, "f16")) == Activation::kGeluErf);
+  CHECK(activation_after_bias(*gemm_then(kGeluOffBody, kGeluConsts, "f16")) == std::nullopt);
   // bfloat16 rounds the constants 8 times coarser: its tanh form is not told apart, and stays a kernel
   CHECK(activation_after_bias(*gemm_then(kGeluTanhBody, kGeluConsts, "bf16")) == std::nullopt);
 }
