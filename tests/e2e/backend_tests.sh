@@ -277,6 +277,10 @@ echo '{"arch":"sm_90","tiled_gemm_eff":1.5}' >"$TMP/tiled_spec.json"
 expect "a tiled GEMM efficiency above 1" 2 "\"tiled_gemm_eff\" is a fraction of the fp32 rate: at most 1" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
   --device-spec "$TMP/tiled_spec.json"
+echo '{"arch":"sm_90","loop_step":-1}' >"$TMP/loop_spec.json"
+expect "a negative loop step" 2 "\"loop_step\" must be a positive number" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --device-spec "$TMP/loop_spec.json"
 expect "beam width 0" 2 "--beam-width must be at least 1" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --beam-width 0
 expect "calibrate: not a measurements file" 2 "expected \{\"arch\"" -- "$STITCHC" calibrate "$TMP/bad_spec.json" -o "$TMP/spec.json"

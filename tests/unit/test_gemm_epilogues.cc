@@ -67,15 +67,11 @@ const char* kGeluErfBody = R"(  %u = Div(%h, %s2)
   %m = Mul(%h, %e1)
   %a = Mul(%m, %half))";
 
-// GPT-2's form with a wrong cubic coefficient: not GELU.
-const char* kGeluOffBody = R"(  %m = Mul(%h, %half)
-  %p = Pow(%h, %three)
-  %q = Mul(%p, %c1_off)
-  %s = Add(%h, %q)
-  %t = Mul(%s, %c0)
-  %th = Tanh(%t)
-  %t1 = Add(%th, %one)
-  %a = Mul(%m, %t1))";
+// GPT-2's form with a wrong cubic coefficient (%c1_off for %c1): not GELU.
+const std::string kGeluOffBody = [] {
+  std::string b = kGeluTanhBody;
+  return b.replace(b.find("%c1)"), 3, "%c1_off");
+}();
 
 std::optional<codegen::Activation> activation_after_bias(const Graph& g) {
   const auto users = g.users();
