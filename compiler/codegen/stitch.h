@@ -41,6 +41,7 @@
 // the library call (fusion/plan.h).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -101,6 +102,13 @@ struct StitchInfo {
   // store loop each after the passes. They set the blocks per row (RowMapping::replicas).
   std::vector<int64_t> wide_widths;
   std::vector<const Value*> stored;
+  // Row kernels: stored values computed from a row op through Transposes that permute the rows'
+  // kept axes (a head transpose after a per-head norm), each with the domain axis every one of its
+  // axes runs along. The store pass writes them at those coordinates; rows move, each stays whole
+  // and contiguous. Other stored values are in the domain's order.
+  std::map<const Value*, std::vector<int64_t>> permuted;
+  // Row kernels: whether the store pass over the rows writes `v` (the rows' shape, maybe permuted).
+  bool full_row(const Value* v) const { return permuted.count(v) > 0 || *v->dims == domain; }
   int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element, in
                                    // instructions (op_instructions)
   // Fine-grained GEMMs in the group: multiply-adds per evaluation of the kernel's values (per

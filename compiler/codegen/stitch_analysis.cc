@@ -442,49 +442,121 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
     }
     return longer;
   };
-  // A Slice that keeps every kept axis whole: it stays at the current row.
-  auto in_row_slice = [&](const Node& n) {
-    if (n.op_type != "Slice" || !n.input(0) || dims(n.input(0)).size() != info.domain.size()) return false;
-    auto spec = stitch_slice(n);
-    if (!spec.is_ok()) return false;
-    const Dims& in = dims(n.input(0));
-    const Dims st = ops::strides_of(in);
-    for (int64_t k = 0; k < r; ++k)
-      if (!info.reduced[k] &&
-          (spec->out[k] != in[k] || spec->strides[k] != st[k] || (spec->base / st[k]) % in[k] != 0))
-        return false;
+  // Values computed from a row op's result are read at the current row only. Each has a frame:
+  // for each of its axes, the domain axis it runs along (right-aligned when it has fewer). Row
+  // ops' results are in the domain's frame; a Transpose after them may permute the kept axes (a
+  // head transpose after a per-head norm), so that rows move but each stays whole, contiguous and
+  // last. Along a kept axis such a value has the domain's extent or 1 (a broadcast of a per-row
+  // value); along a reduced one any extent: Slices, Splits and Concats along the row move values
+  // within it (a rotary embedding's halves), and a per-row value may scale a product wider than
+  // the row (a wide value: RMSNorm moved past its GEMM). Never another layout change, so that
+  // every value pulled at coordinates of the current row reads that row only.
+  using Frame = std::vector<int64_t>;
+  Frame identity(static_cast<size_t>(r));
+  for (int64_t k = 0; k < r; ++k) identity[static_cast<size_t>(k)] = k;
+  std::map<const Value*, Frame> frame;
+  auto fits = [&](const Dims& v, const Frame& f) {
+    if (v.size() < static_cast<size_t>(r)) return f == identity && broadcasts_into(v, info.domain);
+    if (v.size() != static_cast<size_t>(r)) return false;
+    for (int64_t k = 0; k < r; ++k) {
+      const int64_t a = f[static_cast<size_t>(k)];
+      if (!info.reduced[a] && v[k] != 1 && v[k] != info.domain[a]) return false;
+    }
     return true;
   };
-  // Values computed from a row op's result are read at the current row only: per-element ops
-  // over the rows' shape (a broadcast of a per-row value) or wide values, and Slices along the
-  // row; never another layout change.
-  std::set<const Value*> after_row;
+  // A layout op's axis runs along the row: its domain axis is a reduced one.
+  auto along_row = [&](const Frame& f, int64_t axis) { return info.reduced[f[static_cast<size_t>(axis)]]; };
   for (const Node* n : nodes) {
-    bool after = false;
-    for (const Value* in : n->inputs) after |= in && after_row.count(in);
     const StitchRole role = stitch_role(*n);
-    if (after && role == StitchRole::kContraction)
+    std::optional<Frame> f;  // the frame of the inputs computed from a row op
+    for (const Value* in : n->inputs) {
+      auto it = in ? frame.find(in) : frame.end();
+      if (it == frame.end()) continue;
+      if (f && *f != it->second)
+        return Status::user(
+            fmt::format("{} reads values computed from a row op in two layouts (one through a Transpose)",
+                        n->describe()));
+      f = it->second;
+    }
+    if (role == StitchRole::kRow) {
+      if (f && *f != identity)
+        return Status::user(fmt::format(
+            "{} reduces a value computed from a row op through a Transpose: its rows are not the group's",
+            n->describe()));
+      frame[n->output(0)] = identity;
+      continue;
+    }
+    if (!f) continue;
+    if (role == StitchRole::kContraction)
       return Status::user(
           fmt::format("{} multiplies a value computed from a row op in the group, which a row kernel "
                       "holds for the current row only",
                       n->describe()));
-    if (after && role != StitchRole::kPointwise && role != StitchRole::kRow &&
-        !(in_row_slice(*n) && wide(dims(n->output(0)))))
-      return Status::user(fmt::format("{} changes the layout of a value computed from a row op in the group", n->describe()));
-    if (after && !broadcasts_into(dims(n->output(0)), info.domain) && !wide(dims(n->output(0))))
-      return Status::user(fmt::format("{} makes {} from a row op's result, not a broadcast of the rows {}", n->describe(),
-                                      dims_to_string(dims(n->output(0))), dims_to_string(info.domain)));
-    if (after)
+    const std::string changes =
+        fmt::format("{} changes the layout of a value computed from a row op in the group", n->describe());
+    Frame of = *f;
+    const Value* data = n->input(0);
+    const bool data_after = data && frame.count(data);
+    const bool full_rank = data && dims(data).size() == static_cast<size_t>(r);
+    if (role == StitchRole::kPointwise) {
       for (const Value* in : n->inputs)
-        if (in && after_row.count(in) && dims(in).size() != info.domain.size() && in->producer &&
+        if (in && frame.count(in) && dims(in).size() != info.domain.size() && in->producer &&
             stitch_role(*in->producer) == StitchRole::kRow)
           return Status::user(fmt::format("{} reads '{}', a reduction without keepdims, inside the group", n->describe(),
                                           in->name));
-    if (after || role == StitchRole::kRow) after_row.insert(n->output(0));
+    } else if (n->op_type == "Transpose" && data_after && full_rank && !info.column) {
+      ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::transpose_perm(*n, r));
+      for (int64_t k = 0; k < r; ++k) of[static_cast<size_t>(k)] = (*f)[static_cast<size_t>(perm[k])];
+      // The row's axes (of more than one element) stay last and in order.
+      int64_t last_reduced = -1;
+      for (int64_t k = 0; k < r; ++k) {
+        const int64_t a = of[static_cast<size_t>(k)];
+        if (info.domain[a] == 1) continue;
+        if (info.reduced[a] ? a < last_reduced : last_reduced >= 0)
+          return Status::user(fmt::format(
+              "{} moves the row axes of a value computed from a row op: after a row op a Transpose may only "
+              "reorder whole rows",
+              n->describe()));
+        if (info.reduced[a]) last_reduced = a;
+      }
+    } else if (n->op_type == "Slice" && data_after && full_rank) {
+      // Every kept axis whole: the slice stays inside the current row.
+      ASSIGN_OR_RETURN(ops::SliceSpec spec, stitch_slice(*n));
+      const Dims& in = dims(data);
+      const Dims st = ops::strides_of(in);
+      for (int64_t k = 0; k < r; ++k)
+        if (!along_row(*f, k) && in[k] != 1 &&
+            (spec.out[k] != in[k] || spec.strides[k] != st[k] || (spec.base / st[k]) % in[k] != 0))
+          return Status::user(changes + ": it slices across rows");
+    } else if ((n->op_type == "Split" || n->op_type == "Concat") && full_rank) {
+      ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(*n, n->attr_int("axis", 0), r));
+      if (!along_row(*f, axis))
+        return Status::user(fmt::format("{} along axis {}, across rows", changes, axis));
+    } else {
+      return Status::user(changes);
+    }
+    for (const Value* o : n->outputs) {
+      if (!o) continue;
+      if (!fits(dims(o), of))
+        return Status::user(fmt::format("{} makes {} from a row op's result, not a broadcast of the rows {}",
+                                        n->describe(), dims_to_string(dims(o)), dims_to_string(info.domain)));
+      frame[o] = of;
+    }
   }
   bool full = false;
   std::set<int64_t> widths;  // one store pass per width of wide values
   for (const Value* v : info.stored) {
+    if (auto it = frame.find(v); it != frame.end() && it->second != identity) {
+      for (int64_t k = 0; k < r; ++k)
+        if (dims(v)[k] != info.domain[it->second[static_cast<size_t>(k)]])
+          return Status::user(
+              fmt::format("it would store '{}' ({}), computed from a row op through a Transpose, other than "
+                          "as whole rows {}",
+                          v->name, dims_to_string(dims(v)), dims_to_string(info.domain)));
+      info.permuted[v] = it->second;
+      full = true;
+      continue;
+    }
     if (dims(v) == info.domain) {
       full = true;
       continue;

@@ -217,7 +217,7 @@ Status Stitcher::emit_rows() {
         count += ri.passes;
       }
     for (const Value* v : info_.stored)
-      if (dims(v) == d && pulls(v, x)) {
+      if (info_.full_row(v) && pulls(v, x)) {
         ++count;
         break;
       }
@@ -242,7 +242,7 @@ Status Stitcher::emit_rows() {
   std::vector<const Value*> full, one;
   std::map<int64_t, std::vector<const Value*>> wide;  // by width
   for (const Value* v : info_.stored) {
-    if (dims(v) == d) {
+    if (info_.full_row(v)) {
       full.push_back(v);
       continue;
     }
@@ -258,9 +258,16 @@ Status Stitcher::emit_rows() {
   if (!full.empty()) {
     scopes_[1] = Scope{};
     for (const Value* v : full) {
-      ASSIGN_OR_RETURN(SExpr val, at(v, dom_));
+      // A value whose rows a Transpose reordered: the element of this row's at its own axes.
+      Coords c = dom_;
+      std::string off = flat_.s;
+      if (auto it = info_.permuted.find(v); it != info_.permuted.end()) {
+        for (int64_t k = 0; k < r; ++k) c[k] = dom_[it->second[static_cast<size_t>(k)]];
+        off = offset(v, c).s;
+      }
+      ASSIGN_OR_RETURN(SExpr val, at(v, c));
       if (map_.column) line(1, "if (live) {");  // threads past the last column store nothing
-      store(v, flat_.s, val.s, 1);
+      store(v, off, val.s, 1);
       if (map_.column) line(1, "}");
     }
     std::vector<std::string> body = std::move(scopes_[1].lines);
@@ -380,6 +387,9 @@ Status Stitcher::emit_rows() {
       map_.split() ? "global: partials through global memory and a grid barrier per pass" : "regional",
       cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
   if (wide_vec_) k_.mapping += "; wide values 4 per thread a step, as 128-bit loads and stores";
+  for (const auto& [v, f] : info_.permuted)
+    k_.mapping +=
+        fmt::format("; '{}' stored {} (rows reordered by a Transpose)", v->name, dims_to_string(dims(v)));
   for (const std::string& ct : scratch_)
     k_.static_smem_bytes += (map_.column ? map_.block : 32) * (ct == "double" ? 8 : 4);
   CudaWriter w;

@@ -353,7 +353,7 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
   if (info.row) {
     const codegen::RowMapping m = codegen::row_mapping(info);
     bool full_store = false;  // a store pass over the rows (analyze_stitch counts it in passes)
-    for (const Value* v : info.stored) full_store |= *v->dims == info.domain;
+    for (const Value* v : info.stored) full_store |= info.full_row(v);
     const RowShape rs = row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0), d);
     threads = rs.threads;
     barrier_time = rs.barrier_time;

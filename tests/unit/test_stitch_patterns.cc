@@ -343,3 +343,128 @@ TEST_CASE("GatherElements and GatherND are index maps inside stitched kernels", 
     }
   }
 }
+
+namespace {
+
+// Qwen3's query path: an RMSNorm over each head's 16 values, the head transpose, then the rotary
+// embedding (halves swapped along the head dimension). `perm` is the transpose; `rot_axis` the
+// axis the halves are cut along.
+std::string qk_norm_rotary(const char* perm, int rot_axis, const char* q_dims = "2,6,4,16",
+                           const char* trig_dims = "6,16") {
+  return fmt::format(R"(graph "qk_norm" opset 18 {{
+  input %q: f32[{0}]
+  input %w: f32[16]
+  input %cos: f32[{1}]
+  input %sin: f32[{1}]
+  const %ax: i64[1] = [-1]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %s0: i64[1] = [0]
+  const %s8: i64[1] = [8]
+  const %s16: i64[1] = [16]
+  const %ar: i64[1] = [{3}]
+  %p = Pow(%q, %two) @"pow"
+  %m = ReduceMean(%p, %ax) @"mean"
+  %e = Add(%m, %eps) @"add_eps"
+  %s = Sqrt(%e) @"sqrt"
+  %r = Reciprocal(%s) @"rsqrt"
+  %n = Mul(%q, %r) @"norm"
+  %y = Mul(%w, %n) @"weight"
+  %t = Transpose(%y) {{perm = ints[{2}]}} @"transpose"
+  %x1 = Slice(%t, %s0, %s8, %ar) @"slice_lo"
+  %x2 = Slice(%t, %s8, %s16, %ar) @"slice_hi"
+  %nx2 = Neg(%x2) @"neg"
+  %rot = Concat(%nx2, %x1) {{axis = {3}}} @"cat"
+  %a = Mul(%t, %cos) @"mul_cos"
+  %b = Mul(%rot, %sin) @"mul_sin"
+  %o = Add(%a, %b) @"add"
+  output %o
+}}
+)",
+                     q_dims, trig_dims, perm, rot_axis);
+}
+
+}  // namespace
+
+TEST_CASE("a per-head norm, its head transpose and the rotary embedding after it are one row kernel",
+          "[fusion][emu]") {
+  auto g = test::parse_or_die(qk_norm_rotary("0, 2, 1, 3", 3));
+  test::run_frontend_or_die(*g);
+  const std::vector<const Node*> all = all_nodes(*g);
+  const std::set<const Value*> out(g->outputs.begin(), g->outputs.end());
+  auto info = codegen::analyze_stitch(all, out);
+  INFO(info.status().message());
+  REQUIRE(info.is_ok());
+  CHECK(info->row);
+  CHECK(info->wide_widths.empty());
+  REQUIRE(info->permuted.count(g->outputs[0]) == 1);
+  CHECK(info->permuted.at(g->outputs[0]) == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK(info->full_row(g->outputs[0]));
+  auto k = codegen::lower_stitched(all, out, 0);
+  REQUIRE(k.is_ok());
+  INFO(k->source);
+  CHECK(k->mapping.find("rows reordered by a Transpose") != std::string::npos);
+  uint32_t seed = 120;
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(*g, opts(mode));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+  }
+}
+
+TEST_CASE("a Transpose after a row op whose kept axes have one extent stores the moved rows",
+          "[fusion][emu]") {
+  // 4 x 4 kept axes: the transposed value has the domain's dims, so only the frame says its rows
+  // are elsewhere; a Softmax of it reduces other rows than the norm's and stays apart.
+  const std::string square = qk_norm_rotary("0, 2, 1, 3", 3, "2,4,4,16", "4,16");
+  auto g = test::parse_or_die(square);
+  test::run_frontend_or_die(*g);
+  CHECK(one_group_matches_reference(*g, 131));
+  const std::string softmax_after = R"(graph "sq" opset 18 {
+  input %x: f32[2,4,4,8]
+  %a = Softmax(%x) {axis = -1} @"first"
+  %t = Transpose(%a) {perm = ints[0, 2, 1, 3]} @"transpose"
+  %b = Softmax(%t) {axis = -1} @"second"
+  output %b
+}
+)";
+  auto g2 = test::parse_or_die(softmax_after);
+  test::run_frontend_or_die(*g2);
+  const std::vector<const Node*> all = all_nodes(*g2);
+  auto bad = codegen::analyze_stitch(all, {g2->outputs[0]});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("reduces a value computed from a row op through a Transpose") !=
+        std::string::npos);
+  uint32_t seed = 132;
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    CHECK(fused_matches_reference(*g2, seed++, mode) == 2);
+  }
+}
+
+TEST_CASE(
+    "after a row op, Transposes that move the row axis and Concats across rows stay out of the row kernel",
+    "[fusion]") {
+  struct Case {
+    std::string text, why;
+  };
+  const std::vector<Case> cases = {
+      // The head dimension moved in front of the sequence: rows would not stay contiguous.
+      {qk_norm_rotary("0, 1, 3, 2", 2, "2,6,4,16", "16,4"), "moves the row axes"},
+      // Halves cut along the heads (a kept axis): another row's values.
+      {qk_norm_rotary("0, 2, 1, 3", 1, "2,6,16,16", "6,16"), "across rows"},
+  };
+  for (const Case& c : cases) {
+    auto g = test::parse_or_die(c.text);
+    test::run_frontend_or_die(*g);
+    INFO(c.text);
+    const std::vector<const Node*> all = all_nodes(*g);
+    auto bad = codegen::analyze_stitch(all, {g->outputs[0]});
+    REQUIRE_FALSE(bad.is_ok());
+    INFO(bad.status().message());
+    CHECK(bad.status().message().find(c.why) != std::string::npos);
+    CHECK(fused_matches_reference(*g, 140, "beam") >= 2);
+  }
+}
