@@ -90,6 +90,16 @@ struct RowOpInfo {
 };
 StatusOr<RowOpInfo> row_op_info(const Node& n);
 
+// Where an axis of a value computed from a row op lies in a row kernel's domain: `axis` is a kept
+// axis of the domain (the whole of it), or a reduced one of which this axis is a piece: the row's
+// coordinate along it divided by `div`, modulo the value's extent (a Reshape splitting the row into
+// heads makes two pieces). -1: an axis of one element whose place is not known.
+struct RowPiece {
+  int64_t axis = -1;
+  int64_t div = 1;
+  bool operator==(const RowPiece&) const = default;
+};
+
 struct StitchInfo {
   bool row = false;
   bool column = false;    // row kernels whose "rows" are columns: tiled (column_mapping)
@@ -102,11 +112,11 @@ struct StitchInfo {
   // store loop each after the passes. They set the blocks per row (RowMapping::replicas).
   std::vector<int64_t> wide_widths;
   std::vector<const Value*> stored;
-  // Row kernels: stored values computed from a row op through Transposes that permute the rows'
-  // kept axes (a head transpose after a per-head norm), each with the domain axis every one of its
-  // axes runs along. The store pass writes them at those coordinates; rows move, each stays whole
-  // and contiguous. Other stored values are in the domain's order.
-  std::map<const Value*, std::vector<int64_t>> permuted;
+  // Row kernels: stored values computed from a row op through Transposes and Reshapes (a head
+  // transpose after a norm), with the place in the domain of each of their axes. The store pass
+  // writes each element of the row at those coordinates: every row's elements, moved. Other stored
+  // values are in the domain's order.
+  std::map<const Value*, std::vector<RowPiece>> permuted;
   // Row kernels: whether the store pass over the rows writes `v` (the rows' shape, maybe permuted).
   bool full_row(const Value* v) const { return permuted.count(v) > 0 || *v->dims == domain; }
   int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element, in

@@ -174,9 +174,11 @@ Status Stitcher::emit_rows() {
   // reduced axes in order).
   int64_t inner_row = 1, inner_col = 1;
   dom_.assign(r, SExpr{"0", 0});
+  std::vector<int64_t> col_stride(r, 1);  // a reduced axis's stride in the row
   for (int64_t k = r; k-- > 0;) {
     const bool red = info_.reduced[k];
     int64_t& inner = red ? inner_col : inner_row;
+    col_stride[k] = inner_col;
     if (d[k] != 1) {
       dom_[k] = index_piece(red ? "j" : "row", red ? 1 : 0, red ? info_.cols : info_.rows, inner, d[k], ll());
     }
@@ -262,7 +264,15 @@ Status Stitcher::emit_rows() {
       Coords c = dom_;
       std::string off = flat_.s;
       if (auto it = info_.permuted.find(v); it != info_.permuted.end()) {
-        for (int64_t k = 0; k < r; ++k) c[k] = dom_[it->second[static_cast<size_t>(k)]];
+        const Dims& vd = dims(v);
+        c.assign(vd.size(), SExpr{"0", 0});
+        for (size_t k = 0; k < vd.size(); ++k) {
+          const RowPiece& p = it->second[k];
+          if (vd[k] == 1) continue;
+          c[k] = info_.reduced[p.axis]
+                     ? index_piece("j", 1, info_.cols, col_stride[p.axis] * p.div, vd[k], ll())
+                     : dom_[p.axis];
+        }
         off = offset(v, c).s;
       }
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
@@ -388,8 +398,8 @@ Status Stitcher::emit_rows() {
       cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
   if (wide_vec_) k_.mapping += "; wide values 4 per thread a step, as 128-bit loads and stores";
   for (const auto& [v, f] : info_.permuted)
-    k_.mapping +=
-        fmt::format("; '{}' stored {} (rows reordered by a Transpose)", v->name, dims_to_string(dims(v)));
+    k_.mapping += fmt::format("; '{}' stored {} (the rows moved by a Transpose or Reshape)", v->name,
+                              dims_to_string(dims(v)));
   for (const std::string& ct : scratch_)
     k_.static_smem_bytes += (map_.column ? map_.block : 32) * (ct == "double" ? 8 : 4);
   CudaWriter w;

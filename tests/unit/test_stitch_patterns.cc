@@ -398,12 +398,12 @@ TEST_CASE("a per-head norm, its head transpose and the rotary embedding after it
   CHECK(info->row);
   CHECK(info->wide_widths.empty());
   REQUIRE(info->permuted.count(g->outputs[0]) == 1);
-  CHECK(info->permuted.at(g->outputs[0]) == std::vector<int64_t>{0, 2, 1, 3});
+  CHECK(info->permuted.at(g->outputs[0]) == std::vector<codegen::RowPiece>{{0, 1}, {2, 1}, {1, 1}, {3, 1}});
   CHECK(info->full_row(g->outputs[0]));
   auto k = codegen::lower_stitched(all, out, 0);
   REQUIRE(k.is_ok());
   INFO(k->source);
-  CHECK(k->mapping.find("rows reordered by a Transpose") != std::string::npos);
+  CHECK(k->mapping.find("the rows moved by a Transpose") != std::string::npos);
   uint32_t seed = 120;
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     INFO(mode);
@@ -452,7 +452,7 @@ TEST_CASE(
   };
   const std::vector<Case> cases = {
       // The head dimension moved in front of the sequence: rows would not stay contiguous.
-      {qk_norm_rotary("0, 1, 3, 2", 2, "2,6,4,16", "16,4"), "moves the row axes"},
+      {qk_norm_rotary("0, 1, 3, 2", 2, "2,6,4,16", "16,4"), "moves the innermost axis"},
       // Halves cut along the heads (a kept axis): another row's values.
       {qk_norm_rotary("0, 2, 1, 3", 1, "2,6,16,16", "6,16"), "across rows"},
   };
@@ -467,4 +467,81 @@ TEST_CASE(
     CHECK(bad.status().message().find(c.why) != std::string::npos);
     CHECK(fused_matches_reference(*g, 140, "beam") >= 2);
   }
+}
+
+TEST_CASE(
+    "a norm over all heads, the Reshape into heads, their transpose and the rotary embedding are one row "
+    "kernel",
+    "[fusion][emu]") {
+  // OLMo2's query path: the RMSNorm runs over the whole projection (4 heads of 16), then the
+  // heads are split off, moved in front of the sequence and rotated. The stored value's axes are
+  // (batch, a piece of the row, sequence, a piece of the row).
+  auto text = [](const char* shape) {
+    return fmt::format(R"(graph "olmo2_q" opset 18 {{
+  input %q: f32[2,6,64]
+  input %w: f32[64]
+  input %cos: f32[6,16]
+  input %sin: f32[6,16]
+  const %ax: i64[1] = [-1]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %heads: i64[4] = [{}]
+  const %s0: i64[1] = [0]
+  const %s8: i64[1] = [8]
+  const %s16: i64[1] = [16]
+  const %a3: i64[1] = [3]
+  %p = Pow(%q, %two) @"pow"
+  %m = ReduceMean(%p, %ax) @"mean"
+  %e = Add(%m, %eps) @"add_eps"
+  %s = Sqrt(%e) @"sqrt"
+  %r = Reciprocal(%s) @"rsqrt"
+  %n = Mul(%q, %r) @"norm"
+  %y = Mul(%w, %n) @"weight"
+  %h = Reshape(%y, %heads) @"view"
+  %t = Transpose(%h) {{perm = ints[0, 2, 1, 3]}} @"transpose"
+  %x1 = Slice(%t, %s0, %s8, %a3) @"slice_lo"
+  %x2 = Slice(%t, %s8, %s16, %a3) @"slice_hi"
+  %nx2 = Neg(%x2) @"neg"
+  %rot = Concat(%nx2, %x1) {{axis = 3}} @"cat"
+  %a = Mul(%t, %cos) @"mul_cos"
+  %b = Mul(%rot, %sin) @"mul_sin"
+  %o = Add(%a, %b) @"add"
+  output %o
+}}
+)",
+                       shape);
+  };
+  auto g = test::parse_or_die(text("2, 6, 4, 16"));
+  test::run_frontend_or_die(*g);
+  const std::vector<const Node*> all = all_nodes(*g);
+  const std::set<const Value*> out(g->outputs.begin(), g->outputs.end());
+  auto info = codegen::analyze_stitch(all, out);
+  INFO(info.status().message());
+  REQUIRE(info.is_ok());
+  REQUIRE(info->permuted.count(g->outputs[0]) == 1);
+  // batch, the heads (the row's coordinate / 16), sequence, the head's features.
+  CHECK(info->permuted.at(g->outputs[0]) == std::vector<codegen::RowPiece>{{0, 1}, {2, 16}, {1, 1}, {2, 1}});
+  uint32_t seed = 150;
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+  }
+  CHECK(one_group_matches_reference(*g, seed++));
+  // A Reshape merging the sequence (kept) into the row is not a move of rows.
+  auto g2 = test::parse_or_die(R"(graph "merge" opset 18 {
+  input %x: f32[2,6,64]
+  const %flat: i64[2] = [2, 384]
+  %s = Softmax(%x) {axis = -1} @"softmax"
+  %f = Reshape(%s, %flat) @"flatten"
+  %n = Neg(%f) @"neg"
+  output %n
+}
+)");
+  test::run_frontend_or_die(*g2);
+  auto bad = codegen::analyze_stitch(all_nodes(*g2), {g2->outputs[0]});
+  REQUIRE_FALSE(bad.is_ok());
+  INFO(bad.status().message());
+  CHECK(bad.status().message().find("changes the layout of a value computed from a row op") !=
+        std::string::npos);
+  CHECK(fused_matches_reference(*g2, seed++, "beam") == 2);
 }
