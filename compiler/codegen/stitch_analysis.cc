@@ -448,7 +448,8 @@ class RowFrames {
       const Dims& d = dims(o);
       for (size_t k = 0; k < d.size(); ++k) {
         if (d[k] == 1) continue;
-        if (of[k].axis < 0 || (!reduced(of[k]) && d[k] != info_.domain[of[k].axis]))
+        // Column kernels hold nothing wider or narrower than their columns.
+        if (of[k].axis < 0 || ((!reduced(of[k]) || info_.column) && d[k] != info_.domain[of[k].axis]))
           return Status::user(
               fmt::format("{} makes {} from a row op's result, not a broadcast of the rows {}", n.describe(),
                           dims_to_string(d), dims_to_string(info_.domain)));

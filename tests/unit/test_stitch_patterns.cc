@@ -545,3 +545,28 @@ TEST_CASE(
         std::string::npos);
   CHECK(fused_matches_reference(*g2, seed++, "beam") == 2);
 }
+
+TEST_CASE("a row split over blocks stores its rows moved by a Reshape and a Transpose", "[fusion][emu]") {
+  // 3 rows of 20000 (global stitching: each row split over blocks, a grid barrier per pass); the
+  // softmax's rows cut into 4 pieces of 5000 that move in front of the rows.
+  auto g = test::parse_or_die(R"(graph "split_moved" opset 18 {
+  input %x: f32[3,20000]
+  const %pieces: i64[3] = [3, 4, 5000]
+  %p = Softmax(%x) {axis = -1} @"softmax"
+  %r = Reshape(%p, %pieces) @"pieces"
+  %t = Transpose(%r) {perm = ints[1, 0, 2]} @"pieces_first"
+  %y = Neg(%t) @"neg"
+  output %y
+}
+)");
+  test::run_frontend_or_die(*g);
+  const std::vector<const Node*> all = all_nodes(*g);
+  auto k = codegen::lower_stitched(all, {g->outputs[0]}, 0);
+  INFO(k.status().message());
+  REQUIRE(k.is_ok());
+  INFO(k->source);
+  CHECK(k->scheme == "global");
+  CHECK(k->mapping.find("the rows moved by a Transpose or Reshape") != std::string::npos);
+  CHECK(one_group_matches_reference(*g, 160));
+  CHECK(fused_matches_reference(*g, 161, "beam") == 1);
+}
