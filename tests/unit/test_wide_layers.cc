@@ -102,7 +102,10 @@ struct Layers {
 // RMSNorm, Q/K/V projections, heads first, rotary embeddings (rotate_half with constant cos/sin),
 // the grouped-query repeat (Unsqueeze, Expand, Reshape), scaled scores + mask + softmax, P.V, the
 // output projection and residual; RMSNorm, SiLU-gated MLP and residual.
-Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816) {
+// `qk`: Q and K normalised before the rotary embedding (RMSNorm with a weight), per head over its
+// 64 features after the head split (Qwen3) or over all heads before it (OLMo2).
+enum class QkNorm { kNone, kPerHead, kAllHeads };
+Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816, QkNorm qk = QkNorm::kNone) {
   const int b = 8, s = 128, hd = 64;
   std::string t = decoder_header("llama_wide", b, s, d, hd) +
                   fmt::format(R"(  const %two: f32[] = [2.0]
@@ -119,8 +122,8 @@ Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816) {
                               fmt::arg("half", hd / 2), fmt::arg("heads", heads), fmt::arg("kv", kv),
                               fmt::arg("rep", heads / kv));
   std::set<std::string> weights = {"cos", "sin", "mask"};
-  auto norm = [&](const std::string& p, const std::string& x) {
-    t += fmt::format("  input %{0}g: f32[{1}]\n", p, d);
+  auto norm = [&](const std::string& p, const std::string& x, int width = 0) {
+    t += fmt::format("  input %{0}g: f32[{1}]\n", p, width ? width : d);
     weights.insert(p + "g");
     return fmt::format(R"(  %{0}sq = Pow(%{1}, %two) @"{0}pow"
   %{0}ms = ReduceMean(%{0}sq, %last) {{keepdims = 1}} @"{0}mean"
@@ -150,12 +153,29 @@ Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816) {
     body += fmt::format(R"(  %{0}q = MatMul(%{0}n1y, %{0}wq) @"{0}q_proj"
   %{0}k = MatMul(%{0}n1y, %{0}wk) @"{0}k_proj"
   %{0}v = MatMul(%{0}n1y, %{0}wv) @"{0}v_proj"
-  %{0}qh = Reshape(%{0}q, %qshape) @"{0}q_heads"
-  %{0}qt = Transpose(%{0}qh) {{perm = ints[0, 2, 1, 3]}} @"{0}q_first"
-  %{0}kh = Reshape(%{0}k, %kvshape) @"{0}k_heads"
-  %{0}kt = Transpose(%{0}kh) {{perm = ints[0, 2, 1, 3]}} @"{0}k_first"
 )",
                         p);
+    std::string q = p + "q", k = p + "k";  // what the head split reads
+    if (qk == QkNorm::kAllHeads) {
+      body += norm(p + "qn", q, heads * hd) + norm(p + "kn", k, kv * hd);
+      q = p + "qny";
+      k = p + "kny";
+    }
+    body += fmt::format(R"(  %{0}qh = Reshape(%{1}, %qshape) @"{0}q_heads"
+  %{0}kh = Reshape(%{2}, %kvshape) @"{0}k_heads"
+)",
+                        p, q, k);
+    q = p + "qh";
+    k = p + "kh";
+    if (qk == QkNorm::kPerHead) {
+      body += norm(p + "qn", q, hd) + norm(p + "kn", k, hd);
+      q = p + "qny";
+      k = p + "kny";
+    }
+    body += fmt::format(R"(  %{0}qt = Transpose(%{1}) {{perm = ints[0, 2, 1, 3]}} @"{0}q_first"
+  %{0}kt = Transpose(%{2}) {{perm = ints[0, 2, 1, 3]}} @"{0}k_first"
+)",
+                        p, q, k);
     body += rotary_text(p + "q") + rotary_text(p + "k");
     body += fmt::format(R"(  %{0}ku = Unsqueeze(%{0}ko, %ax2) @"{0}k_unsqueeze"
   %{0}ke = Expand(%{0}ku, %repeat) @"{0}k_repeat"
@@ -457,6 +477,7 @@ struct Counts {
   size_t kernels = 0, calls = 0;  // memory-intensive kernels (GEMM loops and tiles apart) and library calls
   size_t gemm_kernels = 0;
   std::string rewrites, plan;
+  std::string mappings;  // every kernel's mapping line
 };
 
 // The rewrites and beam plan `stitchc compile` makes, and the schedule's steps.
@@ -471,7 +492,10 @@ Counts plan_counts(std::unique_ptr<Graph>& g, const fusion::RewriteSwitches& sw 
   c.rewrites = r->text();
   c.plan = fusion::explain(*plan);
   c.calls = s->calls.size();
-  for (const auto& k : s->kernels) (codegen::is_gemm_kernel(k) ? c.gemm_kernels : c.kernels) += 1;
+  for (const auto& k : s->kernels) {
+    (codegen::is_gemm_kernel(k) ? c.gemm_kernels : c.kernels) += 1;
+    c.mappings += k.mapping + "\n";
+  }
   return c;
 }
 
@@ -505,6 +529,29 @@ TEST_CASE("a LLaMA layer at hidden 1024 is 3 memory-intensive kernels and 9 laun
   const Counts k = plan_counts(kept.graph, sw);
   INFO(k.plan);
   CHECK(k.kernels >= c.kernels + 2);
+}
+
+TEST_CASE("Q/K norms before the rotary embedding take the head transpose and the rotation into their kernel",
+          "[fusion][plan]") {
+  // Qwen3 (per head, after the head split) and OLMo2's form (over all heads, before it) at hidden
+  // 1024: each layer's Q and K norms, their heads-first Transposes and rotary embeddings are one
+  // launch (a pack of the Q and the K kernel), so a layer is 4 memory-intensive kernels: the first
+  // norm, the Q/K norms with the rotation, the softmax, the second norm's row scale with the SiLU
+  // gate. Before, the rotation was a launch of its own (the Transpose after the norm changed the
+  // layout of a value computed from a row op), 5 a layer.
+  for (QkNorm qk : {QkNorm::kPerHead, QkNorm::kAllHeads}) {
+    INFO((qk == QkNorm::kPerHead ? "per head" : "all heads"));
+    auto m = llama(2, 1024, 16, 4, 2816, qk);
+    const Counts c = plan_counts(m.graph);
+    INFO(c.rewrites << c.plan);
+    CHECK(c.gemm_kernels == 0);
+    CHECK(c.kernels <= 4 * 2 + 1);
+    CHECK(c.calls == 6 * 2);
+    CHECK(c.plan.find("changes the layout of a value computed from a row op") == std::string::npos);
+    // The rotated Q and K leave their norms' kernels heads first.
+    INFO(c.mappings);
+    CHECK(c.mappings.find("the rows moved by a Transpose or Reshape") != std::string::npos);
+  }
 }
 
 TEST_CASE("a ViT-B block is 3 memory-intensive kernels, with DINOv2's layer scale folded into the weights",
