@@ -114,11 +114,22 @@ struct StitchInfo {
   std::vector<const Value*> stored;
   // Row kernels: stored values computed from a row op through Transposes and Reshapes (a head
   // transpose after a norm), with the place in the domain of each of their axes. The store pass
-  // writes each element of the row at those coordinates: every row's elements, moved. Other stored
-  // values are in the domain's order.
+  // (or, for a moved wide value, its width's store loop) writes each element of the row at those
+  // coordinates. Other stored values are in the domain's order.
   std::map<const Value*, std::vector<RowPiece>> permuted;
-  // Row kernels: whether the store pass over the rows writes `v` (the rows' shape, maybe permuted).
-  bool full_row(const Value* v) const { return permuted.count(v) > 0 || *v->dims == domain; }
+  // Row kernels: the elements per row of a moved value: its extents along pieces of reduced axes.
+  int64_t moved_width(const Value* v) const {
+    int64_t w = 1;
+    const auto& pieces = permuted.at(v);
+    for (size_t k = 0; k < pieces.size(); ++k)
+      if (pieces[k].axis >= 0 && reduced[pieces[k].axis]) w *= (*v->dims)[k];
+    return w;
+  }
+  // Row kernels: whether the store pass over the rows writes `v` (the rows' shape, maybe moved);
+  // else a wide store loop (wide_widths) or the per-row store does.
+  bool full_row(const Value* v) const {
+    return permuted.count(v) ? moved_width(v) == cols : *v->dims == domain;
+  }
   int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element, in
                                    // instructions (op_instructions)
   // Fine-grained GEMMs in the group: multiply-adds per evaluation of the kernel's values (per

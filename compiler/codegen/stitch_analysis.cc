@@ -352,7 +352,7 @@ Status check_tiled(const std::vector<const Node*>& nodes, const std::set<const V
 // - Reshapes split or merge the row's pieces (hidden into heads), never across kept axes;
 // - Transposes reorder axes but keep the row's innermost piece innermost (a head transpose), so the
 //   rows move and stay contiguous in pieces.
-// A value outside the domain's frame is stored with each row's elements moved (check_moved_rows).
+// A value outside the domain's frame is stored with each row's elements moved (moved_width).
 // Column kernels take element-wise ops only.
 using Frame = std::vector<RowPiece>;
 class RowFrames {
@@ -460,16 +460,20 @@ class RowFrames {
   }
 
   // A stored value outside the domain's frame: each kept axis once, whole, and the pieces of each
-  // reduced axis tiling it (innermost first: divisors 1, then each the product of the extents
-  // inside it), so that the row's elements map one to one onto the value's.
-  Status check_moved_rows(const Value& v, const Frame& f) const {
+  // reduced axis tiling a run of it (innermost first: divisors 1, then each the product of the
+  // extents inside it). The run is the whole axis, so that the row's elements map one to one onto
+  // the value's; or, where the row runs along one axis, a run of another length (a wide value
+  // moved: the heads of a projection wider or narrower than the row, split and transposed).
+  // Returns the elements the value holds per row: a store loop of that many.
+  StatusOr<int64_t> moved_width(const Value& v, const Frame& f) const {
     const Dims& d = dims(&v);
     const std::string whole = fmt::format(
         "it would store '{}' ({}), computed from a row op through a Transpose or Reshape, other than as "
-        "the whole rows {} moved",
+        "whole rows of {} moved",
         v.name, dims_to_string(d), dims_to_string(info_.domain));
+    int64_t reduced_axes = 0, width = 1;
+    for (int64_t a = 0; a < r_; ++a) reduced_axes += info_.reduced[a] && info_.domain[a] != 1;
     for (int64_t a = 0; a < r_; ++a) {
-      if (info_.domain[a] == 1) continue;
       std::vector<std::pair<int64_t, int64_t>> pieces;  // (div, extent)
       for (size_t k = 0; k < d.size(); ++k)
         if (d[k] != 1 && f[k].axis == a) pieces.push_back({f[k].div, d[k]});
@@ -479,9 +483,15 @@ class RowFrames {
         if (div != next) return Status::user(whole);
         next *= extent;
       }
-      if (next != info_.domain[a] || (!info_.reduced[a] && pieces.size() != 1)) return Status::user(whole);
+      if (!info_.reduced[a]) {
+        if (info_.domain[a] != 1 && (pieces.size() != 1 || next != info_.domain[a]))
+          return Status::user(whole);
+        continue;
+      }
+      if (next != info_.domain[a] && (reduced_axes != 1 || info_.domain[a] == 1)) return Status::user(whole);
+      width *= next;
     }
-    return Status::ok();
+    return width;
   }
 
  private:
@@ -683,9 +693,15 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
   std::set<int64_t> widths;  // one store pass per width of wide values
   for (const Value* v : info.stored) {
     if (const Frame* f = frames.find(v); f && !frames.in_domain(*f)) {
-      RETURN_IF_ERROR(frames.check_moved_rows(*v, *f));
+      ASSIGN_OR_RETURN(int64_t width, frames.moved_width(*v, *f));
       info.permuted[v] = *f;
-      full = true;
+      if (width == info.cols) {
+        full = true;
+      } else {
+        if (info.column)
+          return Status::user(fmt::format("it would store '{}' moved in a column kernel", v->name));
+        widths.insert(width);
+      }
       continue;
     }
     if (dims(v) == info.domain) {

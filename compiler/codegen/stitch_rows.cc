@@ -128,6 +128,7 @@ bool Stitcher::wide_vectorizable(const std::vector<const Value*>& vs, int64_t wi
   }
   for (const Value* v : vs) {
     const Dims& vd = dims(v);
+    if (info_.permuted.count(v)) return false;  // moved: its lanes' elements are not neighbours
     if (!is_word(v->dtype) || vd != dims(vs.front()) || vd.size() != static_cast<size_t>(r) ||
         vd.back() % 4 != 0)
       return false;
@@ -175,6 +176,20 @@ Status Stitcher::emit_rows() {
   int64_t inner_row = 1, inner_col = 1;
   dom_.assign(r, SExpr{"0", 0});
   std::vector<int64_t> col_stride(r, 1);  // a reduced axis's stride in the row
+  // A moved value's coordinates (StitchInfo::permuted) at the row's element j of `extent` (the row,
+  // or a moved wide value's own width): kept axes the row's, pieces of the row from j.
+  auto moved_coords = [&](const Value* v, int64_t extent) {
+    const Dims& vd = dims(v);
+    const std::vector<RowPiece>& pieces = info_.permuted.at(v);
+    Coords c(vd.size(), SExpr{"0", 0});
+    for (size_t k = 0; k < vd.size(); ++k) {
+      const RowPiece& p = pieces[k];
+      if (vd[k] == 1) continue;
+      c[k] = info_.reduced[p.axis] ? index_piece("j", 1, extent, col_stride[p.axis] * p.div, vd[k], ll())
+                                   : dom_[p.axis];
+    }
+    return c;
+  };
   for (int64_t k = r; k-- > 0;) {
     const bool red = info_.reduced[k];
     int64_t& inner = red ? inner_col : inner_row;
@@ -249,7 +264,9 @@ Status Stitcher::emit_rows() {
       continue;
     }
     int64_t width = 1;
-    if (dims(v).size() == d.size())
+    if (info_.permuted.count(v))
+      width = info_.moved_width(v);
+    else if (dims(v).size() == d.size())
       for (int64_t k = 0; k < r; ++k)
         if (info_.reduced[k]) width *= dims(v)[static_cast<size_t>(k)];
     if (width > 1)
@@ -263,16 +280,8 @@ Status Stitcher::emit_rows() {
       // A value whose rows a Transpose reordered: the element of this row's at its own axes.
       Coords c = dom_;
       std::string off = flat_.s;
-      if (auto it = info_.permuted.find(v); it != info_.permuted.end()) {
-        const Dims& vd = dims(v);
-        c.assign(vd.size(), SExpr{"0", 0});
-        for (size_t k = 0; k < vd.size(); ++k) {
-          const RowPiece& p = it->second[k];
-          if (vd[k] == 1) continue;
-          c[k] = info_.reduced[p.axis]
-                     ? index_piece("j", 1, info_.cols, col_stride[p.axis] * p.div, vd[k], ll())
-                     : dom_[p.axis];
-        }
+      if (info_.permuted.count(v)) {
+        c = moved_coords(v, info_.cols);
         off = offset(v, c).s;
       }
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
@@ -302,15 +311,20 @@ Status Stitcher::emit_rows() {
     for (int lane = 0; lane < lanes; ++lane) {
       lane_ = lane;
       for (const Value* v : vs) {
-        // The kept axes as the domain's; the reduced ones from j over this value's extents.
+        // The kept axes as the domain's; the reduced ones from j over this value's extents (a
+        // moved value's pieces of the row from j).
         const Dims& vd = dims(v);
         Coords c = dom_;
         int64_t inner = 1;
-        for (int64_t k = r; k-- > 0;) {
-          if (!info_.reduced[k]) continue;
-          c[k] = {"0", 0};
-          if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k], ll());
-          inner *= vd[k];
+        if (info_.permuted.count(v)) {
+          c = moved_coords(v, width);
+        } else {
+          for (int64_t k = r; k-- > 0;) {
+            if (!info_.reduced[k]) continue;
+            c[k] = {"0", 0};
+            if (vd[k] != 1) c[k] = index_piece("j", 1, width, inner, vd[k], ll());
+            inner *= vd[k];
+          }
         }
         if (lane == 0) {
           first[v] = c;

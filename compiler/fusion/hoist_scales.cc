@@ -336,6 +336,16 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     if (std::any_of(rows.begin(), rows.end(), [&](const Factor& f) { return f.value->dtype != row_type; }))
       continue;
     const bool cast_rows = row_type != y->dtype;
+    // Half types whose norm computes in float32: the row factors do not go past attention's GEMMs
+    // (Q.K^T of unscaled rows can overflow the half type, and P would take a float32 factor).
+    // They scale the product where it is read instead, as for kernel readers: the rotary
+    // embeddings read the scaled product, attention's GEMMs read it as they read the normalized
+    // one's product before, and the kernel that computes it also computes the norm's statistics
+    // (a row kernel storing the rotated heads moved), so the norm needs no kernel of its own.
+    if (cast_rows && !ends.empty()) {
+      entries.clear();
+      ends.clear();
+    }
     // Each row factor at each GEMM end, in the target's type; a GEMM whose product's rows reach
     // its contraction takes the factor on its other operand, which must not be reached itself.
     std::vector<std::vector<Placement>> placed;

@@ -31,8 +31,11 @@ namespace stitch::fusion {
 // the rows and columns of Q.K^T (a Mul on the scores, which the softmax's kernel applies), V's rows
 // the columns of P (P diag(r) V: a Mul on P, in the same kernel). A pre-norm attention block's
 // RMSNorm then needs no kernel: its row scale is computed where nothing but the softmax waits for
-// it, beside the rotary embeddings in one launch. Not for half types whose norm computes in
-// float32 (the scores and P would take a float32 factor in the half type). The MatMul reads that value in A's
+// it, beside the rotary embeddings in one launch. Half types whose norm computes in float32 keep
+// the factors off attention's GEMMs (Q.K^T of unscaled rows could overflow the half type, and P
+// would take a float32 factor): the product is scaled where it is read, as for kernel readers, and
+// the GEMMs read the scaled product as before; the kernel that rotates Q and K (a row kernel
+// storing the heads moved) then computes the norm's statistics too. The MatMul reads that value in A's
 // type: itself, or the value a widening Cast made it from (a half model's norm computes in float32: the GEMM
 // reads the half input, and the product is cast to the row factors' type, scaled and cast back). Returns one
 // line per MatMul rewritten.

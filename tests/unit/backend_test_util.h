@@ -52,17 +52,15 @@ inline std::unique_ptr<Graph> prepared_model(const std::string& name) {
   return std::move(g).value();
 }
 
-// Compiles `g` (emu only; `groups` from a fusion plan, or every node alone), runs it on seeded
-// inputs and checks every output against the reference within `tol`. Returns the kernel count.
-// `packs` (one id per group) packs independent groups into one launch, as the plan says;
-// `fold_gemms` lets GEMM calls take over neighbouring work (the plan's gemm_folds); `edit`, when
-// given, changes the schedule before it is written (another form of a kernel's text). `max_abs`,
-// when given, receives the largest absolute difference over all outputs.
-inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
-                                    const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr,
-                                    const codegen::FoldOptions& fold_gemms = {},
-                                    const std::function<void(codegen::Schedule&)>& edit = {},
-                                    double* max_abs = nullptr) {
+// Compiles `g` (emu only; `groups` from a fusion plan, or every node alone) and runs it on `feed`;
+// returns its outputs and sets `kernels` to the kernel count. `packs` (one id per group) packs
+// independent groups into one launch, as the plan says; `fold_gemms` lets GEMM calls take over
+// neighbouring work (the plan's gemm_folds); `edit`, when given, changes the schedule before it is
+// written (another form of a kernel's text).
+inline TensorMap emu_run(const Graph& g, const codegen::NodeGroups* groups, const TensorMap& feed,
+                         size_t* kernels = nullptr, const std::vector<int>* packs = nullptr,
+                         const codegen::FoldOptions& fold_gemms = {},
+                         const std::function<void(codegen::Schedule&)>& edit = {}) {
   auto s = codegen::build_schedule(g, groups, packs, fold_gemms);
   INFO(s.status().message());
   REQUIRE(s.is_ok());
@@ -76,33 +74,52 @@ inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* g
   Status st = codegen::write_artifact(g, *s, o, dir.string(), &summary);
   INFO(st.message());
   REQUIRE(st.is_ok());
+  TensorMap out;
+  {
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    for (const Value* v : g.inputs) {
+      const Tensor& t = feed.at(v->name);
+      session.set_input(v->name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
+    }
+    session.run();
+    for (const Value* v : g.outputs) {
+      Tensor got(v->dtype, *v->dims);
+      session.get_output(v->name, got.data(), got.byte_size());
+      out.emplace(v->name, std::move(got));
+    }
+  }
+  std::filesystem::remove_all(dir);
+  if (kernels) *kernels = s->kernels.size();
+  return out;
+}
+
+// emu_run on seeded inputs, every output checked against the reference within `tol`. Returns the
+// kernel count. `max_abs`, when given, receives the largest absolute difference over all outputs.
+inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
+                                    const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr,
+                                    const codegen::FoldOptions& fold_gemms = {},
+                                    const std::function<void(codegen::Schedule&)>& edit = {},
+                                    double* max_abs = nullptr) {
   TensorMap feed;
   for (const Value* v : g.inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+  size_t kernels = 0;
+  const TensorMap got = emu_run(g, groups, feed, &kernels, packs, fold_gemms, edit);
   auto want = run_reference(g, feed);
   REQUIRE(want.is_ok());
-  rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
-  for (const Value* v : g.inputs) {
-    const Tensor& t = feed.at(v->name);
-    session.set_input(v->name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
-  }
-  session.run();
   for (const Value* v : g.outputs) {
-    Tensor got(v->dtype, *v->dims);
-    session.get_output(v->name, got.data(), got.byte_size());
-    CompareResult r = compare_tensors(got, want->at(v->name), tol.rtol, tol.atol);
+    CompareResult r = compare_tensors(got.at(v->name), want->at(v->name), tol.rtol, tol.atol);
     if (max_abs) *max_abs = std::max(*max_abs, r.max_abs);
     INFO(v->name << ": max abs " << r.max_abs << ", max rel " << r.max_rel << ", " << r.mismatches
                  << " outside the tolerance"
                  << (r.first_bad >= 0
                          ? fmt::format(", first at {}: {} vs {}", r.first_bad,
-                                       got.to_f64()[static_cast<size_t>(r.first_bad)],
+                                       got.at(v->name).to_f64()[static_cast<size_t>(r.first_bad)],
                                        want->at(v->name).to_f64()[static_cast<size_t>(r.first_bad)])
                          : "")
                  << " " << r.problem);
     CHECK(r.ok);
   }
-  std::filesystem::remove_all(dir);
-  return s->kernels.size();
+  return kernels;
 }
 
 // Writes `s` as an artifact in a fresh temporary directory named after `tag`, every kernel

@@ -570,3 +570,66 @@ TEST_CASE("a row split over blocks stores its rows moved by a Reshape and a Tran
   CHECK(one_group_matches_reference(*g, 160));
   CHECK(fused_matches_reference(*g, 161, "beam") == 1);
 }
+
+TEST_CASE("a row kernel stores wide values moved: a scaled projection's heads, split and transposed",
+          "[fusion][emu]") {
+  // RMSNorm's row scale (rows of 32) applied to a Q/K projection 64 wide (RMSNorm moved past its
+  // GEMM), then Q (3 heads of 16) and K (one head) split off, moved heads first and rotated or
+  // negated: each stored by a loop over its own width per row (48 and 16), not the row's 32.
+  auto g = test::parse_or_die(R"(graph "wide_moved" opset 18 {
+  input %x: f32[2,6,32]
+  input %p: f32[2,6,64]
+  input %cos: f32[6,16]
+  input %sin: f32[6,16]
+  const %ax: i64[1] = [-1]
+  const %eps: f32[] = [0.000001]
+  const %c0: i64[1] = [0]
+  const %c8: i64[1] = [8]
+  const %c16: i64[1] = [16]
+  const %c48: i64[1] = [48]
+  const %c64: i64[1] = [64]
+  const %qshape: i64[4] = [2, 6, 3, 16]
+  const %kshape: i64[4] = [2, 6, 1, 16]
+  %sq = Mul(%x, %x) @"square"
+  %ms = ReduceMean(%sq, %ax) @"mean"
+  %e = Add(%ms, %eps) @"add_eps"
+  %sd = Sqrt(%e) @"sqrt"
+  %rs = Reciprocal(%sd) @"rsqrt"
+  %ps = Mul(%p, %rs) @"row_scale"
+  %q = Slice(%ps, %c0, %c48, %ax) @"q_columns"
+  %qh = Reshape(%q, %qshape) @"q_heads"
+  %qt = Transpose(%qh) {perm = ints[0, 2, 1, 3]} @"q_first"
+  %qa = Slice(%qt, %c0, %c8, %ax) @"half1"
+  %qb = Slice(%qt, %c8, %c16, %ax) @"half2"
+  %qn = Neg(%qb) @"neg"
+  %qr = Concat(%qn, %qa) {axis = -1} @"rotated"
+  %qc = Mul(%qt, %cos) @"cos"
+  %qs = Mul(%qr, %sin) @"sin"
+  %qo = Add(%qc, %qs) @"rotary"
+  %k = Slice(%ps, %c48, %c64, %ax) @"k_columns"
+  %kh = Reshape(%k, %kshape) @"k_heads"
+  %kt = Transpose(%kh) {perm = ints[0, 2, 1, 3]} @"k_first"
+  %ko = Tanh(%kt) @"k_out"
+  output %qo
+  output %ko
+}
+)");
+  test::run_frontend_or_die(*g);
+  const std::vector<const Node*> all = all_nodes(*g);
+  const std::set<const Value*> out(g->outputs.begin(), g->outputs.end());
+  auto info = codegen::analyze_stitch(all, out);
+  INFO(info.status().message());
+  REQUIRE(info.is_ok());
+  CHECK(info->permuted.count(g->outputs[0]) == 1);
+  CHECK(info->permuted.count(g->outputs[1]) == 1);
+  CHECK(info->moved_width(g->outputs[0]) == 48);
+  CHECK(info->moved_width(g->outputs[1]) == 16);
+  CHECK(info->wide_widths == std::vector<int64_t>{16, 48});
+  CHECK_FALSE(info->full_row(g->outputs[0]));
+  CHECK(one_group_matches_reference(*g, 170));
+  uint32_t seed = 171;
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+  }
+}
