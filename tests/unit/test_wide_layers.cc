@@ -47,18 +47,19 @@ std::string rotary_text(const std::string& p) {
 // A decoder graph's opening: the hidden states %h0 [b, s, d], the rotary tables %cos and %sin
 // [s, hd] and the mask [s, s] (graph inputs the caller makes constants), and the constants
 // rotary_text reads.
-std::string decoder_header(const std::string& name, int b, int s, int d, int hd) {
+std::string decoder_header(const std::string& name, int b, int s, int d, int hd,
+                           const std::string& ty = "f32") {
   return fmt::format(R"(graph "{0}" opset 18 {{
-  input %h0: f32[{1},{2},{3}]
-  input %cos: f32[{2},{4}]
-  input %sin: f32[{2},{4}]
-  input %mask: f32[{2},{2}]
+  input %h0: {6}[{1},{2},{3}]
+  input %cos: {6}[{2},{4}]
+  input %sin: {6}[{2},{4}]
+  input %mask: {6}[{2},{2}]
   const %last: i64[1] = [-1]
   const %c0: i64[1] = [0]
   const %chalf: i64[1] = [{5}]
   const %chd: i64[1] = [{4}]
 )",
-                     name, b, s, d, hd, hd / 2);
+                     name, b, s, d, hd, hd / 2, ty);
 }
 
 // A weight `name` of `dims` declared as a graph input in `t` and listed in `weights` (made a
@@ -103,14 +104,16 @@ struct Layers {
 // the grouped-query repeat (Unsqueeze, Expand, Reshape), scaled scores + mask + softmax, P.V, the
 // output projection and residual; RMSNorm, SiLU-gated MLP and residual.
 // `qk`: Q and K normalised before the rotary embedding (RMSNorm with a weight), per head over its
-// 64 features after the head split (Qwen3) or over all heads before it (OLMo2).
+// 64 features after the head split (Qwen3) or over all heads before it (OLMo2). `ty`: the model's
+// type; in f16 or bf16 each RMSNorm computes in float32 between two Casts, as PyTorch's LLaMA does.
 enum class QkNorm { kNone, kPerHead, kAllHeads };
-Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816, QkNorm qk = QkNorm::kNone) {
+Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816, QkNorm qk = QkNorm::kNone,
+             const std::string& ty = "f32") {
   const int b = 8, s = 128, hd = 64;
-  std::string t = decoder_header("llama_wide", b, s, d, hd) +
+  std::string t = decoder_header("llama_wide", b, s, d, hd, ty) +
                   fmt::format(R"(  const %two: f32[] = [2.0]
   const %eps: f32[] = [0.000001]
-  const %scale: f32[] = [0.125]
+  const %scale: {ty}[] = [0.125]
   const %ax2: i64[1] = [2]
   const %qshape: i64[4] = [{b}, {s}, {heads}, {hd}]
   const %kvshape: i64[4] = [{b}, {s}, {kv}, {hd}]
@@ -120,11 +123,24 @@ Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816, Qk
 )",
                               fmt::arg("b", b), fmt::arg("s", s), fmt::arg("d", d), fmt::arg("hd", hd),
                               fmt::arg("half", hd / 2), fmt::arg("heads", heads), fmt::arg("kv", kv),
-                              fmt::arg("rep", heads / kv));
+                              fmt::arg("rep", heads / kv), fmt::arg("ty", ty));
   std::set<std::string> weights = {"cos", "sin", "mask"};
+  const bool half = ty != "f32";
   auto norm = [&](const std::string& p, const std::string& x, int width = 0) {
-    t += fmt::format("  input %{0}g: f32[{1}]\n", p, width ? width : d);
+    t += fmt::format("  input %{0}g: {2}[{1}]\n", p, width ? width : d, ty);
     weights.insert(p + "g");
+    if (half)
+      return fmt::format(R"(  %{0}hc = Cast(%{1}) {{to = 1}} @"{0}cast_in"
+  %{0}sq = Pow(%{0}hc, %two) @"{0}pow"
+  %{0}ms = ReduceMean(%{0}sq, %last) {{keepdims = 1}} @"{0}mean"
+  %{0}ve = Add(%{0}ms, %eps) @"{0}add_eps"
+  %{0}sd = Sqrt(%{0}ve) @"{0}sqrt"
+  %{0}rs = Reciprocal(%{0}sd) @"{0}rsqrt"
+  %{0}xn = Mul(%{0}hc, %{0}rs) @"{0}normalize"
+  %{0}xc = Cast(%{0}xn) {{to = {2}}} @"{0}cast_out"
+  %{0}y = Mul(%{0}g, %{0}xc) @"{0}weight"
+)",
+                         p, x, ty == "f16" ? 10 : 16);
     return fmt::format(R"(  %{0}sq = Pow(%{1}, %two) @"{0}pow"
   %{0}ms = ReduceMean(%{0}sq, %last) {{keepdims = 1}} @"{0}mean"
   %{0}ve = Add(%{0}ms, %eps) @"{0}add_eps"
@@ -136,7 +152,7 @@ Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816, Qk
                        p, x);
   };
   auto weight = [&](const std::string& name, int k, int m) {
-    t += fmt::format("  input %{}: f32[{},{}]\n", name, k, m);
+    t += fmt::format("  input %{}: {}[{},{}]\n", name, ty, k, m);
     weights.insert(name);
   };
   std::string body;
@@ -529,6 +545,23 @@ TEST_CASE("a LLaMA layer at hidden 1024 is 3 memory-intensive kernels and 9 laun
   const Counts k = plan_counts(kept.graph, sw);
   INFO(k.plan);
   CHECK(k.kernels >= c.kernels + 2);
+}
+
+TEST_CASE("a float16 or bfloat16 LLaMA layer at hidden 1024 is 3 memory-intensive kernels too",
+          "[fusion][plan]") {
+  // The norms compute in float32 between Casts. The first norm's row scale cannot go onto the
+  // scores in a half type; it scales the product in the kernel that rotates Q and K, which also
+  // computes the statistics and stores the rotated heads first: no norm kernel, as in float32.
+  for (const char* ty : {"f16", "bf16"}) {
+    INFO(ty);
+    auto m = llama(2, 1024, 16, 4, 2816, QkNorm::kNone, ty);
+    const Counts c = plan_counts(m.graph);
+    INFO(c.rewrites << c.plan);
+    CHECK(c.rewrites.find("read by attention: estimated") != std::string::npos);
+    check_two_layers(c, 6);
+    INFO(c.mappings);
+    CHECK(c.mappings.find("the rows moved by a Transpose or Reshape") != std::string::npos);
+  }
 }
 
 TEST_CASE("Q/K norms before the rotary embedding take the head transpose and the rotation into their kernel",
