@@ -235,7 +235,8 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       if ((axis != -1 && axis != static_cast<int64_t>(ad.size()) - 1) || !one_output || !lx ||
           lx->is_constant() || classify(lx, ad) != Kind::kFull || lx->dtype != a->dtype || !scale ||
           classify(scale, ad) != Kind::kColumn || (bias && classify(bias, ad) != Kind::kColumn) ||
-          keep.count(top->name) || !kernel_readers(y, 0) || !wanted(y))
+          keep.count(top->name) || (!kernel_readers(y, 0) && readers != NormReaders::kAttention) ||
+          !wanted(y))
         continue;
       decompose_layer_norm(g, *top);
       dead.push_back(top);
@@ -313,7 +314,11 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
           continue;
         }
       }
-      readers_ok = readers_ok && kernel_reader(r, 0);
+      // A LayerNorm in front of attention's Q/K/V: V's GEMM (P.V) reads the product through views,
+      // and no centering passes a GEMM; the product is corrected where it is read instead (the
+      // rotary's row kernel, which also stores it for P.V), as a half type's row scale is.
+      readers_ok =
+          readers_ok && ((mode == Mode::kNorms && readers == NormReaders::kAttention) || kernel_reader(r, 0));
     }
     if (mode == Mode::kScales && readers == NormReaders::kAttention && entries.empty()) continue;
     if (!readers_ok) continue;

@@ -254,3 +254,61 @@ TEST_CASE("a hoisted LayerNorm keeps float32 accuracy on rows far from zero", "[
     }
   }
 }
+
+TEST_CASE(
+    "a LayerNorm before Q/K/V whose V feeds P.V moves past the GEMM: the product is corrected where it is "
+    "read",
+    "[fusion][emu]") {
+  // No centering passes a GEMM, so V's path (P.V reads it through views) cannot take the mean and
+  // the scale: the product is corrected where the rotary's or the heads' kernel reads it, and P.V
+  // reads the corrected product as it read the normalized rows' product before.
+  uint32_t state = 57;
+  const std::string src = R"(graph "g" opset 17 {
+  input %x: f32[2,5,16]
+  const %gamma: f32[16] = )" +
+                          lcg_values(state, 16, 0.5) + "\n  const %beta: f32[16] = " + lcg_values(state, 16) +
+                          "\n  const %w: f32[16,24] = " + lcg_values(state, 16 * 24) + R"(
+  const %shape: i64[4] = [2, 5, 2, 4]
+  const %c0: i64[1] = [0]
+  const %c8: i64[1] = [8]
+  const %c16: i64[1] = [16]
+  const %c24: i64[1] = [24]
+  const %last: i64[1] = [-1]
+  %y = LayerNormalization(%x, %gamma, %beta) {axis = -1} @"ln"
+  %p = MatMul(%y, %w) @"qkv"
+  %q = Slice(%p, %c0, %c8, %last) @"q_columns"
+  %k = Slice(%p, %c8, %c16, %last) @"k_columns"
+  %v = Slice(%p, %c16, %c24, %last) @"v_columns"
+  %qh = Reshape(%q, %shape) @"q_heads"
+  %qt = Transpose(%qh) {perm = ints[0, 2, 1, 3]} @"q_first"
+  %qn = Neg(%qt) @"q_neg"
+  %kh = Reshape(%k, %shape) @"k_heads"
+  %kt = Transpose(%kh) {perm = ints[0, 2, 3, 1]} @"k_first"
+  %s = MatMul(%qn, %kt) @"scores"
+  %pr = Softmax(%s) {axis = -1} @"softmax"
+  %vh = Reshape(%v, %shape) @"v_heads"
+  %vt = Transpose(%vh) {perm = ints[0, 2, 1, 3]} @"v_first"
+  %o = MatMul(%pr, %vt) @"attention"
+  output %o
+}
+)";
+  auto g = parse_or_die(src);
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  auto other = fusion::hoist_layer_norms(*g, {}, fusion::NormReaders::kOther);
+  REQUIRE(other.is_ok());
+  CHECK(other->empty());
+  auto lines = fusion::hoist_layer_norms(*g, {}, fusion::NormReaders::kAttention);
+  REQUIRE(lines.is_ok());
+  REQUIRE(lines->size() == 1u);
+  INFO(lines->front());
+  for (const auto& n : g->nodes()) {
+    CHECK(n->op_type != "LayerNormalization");
+    if (n->name == "qkv/unscaled") CHECK(n->input(0)->name == "x");
+  }
+  same_as_original(*original, *g, 61);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    CHECK(fused_matches_reference(*g, 63, opts_lib(mode)) >= 1);
+  }
+}
