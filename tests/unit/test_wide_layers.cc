@@ -107,8 +107,10 @@ struct Layers {
 // 64 features after the head split (Qwen3) or over all heads before it (OLMo2). `ty`: the model's
 // type; in f16 or bf16 each RMSNorm computes in float32 between two Casts, as PyTorch's LLaMA does.
 enum class QkNorm { kNone, kPerHead, kAllHeads };
+// `layer_norm`: LayerNormalization ops with a weight and a bias instead of RMSNorms (StableLM's
+// norms), in float32.
 Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816, QkNorm qk = QkNorm::kNone,
-             const std::string& ty = "f32") {
+             const std::string& ty = "f32", bool layer_norm = false) {
   const int b = 8, s = 128, hd = 64;
   std::string t = decoder_header("llama_wide", b, s, d, hd, ty) +
                   fmt::format(R"(  const %two: f32[] = [2.0]
@@ -127,6 +129,7 @@ Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2816, Qk
   std::set<std::string> weights = {"cos", "sin", "mask"};
   const bool half = ty != "f32";
   auto norm = [&](const std::string& p, const std::string& x, int width = 0) {
+    if (layer_norm) return layer_norm_text(t, weights, p, x, width ? width : d, 1e-5);
     t += fmt::format("  input %{0}g: {2}[{1}]\n", p, width ? width : d, ty);
     weights.insert(p + "g");
     if (half)
@@ -562,6 +565,17 @@ TEST_CASE("a float16 or bfloat16 LLaMA layer at hidden 1024 is 3 memory-intensiv
     INFO(c.mappings);
     CHECK(c.mappings.find("the rows moved by a Transpose or Reshape") != std::string::npos);
   }
+}
+
+TEST_CASE("a LLaMA layer with LayerNorms (StableLM's) at hidden 1024 is 3 memory-intensive kernels",
+          "[fusion][plan]") {
+  // The first LayerNorm moves past Q/K/V: the rotary's row kernel computes its statistics and
+  // corrects the product, which P.V reads; the second past gate/up into the SiLU gate's kernel.
+  auto m = llama(2, 1024, 16, 4, 2816, QkNorm::kNone, "f32", true);
+  const Counts c = plan_counts(m.graph);
+  INFO(c.rewrites << c.plan);
+  CHECK(c.rewrites.find("feeding attention: estimated") != std::string::npos);
+  check_two_layers(c, 6);
 }
 
 TEST_CASE("Q/K norms before the rotary embedding take the head transpose and the rotation into their kernel",
