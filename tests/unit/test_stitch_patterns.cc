@@ -14,6 +14,46 @@ using namespace stitch::test;
 
 namespace {
 
+// RMSNorm of %{x} over its last axis, weighted by %w, into %y (reads the constants %ax, %two and
+// %eps), as HuggingFace's exports spell it.
+std::string rms_lines(const std::string& x) {
+  return fmt::format(R"(  %p = Pow(%{0}, %two) @"pow"
+  %m = ReduceMean(%p, %ax) @"mean"
+  %e = Add(%m, %eps) @"add_eps"
+  %s = Sqrt(%e) @"sqrt"
+  %r = Reciprocal(%s) @"rsqrt"
+  %n = Mul(%{0}, %r) @"norm"
+  %y = Mul(%w, %n) @"weight"
+)",
+                     x);
+}
+
+// The rotary embedding of %t (halves of 8 swapped along the axis the constant %{axis} names, rows
+// of 16), times %cos and %sin, into %{out}; reads the constants %s0, %s8 and %s16.
+std::string rotary_lines(const std::string& axis, int axis_index, const std::string& out) {
+  return fmt::format(R"(  %x1 = Slice(%t, %s0, %s8, %{0}) @"slice_lo"
+  %x2 = Slice(%t, %s8, %s16, %{0}) @"slice_hi"
+  %nx2 = Neg(%x2) @"neg"
+  %rot = Concat(%nx2, %x1) {{axis = {1}}} @"cat"
+  %a = Mul(%t, %cos) @"mul_cos"
+  %b = Mul(%rot, %sin) @"mul_sin"
+  %{2} = Add(%a, %b) @"add"
+)",
+                     axis, axis_index, out);
+}
+
+// Every planner makes `g` one kernel, which matches the reference interpreter on emu (a seed each,
+// from `seed` on).
+void one_kernel_in_every_planner(const Graph& g, uint32_t& seed) {
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(g, opts(mode));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    CHECK(fused_matches_reference(g, seed++, mode) == 1);
+  }
+}
+
 // The decomposed transformer patterns of PyTorch exports; each must be one kernel.
 const char* kDecomposedLayerNorm = R"(graph "ln" opset 18 {
   input %x: f32[37,770]
@@ -38,27 +78,20 @@ const char* kDecomposedLayerNorm = R"(graph "ln" opset 18 {
   output %y
 }
 )";
-const char* kRmsNormSiluGate = R"(graph "rms" opset 18 {
+const std::string kRmsNormSiluGate = R"(graph "rms" opset 18 {
   input %x: f32[2,16,64]
   input %w: f32[64]
   input %g: f32[2,16,64]
   const %ax: i64[1] = [-1]
   const %two: f32[] = [2.0]
   const %eps: f32[] = [0.000001]
-  %p = Pow(%x, %two) @"pow"
-  %m = ReduceMean(%p, %ax) @"mean"
-  %e = Add(%m, %eps) @"add_eps"
-  %s = Sqrt(%e) @"sqrt"
-  %r = Reciprocal(%s) @"rsqrt"
-  %n = Mul(%x, %r) @"norm"
-  %y = Mul(%w, %n) @"weight"
-  %sg = Sigmoid(%g) @"sigmoid"
+)" + rms_lines("x") + R"(  %sg = Sigmoid(%g) @"sigmoid"
   %si = Mul(%g, %sg) @"silu"
   %o = Mul(%si, %y) @"gate"
   output %o
 }
 )";
-const char* kRotary = R"(graph "rope" opset 18 {
+const std::string kRotary = R"(graph "rope" opset 18 {
   input %q: f32[2,16,4,16]
   input %cos: f32[16,16]
   input %sin: f32[16,16]
@@ -67,14 +100,8 @@ const char* kRotary = R"(graph "rope" opset 18 {
   const %s16: i64[1] = [16]
   const %a3: i64[1] = [3]
   %t = Transpose(%q) {perm = ints[0, 2, 1, 3]} @"transpose"
-  %x1 = Slice(%t, %s0, %s8, %a3) @"slice_lo"
-  %x2 = Slice(%t, %s8, %s16, %a3) @"slice_hi"
-  %nx2 = Neg(%x2) @"neg"
-  %rot = Concat(%nx2, %x1) {axis = 3} @"cat"
-  %a = Mul(%t, %cos) @"mul_cos"
-  %b = Mul(%rot, %sin) @"mul_sin"
-  %y = Add(%a, %b) @"add"
-  output %y
+)" + rotary_lines("a3", 3, "y") +
+                            R"(  output %y
 }
 )";
 const char* kScaleMaskSoftmax = R"(graph "attn" opset 18 {
@@ -111,18 +138,13 @@ const char* kBiasGelu = R"(graph "gelu" opset 18 {
 
 TEST_CASE("transformer patterns are one kernel each: decomposed LN, RMSNorm + SiLU gate, rotary, scale+mask+softmax, "
           "bias+GELU", "[fusion][emu]") {
-  int seed = 60;
-  for (const char* text : {kDecomposedLayerNorm, kRmsNormSiluGate, kRotary, kScaleMaskSoftmax, kBiasGelu}) {
+  uint32_t seed = 60;
+  for (const std::string& text : {std::string(kDecomposedLayerNorm), kRmsNormSiluGate, kRotary,
+                                  std::string(kScaleMaskSoftmax), std::string(kBiasGelu)}) {
     auto g = test::parse_or_die(text);
     test::run_frontend_or_die(*g);
     INFO(text);
-    for (const char* mode : {"greedy", "beam", "ilp"}) {
-      INFO(mode);
-      auto plan = fusion::make_plan(*g, opts(mode));
-      REQUIRE(plan.is_ok());
-      INFO(fusion::explain(*plan));
-      CHECK(fused_matches_reference(*g, seed++, mode) == 1);
-    }
+    one_kernel_in_every_planner(*g, seed);
   }
 }
 
@@ -346,6 +368,16 @@ TEST_CASE("GatherElements and GatherND are index maps inside stitched kernels", 
 
 namespace {
 
+// What analyze_stitch says of every node of `g` as one group storing the graph's outputs; it must
+// be one stitched kernel.
+codegen::StitchInfo whole_graph_info(const Graph& g) {
+  const std::set<const Value*> out(g.outputs.begin(), g.outputs.end());
+  auto info = codegen::analyze_stitch(all_nodes(g), out);
+  INFO(info.status().message());
+  REQUIRE(info.is_ok());
+  return std::move(info).value();
+}
+
 // Qwen3's query path: an RMSNorm over each head's 16 values, the head transpose, then the rotary
 // embedding (halves swapped along the head dimension). `perm` is the transpose; `rot_axis` the
 // axis the halves are cut along.
@@ -363,25 +395,11 @@ std::string qk_norm_rotary(const char* perm, int rot_axis, const char* q_dims = 
   const %s8: i64[1] = [8]
   const %s16: i64[1] = [16]
   const %ar: i64[1] = [{3}]
-  %p = Pow(%q, %two) @"pow"
-  %m = ReduceMean(%p, %ax) @"mean"
-  %e = Add(%m, %eps) @"add_eps"
-  %s = Sqrt(%e) @"sqrt"
-  %r = Reciprocal(%s) @"rsqrt"
-  %n = Mul(%q, %r) @"norm"
-  %y = Mul(%w, %n) @"weight"
-  %t = Transpose(%y) {{perm = ints[{2}]}} @"transpose"
-  %x1 = Slice(%t, %s0, %s8, %ar) @"slice_lo"
-  %x2 = Slice(%t, %s8, %s16, %ar) @"slice_hi"
-  %nx2 = Neg(%x2) @"neg"
-  %rot = Concat(%nx2, %x1) {{axis = {3}}} @"cat"
-  %a = Mul(%t, %cos) @"mul_cos"
-  %b = Mul(%rot, %sin) @"mul_sin"
-  %o = Add(%a, %b) @"add"
-  output %o
+{4}  %t = Transpose(%y) {{perm = ints[{2}]}} @"transpose"
+{5}  output %o
 }}
 )",
-                     q_dims, trig_dims, perm, rot_axis);
+                     q_dims, trig_dims, perm, rot_axis, rms_lines("q"), rotary_lines("ar", rot_axis, "o"));
 }
 
 }  // namespace
@@ -390,28 +408,20 @@ TEST_CASE("a per-head norm, its head transpose and the rotary embedding after it
           "[fusion][emu]") {
   auto g = test::parse_or_die(qk_norm_rotary("0, 2, 1, 3", 3));
   test::run_frontend_or_die(*g);
+  auto info = whole_graph_info(*g);
   const std::vector<const Node*> all = all_nodes(*g);
   const std::set<const Value*> out(g->outputs.begin(), g->outputs.end());
-  auto info = codegen::analyze_stitch(all, out);
-  INFO(info.status().message());
-  REQUIRE(info.is_ok());
-  CHECK(info->row);
-  CHECK(info->wide_widths.empty());
-  REQUIRE(info->permuted.count(g->outputs[0]) == 1);
-  CHECK(info->permuted.at(g->outputs[0]) == std::vector<codegen::RowPiece>{{0, 1}, {2, 1}, {1, 1}, {3, 1}});
-  CHECK(info->full_row(g->outputs[0]));
+  CHECK(info.row);
+  CHECK(info.wide_widths.empty());
+  REQUIRE(info.permuted.count(g->outputs[0]) == 1);
+  CHECK(info.permuted.at(g->outputs[0]) == std::vector<codegen::RowPiece>{{0, 1}, {2, 1}, {1, 1}, {3, 1}});
+  CHECK(info.full_row(g->outputs[0]));
   auto k = codegen::lower_stitched(all, out, 0);
   REQUIRE(k.is_ok());
   INFO(k->source);
   CHECK(k->mapping.find("the rows moved by a Transpose") != std::string::npos);
   uint32_t seed = 120;
-  for (const char* mode : {"greedy", "beam", "ilp"}) {
-    INFO(mode);
-    auto plan = fusion::make_plan(*g, opts(mode));
-    REQUIRE(plan.is_ok());
-    INFO(fusion::explain(*plan));
-    CHECK(fused_matches_reference(*g, seed++, mode) == 1);
-  }
+  one_kernel_in_every_planner(*g, seed);
 }
 
 TEST_CASE("a Transpose after a row op whose kept axes have one extent stores the moved rows",
@@ -485,42 +495,24 @@ TEST_CASE(
   const %ax: i64[1] = [-1]
   const %two: f32[] = [2.0]
   const %eps: f32[] = [0.000001]
-  const %heads: i64[4] = [{}]
+  const %heads: i64[4] = [{0}]
   const %s0: i64[1] = [0]
   const %s8: i64[1] = [8]
   const %s16: i64[1] = [16]
   const %a3: i64[1] = [3]
-  %p = Pow(%q, %two) @"pow"
-  %m = ReduceMean(%p, %ax) @"mean"
-  %e = Add(%m, %eps) @"add_eps"
-  %s = Sqrt(%e) @"sqrt"
-  %r = Reciprocal(%s) @"rsqrt"
-  %n = Mul(%q, %r) @"norm"
-  %y = Mul(%w, %n) @"weight"
-  %h = Reshape(%y, %heads) @"view"
+{1}  %h = Reshape(%y, %heads) @"view"
   %t = Transpose(%h) {{perm = ints[0, 2, 1, 3]}} @"transpose"
-  %x1 = Slice(%t, %s0, %s8, %a3) @"slice_lo"
-  %x2 = Slice(%t, %s8, %s16, %a3) @"slice_hi"
-  %nx2 = Neg(%x2) @"neg"
-  %rot = Concat(%nx2, %x1) {{axis = 3}} @"cat"
-  %a = Mul(%t, %cos) @"mul_cos"
-  %b = Mul(%rot, %sin) @"mul_sin"
-  %o = Add(%a, %b) @"add"
-  output %o
+{2}  output %o
 }}
 )",
-                       shape);
+                       shape, rms_lines("q"), rotary_lines("a3", 3, "o"));
   };
   auto g = test::parse_or_die(text("2, 6, 4, 16"));
   test::run_frontend_or_die(*g);
-  const std::vector<const Node*> all = all_nodes(*g);
-  const std::set<const Value*> out(g->outputs.begin(), g->outputs.end());
-  auto info = codegen::analyze_stitch(all, out);
-  INFO(info.status().message());
-  REQUIRE(info.is_ok());
-  REQUIRE(info->permuted.count(g->outputs[0]) == 1);
+  auto info = whole_graph_info(*g);
+  REQUIRE(info.permuted.count(g->outputs[0]) == 1);
   // batch, the heads (the row's coordinate / 16), sequence, the head's features.
-  CHECK(info->permuted.at(g->outputs[0]) == std::vector<codegen::RowPiece>{{0, 1}, {2, 16}, {1, 1}, {2, 1}});
+  CHECK(info.permuted.at(g->outputs[0]) == std::vector<codegen::RowPiece>{{0, 1}, {2, 16}, {1, 1}, {2, 1}});
   uint32_t seed = 150;
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     INFO(mode);
@@ -615,17 +607,13 @@ TEST_CASE("a row kernel stores wide values moved: a scaled projection's heads, s
 }
 )");
   test::run_frontend_or_die(*g);
-  const std::vector<const Node*> all = all_nodes(*g);
-  const std::set<const Value*> out(g->outputs.begin(), g->outputs.end());
-  auto info = codegen::analyze_stitch(all, out);
-  INFO(info.status().message());
-  REQUIRE(info.is_ok());
-  CHECK(info->permuted.count(g->outputs[0]) == 1);
-  CHECK(info->permuted.count(g->outputs[1]) == 1);
-  CHECK(info->moved_width(g->outputs[0]) == 48);
-  CHECK(info->moved_width(g->outputs[1]) == 16);
-  CHECK(info->wide_widths == std::vector<int64_t>{16, 48});
-  CHECK_FALSE(info->full_row(g->outputs[0]));
+  auto info = whole_graph_info(*g);
+  CHECK(info.permuted.count(g->outputs[0]) == 1);
+  CHECK(info.permuted.count(g->outputs[1]) == 1);
+  CHECK(info.moved_width(g->outputs[0]) == 48);
+  CHECK(info.moved_width(g->outputs[1]) == 16);
+  CHECK(info.wide_widths == std::vector<int64_t>{16, 48});
+  CHECK_FALSE(info.full_row(g->outputs[0]));
   CHECK(one_group_matches_reference(*g, 170));
   uint32_t seed = 171;
   for (const char* mode : {"greedy", "beam", "ilp"}) {
