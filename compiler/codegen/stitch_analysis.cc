@@ -10,6 +10,7 @@
 #include "codegen/lower.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/stitch.h"
+#include "codegen/stitch_frames.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -342,259 +343,6 @@ Status check_tiled(const std::vector<const Node*>& nodes, const std::set<const V
   return Status::ok();
 }
 
-// Row kernels: where each value computed from a row op's result lies in the domain (its frame, a
-// RowPiece per axis), so that a value pulled at coordinates of the current row reads that row only.
-// Row ops' results are in the domain's frame. After them:
-// - element-wise ops keep their inputs' frame; along a kept axis a value has the domain's extent or
-//   1 (a broadcast of a per-row value), along a reduced one any extent (a per-row value scaling a
-//   product wider than the row: RMSNorm moved past its GEMM);
-// - Slices, Splits and Concats move values along the row only (a rotary embedding's halves);
-// - Reshapes split or merge the row's pieces (hidden into heads), never across kept axes;
-// - Transposes reorder axes but keep the row's innermost piece innermost (a head transpose), so the
-//   rows move and stay contiguous in pieces.
-// A value outside the domain's frame is stored with each row's elements moved (moved_width).
-// Column kernels take element-wise ops only.
-using Frame = std::vector<RowPiece>;
-class RowFrames {
- public:
-  explicit RowFrames(const StitchInfo& info) : info_(info), r_(static_cast<int64_t>(info.domain.size())) {}
-
-  const Frame* find(const Value* v) const {
-    auto it = frame_.find(v);
-    return it == frame_.end() ? nullptr : &it->second;
-  }
-  // The domain's own frame (the kernel's full, wide and per-row values).
-  bool in_domain(const Frame& f) const {
-    if (static_cast<int64_t>(f.size()) != r_) return false;
-    for (int64_t k = 0; k < r_; ++k)
-      if ((f[k].axis != k && f[k].axis != -1) || f[k].div != 1) return false;
-    return true;
-  }
-
-  Status add(const Node& n) {
-    const StitchRole role = stitch_role(n);
-    bool after = false;
-    for (const Value* in : n.inputs) {
-      if (!in) continue;
-      if (bare_.count(in))
-        return Status::user(fmt::format("{} reads '{}', a reduction without keepdims, inside the group",
-                                        n.describe(), in->name));
-      after |= frame_.count(in) > 0;
-    }
-    if (role == StitchRole::kRow) {
-      bool moved = false;
-      for (const Value* in : n.inputs)
-        if (const Frame* f = in ? find(in) : nullptr) moved |= !in_domain(*f);
-      if (moved)
-        return Status::user(fmt::format(
-            "{} reduces a value computed from a row op through a Transpose or Reshape: its rows are not the "
-            "group's",
-            n.describe()));
-      const Value* y = n.output(0);
-      if (static_cast<int64_t>(dims(y).size()) == r_)
-        frame_[y] = domain_frame();
-      else
-        bare_.insert(y);
-      return Status::ok();
-    }
-    if (!after) return Status::ok();
-    if (role == StitchRole::kContraction)
-      return Status::user(
-          fmt::format("{} multiplies a value computed from a row op in the group, which a row kernel "
-                      "holds for the current row only",
-                      n.describe()));
-    const std::string changes =
-        fmt::format("{} changes the layout of a value computed from a row op in the group", n.describe());
-    const Value* data = n.input(0);
-    const Dims& od = dims(n.output(0));
-    Frame of;
-    if (role == StitchRole::kPointwise || (role == StitchRole::kLayout && n.op_type == "Concat")) {
-      if (info_.column && role != StitchRole::kPointwise) return Status::user(changes);
-      ASSIGN_OR_RETURN(of, merged(n, od.size()));
-      if (n.op_type == "Concat") RETURN_IF_ERROR(along_row(n, of, changes));
-    } else if (info_.column || !frame_.count(data)) {
-      return Status::user(changes);
-    } else if (role == StitchRole::kView) {
-      ASSIGN_OR_RETURN(of, reshaped(n, changes));
-    } else if (n.op_type == "Transpose") {
-      const Frame& f = frame_.at(data);
-      ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::transpose_perm(n, static_cast<int64_t>(f.size())));
-      for (int64_t p : perm) of.push_back(f[p]);
-      // The row's innermost piece stays innermost: rows move in contiguous runs.
-      const int64_t io = innermost(od);
-      if (io >= 0 && perm[io] != innermost(dims(data)))
-        return Status::user(fmt::format(
-            "{} moves the innermost axis of a value computed from a row op: after a row op a Transpose may "
-            "reorder rows and their pieces, not split them into strided elements",
-            n.describe()));
-    } else if (n.op_type == "Slice") {
-      of = frame_.at(data);
-      // Every kept axis whole: the slice stays inside the current row.
-      ASSIGN_OR_RETURN(ops::SliceSpec spec, stitch_slice(n));
-      const Dims& in = dims(data);
-      const Dims st = ops::strides_of(in);
-      for (size_t k = 0; k < in.size(); ++k)
-        if (!reduced(of[k]) && in[k] != 1 &&
-            (spec.out[k] != in[k] || spec.strides[k] != st[k] || (spec.base / st[k]) % in[k] != 0))
-          return Status::user(changes + ": it slices across rows");
-    } else if (n.op_type == "Split") {
-      of = frame_.at(data);
-      RETURN_IF_ERROR(along_row(n, of, changes));
-    } else {
-      return Status::user(changes);
-    }
-    for (const Value* o : n.outputs) {
-      if (!o) continue;
-      const Dims& d = dims(o);
-      for (size_t k = 0; k < d.size(); ++k) {
-        if (d[k] == 1) continue;
-        // Column kernels hold nothing wider or narrower than their columns.
-        if (of[k].axis < 0 || ((!reduced(of[k]) || info_.column) && d[k] != info_.domain[of[k].axis]))
-          return Status::user(
-              fmt::format("{} makes {} from a row op's result, not a broadcast of the rows {}", n.describe(),
-                          dims_to_string(d), dims_to_string(info_.domain)));
-      }
-      frame_[o] = of;
-    }
-    return Status::ok();
-  }
-
-  // A stored value outside the domain's frame: each kept axis once, whole, and the pieces of each
-  // reduced axis tiling a run of it (innermost first: divisors 1, then each the product of the
-  // extents inside it). The run is the whole axis, so that the row's elements map one to one onto
-  // the value's; or, where the row runs along one axis, a run of another length (a wide value
-  // moved: the heads of a projection wider or narrower than the row, split and transposed).
-  // Returns the elements the value holds per row: a store loop of that many.
-  StatusOr<int64_t> moved_width(const Value& v, const Frame& f) const {
-    const Dims& d = dims(&v);
-    const std::string whole = fmt::format(
-        "it would store '{}' ({}), computed from a row op through a Transpose or Reshape, other than as "
-        "whole rows of {} moved",
-        v.name, dims_to_string(d), dims_to_string(info_.domain));
-    int64_t reduced_axes = 0, width = 1;
-    for (int64_t a = 0; a < r_; ++a) reduced_axes += info_.reduced[a] && info_.domain[a] != 1;
-    for (int64_t a = 0; a < r_; ++a) {
-      std::vector<std::pair<int64_t, int64_t>> pieces;  // (div, extent)
-      for (size_t k = 0; k < d.size(); ++k)
-        if (d[k] != 1 && f[k].axis == a) pieces.push_back({f[k].div, d[k]});
-      std::sort(pieces.begin(), pieces.end());
-      int64_t next = 1;
-      for (const auto& [div, extent] : pieces) {
-        if (div != next) return Status::user(whole);
-        next *= extent;
-      }
-      if (!info_.reduced[a]) {
-        if (info_.domain[a] != 1 && (pieces.size() != 1 || next != info_.domain[a]))
-          return Status::user(whole);
-        continue;
-      }
-      if (next != info_.domain[a] && (reduced_axes != 1 || info_.domain[a] == 1)) return Status::user(whole);
-      width *= next;
-    }
-    return width;
-  }
-
- private:
-  Frame domain_frame() const {
-    Frame f;
-    for (int64_t k = 0; k < r_; ++k) f.push_back({k, 1});
-    return f;
-  }
-  bool reduced(const RowPiece& p) const { return p.axis >= 0 && info_.reduced[p.axis]; }
-  // The last axis of more than one element (-1: none).
-  static int64_t innermost(const Dims& d) {
-    for (int64_t k = static_cast<int64_t>(d.size()); k-- > 0;)
-      if (d[k] != 1) return k;
-    return -1;
-  }
-  Status along_row(const Node& n, const Frame& f, const std::string& changes) const {
-    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0),
-                                                  static_cast<int64_t>(dims(n.output(0)).size())));
-    if (!reduced(f[axis])) return Status::user(fmt::format("{} along axis {}, across rows", changes, axis));
-    return Status::ok();
-  }
-  // An element-wise op's (or a Concat's) frame from its inputs computed from a row op, aligned on
-  // the right: an axis takes the place its inputs of more than one element there give it (they
-  // must agree), else one an input of one element there kept (a per-row value's reduced axis).
-  StatusOr<Frame> merged(const Node& n, size_t rank) const {
-    Frame of(rank);
-    for (size_t k = 0; k < rank; ++k) {
-      std::optional<RowPiece> strong, weak;
-      for (const Value* in : n.inputs) {
-        auto it = in ? frame_.find(in) : frame_.end();
-        if (it == frame_.end()) continue;
-        const Dims& id = dims(in);
-        if (id.size() + k < rank) continue;
-        const size_t ki = k + id.size() - rank;
-        const RowPiece& p = it->second[ki];
-        if (id[ki] != 1) {
-          if (strong && *strong != p)
-            return Status::user(fmt::format(
-                "{} reads values computed from a row op in two layouts (through a Transpose or Reshape)",
-                n.describe()));
-          strong = p;
-        } else if (p.axis >= 0 && !weak) {
-          weak = p;
-        }
-      }
-      of[k] = strong ? *strong : weak ? *weak : RowPiece{};
-    }
-    return of;
-  }
-  // A Reshape: the input's and output's axes of more than one element in runs of equal products;
-  // a run of kept axes must be one axis unchanged, a run of a reduced axis's pieces (each inside
-  // the one before) is split again into pieces of the same axis.
-  StatusOr<Frame> reshaped(const Node& n, const std::string& changes) const {
-    const Value* in = n.input(0);
-    const Dims &id = dims(in), &od = dims(n.output(0));
-    const Frame& f = frame_.at(in);
-    Frame of(od.size());
-    std::vector<size_t> is, os;
-    for (size_t k = 0; k < id.size(); ++k)
-      if (id[k] != 1) is.push_back(k);
-    for (size_t k = 0; k < od.size(); ++k)
-      if (od[k] != 1) os.push_back(k);
-    size_t i = 0, o = 0;
-    while (i < is.size() || o < os.size()) {
-      if (i >= is.size() || o >= os.size()) return Status::user(changes);
-      std::vector<size_t> ib{is[i++]}, ob{os[o++]};
-      int64_t pi = id[ib[0]], po = od[ob[0]];
-      while (pi != po) {
-        if (pi < po) {
-          if (i >= is.size()) return Status::user(changes);
-          ib.push_back(is[i++]);
-          pi *= id[ib.back()];
-        } else {
-          if (o >= os.size()) return Status::user(changes);
-          ob.push_back(os[o++]);
-          po *= od[ob.back()];
-        }
-      }
-      const RowPiece& last = f[ib.back()];
-      if (!reduced(last)) {
-        if (ib.size() != 1 || ob.size() != 1 || last.axis < 0)
-          return Status::user(changes + ": it merges or splits kept axes");
-        of[ob[0]] = last;
-        continue;
-      }
-      for (size_t t = ib.size() - 1; t-- > 0;)
-        if (f[ib[t]].axis != last.axis || f[ib[t]].div != f[ib[t + 1]].div * id[ib[t + 1]])
-          return Status::user(changes + ": it merges axes that are not one run of the row");
-      int64_t div = last.div;
-      for (size_t t = ob.size(); t-- > 0;) {
-        of[ob[t]] = {last.axis, div};
-        div *= od[ob[t]];
-      }
-    }
-    return of;
-  }
-
-  const StitchInfo& info_;
-  int64_t r_;
-  std::map<const Value*, Frame> frame_;
-  std::set<const Value*> bare_;  // row ops' results without keepdims
-};
-
 }  // namespace
 
 StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored) {
@@ -686,15 +434,13 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
     }
     return longer;
   };
-  // Values computed from a row op's result are read at the current row only (RowFrames).
-  RowFrames frames(info);
-  for (const Node* n : nodes) RETURN_IF_ERROR(frames.add(*n));
+  // Values computed from a row op's result are read at the current row only (stitch_frames.h).
+  ASSIGN_OR_RETURN(info.permuted, moved_rows(nodes, info));
   bool full = false;
   std::set<int64_t> widths;  // one store pass per width of wide values
   for (const Value* v : info.stored) {
-    if (const Frame* f = frames.find(v); f && !frames.in_domain(*f)) {
-      ASSIGN_OR_RETURN(int64_t width, frames.moved_width(*v, *f));
-      info.permuted[v] = *f;
+    if (info.permuted.count(v)) {
+      const int64_t width = info.moved_width(v);
       if (width == info.cols) {
         full = true;
       } else {

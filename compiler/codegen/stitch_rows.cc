@@ -313,12 +313,13 @@ Status Stitcher::emit_rows() {
       for (const Value* v : vs) {
         // The kept axes as the domain's; the reduced ones from j over this value's extents (a
         // moved value's pieces of the row from j).
-        const Dims& vd = dims(v);
-        Coords c = dom_;
-        int64_t inner = 1;
+        Coords c;
         if (info_.permuted.count(v)) {
           c = moved_coords(v, width);
         } else {
+          const Dims& vd = dims(v);
+          c = dom_;
+          int64_t inner = 1;
           for (int64_t k = r; k-- > 0;) {
             if (!info_.reduced[k]) continue;
             c[k] = {"0", 0};

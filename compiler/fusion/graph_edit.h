@@ -1,7 +1,6 @@
 // Nodes and values added by the graph rewrites before planning (merge_gemms, hoist_scales,
-// split_slices): the
-// node's op definition looked up at the graph's opset, the value typed and shaped by the caller's
-// knowledge (the front end's shape inference has already run).
+// split_slices, decompose_norm): the node's op definition looked up at the graph's opset, the value typed and
+// shaped by the caller's knowledge (the front end's shape inference has already run).
 #pragma once
 
 #include <memory>
@@ -43,6 +42,24 @@ inline Value* add_typed_value(Graph& g, const std::string& hint, DType t, Dims d
   v->dtype = t;
   v->dims = std::move(d);
   return v;
+}
+
+// A constant of `t` holding `v` (dims `d`).
+inline Value* add_constant(Graph& g, const std::string& hint, DType t, Dims d, const std::vector<double>& v) {
+  Value* c = add_typed_value(g, hint, t, d);
+  c->constant = Tensor::from_f64(t, std::move(d), v);
+  return c;
+}
+
+// A new node `op` of `inputs` writing a new value of `t` and `d`, which it returns.
+inline Value* add_op(Graph& g, const std::string& op, const std::string& hint, std::vector<Value*> inputs,
+                     DType t, Dims d) {
+  Node* n = add_op_node(g, op, g.unique_name(hint));
+  Value* out = add_typed_value(g, hint, t, std::move(d));
+  n->inputs = std::move(inputs);
+  n->outputs = {out};
+  out->producer = n;
+  return out;
 }
 
 // The one node reading `v` (per `users`, Graph::users()), or null when `v` is a graph output or

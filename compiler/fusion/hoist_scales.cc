@@ -12,6 +12,7 @@
 
 #include "codegen/lower.h"
 #include "codegen/stitch.h"
+#include "fusion/decompose_norm.h"
 #include "fusion/graph_edit.h"
 #include "fusion/row_paths.h"
 
@@ -57,75 +58,15 @@ enum class Mode {
   kNorms,   // hoist_layer_norms: centered (x - m), a constant column added, LayerNormalization
 };
 
-// A constant of `t` holding `v` (dims `d`).
-Value* add_constant(Graph& g, const std::string& hint, DType t, Dims d, const std::vector<double>& v) {
-  Value* c = add_typed_value(g, hint, t, d);
-  c->constant = Tensor::from_f64(t, std::move(d), v);
-  return c;
-}
-
-// A new node `op` of `inputs` writing a new value of `t` and `d`, which it returns.
-Value* add_op(Graph& g, const std::string& op, const std::string& hint, std::vector<Value*> inputs, DType t,
-              Dims d) {
-  Node* n = add_op_node(g, op, g.unique_name(hint));
-  Value* out = add_typed_value(g, hint, t, std::move(d));
-  n->inputs = std::move(inputs);
-  n->outputs = {out};
-  out->producer = n;
-  return out;
-}
-
-// ReduceMean over the last axis, kept (axes an attribute before opset 18, an input from it).
-Value* add_row_mean(Graph& g, const std::string& hint, Value* x) {
-  Dims d = *x->dims;
-  d.back() = 1;
-  Value* m = add_op(g, "ReduceMean", hint, {x}, x->dtype, d);
-  Node* n = m->producer;
-  n->attrs["keepdims"] = int64_t{1};
-  if (g.opset >= 18) {
-    Value* axes = add_typed_value(g, hint + "_axes", DType::kI64, {1});
-    axes->constant = Tensor::vector_i64({-1});
-    n->inputs.push_back(axes);
-  } else {
-    n->attrs["axes"] = std::vector<int64_t>{-1};
-  }
-  return m;
-}
-
-// A LayerNormalization over the last axis as the nodes its definition spells: the mean, the
-// centered rows, 1 / sqrt(mean of their squares + epsilon) as a Div by the Sqrt, the weight and the
-// bias. The last node writes the op's output; the op is left without it, for the caller to remove.
-void decompose_layer_norm(Graph& g, Node& ln) {
-  Value* x = ln.input(0);
-  Value* out = ln.output(0);
-  const DType t = x->dtype;
-  const Dims& d = *x->dims;
-  const std::string h = ln.name + "/decomposed";
-  Value* mean = add_row_mean(g, h + "_mean", x);
-  Value* dev = add_op(g, "Sub", h + "_centered", {x, mean}, t, d);
-  Value* var = add_row_mean(g, h + "_variance", add_op(g, "Mul", h + "_squared", {dev, dev}, t, d));
-  Value* eps = add_constant(g, h + "_epsilon", t, {}, {ln.attr_float("epsilon", 1e-5f)});
-  Value* sd = add_op(g, "Sqrt", h + "_std",
-                     {add_op(g, "Add", h + "_variance_eps", {var, eps}, t, *var->dims)}, t, *var->dims);
-  Value* norm = add_op(g, "Div", h + "_normalized", {dev, sd}, t, d);
-  ln.outputs[0] = nullptr;
-  Node* last = nullptr;
-  if (ln.input(2)) {
-    Value* scaled = add_op(g, "Mul", h + "_scaled", {norm, ln.input(1)}, t, d);
-    last = add_op_node(g, "Add", g.unique_name(h + "_biased"));
-    last->inputs = {scaled, ln.input(2)};
-  } else {
-    last = add_op_node(g, "Mul", g.unique_name(h + "_scaled"));
-    last->inputs = {norm, ln.input(1)};
-  }
-  last->outputs = {out};
-  out->producer = last;
-}
-
 StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& keep, Mode mode,
                                          NormReaders readers = NormReaders::kAll) {
   std::vector<std::string> log;
   auto users = g.users();
+  // A LayerNorm in front of attention's Q/K/V: V's GEMM (P.V) reads the product through views,
+  // and no centering passes a GEMM; the product is corrected where it is read instead (the
+  // rotary's row kernel, which also stores it for P.V), as a half type's row scale is. Its
+  // product's readers may then be GEMMs.
+  const bool gemm_readers = mode == Mode::kNorms && readers == NormReaders::kAttention;
   auto only_reader = [&](const Value* v, const Node* reader) {
     auto it = users.find(v);
     return !g.is_graph_output(v) && it != users.end() && it->second.size() == 1 &&
@@ -235,8 +176,7 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       if ((axis != -1 && axis != static_cast<int64_t>(ad.size()) - 1) || !one_output || !lx ||
           lx->is_constant() || classify(lx, ad) != Kind::kFull || lx->dtype != a->dtype || !scale ||
           classify(scale, ad) != Kind::kColumn || (bias && classify(bias, ad) != Kind::kColumn) ||
-          keep.count(top->name) || (!kernel_readers(y, 0) && readers != NormReaders::kAttention) ||
-          !wanted(y))
+          keep.count(top->name) || (!gemm_readers && !kernel_readers(y, 0)) || !wanted(y))
         continue;
       decompose_layer_norm(g, *top);
       dead.push_back(top);
@@ -314,11 +254,7 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
           continue;
         }
       }
-      // A LayerNorm in front of attention's Q/K/V: V's GEMM (P.V) reads the product through views,
-      // and no centering passes a GEMM; the product is corrected where it is read instead (the
-      // rotary's row kernel, which also stores it for P.V), as a half type's row scale is.
-      readers_ok =
-          readers_ok && ((mode == Mode::kNorms && readers == NormReaders::kAttention) || kernel_reader(r, 0));
+      readers_ok = readers_ok && (gemm_readers || kernel_reader(r, 0));
     }
     if (mode == Mode::kScales && readers == NormReaders::kAttention && entries.empty()) continue;
     if (!readers_ok) continue;
