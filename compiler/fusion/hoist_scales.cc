@@ -15,6 +15,7 @@
 #include "fusion/decompose_norm.h"
 #include "fusion/graph_edit.h"
 #include "fusion/row_paths.h"
+#include "ops/op_util.h"
 
 namespace stitch::fusion {
 namespace {
@@ -58,13 +59,45 @@ enum class Mode {
   kNorms,   // hoist_layer_norms: centered (x - m), a constant column added, LayerNormalization
 };
 
+// One column range of a product and the value it becomes (`slice` the Slice that read it, or
+// none for the whole product).
+struct ColumnPart {
+  int64_t lo = 0, hi = 0;
+  Value* out = nullptr;
+  Node* slice = nullptr;
+};
+
+// The readers of `y` as column parts: each a Slice of a contiguous range of its last axis (every
+// other axis whole, step 1). Empty when any reader is not, or `y` is a graph output.
+std::vector<ColumnPart> column_parts(const Graph& g,
+                                     const std::unordered_map<const Value*, std::vector<Node*>>& users,
+                                     const Value* y) {
+  auto it = users.find(y);
+  if (g.is_graph_output(y) || it == users.end() || it->second.empty()) return {};
+  const Dims& d = *y->dims;
+  const Dims strides = ops::strides_of(d);
+  std::vector<ColumnPart> parts;
+  for (Node* r : it->second) {
+    if (r->op_type != "Slice" || !r->domain.empty() || r->input(0) != y || !r->output(0)) return {};
+    auto spec = codegen::stitch_slice(*r);
+    if (!spec.is_ok() || spec->strides != strides || spec->out.size() != d.size() || spec->base < 0)
+      return {};
+    for (size_t i = 0; i + 1 < d.size(); ++i)
+      if (spec->out[i] != d[i]) return {};
+    const int64_t lo = spec->base, hi = lo + spec->out.back();
+    if (hi > d.back() || hi <= lo) return {};
+    parts.push_back({lo, hi, r->output(0), r});
+  }
+  return parts;
+}
+
 StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& keep, Mode mode,
                                          NormReaders readers = NormReaders::kAll) {
   std::vector<std::string> log;
   auto users = g.users();
   // A LayerNorm in front of attention's Q/K/V: V's GEMM (P.V) reads the product through views,
   // and no centering passes a GEMM; the product is corrected where it is read instead (the
-  // rotary's row kernel, which also stores it for P.V), as a half type's row scale is. Its
+  // rotary's row kernel, which also stores V for P.V), as a half type's row scale is. Its
   // product's readers may then be GEMMs.
   const bool gemm_readers = mode == Mode::kNorms && readers == NormReaders::kAttention;
   auto only_reader = [&](const Value* v, const Node* reader) {
@@ -334,49 +367,80 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     };
     // After the product: the centering, the row factors (one Mul or Div each) and the bias row, in
     // that order, between two Casts when the row factors' type is not the product's; each new node
-    // writes a new value, the last the MatMul's old output.
-    struct Step {
-      std::string op;
-      Value* operand;
-    };
-    std::vector<Step> steps;
+    // writes a new value, the last the MatMul's old output, or each of its column parts' (below).
+    std::vector<double> sums, bw;
     if (center) {  // m times the column sums of the new weight, subtracted
-      std::vector<double> sums(static_cast<size_t>(n), 0.0);
+      sums.assign(static_cast<size_t>(n), 0.0);
       for (int64_t i = 0; i < k; ++i)
         for (int64_t j = 0; j < n; ++j) sums[static_cast<size_t>(j)] += wv[static_cast<size_t>(i * n + j)];
-      Value* c = add_constant(g, mm->name + "/weight_column_sums", y->dtype, {n}, sums);
-      Dims md = *center->dims;
-      md.back() = n;
-      steps.push_back({"Sub", add_op(g, "Mul", mm->name + "/centering", {center, c}, y->dtype, md)});
     }
-    for (const Factor& f : rows) steps.push_back({f.inverse ? "Div" : "Mul", f.value});
     if (beta) {  // b W, added
-      std::vector<double> bw(static_cast<size_t>(n), 0.0);
+      bw.assign(static_cast<size_t>(n), 0.0);
       const std::vector<double> w0 = w->constant->to_f64();
       for (int64_t i = 0; i < k; ++i) {
         const double b = beta->constant->get_f64(beta->constant->size() == 1 ? 0 : i);
         for (int64_t j = 0; j < n; ++j) bw[static_cast<size_t>(j)] += b * w0[static_cast<size_t>(i * n + j)];
       }
-      steps.push_back({"Add", add_constant(g, mm->name + "/bias_times_weight", y->dtype, {n}, bw)});
     }
-    Value* cur = z;
-    if (cast_rows) {
-      Value* wide = add_typed_value(g, mm->name + "/unscaled_product_cast", row_type, *y->dims);
-      add_cast(z, wide);
-      cur = wide;
-    }
-    for (size_t i = 0; i < steps.size(); ++i) {
-      Node* s = add_op_node(g, steps[i].op, g.unique_name(mm->name + "/row_scale"));
-      Value* out = y;
-      if (i + 1 < steps.size() || cast_rows) {
-        out = add_typed_value(g, mm->name + "/row_scaled", row_type, *y->dims);
+    // The product's column parts, each corrected on its own: the Slices of merged sibling GEMMs
+    // (merge_gemms), when they are all its readers and no GEMM end reads it. A part read outside the
+    // kernel that corrects it (V's, which P.V reads) is then stored alone, not the whole product
+    // whose other parts only that kernel reads (Q's and K's, rotated there). Else the whole.
+    std::vector<ColumnPart> parts;
+    if (ends.empty() && entries.empty()) parts = column_parts(g, users, y);
+    if (parts.empty()) parts.push_back({0, n, y, nullptr});
+    for (const ColumnPart& part : parts) {
+      const int64_t width = part.hi - part.lo;
+      Dims pd = *y->dims;
+      pd.back() = width;
+      auto cols = [&](const std::vector<double>& v) {
+        return std::vector<double>(v.begin() + part.lo, v.begin() + part.hi);
+      };
+      struct Step {
+        std::string op;
+        Value* operand;
+      };
+      std::vector<Step> steps;
+      if (center) {
+        Value* c = add_constant(g, mm->name + "/weight_column_sums", y->dtype, {width}, cols(sums));
+        Dims md = *center->dims;
+        md.back() = width;
+        steps.push_back({"Sub", add_op(g, "Mul", mm->name + "/centering", {center, c}, y->dtype, md)});
       }
-      s->inputs = {cur, steps[i].operand};
-      s->outputs = {out};
-      out->producer = s;
-      cur = out;
+      for (const Factor& f : rows) steps.push_back({f.inverse ? "Div" : "Mul", f.value});
+      if (beta)
+        steps.push_back(
+            {"Add", add_constant(g, mm->name + "/bias_times_weight", y->dtype, {width}, cols(bw))});
+      Value* cur = z;
+      if (part.slice) {
+        Value* starts =
+            add_constant(g, mm->name + "/part_starts", DType::kI64, {1}, {static_cast<double>(part.lo)});
+        Value* stops =
+            add_constant(g, mm->name + "/part_ends", DType::kI64, {1}, {static_cast<double>(part.hi)});
+        Value* axes = add_constant(g, mm->name + "/part_axes", DType::kI64, {1}, {-1.0});
+        cur = add_op(g, "Slice", mm->name + "/unscaled_part", {z, starts, stops, axes}, y->dtype, pd);
+      }
+      if (cast_rows) {
+        Value* wide = add_typed_value(g, mm->name + "/unscaled_product_cast", row_type, pd);
+        add_cast(cur, wide);
+        cur = wide;
+      }
+      for (size_t i = 0; i < steps.size(); ++i) {
+        Node* s = add_op_node(g, steps[i].op, g.unique_name(mm->name + "/row_scale"));
+        Value* out = part.out;
+        if (i + 1 < steps.size() || cast_rows)
+          out = add_typed_value(g, mm->name + "/row_scaled", row_type, pd);
+        s->inputs = {cur, steps[i].operand};
+        s->outputs = {out};
+        out->producer = s;
+        cur = out;
+      }
+      if (cast_rows) add_cast(cur, part.out);
+      if (part.slice) {  // its output now written by the part's last step
+        part.slice->outputs[0] = nullptr;
+        dead.push_back(part.slice);
+      }
     }
-    if (cast_rows) add_cast(cur, y);
     // GEMM ends: the paths read the unscaled product; each row factor, reshaped to the target's
     // axes, multiplies (divides) the GEMM's output, for its readers, or its other operand.
     std::vector<std::string> end_names;

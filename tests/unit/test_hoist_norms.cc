@@ -261,7 +261,7 @@ TEST_CASE(
     "[fusion][emu]") {
   // No centering passes a GEMM, so V's path (P.V reads it through views) cannot take the mean and
   // the scale: the product is corrected where the rotary's or the heads' kernel reads it, and P.V
-  // reads the corrected product as it read the normalized rows' product before.
+  // reads the corrected V as it read the normalized rows' product before.
   uint32_t state = 57;
   const std::string src = R"(graph "g" opset 17 {
   input %x: f32[2,5,16]
@@ -302,10 +302,25 @@ TEST_CASE(
   REQUIRE(lines.is_ok());
   REQUIRE(lines->size() == 1u);
   INFO(lines->front());
+  // Q's, K's and V's columns are each corrected on their own, from a Slice of the unscaled
+  // product: the kernel storing V for P.V stores its 8 columns, not the product's 24.
+  int parts = 0, full_width = 0;
   for (const auto& n : g->nodes()) {
     CHECK(n->op_type != "LayerNormalization");
     if (n->name == "qkv/unscaled") CHECK(n->input(0)->name == "x");
+    if (n->op_type == "Slice") {
+      CHECK(n->input(0)->name == "qkv/unscaled_product");
+      ++parts;
+    }
+    const Value* out = n->output(0);
+    if (out && out->dims && *out->dims == Dims{2, 5, 24}) ++full_width;
+    if (out && out->name == "v") {
+      CHECK(n->op_type == "Add");  // the last step: beta times the weight's columns of V
+      CHECK(*out->dims == Dims{2, 5, 8});
+    }
   }
+  CHECK(parts == 3);
+  CHECK(full_width == 1);  // the unscaled product alone
   same_as_original(*original, *g, 61);
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     INFO(mode);
