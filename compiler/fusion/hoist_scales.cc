@@ -67,17 +67,19 @@ struct ColumnPart {
   Node* slice = nullptr;
 };
 
-// The readers of `y` as column parts: each a Slice of a contiguous range of its last axis (every
-// other axis whole, step 1). Empty when any reader is not, or `y` is a graph output.
+// The readers of `y` but `skip` as column parts: each a Slice of a contiguous range of its last
+// axis (every other axis whole, step 1). Empty when any reader is not, when none is left, or when
+// `y` is a graph output.
 std::vector<ColumnPart> column_parts(const Graph& g,
                                      const std::unordered_map<const Value*, std::vector<Node*>>& users,
-                                     const Value* y) {
+                                     const Value* y, const std::vector<Node*>& skip) {
   auto it = users.find(y);
-  if (g.is_graph_output(y) || it == users.end() || it->second.empty()) return {};
+  if (g.is_graph_output(y) || it == users.end()) return {};
   const Dims& d = *y->dims;
   const Dims strides = ops::strides_of(d);
   std::vector<ColumnPart> parts;
   for (Node* r : it->second) {
+    if (std::find(skip.begin(), skip.end(), r) != skip.end()) continue;
     if (r->op_type != "Slice" || !r->domain.empty() || r->input(0) != y || !r->output(0)) return {};
     auto spec = codegen::stitch_slice(*r);
     if (!spec.is_ok() || spec->strides != strides || spec->out.size() != d.size() || spec->base < 0)
@@ -383,12 +385,14 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       }
     }
     // The product's column parts, each corrected on its own: the Slices of merged sibling GEMMs
-    // (merge_gemms), when they are all its readers and no GEMM end reads it. A part read outside the
-    // kernel that corrects it (V's, which P.V reads) is then stored alone, not the whole product
-    // whose other parts only that kernel reads (Q's and K's, rotated there). Else the whole.
-    std::vector<ColumnPart> parts;
-    if (ends.empty() && entries.empty()) parts = column_parts(g, users, y);
-    if (parts.empty()) parts.push_back({0, n, y, nullptr});
+    // (merge_gemms), when they are all its readers but the entries (which read the unscaled
+    // product on their way to a GEMM end). A part read outside the kernel that corrects it (V's,
+    // which P.V reads) is then stored alone, not the whole product whose other parts only that
+    // kernel reads (Q's and K's, rotated there); a part whose reader's rows are not the product's
+    // (Q's and K's per-head norms) is computed in that reader's kernel. Else the whole product.
+    std::vector<ColumnPart> parts = column_parts(g, users, y, entries);
+    const bool whole = parts.empty();
+    if (whole) parts.push_back({0, n, y, nullptr});
     for (const ColumnPart& part : parts) {
       const int64_t width = part.hi - part.lo;
       Dims pd = *y->dims;
@@ -472,7 +476,7 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     for (Node* e : entries)
       for (Value*& in : e->inputs)
         if (in == y) in = z;
-    if (!entries.empty())  // steps left without readers go with the dead nodes
+    if (!entries.empty() && whole)  // steps left without readers go with the dead nodes
       for (Value* v = y; v && v != z && v->producer; v = v->producer->input(0)) kept.insert(v->producer);
     std::string names;
     for (const Factor& f : rows) names += (names.empty() ? "'" : ", '") + f.value->name + "'";

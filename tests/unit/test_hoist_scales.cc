@@ -744,3 +744,89 @@ TEST_CASE("a half model's RMSNorm before Q/K/V: the row scale scales the product
     CHECK(worst <= 3 * worst_original);
   }
 }
+
+TEST_CASE(
+    "RMSNorm before Q/K/V with per-head Q/K norms: Q's and K's columns are scaled in their norms' kernel, "
+    "V's "
+    "row scale goes onto P",
+    "[fusion][emu]") {
+  // Qwen3's layout: a per-head RMSNorm on Q and on K is not linear in the product, so those paths
+  // read the scaled product; V's path reaches P.V and reads the unscaled one. Q's and K's columns
+  // are each scaled on their own (a Slice of the unscaled product times the row scale), so the
+  // per-head norms' kernel computes them and no value of the merged product's width is scaled.
+  uint32_t state = 99;
+  const std::string src = R"(graph "g" opset 17 {
+  input %h: f32[2,5,16]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %gamma: f32[16] = )" +
+                          lcg_values(state, 16, 0.5) +
+                          "\n  const %w: f32[16,32] = " + lcg_values(state, 16 * 32) +
+                          "\n  const %qg: f32[8] = " + lcg_values(state, 8, 0.5) +
+                          "\n  const %kg: f32[8] = " + lcg_values(state, 8, 0.5) + R"(
+  const %last: i64[1] = [-1]
+  const %c0: i64[1] = [0]
+  const %c16: i64[1] = [16]
+  const %c24: i64[1] = [24]
+  const %c32: i64[1] = [32]
+  const %qshape: i64[4] = [2, 5, 2, 8]
+  const %kvshape: i64[4] = [2, 5, 1, 8]
+)" + kDynamoNorm + R"(
+  %p = MatMul(%y, %w) @"qkv"
+  %q = Slice(%p, %c0, %c16, %last) @"q_columns"
+  %k = Slice(%p, %c16, %c24, %last) @"k_columns"
+  %v = Slice(%p, %c24, %c32, %last) @"v_columns"
+  %qh = Reshape(%q, %qshape) @"q_heads"
+  %qsq = Pow(%qh, %two) @"q_pow"
+  %qms = ReduceMean(%qsq) {axes = ints[-1], keepdims = 1} @"q_mean"
+  %qve = Add(%qms, %eps) @"q_add_eps"
+  %qsd = Sqrt(%qve) @"q_sqrt"
+  %qn = Div(%qh, %qsd) @"q_normalize"
+  %qw = Mul(%qn, %qg) @"q_weight"
+  %qt = Transpose(%qw) {perm = ints[0, 2, 1, 3]} @"q_first"
+  %kh = Reshape(%k, %kvshape) @"k_heads"
+  %ksq = Pow(%kh, %two) @"k_pow"
+  %kms = ReduceMean(%ksq) {axes = ints[-1], keepdims = 1} @"k_mean"
+  %kve = Add(%kms, %eps) @"k_add_eps"
+  %ksd = Sqrt(%kve) @"k_sqrt"
+  %kn = Div(%kh, %ksd) @"k_normalize"
+  %kw = Mul(%kn, %kg) @"k_weight"
+  %kt = Transpose(%kw) {perm = ints[0, 2, 3, 1]} @"k_first"
+  %s = MatMul(%qt, %kt) @"scores"
+  %pr = Softmax(%s) {axis = -1} @"softmax"
+  %vh = Reshape(%v, %kvshape) @"v_heads"
+  %vt = Transpose(%vh) {perm = ints[0, 2, 1, 3]} @"v_first"
+  %o = MatMul(%pr, %vt) @"attention"
+  output %o
+}
+)";
+  auto g = parse_or_die(src);
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  auto hoisted = fusion::hoist_row_scales(*g, {}, fusion::NormReaders::kAttention);
+  REQUIRE(hoisted.is_ok());
+  REQUIRE(hoisted->size() == 1);
+  INFO(hoisted->front());
+  CHECK(hoisted->front().find("for attention, at 'attention' (A's columns)") != std::string::npos);
+  int parts = 0;
+  for (const auto& n : g->nodes()) {
+    CHECK(n->name != "normalize");
+    const Value* out = n->output(0);
+    if (out && out->dims && out->dims->back() == 32) CHECK(n->name == "qkv/unscaled");
+    if (n->name == "v_columns") CHECK(n->input(0)->producer->name == "qkv/unscaled");
+    if (out && (out->name == "q" || out->name == "k")) {
+      CHECK(n->op_type == "Mul");  // the row scale, of a Slice of the unscaled product
+      const Node* slice = n->input(0)->producer;
+      REQUIRE(slice != nullptr);
+      CHECK(slice->op_type == "Slice");
+      CHECK(slice->input(0)->producer->name == "qkv/unscaled");
+      ++parts;
+    }
+  }
+  CHECK(parts == 2);
+  same_as_original(*original, *g, 17, kEmuF32);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    CHECK(fused_matches_reference(*g, 19, opts_lib(mode)) >= 1);
+  }
+}
