@@ -391,6 +391,29 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     // kernel reads (Q's and K's, rotated there); a part whose reader's rows are not the product's
     // (Q's and K's per-head norms) is computed in that reader's kernel. Else the whole product.
     std::vector<ColumnPart> parts = column_parts(g, users, y, entries);
+    // A bias row added to the product (merged siblings' biases, merge_gemms) whose sum only
+    // column parts read: it becomes each part's last step, so that the parts reach past it (GLM's
+    // Q/K/V with their biases) and the Add goes.
+    Node* bias_add = nullptr;
+    std::vector<double> bias_row;
+    if (parts.empty() && entries.empty() && !cast_rows) {
+      Node* r = sole_reader(g, users, y);
+      const int c = r && r->op_type == "Add" && r->domain.empty() && r->inputs.size() == 2
+                        ? (r->input(0) == y   ? 1
+                           : r->input(1) == y ? 0
+                                              : -1)
+                        : -1;
+      const Value* b = c >= 0 ? r->input(static_cast<size_t>(c)) : nullptr;
+      if (b && b->is_constant() && b->dtype == y->dtype && classify(b, *y->dims) == Kind::kColumn &&
+          r->output(0) && r->output(0)->dims && *r->output(0)->dims == *y->dims && !keep.count(r->name)) {
+        parts = column_parts(g, users, r->output(0), {});
+        if (!parts.empty()) {
+          bias_add = r;
+          for (int64_t j = 0; j < n; ++j)
+            bias_row.push_back(b->constant->get_f64(b->constant->size() == 1 ? 0 : j));
+        }
+      }
+    }
     const bool whole = parts.empty();
     if (whole) parts.push_back({0, n, y, nullptr});
     for (const ColumnPart& part : parts) {
@@ -415,6 +438,8 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       if (beta)
         steps.push_back(
             {"Add", add_constant(g, mm->name + "/bias_times_weight", y->dtype, {width}, cols(bw))});
+      if (bias_add)
+        steps.push_back({"Add", add_constant(g, mm->name + "/bias", y->dtype, {width}, cols(bias_row))});
       Value* cur = z;
       if (part.slice) {
         Value* starts =
@@ -445,6 +470,7 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
         dead.push_back(part.slice);
       }
     }
+    if (bias_add) dead.push_back(bias_add);
     // GEMM ends: the paths read the unscaled product; each row factor, reshaped to the target's
     // axes, multiplies (divides) the GEMM's output, for its readers, or its other operand.
     std::vector<std::string> end_names;
@@ -490,11 +516,12 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       kept.insert(chain.begin(), chain.end());
     if (mode == Mode::kScales) {
       log.push_back(fmt::format(
-          "{}: row scale {} applied to the product{}, {} column scale(s) folded into its weight; "
+          "{}: row scale {} applied to the product{}{}, {} column scale(s) folded into its weight; "
           "it reads '{}' (node '{}')",
           mm->describe(), names,
           end_names.empty() ? "" : fmt::format(" and, for attention, at {}", fmt::join(end_names, ", ")),
-          columns.size(), x->name, m2->name));
+          bias_add ? fmt::format(" before {}'s bias", bias_add->describe()) : "", columns.size(), x->name,
+          m2->name));
     } else {
       std::vector<std::string> what;
       if (!ln_name.empty()) what.push_back(fmt::format("LayerNormalization '{}' decomposed", ln_name));
@@ -504,6 +531,7 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       if (columns.size() > 0)
         what.push_back(fmt::format("{} column scale(s) folded into its weight", columns.size()));
       if (beta) what.push_back(fmt::format("'{}' times the weight added", beta->name));
+      if (bias_add) what.push_back(fmt::format("{}'s bias added after", bias_add->describe()));
       log.push_back(fmt::format("{}: {}; it reads '{}' (node '{}'){}", mm->describe(), fmt::join(what, ", "),
                                 x->name, m2->name,
                                 shared_top ? ", the norm stays for its other readers" : ""));

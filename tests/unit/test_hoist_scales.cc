@@ -830,3 +830,77 @@ TEST_CASE(
     CHECK(fused_matches_reference(*g, 19, opts_lib(mode)) >= 1);
   }
 }
+
+TEST_CASE(
+    "RMSNorm before Q/K/V with biases: each column part is scaled, then takes its bias, in the kernels "
+    "that read it",
+    "[fusion][emu]") {
+  // GLM's layout after merge_gemms: one product, the merged bias row added, a Slice each for Q, K
+  // and V. The row scale goes before the bias in each part, and the merged Add goes, so Q's and K's
+  // parts are computed where they are read and only V's is stored for P.V.
+  uint32_t state = 123;
+  const std::string src = R"(graph "g" opset 17 {
+  input %h: f32[2,5,16]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %gamma: f32[16] = )" +
+                          lcg_values(state, 16, 0.5) +
+                          "\n  const %w: f32[16,32] = " + lcg_values(state, 16 * 32) +
+                          "\n  const %b: f32[32] = " + lcg_values(state, 32) + R"(
+  const %last: i64[1] = [-1]
+  const %c0: i64[1] = [0]
+  const %c16: i64[1] = [16]
+  const %c24: i64[1] = [24]
+  const %c32: i64[1] = [32]
+  const %qshape: i64[4] = [2, 5, 2, 8]
+  const %kvshape: i64[4] = [2, 5, 1, 8]
+)" + kDynamoNorm + R"(
+  %p = MatMul(%y, %w) @"qkv"
+  %pb = Add(%p, %b) @"bias"
+  %q = Slice(%pb, %c0, %c16, %last) @"q_columns"
+  %k = Slice(%pb, %c16, %c24, %last) @"k_columns"
+  %v = Slice(%pb, %c24, %c32, %last) @"v_columns"
+  %qh = Reshape(%q, %qshape) @"q_heads"
+  %qt = Transpose(%qh) {perm = ints[0, 2, 1, 3]} @"q_first"
+  %qe = Exp(%qt) @"q_exp"
+  %kh = Reshape(%k, %kvshape) @"k_heads"
+  %kt = Transpose(%kh) {perm = ints[0, 2, 3, 1]} @"k_first"
+  %s = MatMul(%qe, %kt) @"scores"
+  %pr = Softmax(%s) {axis = -1} @"softmax"
+  %vh = Reshape(%v, %kvshape) @"v_heads"
+  %vt = Transpose(%vh) {perm = ints[0, 2, 1, 3]} @"v_first"
+  %o = MatMul(%pr, %vt) @"attention"
+  output %o
+}
+)";
+  auto g = parse_or_die(src);
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  auto hoisted = fusion::hoist_row_scales(*g, {}, fusion::NormReaders::kOther);
+  REQUIRE(hoisted.is_ok());
+  REQUIRE(hoisted->size() == 1);
+  INFO(hoisted->front());
+  CHECK(hoisted->front().find("applied to the product before node 'bias' (Add)'s bias") != std::string::npos);
+  int parts = 0;
+  for (const auto& n : g->nodes()) {
+    CHECK(n->name != "normalize");
+    CHECK(n->name != "bias");
+    const Value* out = n->output(0);
+    if (out && out->dims && out->dims->back() == 32) CHECK(n->name == "qkv/unscaled");
+    if (out && (out->name == "q" || out->name == "k" || out->name == "v")) {
+      CHECK(n->op_type == "Add");  // the part's bias, after its row scale
+      const Node* scale = n->input(0)->producer;
+      REQUIRE(scale != nullptr);
+      CHECK(scale->op_type == "Mul");
+      CHECK(scale->input(0)->producer->op_type == "Slice");
+      CHECK(*n->input(1)->dims == Dims{out->dims->back()});
+      ++parts;
+    }
+  }
+  CHECK(parts == 3);
+  same_as_original(*original, *g, 23, kEmuF32);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    CHECK(fused_matches_reference(*g, 29, opts_lib(mode)) >= 1);
+  }
+}
