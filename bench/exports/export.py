@@ -385,6 +385,33 @@ def models():
         "roformer": hf("roformer", tf.RoFormerConfig, tf.RoFormerModel),
         "squeezebert": hf("squeezebert", tf.SqueezeBertConfig, tf.SqueezeBertModel, embedding_size=128),
     })
+    # And more (tried 2026-11-26, same sizes, configs as below): Gemma 3 (norms before and after
+    # each block, Q/K norms), GLM (Q/K/V biases, interleaved partial rotary) and GLM-4 (norms after
+    # each block too), OLMo 3 and EXAONE 4 (norms after each block, Q/K norms), BitNet (norms
+    # inside attention and the MLP, before their output GEMMs), DiffLlama (differential
+    # attention), HunYuan dense (Q/K norms), Apertus, Arcee, Cohere 2, ERNIE 4.5, BioGPT, Seed-OSS,
+    # Helium, SmolLM3 and EuroBERT.
+    gqa = dict(num_key_value_heads=2)
+    t.update({
+        "gemma3_text": hf("gemma3_text", tf.Gemma3TextConfig, tf.Gemma3TextModel, num_key_value_heads=1, head_dim=32,
+                          sliding_window=16),
+        "glm": hf("glm", tf.GlmConfig, tf.GlmModel, **gqa, pad_token_id=0),
+        "glm4": hf("glm4", tf.Glm4Config, tf.Glm4Model, **gqa, pad_token_id=0),
+        "olmo3": hf("olmo3", tf.Olmo3Config, tf.Olmo3Model, **gqa, sliding_window=16),
+        "exaone4": hf("exaone4", tf.Exaone4Config, tf.Exaone4Model, **gqa, sliding_window=16),
+        "bitnet": hf("bitnet", tf.BitNetConfig, tf.BitNetModel, **gqa),
+        "diffllama": hf("diffllama", tf.DiffLlamaConfig, tf.DiffLlamaModel, **gqa),
+        "hunyuan": hf("hunyuan", tf.HunYuanDenseV1Config, tf.HunYuanDenseV1Model, **gqa, head_dim=32),
+        "apertus": hf("apertus", tf.ApertusConfig, tf.ApertusModel, **gqa),
+        "arcee": hf("arcee", tf.ArceeConfig, tf.ArceeModel, **gqa),
+        "cohere2": hf("cohere2", tf.Cohere2Config, tf.Cohere2Model, **gqa, sliding_window=16),
+        "ernie4_5": hf("ernie4_5", tf.Ernie4_5Config, tf.Ernie4_5Model, **gqa),
+        "biogpt": hf("biogpt", tf.BioGptConfig, tf.BioGptModel),
+        "seed_oss": hf("seed_oss", tf.SeedOssConfig, tf.SeedOssModel, **gqa, head_dim=32),
+        "helium": hf("helium", tf.HeliumConfig, tf.HeliumModel, **gqa, head_dim=32),
+        "smollm3": hf("smollm3", tf.SmolLM3Config, tf.SmolLM3Model, **gqa, pad_token_id=0),
+        "eurobert": hf("eurobert", tf.EuroBertConfig, tf.EuroBertModel, **gqa, pad_token_id=0),
+    })
     # At the widths of the models they stand for (hidden 1024 with 16 heads, or ViT-B/16 at 224),
     # 2 layers, named only (60 to 110 MB): where the small configs keep projections as loops in
     # kernels, these show the per-layer kernels at the sizes models are deployed at (compiled at
