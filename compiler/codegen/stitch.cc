@@ -173,6 +173,19 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     for (size_t d = 0; d < id.size(); ++d) ci.push_back(id[d] == 1 ? SExpr{"0", 0} : c[d + off]);
     return at(n.input(0), ci);
   }
+  if (op == "Tile") {  // each coordinate modulo the input's extent along a repeated axis
+    const Dims& id = dims(n.input(0));
+    Coords ci;
+    for (size_t d = 0; d < id.size(); ++d) {
+      if (id[d] == 1)
+        ci.push_back({"0", 0});
+      else if (od[d] == id[d])
+        ci.push_back(c[d]);
+      else
+        ci.push_back({fmt::format("({} % {})", c[d].s, lit(id[d])), c[d].level});
+    }
+    return at(n.input(0), ci);
+  }
   if (op == "Slice") {
     ASSIGN_OR_RETURN(ops::SliceSpec sp, stitch_slice(n));
     const Dims& id = dims(n.input(0));

@@ -259,6 +259,8 @@ StitchRole stitch_role(const Node& n) {
   if (has_scalar_expr(n)) return StitchRole::kPointwise;
   const std::string& op = n.op_type;
   if (op == "Transpose" || op == "Expand") return StitchRole::kLayout;
+  if (op == "Tile")
+    return n.input(0) && n.input(0)->has_static_shape() ? StitchRole::kLayout : StitchRole::kNone;
   if (op == "Slice") return stitch_slice(n).is_ok() ? StitchRole::kLayout : StitchRole::kNone;
   if (op == "Concat") return StitchRole::kLayout;
   if (is_gather(n)) return StitchRole::kLayout;

@@ -621,3 +621,41 @@ TEST_CASE("a row kernel stores wide values moved: a scaled projection's heads, s
     CHECK(fused_matches_reference(*g, seed++, mode) == 1);
   }
 }
+
+TEST_CASE("Tile is an index map inside stitched kernels: before a row op, and along the inner axis",
+          "[fusion][emu]") {
+  // DiffLlama repeats V's heads with Tile (value_states.repeat): a kernel of its own before. Each
+  // output coordinate reads the input at itself modulo the input's extent along a repeated axis.
+  // Heads repeated in front of a softmax (rows of 16, kept axes tiled), and an element kernel
+  // whose inner axis is tiled (8 -> 24: its 4 lanes read their own elements, not one float4).
+  const char* heads = R"(graph "tile_heads" opset 18 {
+  input %x: f32[2,3,5,16]
+  input %s: f32[2,6,5,16]
+  const %rep: i64[4] = [1, 2, 1, 1]
+  %e = Exp(%x) @"exp"
+  %t = Tile(%e, %rep) @"tile"
+  %a = Add(%t, %s) @"add"
+  %y = Softmax(%a) {axis = -1} @"softmax"
+  output %y
+}
+)";
+  const char* inner = R"(graph "tile_inner" opset 18 {
+  input %x: f32[4,1,8]
+  input %s: f32[4,3,24]
+  const %rep: i64[3] = [1, 3, 3]
+  %n = Neg(%x) @"neg"
+  %t = Tile(%n, %rep) @"tile"
+  %y = Mul(%t, %s) @"mul"
+  output %y
+}
+)";
+  uint32_t seed = 140;
+  for (const char* text : {heads, inner}) {
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    INFO(text);
+    for (const Node* n : all_nodes(*g))
+      if (n->op_type == "Tile") CHECK(codegen::stitch_role(*n) == codegen::StitchRole::kLayout);
+    one_kernel_in_every_planner(*g, seed);
+  }
+}
