@@ -166,6 +166,10 @@ StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std
 // constants).
 StatusOr<ops::SliceSpec> stitch_slice(const Node& n);
 
+// The begin pads of every axis then the end pads a stitched kernel applies for Pad node `n` (its
+// pads, axes and constant value must be constants; modes constant, edge, reflect and wrap).
+StatusOr<std::vector<int64_t>> stitch_pads(const Node& n);
+
 // The outputs of `nodes` a kernel of them must store: graph outputs and values read by a node
 // outside the group (`users` is Graph::users()).
 std::set<const Value*> group_outputs(const Graph& g,

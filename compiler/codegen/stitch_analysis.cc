@@ -169,6 +169,25 @@ StatusOr<ops::SliceSpec> stitch_slice(const Node& n) {
   return ops::slice_spec(n, dims(n.input(0)), *starts, *ends, axes, steps);
 }
 
+StatusOr<std::vector<int64_t>> stitch_pads(const Node& n) {
+  const Value* x = n.input(0);
+  if (!x || !x->has_static_shape())
+    return Status::user(fmt::format("{}: its input's shape is not static", n.describe()));
+  const std::string mode = n.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    return Status::user(fmt::format("{}: mode '{}'", n.describe(), mode));
+  auto pads = const_ints(n.input(1));
+  if (!pads) return Status::user(fmt::format("{}: pads are not constants", n.describe()));
+  if (n.input(2) && !n.input(2)->is_constant())
+    return Status::user(fmt::format("{}: its constant value is not a constant", n.describe()));
+  std::optional<std::vector<int64_t>> axes;
+  if (n.input(3)) {
+    axes = const_ints(n.input(3));
+    if (!axes) return Status::user(fmt::format("{}: axes are not constants", n.describe()));
+  }
+  return ops::full_pads(n, static_cast<int64_t>(dims(x).size()), *pads, axes);
+}
+
 StatusOr<RowOpInfo> row_op_info(const Node& n) {
   const std::string& op = n.op_type;
   const Value* x = n.input(0);
@@ -259,6 +278,7 @@ StitchRole stitch_role(const Node& n) {
   if (has_scalar_expr(n)) return StitchRole::kPointwise;
   const std::string& op = n.op_type;
   if (op == "Transpose" || op == "Expand") return StitchRole::kLayout;
+  if (op == "Pad") return stitch_pads(n).is_ok() ? StitchRole::kLayout : StitchRole::kNone;
   if (op == "Tile")
     return n.input(0) && n.input(0)->has_static_shape() ? StitchRole::kLayout : StitchRole::kNone;
   if (op == "Slice") return stitch_slice(n).is_ok() ? StitchRole::kLayout : StitchRole::kNone;

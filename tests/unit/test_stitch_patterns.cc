@@ -659,3 +659,37 @@ TEST_CASE("Tile is an index map inside stitched kernels: before a row op, and al
     one_kernel_in_every_planner(*g, seed);
   }
 }
+
+TEST_CASE("Pad is an index map inside stitched kernels in every mode", "[fusion][emu]") {
+  // MobileBERT's trigram embedding pads the sequence: a kernel of its own before. Constant (with
+  // a fill value, and a negative pad that crops), edge, reflect and wrap, each between element-wise
+  // ops and in front of a softmax, one kernel against the reference interpreter.
+  struct Case {
+    const char* mode;
+    const char* pads;
+    const char* extra;  // the fill value input, for constant mode
+  };
+  uint32_t seed = 150;
+  for (const Case& c : {Case{"constant", "[0, 1, 2, 0, 2, -1]", ", %fill"},
+                        Case{"constant", "[0, 0, 3, 0, 0, 2]", ""}, Case{"edge", "[0, 2, 1, 0, 1, 2]", ""},
+                        Case{"reflect", "[0, 2, 3, 0, 2, 3]", ""}, Case{"wrap", "[0, 3, 1, 0, 1, 4]", ""}}) {
+    const std::string text = fmt::format(R"(graph "pad" opset 19 {{
+  input %x: f32[2,5,7]
+  const %pads: i64[6] = {}
+  const %fill: f32[] = [-1.5]
+  %e = Sigmoid(%x) @"sigmoid"
+  %p = Pad(%e, %pads{}) {{mode = "{}"}} @"pad"
+  %m = Mul(%p, %p) @"square"
+  %y = Softmax(%m) {{axis = -1}} @"softmax"
+  output %y
+}}
+)",
+                                         c.pads, c.extra, c.mode);
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    INFO(text);
+    for (const Node* n : all_nodes(*g))
+      if (n->op_type == "Pad") CHECK(codegen::stitch_role(*n) == codegen::StitchRole::kLayout);
+    one_kernel_in_every_planner(*g, seed);
+  }
+}
