@@ -745,16 +745,14 @@ TEST_CASE("a half model's RMSNorm before Q/K/V: the row scale scales the product
   }
 }
 
-TEST_CASE(
-    "RMSNorm before Q/K/V with per-head Q/K norms: Q's and K's columns are scaled in their norms' kernel, "
-    "V's "
-    "row scale goes onto P",
-    "[fusion][emu]") {
-  // Qwen3's layout: a per-head RMSNorm on Q and on K is not linear in the product, so those paths
-  // read the scaled product; V's path reaches P.V and reads the unscaled one. Q's and K's columns
-  // are each scaled on their own (a Slice of the unscaled product times the row scale), so the
-  // per-head norms' kernel computes them and no value of the merged product's width is scaled.
-  uint32_t state = 99;
+namespace {
+
+// An RMSNorm in front of a merged Q/K/V product [2,5,32] read through a Slice each (Q 16 columns,
+// K and V 8: two query heads of 8, one key/value head), as merge_gemms leaves it, optionally
+// with the merged bias row added first. `q_path` and `k_path` take %qh and %kh (heads, tokens
+// first) to %qa (heads first) and %ka (transposed for Q.K^T), with constants %qg and %kg.
+std::unique_ptr<Graph> merged_qkv(uint32_t state, bool bias, const std::string& q_path,
+                                  const std::string& k_path) {
   const std::string src = R"(graph "g" opset 17 {
   input %h: f32[2,5,16]
   const %two: f32[] = [2.0]
@@ -762,6 +760,7 @@ TEST_CASE(
   const %gamma: f32[16] = )" +
                           lcg_values(state, 16, 0.5) +
                           "\n  const %w: f32[16,32] = " + lcg_values(state, 16 * 32) +
+                          "\n  const %b: f32[32] = " + lcg_values(state, 32) +
                           "\n  const %qg: f32[8] = " + lcg_values(state, 8, 0.5) +
                           "\n  const %kg: f32[8] = " + lcg_values(state, 8, 0.5) + R"(
   const %last: i64[1] = [-1]
@@ -773,26 +772,16 @@ TEST_CASE(
   const %kvshape: i64[4] = [2, 5, 1, 8]
 )" + kDynamoNorm + R"(
   %p = MatMul(%y, %w) @"qkv"
-  %q = Slice(%p, %c0, %c16, %last) @"q_columns"
-  %k = Slice(%p, %c16, %c24, %last) @"k_columns"
-  %v = Slice(%p, %c24, %c32, %last) @"v_columns"
-  %qh = Reshape(%q, %qshape) @"q_heads"
-  %qsq = Pow(%qh, %two) @"q_pow"
-  %qms = ReduceMean(%qsq) {axes = ints[-1], keepdims = 1} @"q_mean"
-  %qve = Add(%qms, %eps) @"q_add_eps"
-  %qsd = Sqrt(%qve) @"q_sqrt"
-  %qn = Div(%qh, %qsd) @"q_normalize"
-  %qw = Mul(%qn, %qg) @"q_weight"
-  %qt = Transpose(%qw) {perm = ints[0, 2, 1, 3]} @"q_first"
+)" + (bias ? "  %pb = Add(%p, %b) @\"bias\"\n" : "") +
+                          fmt::format(R"(  %q = Slice({0}, %c0, %c16, %last) @"q_columns"
+  %k = Slice({0}, %c16, %c24, %last) @"k_columns"
+  %v = Slice({0}, %c24, %c32, %last) @"v_columns"
+)",
+                                      bias ? "%pb" : "%p") +
+                          R"(  %qh = Reshape(%q, %qshape) @"q_heads"
   %kh = Reshape(%k, %kvshape) @"k_heads"
-  %ksq = Pow(%kh, %two) @"k_pow"
-  %kms = ReduceMean(%ksq) {axes = ints[-1], keepdims = 1} @"k_mean"
-  %kve = Add(%kms, %eps) @"k_add_eps"
-  %ksd = Sqrt(%kve) @"k_sqrt"
-  %kn = Div(%kh, %ksd) @"k_normalize"
-  %kw = Mul(%kn, %kg) @"k_weight"
-  %kt = Transpose(%kw) {perm = ints[0, 2, 3, 1]} @"k_first"
-  %s = MatMul(%qt, %kt) @"scores"
+)" + q_path + k_path +
+                          R"(  %s = MatMul(%qa, %ka) @"scores"
   %pr = Softmax(%s) {axis = -1} @"softmax"
   %vh = Reshape(%v, %kvshape) @"v_heads"
   %vt = Transpose(%vh) {perm = ints[0, 2, 1, 3]} @"v_first"
@@ -802,28 +791,63 @@ TEST_CASE(
 )";
   auto g = parse_or_die(src);
   run_frontend_or_die(*g);
+  return g;
+}
+
+// An RMSNorm over each head of `x` (q or k), its weight %xg, then the Transpose `perm` to %xa.
+std::string head_norm(const std::string& x, const std::string& perm) {
+  return fmt::format(R"(  %{0}sq = Pow(%{0}h, %two) @"{0}_pow"
+  %{0}ms = ReduceMean(%{0}sq) {{axes = ints[-1], keepdims = 1}} @"{0}_mean"
+  %{0}ve = Add(%{0}ms, %eps) @"{0}_add_eps"
+  %{0}sd = Sqrt(%{0}ve) @"{0}_sqrt"
+  %{0}n = Div(%{0}h, %{0}sd) @"{0}_normalize"
+  %{0}w = Mul(%{0}n, %{0}g) @"{0}_weight"
+  %{0}a = Transpose(%{0}w) {{perm = ints[{1}]}} @"{0}_first"
+)",
+                     x, perm);
+}
+
+// After the rewrite: no value of the merged product's width but the unscaled product, and each of
+// `parts` (value names) written by `last_op` over a chain from a Slice of the unscaled product.
+void check_column_parts(const Graph& g, const std::vector<std::string>& parts, const std::string& last_op) {
+  int found = 0;
+  for (const auto& n : g.nodes()) {
+    CHECK(n->name != "normalize");
+    const Value* out = n->output(0);
+    if (out && out->dims && out->dims->back() == 32) CHECK(n->name == "qkv/unscaled");
+    if (!out || std::find(parts.begin(), parts.end(), out->name) == parts.end()) continue;
+    INFO(out->name);
+    CHECK(n->op_type == last_op);
+    const Node* slice = n->input(0)->producer;
+    while (slice && slice->op_type != "Slice") slice = slice->input(0)->producer;
+    REQUIRE(slice != nullptr);
+    CHECK(slice->input(0)->producer->name == "qkv/unscaled");
+    ++found;
+  }
+  CHECK(found == static_cast<int>(parts.size()));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "RMSNorm before Q/K/V with per-head Q/K norms: Q's and K's columns are scaled in their norms' kernel, "
+    "V's "
+    "row scale goes onto P",
+    "[fusion][emu]") {
+  // Qwen3's layout: a per-head RMSNorm on Q and on K is not linear in the product, so those paths
+  // read the scaled product; V's path reaches P.V and reads the unscaled one. Q's and K's columns
+  // are each scaled on their own (a Slice of the unscaled product times the row scale), so the
+  // per-head norms' kernel computes them and no value of the merged product's width is scaled.
+  auto g = merged_qkv(99, false, head_norm("q", "0, 2, 1, 3"), head_norm("k", "0, 2, 3, 1"));
   auto original = clone_graph(*g);
   auto hoisted = fusion::hoist_row_scales(*g, {}, fusion::NormReaders::kAttention);
   REQUIRE(hoisted.is_ok());
   REQUIRE(hoisted->size() == 1);
   INFO(hoisted->front());
   CHECK(hoisted->front().find("for attention, at 'attention' (A's columns)") != std::string::npos);
-  int parts = 0;
-  for (const auto& n : g->nodes()) {
-    CHECK(n->name != "normalize");
-    const Value* out = n->output(0);
-    if (out && out->dims && out->dims->back() == 32) CHECK(n->name == "qkv/unscaled");
+  check_column_parts(*g, {"q", "k"}, "Mul");  // the row scale
+  for (const auto& n : g->nodes())
     if (n->name == "v_columns") CHECK(n->input(0)->producer->name == "qkv/unscaled");
-    if (out && (out->name == "q" || out->name == "k")) {
-      CHECK(n->op_type == "Mul");  // the row scale, of a Slice of the unscaled product
-      const Node* slice = n->input(0)->producer;
-      REQUIRE(slice != nullptr);
-      CHECK(slice->op_type == "Slice");
-      CHECK(slice->input(0)->producer->name == "qkv/unscaled");
-      ++parts;
-    }
-  }
-  CHECK(parts == 2);
   same_as_original(*original, *g, 17, kEmuF32);
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     INFO(mode);
@@ -838,66 +862,18 @@ TEST_CASE(
   // GLM's layout after merge_gemms: one product, the merged bias row added, a Slice each for Q, K
   // and V. The row scale goes before the bias in each part, and the merged Add goes, so Q's and K's
   // parts are computed where they are read and only V's is stored for P.V.
-  uint32_t state = 123;
-  const std::string src = R"(graph "g" opset 17 {
-  input %h: f32[2,5,16]
-  const %two: f32[] = [2.0]
-  const %eps: f32[] = [0.000001]
-  const %gamma: f32[16] = )" +
-                          lcg_values(state, 16, 0.5) +
-                          "\n  const %w: f32[16,32] = " + lcg_values(state, 16 * 32) +
-                          "\n  const %b: f32[32] = " + lcg_values(state, 32) + R"(
-  const %last: i64[1] = [-1]
-  const %c0: i64[1] = [0]
-  const %c16: i64[1] = [16]
-  const %c24: i64[1] = [24]
-  const %c32: i64[1] = [32]
-  const %qshape: i64[4] = [2, 5, 2, 8]
-  const %kvshape: i64[4] = [2, 5, 1, 8]
-)" + kDynamoNorm + R"(
-  %p = MatMul(%y, %w) @"qkv"
-  %pb = Add(%p, %b) @"bias"
-  %q = Slice(%pb, %c0, %c16, %last) @"q_columns"
-  %k = Slice(%pb, %c16, %c24, %last) @"k_columns"
-  %v = Slice(%pb, %c24, %c32, %last) @"v_columns"
-  %qh = Reshape(%q, %qshape) @"q_heads"
-  %qt = Transpose(%qh) {perm = ints[0, 2, 1, 3]} @"q_first"
-  %qe = Exp(%qt) @"q_exp"
-  %kh = Reshape(%k, %kvshape) @"k_heads"
-  %kt = Transpose(%kh) {perm = ints[0, 2, 3, 1]} @"k_first"
-  %s = MatMul(%qe, %kt) @"scores"
-  %pr = Softmax(%s) {axis = -1} @"softmax"
-  %vh = Reshape(%v, %kvshape) @"v_heads"
-  %vt = Transpose(%vh) {perm = ints[0, 2, 1, 3]} @"v_first"
-  %o = MatMul(%pr, %vt) @"attention"
-  output %o
-}
-)";
-  auto g = parse_or_die(src);
-  run_frontend_or_die(*g);
+  auto g = merged_qkv(123, true,
+                      "  %qt = Transpose(%qh) {perm = ints[0, 2, 1, 3]} @\"q_first\"\n"
+                      "  %qa = Exp(%qt) @\"q_exp\"\n",
+                      "  %ka = Transpose(%kh) {perm = ints[0, 2, 3, 1]} @\"k_first\"\n");
   auto original = clone_graph(*g);
   auto hoisted = fusion::hoist_row_scales(*g, {}, fusion::NormReaders::kOther);
   REQUIRE(hoisted.is_ok());
   REQUIRE(hoisted->size() == 1);
   INFO(hoisted->front());
   CHECK(hoisted->front().find("applied to the product before node 'bias' (Add)'s bias") != std::string::npos);
-  int parts = 0;
-  for (const auto& n : g->nodes()) {
-    CHECK(n->name != "normalize");
-    CHECK(n->name != "bias");
-    const Value* out = n->output(0);
-    if (out && out->dims && out->dims->back() == 32) CHECK(n->name == "qkv/unscaled");
-    if (out && (out->name == "q" || out->name == "k" || out->name == "v")) {
-      CHECK(n->op_type == "Add");  // the part's bias, after its row scale
-      const Node* scale = n->input(0)->producer;
-      REQUIRE(scale != nullptr);
-      CHECK(scale->op_type == "Mul");
-      CHECK(scale->input(0)->producer->op_type == "Slice");
-      CHECK(*n->input(1)->dims == Dims{out->dims->back()});
-      ++parts;
-    }
-  }
-  CHECK(parts == 3);
+  for (const auto& n : g->nodes()) CHECK(n->name != "bias");
+  check_column_parts(*g, {"q", "k", "v"}, "Add");  // the part's bias, after its row scale
   same_as_original(*original, *g, 23, kEmuF32);
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     INFO(mode);
