@@ -2,7 +2,6 @@
 // GEMM kernels and the entry points; row kernels are stitch_rows.cc, index maps (flat indices and
 // reshaped coordinates) stitch_index.cc, the analysis stitch_analysis.cc.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -174,61 +173,14 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     for (size_t d = 0; d < id.size(); ++d) ci.push_back(id[d] == 1 ? SExpr{"0", 0} : c[d + off]);
     return at(n.input(0), ci);
   }
-  if (op == "Pad") {
-    // Each padded axis's coordinate moved by its begin pad, then clamped into the input (constant
-    // and edge modes; constant selects the fill outside, so every load stays in bounds), wrapped,
-    // or reflected without repeating the edge.
-    ASSIGN_OR_RETURN(std::vector<int64_t> p, stitch_pads(n));
-    const std::string mode = n.attr_string("mode", "constant");
-    const Dims& id = dims(n.input(0));
-    const size_t r = id.size();
-    Coords ci = c;
-    std::vector<std::string> inside;
-    for (size_t d = 0; d < r; ++d) {
-      if (p[d] == 0 && p[d + r] == 0) continue;
-      const std::string j = p[d] > 0   ? fmt::format("({} - {})", c[d].s, lit(p[d]))
-                            : p[d] < 0 ? fmt::format("({} + {})", c[d].s, lit(-p[d]))
-                                       : c[d].s;
-      const std::string len = lit(id[d]), last = lit(id[d] - 1);
-      std::string e;
-      if (mode == "constant" || mode == "edge") {
-        if (mode == "constant") inside.push_back(fmt::format("({0} >= {1} && {0} < {2})", j, lit(0), len));
-        e = id[d] == 1 ? "0" : fmt::format("({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))", j, lit(0), last);
-      } else if (mode == "wrap") {
-        e = id[d] == 1 ? "0" : fmt::format("((({0} % {1}) + {1}) % {1})", j, len);
-      } else {  // reflect
-        const int64_t period = 2 * (id[d] - 1);
-        const std::string m = fmt::format("((({0} % {1}) + {1}) % {1})", j, lit(period));
-        e = period == 0 ? "0" : fmt::format("({0} >= {1} ? {2} - {0} : {0})", m, len, lit(period));
-      }
-      ci[d] = {e, c[d].level};
-    }
-    ASSIGN_OR_RETURN(SExpr v, at(n.input(0), ci));
-    if (inside.empty()) return v;
-    std::string fill = literal(0.0, ct);
-    if (n.input(2) && num_elements(dims(n.input(2))) > 0) {
-      const Tensor& t = *n.input(2)->constant;
-      fill = literal(is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)), ct);
-    }
-    int level = v.level;
-    for (size_t d = 0; d < r; ++d)
-      if (p[d] != 0 || p[d + r] != 0) level = std::max(level, c[d].level);
-    return bind(k, ct, fmt::format("({} ? {} : {})", fmt::join(inside, " && "), v.s, fill), level,
-                fmt::format("Pad '{}'", n.name));
+  if (op == "Pad") {  // constant mode selects the fill where a padded coordinate is outside
+    ASSIGN_OR_RETURN(PadCoords pc, pad_coords(n, c));
+    ASSIGN_OR_RETURN(SExpr v, at(n.input(0), pc.coords));
+    if (pc.inside.empty()) return v;
+    return bind(k, ct, fmt::format("({} ? {} : {})", pc.inside, v.s, pad_fill(n, ct)),
+                std::max(v.level, pc.level), fmt::format("Pad '{}'", n.name));
   }
-  if (op == "Tile") {  // each coordinate modulo the input's extent along a repeated axis
-    const Dims& id = dims(n.input(0));
-    Coords ci;
-    for (size_t d = 0; d < id.size(); ++d) {
-      if (id[d] == 1)
-        ci.push_back({"0", 0});
-      else if (od[d] == id[d])
-        ci.push_back(c[d]);
-      else
-        ci.push_back({fmt::format("({} % {})", c[d].s, lit(id[d])), c[d].level});
-    }
-    return at(n.input(0), ci);
-  }
+  if (op == "Tile") return at(n.input(0), tile_coords(c, od, dims(n.input(0))));
   if (op == "Slice") {
     ASSIGN_OR_RETURN(ops::SliceSpec sp, stitch_slice(n));
     const Dims& id = dims(n.input(0));

@@ -137,9 +137,8 @@ class RowFrames {
   // extents inside it). The run is the whole axis, so that the row's elements map one to one onto
   // the value's; or, where the row runs along one axis, a run of another length (a wide value
   // moved: the heads of a projection wider or narrower than the row, split and transposed).
-  // Returns the elements the value holds per row: a store loop of that many.
-  // Whether `v`, in frame `f`, holds whole rows of the domain, moved (StitchInfo::moved_width
-  // counts them).
+  // An error unless `v`, in frame `f`, holds whole rows of the domain so moved
+  // (StitchInfo::moved_width counts the elements it holds per row).
   Status check_moved(const Value& v, const Frame& f) const {
     const Dims& d = dims(&v);
     const std::string whole = fmt::format(

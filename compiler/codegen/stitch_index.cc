@@ -1,6 +1,6 @@
-// Index maps of stitched kernels (stitcher.h): flat indices and the coordinates of a view's input,
-// as sums of digits (an expression in a known range times a weight) taken apart and joined again
-// without dividing where the layouts line up.
+// Index maps of stitched kernels (stitcher.h): the coordinates of a Tile's and a Pad's input, and
+// flat indices and the coordinates of a view's input as sums of digits (an expression in a known
+// range times a weight) taken apart and joined again without dividing where the layouts line up.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -116,6 +116,59 @@ SExpr Stitcher::flat_index(const Coords& c, const Dims& d) const {
   SExpr e = digit_sum(std::move(ds), ll());
   e.digits.clear();
   return e;
+}
+
+Coords Stitcher::tile_coords(const Coords& c, const Dims& od, const Dims& id) const {
+  Coords ci;
+  for (size_t d = 0; d < id.size(); ++d) {
+    if (id[d] == 1)
+      ci.push_back({"0", 0});
+    else if (od[d] == id[d])
+      ci.push_back(c[d]);
+    else
+      ci.push_back({fmt::format("({} % {})", c[d].s, lit(id[d])), c[d].level});
+  }
+  return ci;
+}
+
+StatusOr<Stitcher::PadCoords> Stitcher::pad_coords(const Node& n, const Coords& c) const {
+  ASSIGN_OR_RETURN(std::vector<int64_t> p, stitch_pads(n));
+  const std::string mode = n.attr_string("mode", "constant");
+  const Dims& id = *n.input(0)->dims;
+  const size_t r = id.size();
+  PadCoords out{c, "", 0};
+  std::vector<std::string> inside;
+  for (size_t d = 0; d < r; ++d) {
+    if (p[d] == 0 && p[d + r] == 0) continue;
+    const std::string j = p[d] > 0   ? fmt::format("({} - {})", c[d].s, lit(p[d]))
+                          : p[d] < 0 ? fmt::format("({} + {})", c[d].s, lit(-p[d]))
+                                     : c[d].s;
+    std::string e;
+    if (mode == "constant" || mode == "edge") {
+      if (mode == "constant") {
+        inside.push_back(fmt::format("({0} >= {1} && {0} < {2})", j, lit(0), lit(id[d])));
+        out.level = std::max(out.level, c[d].level);
+      }
+      e = id[d] == 1 ? "0"
+                     : fmt::format("({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))", j, lit(0), lit(id[d] - 1));
+    } else if (mode == "wrap") {
+      e = id[d] == 1 ? "0" : fmt::format("((({0} % {1}) + {1}) % {1})", j, lit(id[d]));
+    } else {  // reflect
+      const int64_t period = 2 * (id[d] - 1);
+      const std::string m = fmt::format("((({0} % {1}) + {1}) % {1})", j, lit(period));
+      e = period == 0 ? "0" : fmt::format("({0} >= {1} ? {2} - {0} : {0})", m, lit(id[d]), lit(period));
+    }
+    out.coords[d] = {e, c[d].level};
+  }
+  for (size_t i = 0; i < inside.size(); ++i) out.inside += (i ? " && " : "") + inside[i];
+  return out;
+}
+
+std::string Stitcher::pad_fill(const Node& n, const std::string& ct) {
+  const Value* v = n.input(2);
+  if (!v || !v->constant || v->constant->size() == 0) return literal(0.0, ct);
+  const Tensor& t = *v->constant;
+  return literal(is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)), ct);
 }
 
 Coords Stitcher::reshape_coords(const Coords& c, const Dims& od, const Dims& id) {

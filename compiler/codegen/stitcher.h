@@ -241,6 +241,21 @@ class Stitcher {
   // alone, and a merge split back the coordinates it merged. Only digits that carry into each
   // other go through a division of their sum.
   Coords reshape_coords(const Coords& c, const Dims& od, const Dims& id);
+  // Coordinates of a Tile's input (dims `id`) from its output's (`od`): each modulo the input's
+  // extent along a repeated axis.
+  Coords tile_coords(const Coords& c, const Dims& od, const Dims& id) const;
+  // Coordinates of a Pad's input from its output's: each padded axis's moved by its begin pad,
+  // then clamped into the input (constant and edge modes, so every load stays in bounds),
+  // wrapped, or reflected without repeating the edge. Constant mode also gives the condition that
+  // every padded coordinate is inside the input (empty in other modes) and its level.
+  struct PadCoords {
+    Coords coords;
+    std::string inside;
+    int level = 0;
+  };
+  StatusOr<PadCoords> pad_coords(const Node& n, const Coords& c) const;
+  // A Pad's fill value in compute type `ct` (0 without a constant value).
+  static std::string pad_fill(const Node& n, const std::string& ct);
   // (sum of ds / s) % e, ds each in [0, extent): digits whose weight is a multiple of s * e
   // drop out; when the rest below s cannot carry into s (or is one digit of a weight dividing s,
   // which is divided itself, over digits that cannot carry into it), the quotient is the digits

@@ -398,12 +398,8 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     std::vector<double> bias_row;
     if (parts.empty() && entries.empty() && !cast_rows) {
       Node* r = sole_reader(g, users, y);
-      const int c = r && r->op_type == "Add" && r->domain.empty() && r->inputs.size() == 2
-                        ? (r->input(0) == y   ? 1
-                           : r->input(1) == y ? 0
-                                              : -1)
-                        : -1;
-      const Value* b = c >= 0 ? r->input(static_cast<size_t>(c)) : nullptr;
+      const bool add = r && r->op_type == "Add" && r->domain.empty() && r->inputs.size() == 2;
+      const Value* b = !add ? nullptr : r->input(0) == y ? r->input(1) : r->input(0);
       if (b && b->is_constant() && b->dtype == y->dtype && classify(b, *y->dims) == Kind::kColumn &&
           r->output(0) && r->output(0)->dims && *r->output(0)->dims == *y->dims && !keep.count(r->name)) {
         parts = column_parts(g, users, r->output(0), {});
