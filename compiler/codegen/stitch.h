@@ -13,8 +13,8 @@
 //    in a grid-stride loop. Layout ops inside the group cost index arithmetic, not a round trip
 //    through global memory.
 //  - row (regional stitching): one or more row ops (Reduce* over trailing axes, Softmax,
-//    LogSoftmax, LayerNormalization) over the same rows. A warp (rows shorter than 1024) or a
-//    block (longer rows) owns a row and runs one pass per statistic (max, sum, mean, variance...),
+//    LogSoftmax, LayerNormalization, InstanceNormalization) over the same rows. A warp (rows shorter than
+//    1024) or a block (longer rows) owns a row and runs one pass per statistic (max, sum, mean, variance...),
 //    each a strided loop plus a warp-shuffle or shared-memory tree; statistics stay in registers
 //    for every later pass, so a decomposed layer norm (two ReduceMeans) or RMSNorm is one kernel.
 //    A value several passes read can be cached in shared memory by the first pass instead of
@@ -89,6 +89,9 @@ struct RowOpInfo {
   int64_t rows = 1, cols = 1;  // elements of the kept and of the reduced axes
 };
 StatusOr<RowOpInfo> row_op_info(const Node& n);
+// Row ops whose output has their input's shape, a value per element of the row (Softmax,
+// LogSoftmax, LayerNormalization, InstanceNormalization), rather than one per row.
+bool row_op_keeps_shape(const Node& n);
 
 // Where an axis of a value computed from a row op lies in a row kernel's domain: `axis` is a kept
 // axis of the domain (the whole of it), or a reduced one of which this axis is a piece: the row's

@@ -188,6 +188,11 @@ StatusOr<std::vector<int64_t>> stitch_pads(const Node& n) {
   return ops::full_pads(n, static_cast<int64_t>(dims(x).size()), *pads, axes);
 }
 
+bool row_op_keeps_shape(const Node& n) {
+  const std::string& op = n.op_type;
+  return op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" || op == "InstanceNormalization";
+}
+
 StatusOr<RowOpInfo> row_op_info(const Node& n) {
   const std::string& op = n.op_type;
   const Value* x = n.input(0);
@@ -204,10 +209,12 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
     if (ra.identity) return Status::user(fmt::format("{} reduces nothing", n.describe()));
     red = ra.reduced;
     passes = op == "ReduceLogSumExp" ? 2 : 1;
-  } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+  } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "InstanceNormalization") {
+    // Over the spatial axes (2 on) of each batch and channel; instance normalization's mean and
+    // variance are two passes.
     if (r < 3) return Status::user(fmt::format("{} needs spatial axes", n.describe()));
     for (int64_t d = 2; d < r; ++d) red[d] = true;
-    passes = 1;
+    passes = op == "InstanceNormalization" ? 2 : 1;
   } else if (op == "Softmax" || op == "LogSoftmax") {
     const bool legacy = n.opset < 13;
     ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), r));

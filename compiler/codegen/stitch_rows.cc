@@ -69,7 +69,7 @@ Status Stitcher::emit_row_op(const Node& n) {
       line(0, fmt::format("const {} {} = {} + {}({});", ct, st.b, mx, fnm(ct, "log"), sum));
     else
       line(0, fmt::format("const {0} {1} = ({0})1 / {2};", ct, st.b, sum));
-  } else if (op == "LayerNormalization") {
+  } else if (op == "LayerNormalization" || op == "InstanceNormalization") {
     ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xv));
     st.a = fresh("mean");
     line(0, fmt::format("const {} {} = {} / {};", ct, st.a, sum, len));
@@ -141,7 +141,7 @@ StatusOr<SExpr> Stitcher::row_value(const Node& n, const Coords& c, const std::s
   const Stats& st = stats_.at(&n);
   const std::string ct = compute_type(n.output(0)->dtype);
   const std::string& op = n.op_type;
-  if (op != "Softmax" && op != "LogSoftmax" && op != "LayerNormalization") return SExpr{st.a, 0};
+  if (!row_op_keeps_shape(n)) return SExpr{st.a, 0};
   ASSIGN_OR_RETURN(SExpr x, at(n.input(0), c));
   if (op == "Softmax")
     return bind(k, ct, fmt::format("{}({} - {}) * {}", fnm(ct, "exp"), x.s, st.a, st.b), x.level,
@@ -153,15 +153,21 @@ StatusOr<SExpr> Stitcher::row_value(const Node& n, const Coords& c, const std::s
   for (size_t i = 1; i <= 2; ++i) {
     const Value* p = n.input(i);
     if (p == nullptr) continue;
+    // LayerNormalization's scale and bias broadcast to the normalized axes; InstanceNormalization's
+    // are one per channel (axis 1).
     const Dims& pd = dims(p);
-    const size_t off = c.size() - pd.size();
     Coords cp;
-    for (size_t d = 0; d < pd.size(); ++d) cp.push_back(pd[d] == 1 ? SExpr{"0", 0} : c[d + off]);
+    if (op == "InstanceNormalization") {
+      cp.push_back(pd.size() == 1 && pd[0] != 1 ? c[1] : SExpr{"0", 0});
+    } else {
+      const size_t off = c.size() - pd.size();
+      for (size_t d = 0; d < pd.size(); ++d) cp.push_back(pd[d] == 1 ? SExpr{"0", 0} : c[d + off]);
+    }
     ASSIGN_OR_RETURN(SExpr pv, at(p, cp));
     level = std::max(level, pv.level);
     e = i == 1 ? fmt::format("{} * {}", e, pv.s) : fmt::format("{} + {}", e, pv.s);
   }
-  return bind(k, ct, e, level, "LayerNormalization '" + n.name + "'");
+  return bind(k, ct, e, level, op + " '" + n.name + "'");
 }
 
 Status Stitcher::emit_rows() {
@@ -215,8 +221,7 @@ Status Stitcher::emit_rows() {
       if (u == x) return true;
       if (!seen.insert(u).second || !producer_.count(u)) continue;
       const Node& n = *producer_.at(u);
-      if (stitch_role(n) == StitchRole::kRow && n.op_type != "Softmax" && n.op_type != "LogSoftmax" &&
-          n.op_type != "LayerNormalization")
+      if (stitch_role(n) == StitchRole::kRow && !row_op_keeps_shape(n))
         continue;  // a reduction's result is a per-row register
       for (const Value* in : n.inputs)
         if (in) stack.push_back(in);
