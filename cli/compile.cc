@@ -68,9 +68,10 @@ int run_compile(const CompileArgs& a) {
   // more than --max-registers is planned again with its nodes kept apart (a packed one with its
   // groups unpacked first), at most kMaxReplans times.
   // The unfused baseline of --report-json is the graph as imported; then the rewrites before
-  // planning (fusion/rewrites.h: Gemms as MatMuls, constant scales folded into GEMM weights, sibling GEMMs
-  // merged, Splits and constant Gathers as Slices, shared relayouts copied per reader, row scales and
-  // LayerNorms past GEMMs, graph outputs computed again for their readers), each named in the plan.
+  // planning (fusion/rewrites.h: GroupNorms with their channels apart, Gemms as MatMuls, constant scales
+  // folded into GEMM weights, sibling GEMMs merged, Splits and constant Gathers as Slices, shared relayouts
+  // copied per reader, row scales and LayerNorms past GEMMs, graph outputs computed again for their readers),
+  // each named in the plan.
   const fusion::FusionPlan none_plan = fusion::plan_none(**g, fo);
   fusion::RewriteSwitches switches;
   switches.gemms_as_matmuls = !a.no_gemms_as_matmuls;
@@ -81,6 +82,7 @@ int run_compile(const CompileArgs& a) {
   switches.output_copies = !a.no_output_copies;
   switches.hoist_row_scales = !a.no_hoist_row_scales;
   switches.hoist_layer_norms = !a.no_hoist_layer_norms;
+  switches.split_group_norms = !a.no_split_group_norms;
   auto rewrites = fusion::rewrite_for_planning(*g, fo, switches);
   if (!rewrites.is_ok()) return report(rewrites.status().with_context(a.model));
   constexpr int kMaxReplans = 3;
@@ -164,6 +166,7 @@ int run_compile(const CompileArgs& a) {
                      {"none", side(none_plan)},
                      {"merged_gemms", rewrites->merges},
                      {"folded_scales", rewrites->scale_folds},
+                     {"split_group_norms", rewrites->group_norms},
                      {"fused_groups", groups},
                      {"fine_grained_matmuls", plan->contraction_note},
                      {"tiled_gemms_not_used", plan->tiled_notes},

@@ -107,6 +107,11 @@ int main(int argc, char** argv) {
       "input, and the mean, scale, weight and bias are applied to its product, when the plan's "
       "estimate is lower)");
   compile->add_flag(
+      "--no-split-group-norms", ca.no_split_group_norms,
+      "keep a GroupNorm's InstanceNormalization over [N, groups, rest] with its Reshape back to "
+      "channels right after it (by default each group's channels become an axis of their own and the "
+      "Reshape moves past the weight, bias and activation, so that they join the norm's kernel)");
+  compile->add_flag(
       "--no-gemms-as-matmuls", ca.no_gemms_as_matmuls,
       "keep Gemm nodes whole (by default each becomes a MatMul with its transposes, alpha and C as "
       "nodes around it, so a small projection can be a loop in a stitched kernel, when the plan's "

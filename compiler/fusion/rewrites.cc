@@ -4,6 +4,7 @@
 
 #include "fusion/fold_scales.h"
 #include "fusion/gemm_matmul.h"
+#include "fusion/group_norms.h"
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
 #include "fusion/output_copies.h"
@@ -16,6 +17,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
                                         const RewriteSwitches& on) {
   Rewrites r;
   if (o.mode == "none") return r;
+  if (on.split_group_norms) {
+    ASSIGN_OR_RETURN(r.group_norms, split_group_norms(*g, o.no_fuse));
+  }
   if (on.gemms_as_matmuls) {
     ASSIGN_OR_RETURN(r.gemms, gemms_as_matmuls_if_cheaper(g, o));
   }
@@ -86,6 +90,11 @@ std::string Rewrites::text() const {
     s += title + ":\n";
     for (const std::string& l : lines) s += "  " + l + "\n";
   };
+  if (!group_norms.empty())
+    section(
+        "GroupNorms with each group's channels as an axis (the Reshape back to channels moved past the "
+        "element-wise nodes after the norm)",
+        group_norms);
   if (!gemms.verdict.empty()) section("Gemms as MatMuls (" + gemms.verdict + ")", gemms.lines);
   if (!scale_folds.empty())
     section("constant scales after GEMMs folded into their weights (one value per column)", scale_folds);
