@@ -24,6 +24,11 @@ outputs PyTorch itself computed (never stitch's own interpreter):
   seg_small   a small encoder-decoder segmentation net whose feature maps are resampled four
               ways (Resize: bilinear up, nearest to a size, antialiased bilinear down, bicubic
               with corners aligned), softmax over classes; torch.export-based exporter, opset 18
+  unet_small  a small UNet as diffusion models build it: residual blocks of GroupNorm (4 groups),
+              SiLU and 3x3 convolutions, a strided convolution down, nearest 2x up, a skip
+              concatenation, GroupNorm + SiLU before the output convolution; torch.export-based
+              exporter, opset 18 (GroupNorm as a Reshape into groups, InstanceNormalization,
+              a Reshape back, the channel weight and bias)
 
 Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript
 Run: python3 models/make_models.py [--out models] [--only NAME ...]
@@ -225,6 +230,51 @@ class SegSmall(torch.nn.Module):
         return torch.softmax(logits + smooth, dim=1)
 
 
+class GroupNormBlock(torch.nn.Module):
+    """A UNet residual block: GroupNorm, SiLU, 3x3 convolution, twice, plus the input (through a 1x1
+    convolution when the channel count changes)."""
+
+    def __init__(self, cin, cout, groups=4):
+        super().__init__()
+        nn = torch.nn
+        self.n1, self.c1 = nn.GroupNorm(groups, cin), nn.Conv2d(cin, cout, 3, padding=1)
+        self.n2, self.c2 = nn.GroupNorm(groups, cout), nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+    def forward(self, x):
+        f = torch.nn.functional
+        h = self.c1(f.silu(self.n1(x)))
+        return self.skip(x) + self.c2(f.silu(self.n2(h)))
+
+
+class UNetSmall(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.conv_in = nn.Conv2d(3, 16, 3, padding=1)
+        self.down1 = GroupNormBlock(16, 16)
+        self.downsample = nn.Conv2d(16, 16, 3, stride=2, padding=1)
+        self.down2 = GroupNormBlock(16, 32)
+        self.up = GroupNormBlock(48, 16)
+        self.norm_out = nn.GroupNorm(4, 16)
+        self.conv_out = nn.Conv2d(16, 3, 3, padding=1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        a = self.down1(self.conv_in(x))
+        b = self.down2(self.downsample(a))
+        u = self.up(torch.cat([f.interpolate(b, scale_factor=2, mode="nearest"), a], 1))
+        return self.conv_out(f.silu(self.norm_out(u)))
+
+
+def randomize_groupnorm(module, gen):
+    # Fresh GroupNorm layers scale by 1 and add 0; give them real weights and biases.
+    for m in module.modules():
+        if isinstance(m, torch.nn.GroupNorm):
+            m.weight.data.copy_(torch.rand(m.num_channels, generator=gen) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_channels, generator=gen) * 0.1)
+
+
 def randomize_batchnorm(module, gen):
     # Fresh BatchNorm layers are identities; give them real statistics.
     for m in module.modules():
@@ -278,6 +328,13 @@ def main():
     seg_img = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(6))
     if want("seg_small"):
         export(seg, [seg_img], args.out, "seg_small", ["image"], ["probabilities"], {"image": {0: "batch"}}, 18,
+               dynamo=True)
+
+    unet = UNetSmall()
+    randomize_groupnorm(unet, torch.Generator().manual_seed(7))
+    unet_img = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(8))
+    if want("unet_small"):
+        export(unet, [unet_img], args.out, "unet_small", ["image"], ["output"], {"image": {0: "batch"}}, 18,
                dynamo=True)
 
     # Half precision, as models are deployed on GPUs: the same configs with weights and compute in

@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 # --- every shipped model: compile (nvcc sm_90 + emulation library), run on emu, match PyTorch ---
 shapes_for() {
   case $1 in
-    cnn_small | seg_small) echo "--shape batch=2" ;;
+    cnn_small | seg_small | unet_small) echo "--shape batch=2" ;;
     llama_tiny_dec) echo "--shape batch=2 --shape past=16" ;;
     *) echo "--shape batch=2 --shape sequence=16" ;;
   esac
@@ -219,6 +219,23 @@ check "--no-hoist-layer-norms keeps every norm in front of its GEMM" \
 expect "the artifact with the norms moved matches PyTorch" 0 "all 2 output\(s\) match" -- \
   "$STITCHC" run "$TMP/libmm" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
   --expect "$ROOT/models/bert_tiny/test_data_set_0"
+# GroupNorm (unet_small): each of its 7 norms with its weight, bias and SiLU (and a block's residual
+# Add) in one kernel once the groups' channels are an axis; without the rewrite the weight, bias and
+# SiLU after each norm are a kernel of their own. The default compile is the loop over models above.
+U=$ROOT/models/unet_small
+check "unet_small: every GroupNorm's channels as an axis (the rewrite in the plan)" \
+  bash -c "[ \"\$(grep -c \"^  node '.*' (InstanceNormalization): groups .* as 2x4x\" '$TMP/unet_small/plan.txt')\" = 7 ]"
+check "unet_small: a GroupNorm, its weight and bias and the SiLU after it are one kernel" \
+  same_kernel "$TMP/unet_small/kernels" node_InstanceNormalization_12 node_silu "row kernel"
+"$STITCHC" compile "$U/model.onnx" -o "$TMP/unet_nosplit" --shape batch=2 --no-split-group-norms --no-nvcc \
+  --report-json "$TMP/unet_nosplit.json" >/dev/null
+check "--no-split-group-norms keeps the Reshape back after each norm, and more kernels" python3 -c "
+import json, sys
+a, b = (json.load(open(f))['memory_intensive_kernels'] for f in sys.argv[1:3])
+sys.exit(0 if b > a and 'GroupNorms' not in open(sys.argv[3]).read() else 1)" "$TMP/unet_small.json" \
+  "$TMP/unet_nosplit.json" "$TMP/unet_nosplit/plan.txt"
+expect "unet_small without the GroupNorm rewrite matches PyTorch" 0 "all 1 output\(s\) match" -- \
+  "$STITCHC" run "$TMP/unet_nosplit" --backend emu --inputs "$U/test_data_set_0" --expect "$U/test_data_set_0"
 # With FFN1 a call, the erf form runs in front of FFN2's loop (above) or in a kernel of its own;
 # --approximate-gelu lets the call's epilogue compute GELU.
 expect "--approximate-gelu: BERT's GELU in the GEMM epilogue" 0 "compiled" -- \

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 
+#include "codegen/schedule.h"
 #include "fusion/group_norms.h"
+#include "fusion/rewrites.h"
 #include "fusion_test_util.h"
 
 using namespace stitch;
@@ -271,4 +273,32 @@ TEST_CASE("two GroupNorms in a residual block: the second's residual Add and ReL
         CHECK(grp.nodes.size() == 5);  // the norm, weight, bias, residual Add, ReLU
       }
   CHECK(fused_matches_reference(*g, 201, "beam") == 2);
+}
+
+TEST_CASE("unet_small as stitchc compiles it: a kernel per GroupNorm with its weight, bias and SiLU",
+          "[fusion][models]") {
+  // The shipped UNet (7 GroupNorms of 4 groups, SiLU, 3x3 convolutions, a skip concatenation)
+  // through the rewrites stitchc runs: 9 kernels + 11 convolution calls (17 + 11 without the
+  // GroupNorm rewrite: each norm's weight, bias and SiLU a kernel of their own). Its emu run against
+  // PyTorch's outputs is in tests/e2e/backend_tests.sh.
+  auto g = test::prepared_model("unet_small");
+  auto rewrites = fusion::rewrite_for_planning(g, opts("beam"));
+  REQUIRE(rewrites.is_ok());
+  CHECK(rewrites->group_norms.size() == 7);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  int norms = 0;
+  for (const auto& grp : plan->groups)
+    if (has_op(grp, "InstanceNormalization")) {
+      ++norms;
+      CHECK(has_op(grp, "Sigmoid"));
+    }
+  CHECK(norms == 7);
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+  REQUIRE(s.is_ok());
+  CHECK(s->kernels.size() <= 9);
+  CHECK(s->calls.size() <= 11);
 }
