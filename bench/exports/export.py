@@ -444,6 +444,14 @@ def models():
     })
     for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
+    # GroupNorm (tried 2026-11-26): exported as a Reshape into groups, an InstanceNormalization and
+    # a Reshape back before the channel weight and bias. ResNet-18 with GroupNorm(8) in place of
+    # BatchNorm (TorchScript, as the CNNs above), and BiT (ResNetV2: GroupNorm, weight-standardized
+    # convolutions, pre-activation) through torch.export.
+    t["resnet18_gn"] = lambda o: export_cnn(
+        None, lambda weights: tv.resnet18(weights=weights, norm_layer=lambda c: torch.nn.GroupNorm(8, c)), o)
+    t["bit"] = tensor(lambda: tf.BitModel(tf.BitConfig(
+        embedding_size=32, hidden_sizes=[64, 128], depths=[1, 1], num_groups=8)), (2, 3, 64, 64))
     return t
 
 
