@@ -1,5 +1,6 @@
 // Normalizations: LayerNormalization (with its optional Mean and InvStdDev
-// outputs), BatchNormalization in inference mode, InstanceNormalization.
+// outputs), BatchNormalization in inference mode, InstanceNormalization,
+// GroupNormalization (its scale and bias per group at opsets 18-20, per channel from 21).
 // Statistics are computed in double.
 #include <cmath>
 
@@ -150,6 +151,56 @@ Status eval_instancenorm(const Node& n, std::span<const Tensor* const> in, std::
   return Status::ok();
 }
 
+// GroupNormalization: the channels in num_groups groups, each group's mean and variance over its
+// channels and the spatial axes; the scale and bias per group before opset 21 (the definition it
+// deprecated), per channel from it.
+bool group_params_per_channel(const Node& n) { return n.opset >= 21; }
+
+Status infer_groupnorm(InferContext& ctx) {
+  const Node& n = ctx.node();
+  if (!is_float(ctx.dtype(0))) return ctx.error("expects a floating-point input");
+  if (ctx.rank(0) < 2) return ctx.error("expects an input of shape N x C x ...");
+  if (!n.has_attr("num_groups")) return ctx.error("needs the num_groups attribute");
+  const int64_t groups = n.attr_int("num_groups", 0), c = ctx.dims(0)[1];
+  if (groups < 1) return ctx.error(fmt::format("num_groups must be positive, got {}", groups));
+  if (c >= 0 && c % groups != 0)
+    return ctx.error(fmt::format("the channel count {} is not a multiple of num_groups {}", c, groups));
+  const bool per_channel = group_params_per_channel(n);
+  for (size_t i = 1; i <= 2; ++i) {
+    if (!ctx.has_input(i)) return ctx.error(fmt::format("needs input {} ({})", i, i == 1 ? "scale" : "bias"));
+    const Dims want{per_channel ? c : groups};
+    if (want[0] >= 0 && ctx.dims(i) != want)
+      return ctx.error(fmt::format("input {} must have shape [{}] ({} at opset {}), got {}", i, want[0],
+                                   per_channel ? "the channel count" : "num_groups", n.opset,
+                                   dims_to_string(ctx.dims(i))));
+  }
+  return same_as_input0(ctx);
+}
+
+Status eval_groupnorm(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  const double eps = n.attr_float("epsilon", 1e-5f);
+  const int64_t nb = x.dims()[0], c = x.dims()[1], groups = n.attr_int("num_groups", 1);
+  const int64_t hw = x.size() / std::max<int64_t>(nb * c, 1), per = c / groups * hw;
+  const bool per_channel = group_params_per_channel(n);
+  std::vector<double> xv = x.to_f64(), scale = in[1]->to_f64(), bias = in[2]->to_f64(), y(xv.size());
+  for (int64_t i = 0; i < nb * groups; ++i) {
+    const double* row = xv.data() + i * per;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < per; ++k) mean += row[k];
+    mean /= double(per);
+    for (int64_t k = 0; k < per; ++k) var += (row[k] - mean) * (row[k] - mean);
+    const double r = 1.0 / std::sqrt(var / double(per) + eps);
+    for (int64_t k = 0; k < per; ++k) {
+      const int64_t ch = (i % groups) * (c / groups) + k / hw;
+      const size_t p = static_cast<size_t>(per_channel ? ch : i % groups);
+      y[i * per + k] = (row[k] - mean) * r * scale[p] + bias[p];
+    }
+  }
+  out[0] = Tensor::from_f64(x.dtype(), x.dims(), y);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_normalization(std::vector<OpDef>& t) {
@@ -159,6 +210,7 @@ void register_normalization(std::vector<OpDef>& t) {
                eval_batchnorm});
   t.push_back({"InstanceNormalization", kMinOpset, kMaxOpset, OpCategory::kReduction,
                infer_instancenorm, eval_instancenorm});
+  t.push_back({"GroupNormalization", 18, kMaxOpset, OpCategory::kReduction, infer_groupnorm, eval_groupnorm});
 }
 
 }  // namespace stitch::ops

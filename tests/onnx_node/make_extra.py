@@ -3,7 +3,8 @@
 Debian libonnx-testdata (ONNX 1.12, opsets up to 17) does not cover: Resize's attributes of
 opsets 18 and 19 (axes, keep_aspect_ratio_policy, antialias, half_pixel_symmetric) and its
 float16 and integer inputs; Einsum's ellipses, broadcasting, implicit outputs, three operands
-and the equations transformers use; EyeLike at a supported opset (ONNX's are at opset 9). Expected outputs come from ONNX's reference implementation
+and the equations transformers use; EyeLike at a supported opset (ONNX's are at opset 9);
+GroupNormalization at opsets 18 and 21 (ONNX 1.12 predates it). Expected outputs come from ONNX's reference implementation
 (onnx.reference.ReferenceEvaluator), never from stitch. Tooling only; the files are committed.
 
     python3 -m venv venv && venv/bin/pip install onnx numpy
@@ -112,6 +113,16 @@ def main():
     x = rng.standard_normal((3, 5)).astype(np.float32)
     node_case(out, "test_eyelike_stitch_above_diagonal", "EyeLike", [x], 13, dict(k=2))
     node_case(out, "test_eyelike_stitch_int64_below", "EyeLike", [x], 13, dict(k=-1, dtype=TensorProto.INT64))
+    # GroupNormalization: scale and bias per group at opset 18, per channel at 21 (what PyTorch's
+    # exporter writes for nn.GroupNorm at opset 21); feature maps and a sequence. (Float16 is a unit
+    # test: a fused kernel rounds to half once, these tests' tolerance expects the per-op rounding.)
+    x = rng.standard_normal((2, 6, 5, 7)).astype(np.float32)
+    node_case(out, "test_group_normalization_stitch_per_group_18", "GroupNormalization",
+              [x, f(3) + 1, f(3)], 18, dict(num_groups=3))
+    node_case(out, "test_group_normalization_stitch_per_channel_21", "GroupNormalization",
+              [x, f(6) + 1, f(6)], 21, dict(num_groups=2, epsilon=1e-3))
+    node_case(out, "test_group_normalization_stitch_sequence_21", "GroupNormalization",
+              [f(3, 8, 9), f(8) + 1, f(8)], 21, dict(num_groups=4))
 
 
 if __name__ == "__main__":

@@ -302,3 +302,97 @@ TEST_CASE("unet_small as stitchc compiles it: a kernel per GroupNorm with its we
   CHECK(s->kernels.size() <= 9);
   CHECK(s->calls.size() <= 11);
 }
+
+namespace {
+
+// GroupNormalization(num_groups 2) of x [2, 6, 5, 7] in `t` at `opset`, its scale and bias
+// constants of `params` values each, then SiLU.
+std::string group_normalization_silu(const char* t, int opset, int64_t params, uint32_t& state) {
+  return fmt::format(R"(graph "group_normalization" opset {0} {{
+  input %x: {1}[2,6,5,7]
+  const %scale: {1}[{2}] = {3}
+  const %bias: {1}[{2}] = {4}
+  %n = GroupNormalization(%x, %scale, %bias) {{num_groups = 2, epsilon = 0.0001}} @"gn"
+  %s = Sigmoid(%n) @"sigmoid"
+  %y = Mul(%n, %s) @"silu"
+  output %y
+}}
+)",
+                     opset, t, params, lcg_values(state, params, 0.5), lcg_values(state, params));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "GroupNormalization is written as the exported Reshapes around an InstanceNormalization; with SiLU one "
+    "kernel",
+    "[fusion][emu]") {
+  // Opset 21 (scale and bias per channel: a Mul and an Add after the Reshape back), in float32 and
+  // float16 (the kernel rounds to half once, the reference after each op: the normalized value's
+  // rounding, times the scale, then cancelled by the bias, is what kModelF16 allows), and opset 18 (per
+  // group: the InstanceNormalization applies them). The expansion computes what the op does (reference
+  // interpreter, both graphs); then one kernel in every planner.
+  struct Case {
+    const char* type;
+    int opset;
+    int64_t params;
+    Tolerance tol;
+  };
+  uint32_t state = 31, seed = 210;
+  for (const Case& c :
+       {Case{"f32", 21, 6, kEmuF32}, Case{"f16", 21, 6, kModelF16}, Case{"f32", 18, 2, kEmuF32}}) {
+    const std::string text = group_normalization_silu(c.type, c.opset, c.params, state);
+    INFO(text);
+    auto original = parse_or_die(text);
+    auto g = parse_or_die(text);
+    run_frontend_or_die(*g);
+    int norms = 0;
+    for (const Node* n : all_nodes(*g)) {
+      CHECK(n->op_type != "GroupNormalization");
+      norms += n->op_type == "InstanceNormalization";
+    }
+    CHECK(norms == 1);
+    same_as_original(*original, *g, seed++, std::string(c.type) == "f16" ? kRewriteF16 : kRewriteReference);
+    auto lines = fusion::split_group_norms(*g);
+    REQUIRE(lines.is_ok());
+    CHECK(lines->size() == 1);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      CHECK(fused_matches_reference(*g, seed++, opts(mode), c.tol) == 1);
+    }
+  }
+}
+
+TEST_CASE("bad GroupNormalization input is an error naming the node", "[errors]") {
+  struct Case {
+    std::string text, message;
+  };
+  auto graph = [](const std::string& x, int opset, int64_t params, const std::string& attrs) {
+    return fmt::format(R"(graph "g" opset {0} {{
+  input %x: {1}
+  input %scale: f32[{2}]
+  input %bias: f32[{2}]
+  %y = GroupNormalization(%x, %scale, %bias) {{{3}}} @"gn"
+  output %y
+}}
+)",
+                       opset, x, params, attrs);
+  };
+  const std::vector<Case> cases = {
+      {graph("f32[2,6,5]", 21, 6, "num_groups = 4"), "the channel count 6 is not a multiple of num_groups 4"},
+      {graph("f32[2,6,5]", 21, 3, "num_groups = 3"),
+       "input 1 must have shape [6] (the channel count at opset 21)"},
+      {graph("f32[2,6,5]", 18, 6, "num_groups = 3"), "input 1 must have shape [3] (num_groups at opset 18)"},
+      {graph("f32[2,6,5]", 21, 6, "epsilon = 0.001"), "needs the num_groups attribute"},
+      {graph("f32[2,6,5]", 21, 6, "num_groups = 0"), "num_groups must be positive, got 0"},
+      {graph("i64[2,6,5]", 21, 6, "num_groups = 2"), "expects a floating-point input"},
+      {graph("f32[6]", 21, 6, "num_groups = 2"), "expects an input of shape N x C x ..."},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    const std::string msg = frontend_error(c.text);
+    INFO(msg);
+    CHECK(msg.find("node 'gn' (GroupNormalization)") != std::string::npos);
+    CHECK(msg.find(c.message) != std::string::npos);
+  }
+}
