@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -144,6 +145,20 @@ inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::
   const auto groups = groups_of(*plan);
   const auto packs = packs_of(*plan);
   return emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
+}
+
+// Every planner makes `g` one kernel, which matches the reference interpreter on emu (a seed each,
+// from `seed` on); `check`, when given, looks at each plan too.
+inline void one_kernel_in_every_planner(const Graph& g, uint32_t& seed,
+                                        const std::function<void(const fusion::FusionPlan&)>& check = {}) {
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(g, opts(mode));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    if (check) check(*plan);
+    CHECK(fused_matches_reference(g, seed++, mode) == 1);
+  }
 }
 
 // `g` planned by every search, checked against the search's contract: beam no worse than greedy,

@@ -42,18 +42,6 @@ std::string rotary_lines(const std::string& axis, int axis_index, const std::str
                      axis, axis_index, out);
 }
 
-// Every planner makes `g` one kernel, which matches the reference interpreter on emu (a seed each,
-// from `seed` on).
-void one_kernel_in_every_planner(const Graph& g, uint32_t& seed) {
-  for (const char* mode : {"greedy", "beam", "ilp"}) {
-    INFO(mode);
-    auto plan = fusion::make_plan(g, opts(mode));
-    REQUIRE(plan.is_ok());
-    INFO(fusion::explain(*plan));
-    CHECK(fused_matches_reference(g, seed++, mode) == 1);
-  }
-}
-
 // The decomposed transformer patterns of PyTorch exports; each must be one kernel.
 const char* kDecomposedLayerNorm = R"(graph "ln" opset 18 {
   input %x: f32[37,770]
