@@ -319,8 +319,7 @@ std::string group_normalization_silu(const char* t, int opset, int64_t params, u
 }  // namespace
 
 TEST_CASE(
-    "GroupNormalization is written as the exported Reshapes around an InstanceNormalization; with SiLU one "
-    "kernel",
+    "GroupNormalization becomes the exported Reshapes around an InstanceNormalization, one kernel with SiLU",
     "[fusion][emu]") {
   // Opset 21 (scale and bias per channel: a Mul and an Add after the Reshape back), in float32 and
   // float16 (the kernel rounds to half once, the reference after each op: the normalized value's
