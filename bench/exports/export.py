@@ -6,6 +6,7 @@ sequence 32 with the axes named batch and sequence (and two more data sets at ba
 and batch 3, sequence 45), CNNs at 1x3x224x224.
 
     python3 -m venv venv && venv/bin/pip install torch transformers torchvision onnx onnxscript
+    venv/bin/pip install diffusers    # only for the unet2d entries
     venv/bin/python bench/exports/export.py OUT [NAME ...]   # bert_base_12l(_f16) only when named
     bash bench/exports/check.sh OUT [NAME ...]     # compile, run on emu against PyTorch
 
@@ -185,6 +186,43 @@ def export_tensor(name, make_model, key, shape, dynamo, opset, out):
     torch.onnx.export(w, (x,), os.path.join(out, "model.onnx"), dynamo=dynamo, opset_version=opset,
                       input_names=["input"], output_names=[key], **({"external_data": False} if dynamo else {}))
     save_case(out, ["input"], [x], [key], [y])
+
+
+def export_diffusers_unet(conditional, out):
+    """A diffusers UNet (tiny config, seeded random weights): a noisy sample and two timesteps (and,
+    conditional, 7 tokens of text states for cross-attention) -> the predicted noise, through
+    torch.export at opset 18."""
+    import diffusers
+    torch.manual_seed(0)
+    common = dict(sample_size=16, layers_per_block=1, block_out_channels=(32, 64), norm_num_groups=8)
+    if conditional:
+        unet = diffusers.UNet2DConditionModel(
+            in_channels=4, out_channels=4, cross_attention_dim=32, attention_head_dim=8,
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), **common)
+    else:
+        unet = diffusers.UNet2DModel(in_channels=3, out_channels=3, down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                                     up_block_types=("AttnUpBlock2D", "UpBlock2D"), **common)
+
+    class Noise(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, *args):
+            return self.m(*args).sample
+
+    w = Noise(unet.eval()).eval()
+    x = torch.randn(2, 4 if conditional else 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    args, names = [x, torch.tensor([10, 500])], ["sample", "timestep"]
+    if conditional:
+        args.append(torch.randn(2, 7, 32, generator=torch.Generator().manual_seed(2)))
+        names.append("encoder_hidden_states")
+    with torch.no_grad():
+        y = w(*args)
+    torch.onnx.export(w, tuple(args), os.path.join(out, "model.onnx"), dynamo=True, opset_version=18,
+                      input_names=names, output_names=["noise"], external_data=False)
+    save_case(out, names, args, ["noise"], [y])
 
 
 def models():
@@ -452,6 +490,10 @@ def models():
         None, lambda weights: tv.resnet18(weights=weights, norm_layer=lambda c: torch.nn.GroupNorm(8, c)), o)
     t["bit"] = tensor(lambda: tf.BitModel(tf.BitConfig(
         embedding_size=32, hidden_sizes=[64, 128], depths=[1, 1], num_groups=8)), (2, 3, 64, 64))
+    # Diffusion UNets from diffusers (tried 2026-11-26): GroupNorm + SiLU residual blocks with the
+    # timestep embedding added, self-attention blocks, and (conditional) cross-attention to text states.
+    t["unet2d"] = lambda o: export_diffusers_unet(False, o)
+    t["unet2d_cond"] = lambda o: export_diffusers_unet(True, o)
     return t
 
 
