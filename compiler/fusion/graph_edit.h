@@ -51,6 +51,13 @@ inline Value* add_constant(Graph& g, const std::string& hint, DType t, Dims d, c
   return c;
 }
 
+// An int64 constant holding `d`: a Reshape's shape input.
+inline Value* add_shape_constant(Graph& g, const std::string& hint, const Dims& d) {
+  Value* s = add_typed_value(g, hint, DType::kI64, {static_cast<int64_t>(d.size())});
+  s->constant = Tensor::vector_i64(std::vector<int64_t>(d.begin(), d.end()));
+  return s;
+}
+
 // A new node `op` of `inputs` writing a new value of `t` and `d`, which it returns.
 inline Value* add_op(Graph& g, const std::string& op, const std::string& hint, std::vector<Value*> inputs,
                      DType t, Dims d) {

@@ -17,12 +17,6 @@ namespace {
 
 const Dims& dims_of(const Value* v) { return *v->dims; }
 
-int64_t product(const Dims& d, size_t from) {
-  int64_t p = 1;
-  for (size_t k = from; k < d.size(); ++k) p *= d[k];
-  return p;
-}
-
 // Axes of a Reshape's input (`in`) and output (`out`) whose extents multiply to the same number,
 // in order: every axis of both sides is in one run.
 struct Run {
@@ -72,12 +66,6 @@ std::optional<Dims> operand_dims(const Dims& od, const Dims& a, const Dims& b, c
   return out;
 }
 
-Value* shape_constant(Graph& g, const std::string& hint, const Dims& d) {
-  Value* s = add_typed_value(g, hint, DType::kI64, {static_cast<int64_t>(d.size())});
-  s->constant = Tensor::vector_i64(std::vector<int64_t>(d.begin(), d.end()));
-  return s;
-}
-
 // When `in` is a GroupNorm's InstanceNormalization (group_norms.h), the dims its input takes with
 // the group's channels as an axis: [N, G, C/G, S...].
 std::optional<Dims> grouped_dims(const Graph& g,
@@ -93,9 +81,10 @@ std::optional<Dims> grouped_dims(const Graph& g,
   if (x == nullptr || !x->has_static_shape() || !gv->has_static_shape() || !y->has_static_shape())
     return std::nullopt;
   const Dims &xd = dims_of(x), &gd = dims_of(gv);
-  if (gd.size() != 3 || xd.size() < 3 || xd[0] != gd[0] || product(xd, 0) <= 0) return std::nullopt;
+  if (gd.size() != 3 || xd.size() < 3 || xd[0] != gd[0] || num_elements(xd) <= 0) return std::nullopt;
   const int64_t c = xd[1], groups = gd[1];
-  if (groups <= 1 || groups >= c || c % groups != 0 || gd[2] != c / groups * product(xd, 2))
+  if (groups <= 1 || groups >= c || c % groups != 0 ||
+      gd[2] != c / groups * num_elements(Dims(xd.begin() + 2, xd.end())))
     return std::nullopt;
   auto it = users.find(y);
   if (it == users.end()) return std::nullopt;
@@ -140,7 +129,7 @@ std::pair<int, int> move_back(Graph& g, Node& back, const std::set<std::string>&
         ok = false;
         break;
       }
-      if (product(dims_of(v), 0) == 1) {
+      if (num_elements(dims_of(v)) == 1) {
         ins.push_back(v);  // a scalar broadcasts against either shape
       } else if (v->is_constant()) {
         Value* c = add_typed_value(g, v->name + "/grouped", v->dtype, *od);
@@ -148,7 +137,7 @@ std::pair<int, int> move_back(Graph& g, Node& back, const std::set<std::string>&
         ins.push_back(c);
       } else {
         ins.push_back(add_op(g, "Reshape", v->name + "/grouped",
-                             {v, shape_constant(g, v->name + "/grouped_shape", *od)}, v->dtype, *od));
+                             {v, add_shape_constant(g, v->name + "/grouped_shape", *od)}, v->dtype, *od));
         ++views;
       }
     }
@@ -167,7 +156,7 @@ std::pair<int, int> move_back(Graph& g, Node& back, const std::set<std::string>&
   for (const auto& [bv, av] : moved) {
     if (bv == b_val || (!users.count(bv) && !g.is_graph_output(bv))) continue;
     Node* r = add_op_node(g, "Reshape", g.unique_name(bv->name + "/channels"));
-    r->inputs = {av, shape_constant(g, bv->name + "/channels_shape", b)};
+    r->inputs = {av, add_shape_constant(g, bv->name + "/channels_shape", b)};
     r->outputs = {bv};
     bv->producer = r;
   }
@@ -193,14 +182,14 @@ StatusOr<std::vector<std::string>> split_group_norms(Graph& g, const std::set<st
     Node* groups = in->input(0)->producer;
     const std::string from = dims_to_string(dims_of(in->input(0)));
     in->inputs[0] = add_op(g, "Reshape", in->input(0)->name + "/channels_apart",
-                           {groups->input(0), shape_constant(g, in->name + "/groups_shape", *gd)},
+                           {groups->input(0), add_shape_constant(g, in->name + "/groups_shape", *gd)},
                            in->input(0)->dtype, *gd);
     y->dims = *gd;
     maybe_dead.insert(groups);
     std::vector<std::string> moves;
     for (Node* back : backs) {
       back->inputs.resize(2);
-      back->inputs[1] = shape_constant(g, back->name + "/shape", dims_of(back->output(0)));
+      back->inputs[1] = add_shape_constant(g, back->name + "/shape", dims_of(back->output(0)));
       const auto [nodes, views] = move_back(g, *back, keep);
       maybe_dead.insert(back);
       moves.push_back(

@@ -474,9 +474,7 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       Node* gemm = ends[i].matmul;
       for (size_t j = 0; j < rows.size(); ++j) {
         const Placement& pl = placed[i][j];
-        Value* shape = add_typed_value(g, mm->name + "/row_scale_shape", DType::kI64,
-                                       {static_cast<int64_t>(pl.dims.size())});
-        shape->constant = Tensor::vector_i64(std::vector<int64_t>(pl.dims.begin(), pl.dims.end()));
+        Value* shape = add_shape_constant(g, mm->name + "/row_scale_shape", pl.dims);
         Value* f = add_op(g, "Reshape", mm->name + "/row_scale_moved", {rows[j].value, shape},
                           rows[j].value->dtype, pl.dims);
         Value* t = pl.output ? gemm->output(0) : gemm->input(static_cast<size_t>(1 - ends[i].operand));
