@@ -46,6 +46,7 @@ std::vector<OpDef> build_table() {
   ops::register_gather_scatter(t);
   ops::register_resize(t);
   ops::register_einsum(t);
+  ops::register_attention(t);
   ops::register_nn(t);
   ops::register_shape(t);
   std::sort(t.begin(), t.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });

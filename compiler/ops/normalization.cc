@@ -1,6 +1,7 @@
 // Normalizations: LayerNormalization (with its optional Mean and InvStdDev
 // outputs), BatchNormalization in inference mode, InstanceNormalization,
-// GroupNormalization (its scale and bias per group at opsets 18-20, per channel from 21).
+// GroupNormalization (its scale and bias per group at opsets 18-20, per channel from 21),
+// RMSNormalization (opset 23).
 // Statistics are computed in double.
 #include <cmath>
 
@@ -201,6 +202,41 @@ Status eval_groupnorm(const Node& n, std::span<const Tensor* const> in, std::vec
   return Status::ok();
 }
 
+// RMSNormalization: x / sqrt(mean(x^2 over the axes from `axis` on) + epsilon) * scale, the scale
+// broadcast to x (unidirectionally); Y has the scale's type.
+Status infer_rmsnorm(InferContext& ctx) {
+  const Node& n = ctx.node();
+  if (!ctx.has_input(1)) return ctx.error("needs input 1 (scale)");
+  if (!is_float(ctx.dtype(0)) || !is_float(ctx.dtype(1)))
+    return ctx.error("expects a floating-point input and scale");
+  RETURN_IF_ERROR(norm_axis(n, n.attr_int("axis", -1), ctx.rank(0)).status());
+  auto b = broadcast_dims(ctx.dims(0), ctx.dims(1));
+  if (!b || *b != ctx.dims(0) || ctx.rank(1) > ctx.rank(0))
+    return ctx.error(fmt::format("scale of shape {} does not broadcast to the input's shape {}",
+                                 dims_to_string(ctx.dims(1)), dims_to_string(ctx.dims(0))));
+  ctx.set_output(0, ctx.dtype(1), ctx.dims(0));
+  return Status::ok();
+}
+
+Status eval_rmsnorm(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  const int64_t axis = *norm_axis(n, n.attr_int("axis", -1), x.rank());
+  const double eps = n.attr_float("epsilon", 1e-5f);
+  const int64_t inner = num_elements(Dims(x.dims().begin() + axis, x.dims().end()));
+  const int64_t outer = x.size() / std::max<int64_t>(inner, 1);
+  std::vector<double> xv = x.to_f64(), scale = in[1]->to_f64(), y(xv.size());
+  std::vector<double> r(static_cast<size_t>(outer));
+  for (int64_t o = 0; o < outer; ++o) {
+    double sq = 0;
+    for (int64_t k = 0; k < inner; ++k) sq += xv[o * inner + k] * xv[o * inner + k];
+    r[o] = 1.0 / std::sqrt(sq / double(inner) + eps);
+  }
+  BroadcastWalker(x.dims(), {broadcast_strides(in[1]->dims(), x.dims())})
+      .run([&](int64_t i, const std::vector<int64_t>& off) { y[i] = xv[i] * r[i / inner] * scale[off[0]]; });
+  out[0] = Tensor::from_f64(in[1]->dtype(), x.dims(), y);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_normalization(std::vector<OpDef>& t) {
@@ -211,6 +247,7 @@ void register_normalization(std::vector<OpDef>& t) {
   t.push_back({"InstanceNormalization", kMinOpset, kMaxOpset, OpCategory::kReduction,
                infer_instancenorm, eval_instancenorm});
   t.push_back({"GroupNormalization", 18, kMaxOpset, OpCategory::kReduction, infer_groupnorm, eval_groupnorm});
+  t.push_back({"RMSNormalization", 23, kMaxOpset, OpCategory::kReduction, infer_rmsnorm, eval_rmsnorm});
 }
 
 }  // namespace stitch::ops

@@ -1,0 +1,302 @@
+// The opset-23 transformer ops written as the nodes PyTorch's opset-18 exports spell them with, which
+// the back end already plans and fuses (a norm's statistics in a row kernel, the rotary embedding in
+// the kernel of the norm or softmax next to it, the score scale folded into a GEMM's alpha, a repeated
+// K/V head read in place by the GEMM):
+//  - RMSNormalization: Pow 2, ReduceMean over the axes from `axis` (keepdims), Add epsilon, Sqrt,
+//    Reciprocal, Mul by the input, then Mul by the scale. A half input is cast to float32 first
+//    (stash_type 1) and the normalized value back to its type before the scale, as the op defines.
+//  - RotaryEmbedding: the caches gathered by position_ids (when given) and unsqueezed over the
+//    heads, the rotated part's halves (or, interleaved, its even and odd elements) as Slices,
+//    cos * x1 - sin * x2 and sin * x1 + cos * x2, joined back by a Concat (interleaved: each pair
+//    unsqueezed, joined and reshaped), and the part not rotated concatenated after them.
+//  - Attention: 3-D Q, K and V reshaped and transposed into heads; past K and V concatenated in
+//    front (the present outputs); K and V heads repeated for grouped queries (Unsqueeze, Expand,
+//    Reshape); Q and K^T each scaled by sqrt(scale); MatMul; softcap (cap * tanh(s / cap)); the mask
+//    (a boolean one as Where(mask, 0, -inf)) and the causal mask (a constant, bottom-right
+//    aligned to the past) added; Softmax over the keys, in softmax_precision when given; rows
+//    whose every key is masked set to zero (IsNaN, Where); MatMul by V; back to 3-D when Q was.
+// Each runs after fold_constants and leaves nodes without static shapes alone; the last node writes
+// the op's output value, and the new nodes are named after it ("attn/scores").
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "passes/graph_builder.h"
+#include "passes/pass.h"
+
+namespace stitch {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool static_inputs(const Node& n) {
+  for (const Value* v : n.inputs)
+    if (v && !v->has_static_shape()) return false;
+  return true;
+}
+
+Value* ints(NodeBuilder& b, const std::string& hint, const std::vector<int64_t>& v) {
+  return b.constant(hint, Tensor::vector_i64(v));
+}
+
+Value* reshape(NodeBuilder& b, Value* x, const Dims& d, const std::string& name) {
+  return b.node("Reshape", name, {x, ints(b, name + "_shape", std::vector<int64_t>(d.begin(), d.end()))},
+                x->dtype, d);
+}
+
+Value* transpose(NodeBuilder& b, Value* x, const std::vector<int64_t>& perm, const std::string& name) {
+  Dims d;
+  for (int64_t p : perm) d.push_back((*x->dims)[p]);
+  return b.node("Transpose", name, {x}, x->dtype, d, {{"perm", perm}});
+}
+
+Value* unsqueeze(NodeBuilder& b, Value* x, int64_t axis, const std::string& name) {
+  Dims d = *x->dims;
+  d.insert(d.begin() + axis, 1);
+  return b.node("Unsqueeze", name, {x, ints(b, name + "_axes", {axis})}, x->dtype, d);
+}
+
+// Elements [start, end) of the last axis with `step`.
+Value* slice_last(NodeBuilder& b, Value* x, int64_t start, int64_t end, int64_t step,
+                  const std::string& name) {
+  Dims d = *x->dims;
+  d.back() = (end - start + step - 1) / step;
+  const int64_t last = static_cast<int64_t>(d.size()) - 1;
+  return b.node("Slice", name,
+                {x, ints(b, name + "_starts", {start}), ints(b, name + "_ends", {end}),
+                 ints(b, name + "_axes", {last}), ints(b, name + "_steps", {step})},
+                x->dtype, d);
+}
+
+Value* binary(NodeBuilder& b, const char* op, Value* x, Value* y, const std::string& name) {
+  Dims d = *x->dims;
+  const Dims& e = *y->dims;
+  if (e.size() > d.size()) d.insert(d.begin(), e.size() - d.size(), 1);
+  for (size_t i = 0; i < e.size(); ++i) {
+    int64_t& o = d[d.size() - e.size() + i];
+    o = std::max(o, e[i]);
+  }
+  return b.node(op, name, {x, y}, x->dtype, d);
+}
+
+Value* scalar(NodeBuilder& b, DType t, double v, const std::string& hint) {
+  return b.constant(hint, Tensor::from_f64(t, {}, {v}));
+}
+
+Value* concat_last(NodeBuilder& b, std::vector<Value*> xs, const std::string& name) {
+  Dims d = *xs.front()->dims;
+  const DType t = xs.front()->dtype;
+  d.back() = 0;
+  for (const Value* x : xs) d.back() += x->dims->back();
+  return b.node("Concat", name, std::move(xs), t, d, {{"axis", int64_t{-1}}});
+}
+
+// Makes `out` (an output of the replaced node) an Identity of `v`, which other new nodes may read.
+void take_output(NodeBuilder& b, Value* v, Value* out, const std::string& name) {
+  Node* p = b.node("Identity", name, {v}, v->dtype, *v->dims)->producer;
+  p->outputs[0] = out;
+  out->producer = p;
+}
+
+// ---- RMSNormalization ----
+
+StatusOr<bool> expand_rms(Graph& g, Node& n) {
+  Value *x = n.input(0), *scale = n.input(1), *y = n.output(0);
+  if (!x || !scale || !y || !static_inputs(n)) return false;
+  const Dims& xd = *x->dims;
+  const int64_t r = static_cast<int64_t>(xd.size());
+  int64_t axis = n.attr_int("axis", -1);
+  if (axis < 0) axis += r;
+  NodeBuilder b{g, n};
+  const bool widen = x->dtype == DType::kF16 || x->dtype == DType::kBF16;
+  Value* xs = widen ? b.cast(x, DType::kF32, "to_float") : x;
+  const DType ct = xs->dtype;
+  std::vector<int64_t> axes;
+  Dims rd = xd;
+  for (int64_t k = axis; k < r; ++k) {
+    axes.push_back(k);
+    rd[k] = 1;
+  }
+  Value* sq = b.node("Pow", "square", {xs, scalar(b, ct, 2.0, "two")}, ct, xd);
+  Value* mean = b.node("ReduceMean", "mean", {sq, ints(b, "axes", axes)}, ct, rd, {{"keepdims", int64_t{1}}});
+  Value* var =
+      b.node("Add", "add_epsilon", {mean, scalar(b, ct, n.attr_float("epsilon", 1e-5f), "epsilon")}, ct, rd);
+  Value* rms = b.node("Sqrt", "rms", {var}, ct, rd);
+  Value* inv = b.node("Reciprocal", "inv_rms", {rms}, ct, rd);
+  Value* norm = b.node("Mul", "normalized", {xs, inv}, ct, xd);
+  if (widen) norm = b.cast(norm, x->dtype, "to_input_type");
+  if (norm->dtype != scale->dtype) norm = b.cast(norm, scale->dtype, "to_scale_type");
+  b.finish(binary(b, "Mul", norm, scale, "scale"), y);
+  return true;
+}
+
+// ---- RotaryEmbedding ----
+
+StatusOr<bool> expand_rotary(Graph& g, Node& n) {
+  Value *x = n.input(0), *cos = n.input(1), *sin = n.input(2), *pos = n.input(3), *y = n.output(0);
+  if (!x || !cos || !sin || !y || !static_inputs(n)) return false;
+  NodeBuilder b{g, n};
+  const Dims xd = *x->dims;
+  const bool four = xd.size() == 4;
+  const int64_t heads = four ? xd[1] : n.attr_int("num_heads", 1);
+  const int64_t head = four ? xd[3] : xd[2] / heads;
+  int64_t rot = n.attr_int("rotary_embedding_dim", 0);
+  if (rot == 0) rot = head;
+  const int64_t half = rot / 2;
+  const bool interleaved = n.attr_int("interleaved", 0) != 0;
+  // x as [B, H, S, D] (4-D) or [B, S, H, D]; the caches [B or 1, S, half] then broadcast over H.
+  Value* xh = four ? x : reshape(b, x, {xd[0], xd[1], heads, head}, "heads");
+  auto cache = [&](Value* c, const std::string& hint) {
+    if (pos) {
+      Dims d = *pos->dims;
+      d.push_back(half);
+      c = b.node("Gather", hint + "_at_positions", {c, pos}, c->dtype, d, {{"axis", int64_t{0}}});
+    }
+    return unsqueeze(b, c, four ? 1 : 2, hint + "_over_heads");
+  };
+  Value *c = cache(cos, "cos"), *s = cache(sin, "sin");
+  Value* part = rot == head ? xh : slice_last(b, xh, 0, rot, 1, "rotated_part");
+  Value *x1 = nullptr, *x2 = nullptr;
+  if (interleaved) {
+    x1 = slice_last(b, part, 0, rot, 2, "even");
+    x2 = slice_last(b, part, 1, rot, 2, "odd");
+  } else {
+    x1 = slice_last(b, part, 0, half, 1, "first_half");
+    x2 = slice_last(b, part, half, rot, 1, "second_half");
+  }
+  Value* real =
+      binary(b, "Sub", binary(b, "Mul", x1, c, "x1_cos"), binary(b, "Mul", x2, s, "x2_sin"), "real");
+  Value* imag =
+      binary(b, "Add", binary(b, "Mul", x1, s, "x1_sin"), binary(b, "Mul", x2, c, "x2_cos"), "imag");
+  Value* rotated = nullptr;
+  if (interleaved) {
+    const int64_t last = static_cast<int64_t>(real->dims->size());
+    Value* pairs = concat_last(
+        b, {unsqueeze(b, real, last, "real_pairs"), unsqueeze(b, imag, last, "imag_pairs")}, "pairs");
+    Dims d = *part->dims;
+    rotated = reshape(b, pairs, d, "interleave");
+  } else {
+    rotated = concat_last(b, {real, imag}, "rotated");
+  }
+  Value* out = rot == head
+                   ? rotated
+                   : concat_last(b, {rotated, slice_last(b, xh, rot, head, 1, "kept_part")}, "joined");
+  if (!four) out = reshape(b, out, xd, "hidden");
+  b.finish(out, y);
+  return true;
+}
+
+// ---- Attention ----
+
+StatusOr<bool> expand_attention(Graph& g, Node& n) {
+  Value *q = n.input(0), *k = n.input(1), *v = n.input(2), *mask = n.input(3), *past_k = n.input(4),
+        *past_v = n.input(5), *y = n.output(0);
+  if (!q || !k || !v || !y || !static_inputs(n) || n.inputs.size() > 6) return false;
+  NodeBuilder b{g, n};
+  const bool three = q->dims->size() == 3;
+  const DType t = q->dtype;
+  auto heads = [&](Value* x, int64_t h, const std::string& name) {
+    if (!three) return x;
+    const Dims& d = *x->dims;
+    return transpose(b, reshape(b, x, {d[0], d[1], h, d[2] / h}, name + "_heads"), {0, 2, 1, 3},
+                     name + "_transposed");
+  };
+  const int64_t hq = three ? n.attr_int("q_num_heads", 1) : (*q->dims)[1];
+  const int64_t hk = three ? n.attr_int("kv_num_heads", 1) : (*k->dims)[1];
+  Value *qh = heads(q, hq, "q"), *kh = heads(k, hk, "k"), *vh = heads(v, hk, "v");
+  auto join = [&](Value* past, Value* now, const std::string& name) {
+    if (!past) return now;
+    Dims d = *now->dims;
+    d[2] += (*past->dims)[2];
+    return b.node("Concat", name, {past, now}, now->dtype, d, {{"axis", int64_t{2}}});
+  };
+  kh = join(past_k, kh, "present_key");
+  vh = join(past_v, vh, "present_value");
+  Value *present_k = kh, *present_v = vh;
+  const int64_t batch = (*qh->dims)[0], sq = (*qh->dims)[2], head = (*qh->dims)[3], total = (*kh->dims)[2];
+  const int64_t past = past_k ? (*past_k->dims)[2] : 0;
+  if (hq != hk) {  // each K/V head read by hq / hk query heads in a row (h uses head h / group)
+    auto repeat = [&](Value* x, const std::string& name) {
+      Dims d = *x->dims;
+      Value* u = unsqueeze(b, x, 2, name + "_unsqueezed");
+      Dims e{d[0], hk, hq / hk, d[2], d[3]};
+      Value* ex =
+          b.node("Expand", name + "_repeated",
+                 {u, ints(b, name + "_repeats", std::vector<int64_t>(e.begin(), e.end()))}, x->dtype, e);
+      return reshape(b, ex, {d[0], hq, d[2], d[3]}, name + "_per_query_head");
+    };
+    kh = repeat(kh, "k");
+    vh = repeat(vh, "v");
+  }
+  const double scale = n.has_attr("scale") ? n.attr_float("scale", 1.0f) : 1.0 / std::sqrt(double(head));
+  Value* root = scalar(b, t, std::sqrt(scale), "sqrt_scale");
+  Value* qs = binary(b, "Mul", qh, root, "q_scaled");
+  Value* kt = transpose(b, kh, {0, 1, 3, 2}, "k_transposed");
+  Value* ks = binary(b, "Mul", kt, root, "k_scaled");
+  const Dims sd{batch, hq, sq, total};
+  Value* scores = b.node("MatMul", "scores", {qs, ks}, t, sd);
+  const int64_t mode = n.attr_int("qk_matmul_output_mode", 0);
+  Value* qk_out = scores;
+  const double cap = n.attr_float("softcap", 0.0f);
+  if (cap > 0) {
+    Value* capped = b.node("Tanh", "softcap_tanh",
+                           {binary(b, "Div", scores, scalar(b, t, cap, "cap"), "softcap_in")}, t, sd);
+    scores = binary(b, "Mul", capped, scalar(b, t, cap, "cap_out"), "softcapped");
+    if (mode >= 1) qk_out = scores;
+  }
+  const bool causal = n.attr_int("is_causal", 0) != 0;
+  if (mask) {
+    Value* bias = mask;
+    if (mask->dtype == DType::kBool)
+      bias = b.node("Where", "mask_bias", {mask, scalar(b, t, 0.0, "zero"), scalar(b, t, -kInf, "minus_inf")},
+                    t, *mask->dims);
+    scores = binary(b, "Add", scores, bias, "masked");
+  }
+  if (causal) {
+    std::vector<double> c(static_cast<size_t>(sq * total));
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < total; ++j) c[i * total + j] = j <= i + past ? 0.0 : -kInf;
+    scores =
+        binary(b, "Add", scores, b.constant("causal_bias", Tensor::from_f64(t, {sq, total}, c)), "causal");
+  }
+  if (mode >= 2) qk_out = scores;
+  DType st = t;
+  if (n.has_attr("softmax_precision"))
+    st = dtype_from_onnx(static_cast<int>(n.attr_int("softmax_precision", 1))).value_or(t);
+  if (st != t) scores = b.cast(scores, st, "to_softmax_type");
+  Value* p = b.node("Softmax", "softmax", {scores}, st, sd, {{"axis", int64_t{-1}}});
+  if (mask || causal) {  // a row with every key masked: NaN from the softmax, zero by definition
+    Value* nan = b.node("IsNaN", "fully_masked", {p}, DType::kBool, sd);
+    p = b.node("Where", "masked_rows_zero", {nan, scalar(b, st, 0.0, "zero_p"), p}, st, sd);
+  }
+  if (st != t) p = b.cast(p, t, "to_input_type");
+  if (mode == 3) qk_out = p;
+  const Dims od{batch, hq, sq, (*vh->dims)[3]};
+  Value* out = b.node("MatMul", "output", {p, vh}, t, od);
+  if (three)
+    out = reshape(b, transpose(b, out, {0, 2, 1, 3}, "output_transposed"), *y->dims, "output_hidden");
+  Value* extra[3] = {n.outputs.size() > 1 ? n.output(1) : nullptr,
+                     n.outputs.size() > 2 ? n.output(2) : nullptr,
+                     n.outputs.size() > 3 ? n.output(3) : nullptr};
+  if (extra[0]) take_output(b, present_k, extra[0], "present_key_out");
+  if (extra[1]) take_output(b, present_v, extra[1], "present_value_out");
+  if (extra[2]) take_output(b, qk_out, extra[2], "qk_matmul_out");
+  b.finish(out, y);
+  return true;
+}
+
+}  // namespace
+
+StatusOr<bool> expand_rms_norm(Graph& g, PassContext&) {
+  return expand_each(g, "RMSNormalization", expand_rms);
+}
+StatusOr<bool> expand_rotary_embedding(Graph& g, PassContext&) {
+  return expand_each(g, "RotaryEmbedding", expand_rotary);
+}
+StatusOr<bool> expand_attention(Graph& g, PassContext&) {
+  return expand_each(g, "Attention", expand_attention);
+}
+
+}  // namespace stitch
