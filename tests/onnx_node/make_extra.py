@@ -4,7 +4,8 @@ Debian libonnx-testdata (ONNX 1.12, opsets up to 17) does not cover: Resize's at
 opsets 18 and 19 (axes, keep_aspect_ratio_policy, antialias, half_pixel_symmetric) and its
 float16 and integer inputs; Einsum's ellipses, broadcasting, implicit outputs, three operands
 and the equations transformers use; EyeLike at a supported opset (ONNX's are at opset 9);
-GroupNormalization at opsets 18 and 21 (ONNX 1.12 predates it). Expected outputs come from ONNX's reference implementation
+GroupNormalization at opsets 18 and 21 (ONNX 1.12 predates it); the opset-23 ops PyTorch's exporter
+writes for transformers: RMSNormalization, RotaryEmbedding and Attention. Expected outputs come from ONNX's reference implementation
 (onnx.reference.ReferenceEvaluator), never from stitch. Tooling only; the files are committed.
 
     python3 -m venv venv && venv/bin/pip install onnx numpy
@@ -18,7 +19,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64}
+ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
+        np.bool_: TensorProto.BOOL}
 
 
 def resize_case(out, name, x, opset, attrs, roi=None, scales=None, sizes=None):
@@ -47,23 +49,29 @@ def resize_case(out, name, x, opset, attrs, roi=None, scales=None, sizes=None):
     print(f"{name}: {list(x.shape)} -> {list(y.shape)}")
 
 
-def node_case(out, name, op, inputs, opset, attrs):
-    """One `op` node of graph inputs x0, x1, ... (their data in test_data_set_0)."""
-    names = [f"x{i}" for i in range(len(inputs))]
-    node = helper.make_node(op, names, ["y"], name=op.lower(), **attrs)
+def node_case(out, name, op, inputs, opset, attrs, outputs=("y",)):
+    """One `op` node of graph inputs x0, x1, ... (their data in test_data_set_0); None leaves an
+    optional input out. `outputs` names the node's outputs ("" leaves one out); each named one is a
+    graph output, in order."""
+    names = ["" if x is None else f"x{i}" for i, x in enumerate(inputs)]
+    while names and names[-1] == "":
+        names.pop()
+    given = [(n, x) for n, x in zip(names, inputs) if n]
+    node = helper.make_node(op, names, list(outputs), name=op.lower(), **attrs)
     graph = helper.make_graph([node], name, [helper.make_tensor_value_info(n, ELEM[x.dtype.type], list(x.shape))
-                                             for n, x in zip(names, inputs)],
-                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
+                                             for n, x in given],
+                              [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs if o])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
-    (y,) = ReferenceEvaluator(model).run(None, dict(zip(names, inputs)))
+    ys = ReferenceEvaluator(model).run(None, dict(given))
     d = os.path.join(out, name, "test_data_set_0")
     os.makedirs(d, exist_ok=True)
     onnx.save(model, os.path.join(out, name, "model.onnx"))
-    for i, (n, x) in enumerate(zip(names, inputs)):
+    for i, (n, x) in enumerate(given):
         onnx.save_tensor(numpy_helper.from_array(x, n), os.path.join(d, f"input_{i}.pb"))
-    onnx.save_tensor(numpy_helper.from_array(y, "y"), os.path.join(d, "output_0.pb"))
-    print(f"{name}: {[list(x.shape) for x in inputs]} -> {list(y.shape)}")
+    for i, (o, y) in enumerate(zip([o for o in outputs if o], ys)):
+        onnx.save_tensor(numpy_helper.from_array(y, o), os.path.join(d, f"output_{i}.pb"))
+    print(f"{name}: {[list(x.shape) for _, x in given]} -> {[list(y.shape) for y in ys]}")
 
 
 def main():
@@ -123,6 +131,42 @@ def main():
               [x, f(6) + 1, f(6)], 21, dict(num_groups=2, epsilon=1e-3))
     node_case(out, "test_group_normalization_stitch_sequence_21", "GroupNormalization",
               [f(3, 8, 9), f(8) + 1, f(8)], 21, dict(num_groups=4))
+    # Opset 23: RMSNormalization over the last axis and over two; RotaryEmbedding on heads with
+    # per-batch caches, on a hidden state with position ids, and interleaved over part of each head;
+    # Attention with grouped K/V heads and the causal mask, 3-D inputs with a boolean mask (one
+    # query row masked whole: zero by definition), a past K/V with a float mask (the present
+    # outputs too), softcap with the scores after it as an output, and the probabilities as one.
+    node_case(out, "test_rms_normalization_stitch_last_axis_23", "RMSNormalization", [f(2, 5, 16), f(16) + 1], 23,
+              dict(epsilon=1e-6))
+    node_case(out, "test_rms_normalization_stitch_two_axes_23", "RMSNormalization", [f(3, 4, 6), f(4, 6) + 1], 23,
+              dict(axis=1))
+    angles = lambda *shape: rng.uniform(0, 6.3, shape).astype(np.float32)
+    a = angles(2, 5, 4)
+    node_case(out, "test_rotary_embedding_stitch_heads_23", "RotaryEmbedding", [f(2, 3, 5, 8), np.cos(a), np.sin(a)],
+              23, {})
+    a = angles(10, 2)
+    pos = rng.integers(0, 10, (2, 5)).astype(np.int64)
+    node_case(out, "test_rotary_embedding_stitch_hidden_positions_23", "RotaryEmbedding",
+              [f(2, 5, 12), np.cos(a), np.sin(a), pos], 23, dict(num_heads=3))
+    a = angles(6, 2)
+    pos = rng.integers(0, 6, (1, 4)).astype(np.int64)
+    node_case(out, "test_rotary_embedding_stitch_interleaved_partial_23", "RotaryEmbedding",
+              [f(1, 2, 4, 8), np.cos(a), np.sin(a), pos], 23, dict(interleaved=1, rotary_embedding_dim=4))
+    node_case(out, "test_attention_stitch_grouped_causal_23", "Attention", [f(2, 4, 5, 8), f(2, 2, 5, 8), f(2, 2, 5, 8)],
+              23, dict(is_causal=1))
+    mask = rng.uniform(size=(2, 1, 5, 6)) < 0.7
+    mask[1, 0, 2, :] = False
+    node_case(out, "test_attention_stitch_3d_bool_mask_23", "Attention", [f(2, 5, 12), f(2, 6, 12), f(2, 6, 9), mask],
+              23, dict(q_num_heads=3, kv_num_heads=3))
+    node_case(out, "test_attention_stitch_past_float_mask_23", "Attention",
+              [f(1, 2, 3, 4), f(1, 2, 3, 4), f(1, 2, 3, 4), f(3, 7), f(1, 2, 4, 4), f(1, 2, 4, 4)], 23,
+              dict(is_causal=1, scale=0.3), outputs=("y", "present_key", "present_value"))
+    node_case(out, "test_attention_stitch_softcap_scores_23", "Attention", [f(1, 2, 4, 8), f(1, 2, 6, 8), f(1, 2, 6, 8)],
+              23, dict(softcap=2.0, scale=0.5, qk_matmul_output_mode=1), outputs=("y", "", "", "qk"))
+    mask = rng.uniform(size=(4, 6)) < 0.8
+    node_case(out, "test_attention_stitch_probabilities_23", "Attention",
+              [f(1, 2, 4, 8), f(1, 2, 6, 8), f(1, 2, 6, 8), mask], 23, dict(qk_matmul_output_mode=3),
+              outputs=("y", "", "", "qk"))
 
 
 if __name__ == "__main__":
