@@ -494,6 +494,18 @@ def models():
     # timestep embedding added, self-attention blocks, and (conditional) cross-attention to text states.
     t["unet2d"] = lambda o: export_diffusers_unet(False, o)
     t["unet2d_cond"] = lambda o: export_diffusers_unet(True, o)
+    # Opset 23 (tried 2026-11-26): PyTorch writes scaled_dot_product_attention as the Attention op
+    # and nn.RMSNorm (LLaMA's and Qwen3's norms) as RMSNormalization there.
+    t.update({
+        "llama_op23": text("llama_op23", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), opset=23),
+        "qwen3_op23": text("qwen3_op23", lambda: tf.Qwen3Model(tf.Qwen3Config(
+            **small, num_key_value_heads=2, head_dim=32)), opset=23),
+        "bert_op23": text("bert_op23", lambda: tf.BertModel(tf.BertConfig(**bert_small)), vocab=30522, opset=23),
+        "vit_op23": tensor(lambda: tf.ViTModel(tf.ViTConfig(**vit)), (2, 3, 64, 64), opset=23),
+        "llama_dec_op23": dec(lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), opset=23),
+        "llama_f16_op23": text("llama_f16_op23", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)).to(half),
+                               opset=23),
+    })
     return t
 
 
