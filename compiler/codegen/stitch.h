@@ -152,6 +152,27 @@ struct StitchInfo {
   // A tiled GEMM (element kernels only): the MatMul whose output is the domain, read from outside
   // the group, with the group's other nodes its epilogue.
   std::optional<GemmTile> tile;
+  // Row kernels: reductions over rows of their own, each holding whole rows of the kernel (an
+  // RMSNorm's statistics over a token's hidden vector, in a kernel whose rows are the token's heads
+  // after the norm's scale moved past the Q/K projection). Each kernel row runs such a reduction's
+  // passes over its outer row itself, before the first value that reads it, and keeps the result
+  // in a register: the outer row is read once per kernel row (from the caches after the first).
+  // Their results are read at coordinates that depend on the row only (outer_reductions checks).
+  struct Outer {
+    const Node* node = nullptr;
+    int64_t rows = 1, cols = 1;  // the outer rows and their length
+    int passes = 1;
+    // Warp-per-row kernels: the warps of a block that share the outer row (neighbouring rows that
+    // differ only along inner kept axes its result does not read) and reduce it together, each
+    // over a strided share, combined through shared memory; 1: each warp alone.
+    int64_t group = 1;
+  };
+  std::vector<Outer> outer;
+  bool is_outer(const Node* n) const {
+    for (const Outer& o : outer)
+      if (o.node == n) return true;
+    return false;
+  }
 };
 
 // Whether `nodes` (in topological order) can be one stitched kernel that stores `stored` (the

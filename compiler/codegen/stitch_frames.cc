@@ -270,10 +270,114 @@ class RowFrames {
 
 }  // namespace
 
+std::map<const Value*, std::vector<uint64_t>> domain_axes(const std::vector<const Node*>& nodes,
+                                                          const StitchInfo& info) {
+  std::map<const Value*, std::vector<uint64_t>> deps;
+  const size_t r = info.domain.size();
+  const uint64_t every = r >= 64 ? ~uint64_t{0} : (uint64_t{1} << r) - 1;
+  auto mark = [&](const Value* v, const std::vector<uint64_t>& l) {
+    if (!v || !v->dims) return;
+    std::vector<uint64_t>& cur = deps[v];
+    cur.resize(dims(v).size(), 0);
+    for (size_t k = 0; k < l.size() && k < cur.size(); ++k)
+      if (dims(v)[k] != 1) cur[k] |= l[k];
+  };
+  auto all = [&](const Value* v) { return std::vector<uint64_t>(dims(v).size(), every); };
+  std::vector<uint64_t> own(r);  // the domain's own coordinates
+  for (size_t k = 0; k < r; ++k) own[k] = uint64_t{1} << std::min<size_t>(k, 63);
+  for (const Node* n : nodes)
+    if (stitch_role(*n) == StitchRole::kRow && !info.is_outer(n)) mark(n->input(0), own);
+  for (const Value* v : info.stored) {
+    std::vector<uint64_t> l(dims(v).size(), 0);
+    if (auto it = info.permuted.find(v); it != info.permuted.end()) {
+      for (size_t k = 0; k < l.size(); ++k)
+        if (it->second[k].axis >= 0) l[k] = own[static_cast<size_t>(it->second[k].axis)];
+    } else if (dims(v).size() == r) {
+      l = own;  // the rows' shape, a wide value or a per-row one (1 along the reduced axes)
+    } else {
+      l = all(v);  // a per-row value of the kept axes alone
+    }
+    mark(v, l);
+  }
+  // Input i of `n` read at the output's coordinates `lo`, aligned on the right.
+  auto aligned = [&](const Node& n, size_t i, const std::vector<uint64_t>& lo) {
+    const Value* in = n.input(i);
+    if (!in || !in->dims) return;
+    std::vector<uint64_t> l(dims(in).size(), 0);
+    const int64_t ri = static_cast<int64_t>(l.size()), ro = static_cast<int64_t>(lo.size());
+    for (int64_t k = 0; k < ri; ++k)
+      if (k + ro - ri >= 0 && k + ro - ri < ro) l[k] = lo[k + ro - ri];
+    mark(in, l);
+  };
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node& n = **it;
+    if (info.is_outer(&n)) continue;
+    std::vector<uint64_t> lo;  // the union over the outputs (one, but for a Split)
+    for (const Value* o : n.outputs)
+      if (auto f = o ? deps.find(o) : deps.end(); f != deps.end()) {
+        lo.resize(std::max(lo.size(), f->second.size()), 0);
+        for (size_t k = 0; k < f->second.size(); ++k) lo[k] |= f->second[k];
+      }
+    if (lo.empty()) continue;
+    const StitchRole role = stitch_role(n);
+    const std::string& op = n.op_type;
+    if (role == StitchRole::kPointwise || op == "Expand" ||
+        (role == StitchRole::kRow && row_op_keeps_shape(n))) {
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (role == StitchRole::kRow && i > 0) {
+          if (n.input(i)) mark(n.input(i), all(n.input(i)));  // a norm's scale and bias
+          continue;
+        }
+        if (op == "Expand" && i > 0) continue;
+        aligned(n, i, lo);
+      }
+    } else if (role == StitchRole::kRow) {
+      continue;  // a reduction's result is a register of the row; its input is marked above
+    } else if (op == "Transpose" && n.input(0)) {
+      auto perm = ops::transpose_perm(n, static_cast<int64_t>(lo.size()));
+      if (!perm.is_ok()) {
+        mark(n.input(0), all(n.input(0)));
+        continue;
+      }
+      std::vector<uint64_t> l(lo.size(), 0);
+      for (size_t k = 0; k < lo.size(); ++k) l[static_cast<size_t>((*perm)[k])] = lo[k];
+      mark(n.input(0), l);
+    } else if ((op == "Slice" || op == "Pad" || op == "Tile" || op == "Split" || op == "Concat") &&
+               n.input(0)) {
+      for (size_t i = 0; i < (op == "Concat" ? n.inputs.size() : 1); ++i)
+        if (n.input(i) && dims(n.input(i)).size() == lo.size()) mark(n.input(i), lo);
+    } else if (role == StitchRole::kView && n.input(0)) {
+      // Runs of axes of equal products: an input axis depends on what any output axis of its run does.
+      const Dims &id = dims(n.input(0)), &od = dims(n.output(0));
+      std::vector<uint64_t> l(id.size(), 0);
+      size_t i = 0, o = 0;
+      while (i < id.size() || o < od.size()) {
+        const size_t i0 = i, o0 = o;
+        int64_t pi = i < id.size() ? id[i++] : 1, po = o < od.size() ? od[o++] : 1;
+        while (pi != po && (i < id.size() || o < od.size())) {
+          if ((pi < po && i < id.size()) || o >= od.size())
+            pi *= id[i++];
+          else
+            po *= od[o++];
+        }
+        uint64_t run = 0;
+        for (size_t k = o0; k < o && k < lo.size(); ++k) run |= lo[k];
+        for (size_t k = i0; k < i; ++k) l[k] = run;
+      }
+      mark(n.input(0), l);
+    } else {
+      for (const Value* in : n.inputs)
+        if (in && in->dims) mark(in, all(in));
+    }
+  }
+  return deps;
+}
+
 StatusOr<std::map<const Value*, std::vector<RowPiece>>> moved_rows(const std::vector<const Node*>& nodes,
                                                                    const StitchInfo& info) {
   RowFrames frames(info);
-  for (const Node* n : nodes) RETURN_IF_ERROR(frames.add(*n));
+  for (const Node* n : nodes)
+    if (!info.is_outer(n)) RETURN_IF_ERROR(frames.add(*n));  // outer results: per row, in no frame
   std::map<const Value*, std::vector<RowPiece>> moved;
   for (const Value* v : info.stored)
     if (const Frame* f = frames.find(v); f && !frames.in_domain(*f)) {

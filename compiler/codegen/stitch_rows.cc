@@ -10,17 +10,37 @@
 namespace stitch::codegen::detail {
 
 StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& init, const std::string& op,
-                                     const std::function<StatusOr<std::string>()>& elem) {
+                                     const std::function<StatusOr<std::string>()>& elem, int64_t cols) {
   scopes_[1] = Scope{};
   ASSIGN_OR_RETURN(std::string e, elem());
   const std::string acc = fresh("acc");
   std::vector<std::string> body = std::move(scopes_[1].lines);
   scopes_[1] = Scope{};
   line(0, fmt::format("{} {} = {};", ct, acc, init));
-  line(0, row_loop());
+  const int64_t g = cols >= 0 ? outer_group_ : 1;
+  if (g > 1)  // the group's warps take the row's elements in turn, 32 each
+    line(0, fmt::format("for ({0} j = ({0})((threadIdx.x >> 5) % {1}) * 32 + lane; j < {2}; j += {3}) {{",
+                        ix(), g, lit(cols), lit(32 * g)));
+  else
+    line(0, row_loop(cols));
   for (const std::string& l : body) line(0, "  " + l);
   line(0, fmt::format("  {0} = {1}({0}, {2});", acc, op, e));
   line(0, "}");
+  if (g > 1) {  // each warp's partial, then the group's in warp order (the same in every warp)
+    const std::string tag = ct == "double" ? "d" : "f", sh = "outer_" + tag;
+    outer_scratch_.insert(ct);
+    line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
+    line(0, fmt::format("if (lane == 0) {}[threadIdx.x >> 5] = {};", sh, acc));
+    line(0, "__syncthreads();");
+    const std::string tot = fresh("acc");
+    const std::string first = fmt::format("(threadIdx.x >> 5) / {0} * {0}", g);
+    line(0, fmt::format("{} {} = {}[{}];", ct, tot, sh, first));
+    line(0,
+         fmt::format("for (int w = 1; w < {0}; ++w) {1} = {2}({1}, {3}[{4} + w]);", g, tot, op, sh, first));
+    line(0, "__syncthreads();  // before the next pass writes the partials again");
+    ++passes_;
+    return tot;
+  }
   if (map_.column) {
     const std::string tag = ct == "double" ? "d" : "f";
     scratch_.insert(ct);
@@ -32,7 +52,7 @@ StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& i
     scratch_.insert(ct);
     line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, tag));
   }
-  if (map_.split()) {  // global stitching: this pass's partials of every row, then a grid barrier
+  if (map_.split() && cols < 0) {  // global stitching: this pass's partials of every row, then a grid barrier
     line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, ws + {2} + row * {3}, seg, {3});", acc,
                         op, lit(split_passes_ * info_.rows * map_.segments), lit(map_.segments)));
     ++split_passes_;
@@ -42,11 +62,52 @@ StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& i
 }
 
 Status Stitcher::emit_row_op(const Node& n) {
+  ASSIGN_OR_RETURN(stats_[&n], row_stats(n, dom_, info_.cols));
+  return Status::ok();
+}
+
+StatusOr<SExpr> Stitcher::outer_value(const Node& n, const Coords& c, const std::string& k) {
+  ASSIGN_OR_RETURN(RowOpInfo oi, row_op_info(n));
+  const int64_t rank = static_cast<int64_t>(oi.in.size());
+  STITCH_CHECK(static_cast<int64_t>(c.size()) == rank, "outer reduction {} read without its kept axes",
+               n.describe());
+  Coords xc(static_cast<size_t>(rank), SExpr{"0", 0});
+  int64_t inner = 1;
+  for (int64_t d = rank; d-- > 0;) {
+    if (!oi.reduced[d]) {
+      xc[d] = c[d];
+      continue;
+    }
+    if (oi.in[d] != 1) xc[d] = index_piece("j", 1, oi.cols, inner, oi.in[d], ll());
+    inner *= oi.in[d];
+  }
+  STITCH_CHECK(level_of(c) == 0, "outer reduction {} read along the row", n.describe());
+  // Its passes go where the row's code is, before the loop now being built (if any).
+  Scope loop = std::move(scopes_[1]);
+  const bool vec = vec_;
+  const int lane = lane_;
+  vec_ = false;
+  lane_ = 0;
+  for (const StitchInfo::Outer& o : info_.outer)
+    if (o.node == &n) outer_group_ = o.group;
+  StatusOr<Stats> st = row_stats(n, xc, oi.cols);
+  outer_group_ = 1;
+  scopes_[1] = std::move(loop);
+  vec_ = vec;
+  lane_ = lane;
+  RETURN_IF_ERROR(st.status());
+  SExpr r{st->a, 0};
+  scopes_[0].memo[k] = r;
+  return r;
+}
+
+StatusOr<Stitcher::Stats> Stitcher::row_stats(const Node& n, const Coords& xc, int64_t cols) {
   const Value* x = n.input(0);
   const std::string ct = compute_type(x->dtype);
   const std::string& op = n.op_type;
-  auto xv = [&]() -> StatusOr<std::string> {
-    ASSIGN_OR_RETURN(SExpr e, at(x, dom_));
+  const int64_t pass_cols = info_.is_outer(&n) ? cols : -1;  // an outer reduction: its own row
+  auto xv = [&, xc]() -> StatusOr<std::string> {
+    ASSIGN_OR_RETURN(SExpr e, at(x, xc));
     return e.s;
   };
   auto xf = [&](std::function<std::string(const std::string&)> f) {
@@ -55,29 +116,31 @@ Status Stitcher::emit_row_op(const Node& n) {
       return f(e);
     };
   };
-  const std::string len = fmt::format("({}){}", ct, info_.cols);
+  const std::string len = fmt::format("({}){}", ct, cols);
   Stats st;
   if (op == "Softmax" || op == "LogSoftmax") {
-    ASSIGN_OR_RETURN(st.a, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv));
+    ASSIGN_OR_RETURN(st.a, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv, pass_cols));
     const std::string mx = st.a;
     ASSIGN_OR_RETURN(std::string sum,
                      pass(ct, literal(0, ct), "stitch_dev::Sum()", xf([&, mx](const std::string& e) {
                             return fmt::format("{}({} - {})", fnm(ct, "exp"), e, mx);
-                          })));
+                          }),
+                          pass_cols));
     st.b = fresh("s");
     if (op == "LogSoftmax")
       line(0, fmt::format("const {} {} = {} + {}({});", ct, st.b, mx, fnm(ct, "log"), sum));
     else
       line(0, fmt::format("const {0} {1} = ({0})1 / {2};", ct, st.b, sum));
   } else if (op == "LayerNormalization" || op == "InstanceNormalization") {
-    ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xv));
+    ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xv, pass_cols));
     st.a = fresh("mean");
     line(0, fmt::format("const {} {} = {} / {};", ct, st.a, sum, len));
     const std::string mean = st.a;
     ASSIGN_OR_RETURN(std::string sq,
                      pass(ct, literal(0, ct), "stitch_dev::Sum()", xf([mean](const std::string& e) {
                             return fmt::format("({0} - {1}) * ({0} - {1})", e, mean);
-                          })));
+                          }),
+                          pass_cols));
     st.b = fresh("rstd");
     line(0, fmt::format("const {0} {1} = {2}(({0})1 / ({3} / {4} + {5}));", ct, st.b, fnm(ct, "sqrt"), sq,
                         len, literal(n.attr_float("epsilon", 1e-5f), ct)));
@@ -86,17 +149,18 @@ Status Stitcher::emit_row_op(const Node& n) {
     if (op == "ReduceMax" || op == "ReduceMin" || op == "GlobalMaxPool") {
       const bool mx = op != "ReduceMin";
       ASSIGN_OR_RETURN(result, pass(ct, literal(mx ? -INFINITY : INFINITY, ct),
-                                    mx ? "stitch_dev::Max()" : "stitch_dev::Min()", xv));
+                                    mx ? "stitch_dev::Max()" : "stitch_dev::Min()", xv, pass_cols));
     } else if (op == "ReduceProd") {
-      ASSIGN_OR_RETURN(result, pass(ct, literal(1, ct), "stitch_dev::Prod()", xv));
+      ASSIGN_OR_RETURN(result, pass(ct, literal(1, ct), "stitch_dev::Prod()", xv, pass_cols));
     } else if (op == "ReduceLogSumExp") {
-      ASSIGN_OR_RETURN(std::string mx, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv));
+      ASSIGN_OR_RETURN(std::string mx, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv, pass_cols));
       const std::string shift = fresh("shift");
       line(0, fmt::format("const {0} {1} = isinf({2}) ? ({0})0 : {2};", ct, shift, mx));
       ASSIGN_OR_RETURN(std::string sum,
                        pass(ct, literal(0, ct), "stitch_dev::Sum()", xf([&, shift](const std::string& e) {
                               return fmt::format("{}({} - {})", fnm(ct, "exp"), e, shift);
-                            })));
+                            }),
+                            pass_cols));
       result = fmt::format("{}({}) + {}", fnm(ct, "log"), sum, shift);
     } else {
       std::function<std::string(const std::string&)> f = [](const std::string& e) { return e; };
@@ -104,7 +168,7 @@ Status Stitcher::emit_row_op(const Node& n) {
         f = [ct](const std::string& e) { return fmt::format("{}({})", fnm(ct, "fabs"), e); };
       if (op == "ReduceL2" || op == "ReduceSumSquare")
         f = [](const std::string& e) { return fmt::format("{0} * {0}", e); };
-      ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xf(f)));
+      ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xf(f), pass_cols));
       result = sum;
       if (op == "ReduceMean" || op == "GlobalAveragePool") result = fmt::format("{} / {}", sum, len);
       if (op == "ReduceL2") result = fmt::format("{}({})", fnm(ct, "sqrt"), sum);
@@ -114,8 +178,7 @@ Status Stitcher::emit_row_op(const Node& n) {
     line(0, fmt::format("const {} {} = {};  // {} '{}'", compute_type(n.output(0)->dtype), st.a, result, op,
                         n.name));
   }
-  stats_[&n] = st;
-  return Status::ok();
+  return st;
 }
 
 bool Stitcher::wide_vectorizable(const std::vector<const Value*>& vs, int64_t width) const {
@@ -137,6 +200,7 @@ bool Stitcher::wide_vectorizable(const std::vector<const Value*>& vs, int64_t wi
 }
 
 StatusOr<SExpr> Stitcher::row_value(const Node& n, const Coords& c, const std::string& k) {
+  if (info_.is_outer(&n)) return outer_value(n, c, k);
   STITCH_CHECK(stats_.count(&n), "row op {} read before its passes", n.describe());
   const Stats& st = stats_.at(&n);
   const std::string ct = compute_type(n.output(0)->dtype);
@@ -229,12 +293,12 @@ Status Stitcher::emit_rows() {
     return false;
   };
   for (const Node* n : nodes_) {
-    if (stitch_role(*n) != StitchRole::kRow) continue;
+    if (stitch_role(*n) != StitchRole::kRow || info_.is_outer(n)) continue;
     const Value* x = n->input(0);
     if (std::any_of(readers.begin(), readers.end(), [&](const auto& r) { return r.first == x; })) continue;
     int count = 0;
     for (const Node* m : nodes_)
-      if (stitch_role(*m) == StitchRole::kRow && pulls(m->input(0), x)) {
+      if (stitch_role(*m) == StitchRole::kRow && !info_.is_outer(m) && pulls(m->input(0), x)) {
         ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*m));
         count += ri.passes;
       }
@@ -258,7 +322,7 @@ Status Stitcher::emit_rows() {
     k_.static_smem_bytes += bytes;
   }
   for (const Node* n : nodes_)
-    if (stitch_role(*n) == StitchRole::kRow) RETURN_IF_ERROR(emit_row_op(*n));
+    if (stitch_role(*n) == StitchRole::kRow && !info_.is_outer(n)) RETURN_IF_ERROR(emit_row_op(*n));
   // Store pass for values of the rows' shape, then for wide values (analyze_stitch: the rows'
   // kept extents, longer along the reduced axes), one pass per width, then one value per row.
   std::vector<const Value*> full, one;
@@ -417,6 +481,10 @@ Status Stitcher::emit_rows() {
       map_.split() ? "global: partials through global memory and a grid barrier per pass" : "regional",
       cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
   if (wide_vec_) k_.mapping += "; wide values 4 per thread a step, as 128-bit loads and stores";
+  for (const StitchInfo::Outer& o : info_.outer)
+    k_.mapping += fmt::format("; {} over rows of {} of its own, each row's in the row (an outer reduction{})",
+                              o.node->describe(), o.cols,
+                              o.group > 1 ? fmt::format(", by {} warps together", o.group) : "");
   for (const auto& [v, f] : info_.permuted)
     k_.mapping += fmt::format("; '{}' stored {} (the rows moved by a Transpose or Reshape)", v->name,
                               dims_to_string(dims(v)));
@@ -436,6 +504,10 @@ Status Stitcher::emit_rows() {
       w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : "f");
   }
   for (const std::string& l : cache_decl_) w.line("{}", l);
+  for (const std::string& ct : outer_scratch_) {
+    w.line("__shared__ {} outer_{}[{}];", ct, ct == "double" ? "d" : "f", map_.rows_per_block);
+    k_.static_smem_bytes += map_.rows_per_block * (ct == "double" ? 8 : 4);
+  }
   if (map_.column) {
     open_tile(w, block_index(), "row", info_.rows, ix());
   } else if (map_.split()) {

@@ -300,9 +300,11 @@ class Stitcher {
 
   // ---- row kernels ----
   // The strided loop over this thread's elements of the row (of its block's segment when split).
-  std::string row_loop() const {
-    if (map_.split()) return fmt::format("for ({} j = jbeg + lane; j < jend; j += step) {{", ix());
-    return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix(), lit(info_.cols));
+  // `cols` (an outer reduction's row, never split) for a row of another length.
+  std::string row_loop(int64_t cols = -1) const {
+    if (map_.split() && cols < 0)
+      return fmt::format("for ({} j = jbeg + lane; j < jend; j += step) {{", ix());
+    return fmt::format("for ({} j = lane; j < {}; j += step) {{", ix(), lit(cols < 0 ? info_.cols : cols));
   }
   // A replica's share of a row `width` long (RowMapping::replicas): the loop over this thread's
   // elements of it. In 32 bits where the row allows: with a 64-bit counter and bound, ptxas
@@ -333,11 +335,19 @@ class Stitcher {
     w.line("const int rep = (int)({} % {});", block_index(), lit(map_.replicas));
     return fmt::format("({} / {})", block_index(), lit(map_.replicas));
   }
-  // Pass over the row: acc = op(acc, elem(j)) then a warp or block tree.
+  // Pass over the row: acc = op(acc, elem(j)) then a warp or block tree; over `cols` elements
+  // (an outer reduction's row) when given.
   StatusOr<std::string> pass(const std::string& ct, const std::string& init, const std::string& op,
-                             const std::function<StatusOr<std::string>()>& elem);
+                             const std::function<StatusOr<std::string>()>& elem, int64_t cols = -1);
 
+  // A row op's statistics (below) from its passes over its input read at `xc` (the domain's
+  // coordinates, or an outer reduction's over its own row of `cols`).
+  struct Stats;
+  StatusOr<Stats> row_stats(const Node& n, const Coords& xc, int64_t cols);
   Status emit_row_op(const Node& n);
+  // An outer reduction's result (StitchInfo::outer) at its output's coordinates `c`, which depend on
+  // the row only: its passes over its own row, emitted where it is first read, kept for the row.
+  StatusOr<SExpr> outer_value(const Node& n, const Coords& c, const std::string& k);
 
   // A row op's output at c (the current row; D coordinates for Softmax and LayerNormalization).
   StatusOr<SExpr> row_value(const Node& n, const Coords& c, const std::string& k);
@@ -374,6 +384,10 @@ class Stitcher {
   std::map<std::string, std::string> vec_loads_;  // "param@offset at lane 0" -> its float4/int4
   // Products whose 4 lanes share one loop (lanes_contraction): lane 0's key -> the lanes' sums.
   std::map<std::string, std::array<std::string, 4>> lane_dots_;
+  // An outer reduction's passes being emitted by a group of this many warps (StitchInfo::Outer::
+  // group); its partials go through __shared__ outer_f (outer_d), one per warp of the block.
+  int64_t outer_group_ = 1;
+  std::set<std::string> outer_scratch_;
   std::string ws_type_ = "float";                 // element type of a split kernel's partials
   int64_t split_passes_ = 0;
   std::map<const Value*, std::string> cache_;

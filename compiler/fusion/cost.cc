@@ -371,6 +371,20 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
       const int64_t iters = (codegen::wide_chunk(m, width) + m.lanes() - 1) / m.lanes();
       trips += static_cast<double>((iters + 3) / 4);
     }
+    // Outer reductions: every row runs their passes over its outer row (a loop of its own and a
+    // tree each), reading it again after the first row that does (from the caches, charged at L2)
+    // and evaluating the element-wise chain in front of them for each.
+    for (const codegen::StitchInfo::Outer& o : info.outer) {
+      const int64_t lanes = m.lanes() * o.group;  // a warp per row, or a group of warps together
+      const int64_t iters = (o.cols + lanes - 1) / lanes;
+      trips += o.passes * (static_cast<double>((iters + 3) / 4) + 1);
+      const int64_t again = std::max<int64_t>(info.rows * m.replicas / o.group - o.rows, 0);
+      reread += again * o.cols * dtype_size(o.node->input(0)->dtype) * o.passes;
+      flops += static_cast<double>(again) * static_cast<double>(o.cols) * o.passes;
+      const int64_t blocks = (info.rows + m.rows_per_block - 1) / m.rows_per_block * m.replicas;
+      if (!m.warp_per_row || o.group > 1)  // a tree (or the group's partials) through shared memory
+        barrier_time += 2.0 * o.passes * ((blocks + d.sms - 1) / d.sms) * d.barrier;
+    }
     // A fine-grained GEMM's loops run in the first pass only when the row is cached, else in
     // every pass.
     const int evals = cached ? 1 : info.passes;

@@ -22,7 +22,10 @@
 //                its row; an A operand whose row a row kernel holds in shared memory, once per
 //                row and step: StitchInfo::a_row_cached)
 //   reread_bytes also counts the operand reads of those loops beyond the first (StitchInfo::
-//                contraction_reads), charged at L2 bandwidth though many hit L1
+//                contraction_reads), charged at L2 bandwidth though many hit L1, and an outer
+//                reduction's row read again by every kernel row after the first of its outer row
+//                (StitchInfo::outer: each also adds its passes' round trips, trees and one
+//                instruction per element read again)
 //   loop_time  = loop_steps * loop_step, added to the latency-bound term: loop_steps = a fine-grained
 //                GEMM's multiply-adds over the threads (evaluations x contraction length; once per
 //                pass in a row kernel that does not cache its row), the steps each thread runs in

@@ -345,6 +345,9 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
     grp.mapping = fmt::format("{}, {} {} x {}, {} passes", codegen::row_mapping_text(rm), info.rows,
                               info.column ? "columns" : "rows", info.cols, info.passes);
     for (int64_t width : info.wide_widths) grp.mapping += fmt::format(", a store loop of {} per row", width);
+    for (const codegen::StitchInfo::Outer& o : info.outer)
+      grp.mapping += fmt::format(", {} over its own {} rows x {} first in each row (an outer reduction)",
+                                 o.node->describe(), o.rows, o.cols);
   } else if (info.tile) {
     grp.mapping = fmt::format(
         "tiled GEMM, {} x {} tiles of the {} x {} product, K = {}; the epilogue on its accumulators",
