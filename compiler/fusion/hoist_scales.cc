@@ -15,6 +15,7 @@
 #include "fusion/decompose_norm.h"
 #include "fusion/graph_edit.h"
 #include "fusion/row_paths.h"
+#include "fusion/row_statistics.h"
 #include "ops/op_util.h"
 
 namespace stitch::fusion {
@@ -594,9 +595,17 @@ StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, 
 
 StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
   // The products only kernels read, then those attention's GEMMs read (the row scale moved onto
-  // Q.K^T and P).
+  // Q.K^T and P). A row scale whose scaled products per-head norms reduce (Qwen3's Q and K) is
+  // computed again for each (row_statistics.h), judged with the move.
   return decide_twice(
-      g, o, [&](Graph& c, NormReaders r) { return hoist_row_scales(c, o.no_fuse, r); },
+      g, o,
+      [&](Graph& c, NormReaders r) -> StatusOr<std::vector<std::string>> {
+        ASSIGN_OR_RETURN(std::vector<std::string> lines, hoist_row_scales(c, o.no_fuse, r));
+        if (lines.empty()) return lines;
+        ASSIGN_OR_RETURN(std::vector<std::string> copies, copy_row_statistics(c, o.no_fuse));
+        lines.insert(lines.end(), copies.begin(), copies.end());
+        return lines;
+      },
       "--no-hoist-row-scales", "read by kernels", "read by attention");
 }
 
