@@ -373,6 +373,64 @@ std::map<const Value*, std::vector<uint64_t>> domain_axes(const std::vector<cons
   return deps;
 }
 
+// Whether row op `n` (info `ri`), over rows other than the kernel's (`info`), may be an outer
+// reduction of it (StitchInfo::outer): a reduction keeping its axes, in a kernel over whole rows (not
+// columns), whose input is computed from outside values without another row op or a fine-grained
+// GEMM. Where its result is read is checked once the kernel's stored values are known.
+bool outer_candidate(const Node& n, const RowOpInfo& ri, const StitchInfo& info,
+                     const std::map<const Value*, const Node*>& producer) {
+  if (info.column || ri.column || row_op_keeps_shape(n) || n.output(0) == nullptr ||
+      dims(n.output(0)).size() != ri.in.size())
+    return false;
+  std::set<const Value*> seen;
+  std::vector<const Value*> stack{n.input(0)};
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    auto it = v ? producer.find(v) : producer.end();
+    if (it == producer.end() || !seen.insert(v).second) continue;
+    const StitchRole role = stitch_role(*it->second);
+    if (role == StitchRole::kRow || role == StitchRole::kContraction) return false;
+    for (const Value* in : it->second->inputs) stack.push_back(in);
+  }
+  return true;
+}
+
+Status outer_reductions(const std::vector<const Node*>& nodes, const std::vector<std::string>& why,
+                        StitchInfo& info) {
+  if (info.outer.empty()) return Status::ok();
+  const int64_t r = static_cast<int64_t>(info.domain.size());
+  // Each outer reduction's result is read at coordinates of the row alone, and each row is whole in
+  // one block (a row split over blocks runs its passes over segments).
+  const RowMapping m = row_mapping(info);
+  if (m.split()) return Status::user(why.front() + ", and the group's rows are split over blocks");
+  const std::map<const Value*, std::vector<uint64_t>> deps = domain_axes(nodes, info);
+  uint64_t along = 0;
+  for (int64_t k = 0; k < r; ++k)
+    if (info.reduced[k]) along |= uint64_t{1} << std::min<int64_t>(k, 63);
+  for (size_t i = 0; i < info.outer.size(); ++i) {
+    uint64_t read = 0;
+    if (auto it = deps.find(info.outer[i].node->output(0)); it != deps.end())
+      for (uint64_t a : it->second) read |= a;
+    if (read & along) return Status::user(why[i] + ", and its result is read along the group's rows");
+    // Neighbouring rows differing only along the innermost kept axes its result does not read
+    // share its outer row: up to a block's warps of them reduce it together.
+    int64_t fan = 1;
+    for (int64_t k = r; k-- > 0;) {
+      if (info.reduced[k]) continue;
+      if (read & (uint64_t{1} << std::min<int64_t>(k, 63))) break;
+      fan *= info.domain[k];
+    }
+    if (m.warp_per_row && m.replicas == 1 && info.rows % m.rows_per_block == 0)
+      for (int64_t g = m.rows_per_block; g > 1; g /= 2)
+        if (fan % g == 0) {
+          info.outer[i].group = g;
+          break;
+        }
+  }
+  return Status::ok();
+}
+
 StatusOr<std::map<const Value*, std::vector<RowPiece>>> moved_rows(const std::vector<const Node*>& nodes,
                                                                    const StitchInfo& info) {
   RowFrames frames(info);

@@ -28,4 +28,18 @@ StatusOr<std::map<const Value*, std::vector<RowPiece>>> moved_rows(const std::ve
 std::map<const Value*, std::vector<uint64_t>> domain_axes(const std::vector<const Node*>& nodes,
                                                           const StitchInfo& info);
 
+// Whether row op `n` (info `ri`), over rows other than the kernel's (`info`), may be an outer
+// reduction of it (StitchInfo::outer): a reduction keeping its axes, in a kernel over whole rows (not
+// columns), whose input is computed from outside values (`producer`: the group's values) without
+// another row op or a fine-grained GEMM. Where its result is read is checked by outer_reductions.
+bool outer_candidate(const Node& n, const RowOpInfo& ri, const StitchInfo& info,
+                     const std::map<const Value*, const Node*>& producer);
+
+// Once `info` is complete (its stored and moved values known): an error, `why[i]` (the reason the
+// i-th outer reduction is over other rows) and what makes it impossible, unless every outer
+// reduction's result is read at coordinates of the row alone (domain_axes) and the rows are not
+// split over blocks; then each one's group (StitchInfo::Outer::group).
+Status outer_reductions(const std::vector<const Node*>& nodes, const std::vector<std::string>& why,
+                        StitchInfo& info);
+
 }  // namespace stitch::codegen

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/op_util.h"
 #include "passes/graph_builder.h"
 #include "passes/pass.h"
 
@@ -70,15 +71,9 @@ Value* slice_last(NodeBuilder& b, Value* x, int64_t start, int64_t end, int64_t 
                 x->dtype, d);
 }
 
+// x op y, broadcast (the shapes were checked by the op's shape rule).
 Value* binary(NodeBuilder& b, const char* op, Value* x, Value* y, const std::string& name) {
-  Dims d = *x->dims;
-  const Dims& e = *y->dims;
-  if (e.size() > d.size()) d.insert(d.begin(), e.size() - d.size(), 1);
-  for (size_t i = 0; i < e.size(); ++i) {
-    int64_t& o = d[d.size() - e.size() + i];
-    o = std::max(o, e[i]);
-  }
-  return b.node(op, name, {x, y}, x->dtype, d);
+  return b.node(op, name, {x, y}, x->dtype, *ops::broadcast_dims(*x->dims, *y->dims));
 }
 
 Value* scalar(NodeBuilder& b, DType t, double v, const std::string& hint) {
