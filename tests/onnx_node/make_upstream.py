@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Writes ONNX's own node tests for ops newer than Debian's test data into tests/onnx_node/upstream.
+
+Debian's libonnx-testdata is ONNX 1.12's (opsets up to 17). The onnx Python package carries the
+definitions of every node test (onnx.backend.test.case.node): the model, its inputs and the
+outputs of ONNX's reference implementation. This script writes the cases of the ops below in the
+layout of the Debian data (model.onnx, test_data_set_N/input_K.pb and output_K.pb), so
+stitch_node_tests runs them as it runs the rest.
+
+Attention's "_expanded" variants (the op's function body) are left out: each is the same case as
+the op's own test, in a model ten times its size.
+
+    python3 tests/onnx_node/make_upstream.py tests/onnx_node/upstream   # with onnx 1.23.2
+"""
+import os
+import shutil
+import sys
+import warnings
+
+import onnx
+from onnx import TensorProto, numpy_helper
+from onnx.backend.test.case import node
+
+# Test-name prefixes: the opset-23 transformer ops, then the ops and op versions of opsets 24 to 28
+# that the op table claims.
+PREFIXES = [
+    "test_attention",
+    "test_rms_normalization",
+    "test_rotary_embedding",
+    "test_swish",
+    "test_tensorscatter",
+    "test_cumprod",
+    "test_range",
+    "test_mod",
+    "test_swiglu",
+]
+
+
+def wanted(name):
+    if not any(name.startswith(p) for p in PREFIXES):
+        return False
+    return not (name.startswith("test_attention") and name.endswith("_expanded"))
+
+
+def write_tensor(path, x, name):
+    proto = x if isinstance(x, TensorProto) else numpy_helper.from_array(x, name)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_upstream.py OUT_DIR")
+    out = sys.argv[1]
+    warnings.filterwarnings("ignore")  # the case definitions divide by zero on purpose
+    cases = [c for c in node.collect_testcases(None) if wanted(c.name)]
+    shutil.rmtree(out, ignore_errors=True)
+    for c in cases:
+        d = os.path.join(out, c.name)
+        os.makedirs(d)
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(c.model.SerializeToString())
+        for i, (inputs, outputs) in enumerate(c.data_sets):
+            sd = os.path.join(d, f"test_data_set_{i}")
+            os.makedirs(sd)
+            for j, x in enumerate(inputs):
+                write_tensor(os.path.join(sd, f"input_{j}.pb"), x, c.model.graph.input[j].name)
+            for j, x in enumerate(outputs):
+                write_tensor(os.path.join(sd, f"output_{j}.pb"), x, c.model.graph.output[j].name)
+    print(f"{len(cases)} node tests of onnx {onnx.__version__} written to {out}")
+
+
+if __name__ == "__main__":
+    main()
