@@ -505,6 +505,12 @@ def models():
         "llama_dec_op23": dec(lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), opset=23),
         "llama_f16_op23": text("llama_f16_op23", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)).to(half),
                                opset=23),
+        # Opsets 24 and 25 (tried 2026-11-26): the same ops as at 23 (the exporter's highest opsets
+        # that its version converter reaches; at 26 and above it leaves the model unconverted).
+        "llama_op25": text("llama_op25", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), opset=25),
+        "llama_dec_op25": dec(lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), opset=25),
+        "qwen3_op24": text("qwen3_op24", lambda: tf.Qwen3Model(tf.Qwen3Config(
+            **small, num_key_value_heads=2, head_dim=32)), opset=24),
     })
     return t
 

@@ -87,11 +87,41 @@ NodeLowering classify_node(const Node& n, std::string* why) {
       return unsupported("training-mode BatchNormalization (running statistics outputs) is not supported");
     return NodeLowering::kKernel;
   }
-  if (is_one_of(op, {"Trilu", "Transpose", "Slice", "Expand", "Tile", "Pad", "Concat", "Split", "Gather",
-                     "GatherElements", "GatherND", "ScatterElements", "ScatterND", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                     "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
-                     "ArgMax", "ArgMin", "Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "InstanceNormalization",
-                     "CumSum", "GlobalAveragePool", "GlobalMaxPool", "AveragePool"}))
+  if (is_one_of(op, {"Trilu",
+                     "Transpose",
+                     "Slice",
+                     "Expand",
+                     "Tile",
+                     "Pad",
+                     "Concat",
+                     "Split",
+                     "Gather",
+                     "GatherElements",
+                     "GatherND",
+                     "ScatterElements",
+                     "ScatterND",
+                     "ReduceSum",
+                     "ReduceMean",
+                     "ReduceMax",
+                     "ReduceMin",
+                     "ReduceProd",
+                     "ReduceL1",
+                     "ReduceL2",
+                     "ReduceLogSum",
+                     "ReduceLogSumExp",
+                     "ReduceSumSquare",
+                     "ArgMax",
+                     "ArgMin",
+                     "Softmax",
+                     "LogSoftmax",
+                     "Hardmax",
+                     "LayerNormalization",
+                     "InstanceNormalization",
+                     "CumSum",
+                     "CumProd",
+                     "GlobalAveragePool",
+                     "GlobalMaxPool",
+                     "AveragePool"}))
     return NodeLowering::kKernel;
   if (op == "MaxPool") {
     if (n.output(1)) return unsupported("MaxPool's Indices output is not supported by the back end");

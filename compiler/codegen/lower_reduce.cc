@@ -454,22 +454,24 @@ StatusOr<Kernel> lower_cumsum(const Node& n, int index, IndexWidth ix) {
   SegmentKernel k(n, index, seg, Mapping::kThread, "scan", ix);
   const std::string ct = compute_type(x->dtype);
   const bool exclusive = n.attr_int("exclusive", 0) != 0, reverse = n.attr_int("reverse", 0) != 0;
+  const bool prod = n.op_type == "CumProd";
   const int64_t stride = strides_of(dims(x))[axis];
-  k.w().line("{} acc = 0;", ct);
+  k.w().line("{} acc = {};", ct, prod ? 1 : 0);
   const char* t = k.ix().type();
   k.w().open("for ({} j = 0; j < {}; ++j)", t, k.lit(seg.len));
   k.w().line("const {} off = base + ({}) * {};", t, reverse ? fmt::format("{} - 1 - j", k.lit(seg.len)) : "j",
              k.lit(stride));
   k.w().line("const {} v = {};", ct, k.load(x, "off", ct));
+  const char* step = prod ? "acc *= v;" : "acc += v;";
   if (exclusive) {
     k.w().line("{}", k.store(n.output(0), "off", "acc"));
-    k.w().line("acc += v;");
+    k.w().line("{}", step);
   } else {
-    k.w().line("acc += v;");
+    k.w().line("{}", step);
     k.w().line("{}", k.store(n.output(0), "off", "acc"));
   }
   k.w().close();
-  return k.finish("running sum");
+  return k.finish(prod ? "running product" : "running sum");
 }
 
 // ---- MaxPool, AveragePool -------------------------------------------------------------------------
@@ -587,7 +589,7 @@ StatusOr<Kernel> lower_reduce(const Node& n, int index, IndexWidth ix) {
   if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index, ix);
   if (op == "ArgMax" || op == "ArgMin") return lower_arg(n, index, ix);
   if (op == "Hardmax") return lower_hardmax(n, index, ix);
-  if (op == "CumSum") return lower_cumsum(n, index, ix);
+  if (op == "CumSum" || op == "CumProd") return lower_cumsum(n, index, ix);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, index, ix);
   return lower_reduction(n, index, ix);
 }

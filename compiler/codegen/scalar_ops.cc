@@ -83,6 +83,10 @@ const std::map<std::string, ExprFn>& unary_table() {
       {"Mish", [](const Node&, const Args& a, const std::string& ct) {
          return fmt::format("({0} * {2}({0} > ({1})30 ? {0} : {3}({4}({0}))))", a[0], ct, fn(ct, "tanh"),
                             fn(ct, "log1p"), fn(ct, "exp")); }},
+      {"Swish", [](const Node& n, const Args& a, const std::string& ct) {
+         const float alpha = n.attr_float("alpha", 1.0f);
+         const std::string ax = alpha == 1.0f ? a[0] : fmt::format("{} * {}", literal(alpha, ct), a[0]);
+         return fmt::format("({0} / (({1})1 + {2}(-({3}))))", a[0], ct, fn(ct, "exp"), ax); }},
       {"Gelu", [](const Node& n, const Args& a, const std::string& ct) {
          if (n.attr_string("approximate", "none") == "tanh")
            return fmt::format("(({1})0.5 * {0} * (({1})1 + {2}({3} * ({0} + {4} * {0} * {0} * {0}))))", a[0], ct,
@@ -125,6 +129,8 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
     return ints ? fmt::format("(({})pow((double){}, (double){}))", ct, a, b) : fmt::format("{}({}, {})", fn(ct, "pow"), a, b);
   if (op == "Mod") {
     bool fmod_mode = n.attr_int("fmod", 0) != 0;
+    // Floating-point fmod 0 (opset 28): fmod's remainder moved to the sign of b, a zero too.
+    if (!ints && !fmod_mode) return fmt::format("stitch_dev::floor_mod({}, {})", a, b);
     if (!ints) return fmt::format("{}({}, {})", fn(ct, "fmod"), a, b);
     if (fmod_mode || ct == "unsigned long long") return fmt::format("({1} == 0 ? ({2})0 : {0} % {1})", a, b, ct);
     return fmt::format("({1} == 0 ? ({2})0 : (({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0))) ? {0} % {1} + {1} : {0} % {1}))",

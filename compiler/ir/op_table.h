@@ -17,7 +17,7 @@ namespace stitch {
 
 // Opsets of the default domain the importer accepts.
 inline constexpr int kMinOpset = 11;
-inline constexpr int kMaxOpset = 23;
+inline constexpr int kMaxOpset = 28;
 
 enum class OpCategory {
   kElementwise,  // one output element from the same-index input elements

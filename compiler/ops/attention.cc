@@ -1,8 +1,12 @@
-// Attention and RotaryEmbedding (opset 23): PyTorch's exporter writes scaled_dot_product_attention
-// and (through its rewrites) the rotary embedding as these ops from opset 23. The front end
-// writes both as the ops they are defined by (passes/expand_attention.cc) before planning; the
-// rules here check their inputs and the reference implementations evaluate them in double.
+// Attention and RotaryEmbedding (opset 23), Attention's nonpad_kv_seqlen (24) and sliding window
+// (25), TensorScatter (24): PyTorch's exporter writes scaled_dot_product_attention and (through its
+// rewrites) the rotary embedding as these ops from opset 23; TensorScatter writes an update into a
+// KV cache of fixed length. The front end writes them as the ops they are defined by
+// (passes/expand_attention.cc) before planning; the rules here check their inputs and the
+// reference implementations evaluate them in double.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ops/op_util.h"
@@ -105,9 +109,27 @@ Status infer_attention(InferContext& ctx) {
     return ctx.error("expects floating-point Q, K and V, Q and K of one type");
   const Dims* pk = ctx.has_input(4) ? &ctx.dims(4) : nullptr;
   const Dims* pv = ctx.has_input(5) ? &ctx.dims(5) : nullptr;
-  if (n.inputs.size() > 6) return ctx.error("has more than 6 inputs (nonpad_kv_seqlen is opset 24)");
+  if (n.inputs.size() > 7) return ctx.error("has more than 7 inputs");
+  if (ctx.has_input(6) && n.opset < 24)
+    return ctx.error(
+        fmt::format("nonpad_kv_seqlen (input 6) is an opset-24 input; the model's opset is {}", n.opset));
+  if ((n.has_attr("left_window_size") || n.has_attr("right_window_size")) && n.opset < 25)
+    return ctx.error(
+        fmt::format("left_window_size and right_window_size are opset-25 attributes; the model's "
+                    "opset is {}",
+                    n.opset));
   ASSIGN_OR_RETURN(AttentionShape s, attention_shape(n, ctx.dims(0), ctx.dims(1), ctx.dims(2), pk, pv));
   const Dims scores{s.batch, s.q_heads, s.q_len, s.total()};
+  if (ctx.has_input(6)) {
+    if (pk)
+      return ctx.error("nonpad_kv_seqlen (an external cache) must not be given with past_key and past_value");
+    const Dims& l = ctx.dims(6);
+    if (ctx.dtype(6) != DType::kI64 || l.size() != 1 || (known(l[0]) && known(s.batch) && l[0] != s.batch))
+      return ctx.error(fmt::format("nonpad_kv_seqlen must be int64 of shape [batch] = [{}], got {} {}",
+                                   s.batch, dtype_name(ctx.dtype(6)), dims_to_string(l)));
+  }
+  for (const char* w : {"left_window_size", "right_window_size"})
+    if (n.attr_int(w, -1) < -1) return ctx.error(fmt::format("{} {} is below -1", w, n.attr_int(w, -1)));
   if (ctx.has_input(3)) {
     const DType mt = ctx.dtype(3);
     if (mt != DType::kBool && mt != ctx.dtype(0))
@@ -115,7 +137,8 @@ Status infer_attention(InferContext& ctx) {
     bool fits = ctx.rank(3) <= 4;
     for (int64_t i = 0; fits && i < ctx.rank(3); ++i) {
       const int64_t m = ctx.dims(3)[ctx.rank(3) - 1 - i], want = scores[3 - i];
-      fits = !known(m) || !known(want) || m == 1 || m == want;
+      // From opset 24 the keys' axis may be shorter than the scores' (padded with masked keys).
+      fits = !known(m) || !known(want) || m == 1 || m == want || (i == 0 && n.opset >= 24 && m < want);
     }
     if (!fits)
       return ctx.error(fmt::format("attn_mask {} does not broadcast to the scores {}",
@@ -170,6 +193,7 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
   const Tensor* mask = in.size() > 3 ? in[3] : nullptr;
   const Tensor* pk = in.size() > 4 ? in[4] : nullptr;
   const Tensor* pv = in.size() > 5 ? in[5] : nullptr;
+  const Tensor* nonpad = in.size() > 6 ? in[6] : nullptr;
   ASSIGN_OR_RETURN(AttentionShape s, attention_shape(n, q.dims(), k.dims(), v.dims(),
                                                      pk ? &pk->dims() : nullptr, pv ? &pv->dims() : nullptr));
   const int64_t B = s.batch, Hq = s.q_heads, Hk = s.kv_heads, Sq = s.q_len, P = s.past, T = s.total(),
@@ -181,18 +205,32 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
   }
   const double scale = n.has_attr("scale") ? n.attr_float("scale", 1.0f) : 1.0 / std::sqrt(double(D));
   const double softcap = n.attr_float("softcap", 0.0f);
-  const bool causal = n.attr_int("is_causal", 0) != 0;
+  const AttentionWindow window = AttentionWindow::of(n);
   const int64_t mode = n.attr_int("qk_matmul_output_mode", 0);
-  // The mask as an additive bias over [B, Hq, Sq, T].
+  std::vector<int64_t> valid(static_cast<size_t>(B), T);  // keys [0, valid[b]) are not padding
+  if (nonpad) {
+    valid = nonpad->to_i64();
+    for (int64_t& l : valid) l = std::clamp<int64_t>(l, 0, T);
+  }
+  // The mask as an additive bias over [B, Hq, Sq, T] (keys past a shorter mask masked).
   const Dims sd{B, Hq, Sq, T};
   std::vector<double> bias(static_cast<size_t>(num_elements(sd)), 0.0);
   if (mask) {
     const std::vector<double> m = mask->to_f64();
     const bool boolean = mask->dtype() == DType::kBool;
-    BroadcastWalker(sd, {broadcast_strides(mask->dims(), sd)})
-        .run([&](int64_t i, const std::vector<int64_t>& o) {
-          bias[i] = boolean ? (m[o[0]] != 0 ? 0.0 : kNegInf) : m[o[0]];
-        });
+    Dims md = mask->dims();
+    const int64_t mlen = md.empty() ? 1 : md.back();
+    const bool shorter = !md.empty() && mlen != 1 && mlen < T;
+    if (shorter) md.back() = T;
+    BroadcastWalker(sd, {broadcast_strides(md, sd)}).run([&](int64_t i, const std::vector<int64_t>& o) {
+      const int64_t j = i % T;
+      if (shorter && j >= mlen) {
+        bias[i] = kNegInf;
+        return;
+      }
+      const int64_t at = shorter ? o[0] / T * mlen + j : o[0];
+      bias[i] = boolean ? (m[at] != 0 ? 0.0 : kNegInf) : m[at];
+    });
   }
   std::vector<double> y(static_cast<size_t>(B * Hq * Sq * Dv)), qk(bias.size()), row(static_cast<size_t>(T));
   for (int64_t b = 0; b < B; ++b)
@@ -211,7 +249,10 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
           if (softcap > 0) dot = softcap * std::tanh(dot / softcap);
           if (mode == 1) qk[r + j] = dot;
           double b_ij = bias[r + j];
-          if (causal && j > i + P) b_ij = kNegInf;
+          // The queries' offset: the cached keys before them (past_key's, or the batch's
+          // valid keys beyond the queries for an external cache).
+          const int64_t offset = nonpad ? valid[b] - Sq : P;
+          if (j >= valid[b] || !window.visible(offset, i, j)) b_ij = kNegInf;
           any |= b_ij != kNegInf;
           row[j] = dot + b_ij;
           if (mode == 2) qk[r + j] = row[j];
@@ -336,9 +377,79 @@ Status eval_rotary(const Node& n, std::span<const Tensor* const> in, std::vector
   return Status::ok();
 }
 
+// ---- TensorScatter --------------------------------------------------------------------------------
+
+// The cache's sequence axis, checked: update differs from past_cache only along it, and is no longer.
+StatusOr<int64_t> scatter_axis(const Node& n, const Dims& past, const Dims& update) {
+  const int64_t r = static_cast<int64_t>(past.size());
+  if (r < 2 || update.size() != past.size())
+    return node_error(n, fmt::format("past_cache {} and update {} must have one rank of at least 2",
+                                     dims_to_string(past), dims_to_string(update)));
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(n, n.attr_int("axis", -2), r));
+  if (axis == 0) return node_error(n, "axis must not be 0 (the batch axis)");
+  for (int64_t d = 0; d < r; ++d) {
+    const bool bad = d == axis ? known(past[d]) && known(update[d]) && update[d] > past[d]
+                               : known(past[d]) && known(update[d]) && update[d] != past[d];
+    if (bad)
+      return node_error(n, fmt::format("update {} must match past_cache {} except along axis {}, where it "
+                                       "may be shorter",
+                                       dims_to_string(update), dims_to_string(past), axis));
+  }
+  const std::string mode = n.attr_string("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    return node_error(n, fmt::format("mode '{}' is not 'linear' or 'circular'", mode));
+  return axis;
+}
+
+Status infer_tensor_scatter(InferContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.error("needs past_cache and update");
+  if (ctx.dtype(1) != ctx.dtype(0)) return ctx.error("update must have past_cache's element type");
+  RETURN_IF_ERROR(scatter_axis(ctx.node(), ctx.dims(0), ctx.dims(1)).status());
+  if (ctx.has_input(2)) {
+    const Dims& w = ctx.dims(2);
+    if (ctx.dtype(2) != DType::kI64 || w.size() != 1 ||
+        (known(w[0]) && known(ctx.dims(0)[0]) && w[0] != ctx.dims(0)[0]))
+      return ctx.error(fmt::format("write_indices must be int64 of shape [batch] = [{}], got {} {}",
+                                   ctx.dims(0)[0], dtype_name(ctx.dtype(2)), dims_to_string(w)));
+  }
+  return same_as_input0(ctx);
+}
+
+Status eval_tensor_scatter(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor &past = *in[0], &update = *in[1];
+  ASSIGN_OR_RETURN(int64_t axis, scatter_axis(n, past.dims(), update.dims()));
+  const bool circular = n.attr_string("mode", "linear") == "circular";
+  const std::vector<int64_t> w = in.size() > 2 && in[2] ? in[2]->to_i64() : std::vector<int64_t>{};
+  const Dims& pd = past.dims();
+  const int64_t M = pd[axis], S = update.dims()[axis];
+  int64_t inner = 1, per_batch = 1;
+  for (size_t d = axis + 1; d < pd.size(); ++d) inner *= pd[d];
+  for (int64_t d = 1; d < axis; ++d) per_batch *= pd[d];
+  Tensor y = past;
+  const int esz = dtype_size(past.dtype());
+  for (int64_t b = 0; b < pd[0]; ++b) {
+    const int64_t start = w.empty() ? 0 : w[b];
+    if (start < 0 || (!circular && start + S > M))
+      return node_error(n,
+                        fmt::format("write index {} of batch {} puts the {} updates outside the cache's {} "
+                                    "positions (mode linear)",
+                                    start, b, S, M));
+    for (int64_t o = 0; o < per_batch; ++o)
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t c = circular ? (start + s) % M : start + s;
+        std::memcpy(y.data() + ((b * per_batch + o) * M + c) * inner * esz,
+                    update.data() + ((b * per_batch + o) * S + s) * inner * esz, inner * esz);
+      }
+  }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_attention(std::vector<OpDef>& t) {
+  t.push_back(
+      {"TensorScatter", 24, kMaxOpset, OpCategory::kOpaque, infer_tensor_scatter, eval_tensor_scatter});
   t.push_back({"Attention", 23, kMaxOpset, OpCategory::kOpaque, infer_attention, eval_attention});
   t.push_back({"RotaryEmbedding", 23, kMaxOpset, OpCategory::kOpaque, infer_rotary, eval_rotary});
 }

@@ -99,8 +99,7 @@ const UnaryRow kUnary[] = {
      nullptr},
     {"Floor", 1, [](const Node&) -> F64 { return [](double x) { return std::floor(x); }; }, nullptr},
     {"Ceil", 1, [](const Node&) -> F64 { return [](double x) { return std::ceil(x); }; }, nullptr},
-    {"Round", 1, [](const Node&) -> F64 { return [](double x) { return std::nearbyint(x); }; },
-     nullptr},
+    {"Round", 1, [](const Node&) -> F64 { return [](double x) { return std::nearbyint(x); }; }, nullptr},
     {"Sin", 1, [](const Node&) -> F64 { return [](double x) { return std::sin(x); }; }, nullptr},
     {"Cos", 1, [](const Node&) -> F64 { return [](double x) { return std::cos(x); }; }, nullptr},
     {"Tan", 1, [](const Node&) -> F64 { return [](double x) { return std::tan(x); }; }, nullptr},
@@ -156,6 +155,12 @@ const UnaryRow kUnary[] = {
      nullptr},
     {"Mish", 18, [](const Node&) -> F64 { return [](double x) { return x * std::tanh(softplus(x)); }; },
      nullptr},
+    {"Swish", 24,
+     [](const Node& n) -> F64 {
+       double a = n.attr_float("alpha", 1.0f);
+       return [a](double x) { return x * sigmoid(a * x); };
+     },
+     nullptr},
     {"Gelu", 20,
      [](const Node& n) -> F64 {
        if (n.attr_string("approximate", "none") == "tanh") {
@@ -166,10 +171,9 @@ const UnaryRow kUnary[] = {
        return [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); };
      },
      nullptr},
-    {"Not", 1, nullptr, [](const Node&) -> I64 { return [](int64_t x) { return int64_t(!x); }; },
-     true},
-    {"IsNaN", 1, [](const Node&) -> F64 { return [](double x) { return double(std::isnan(x)); }; },
-     nullptr, false, DType::kBool},
+    {"Not", 1, nullptr, [](const Node&) -> I64 { return [](int64_t x) { return int64_t(!x); }; }, true},
+    {"IsNaN", 1, [](const Node&) -> F64 { return [](double x) { return double(std::isnan(x)); }; }, nullptr,
+     false, DType::kBool},
     {"IsInf", 1,
      [](const Node& n) -> F64 {
        bool neg = n.attr_int("detect_negative", 1), pos = n.attr_int("detect_positive", 1);
@@ -248,9 +252,10 @@ double apply_f(Bin op, double a, double b, bool fmod_mode) {
     case Bin::kMul: return a * b;
     case Bin::kDiv: return a / b;
     case Bin::kPow: return std::pow(a, b);
-    case Bin::kMod: {
+    case Bin::kMod: {  // fmod 0 (opset 28): the sign of b, a zero included
       double r = std::fmod(a, b);
       if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
+      if (!fmod_mode && r == 0) r = std::copysign(0.0, b);
       return r;
     }
     case Bin::kMin: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
@@ -308,8 +313,9 @@ Status infer_binary(InferContext& ctx) {
     return ctx.error(fmt::format("expects integer inputs, got {}", dtype_name(t)));
   if (!is_logic(r.op) && !is_compare(r.op) && t == DType::kBool)
     return ctx.error("does not take bool inputs; cast them first");
-  if (r.op == Bin::kMod && is_float(t) && ctx.node().attr_int("fmod", 0) == 0)
-    return ctx.error("needs fmod=1 for floating-point inputs (ONNX spec)");
+  if (r.op == Bin::kMod && is_float(t) && ctx.node().attr_int("fmod", 0) == 0 && ctx.node().opset < 28)
+    return ctx.error(fmt::format("needs fmod=1 for floating-point inputs before opset 28 (the model's is {})",
+                                 ctx.node().opset));
   ASSIGN_OR_RETURN(Dims d, broadcast_all(ctx));
   ctx.set_output(0, is_compare(r.op) || is_logic(r.op) ? DType::kBool : t, d);
   return Status::ok();
@@ -366,6 +372,38 @@ Status eval_variadic(const Node& n, std::span<const Tensor* const> in, std::vect
     for (int64_t i = 0; i < acc.size(); ++i) acc.set_f64(i, acc.get_f64(i) / double(in.size()));
   }
   out[0] = std::move(acc);
+  return Status::ok();
+}
+
+// SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape (no broadcasting). The front end
+// writes it as Swish and Mul before planning (passes/expand_newer_ops.cc).
+Status infer_swiglu(InferContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.error("needs inputs A and B");
+  RETURN_IF_ERROR(require_same_dtype(ctx));
+  if (!is_float(ctx.dtype(0)))
+    return ctx.error(fmt::format("expects floating-point inputs, got {}", dtype_name(ctx.dtype(0))));
+  const Dims &a = ctx.dims(0), &b = ctx.dims(1);
+  bool same = a.size() == b.size();
+  for (size_t i = 0; same && i < a.size(); ++i) same = a[i] < 0 || b[i] < 0 || a[i] == b[i];
+  if (!same)
+    return ctx.error(fmt::format("A {} and B {} must have the same shape (SwiGLU does not broadcast)",
+                                 dims_to_string(a), dims_to_string(b)));
+  ctx.set_output(0, ctx.dtype(0), a);
+  return Status::ok();
+}
+
+Status eval_swiglu(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor &a = *in[0], &b = *in[1];
+  if (a.dims() != b.dims())
+    return node_error(
+        n, fmt::format("A {} and B {} differ in shape", dims_to_string(a.dims()), dims_to_string(b.dims())));
+  const double alpha = n.attr_float("alpha", 1.0f);
+  Tensor y(a.dtype(), a.dims());
+  for (int64_t i = 0; i < a.size(); ++i) {
+    const double x = a.get_f64(i);
+    y.set_f64(i, x * sigmoid(alpha * x) * b.get_f64(i));
+  }
+  out[0] = std::move(y);
   return Status::ok();
 }
 
@@ -466,6 +504,7 @@ void register_elementwise(std::vector<OpDef>& t) {
     t.push_back({r.name, std::max(r.since, kMinOpset), kMaxOpset, OpCategory::kBroadcast, infer_binary, eval_binary});
   for (const char* v : {"Sum", "Mean", "Min", "Max"})
     t.push_back({v, kMinOpset, kMaxOpset, OpCategory::kBroadcast, infer_variadic, eval_variadic});
+  t.push_back({"SwiGLU", 28, kMaxOpset, OpCategory::kOpaque, infer_swiglu, eval_swiglu});
   t.push_back({"Where", kMinOpset, kMaxOpset, OpCategory::kBroadcast, infer_where, eval_where});
   t.push_back({"Clip", kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_clip, eval_clip});
   t.push_back({"Cast", kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_cast, eval_cast, same_type_as_input0});

@@ -35,6 +35,23 @@ inline StatusOr<int64_t> norm_axis(const Node& n, int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+// The keys an Attention query sees besides its mask (opsets 23 to 25): with is_causal, none after
+// its absolute position p = offset + i (offset: the keys cached before the queries); with a
+// sliding window (opset 25), only those in [p - left, p + right], -1 leaving a side unbounded.
+struct AttentionWindow {
+  bool causal = false;
+  int64_t left = -1, right = -1;
+  static AttentionWindow of(const Node& n) {
+    return {n.attr_int("is_causal", 0) != 0, n.attr_int("left_window_size", -1),
+            n.attr_int("right_window_size", -1)};
+  }
+  bool bounded() const { return causal || left >= 0 || right >= 0; }
+  bool visible(int64_t offset, int64_t i, int64_t j) const {
+    const int64_t p = offset + i;
+    return !(causal && j > p) && !(left >= 0 && j < p - left) && !(right >= 0 && j > p + right);
+  }
+};
+
 // Numpy-style broadcast of two shapes; nullopt if incompatible.
 std::optional<Dims> broadcast_dims(const Dims& a, const Dims& b);
 

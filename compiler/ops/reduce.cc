@@ -288,23 +288,28 @@ Status infer_cumsum(InferContext& ctx) {
   return same_as_input0(ctx);
 }
 
+// CumSum and CumProd (opset 26): a running sum or product along the axis.
 Status eval_cumsum(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   const Tensor& x = *in[0];
   int64_t axis = *norm_axis(n, in[1]->get_i64(0), x.rank());
   bool excl = n.attr_int("exclusive", 0), rev = n.attr_int("reverse", 0);
+  const bool prod = n.op_type == "CumProd";
   AxisView v(x.dims(), axis);
   Tensor y(x.dtype(), x.dims());
   bool fl = is_float(x.dtype());
   for (int64_t o = 0; o < v.outer; ++o)
     for (int64_t i = 0; i < v.inner; ++i) {
-      double fs = 0;
-      int64_t is = 0;
+      double fs = prod ? 1 : 0;
+      int64_t is = prod ? 1 : 0;
       for (int64_t s = 0; s < v.len; ++s) {
         int64_t k = rev ? v.len - 1 - s : s;
         int64_t at = v.at(o, k, i);
         if (excl) { fl ? y.set_f64(at, fs) : y.set_i64(at, is); }
-        if (fl) fs += x.get_f64(at);
-        else is += x.get_i64(at);
+        if (fl)
+          fs = prod ? fs * x.get_f64(at) : fs + x.get_f64(at);
+        else
+          is = prod ? static_cast<int64_t>(static_cast<uint64_t>(is) * static_cast<uint64_t>(x.get_i64(at)))
+                    : is + x.get_i64(at);
         if (!excl) { fl ? y.set_f64(at, fs) : y.set_i64(at, is); }
       }
     }
@@ -324,6 +329,7 @@ void register_reduce(std::vector<OpDef>& t) {
   for (const char* r : {"Softmax", "LogSoftmax", "Hardmax"})
     t.push_back({r, kMinOpset, kMaxOpset, OpCategory::kReduction, infer_softmax, eval_softmax});
   t.push_back({"CumSum", kMinOpset, kMaxOpset, OpCategory::kReduction, infer_cumsum, eval_cumsum});
+  t.push_back({"CumProd", 26, kMaxOpset, OpCategory::kReduction, infer_cumsum, eval_cumsum});
 }
 
 }  // namespace stitch::ops

@@ -53,6 +53,11 @@ Status infer_range(InferContext& ctx) {
       return ctx.error("start, limit and delta must be known at compile time (bind dynamic "
                        "dimensions with --shape)");
   }
+  // Opset 27's stash_type: half types step in float32 by default (1). The values are computed in
+  // double and rounded once, which float32 steps match; a half-precision stash is not offered.
+  const int64_t stash = ctx.node().attr_int("stash_type", 1);
+  if ((ctx.dtype(0) == DType::kF16 || ctx.dtype(0) == DType::kBF16) && stash != 1)
+    return ctx.error(fmt::format("stash_type {} is not supported; only 1 (float32 steps)", stash));
   ASSIGN_OR_RETURN(int64_t len, range_length(ctx.node(), ctx.constant(0)->get_f64(0),
                                              ctx.constant(1)->get_f64(0), ctx.constant(2)->get_f64(0)));
   ctx.set_output(0, ctx.dtype(0), {len});

@@ -15,6 +15,15 @@
 //    (a boolean one as Where(mask, 0, -inf)) and the causal mask (a constant, bottom-right
 //    aligned to the past) added; Softmax over the keys, in softmax_precision when given; rows
 //    whose every key is masked set to zero (IsNaN, Where); MatMul by V; back to 3-D when Q was.
+//    A mask shorter than the keys (opset 24) is padded with -inf. A sliding window (opset 25)
+//    joins the causal bound in that constant. With nonpad_kv_seqlen (opset 24: K and V are a
+//    whole cache, each batch's first L keys valid), the bias is computed at run time from L:
+//    keys at or past L masked, and the causal and window bounds around position L - Sq + i.
+//  - TensorScatter (opset 24): each cache position c reads the update at (c - write index)
+//    (mod the cache length when circular) where that is inside the update, else keeps the past
+//    value: GatherElements of the update and a Where. A linear write past the cache's end is
+//    dropped (the reference interpreter reports it).
+//  - SwiGLU (opset 28): Swish of A, times B.
 // Each runs after fold_constants and leaves nodes without static shapes alone; the last node writes
 // the op's output value, and the new nodes are named after it ("attn/scores").
 #include <fmt/format.h>
@@ -74,6 +83,20 @@ Value* slice_last(NodeBuilder& b, Value* x, int64_t start, int64_t end, int64_t 
 // x op y, broadcast (the shapes were checked by the op's shape rule).
 Value* binary(NodeBuilder& b, const char* op, Value* x, Value* y, const std::string& name) {
   return b.node(op, name, {x, y}, x->dtype, *ops::broadcast_dims(*x->dims, *y->dims));
+}
+
+// A comparison or logical op of x and y, broadcast: a bool result.
+Value* test(NodeBuilder& b, const char* op, Value* x, Value* y, const std::string& name) {
+  return b.node(op, name, {x, y}, DType::kBool, *ops::broadcast_dims(*x->dims, *y->dims));
+}
+
+// The int64 constant 0, 1, ..., n - 1 along `axis` of a rank-`rank` shape of ones elsewhere.
+Value* positions(NodeBuilder& b, int64_t rank, int64_t axis, int64_t n, const std::string& hint) {
+  Dims d(static_cast<size_t>(rank), 1);
+  d[axis] = n;
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  return b.constant(hint, Tensor::from_i64(DType::kI64, d, v));
 }
 
 Value* scalar(NodeBuilder& b, DType t, double v, const std::string& hint) {
@@ -187,8 +210,8 @@ StatusOr<bool> expand_rotary(Graph& g, Node& n) {
 
 StatusOr<bool> expand_attention(Graph& g, Node& n) {
   Value *q = n.input(0), *k = n.input(1), *v = n.input(2), *mask = n.input(3), *past_k = n.input(4),
-        *past_v = n.input(5), *y = n.output(0);
-  if (!q || !k || !v || !y || !static_inputs(n) || n.inputs.size() > 6) return false;
+        *past_v = n.input(5), *nonpad = n.input(6), *y = n.output(0);
+  if (!q || !k || !v || !y || !static_inputs(n)) return false;
   NodeBuilder b{g, n};
   const bool three = q->dims->size() == 3;
   const DType t = q->dtype;
@@ -241,18 +264,56 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
     scores = binary(b, "Mul", capped, scalar(b, t, cap, "cap_out"), "softcapped");
     if (mode >= 1) qk_out = scores;
   }
-  const bool causal = n.attr_int("is_causal", 0) != 0;
+  const ops::AttentionWindow window = ops::AttentionWindow::of(n);
   if (mask) {
     Value* bias = mask;
     if (mask->dtype == DType::kBool)
       bias = b.node("Where", "mask_bias", {mask, scalar(b, t, 0.0, "zero"), scalar(b, t, -kInf, "minus_inf")},
                     t, *mask->dims);
+    const Dims& md = *bias->dims;
+    if (!md.empty() && md.back() != 1 && md.back() < total) {  // the missing keys masked
+      std::vector<int64_t> pads(2 * md.size(), 0);
+      pads.back() = total - md.back();
+      Dims pd = md;
+      pd.back() = total;
+      bias = b.node("Pad", "mask_padded",
+                    {bias, ints(b, "mask_pads", pads), scalar(b, t, -kInf, "pad_minus_inf")}, t, pd,
+                    {{"mode", std::string("constant")}});
+    }
     scores = binary(b, "Add", scores, bias, "masked");
   }
-  if (causal) {
+  if (nonpad) {  // the keys each batch sees, from its valid length L at run time
+    Value* len = reshape(b, nonpad, {batch, 1, 1, 1}, "valid_keys");
+    Value* key = positions(b, 4, 3, total, "key_positions");
+    Value* seen = test(b, "Less", key, len, "not_padding");
+    if (window.bounded()) {  // around the query's position L - Sq + i
+      Value* at = binary(b, "Add", positions(b, 4, 2, sq, "query_index"),
+                         binary(b, "Sub", len, b.constant("queries", Tensor::scalar_i64(sq)), "offset"),
+                         "query_positions");
+      if (window.causal) seen = test(b, "And", seen, test(b, "LessOrEqual", key, at, "not_after"), "causal");
+      if (window.left >= 0)
+        seen = test(
+            b, "And", seen,
+            test(b, "GreaterOrEqual", key,
+                 binary(b, "Sub", at, b.constant("left", Tensor::scalar_i64(window.left)), "window_start"),
+                 "in_left_window"),
+            "left_window");
+      if (window.right >= 0)
+        seen = test(
+            b, "And", seen,
+            test(b, "LessOrEqual", key,
+                 binary(b, "Add", at, b.constant("right", Tensor::scalar_i64(window.right)), "window_end"),
+                 "in_right_window"),
+            "right_window");
+    }
+    Value* bias =
+        b.node("Where", "keys_bias", {seen, scalar(b, t, 0.0, "keys_zero"), scalar(b, t, -kInf, "keys_inf")},
+               t, *seen->dims);
+    scores = binary(b, "Add", scores, bias, "keys_masked");
+  } else if (window.bounded()) {
     std::vector<double> c(static_cast<size_t>(sq * total));
     for (int64_t i = 0; i < sq; ++i)
-      for (int64_t j = 0; j < total; ++j) c[i * total + j] = j <= i + past ? 0.0 : -kInf;
+      for (int64_t j = 0; j < total; ++j) c[i * total + j] = window.visible(past, i, j) ? 0.0 : -kInf;
     scores =
         binary(b, "Add", scores, b.constant("causal_bias", Tensor::from_f64(t, {sq, total}, c)), "causal");
   }
@@ -262,7 +323,8 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
     st = dtype_from_onnx(static_cast<int>(n.attr_int("softmax_precision", 1))).value_or(t);
   if (st != t) scores = b.cast(scores, st, "to_softmax_type");
   Value* p = b.node("Softmax", "softmax", {scores}, st, sd, {{"axis", int64_t{-1}}});
-  if (mask || causal) {  // a row with every key masked: NaN from the softmax, zero by definition
+  if (mask || nonpad ||
+      window.bounded()) {  // a row with every key masked: NaN from the softmax, zero by definition
     Value* nan = b.node("IsNaN", "fully_masked", {p}, DType::kBool, sd);
     p = b.node("Where", "masked_rows_zero", {nan, scalar(b, st, 0.0, "zero_p"), p}, st, sd);
   }
@@ -282,8 +344,56 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
   return true;
 }
 
+// ---- TensorScatter ----
+
+StatusOr<bool> expand_tensor_scatter(Graph& g, Node& n) {
+  Value *past = n.input(0), *update = n.input(1), *start = n.input(2), *y = n.output(0);
+  if (!past || !update || !y || !static_inputs(n)) return false;
+  NodeBuilder b{g, n};
+  const Dims pd = *past->dims;
+  const int64_t r = static_cast<int64_t>(pd.size());
+  int64_t axis = n.attr_int("axis", -2);
+  if (axis < 0) axis += r;
+  const int64_t len = pd[axis], s = (*update->dims)[axis];
+  // The update's position that cache position c receives, per batch.
+  Value* from = positions(b, r, axis, len, "cache_positions");
+  if (start) {
+    Dims sd(static_cast<size_t>(r), 1);
+    sd[0] = pd[0];
+    from = binary(b, "Sub", from, reshape(b, start, sd, "write_start"), "update_positions");
+  }
+  if (n.attr_string("mode", "linear") == "circular")
+    from = binary(b, "Mod", from, b.constant("cache_length", Tensor::scalar_i64(len)), "wrapped");
+  Value* zero = b.constant("zero", Tensor::scalar_i64(0));
+  Value* written = test(
+      b, "And", test(b, "GreaterOrEqual", from, zero, "from_start"),
+      test(b, "Less", from, b.constant("update_length", Tensor::scalar_i64(s)), "before_end"), "written");
+  Value* index = b.node("Where", "update_index", {written, from, zero}, DType::kI64, *written->dims);
+  index =
+      b.node("Expand", "update_index_full",
+             {index, ints(b, "cache_shape", std::vector<int64_t>(pd.begin(), pd.end()))}, DType::kI64, pd);
+  Value* moved = b.node("GatherElements", "updates", {update, index}, update->dtype, pd, {{"axis", axis}});
+  b.finish(b.node("Where", "present", {written, moved, past}, past->dtype, pd), y);
+  return true;
+}
+
+// ---- SwiGLU ----
+
+StatusOr<bool> expand_swiglu(Graph& g, Node& n) {
+  Value *a = n.input(0), *v = n.input(1), *y = n.output(0);
+  if (!a || !v || !y || !static_inputs(n)) return false;
+  NodeBuilder b{g, n};
+  Value* gate = b.node("Swish", "gate", {a}, a->dtype, *a->dims, {{"alpha", n.attr_float("alpha", 1.0f)}});
+  b.finish(binary(b, "Mul", gate, v, "gated"), y);
+  return true;
+}
+
 }  // namespace
 
+StatusOr<bool> expand_tensor_scatter(Graph& g, PassContext&) {
+  return expand_each(g, "TensorScatter", expand_tensor_scatter);
+}
+StatusOr<bool> expand_swiglu(Graph& g, PassContext&) { return expand_each(g, "SwiGLU", expand_swiglu); }
 StatusOr<bool> expand_rms_norm(Graph& g, PassContext&) {
   return expand_each(g, "RMSNormalization", expand_rms);
 }

@@ -22,11 +22,12 @@ inline constexpr Tolerance kOnnxNodeTest = {1e-3, 1e-7,
 inline constexpr Tolerance kOnnxNodeTestLoose = {1e-3, 1e-5,
                                                  "float32 rounding of intermediate sums"};
 
-// Node tests with float16 or bfloat16 outputs whose expected values come from ONNX's reference
-// implementation in numpy, which rounds every intermediate of a composite op (Attention's scores,
-// their scale, the mask, the softmax) to the half type; stitch's reference computes the op in
-// double and rounds once. Up to 8 roundings of 2^-11 (float16) or 2^-8 (bfloat16) each: measured
-// 1.2e-3 relative (float16) and 1.1e-2 (bfloat16) on ONNX 1.23's causal Attention tests.
+// Node tests of several nodes after the front end (a composite op such as Attention expanded)
+// with float16 or bfloat16 outputs: ONNX's reference implementation in numpy rounds every
+// intermediate of the op (the scores, their scale, the mask, the softmax) to the half type, at
+// other points than stitch's nodes do. Up to 8 roundings of 2^-11 (float16) or 2^-8 (bfloat16)
+// each: measured 1.2e-3 relative (float16) and 1.1e-2 (bfloat16) on ONNX 1.23's causal Attention
+// tests. A single node rounds once and keeps kOnnxNodeTest.
 inline constexpr Tolerance kOnnxNodeTestF16 = {4e-3, 1e-4, "per-op float16 rounding in ONNX's reference, up to 8 steps"};
 inline constexpr Tolerance kOnnxNodeTestBF16 = {3e-2, 1e-3,
                                                 "per-op bfloat16 rounding in ONNX's reference, up to 8 steps"};

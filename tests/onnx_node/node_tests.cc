@@ -231,9 +231,12 @@ Status run_test_once(const fs::path& dir, int freeze) {
     for (size_t i = 0; i < expected.size(); ++i) {
       const std::string& name = g->outputs[i]->name;
       Tensor want = as_model_type(std::move(expected[i]), g->outputs[i]->dtype);
-      const Tolerance& tol = want.dtype() == DType::kF16    ? kOnnxNodeTestF16
-                             : want.dtype() == DType::kBF16 ? kOnnxNodeTestBF16
-                                                            : kOnnxNodeTest;
+      // Several nodes after the front end (a composite op expanded, or a function body) round
+      // half-type intermediates at other points than ONNX's reference; one node rounds once.
+      const bool steps = g->nodes().size() > 1;
+      const Tolerance& tol = steps && want.dtype() == DType::kF16    ? kOnnxNodeTestF16
+                             : steps && want.dtype() == DType::kBF16 ? kOnnxNodeTestBF16
+                                                                     : kOnnxNodeTest;
       CompareResult r = compare_tensors(got.at(name), want, tol.rtol, tol.atol);
       if (!r.ok)
         return Status::mismatch(fmt::format("{}: output '{}' {}", set.filename().string(), name,

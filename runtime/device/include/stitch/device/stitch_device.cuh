@@ -44,6 +44,15 @@ struct Min {
   }
 };
 
+// ONNX's Mod with fmod 0 on floating point (opset 28): fmod's remainder moved to the sign of b,
+// a zero remainder too.
+template <typename T>
+__device__ __forceinline__ T floor_mod(T a, T b) {
+  T r = fmod(a, b);
+  if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+  return r == T(0) ? copysign(T(0), b) : r;
+}
+
 // All 32 lanes of the warp must call it; every lane gets the result.
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op) {

@@ -1,0 +1,233 @@
+// Opsets 24 to 28: Attention's external KV cache (nonpad_kv_seqlen, opset 24), shorter masks (24)
+// and sliding window (25), TensorScatter (24), Swish (24), CumProd (26), Range's stash_type (27),
+// SwiGLU and floating-point Mod with fmod 0 (28). Each expansion computes what the op's own
+// reference implementation does (the interpreter on both graphs); a decoding step that writes its
+// K and V into fixed-length caches plans and runs on emu. ONNX's own node tests of these ops are in
+// tests/onnx_node/upstream.
+#include <fmt/format.h>
+
+#include "fusion_test_util.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+void expands_to_same(const std::string& text, const std::string& op, uint32_t seed) {
+  INFO(text);
+  auto original = parse_or_die(text);
+  auto g = parse_or_die(text);
+  run_frontend_or_die(*g);
+  for (const Node* n : all_nodes(*g)) CHECK(n->op_type != op);
+  same_as_original(*original, *g, seed, kRewriteReference);
+}
+
+}  // namespace
+
+TEST_CASE("Attention over an external cache masks each batch's padding and aligns causality to it",
+          "[frontend]") {
+  // nonpad_kv_seqlen [3, 7] of 7 cached keys: batch 0 sees 3 keys, its causal bound at 3 - 2 + i;
+  // with a float mask; with a sliding window (opset 25); a batch with fewer valid keys than queries
+  // (its first query row sees no key and is zero).
+  for (const char* attrs : {"is_causal = 1", "", "is_causal = 1, left_window_size = 1",
+                            "left_window_size = 2, right_window_size = 1"}) {
+    expands_to_same(fmt::format(R"(graph "attn" opset 25 {{
+  input %q: f32[2,4,2,8]
+  input %k: f32[2,2,7,8]
+  input %v: f32[2,2,7,8]
+  const %len: i64[2] = [3, 7]
+  %y = Attention(%q, %k, %v, _, _, _, %len) {{{}}} @"attn"
+  output %y
+}})",
+                                attrs),
+                    "Attention", 1);
+  }
+  expands_to_same(R"(graph "attn" opset 24 {
+  input %q: f32[2,2,3,4]
+  input %k: f32[2,2,6,4]
+  input %v: f32[2,2,6,4]
+  input %m: f32[2,1,3,6]
+  const %len: i64[2] = [2, 5]
+  %y = Attention(%q, %k, %v, %m, _, _, %len) {is_causal = 1} @"attn"
+  output %y
+})",
+                  "Attention", 2);
+}
+
+TEST_CASE("Attention's sliding window and a mask shorter than the keys", "[frontend]") {
+  // The window joins the causal constant, with and without a past; a boolean mask over the first
+  // 4 of 6 keys and a float one over 5 are padded with masked keys (opset 24).
+  expands_to_same(R"(graph "attn" opset 25 {
+  input %q: f32[1,2,5,4]
+  input %k: f32[1,2,5,4]
+  input %v: f32[1,2,5,4]
+  %y = Attention(%q, %k, %v) {is_causal = 1, left_window_size = 2} @"attn"
+  output %y
+})",
+                  "Attention", 3);
+  expands_to_same(R"(graph "attn" opset 25 {
+  input %q: f32[1,2,2,4]
+  input %k: f32[1,2,2,4]
+  input %v: f32[1,2,2,4]
+  input %pk: f32[1,2,4,4]
+  input %pv: f32[1,2,4,4]
+  %y, %ko, %vo = Attention(%q, %k, %v, _, %pk, %pv) {left_window_size = 3, right_window_size = 0} @"attn"
+  output %y
+  output %ko
+  output %vo
+})",
+                  "Attention", 4);
+  expands_to_same(R"(graph "attn" opset 24 {
+  input %q: f32[2,2,3,4]
+  input %k: f32[2,2,6,4]
+  input %v: f32[2,2,6,4]
+  input %m: bool[2,1,3,4]
+  %y = Attention(%q, %k, %v, %m) @"attn"
+  output %y
+})",
+                  "Attention", 5);
+  expands_to_same(R"(graph "attn" opset 24 {
+  input %q: f32[2,2,3,4]
+  input %k: f32[2,2,6,4]
+  input %v: f32[2,2,6,4]
+  input %m: f32[3,5]
+  %y = Attention(%q, %k, %v, %m) {is_causal = 1} @"attn"
+  output %y
+})",
+                  "Attention", 6);
+}
+
+TEST_CASE("TensorScatter becomes a gather of the update at each cache position and a Where", "[frontend]") {
+  // Linear writes at per-batch indices along the default axis (-2); without indices; circular
+  // writes that wrap; along axis 1 of a 3-D cache.
+  expands_to_same(R"(graph "ts" opset 24 {
+  input %past: f32[2,3,8,4]
+  input %u: f32[2,3,2,4]
+  const %w: i64[2] = [1, 6]
+  %y = TensorScatter(%past, %u, %w) @"ts"
+  output %y
+})",
+                  "TensorScatter", 7);
+  expands_to_same(R"(graph "ts" opset 24 {
+  input %past: f32[2,3,8,4]
+  input %u: f32[2,3,3,4]
+  %y = TensorScatter(%past, %u) @"ts"
+  output %y
+})",
+                  "TensorScatter", 8);
+  expands_to_same(R"(graph "ts" opset 24 {
+  input %past: f32[2,3,5,4]
+  input %u: f32[2,3,3,4]
+  const %w: i64[2] = [4, 7]
+  %y = TensorScatter(%past, %u, %w) {mode = "circular"} @"ts"
+  output %y
+})",
+                  "TensorScatter", 9);
+  expands_to_same(R"(graph "ts" opset 24 {
+  input %past: f16[3,6,5]
+  input %u: f16[3,1,5]
+  const %w: i64[3] = [0, 2, 5]
+  %y = TensorScatter(%past, %u, %w) {axis = 1} @"ts"
+  output %y
+})",
+                  "TensorScatter", 10);
+}
+
+TEST_CASE("SwiGLU becomes Swish times its value; Swish is an element-wise op", "[frontend]") {
+  expands_to_same(R"(graph "glu" opset 28 {
+  input %a: f32[2,3,16]
+  input %b: f32[2,3,16]
+  %y = SwiGLU(%a, %b) {alpha = 1.5} @"glu"
+  output %y
+})",
+                  "SwiGLU", 11);
+  auto g = parse_or_die(R"(graph "swish" opset 24 {
+  input %x: f32[4,37]
+  input %b: f32[4,37]
+  %s = Swish(%x) {alpha = 0.75} @"swish"
+  %y = Mul(%s, %b) @"gate"
+  output %y
+})");
+  run_frontend_or_die(*g);
+  uint32_t seed = 12;
+  one_kernel_in_every_planner(*g, seed);
+}
+
+TEST_CASE("a decoding step over fixed-length KV caches plans and matches the reference on emu",
+          "[fusion][emu]") {
+  // The step's K and V written into caches of 8 positions at each batch's length (TensorScatter),
+  // then grouped-query Attention over the whole caches with nonpad_kv_seqlen, causal and a sliding
+  // window, and a SwiGLU (opset 28) of its output.
+  const std::string text = R"(graph "decode" opset 28 {
+  input %q: f32[2,4,1,8]
+  input %k: f32[2,2,1,8]
+  input %v: f32[2,2,1,8]
+  input %kc: f32[2,2,8,8]
+  input %vc: f32[2,2,8,8]
+  const %at: i64[2] = [3, 6]
+  const %len: i64[2] = [4, 7]
+  %kn = TensorScatter(%kc, %k, %at) @"k_cache"
+  %vn = TensorScatter(%vc, %v, %at) @"v_cache"
+  %o = Attention(%q, %kn, %vn, _, _, _, %len) {is_causal = 1, left_window_size = 4} @"attn"
+  %g = SwiGLU(%o, %o) @"glu"
+  output %g
+  output %kn
+  output %vn
+})";
+  INFO(text);
+  auto g = parse_or_die(text);
+  run_frontend_or_die(*g);
+  uint32_t seed = 20;
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(*g, opts(mode));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    CHECK(fused_matches_reference(*g, seed++, mode) == static_cast<size_t>(plan->cost.kernels));
+  }
+}
+
+TEST_CASE("bad opset-24 to 28 input is an error naming the node", "[errors]") {
+  struct Case {
+    int opset;
+    std::string node, inputs, call, message;
+  };
+  const std::string qkv = "input %q: f32[2,4,3,8]\n  input %k: f32[2,2,6,8]\n  input %v: f32[2,2,6,8]\n  ";
+  const std::vector<Case> cases = {
+      {23, "Attention", qkv + "input %l: i64[2]", "Attention(%q, %k, %v, _, _, _, %l)",
+       "nonpad_kv_seqlen (input 6) is an opset-24 input; the model's opset is 23"},
+      {24, "Attention", qkv + "input %l: i32[2]", "Attention(%q, %k, %v, _, _, _, %l)",
+       "nonpad_kv_seqlen must be int64 of shape [batch] = [2], got i32 2"},
+      {24, "Attention", qkv + "input %l: i64[2]\n  input %p: f32[2,2,3,8]",
+       "Attention(%q, %k, %v, _, %p, %p, %l)", "must not be given with past_key and past_value"},
+      {24, "Attention", qkv, "Attention(%q, %k, %v) {left_window_size = 2}",
+       "left_window_size and right_window_size are opset-25 attributes; the model's opset is 24"},
+      {25, "Attention", qkv, "Attention(%q, %k, %v) {right_window_size = -2}",
+       "right_window_size -2 is below -1"},
+      {23, "Attention", qkv + "input %m: bool[3,4]", "Attention(%q, %k, %v, %m)",
+       "attn_mask 3x4 does not broadcast to the scores 2x4x3x6"},
+      {24, "TensorScatter", "input %p: f32[2,8,4]\n  input %u: f32[2,9,4]", "TensorScatter(%p, %u)",
+       "update 2x9x4 must match past_cache 2x8x4 except along axis 1, where it may be shorter"},
+      {24, "TensorScatter", "input %p: f32[2,8,4]\n  input %u: f32[2,8,4]",
+       "TensorScatter(%p, %u) {axis = 0}", "axis must not be 0 (the batch axis)"},
+      {24, "TensorScatter", "input %p: f32[2,8,4]\n  input %u: f32[2,1,4]",
+       "TensorScatter(%p, %u) {mode = \"ring\"}", "mode 'ring' is not 'linear' or 'circular'"},
+      {24, "TensorScatter", "input %p: f32[2,8,4]\n  input %u: f32[2,1,4]\n  input %w: i64[3]",
+       "TensorScatter(%p, %u, %w)", "write_indices must be int64 of shape [batch] = [2], got i64 3"},
+      {28, "SwiGLU", "input %a: f32[2,8]\n  input %b: f32[1,8]", "SwiGLU(%a, %b)",
+       "A 2x8 and B 1x8 must have the same shape (SwiGLU does not broadcast)"},
+      {27, "Mod", "input %a: f32[4]\n  input %b: f32[4]", "Mod(%a, %b)",
+       "needs fmod=1 for floating-point inputs before opset 28 (the model's is 27)"},
+      {27, "Range", "const %s: f16[] = [0.0]\n  const %l: f16[] = [4.0]\n  const %d: f16[] = [1.0]",
+       "Range(%s, %l, %d) {stash_type = 10}", "stash_type 10 is not supported; only 1 (float32 steps)"},
+  };
+  for (const Case& c : cases) {
+    const std::string text = fmt::format("graph \"g\" opset {} {{\n  {}\n  %y = {} @\"n\"\n  output %y\n}}\n",
+                                         c.opset, c.inputs, c.call);
+    INFO(text);
+    const std::string msg = frontend_error(text);
+    INFO(msg);
+    CHECK(msg.find(fmt::format("node 'n' ({})", c.node)) != std::string::npos);
+    CHECK(msg.find(c.message) != std::string::npos);
+  }
+}
