@@ -77,7 +77,7 @@ SExpr Stitcher::data_index(const SExpr& idx, int64_t extent) {
   line(idx.level,
        fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
                    extent));
-  if (width_.narrow) {
+  if (width_.narrow && extent > 1) {  // an axis of extent 1 takes no index term: nothing reads it
     line(idx.level, fmt::format("const int {0}i = (int){0};", j));
     j += "i";
   }

@@ -5,8 +5,11 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <regex>
 #include <sstream>
 
@@ -145,6 +148,25 @@ inline std::filesystem::path compile_without_spills(const Graph& g, const codege
     CHECK(r.registers <= max_registers);
   }
   return dir;
+}
+
+// Compiles kernel `k` alone with nvcc for sm_90, warnings as errors (as the node tests' kernels
+// are checked), in `dir`; checks it succeeds and shows nvcc's output when not.
+inline void nvcc_compiles_cleanly(const codegen::Kernel& k, const std::filesystem::path& dir) {
+  auto nvcc = codegen::find_nvcc();
+  REQUIRE(nvcc.is_ok());
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path cu = dir / (k.name + ".cu"), log = dir / (k.name + ".log");
+  std::ofstream(cu) << k.source;
+  const std::string cmd =
+      fmt::format("'{}' -arch=sm_90 -cubin -Werror all-warnings -I '{}' -o '{}' '{}' > '{}' 2>&1", *nvcc,
+                  std::string(STITCH_SOURCE_DIR) + "/runtime/device/include/stitch/device",
+                  (dir / (k.name + ".cubin")).string(), cu.string(), log.string());
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(log);
+  INFO(k.name << ": " << k.mapping << "\n" << k.source);
+  INFO(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+  CHECK(rc == 0);
 }
 
 }  // namespace stitch::test

@@ -86,10 +86,7 @@ TEST_CASE("Pow by a constant 2 is one multiply and loads no exponent, other expo
   CHECK(test::emu_matches_reference(*g, &groups, 17) == 6);
   auto s = build_schedule(*g, &groups);
   REQUIRE(s.is_ok());
-  auto nvcc = find_nvcc();
-  REQUIRE(nvcc.is_ok());
   const fs::path dir = fs::temp_directory_path() / ("stitch_unit_pow_" + std::to_string(getpid()));
-  fs::create_directories(dir);
   int squares = 0;
   for (const Kernel& k : s->kernels) {
     INFO(k.name << ": " << k.mapping << "\n" << k.source);
@@ -99,17 +96,7 @@ TEST_CASE("Pow by a constant 2 is one multiply and loads no exponent, other expo
     CHECK((k.source.find("powf") == std::string::npos) == (square || k.nodes.front()->name == "abs"));
     if (k.nodes.front()->name == "square_vec4")
       CHECK(k.mapping.find("one thread per 4 elements") != std::string::npos);
-    const fs::path cu = dir / (k.name + ".cu");
-    std::ofstream(cu) << k.source;
-    const fs::path log = dir / (k.name + ".log");
-    const std::string cmd =
-        fmt::format("'{}' -arch=sm_90 -cubin -Werror all-warnings -I '{}' -o '{}' '{}' > '{}' 2>&1", *nvcc,
-                    std::string(STITCH_SOURCE_DIR) + "/runtime/device/include/stitch/device",
-                    (dir / (k.name + ".cubin")).string(), cu.string(), log.string());
-    const int rc = std::system(cmd.c_str());
-    std::ifstream in(log);
-    INFO(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
-    CHECK(rc == 0);
+    test::nvcc_compiles_cleanly(k, dir);
   }
   CHECK(squares == 3);
   fs::remove_all(dir);
