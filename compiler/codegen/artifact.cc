@@ -404,7 +404,12 @@ struct Writer {
   Status manifest() {
     ordered_json ins = ordered_json::array(), outs = ordered_json::array();
     for (const Value* v : g.inputs) ins.push_back(tensor_json(v));
-    for (const Value* v : g.outputs) outs.push_back(tensor_json(v));
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      ordered_json t = tensor_json(g.outputs[i]);
+      if (auto it = s.outputs_in_inputs.find(static_cast<int>(i)); it != s.outputs_in_inputs.end())
+        t["in_place_of_input"] = it->second;  // the session's buffer of that input holds it
+      outs.push_back(t);
+    }
     std::string model = read_all(o.model_path);
     ordered_json files = ordered_json::object();
     std::vector<fs::path> all;

@@ -100,6 +100,7 @@ NodeLowering classify_node(const Node& n, std::string* why) {
                      "GatherND",
                      "ScatterElements",
                      "ScatterND",
+                     "TensorScatter",
                      "ReduceSum",
                      "ReduceMean",
                      "ReduceMax",

@@ -26,6 +26,10 @@ NodeLowering classify_node(const Node& n, std::string* why = nullptr);
 // and prefixes its name. It indexes in 32 bits when n's tensors have at most `index32_limit`
 // elements (kernel.h); tests lower the limit to get the 64-bit form of a small kernel.
 StatusOr<Kernel> lower_node(const Node& n, int index, int64_t index32_limit = kIndex32Limit);
+// TensorScatter's kernel; `in_place`: its output shares past_cache's storage (schedule.cc), so only
+// the update is written (lower_node gives the form that writes the whole output).
+StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, bool in_place,
+                                      int64_t index32_limit = kIndex32Limit);
 
 // ---- shared by the lowering files ----
 // The header comment and includes every generated file starts with.

@@ -541,6 +541,50 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
   return k;
 }
 
+// TensorScatter. In place (its present_cache shares past_cache's storage: schedule.cc), one thread
+// per update element writes it at cache position (write index + s), modulo the cache length when
+// circular; a linear write past the cache's end is dropped (the reference interpreter reports it).
+// Otherwise one thread per cache element takes the update at (c - write index) where that is
+// inside the update, else the past value.
+StatusOr<Kernel> lower_tensor_scatter_kernel(const Node& n, int index, IndexWidth ix, bool in_place) {
+  const Value *past = n.input(0), *update = n.input(1), *start = n.inputs.size() > 2 ? n.input(2) : nullptr,
+              *out = n.output(0);
+  const Dims &pd = dims(past), &ud = dims(update);
+  const int64_t r = static_cast<int64_t>(pd.size());
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", -2), r));
+  const bool circular = n.attr_string("mode", "linear") == "circular";
+  const int64_t len = pd[axis], count = ud[axis];
+  const Dims ps = strides_of(pd), us = strides_of(ud);
+  MapBuilder b(n, index, in_place ? ud : pd, ix);
+  Dims along(pd.size(), 0), across = in_place ? ps : us;
+  along[axis] = 1;
+  across[axis] = 0;
+  const std::string pos = b.affine(0, along);  // s (in place) or c
+  const std::string first = start ? fmt::format("(long long){}[c0]", b.param(start, false)) : "0LL";
+  if (start) b.coord(0);
+  const std::string rest = b.affine(0, across);
+  if (in_place) {
+    b.line(fmt::format("long long c = (long long)({}) + {};", pos, first));
+    if (circular)
+      b.line(fmt::format("c %= {0}LL; if (c < 0) c += {0}LL;", len));
+    else
+      b.line(fmt::format("if (c < 0 || c >= {}LL) continue;  // past the cache: dropped", len));
+    const std::string x = b.param(update, false);
+    b.line(fmt::format("{}[{} + {} * {}] = {}[i];", b.param(out, true), rest, narrow(ix, "c"),
+                       b.lit(ps[axis]), x));
+    Kernel k = b.finish(
+        fmt::format(", the update written in place along axis {} of a {}-position cache", axis, len));
+    k.bytes_moved = 2 * num_elements(ud) * dtype_size(update->dtype) + (start ? dims(start)[0] * 8 : 0);
+    return k;
+  }
+  b.line(fmt::format("long long s = (long long)({}) - {};", pos, first));
+  if (circular) b.line(fmt::format("s %= {0}LL; if (s < 0) s += {0}LL;", len));
+  const std::string x = b.param(update, false), p = b.param(past, false), y = b.param(out, true);
+  b.line(fmt::format("{}[i] = (s >= 0 && s < {}LL) ? {}[{} + {} * {}] : {}[i];", y, count, x, rest,
+                     narrow(ix, "s"), b.lit(us[axis]), p));
+  return b.finish(fmt::format(", the update gathered along axis {}", axis));
+}
+
 // Dropout in inference mode with its mask requested: a copy, and a mask of all true.
 StatusOr<Kernel> lower_dropout_mask(const Node& n, int index, IndexWidth ix) {
   const Value* out = n.output(0);
@@ -558,6 +602,7 @@ StatusOr<Kernel> lower_map(const Node& n, int index, IndexWidth ix) {
   if (op == "Trilu") return lower_trilu(n, index, ix);
   if (op == "Dropout") return lower_dropout_mask(n, index, ix);
   if (op == "ScatterElements" || op == "ScatterND") return lower_scatter(n, index, ix);
+  if (op == "TensorScatter") return lower_tensor_scatter_kernel(n, index, ix, false);
   if (op == "Transpose") return lower_transpose(n, index, ix);
   if (op == "Slice") return lower_slice(n, index, ix);
   if (op == "Expand") return lower_expand(n, index, ix);
@@ -569,6 +614,10 @@ StatusOr<Kernel> lower_map(const Node& n, int index, IndexWidth ix) {
   if (op == "GatherElements") return lower_gather_elements(n, index, ix);
   if (op == "GatherND") return lower_gather_nd(n, index, ix);
   return Status::internal(fmt::format("{}: lower_map has no rule", n.describe()));
+}
+
+StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, bool in_place, int64_t index32_limit) {
+  return lower_tensor_scatter_kernel(n, index, index_width({&n}, index32_limit), in_place);
 }
 
 }  // namespace stitch::codegen

@@ -7,11 +7,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "codegen/lower.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/stitch.h"
+#include "ops/op_util.h"
 #include "support/check.h"
 
 namespace stitch::codegen {
@@ -75,6 +77,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
     last_use[r] = std::max(last_use.count(r) ? last_use[r] : 0, static_cast<int>(s.steps.size()));
   };
   std::map<int, const Value*> in_place_input;  // step -> input it may overwrite (scalar kernels)
+  std::set<const Value*> written_in_place;     // outputs sharing a graph input's storage
 
   NodeGroups units;
   if (groups) units = *groups;
@@ -127,6 +130,16 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
         ++s.views;
         break;
       case NodeLowering::kKernel: {
+        if (n.op_type == "TensorScatter" && ops::tensor_scatter_in_place(g, n)) {
+          // The update written into past_cache's storage (a graph input), which present_cache
+          // then shares: the cache is not copied.
+          ASSIGN_OR_RETURN(Kernel k, lower_tensor_scatter(n, kernel_index++, true));
+          push_kernel(std::move(k));
+          producer_step.erase(n.output(0));
+          root[n.output(0)] = n.input(0);
+          written_in_place.insert(n.output(0));
+          break;
+        }
         if (split_row_op(n)) {  // few long rows: the stitcher's split mapping (global stitching)
           ASSIGN_OR_RETURN(Kernel k, lower_stitched(unit, escaping_of(unit), kernel_index++));
           push_kernel(std::move(k));
@@ -183,6 +196,13 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
   }
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const Value* v = g.outputs[i];
+    if (written_in_place.count(v) && !in_output_slot.count(v)) {  // the input's storage is the slot
+      const auto at = std::find(g.inputs.begin(), g.inputs.end(), root_of(v));
+      STITCH_CHECK(at != g.inputs.end(), "value '{}' written in place of no graph input", v->name);
+      s.outputs_in_inputs[static_cast<int>(i)] = static_cast<int>(at - g.inputs.begin());
+      in_output_slot.insert(v);
+      continue;
+    }
     auto it = s.buffers.find(v);
     if (it != s.buffers.end() && it->second.storage == Storage::kOutput && it->second.index == static_cast<int>(i))
       continue;

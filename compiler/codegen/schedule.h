@@ -39,6 +39,9 @@ struct Schedule {
   std::vector<const Value*> weights;          // constants in the weights blob, in blob order
   int64_t weights_bytes = 0;
   std::vector<BufferRequest> requests;        // arena buffers, for the report and verifier
+  // Output slots that are a graph input's storage, written in place (a TensorScatter's
+  // present_cache): slot -> input index. No copy step fills them.
+  std::map<int, int> outputs_in_inputs;
   MemoryPlan plan;
   int views = 0;                              // nodes lowered to no step
   int folded = 0;                             // nodes a GEMM call takes over (find_gemm_folds): no step

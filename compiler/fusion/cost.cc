@@ -257,15 +257,22 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       break;
   }
   int64_t bytes = 0, elements = 0;
-  // A Slice reads only the elements it keeps, a Gather those it picks.
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (const Value* v = n.input(i))
-      bytes += reads_part(n, i) ? std::min(bytes_of(n.output(0)), bytes_of(v)) : bytes_of(v);
-  for (const Value* v : n.outputs)
-    if (v) {
-      bytes += bytes_of(v);
-      elements = std::max(elements, num_elements(*v->dims));
-    }
+  if (n.op_type == "TensorScatter" && n.input(1)) {
+    // The front end leaves a TensorScatter only where it writes its update in place (into a cache
+    // input: ops::tensor_scatter_in_place): the update read and written, one thread an element.
+    bytes = 2 * bytes_of(n.input(1)) + (n.input(2) ? bytes_of(n.input(2)) : 0);
+    elements = num_elements(*n.input(1)->dims);
+  } else {
+    // A Slice reads only the elements it keeps, a Gather those it picks.
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (const Value* v = n.input(i))
+        bytes += reads_part(n, i) ? std::min(bytes_of(n.output(0)), bytes_of(v)) : bytes_of(v);
+    for (const Value* v : n.outputs)
+      if (v) {
+        bytes += bytes_of(v);
+        elements = std::max(elements, num_elements(*v->dims));
+      }
+  }
   int64_t threads = std::min<int64_t>(std::max<int64_t>(elements, 1), codegen::kMaxMapBlocks * codegen::kMapBlock);
   int64_t reread = 0;
   double trips = element_trips(elements), barrier_time = 0;

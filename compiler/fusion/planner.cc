@@ -8,6 +8,7 @@
 #include <queue>
 
 #include "codegen/lower.h"
+#include "ops/op_util.h"
 #include "support/check.h"
 
 namespace stitch::fusion {
@@ -332,7 +333,11 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
         grp.scheme = "single";
         grp.reason = !fusible_[m[0]]
                          ? (o_.no_fuse.count(n->name) ? "in --no-fuse"
-                                                      : "an op the stitcher does not take (own kernel)")
+                            : ops::tensor_scatter_in_place(g_, *n)
+                                ? fmt::format("the update written into input '{}' in place (own kernel; the "
+                                              "present cache is that input's buffer)",
+                                              n->input(0)->name)
+                                : "an op the stitcher does not take (own kernel)")
                          : "no merge with a neighbour is legal and cheaper (see rejected merges)";
     }
     return grp;

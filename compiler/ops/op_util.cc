@@ -1,5 +1,7 @@
 #include "ops/op_util.h"
 
+#include <algorithm>
+
 namespace stitch::ops {
 
 std::optional<Dims> broadcast_dims(const Dims& a, const Dims& b) {
@@ -81,6 +83,18 @@ bool same_type_as_input0(const Node& n) {
 Status same_as_input0(InferContext& ctx) {
   ctx.set_output(0, ctx.dtype(0), ctx.dims(0));
   return Status::ok();
+}
+
+bool tensor_scatter_in_place(const Graph& g, const Node& n) {
+  const Value* past = n.input(0);
+  if (n.op_type != "TensorScatter" || !past || !n.output(0) || g.is_graph_output(past)) return false;
+  if (std::find(g.inputs.begin(), g.inputs.end(), past) == g.inputs.end()) return false;
+  for (const auto& other : g.nodes())
+    for (const Value* v : other->inputs)
+      if (v == past && other.get() != &n) return false;
+  int reads = 0;
+  for (const Value* v : n.inputs) reads += v == past;
+  return reads == 1;
 }
 
 }  // namespace stitch::ops

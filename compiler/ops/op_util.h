@@ -52,6 +52,12 @@ struct AttentionWindow {
   }
 };
 
+// Whether TensorScatter `n` may write its update into its past_cache's storage: past_cache is a
+// graph input (storage the runtime owns and the caller cannot read back) that nothing else reads
+// and that is not itself a graph output. Its present_cache then shares that storage, and a
+// decoding loop carries it to the next step without copying the cache (Session::carry).
+bool tensor_scatter_in_place(const Graph& g, const Node& n);
+
 // Numpy-style broadcast of two shapes; nullopt if incompatible.
 std::optional<Dims> broadcast_dims(const Dims& a, const Dims& b);
 

@@ -19,10 +19,12 @@
 //    joins the causal bound in that constant. With nonpad_kv_seqlen (opset 24: K and V are a
 //    whole cache, each batch's first L keys valid), the bias is computed at run time from L:
 //    keys at or past L masked, and the causal and window bounds around position L - Sq + i.
-//  - TensorScatter (opset 24): each cache position c reads the update at (c - write index)
-//    (mod the cache length when circular) where that is inside the update, else keeps the past
-//    value: GatherElements of the update and a Where. A linear write past the cache's end is
-//    dropped (the reference interpreter reports it).
+//  - TensorScatter (opset 24) into a cache computed in the graph: each cache position c reads the
+//    update at (c - write index) (mod the cache length when circular) where that is inside the
+//    update, else keeps the past value: GatherElements of the update and a Where. A linear write
+//    past the cache's end is dropped (the reference interpreter reports it). A cache that is a
+//    graph input read by nothing else stays a TensorScatter: the back end writes the update into
+//    the input's storage (ops::tensor_scatter_in_place).
 //  - SwiGLU (opset 28): Swish of A, times B.
 // Each runs after fold_constants and leaves nodes without static shapes alone; the last node writes
 // the op's output value, and the new nodes are named after it ("attn/scores").
@@ -349,6 +351,7 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
 StatusOr<bool> expand_tensor_scatter(Graph& g, Node& n) {
   Value *past = n.input(0), *update = n.input(1), *start = n.input(2), *y = n.output(0);
   if (!past || !update || !y || !static_inputs(n)) return false;
+  if (ops::tensor_scatter_in_place(g, n)) return false;  // the back end writes the update in place
   NodeBuilder b{g, n};
   const Dims pd = *past->dims;
   const int64_t r = static_cast<int64_t>(pd.size());

@@ -15,6 +15,9 @@ class BackendImpl {
   virtual void upload(int input, const void* data, size_t bytes) = 0;
   virtual void run() = 0;
   virtual void download(int output, void* data, size_t bytes) = 0;
+  // Makes input `input` hold what output `output` holds (nothing to do when it is that output's
+  // buffer already: written in place).
+  virtual void carry(int output, int input, size_t bytes) = 0;
   virtual std::string describe() const = 0;
   // For Session::profile: one run, timed whole or step by step (milliseconds), on `clock()`.
   virtual std::string clock() const = 0;

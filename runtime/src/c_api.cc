@@ -91,4 +91,11 @@ stitch_status stitch_session_get_output(stitch_session* s, const char* name, voi
   });
 }
 
+stitch_status stitch_session_carry(stitch_session* s, const char* output, const char* input) {
+  return guarded([&] {
+    if (!s || !output || !input) throw stitch::rt::Error(2, "stitch_session_carry: null argument");
+    s->s->carry(output, input);
+  });
+}
+
 }  // extern "C"

@@ -87,7 +87,10 @@ class CudaBackend final : public BackendImpl {
     weights_ = alloc(m.weights_bytes);
     CHECK(cudaMemcpy(weights_, m.weights.data(), m.weights.size(), cudaMemcpyHostToDevice));
     for (const TensorInfo& t : m.inputs) inputs_.push_back(static_cast<uint8_t*>(alloc(t.bytes)));
-    for (const TensorInfo& t : m.outputs) outputs_.push_back(static_cast<uint8_t*>(alloc(t.bytes)));
+    for (size_t i = 0; i < m.outputs.size(); ++i) {  // an output written in place is its input's buffer
+      const int j = m.output_in_input[i];
+      outputs_.push_back(j >= 0 ? inputs_[j] : static_cast<uint8_t*>(alloc(m.outputs[i].bytes)));
+    }
     addr_ = buffer_addresses(m, arena_, weights_, inputs_, outputs_);
     args_ = kernel_launch_args(m, addr_);
     const std::string fatbin = (std::filesystem::path(m.dir) / artifact::kFatbinFile).string();
@@ -144,6 +147,11 @@ class CudaBackend final : public BackendImpl {
   }
   void download(int i, void* data, size_t bytes) override {
     CHECK(cudaMemcpyAsync(data, outputs_[i], bytes, cudaMemcpyDeviceToHost, stream_));
+    CHECK(cudaStreamSynchronize(stream_));
+  }
+  void carry(int output, int input, size_t bytes) override {
+    if (outputs_[output] == inputs_[input]) return;
+    CHECK(cudaMemcpyAsync(inputs_[input], outputs_[output], bytes, cudaMemcpyDeviceToDevice, stream_));
     CHECK(cudaStreamSynchronize(stream_));
   }
   std::string describe() const override {

@@ -36,11 +36,13 @@ class EmuBackend final : public BackendImpl {
   explicit EmuBackend(const ModelData& m) : m_(m), arena_(m.arena_bytes), weights_(m.weights_bytes) {
     std::memcpy(weights_.p, m.weights.data(), m.weights.size());
     for (const TensorInfo& t : m.inputs) inputs_.push_back(std::make_unique<AlignedBuffer>(t.bytes));
-    for (const TensorInfo& t : m.outputs) outputs_.push_back(std::make_unique<AlignedBuffer>(t.bytes));
-    std::vector<uint8_t*> in, out;
-    for (auto& b : inputs_) in.push_back(b->p);
-    for (auto& b : outputs_) out.push_back(b->p);
-    addr_ = buffer_addresses(m, arena_.p, weights_.p, in, out);
+    for (auto& b : inputs_) in_.push_back(b->p);
+    for (size_t i = 0; i < m.outputs.size(); ++i) {  // an output written in place is its input's buffer
+      const int j = m.output_in_input[i];
+      if (j < 0) outputs_.push_back(std::make_unique<AlignedBuffer>(m.outputs[i].bytes));
+      out_.push_back(j >= 0 ? in_[j] : outputs_.back()->p);
+    }
+    addr_ = buffer_addresses(m, arena_.p, weights_.p, in_, out_);
     args_ = kernel_launch_args(m, addr_);
     const std::string lib = (std::filesystem::path(m.dir) / artifact::kEmuLibrary).string();
     handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -57,8 +59,11 @@ class EmuBackend final : public BackendImpl {
     if (handle_) dlclose(handle_);
   }
 
-  void upload(int i, const void* data, size_t bytes) override { std::memcpy(inputs_[i]->p, data, bytes); }
-  void download(int i, void* data, size_t bytes) override { std::memcpy(data, outputs_[i]->p, bytes); }
+  void upload(int i, const void* data, size_t bytes) override { std::memcpy(in_[i], data, bytes); }
+  void download(int i, void* data, size_t bytes) override { std::memcpy(data, out_[i], bytes); }
+  void carry(int output, int input, size_t bytes) override {
+    if (out_[output] != in_[input]) std::memcpy(in_[input], out_[output], bytes);
+  }
   std::string describe() const override {
     return fmt::format("emu: CPU emulation of {} kernels, {} arena", m_.kernels.size(), m_.arena_bytes);
   }
@@ -116,6 +121,7 @@ class EmuBackend final : public BackendImpl {
   const ModelData& m_;
   AlignedBuffer arena_, weights_;
   std::vector<std::unique_ptr<AlignedBuffer>> inputs_, outputs_;
+  std::vector<uint8_t*> in_, out_;  // each input's and output's buffer (an output may be an input's)
   std::vector<void*> addr_;       // every buffer's address
   std::vector<LaunchArgs> args_;  // per kernel step
   void* handle_ = nullptr;

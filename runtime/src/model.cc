@@ -236,7 +236,18 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
       if (rel == artifact::kWeightsFile) weights = std::move(data);  // read once: it can be hundreds of MiB
     }
     for (const json& t : manifest.at("inputs")) m->inputs.push_back(tensor_info(t));
-    for (const json& t : manifest.at("outputs")) m->outputs.push_back(tensor_info(t));
+    for (const json& t : manifest.at("outputs")) {
+      m->outputs.push_back(tensor_info(t));
+      const int j = t.value("in_place_of_input", -1);
+      if (j != -1 &&
+          (j < 0 || j >= static_cast<int>(m->inputs.size()) ||
+           m->inputs[j].dtype != m->outputs.back().dtype || m->inputs[j].dims != m->outputs.back().dims))
+        fail(2, fmt::format("artifact '{}': output '{}' is said to be written in place of input {}, which is "
+                            "not an input "
+                            "of its type and shape; recompile the model",
+                            dir, m->outputs.back().name, j));
+      m->output_in_input.push_back(j);
+    }
     m->archs = manifest.at("archs").get<std::vector<std::string>>();
     m->backends = manifest.at("backends").get<std::vector<std::string>>();
     json sched = parse_json(read_file(root / artifact::kScheduleFile, dir), "schedule.json");

@@ -63,6 +63,8 @@ struct StepDesc {
 struct ModelData {
   std::string dir;
   std::vector<TensorInfo> inputs, outputs;
+  // Per output, the input whose buffer holds it (written in place: a KV cache update), or -1.
+  std::vector<int> output_in_input;
   std::vector<std::string> archs, backends;
   int64_t arena_bytes = 0, weights_bytes = 0;
   std::vector<BufferDesc> buffers;

@@ -84,6 +84,21 @@ void Session::run() {
   for (size_t i = 0; i < input_set_.size(); ++i)
     if (!input_set_[i]) fail(2, fmt::format("input '{}' was not set before run()", model_->inputs()[i].name));
   impl_->run();
+  ran_ = true;
+}
+
+void Session::carry(const std::string& output, const std::string& input) {
+  const int o = find_by_name(model_->outputs(), output, "output");
+  const int i = find_by_name(model_->inputs(), input, "input");
+  const TensorInfo &from = model_->outputs()[o], &to = model_->inputs()[i];
+  if (from.dtype != to.dtype || from.dims != to.dims)
+    fail(2, fmt::format(
+                "output '{}' ({} {}) cannot be carried into input '{}' ({} {}): dtype and shape must match",
+                output, from.dtype, dims_text(from.dims), input, to.dtype, dims_text(to.dims)));
+  if (!ran_)
+    fail(2, fmt::format("carry('{}', '{}') before any run(): the output holds nothing yet", output, input));
+  impl_->carry(o, i, static_cast<size_t>(to.bytes));
+  input_set_[i] = true;
 }
 
 void Session::get_output(const std::string& name, void* data, size_t bytes) {

@@ -59,6 +59,11 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < sizeof out1 / sizeof out1[0]; ++i) finite &= isfinite(out1[i]) != 0;
   EXPECT(finite);
   EXPECT(memcmp(out1, out2, sizeof out1) == 0);
+  /* carry: names checked, null refused, an output of another dtype or shape refused */
+  EXPECT(stitch_session_carry(s, NULL, "input_ids") == STITCH_ERROR_USER);
+  EXPECT(stitch_session_carry(s, "nosuch", "input_ids") == STITCH_ERROR_USER);
+  EXPECT(stitch_session_carry(s, "last_hidden_state", "input_ids") == STITCH_ERROR_USER);
+  EXPECT(strstr(stitch_last_error(), "dtype and shape must match") != NULL);
   stitch_session_free(s);
   stitch_model_free(m);
   printf("c-api: %s\n", failures ? "FAILED" : "all checks passed");

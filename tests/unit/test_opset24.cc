@@ -98,42 +98,76 @@ TEST_CASE("Attention's sliding window and a mask shorter than the keys", "[front
 }
 
 TEST_CASE("TensorScatter becomes a gather of the update at each cache position and a Where", "[frontend]") {
-  // Linear writes at per-batch indices along the default axis (-2); without indices; circular
-  // writes that wrap; along axis 1 of a 3-D cache.
+  // Into a computed cache (a cache input is written in place instead: the decoding-loop test
+  // below): linear writes at per-batch indices along the default axis (-2); without indices;
+  // circular writes that wrap; along axis 1 of a 3-D cache.
   expands_to_same(R"(graph "ts" opset 24 {
-  input %past: f32[2,3,8,4]
+  input %cache: f32[2,3,8,4]
   input %u: f32[2,3,2,4]
   const %w: i64[2] = [1, 6]
+  %past = Neg(%cache) @"computed"
   %y = TensorScatter(%past, %u, %w) @"ts"
   output %y
 })",
                   "TensorScatter", 7);
   expands_to_same(R"(graph "ts" opset 24 {
-  input %past: f32[2,3,8,4]
+  input %cache: f32[2,3,8,4]
   input %u: f32[2,3,3,4]
+  %past = Neg(%cache) @"computed"
   %y = TensorScatter(%past, %u) @"ts"
   output %y
 })",
                   "TensorScatter", 8);
   expands_to_same(R"(graph "ts" opset 24 {
-  input %past: f32[2,3,5,4]
+  input %cache: f32[2,3,5,4]
   input %u: f32[2,3,3,4]
   const %w: i64[2] = [4, 7]
+  %past = Neg(%cache) @"computed"
   %y = TensorScatter(%past, %u, %w) {mode = "circular"} @"ts"
   output %y
 })",
                   "TensorScatter", 9);
   expands_to_same(R"(graph "ts" opset 24 {
-  input %past: f16[3,6,5]
+  input %cache: f16[3,6,5]
   input %u: f16[3,1,5]
   const %w: i64[3] = [0, 2, 5]
+  %past = Neg(%cache) @"computed"
   %y = TensorScatter(%past, %u, %w) {axis = 1} @"ts"
   output %y
 })",
                   "TensorScatter", 10);
 }
 
-TEST_CASE("SwiGLU becomes Swish times its value; Swish is an element-wise op", "[frontend]") {
+TEST_CASE("TensorScatter into a computed cache is stitched, and its kernel compiles without warnings",
+          "[fusion][emu][nvcc]") {
+  // The cache is a product, so the expansion (GatherElements of the update, a Where) stays and
+  // fuses with it; an update of one position gathers along an axis of extent 1, whose index the
+  // kernel then never reads (nvcc, warnings as errors, is how the node tests' kernels are checked).
+  auto g = parse_or_die(R"(graph "ts" opset 24 {
+  input %past: f32[2,3,6,4]
+  input %scale: f32[4]
+  input %u: f32[2,3,1,4]
+  const %w: i64[2] = [2, 5]
+  %p = Mul(%past, %scale) @"scaled_cache"
+  %y = TensorScatter(%p, %u, %w) @"ts"
+  output %y
+})");
+  run_frontend_or_die(*g);
+  for (const Node* n : all_nodes(*g)) CHECK(n->op_type != "TensorScatter");
+  uint32_t seed = 40;
+  one_kernel_in_every_planner(*g, seed);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = groups_of(*plan);
+  auto s = codegen::build_schedule(*g, &groups);
+  REQUIRE(s.is_ok());
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("stitch_unit_scatter_" + std::to_string(getpid()));
+  for (const codegen::Kernel& k : s->kernels) nvcc_compiles_cleanly(k, dir);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("SwiGLU becomes Swish times its value, and Swish is an element-wise op", "[frontend]") {
   expands_to_same(R"(graph "glu" opset 28 {
   input %a: f32[2,3,16]
   input %b: f32[2,3,16]
@@ -230,4 +264,86 @@ TEST_CASE("bad opset-24 to 28 input is an error naming the node", "[errors]") {
     CHECK(msg.find(fmt::format("node 'n' ({})", c.node)) != std::string::npos);
     CHECK(msg.find(c.message) != std::string::npos);
   }
+}
+
+TEST_CASE("a decoding loop writes its KV caches in place and carries them between steps without copies",
+          "[runtime][emu]") {
+  // TensorScatter into cache inputs read by nothing else: the kernel writes the step's K and V into
+  // the inputs' buffers, the present caches are those buffers (manifest: in_place_of_input), and
+  // Session::carry of them costs nothing. Three steps, each against the reference interpreter
+  // given the reference's caches of the step before.
+  auto g = parse_or_die(R"(graph "decode" opset 24 {
+  input %q: f32[2,4,1,8]
+  input %k: f32[2,2,1,8]
+  input %v: f32[2,2,1,8]
+  input %kc: f32[2,2,6,8]
+  input %vc: f32[2,2,6,8]
+  input %at: i64[2]
+  const %one: i64[] = [1]
+  %len = Add(%at, %one) @"lengths"
+  %kn = TensorScatter(%kc, %k, %at) @"k_cache"
+  %vn = TensorScatter(%vc, %v, %at) @"v_cache"
+  %y = Attention(%q, %kn, %vn, _, _, _, %len) {is_causal = 1} @"attn"
+  output %y
+  output %kn
+  output %vn
+})");
+  run_frontend_or_die(*g);
+  size_t scatters = 0;
+  for (const Node* n : all_nodes(*g)) scatters += n->op_type == "TensorScatter";
+  CHECK(scatters == 2);  // kept for the back end, not expanded
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+  REQUIRE(s.is_ok());
+  CHECK(s->outputs_in_inputs == std::map<int, int>{{1, 3}, {2, 4}});
+  for (const codegen::Step& st : s->steps) CHECK(st.kind != codegen::Step::kCopy);
+  int in_place = 0;
+  for (const codegen::Kernel& k : s->kernels)
+    in_place += k.mapping.find("written in place") != std::string::npos;
+  CHECK(in_place == 2);
+  codegen::CompileOptions o;
+  o.run_nvcc = false;
+  o.model_path = "/dev/null";
+  const auto dir = std::filesystem::temp_directory_path() / ("stitch_unit_carry_" + std::to_string(getpid()));
+  codegen::ArtifactSummary summary;
+  REQUIRE(codegen::write_artifact(*g, *s, o, dir.string(), &summary).is_ok());
+  {
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    CHECK_THROWS_WITH(session.carry("kn", "kc"), Catch::Contains("before any run()"));
+    TensorMap feed{{"kc", Tensor(DType::kF32, {2, 2, 6, 8})}, {"vc", Tensor(DType::kF32, {2, 2, 6, 8})}};
+    uint32_t seed = 30;
+    for (int64_t step = 0; step < 3; ++step) {
+      INFO("step " << step);
+      for (const char* name : {"q", "k", "v"})
+        feed[name] = random_tensor(DType::kF32, *g->find_value(name)->dims, seed++);
+      feed["at"] = Tensor::from_i64(DType::kI64, {2}, {step, 2 + step});
+      for (const char* name : {"q", "k", "v", "at"})
+        session.set_input(name, std::string(dtype_name(feed[name].dtype())), feed[name].dims(),
+                          feed[name].data(), feed[name].byte_size());
+      if (step == 0) {
+        for (const char* name : {"kc", "vc"})
+          session.set_input(name, "f32", feed[name].dims(), feed[name].data(), feed[name].byte_size());
+      } else {
+        session.carry("kn", "kc");
+        session.carry("vn", "vc");
+      }
+      session.run();
+      auto want = run_reference(*g, feed);
+      REQUIRE(want.is_ok());
+      for (const char* name : {"y", "kn", "vn"}) {
+        Tensor got(DType::kF32, *g->find_value(name)->dims);
+        session.get_output(name, got.data(), got.byte_size());
+        const CompareResult r = compare_tensors(got, want->at(name), kEmuF32.rtol, kEmuF32.atol);
+        INFO(name << ": max abs " << r.max_abs << " " << r.problem);
+        CHECK(r.ok);
+      }
+      feed["kc"] = want->at("kn");
+      feed["vc"] = want->at("vn");
+    }
+    CHECK_THROWS_WITH(session.carry("y", "kc"), Catch::Contains("dtype and shape must match"));
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -53,6 +53,8 @@ stitch_status stitch_session_set_input(stitch_session* session, const char* name
                                        const int64_t* dims, int rank, const void* data, size_t bytes);
 stitch_status stitch_session_run(stitch_session* session);
 stitch_status stitch_session_get_output(stitch_session* session, const char* name, void* data, size_t bytes);
+/* Sets input `input` to output `output` of the last run, on the device (Session::carry). */
+stitch_status stitch_session_carry(stitch_session* session, const char* output, const char* input);
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,11 @@ class Session {
   void run();
   // Copies an output out; `bytes` must equal its size.
   void get_output(const std::string& name, void* data, size_t bytes);
+  // Sets input `input` to what output `output` holds after the last run(), on the device (a
+  // decoding loop's present KV cache as the next step's past). They must have one dtype and shape.
+  // Free when the artifact writes that output in place of that input (a TensorScatter into a
+  // cache input: the manifest's in_place_of_input), else one device-to-device copy.
+  void carry(const std::string& output, const std::string& input);
   std::vector<uint8_t> output(const std::string& name);
   // `warmup` untimed runs, then `iters` timed runs of the whole schedule (replaying the CUDA Graph
   // where the session uses one); with `steps`, `iters` more runs that time each step alone; with
@@ -94,6 +99,7 @@ class Session {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<BackendImpl> impl_;
   std::vector<bool> input_set_;
+  bool ran_ = false;
 };
 
 }  // namespace stitch::rt
