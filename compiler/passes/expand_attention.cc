@@ -293,20 +293,14 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
                          binary(b, "Sub", len, b.constant("queries", Tensor::scalar_i64(sq)), "offset"),
                          "query_positions");
       if (window.causal) seen = test(b, "And", seen, test(b, "LessOrEqual", key, at, "not_after"), "causal");
-      if (window.left >= 0)
-        seen = test(
-            b, "And", seen,
-            test(b, "GreaterOrEqual", key,
-                 binary(b, "Sub", at, b.constant("left", Tensor::scalar_i64(window.left)), "window_start"),
-                 "in_left_window"),
-            "left_window");
-      if (window.right >= 0)
-        seen = test(
-            b, "And", seen,
-            test(b, "LessOrEqual", key,
-                 binary(b, "Add", at, b.constant("right", Tensor::scalar_i64(window.right)), "window_end"),
-                 "in_right_window"),
-            "right_window");
+      // One side of the window: keys at or after at - left, at or before at + right.
+      auto side = [&](const char* cmp, const char* shift, int64_t size, const std::string& name) {
+        Value* edge =
+            binary(b, shift, at, b.constant(name + "_size", Tensor::scalar_i64(size)), name + "_edge");
+        seen = test(b, "And", seen, test(b, cmp, key, edge, "in_" + name), name);
+      };
+      if (window.left >= 0) side("GreaterOrEqual", "Sub", window.left, "left_window");
+      if (window.right >= 0) side("LessOrEqual", "Add", window.right, "right_window");
     }
     Value* bias =
         b.node("Where", "keys_bias", {seen, scalar(b, t, 0.0, "keys_zero"), scalar(b, t, -kInf, "keys_inf")},
