@@ -354,7 +354,8 @@ expect "truncated schedule" 2 "schedule.json' has [0-9]+ bytes" -- "$STITCHC" ru
 cp -r "$B" "$TMP/missing" && rm "$TMP/missing/emu/kernels_emu.so"
 expect "missing file" 2 "missing file 'emu/kernels_emu.so'" -- "$STITCHC" run "$TMP/missing" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/version" && sed -i -E 's/"version": [0-9]+,/"version": 99,/' "$TMP/version/manifest.json"
-expect "format version mismatch" 2 "format version 99, this runtime reads version 6" -- \
+version=$(sed -n 's/.*kArtifactVersion = \([0-9]*\);.*/\1/p' "$ROOT/runtime/include/stitch/artifact_format.h")
+expect "format version mismatch" 2 "format version 99, this runtime reads version $version" -- \
   "$STITCHC" run "$TMP/version" --backend emu --inputs "$D"
 expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min .* ms, median" -- \
   "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1
