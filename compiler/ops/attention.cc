@@ -236,6 +236,9 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kh = b * Hk + h / group;
+      // The queries' offset: the cached keys before them (past_key's, or the batch's valid keys
+      // beyond the queries for an external cache).
+      const int64_t offset = nonpad ? valid[b] - Sq : P;
       for (int64_t i = 0; i < Sq; ++i) {
         const int64_t r = ((b * Hq + h) * Sq + i) * T;
         bool any = false;
@@ -249,9 +252,6 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
           if (softcap > 0) dot = softcap * std::tanh(dot / softcap);
           if (mode == 1) qk[r + j] = dot;
           double b_ij = bias[r + j];
-          // The queries' offset: the cached keys before them (past_key's, or the batch's
-          // valid keys beyond the queries for an external cache).
-          const int64_t offset = nonpad ? valid[b] - Sq : P;
           if (j >= valid[b] || !window.visible(offset, i, j)) b_ij = kNegInf;
           any |= b_ij != kNegInf;
           row[j] = dot + b_ij;

@@ -376,7 +376,7 @@ Status eval_variadic(const Node& n, std::span<const Tensor* const> in, std::vect
 }
 
 // SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape (no broadcasting). The front end
-// writes it as Swish and Mul before planning (passes/expand_newer_ops.cc).
+// writes it as Swish and Mul before planning (passes/expand_attention.cc).
 Status infer_swiglu(InferContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.error("needs inputs A and B");
   RETURN_IF_ERROR(require_same_dtype(ctx));

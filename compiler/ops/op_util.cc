@@ -89,11 +89,9 @@ bool tensor_scatter_in_place(const Graph& g, const Node& n) {
   const Value* past = n.input(0);
   if (n.op_type != "TensorScatter" || !past || !n.output(0) || g.is_graph_output(past)) return false;
   if (std::find(g.inputs.begin(), g.inputs.end(), past) == g.inputs.end()) return false;
-  for (const auto& other : g.nodes())
-    for (const Value* v : other->inputs)
-      if (v == past && other.get() != &n) return false;
-  int reads = 0;
-  for (const Value* v : n.inputs) reads += v == past;
+  int reads = 0;  // n's own read among them
+  for (const auto& node : g.nodes())
+    for (const Value* v : node->inputs) reads += v == past;
   return reads == 1;
 }
 

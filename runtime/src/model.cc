@@ -243,8 +243,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
           (j < 0 || j >= static_cast<int>(m->inputs.size()) ||
            m->inputs[j].dtype != m->outputs.back().dtype || m->inputs[j].dims != m->outputs.back().dims))
         fail(2, fmt::format("artifact '{}': output '{}' is said to be written in place of input {}, which is "
-                            "not an input "
-                            "of its type and shape; recompile the model",
+                            "not an input of its type and shape; recompile the model",
                             dir, m->outputs.back().name, j));
       m->output_in_input.push_back(j);
     }

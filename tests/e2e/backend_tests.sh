@@ -357,6 +357,11 @@ cp -r "$B" "$TMP/version" && sed -i -E 's/"version": [0-9]+,/"version": 99,/' "$
 version=$(sed -n 's/.*kArtifactVersion = \([0-9]*\);.*/\1/p' "$ROOT/runtime/include/stitch/artifact_format.h")
 expect "format version mismatch" 2 "format version 99, this runtime reads version $version" -- \
   "$STITCHC" run "$TMP/version" --backend emu --inputs "$D"
+cp -r "$B" "$TMP/inplace" &&
+  sed -i -E 's/"name": "last_hidden_state",/"name": "last_hidden_state", "in_place_of_input": 9,/' "$TMP/inplace/manifest.json"
+expect "an output said to be written in place of an input that does not exist" 2 \
+  "output 'last_hidden_state' is said to be written in place of input 9, which is not an input of its type and shape" -- \
+  "$STITCHC" run "$TMP/inplace" --backend emu --inputs "$D"
 expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min .* ms, median" -- \
   "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1
 expect "bench --backend cuda without a GPU" 2 "needs an NVIDIA GPU" -- "$STITCHC" bench "$B"

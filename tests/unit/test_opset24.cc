@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fusion_test_util.h"
+#include "ops/op_util.h"
 
 using namespace stitch;
 using namespace stitch::test;
@@ -165,6 +166,33 @@ TEST_CASE("TensorScatter into a computed cache is stitched, and its kernel compi
       std::filesystem::temp_directory_path() / ("stitch_unit_scatter_" + std::to_string(getpid()));
   for (const codegen::Kernel& k : s->kernels) nvcc_compiles_cleanly(k, dir);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a TensorScatter the schedule may not write in place gathers the whole cache", "[emu]") {
+  // The front end keeps the op (its cache is an input read by nothing else); the cache input then
+  // also becomes a graph output, so the schedule must not overwrite it: the kernel that writes
+  // every cache position (the update where it lands, the past elsewhere) runs instead.
+  auto g = parse_or_die(R"(graph "ts" opset 24 {
+  input %past: f32[2,3,6,4]
+  input %u: f32[2,3,2,4]
+  const %w: i64[2] = [1, 5]
+  %y = TensorScatter(%past, %u, %w) {mode = "circular"} @"ts"
+  output %y
+})");
+  run_frontend_or_die(*g);
+  const Node* scatter = nullptr;
+  for (const Node* n : all_nodes(*g))
+    if (n->op_type == "TensorScatter") scatter = n;
+  REQUIRE(scatter);
+  CHECK(ops::tensor_scatter_in_place(*g, *scatter));
+  g->outputs.push_back(g->find_value("past"));
+  CHECK_FALSE(ops::tensor_scatter_in_place(*g, *scatter));
+  auto s = codegen::build_schedule(*g, nullptr);
+  REQUIRE(s.is_ok());
+  CHECK(s->outputs_in_inputs.empty());
+  REQUIRE(s->kernels.size() == 1);
+  CHECK(s->kernels[0].mapping.find("the update gathered along axis 2") != std::string::npos);
+  CHECK(emu_matches_reference(*g, nullptr, 50) == 1);
 }
 
 TEST_CASE("SwiGLU becomes Swish times its value, and Swish is an element-wise op", "[frontend]") {

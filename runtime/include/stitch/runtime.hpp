@@ -78,7 +78,9 @@ class Session {
                  const void* data, size_t bytes);
   // Runs the schedule once. Every input must have been set.
   void run();
-  // Copies an output out; `bytes` must equal its size.
+  // Copies an output out; `bytes` must equal its size. An output written in place of an input
+  // (the manifest's in_place_of_input) is that input's buffer: read it before setting that input
+  // again.
   void get_output(const std::string& name, void* data, size_t bytes);
   // Sets input `input` to what output `output` holds after the last run(), on the device (a
   // decoding loop's present KV cache as the next step's past). They must have one dtype and shape.
