@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "importer/op_schema.h"
 #include "importer/tensor_proto.h"
 #include "ir/op_table.h"
 
@@ -190,6 +191,7 @@ class Importer {
         n->attrs[a.name()] = std::move(v);
       }
       if (n->op_type == "Constant" && n->domain.empty()) {
+        RETURN_IF_ERROR(check_node_schema(*n, np.input_size(), np.output_size()));
         ASSIGN_OR_RETURN(Tensor t, constant_value(*n));
         if (np.output_size() != 1) return Status::user(fmt::format("{} must have one output", n->describe()));
         if (g_->find_value(np.output(0)))
@@ -238,6 +240,7 @@ class Importer {
         n.inputs.push_back(v);
       }
       for (const auto& o : np.output()) n.outputs.push_back(o.empty() ? nullptr : g_->find_value(o));
+      RETURN_IF_ERROR(check_node_schema(n, np.input_size(), np.output_size()));
       // Trailing omitted optional inputs/outputs carry no meaning.
       while (!n.inputs.empty() && !n.inputs.back()) n.inputs.pop_back();
       g_->add_node(std::move(pending[i]));
