@@ -56,10 +56,13 @@ void simplify(SubAxes& a) {
 }
 
 // The layout of a view with dims `nd`: the sub-axes in order, regrouped (a sub-axis split when a
-// new axis takes part of it); nullopt when the sizes do not divide.
+// new axis takes part of it); nullopt when the sizes do not divide or the view is empty.
 std::optional<std::vector<SubAxes>> view_layout(const std::vector<SubAxes>& axes, const Dims& nd) {
   SubAxes flat;
   for (const auto& a : axes) flat.insert(flat.end(), a.begin(), a.end());
+  if (std::any_of(nd.begin(), nd.end(), [](int64_t d) { return d <= 0; }) ||
+      std::any_of(flat.begin(), flat.end(), [](const auto& s) { return s.first <= 0; }))
+    return std::nullopt;
   std::vector<SubAxes> out(nd.size());
   size_t f = 0;
   for (size_t j = 0; j < nd.size(); ++j) {

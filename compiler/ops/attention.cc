@@ -80,6 +80,10 @@ StatusOr<AttentionShape> attention_shape(const Node& n, const Dims& q, const Dim
         n, fmt::format("Q's {} heads are not a multiple of K's and V's {}", s.q_heads, s.kv_heads));
   if ((past_k == nullptr) != (past_v == nullptr))
     return node_error(n, "past_key and past_value must be given together");
+  if (past_k && (past_k->size() != 4 || past_v->size() != 4))
+    return node_error(n,
+                      fmt::format("past_key {} and past_value {} must be [batch, kv heads, past, head size]",
+                                  dims_to_string(*past_k), dims_to_string(*past_v)));
   if (past_k) {
     const Dims want_k{s.batch, s.kv_heads, (*past_k)[2], s.head},
         want_v{s.batch, s.kv_heads, (*past_v)[2], s.v_head};
@@ -320,10 +324,14 @@ StatusOr<RotaryShape> rotary_shape(const Node& n, const Dims& x, const Dims& cos
         fmt::format("cos_cache and sin_cache must be {} with {} values per row (the rotated half), "
                     "got {}",
                     pos ? "[positions, half]" : "[batch, sequence, half]", r.rot / 2, dims_to_string(cos)));
-  if (pos && (pos->size() != 2 || (known((*pos)[1]) && known(seq) && (*pos)[1] != seq)))
-    return node_error(n, fmt::format("position_ids must be [batch, sequence], got {}", dims_to_string(*pos)));
-  if (!pos && known(cos[1]) && known(seq) && cos[1] != seq)
+  const auto differs = [](int64_t a, int64_t b) { return known(a) && known(b) && a != b; };
+  if (pos && (pos->size() != 2 || differs((*pos)[0], x[0]) || differs((*pos)[1], seq)))
+    return node_error(n, fmt::format("position_ids must be [batch, sequence] = [{}, {}], got {}", x[0], seq,
+                                     dims_to_string(*pos)));
+  if (!pos && differs(cos[1], seq))
     return node_error(n, fmt::format("cos_cache has {} positions, X {}", cos[1], seq));
+  if (!pos && differs(cos[0], x[0]) && differs(cos[0], 1))
+    return node_error(n, fmt::format("cos_cache's batch is {}; X's is {}", cos[0], x[0]));
   return r;
 }
 

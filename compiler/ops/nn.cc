@@ -129,10 +129,33 @@ Status eval_gemm(const Node& n, std::span<const Tensor* const> in, std::vector<T
 
 // ---- Windows: shared by Conv, ConvTranspose and the pools -----------------------------------
 
+// The window attributes every op with one shares: a positive kernel, stride and dilation per
+// spatial axis, pads that are not negative.
+Status check_window_attrs(const Node& n, const Window& w) {
+  if (static_cast<int64_t>(w.strides.size()) != w.spatial ||
+      static_cast<int64_t>(w.dilations.size()) != w.spatial ||
+      static_cast<int64_t>(w.pad_begin.size()) != w.spatial ||
+      static_cast<int64_t>(w.pad_end.size()) != w.spatial)
+    return node_error(
+        n, fmt::format("strides, dilations and pads must match the {} spatial dimensions (pads twice)",
+                       w.spatial));
+  for (int64_t i = 0; i < w.spatial; ++i) {
+    if (w.kernel[i] <= 0)
+      return node_error(n, fmt::format("the kernel's extent on spatial axis {} is {}; it must be positive", i,
+                                       w.kernel[i]));
+    if (w.strides[i] <= 0 || w.dilations[i] <= 0)
+      return node_error(n, "strides and dilations must be positive");
+    if (w.pad_begin[i] < 0 || w.pad_end[i] < 0)
+      return node_error(n, fmt::format("pads must not be negative (spatial axis {} has {} and {})", i,
+                                       w.pad_begin[i], w.pad_end[i]));
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 // Fills strides, dilations and pads from attributes, resolving auto_pad.
 // `kernel` and `in` must be set; computes `out` for the forward direction.
-}  // namespace
 
 StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_mode) {
   Window w;
@@ -148,8 +171,8 @@ StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_m
   std::string autopad = n.attr_string("auto_pad", "NOTSET");
   w.pad_begin.assign(pads.begin(), pads.begin() + w.spatial);
   w.pad_end.assign(pads.begin() + w.spatial, pads.end());
+  RETURN_IF_ERROR(check_window_attrs(n, w));
   for (int64_t i = 0; i < w.spatial; ++i) {
-    if (w.strides[i] <= 0 || w.dilations[i] <= 0) return node_error(n, "strides and dilations must be positive");
     int64_t ek = w.dilations[i] * (w.kernel[i] - 1) + 1;
     if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
       int64_t o = (in[i] + w.strides[i] - 1) / w.strides[i];
@@ -288,10 +311,19 @@ StatusOr<Window> convt_window(const Node& n, const Dims& x, const Dims& wt) {
   std::string autopad = n.attr_string("auto_pad", "NOTSET");
   if (static_cast<int64_t>(pads.size()) != 2 * w.spatial || static_cast<int64_t>(outpad.size()) != w.spatial)
     return node_error(n, "pads and output_padding must match the spatial dimensions");
+  if (autopad != "NOTSET" && autopad != "SAME_UPPER" && autopad != "SAME_LOWER" && autopad != "VALID")
+    return node_error(n, fmt::format("unknown auto_pad '{}'", autopad));
   w.pad_begin.assign(pads.begin(), pads.begin() + w.spatial);
   w.pad_end.assign(pads.begin() + w.spatial, pads.end());
+  RETURN_IF_ERROR(check_window_attrs(n, w));
   if (!oshape.empty() && static_cast<int64_t>(oshape.size()) == w.spatial + 2) oshape.erase(oshape.begin(), oshape.begin() + 2);
+  if (!oshape.empty() && static_cast<int64_t>(oshape.size()) != w.spatial)
+    return node_error(n, fmt::format("output_shape has {} values; it must give the {} spatial extents",
+                                     oshape.size(), w.spatial));
   for (int64_t i = 0; i < w.spatial; ++i) {
+    if (outpad[i] < 0)
+      return node_error(
+          n, fmt::format("output_padding {} on spatial axis {} must not be negative", outpad[i], i));
     int64_t full = w.strides[i] * (w.in[i] - 1) + outpad[i] + (w.kernel[i] - 1) * w.dilations[i] + 1;
     if (!oshape.empty() || autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
       // ONNX: total padding may be negative (the output grows); split with floor division.

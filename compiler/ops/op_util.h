@@ -28,10 +28,11 @@ inline Status node_error(const Node& n, const std::string& msg) {
   return Status::user(fmt::format("{}: {}", n.describe(), msg));
 }
 
-// Normalises a possibly negative axis against `rank`; error if out of range.
+// Normalises a possibly negative axis against `rank`; error if out of range (a scalar has none).
 inline StatusOr<int64_t> norm_axis(const Node& n, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1) || (rank == 0 && axis != 0 && axis != -1))
-    return node_error(n, fmt::format("axis {} is out of range for rank {}", axis, rank));
+  if (axis < -rank || axis >= rank)
+    return node_error(n, rank == 0 ? fmt::format("axis {} is given for a scalar, which has no axes", axis)
+                                   : fmt::format("axis {} is out of range for rank {}", axis, rank));
   return axis < 0 ? axis + rank : axis;
 }
 

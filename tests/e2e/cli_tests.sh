@@ -70,6 +70,17 @@ RZ=/usr/share/libonnx-testdata/data/node/test_resize_upsample_scales_linear
 expect "Resize scales known only at run time" 2 \
   "node 'Resize_0' \(Resize\): its scales \(input 2 'scales'\) is computed at run time.*graph input.*initializer" -- \
   "$STITCHC" compile "$RZ/model.onnx" -o "$TMP/rz" --no-nvcc
+# Malformed nodes (tests/e2e/make_bad_models.py): checked against the ONNX schema of the model's
+# opset, or by the op's shape rule, never read with defaults.
+B=$ROOT/tests/e2e/bad_models
+expect "an attribute of the wrong kind" 2 \
+  "node 'sm' \(Softmax\): attribute 'axis' is a float, but Softmax \(version 13, in effect at opset 17\) takes an int" -- \
+  "$STITCHC" compile "$B/softmax_float_axis.onnx" -o "$TMP/bad1" --no-nvcc
+expect "an attribute the op does not have" 2 "node 'sm' \(Softmax\): 'axes' is not an attribute of Softmax.*which takes axis" -- \
+  "$STITCHC" compile "$B/softmax_axes.onnx" -o "$TMP/bad2" --no-nvcc
+expect "a negative pooling window" 2 "node 'pool' \(MaxPool\): the kernel's extent on spatial axis 0 is -3" -- \
+  "$STITCHC" compile "$B/maxpool_negative_kernel.onnx" -o "$TMP/bad3" --no-nvcc
+check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):
 # binding past binds it, and data that contradict it name both inputs.
 DEC=$ROOT/models/llama_tiny_dec

@@ -243,6 +243,17 @@ TEST_CASE("bad RMSNormalization, RotaryEmbedding or Attention input is an error 
       {"Attention",
        "input %q: f32[2,4,5,8]\n  input %k: f32[2,2,5,8]\n  input %v: f32[2,2,5,8]\n  input %p: f32[2,2,3,8]",
        "Attention(%q, %k, %v, _, %p)", "past_key and past_value must be given together"},
+      {"Attention",
+       "input %q: f32[2,4,5,8]\n  input %k: f32[2,2,5,8]\n  input %v: f32[2,2,5,8]\n  input %p: f32[]\n  "
+       "input %pv: f32[2,2,3,8]",
+       "Attention(%q, %k, %v, _, %p, %pv)",
+       "past_key scalar and past_value 2x2x3x8 must be [batch, kv heads"},
+      {"RotaryEmbedding",
+       "input %x: f32[2,5,12]\n  input %c: f32[10,2]\n  input %s: f32[10,2]\n  input %p: i64[3,5]",
+       "RotaryEmbedding(%x, %c, %s, %p) {num_heads = 3}",
+       "position_ids must be [batch, sequence] = [2, 5], got 3x5"},
+      {"RotaryEmbedding", "input %x: f32[2,3,5,8]\n  input %c: f32[3,5,4]\n  input %s: f32[3,5,4]",
+       "RotaryEmbedding(%x, %c, %s)", "cos_cache's batch is 3; X's is 2"},
   };
   for (const Case& c : cases) {
     const std::string text =

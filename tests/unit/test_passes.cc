@@ -213,6 +213,48 @@ TEST_CASE("shape rule errors name the node") {
   CHECK_THAT(st.message(), Catch::Contains("node 'proj' (MatMul)") && Catch::Contains("inner dimensions differ"));
 }
 
+TEST_CASE("window attributes and axes out of range are errors naming the node, not crashes or hangs") {
+  struct Case {
+    std::string op, inputs, call, message;
+  };
+  const std::vector<Case> cases = {
+      // A negative kernel made the reference loop over a window of 10^9 steps.
+      {"MaxPool", "input %x: f32[1,1,5,5]", "MaxPool(%x) {kernel_shape = ints[-3, 2]}",
+       "the kernel's extent on spatial axis 0 is -3; it must be positive"},
+      {"AveragePool", "input %x: f32[1,1,5]", "AveragePool(%x) {kernel_shape = ints[0]}",
+       "the kernel's extent on spatial axis 0 is 0"},
+      {"MaxPool", "input %x: f32[1,1,5,5]",
+       "MaxPool(%x) {kernel_shape = ints[2, 2], pads = ints[0, -1, 0, 0]}", "pads must not be negative"},
+      // ConvTranspose read strides and dilations without checking their count.
+      {"ConvTranspose", "input %x: f32[1,2,4,4]\n  input %w: f32[2,3,3,3]",
+       "ConvTranspose(%x, %w) {strides = ints[]}",
+       "strides, dilations and pads must match the 2 spatial dimensions"},
+      {"ConvTranspose", "input %x: f32[1,2,4,4]\n  input %w: f32[2,3,3,3]",
+       "ConvTranspose(%x, %w) {dilations = ints[1, 0]}", "strides and dilations must be positive"},
+      {"ConvTranspose", "input %x: f32[1,2,4,4]\n  input %w: f32[2,3,3,3]",
+       "ConvTranspose(%x, %w) {auto_pad = \"SAME\"}", "unknown auto_pad 'SAME'"},
+      {"ConvTranspose", "input %x: f32[1,2,4,4]\n  input %w: f32[2,3,3,3]",
+       "ConvTranspose(%x, %w) {output_shape = ints[8]}",
+       "output_shape has 1 values; it must give the 2 spatial extents"},
+      {"ConvTranspose", "input %x: f32[1,2,4,4]\n  input %w: f32[2,3,3,3]",
+       "ConvTranspose(%x, %w) {output_padding = ints[0, -1]}",
+       "output_padding -1 on spatial axis 1 must not be negative"},
+      // A scalar has no axis 0: Split read past its dims.
+      {"Split", "input %x: f32[]", "Split(%x) {axis = 0}", "axis 0 is given for a scalar, which has no axes"},
+      {"CumSum", "input %x: f32[]\n  const %a: i64[] = [0]", "CumSum(%x, %a)",
+       "axis 0 is given for a scalar"},
+  };
+  for (const Case& c : cases) {
+    const std::string text =
+        fmt::format("graph \"g\" opset 17 {{\n  {}\n  %y = {} @\"n\"\n  output %y\n}}\n", c.inputs, c.call);
+    INFO(text);
+    const std::string msg = test::frontend_error(text);
+    INFO(msg);
+    CHECK(msg.find(fmt::format("node 'n' ({})", c.op)) != std::string::npos);
+    CHECK(msg.find(c.message) != std::string::npos);
+  }
+}
+
 TEST_CASE("a reduction's axes where its opset does not read them are refused, not reduced over all axes") {
   // ReduceMean takes its axes as input 1 from opset 18 (ReduceSum from 13). Before that, a second
   // input would be ignored; from then on, an 'axes' attribute would: every axis reduced either way.

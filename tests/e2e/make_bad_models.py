@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Writes the malformed models tests/e2e/cli_tests.sh feeds to stitchc, each a few hundred bytes:
+
+    python3 tests/e2e/make_bad_models.py tests/e2e/bad_models    # with onnx 1.23.2
+
+Each is refused with exit code 2 and a message naming its node; none is a valid ONNX model
+(onnx.checker.check_model refuses the first two as well).
+"""
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+
+def model(name, node, inputs, opset=17):
+    graph = helper.make_graph([node], name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    x = lambda *shape: helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))
+    cases = {
+        # Softmax's axis written as a float: read as absent it would be the default axis.
+        "softmax_float_axis": model("softmax_float_axis", helper.make_node("Softmax", ["x"], ["y"], "sm", axis=0.0),
+                                    [x(2, 3)]),
+        # A misspelt attribute: "axes" for Softmax.
+        "softmax_axes": model("softmax_axes", helper.make_node("Softmax", ["x"], ["y"], "sm", axes=[0]), [x(2, 3)]),
+        # A negative pooling window.
+        "maxpool_negative_kernel": model(
+            "maxpool_negative_kernel", helper.make_node("MaxPool", ["x"], ["y"], "pool", kernel_shape=[-3, 2]),
+            [x(1, 1, 5, 5)]),
+    }
+    for name, m in cases.items():
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
