@@ -92,7 +92,7 @@ StatusOr<EinsumSpec> einsum_spec(const Node& n, const std::vector<Dims>& inputs)
       if (it->second < 0 || d < 0) {  // unbound before --shape: the known size, if any
         it->second = std::max(it->second, d);
       } else if (id >= kEinsumEllipsis && (it->second == 1 || d == 1)) {
-        it->second = std::max(it->second, d);
+        if (it->second == 1) it->second = d;  // broadcast: 1 against 0 is 0, not the larger
       } else if (it->second != d) {
         const std::string what =
             id >= kEinsumEllipsis ? "an ellipsis axis" : fmt::format("subscript '{}'", static_cast<char>(id));

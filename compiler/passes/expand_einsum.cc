@@ -167,7 +167,7 @@ struct Expander {
     for (int id : batch) {
       ad.push_back(a.size(id));
       cd.push_back(c.size(id));
-      pd.push_back(std::max(a.size(id), c.size(id)));
+      pd.push_back(a.size(id) == 1 ? c.size(id) : a.size(id));  // broadcast (1 against 0 is 0)
     }
     rd = pd;
     ad.insert(ad.end(), {m, k});

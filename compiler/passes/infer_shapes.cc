@@ -6,7 +6,8 @@
 // that can compute values from shapes alone (Shape, Size) record them. That
 // is what lets PyTorch's Shape -> Gather -> Unsqueeze -> Concat -> Reshape
 // chains resolve once the input shapes are bound; fold_constants then removes
-// those nodes. Assumes bound input shapes; guarantees static types everywhere.
+// those nodes. An output with no elements is a constant too (an empty tensor has no values to
+// compute). Assumes bound input shapes; guarantees static types everywhere.
 #include <fmt/format.h>
 
 #include "ir/op_table.h"
@@ -56,6 +57,17 @@ StatusOr<bool> infer_shapes(Graph& g, PassContext&) {
                                         "--shape bindings and the model's shape constants",
                                         n.describe(), o->name, dims_to_string(*o->dims)));
       changed |= before[i].first != o->dtype || before[i].second != o->dims;
+    }
+    // Outputs with no elements are known without computing them: constants, so that no kernel or
+    // library call is planned over an empty tensor.
+    if (std::all_of(n.outputs.begin(), n.outputs.end(),
+                    [](const Value* o) { return !o || num_elements(*o->dims) == 0; })) {
+      for (Value* o : n.outputs)
+        if (o && !o->constant) {
+          o->constant = Tensor(o->dtype, *o->dims);
+          changed = true;
+        }
+      continue;
     }
     bool all_const = std::all_of(n.inputs.begin(), n.inputs.end(), [](const Value* v) { return !v || v->constant; });
     bool outputs_known = std::all_of(n.outputs.begin(), n.outputs.end(), [](const Value* v) { return !v || v->constant; });
