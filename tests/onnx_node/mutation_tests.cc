@@ -7,11 +7,13 @@
 // rewrites, the beam planner, the schedule with its generated kernels) and, for attribute mutants,
 // the reference interpreter on the test's inputs. Each must either go through or stop with a user
 // error: an internal error fails the run, and a crash or a hang fails the test that runs it.
-// (Attributes of the wrong kind, unknown attributes and wrong input counts are the importer's, and
-// its unit tests have them: a mutant here starts from an imported graph.)
+// Besides, every attribute is written, in the model file, as each other kind of value (an int as a
+// float, a list as a single int...): the importer must refuse each such model with a user error
+// naming the attribute, since read as absent it would silently take the op's default.
 //
 //   stitch_mutation_tests [--shard K/N] [--verbose] DIR...
 #include <fmt/format.h>
+#include <onnx/onnx_pb.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <new>
 
@@ -231,6 +234,49 @@ Status mutate_test(const fs::path& dir, Counts& c, bool verbose) {
   return Status::ok();
 }
 
+// Every attribute of the model file rewritten as each other kind; each must be refused.
+void mutate_kinds(const fs::path& dir, Counts& c, bool verbose) {
+  using A = onnx::AttributeProto;
+  onnx::ModelProto m;
+  std::ifstream f(dir / "model.onnx", std::ios::binary);
+  if (!m.ParseFromIstream(&f)) return;
+  const std::string name = dir.filename().string();
+  const auto as_kind = [](const std::string& attr, A::AttributeType t) {
+    A a;
+    a.set_name(attr);
+    a.set_type(t);
+    if (t == A::INT) a.set_i(1);
+    if (t == A::FLOAT) a.set_f(1.0f);
+    if (t == A::STRING) a.set_s("1");
+    if (t == A::INTS) a.add_ints(1);
+    if (t == A::FLOATS) a.add_floats(1.0f);
+    return a;
+  };
+  for (int i = 0; i < m.graph().node_size(); ++i) {
+    const onnx::NodeProto& n = m.graph().node(i);
+    for (int j = 0; j < n.attribute_size(); ++j) {
+      const A& a = n.attribute(j);
+      for (A::AttributeType t : {A::INT, A::FLOAT, A::STRING, A::INTS, A::FLOATS}) {
+        if (t == a.type()) continue;
+        onnx::ModelProto copy = m;
+        *copy.mutable_graph()->mutable_node(i)->mutable_attribute(j) = as_kind(a.name(), t);
+        const std::string what = fmt::format("{}: node {} ({}) with attribute '{}' as {}", name, i,
+                                             n.op_type(), a.name(), A::AttributeType_Name(t));
+        std::snprintf(g_current, sizeof g_current, "%s", what.c_str());
+        auto g = import_onnx_bytes(copy.SerializeAsString(), dir.string(), "model.onnx");
+        const bool named = !g.is_ok() && g.status().code() == Code::kUser &&
+                           g.status().message().find("'" + a.name() + "'") != std::string::npos;
+        record(c,
+               named ? g.status()
+                     : Status::internal(g.is_ok() ? "imported, the attribute's kind unchecked"
+                                                  : "refused without naming the attribute: " +
+                                                        g.status().message()),
+               what, verbose);
+      }
+    }
+  }
+}
+
 bool claimed(const Graph& g) {
   return std::all_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return n->def != nullptr; });
 }
@@ -277,6 +323,7 @@ int main(int argc, char** argv) {
       auto g = import_onnx_file((dir / "model.onnx").string());
       if (!g.is_ok() || !claimed(**g)) continue;  // unclaimed ops or opsets: the node tests skip them too
       ++tests;
+      mutate_kinds(dir, c, verbose);
       Status st = mutate_test(dir, c, verbose);
       if (!st.is_ok()) {
         ++c.failed;
