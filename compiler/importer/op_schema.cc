@@ -101,9 +101,9 @@ Status check_node_schema(const Node& n, size_t num_inputs, size_t num_outputs) {
     if (it == s->attrs.end()) {
       if (const OpSchema* before = last_version_with(n.op_type, name, s->since))
         return Status::user(fmt::format(
-            "{}: '{}' is an attribute of {} only up to version {}, and the model's opset {} takes version "
-            "{}; "
-            "write the model for that version (onnx.version_converter converts one) or re-export it",
+            "{}: '{}' is an attribute of {} only up to version {}, and the model's opset {} takes "
+            "version {}; write the model for that version (onnx.version_converter converts one) or "
+            "re-export it",
             n.describe(), name, n.op_type, before->since, n.opset, s->since));
       std::vector<std::string_view> known;
       for (const AttrSpec& a : s->attrs) known.push_back(a.name);

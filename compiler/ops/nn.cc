@@ -129,16 +129,22 @@ Status eval_gemm(const Node& n, std::span<const Tensor* const> in, std::vector<T
 
 // ---- Windows: shared by Conv, ConvTranspose and the pools -----------------------------------
 
-// The window attributes every op with one shares: a positive kernel, stride and dilation per
-// spatial axis, pads that are not negative.
-Status check_window_attrs(const Node& n, const Window& w) {
+// Reads the window attributes every op with a window shares (`w.spatial` and `w.kernel` set):
+// strides, dilations and pads per spatial axis, checked for their counts before the pads are
+// split and for their values (a positive kernel, stride and dilation, pads not negative), and
+// auto_pad checked to be one the spec names.
+Status read_window_attrs(const Node& n, Window& w) {
+  w.strides = n.attr_ints("strides", Dims(w.spatial, 1));
+  w.dilations = n.attr_ints("dilations", Dims(w.spatial, 1));
+  const Dims pads = n.attr_ints("pads", Dims(2 * w.spatial, 0));
   if (static_cast<int64_t>(w.strides.size()) != w.spatial ||
       static_cast<int64_t>(w.dilations.size()) != w.spatial ||
-      static_cast<int64_t>(w.pad_begin.size()) != w.spatial ||
-      static_cast<int64_t>(w.pad_end.size()) != w.spatial)
+      static_cast<int64_t>(pads.size()) != 2 * w.spatial)
     return node_error(
         n, fmt::format("strides, dilations and pads must match the {} spatial dimensions (pads twice)",
                        w.spatial));
+  w.pad_begin.assign(pads.begin(), pads.begin() + w.spatial);
+  w.pad_end.assign(pads.begin() + w.spatial, pads.end());
   for (int64_t i = 0; i < w.spatial; ++i) {
     if (w.kernel[i] <= 0)
       return node_error(n, fmt::format("the kernel's extent on spatial axis {} is {}; it must be positive", i,
@@ -149,6 +155,9 @@ Status check_window_attrs(const Node& n, const Window& w) {
       return node_error(n, fmt::format("pads must not be negative (spatial axis {} has {} and {})", i,
                                        w.pad_begin[i], w.pad_end[i]));
   }
+  const std::string autopad = n.attr_string("auto_pad", "NOTSET");
+  if (autopad != "NOTSET" && autopad != "SAME_UPPER" && autopad != "SAME_LOWER" && autopad != "VALID")
+    return node_error(n, fmt::format("unknown auto_pad '{}'", autopad));
   return Status::ok();
 }
 
@@ -156,22 +165,13 @@ Status check_window_attrs(const Node& n, const Window& w) {
 
 // Fills strides, dilations and pads from attributes, resolving auto_pad.
 // `kernel` and `in` must be set; computes `out` for the forward direction.
-
 StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_mode) {
   Window w;
   w.spatial = static_cast<int64_t>(in.size());
   w.in = in;
   w.kernel = kernel;
-  w.strides = n.attr_ints("strides", Dims(w.spatial, 1));
-  w.dilations = n.attr_ints("dilations", Dims(w.spatial, 1));
-  Dims pads = n.attr_ints("pads", Dims(2 * w.spatial, 0));
-  if (static_cast<int64_t>(w.strides.size()) != w.spatial || static_cast<int64_t>(w.dilations.size()) != w.spatial ||
-      static_cast<int64_t>(pads.size()) != 2 * w.spatial)
-    return node_error(n, fmt::format("strides, dilations and pads must match the {} spatial dimensions", w.spatial));
-  std::string autopad = n.attr_string("auto_pad", "NOTSET");
-  w.pad_begin.assign(pads.begin(), pads.begin() + w.spatial);
-  w.pad_end.assign(pads.begin() + w.spatial, pads.end());
-  RETURN_IF_ERROR(check_window_attrs(n, w));
+  RETURN_IF_ERROR(read_window_attrs(n, w));
+  const std::string autopad = n.attr_string("auto_pad", "NOTSET");
   for (int64_t i = 0; i < w.spatial; ++i) {
     int64_t ek = w.dilations[i] * (w.kernel[i] - 1) + 1;
     if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
@@ -182,8 +182,6 @@ StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_m
       w.pad_end[i] = autopad == "SAME_UPPER" ? big : small;
     } else if (autopad == "VALID") {
       w.pad_begin[i] = w.pad_end[i] = 0;
-    } else if (autopad != "NOTSET") {
-      return node_error(n, fmt::format("unknown auto_pad '{}'", autopad));
     }
     int64_t span = in[i] + w.pad_begin[i] + w.pad_end[i] - ek;
     if (span < 0)
@@ -303,19 +301,12 @@ StatusOr<Window> convt_window(const Node& n, const Dims& x, const Dims& wt) {
   w.spatial = static_cast<int64_t>(x.size()) - 2;
   w.in.assign(x.begin() + 2, x.end());
   w.kernel.assign(wt.begin() + 2, wt.end());
-  w.strides = n.attr_ints("strides", Dims(w.spatial, 1));
-  w.dilations = n.attr_ints("dilations", Dims(w.spatial, 1));
-  Dims pads = n.attr_ints("pads", Dims(2 * w.spatial, 0));
-  Dims outpad = n.attr_ints("output_padding", Dims(w.spatial, 0));
+  RETURN_IF_ERROR(read_window_attrs(n, w));
+  const Dims outpad = n.attr_ints("output_padding", Dims(w.spatial, 0));
   Dims oshape = n.attr_ints("output_shape");
-  std::string autopad = n.attr_string("auto_pad", "NOTSET");
-  if (static_cast<int64_t>(pads.size()) != 2 * w.spatial || static_cast<int64_t>(outpad.size()) != w.spatial)
-    return node_error(n, "pads and output_padding must match the spatial dimensions");
-  if (autopad != "NOTSET" && autopad != "SAME_UPPER" && autopad != "SAME_LOWER" && autopad != "VALID")
-    return node_error(n, fmt::format("unknown auto_pad '{}'", autopad));
-  w.pad_begin.assign(pads.begin(), pads.begin() + w.spatial);
-  w.pad_end.assign(pads.begin() + w.spatial, pads.end());
-  RETURN_IF_ERROR(check_window_attrs(n, w));
+  const std::string autopad = n.attr_string("auto_pad", "NOTSET");
+  if (static_cast<int64_t>(outpad.size()) != w.spatial)
+    return node_error(n, "output_padding must match the spatial dimensions");
   if (!oshape.empty() && static_cast<int64_t>(oshape.size()) == w.spatial + 2) oshape.erase(oshape.begin(), oshape.begin() + 2);
   if (!oshape.empty() && static_cast<int64_t>(oshape.size()) != w.spatial)
     return node_error(n, fmt::format("output_shape has {} values; it must give the {} spatial extents",

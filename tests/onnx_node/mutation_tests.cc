@@ -30,8 +30,8 @@
 #include "fusion/plan.h"
 #include "fusion/rewrites.h"
 #include "importer/onnx_importer.h"
-#include "importer/tensor_io.h"
 #include "ir/op_table.h"
+#include "node_test_dirs.h"
 #include "passes/pass.h"
 #include "reference/interpreter.h"
 
@@ -85,17 +85,6 @@ std::vector<Dims> shape_mutations(const Dims& d) {
   more.insert(more.end(), d.begin(), d.end());
   out.push_back(more);
   out.push_back({});
-  return out;
-}
-
-StatusOr<std::vector<Tensor>> read_inputs(const fs::path& dir) {
-  std::vector<Tensor> out;
-  for (int i = 0;; ++i) {
-    const fs::path p = dir / fmt::format("input_{}.pb", i);
-    if (!fs::exists(p)) break;
-    ASSIGN_OR_RETURN(NamedTensor t, read_tensor_file(p.string()));
-    out.push_back(std::move(t.tensor));
-  }
   return out;
 }
 
@@ -169,7 +158,7 @@ Status run_guarded(std::unique_ptr<Graph> g, PassContext& ctx, const TensorMap* 
 Status mutate_test(const fs::path& dir, Counts& c, bool verbose) {
   const std::string name = dir.filename().string();
   ASSIGN_OR_RETURN(auto g, import_onnx_file((dir / "model.onnx").string()));
-  ASSIGN_OR_RETURN(auto inputs, read_inputs(dir / "test_data_set_0"));
+  ASSIGN_OR_RETURN(auto inputs, node_tests::read_set(dir / "test_data_set_0", "input"));
   if (inputs.size() != g->inputs.size()) return Status::ok();  // not a layout the node tests run either
   // Integer inputs (shape operands) become constants, as a user's model holds them.
   TensorMap feed;
@@ -292,8 +281,7 @@ int main(int argc, char** argv) {
     if (a == "--verbose") {
       verbose = true;
     } else if (a == "--shard" && i + 1 < argc) {
-      if (std::sscanf(argv[++i], "%d/%d", &shard_k, &shard_n) != 2 || shard_n < 1 || shard_k < 0 ||
-          shard_k >= shard_n) {
+      if (!node_tests::parse_shard(argv[++i], &shard_k, &shard_n)) {
         fmt::print(stderr, "mutation-tests: --shard wants K/N with 0 <= K < N\n");
         return 2;
       }
@@ -313,12 +301,8 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "mutation-tests: '{}' is not a directory (is libonnx-testdata installed?)\n", root);
       return 2;
     }
-    std::vector<fs::path> dirs;
-    for (const auto& e : fs::directory_iterator(root))
-      if (e.is_directory() && fs::exists(e.path() / "model.onnx") && fs::exists(e.path() / "test_data_set_0"))
-        dirs.push_back(e.path());
-    std::sort(dirs.begin(), dirs.end());
-    for (const auto& dir : dirs) {
+    for (const auto& dir : node_tests::test_dirs(root)) {
+      if (!fs::exists(dir / "test_data_set_0")) continue;
       if (ordinal++ % shard_n != shard_k) continue;
       auto g = import_onnx_file((dir / "model.onnx").string());
       if (!g.is_ok() || !claimed(**g)) continue;  // unclaimed ops or opsets: the node tests skip them too

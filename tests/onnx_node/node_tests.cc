@@ -37,6 +37,7 @@
 #include "importer/onnx_importer.h"
 #include "importer/tensor_io.h"
 #include "ir/op_table.h"
+#include "node_test_dirs.h"
 #include "passes/pass.h"
 #include "reference/compare.h"
 #include "reference/interpreter.h"
@@ -45,6 +46,7 @@
 
 namespace fs = std::filesystem;
 using namespace stitch;
+using node_tests::read_set;
 
 namespace {
 
@@ -60,17 +62,6 @@ std::vector<std::string> unclaimed_ops(const std::string& model_path) {
   for (const auto& n : m.graph().node()) {
     if (n.op_type() == "Constant" && n.domain().empty()) continue;
     if (!find_op(n.domain(), n.op_type(), opset)) out.push_back(fmt::format("{}@{}", n.op_type(), opset));
-  }
-  return out;
-}
-
-StatusOr<std::vector<Tensor>> read_set(const fs::path& dir, const char* prefix) {
-  std::vector<Tensor> out;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / fmt::format("{}_{}.pb", prefix, i);
-    if (!fs::exists(p)) break;
-    ASSIGN_OR_RETURN(NamedTensor t, read_tensor_file(p.string()));
-    out.push_back(std::move(t.tensor));
   }
   return out;
 }
@@ -279,7 +270,7 @@ int main(int argc, char** argv) {
     else if (a == "--nvcc-dir" && i + 1 < argc) g_nvcc_dir = argv[++i];
     else if (a == "--fusion" && i + 1 < argc) g_fusion = argv[++i];
     else if (a == "--shard" && i + 1 < argc) {
-      if (std::sscanf(argv[++i], "%d/%d", &shard_k, &shard_n) != 2 || shard_n < 1 || shard_k < 0 || shard_k >= shard_n) {
+      if (!node_tests::parse_shard(argv[++i], &shard_k, &shard_n)) {
         fmt::print(stderr, "node-tests: --shard wants K/N with 0 <= K < N\n");
         return 2;
       }
@@ -302,11 +293,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "node-tests: '{}' is not a directory (is libonnx-testdata installed?)\n", root);
       return 2;
     }
-    std::vector<fs::path> dirs;
-    for (const auto& e : fs::directory_iterator(root))
-      if (e.is_directory() && fs::exists(e.path() / "model.onnx")) dirs.push_back(e.path());
-    std::sort(dirs.begin(), dirs.end());
-    for (const auto& dir : dirs) {
+    for (const auto& dir : node_tests::test_dirs(root)) {
       std::string name = dir.filename().string();
       if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       if (ordinal++ % shard_n != shard_k) continue;
