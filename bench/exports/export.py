@@ -480,7 +480,67 @@ def models():
             hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, vocab_size=1000))),
         "qwen3_wide": hf_wide("qwen3_wide", tf.Qwen3Config, tf.Qwen3Model, num_key_value_heads=4, head_dim=64),
     })
-    for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"]:
+    # And more (tried 2026-11-26, later; same small sizes): mixtures of experts through torch.export
+    # (DeepSeek-V3 with latent attention and a dense first layer, Qwen2-MoE with a gated shared expert,
+    # Qwen3-MoE, OLMoE, GPT-OSS with attention sinks), Megatron-BERT (pre-norm BERT), ConvBERT
+    # (span-based dynamic convolution), LFM2 (short gated convolutions between attention layers).
+    # The experts as batched GEMMs over each token's chosen experts' weights: transformers' default
+    # (grouped_mm) is a custom op the ONNX exporter cannot translate.
+    moe = dict(num_experts_per_tok=2, experts_implementation="batched_mm")
+    t.update({
+        "deepseek_v3": hf("deepseek_v3", tf.DeepseekV3Config, tf.DeepseekV3Model, **moe, kv_lora_rank=32,
+                          q_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=32, n_routed_experts=4,
+                          first_k_dense_replace=1, moe_intermediate_size=128, n_group=1, topk_group=1),
+        "qwen2_moe": hf("qwen2_moe", tf.Qwen2MoeConfig, tf.Qwen2MoeModel, **moe, **gqa, num_experts=4,
+                        moe_intermediate_size=128, shared_expert_intermediate_size=256),
+        "qwen3_moe": hf("qwen3_moe", tf.Qwen3MoeConfig, tf.Qwen3MoeModel, **moe, **gqa, num_experts=4,
+                        moe_intermediate_size=128, head_dim=32),
+        "olmoe": hf("olmoe", tf.OlmoeConfig, tf.OlmoeModel, **moe, **gqa, num_experts=4),
+        "gpt_oss": hf("gpt_oss", tf.GptOssConfig, tf.GptOssModel, **moe, **gqa, num_local_experts=4, head_dim=32,
+                      sliding_window=16),
+        "megatron_bert": hf("megatron_bert", tf.MegatronBertConfig, tf.MegatronBertModel),
+        "convbert": hf("convbert", tf.ConvBertConfig, tf.ConvBertModel, embedding_size=128),
+        "lfm2": hf("lfm2", tf.Lfm2Config, tf.Lfm2Model, **gqa, layer_types=["conv", "full_attention"]),
+    })
+    # Vision and audio (tried 2026-11-26, later): DeiT (a distillation token), SigLIP's and CLIP's
+    # vision towers (pooled: an attention-pooling head, a post-norm of the class token), ConvNeXt V2
+    # (global response norm), MobileViT (unfolded patches between convolutions), LeViT (attention
+    # biases, Hardswish, BatchNorm after each Linear), PoolFormer (average pooling as the token mixer),
+    # FocalNet (focal modulation), Swin V2 (cosine attention, a log-spaced position MLP; TorchScript),
+    # WavLM (gated relative position bias) and AST (a spectrogram's patches).
+    img = (2, 3, 64, 64)
+    vis = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, image_size=64,
+               patch_size=8)
+    t.update({
+        "deit": tensor(lambda: tf.DeiTModel(tf.DeiTConfig(**vis)), img),
+        "siglip_vision": (lambda o: export_tensor(None, lambda: tf.SiglipVisionModel(tf.SiglipVisionConfig(**vis)),
+                                                  "pooler_output", img, True, 18, o)),
+        "clip_vision": (lambda o: export_tensor(None, lambda: tf.CLIPVisionModel(tf.CLIPVisionConfig(**vis)),
+                                                "pooler_output", img, True, 18, o)),
+        "convnextv2": tensor(lambda: tf.ConvNextV2Model(tf.ConvNextV2Config(
+            num_stages=2, hidden_sizes=[32, 64], depths=[1, 1], image_size=64)), img),
+        "mobilevit": tensor(lambda: tf.MobileViTModel(tf.MobileViTConfig(image_size=64)), img),
+        "levit": tensor(lambda: tf.LevitModel(tf.LevitConfig(image_size=64)), img),
+        "poolformer": tensor(lambda: tf.PoolFormerModel(tf.PoolFormerConfig(
+            hidden_sizes=[32, 64, 96, 128], depths=[1, 1, 1, 1])), img),
+        "focalnet": tensor(lambda: tf.FocalNetModel(tf.FocalNetConfig(
+            image_size=64, embed_dim=32, depths=[1, 1], hidden_sizes=[32, 64])), img),
+        "swinv2": tensor(lambda: tf.Swinv2Model(tf.Swinv2Config(**swin)), img, dynamo=False, opset=17),
+        "wavlm": tensor(lambda: tf.WavLMModel(tf.WavLMConfig(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+            conv_dim=(32, 32, 32), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3), num_conv_pos_embeddings=16,
+            num_conv_pos_embedding_groups=4, num_buckets=32, max_bucket_distance=64)), (2, 4000)),
+        "ast": tensor(lambda: tf.ASTModel(tf.ASTConfig(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, num_mel_bins=64,
+            max_length=128)), (2, 128, 64)),
+    })
+    # The torchvision CNNs; the second line tried 2026-11-26, later: squeeze-excitation (RegNetY,
+    # MnasNet), dense concatenation (DenseNet), fire modules (SqueezeNet), inception branches
+    # (GoogLeNet), fused MBConv (EfficientNetV2), inverted residuals (MobileNetV2), grouped
+    # convolutions (ResNeXt).
+    for n in ["resnet18", "mobilenet_v3_small", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny",
+              "regnet_y_400mf", "mnasnet0_5", "densenet121", "squeezenet1_0", "googlenet", "efficientnet_v2_s",
+              "mobilenet_v2", "resnext50_32x4d"]:
         t[n] = (lambda ctor: lambda o: export_cnn(None, ctor, o))(getattr(tv, n))
     # GroupNorm (tried 2026-11-26): exported as a Reshape into groups, an InstanceNormalization and
     # a Reshape back before the channel weight and bias. ResNet-18 with GroupNorm(8) in place of

@@ -303,9 +303,18 @@ struct Writer {
   }
   ordered_json conv_json(const LibraryCall& c) {
     const ConvParams& p = c.conv;
-    return {{"n", p.n}, {"c", p.c}, {"m", p.m}, {"group", p.group}, {"in", dims_json(p.in)},
-            {"kernel", dims_json(p.kernel)}, {"out", dims_json(p.out)}, {"strides", dims_json(p.strides)},
-            {"dilations", dims_json(p.dilations)}, {"pads", dims_json(p.pads)}, {"has_bias", p.has_bias}};
+    return {{"n", p.n},
+            {"c", p.c},
+            {"m", p.m},
+            {"group", p.group},
+            {"in", dims_json(p.in)},
+            {"kernel", dims_json(p.kernel)},
+            {"out", dims_json(p.out)},
+            {"strides", dims_json(p.strides)},
+            {"dilations", dims_json(p.dilations)},
+            {"pads", dims_json(p.pads)},
+            {"has_bias", p.has_bias},
+            {"epilogue", p.epilogue.empty() ? "none" : p.epilogue}};
   }
 
   ordered_json schedule() {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "codegen/library.h"
@@ -235,6 +236,46 @@ std::optional<std::vector<SubAxes>> written_layout(const Dims& pd, const Node& t
   return axes;
 }
 
+// A Conv's fold: a residual Add and then ReLU, which cuDNN's fused call computes after the
+// convolution and its bias (y = relu(conv(x) + bias + z)); ResNet's second convolution of a block,
+// its Add and ReLU are one call. Only f32 and f16, the types of cuDNN's fused call with a float
+// accumulator that stitch lowers convolutions to.
+void fold_conv(const Graph& g, const UsersMap& users, const std::map<const Node*, size_t>& position,
+               const Node& conv, const std::function<bool(const Node*)>& free, GemmFolds& out) {
+  const Value* tail = conv.output(0);
+  if (tail->dtype != DType::kF32 && tail->dtype != DType::kF16) return;
+  GemmFolds::Fold f;
+  std::map<const Node*, std::string> why;
+  auto sole_reader = [&](const Value* v) -> const Node* {
+    auto it = users.find(v);
+    return it != users.end() && only_reader(g, users, v, it->second.front()) ? it->second.front() : nullptr;
+  };
+  // Residual: an Add of a same-shaped value written before the Conv runs (its producer comes first
+  // in graph order, so no path leads from the call back to it).
+  if (const Node* add = sole_reader(tail); add && add->op_type == "Add" && free(add) &&
+                                           add->inputs.size() == 2 && add->input(0) != add->input(1)) {
+    const Value* other = add->input(0) == tail ? add->input(1) : add->input(0);
+    if (other && other->has_static_shape() && other->dtype == tail->dtype && dims(other) == dims(tail) &&
+        add->output(0) && dims(add->output(0)) == dims(tail) &&
+        (other->producer == nullptr || position.at(other->producer) < position.at(&conv))) {
+      f.residual_add = add;
+      f.residual = other;
+      why[add] = fmt::format("added by {} in cuDNN's fused call (its z input)", conv.describe());
+      tail = add->output(0);
+    }
+  }
+  auto act = match_activation(g, users, tail, free);
+  if (act && act->kind == Activation::kRelu) {
+    f.activation = act->kind;
+    f.activation_out = act->out;
+    for (const Node* n : act->nodes)
+      why[n] = fmt::format("computed by {} in cuDNN's fused call (ReLU)", conv.describe());
+  }
+  if (why.empty()) return;
+  for (auto& [x, w] : why) out.folded[x] = w;
+  out.by_matmul[&conv] = f;
+}
+
 // One pass of find_gemm_folds: Splits in `splits` may be taken over; `split_uses` receives the
 // Split outputs the chosen operand chains start from.
 GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const Node*, size_t>& position,
@@ -245,6 +286,11 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
   auto free = [&](const Node* x) { return !exclude.count(x) && (!out.folded.count(x) || splits.count(x)); };
   for (const auto& np : g.nodes()) {
     const Node& mm = *np;
+    if (mm.op_type == "Conv") {
+      if (!exclude.count(&mm) && classify_node(mm) == NodeLowering::kLibrary && mm.output(0))
+        fold_conv(g, users, position, mm, free, out);
+      continue;
+    }
     const bool is_gemm = mm.op_type == "Gemm";
     if ((mm.op_type != "MatMul" && !is_gemm) || exclude.count(&mm) ||
         classify_node(mm) != NodeLowering::kLibrary || !mm.output(0))

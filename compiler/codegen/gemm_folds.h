@@ -38,6 +38,8 @@ namespace stitch::codegen {
 //    applies it and writes the activation's value (MatMul and Gemm alike). The erf form (BERT's)
 //    is folded only with FoldOptions::approximate_gelu (it then runs as the tanh form, up to
 //    4.7e-4 away), else it stays a kernel and `notes` says why.
+// A Conv (f32 or f16) takes over a residual Add (as MatMul's residual) and then a ReLU, which
+// cuDNN's fused convolution computes in that order: y = relu(conv(x) + bias + z).
 struct FoldOptions {
   bool on = false;                // fold at all (off for --fusion none: the unfused baseline)
   bool approximate_gelu = false;  // the erf form of GELU may run as cuBLASLt's tanh form
@@ -73,7 +75,7 @@ struct GemmFolds {
     Activation activation = Activation::kNone;
     const Value* activation_out = nullptr;  // what the call writes when it applies an activation
   };
-  std::map<const Node*, Fold> by_matmul;      // MatMul and Gemm nodes
+  std::map<const Node*, Fold> by_matmul;      // MatMul, Gemm and Conv nodes
   std::map<const Node*, std::string> folded;  // node -> why it needs no step
   std::vector<std::string> notes;             // activations left as kernels, and why
 };

@@ -292,11 +292,13 @@ StatusOr<LibraryLowering> lower_gemm(const Node& n, int index, const GemmFolds::
   return out;
 }
 
-StatusOr<LibraryLowering> lower_conv(const Node& n) {
+StatusOr<LibraryLowering> lower_conv(const Node& n, const GemmFolds::Fold* fold) {
   const Value* x = n.input(0);
   const Value* wt = n.input(1);
   const Value* bias = n.input(2);
   const Value* y = n.output(0);
+  if (fold && fold->residual_add) y = fold->residual_add->output(0);
+  if (fold && fold->activation_out) y = fold->activation_out;
   ASSIGN_OR_RETURN(ops::Window w, ops::conv_window(n, dims(x), dims(wt)));
   if (w.pad_begin != w.pad_end)
     return Status::user(fmt::format("{}: asymmetric padding ({} before, {} after) is not supported by the back end; "
@@ -323,6 +325,15 @@ StatusOr<LibraryLowering> lower_conv(const Node& n) {
     p.has_bias = true;
     c.args.push_back(bias);
   }
+  if (fold && fold->residual) {
+    p.epilogue = "residual";
+    c.args.push_back(fold->residual);
+  }
+  if (fold && fold->activation_out) {
+    STITCH_CHECK(fold->activation == Activation::kRelu, "{}: cuDNN's fused call computes no {}", n.describe(),
+                 activation_name(fold->activation));
+    p.epilogue = p.epilogue.empty() ? "relu" : "residual_relu";
+  }
   c.flops = 2 * num_elements(dims(y)) * (p.c / p.group) * num_elements(p.kernel);
   return out;
 }
@@ -340,7 +351,7 @@ bool gemm_bias_epilogue(const Node& n) {
 StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const GemmFolds::Fold* fold) {
   if (n.op_type == "MatMul") return lower_matmul(n, fold);
   if (n.op_type == "Gemm") return lower_gemm(n, first_kernel_index, fold);
-  if (n.op_type == "Conv") return lower_conv(n);
+  if (n.op_type == "Conv") return lower_conv(n, fold);
   return Status::internal(fmt::format("{}: no library lowering", n.describe()));
 }
 

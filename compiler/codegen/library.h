@@ -35,6 +35,9 @@ struct ConvParams {
   Dims in, kernel, out;                    // spatial sizes
   Dims strides, dilations, pads;           // pads: symmetric, one per spatial axis
   bool has_bias = false;
+  // "residual": then Y += Z, a tensor laid out as Y (the last arg); "relu" and "residual_relu":
+  // then Y = max(that, 0). cuDNN's fused call (cudnnConvolutionBiasActivationForward) on the GPU.
+  std::string epilogue;
 };
 
 struct LibraryCall {
@@ -42,7 +45,7 @@ struct LibraryCall {
   const Node* node = nullptr;
   DType dtype = DType::kF32;
   std::vector<const Value*> args;  // gemm: A, B, C, then the bias ("bias*" epilogues), then R ("*residual");
-                                   // conv: X, W, Y, then B if has_bias
+                                   // conv: X, W, Y, then B if has_bias, then Z ("residual*")
   GemmParams gemm;
   ConvParams conv;
   int64_t flops = 0;

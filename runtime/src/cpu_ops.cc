@@ -66,7 +66,7 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
 }
 
 template <typename T>
-void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, void* y) {
+void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, const void* z, void* y) {
   using E = Elem<T>;
   using C = typename E::C;
   // Spatial dims padded to 3 with size-1 axes.
@@ -103,7 +103,11 @@ void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, voi
                 }
               }
             }
-            E::set(y, (n * p.m + m) * out_plane + (o0 * out[1] + o1) * out[2] + o2, acc);
+            // cuDNN's fused call: the residual z and then ReLU, on the accumulator
+            const int64_t at = (n * p.m + m) * out_plane + (o0 * out[1] + o1) * out[2] + o2;
+            if (z) acc += E::get(z, at);
+            if (p.relu) acc = acc > C(0) ? acc : C(0);
+            E::set(y, at, acc);
           }
     }
 }
@@ -119,12 +123,13 @@ void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const 
   fail(3, fmt::format("gemm on {} is not implemented on the emu backend", dtype));
 }
 
-void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias, void* y) {
+void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias,
+              const void* z, void* y) {
   if (p.in.empty() || p.in.size() > 3) fail(3, "conv with other than 1 to 3 spatial dims on the emu backend");
-  if (dtype == "f32") return conv<float>(p, x, w, bias, y);
-  if (dtype == "f64") return conv<double>(p, x, w, bias, y);
-  if (dtype == "f16") return conv<__half>(p, x, w, bias, y);
-  if (dtype == "bf16") return conv<__nv_bfloat16>(p, x, w, bias, y);
+  if (dtype == "f32") return conv<float>(p, x, w, bias, z, y);
+  if (dtype == "f64") return conv<double>(p, x, w, bias, z, y);
+  if (dtype == "f16") return conv<__half>(p, x, w, bias, z, y);
+  if (dtype == "bf16") return conv<__nv_bfloat16>(p, x, w, bias, z, y);
   fail(3, fmt::format("conv on {} is not implemented on the emu backend", dtype));
 }
 

@@ -13,6 +13,8 @@ void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const 
               const void* bias = nullptr, const void* residual = nullptr);
 
 // Y = conv(X, W) (+ bias per output channel); NCHW with 1 to 3 spatial dims, groups.
-void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias, void* y);
+// z: the residual added before ReLU (p.residual), or null.
+void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias,
+              const void* z, void* y);
 
 }  // namespace stitch::rt

@@ -51,6 +51,8 @@ struct ConvPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;  // a step with an epilogue: the fused call's
+  void* zero_bias = nullptr;                  // the fused call's bias where the Conv has none
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace = 0;
 };
@@ -124,6 +126,7 @@ class CudaBackend final : public BackendImpl {
       cudnnDestroyTensorDescriptor(p.x);
       cudnnDestroyTensorDescriptor(p.y);
       if (p.bias) cudnnDestroyTensorDescriptor(p.bias);
+      if (p.act) cudnnDestroyActivationDescriptor(p.act);
       cudnnDestroyFilterDescriptor(p.w);
       cudnnDestroyConvolutionDescriptor(p.conv);
     }
@@ -312,12 +315,26 @@ class CudaBackend final : public BackendImpl {
         p.algo = perf[i].algo;
         break;
       }
+    if (c.has_epilogue()) {
+      // cudnnConvolutionBiasActivationForward: y = act(conv(x) + alpha2 z + bias), act ReLU or the
+      // identity; the identity runs only with the implicit precomputed GEMM algorithm (cuDNN's API
+      // reference), and the call always takes a bias (zeros where the Conv has none).
+      CHECK(cudnnCreateActivationDescriptor(&p.act));
+      CHECK(cudnnSetActivationDescriptor(p.act, c.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                         CUDNN_PROPAGATE_NAN, 0.0));
+      if (!c.relu) p.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    }
     CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p.x, p.w, p.conv, p.y, p.algo, &p.workspace));
-    if (c.has_bias) {
+    if (c.has_bias || c.has_epilogue()) {
       std::vector<int> b(out.size(), 1);
       b[1] = int(c.m);
       CHECK(cudnnCreateTensorDescriptor(&p.bias));
       CHECK(cudnnSetTensorNdDescriptor(p.bias, t, int(b.size()), b.data(), packed(b).data()));
+    }
+    if (c.has_epilogue() && !c.has_bias) {
+      const int64_t bytes = c.m * (s.dtype == "f16" ? 2 : 4);
+      p.zero_bias = alloc(bytes);
+      CHECK(cudaMemset(p.zero_bias, 0, static_cast<size_t>(bytes)));
     }
     if (p.workspace > conv_ws_bytes_) {
       conv_ws_bytes_ = p.workspace;
@@ -545,6 +562,16 @@ class CudaBackend final : public BackendImpl {
           const bool dbl = s.dtype == "f64";
           const void* one = dbl ? static_cast<const void*>(&one_d) : &one_f;
           const void* zero = dbl ? static_cast<const void*>(&zero_d) : &zero_f;
+          if (s.conv.has_epilogue()) {
+            // z is read only with alpha2 1 (a residual); else y stands in for it, unread.
+            void* y = ptr(s.args[2]);
+            void* z = s.conv.residual ? ptr(s.args.back()) : y;
+            const void* bias = s.conv.has_bias ? ptr(s.args[3]) : p.zero_bias;
+            CHECK(cudnnConvolutionBiasActivationForward(
+                cudnn_, one, p.x, ptr(s.args[0]), p.w, ptr(s.args[1]), p.conv, p.algo, conv_ws_, p.workspace,
+                s.conv.residual ? one : zero, p.y, z, p.bias, bias, p.act, p.y, y));
+            break;
+          }
           CHECK(cudnnConvolutionForward(cudnn_, one, p.x, ptr(s.args[0]), p.w, ptr(s.args[1]), p.conv, p.algo, conv_ws_,
                                         p.workspace, zero, p.y, ptr(s.args[2])));
           if (s.conv.has_bias) CHECK(cudnnAddTensor(cudnn_, one, p.bias, ptr(s.args[3]), one, p.y, ptr(s.args[2])));

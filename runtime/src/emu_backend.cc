@@ -106,7 +106,8 @@ class EmuBackend final : public BackendImpl {
                    s.gemm.bias ? ptr(s.args[3]) : nullptr, s.gemm.residual ? ptr(s.args.back()) : nullptr);
           break;
         case StepDesc::kConv:
-          cpu_conv(s.conv, s.dtype, ptr(s.args[0]), ptr(s.args[1]), s.conv.has_bias ? ptr(s.args[3]) : nullptr,
+          cpu_conv(s.conv, s.dtype, ptr(s.args[0]), ptr(s.args[1]),
+                   s.conv.has_bias ? ptr(s.args[3]) : nullptr, s.conv.residual ? ptr(s.args.back()) : nullptr,
                    ptr(s.args[2]));
           break;
         case StepDesc::kCopy:

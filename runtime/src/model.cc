@@ -185,7 +185,20 @@ void parse_schedule(ModelData& m, const json& j) {
         c.dilations = p.at("dilations").get<std::vector<int64_t>>();
         c.pads = p.at("pads").get<std::vector<int64_t>>();
         c.has_bias = p.at("has_bias");
-        if (d.args.size() != (c.has_bias ? 4u : 3u)) fail(2, "schedule.json: a conv step has the wrong buffer count");
+        const std::string epi = p.at("epilogue").get<std::string>();
+        if (epi != "none" && epi != "residual" && epi != "relu" && epi != "residual_relu")
+          fail(2,
+               fmt::format("schedule.json: unknown conv epilogue '{}'; the artifact is damaged, recompile it",
+                           epi));
+        c.residual = epi == "residual" || epi == "residual_relu";
+        c.relu = epi == "relu" || epi == "residual_relu";
+        if (c.has_epilogue() && d.dtype != "f32" && d.dtype != "f16")
+          fail(2, fmt::format(
+                      "schedule.json: a conv step of {} has a {} epilogue (only f32 and f16 have one); the "
+                      "artifact is damaged, recompile it",
+                      d.dtype, epi));
+        if (d.args.size() != 3u + (c.has_bias ? 1u : 0u) + (c.residual ? 1u : 0u))
+          fail(2, "schedule.json: a conv step has the wrong buffer count");
       }
     } else if (op == "copy") {
       d.op = StepDesc::kCopy;

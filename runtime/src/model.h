@@ -46,6 +46,8 @@ struct ConvDesc {
   int64_t n = 0, c = 0, m = 0, group = 1;
   std::vector<int64_t> in, kernel, out, strides, dilations, pads;
   bool has_bias = false;
+  bool residual = false, relu = false;  // y = relu(conv(x) + bias + z): cuDNN's fused call
+  bool has_epilogue() const { return residual || relu; }
 };
 
 struct StepDesc {
