@@ -113,6 +113,7 @@ NodeLowering classify_node(const Node& n, std::string* why) {
                      "ReduceSumSquare",
                      "ArgMax",
                      "ArgMin",
+                     "TopK",
                      "Softmax",
                      "LogSoftmax",
                      "Hardmax",

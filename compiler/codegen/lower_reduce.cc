@@ -1,5 +1,5 @@
 // Segment kernels: reductions and the ops built on them (Softmax, LogSoftmax, layer and
-// instance normalization, global pools, ArgMax/ArgMin, CumSum), plus windowed pooling.
+// instance normalization, global pools, ArgMax/ArgMin, TopK, CumSum), plus windowed pooling.
 //
 // A segment is the set of input elements that reduce together; segments are numbered o in
 // row-major order of the kept axes and their elements r in row-major order of the reduced axes,
@@ -321,6 +321,48 @@ StatusOr<Kernel> lower_arg(const Node& n, int index, IndexWidth ix) {
   return k.finish(n.op_type);
 }
 
+// TopK: one thread per segment picks the k elements in order, each the best of those that come
+// after the previous pick (by value, then by index, the lower first): k passes over the segment,
+// for the few experts of a mixture-of-experts router (4 to 256 per token, k of 1 to 8).
+StatusOr<Kernel> lower_topk(const Node& n, int index, IndexWidth ix) {
+  const Value* x = n.input(0);
+  const int64_t r = static_cast<int64_t>(dims(x).size());
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", -1), r));
+  if (!n.input(1) || !n.input(1)->is_constant())
+    return Status::user(fmt::format("{}: K must be a constant for the back end", n.describe()));
+  const int64_t kk = n.input(1)->constant->get_i64(0);
+  std::vector<bool> red(r, false);
+  red[axis] = true;
+  Segments seg = make_segments(dims(x), red);
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < r; ++d) inner *= dims(x)[d];
+  SegmentKernel k(n, index, seg, Mapping::kThread, "topk", ix);
+  const std::string ct = compute_type(x->dtype), it = ix.type();
+  const bool largest = n.attr_int("largest", 1) != 0;
+  const char* better = largest ? ">" : "<";
+  const char* worse = largest ? "<" : ">";
+  k.w().line("{} pi = -1;", it);
+  k.w().line("{} pv = 0;", ct);
+  k.w().open("for ({0} j = 0; j < {1}; ++j)", it, k.lit(kk));
+  k.w().line("{} bi = -1;", it);
+  k.w().line("{} bv = 0;", ct);
+  k.begin_loop();
+  k.w().line("const {} c = {};", ct, k.load(x, "off", ct));
+  k.w().line("const bool after = pi < 0 || c {0} pv || (c == pv && r > pi);", worse);
+  k.w().line("if (after && (bi < 0 || c {} bv)) {{ bi = r; bv = c; }}", better);
+  k.end_loop();
+  const std::string at =
+      inner == 1 ? fmt::format("o * {} + j", k.lit(kk))
+                 : fmt::format("(o / {0}) * {1} + j * {0} + o % {0}", k.lit(inner), k.lit(kk * inner));
+  k.w().line("{}", k.store(n.output(0), at, "bv"));
+  if (n.outputs.size() > 1 && n.output(1)) k.w().line("{}", k.store(n.output(1), at, "(long long)bi"));
+  k.w().line("pi = bi;");
+  k.w().line("pv = bv;");
+  k.w().close();
+  return k.finish(
+      fmt::format("TopK: {} passes, each the next {} element", kk, largest ? "largest" : "smallest"));
+}
+
 // The softmax family's rows: one axis (default -1) from opset 13, before that everything from
 // `axis` (default 1) on, the input flattened to 2-D.
 StatusOr<Segments> softmax_segments(const Node& n) {
@@ -588,6 +630,7 @@ StatusOr<Kernel> lower_reduce(const Node& n, int index, IndexWidth ix) {
   if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, index, ix);
   if (op == "LayerNormalization" || op == "InstanceNormalization") return lower_norm(n, index, ix);
   if (op == "ArgMax" || op == "ArgMin") return lower_arg(n, index, ix);
+  if (op == "TopK") return lower_topk(n, index, ix);
   if (op == "Hardmax") return lower_hardmax(n, index, ix);
   if (op == "CumSum" || op == "CumProd") return lower_cumsum(n, index, ix);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, index, ix);

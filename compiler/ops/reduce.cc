@@ -1,5 +1,5 @@
 // Reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare},
-// ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax and CumSum. Accumulation is in
+// ArgMax/ArgMin, TopK, Softmax/LogSoftmax/Hardmax and CumSum. Accumulation is in
 // double (int64 for integer Sum/Prod/Max/Min, which must stay exact).
 #include <cmath>
 #include <limits>
@@ -233,6 +233,59 @@ Status eval_arg(const Node& n, std::span<const Tensor* const> in, std::vector<Te
   return Status::ok();
 }
 
+// ---- TopK -----------------------------------------------------------------------------
+
+Status infer_topk(InferContext& ctx) {
+  const Node& n = ctx.node();
+  if (ctx.rank(0) == 0) return ctx.error("needs an input of rank 1 or more");
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(n, n.attr_int("axis", -1), ctx.rank(0)));
+  ASSIGN_OR_RETURN(auto k, const_ints(ctx, 1, "K"));
+  if (k.size() != 1) return ctx.error(fmt::format("K must hold one value, not {}", k.size()));
+  Dims d = ctx.dims(0);
+  if (k[0] < 0 || (d[axis] >= 0 && k[0] > d[axis]))
+    return ctx.error(
+        fmt::format("K is {}, but axis {} has {} elements; K must be from 0 to that", k[0], axis, d[axis]));
+  d[axis] = k[0];
+  ctx.set_output(0, ctx.dtype(0), d);
+  if (n.outputs.size() > 1) ctx.set_output(1, DType::kI64, d);
+  return Status::ok();
+}
+
+// The k largest (or smallest) elements along the axis, in that order, ties to the lower index
+// (the order ONNX's reference implementation gives; with sorted = 0 any order is allowed, and
+// this one is used too).
+Status eval_topk(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  const int64_t axis = *norm_axis(n, n.attr_int("axis", -1), x.rank());
+  const int64_t k = in[1]->get_i64(0);
+  const bool largest = n.attr_int("largest", 1) != 0;
+  Dims d = x.dims();
+  d[axis] = k;
+  Tensor values(x.dtype(), d), indices(DType::kI64, d);
+  const AxisView v(x.dims(), axis);
+  std::vector<int64_t> order(static_cast<size_t>(v.len));
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      for (int64_t r = 0; r < v.len; ++r) order[r] = r;
+      auto before = [&](int64_t a, int64_t b) {
+        const double xa = x.get_f64(v.at(o, a, i)), xb = x.get_f64(v.at(o, b, i));
+        return largest ? xa > xb : xa < xb;
+      };
+      std::stable_sort(order.begin(), order.end(), before);
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t at = (o * k + j) * v.inner + i, from = v.at(o, order[j], i);
+        if (is_float(x.dtype()))
+          values.set_f64(at, x.get_f64(from));
+        else
+          values.set_i64(at, x.get_i64(from));
+        indices.set_i64(at, order[j]);
+      }
+    }
+  out[0] = std::move(values);
+  if (out.size() > 1) out[1] = std::move(indices);
+  return Status::ok();
+}
+
 // ---- Softmax family -------------------------------------------------------------
 
 // Opsets before 13 flatten the input to 2-D at `axis` (default 1); 13+ use one axis (default -1).
@@ -328,6 +381,7 @@ void register_reduce(std::vector<OpDef>& t) {
     t.push_back({r, kMinOpset, kMaxOpset, OpCategory::kReduction, infer_arg, eval_arg});
   for (const char* r : {"Softmax", "LogSoftmax", "Hardmax"})
     t.push_back({r, kMinOpset, kMaxOpset, OpCategory::kReduction, infer_softmax, eval_softmax});
+  t.push_back({"TopK", kMinOpset, kMaxOpset, OpCategory::kReduction, infer_topk, eval_topk});
   t.push_back({"CumSum", kMinOpset, kMaxOpset, OpCategory::kReduction, infer_cumsum, eval_cumsum});
   t.push_back({"CumProd", 26, kMaxOpset, OpCategory::kReduction, infer_cumsum, eval_cumsum});
 }

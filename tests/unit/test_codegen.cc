@@ -211,6 +211,37 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
     test::run_frontend_or_die(*g);
     test::emu_matches_reference(*g, nullptr, 1);
   }
+  SECTION("TopK: largest and smallest, an inner axis, ties to the lower index, float16 and int64") {
+    // %t holds the integers 0 to 2 (random floats times 3, floored): most of each row ties, so the
+    // indices show the order ONNX sets (equal values, the lower index first).
+    auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[6,37]
+  input %m: f32[4,9,5]
+  input %h: f16[3,20]
+  input %i: i64[5,8]
+  const %three: f32[] = [3.0]
+  const %k2: i64[1] = [2]
+  const %k3: i64[1] = [3]
+  const %k9: i64[1] = [9]
+  %f = Mul(%x, %three)
+  %t = Floor(%f)
+  %v1, %i1 = TopK(%t, %k9) {axis = 1} @"ties"
+  %v2, %i2 = TopK(%m, %k3) {axis = 1, largest = 0} @"inner"
+  %v3, %i3 = TopK(%h, %k2) @"half"
+  %v4, %i4 = TopK(%i, %k3) {axis = 0} @"ints"
+  output %v1
+  output %i1
+  output %v2
+  output %i2
+  output %v3
+  output %i3
+  output %v4
+  output %i4
+}
+)");
+    test::run_frontend_or_die(*g);
+    test::emu_matches_reference(*g, nullptr, 1);
+  }
   SECTION("layer norm 37x770 with broadcast scale, bias add with every broadcast kind, transpose, slice, concat") {
     auto g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[37,770]

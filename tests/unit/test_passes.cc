@@ -243,6 +243,14 @@ TEST_CASE("window attributes and axes out of range are errors naming the node, n
       {"Split", "input %x: f32[]", "Split(%x) {axis = 0}", "axis 0 is given for a scalar, which has no axes"},
       {"CumSum", "input %x: f32[]\n  const %a: i64[] = [0]", "CumSum(%x, %a)",
        "axis 0 is given for a scalar"},
+      {"TopK", "input %x: f32[3,4]\n  const %k: i64[1] = [5]", "TopK(%x, %k)",
+       "K is 5, but axis 1 has 4 elements"},
+      {"TopK", "input %x: f32[3,4]\n  const %k: i64[1] = [-1]", "TopK(%x, %k) {axis = 0}",
+       "K is -1, but axis 0 has 3 elements"},
+      {"TopK", "input %x: f32[3,4]\n  const %k: i64[2] = [1, 2]", "TopK(%x, %k)", "K must hold one value"},
+      {"TopK", "input %x: f32[3,4]\n  input %k: i64[1]", "TopK(%x, %k)",
+       "its K (input 1 'k') is computed at run time"},
+      {"TopK", "input %x: f32[3,4]\n  const %k: i64[1] = [1]", "TopK(%x, %k) {axis = 2}", "axis 2"},
   };
   for (const Case& c : cases) {
     const std::string text =
