@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
       "keep sibling GEMMs (MatMuls of one activation with constant weights, e.g. Q, K and V) apart");
   compile->add_flag(
       "--no-fold-scales", ca.no_fold_scales,
-      "keep a constant per-column scale after a GEMM (a layer scale) as a node (by default it is "
-      "folded into the GEMM's weight and bias)");
+      "keep a constant per-column scale after a GEMM (a layer scale, or an inference BatchNormalization "
+      "of its columns) as a node (by default it is folded into the GEMM's weight and bias)");
   compile->add_flag(
       "--no-hoist-row-scales", ca.no_hoist_row_scales,
       "keep RMSNorm-style row scales in front of the GEMMs they feed (by default they move after "

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "codegen/gemm_folds.h"
+#include "codegen/lower.h"
 #include "fusion/graph_edit.h"
 
 namespace stitch::fusion {
@@ -41,6 +43,110 @@ bool keeps_precision(DType t, const std::vector<double>& w, const std::vector<do
   return true;
 }
 
+// BatchNormalization in inference mode over a GEMM's product seen as [rows, C], through views that
+// keep the columns (LeViT's Linear, then BatchNorm1d over the flattened tokens): per column it is
+// y * s + t, s = scale / sqrt(var + epsilon), t = bias - mean * s. s goes into the weight's
+// columns, t into the bias (a new bias Add after the MatMul when it has none), and the last view
+// writes the norm's output. False when `bn` is not such a norm.
+bool fold_batch_norm(Graph& g, const codegen::UsersMap& users, Node& bn, const std::set<std::string>& keep,
+                     std::vector<std::string>& log, std::vector<Node*>& dead) {
+  auto only_reader = [&](const Value* v) { return sole_reader(g, users, v); };
+  if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() != 5 ||
+      keep.count(bn.name) || bn.attr_int("training_mode", 0) != 0 || !bn.output(0) ||
+      std::any_of(bn.outputs.begin() + 1, bn.outputs.end(), [](const Value* v) { return v != nullptr; }))
+    return false;
+  Value* x = bn.input(0);
+  if (!x || !x->has_static_shape() || x->dims->size() != 2 || !is_float(x->dtype) || only_reader(x) != &bn)
+    return false;
+  const int64_t n = (*x->dims)[1];
+  std::vector<std::vector<double>> p;  // scale, bias, mean, var
+  for (int i = 1; i < 5; ++i) {
+    const Value* c = bn.input(i);
+    if (!c || !c->is_constant() || !c->dims || *c->dims != Dims{n}) return false;
+    p.push_back(c->constant->to_f64());
+  }
+  // Back through views keeping the last axis, to the product or its bias Add.
+  Node* last = x->producer;
+  Value* v = x;
+  while (last && codegen::classify_node(*last) == codegen::NodeLowering::kView && !keep.count(last->name)) {
+    Value* in = last->input(0);
+    if (!in || !in->has_static_shape() || in->dims->empty() || in->dims->back() != n ||
+        in->dtype != x->dtype || only_reader(in) != last)
+      return false;
+    v = in;
+    last = in->producer;
+  }
+  if (!last || v->dims->back() != n) return false;
+  Node* head = last;  // the node whose output the views read
+  Node* bias_add = nullptr;
+  Value* bias = nullptr;
+  Node* mm = head;
+  if (head->op_type == "Add" && head->domain.empty() && head->inputs.size() == 2 && !keep.count(head->name)) {
+    const int b = head->input(0) && head->input(0)->is_constant() ? 0 : 1;
+    bias = head->input(b);
+    Value* prod = head->input(1 - b);
+    if (!bias || !bias->is_constant() || bias->dtype != x->dtype || *bias->dims != Dims{n} || !prod ||
+        !prod->producer || only_reader(prod) != head)
+      return false;
+    bias_add = head;
+    mm = prod->producer;
+  }
+  if (mm->op_type != "MatMul" || !mm->domain.empty() || mm->inputs.size() != 2 || keep.count(mm->name))
+    return false;
+  const Value* a = mm->input(0);
+  const Value* w = mm->input(1);
+  if (!a || a->is_constant() || !w || !w->is_constant() || w->dtype != x->dtype || !w->dims ||
+      w->dims->size() != 2 || (*w->dims)[1] != n || !a->dims || a->dims->empty())
+    return false;
+  const double eps = bn.attr_float("epsilon", 1e-5f);
+  std::vector<double> sc(static_cast<size_t>(n)), sh(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    sc[j] = p[0][j] / std::sqrt(p[3][j] + eps);
+    sh[j] = p[1][j] - p[2][j] * sc[j];
+  }
+  const int64_t k = (*w->dims)[0];
+  std::vector<double> wv = w->constant->to_f64();
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) wv[i * n + j] *= sc[j];
+  std::vector<double> bv = sh;
+  if (bias) {
+    bv = bias->constant->to_f64();
+    for (int64_t j = 0; j < n; ++j) bv[j] = bv[j] * sc[j] + sh[j];
+  }
+  const std::string into = fmt::format("the weight and bias of {}", mm->describe());
+  if (!keeps_precision(x->dtype, wv, bv, n)) {
+    log.push_back(
+        fmt::format("{} stays a node: scaled into {}, a column would be subnormal in float16 (or a "
+                    "value beyond its range)",
+                    bn.describe(), into));
+    return false;
+  }
+  Value* nw = add_constant(g, mm->name + "/normed_weight", w->dtype, *w->dims, wv);
+  mm->inputs[1] = nw;
+  Value* nb = add_constant(g, bn.name + "/shift", x->dtype, Dims{n}, bv);
+  if (bias_add) {
+    bias_add->inputs[bias_add->input(0) == bias ? 0 : 1] = nb;
+  } else {  // the MatMul writes a new product, and a new bias Add its old output
+    Value* y = mm->outputs[0];
+    Value* prod = add_typed_value(g, mm->name + "/product", y->dtype, *y->dims);
+    mm->outputs[0] = prod;
+    prod->producer = mm;
+    Node* add = add_op_node(g, "Add", g.unique_name(bn.name + "/shift_add"));
+    add->inputs = {prod, nb};
+    add->outputs = {y};
+    y->producer = add;
+  }
+  // The node the norm read (the last view, or the product's writer) writes the norm's output.
+  Node* writer = x->producer;
+  Value* z = bn.output(0);
+  writer->outputs[0] = z;
+  z->producer = writer;
+  bn.outputs[0] = nullptr;
+  dead.push_back(&bn);
+  log.push_back(fmt::format("{} -> folded into {}", bn.describe(), into));
+  return true;
+}
+
 }  // namespace
 
 StatusOr<std::vector<std::string>> fold_column_scales(Graph& g, const std::set<std::string>& keep) {
@@ -48,6 +154,11 @@ StatusOr<std::vector<std::string>> fold_column_scales(Graph& g, const std::set<s
   const auto users = g.users();
   auto only_reader = [&](const Value* v) { return sole_reader(g, users, v); };
   std::vector<Node*> dead;
+  // The norms first, from a list: a fold adds nodes to the graph.
+  std::vector<Node*> norms;
+  for (const auto& np : g.nodes())
+    if (np->op_type == "BatchNormalization") norms.push_back(np.get());
+  for (Node* bn : norms) fold_batch_norm(g, users, *bn, keep, log, dead);
   for (const auto& np : g.nodes()) {
     Node& mul = *np;
     if (mul.op_type != "Mul" || !mul.domain.empty() || mul.inputs.size() != 2 || !mul.output(0) ||

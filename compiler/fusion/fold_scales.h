@@ -16,6 +16,10 @@
 
 namespace stitch::fusion {
 
+// Also folds a BatchNormalization in inference mode of such a product seen as [rows, n] (through
+// views keeping the last axis: LeViT's Linear then BatchNorm1d over the flattened tokens), a
+// scale and a shift per column: the scale into the weight, the shift into the bias (an Add made
+// after the MatMul when it has none, which its call then takes as its bias epilogue).
 // Folds every Mul of a constant c whose other operand is the product of a MatMul (A computed,
 // B a constant [k, n] matrix), or that product plus a constant [n] bias, read by nothing else and
 // not a graph output; c has one value per column (dims [n], [1, ..., 1, n] of no higher rank than

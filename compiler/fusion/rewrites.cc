@@ -97,7 +97,10 @@ std::string Rewrites::text() const {
         group_norms);
   if (!gemms.verdict.empty()) section("Gemms as MatMuls (" + gemms.verdict + ")", gemms.lines);
   if (!scale_folds.empty())
-    section("constant scales after GEMMs folded into their weights (one value per column)", scale_folds);
+    section(
+        "constant scales and BatchNormalizations after GEMMs folded into their weights (one value per "
+        "column)",
+        scale_folds);
   if (!merges.empty())
     section("sibling GEMMs merged (same activation, constant weights concatenated along n)", merges);
   if (!slices.verdict.empty())

@@ -122,9 +122,9 @@ TEST_CASE("scales folded without a bias, before a bias, in a chain, and through 
     auto r = fusion::rewrite_for_planning(h, opts("beam"), sw);
     REQUIRE(r.is_ok());
     CHECK(r->scale_folds.size() == (on ? 3u : 0u));
-    CHECK(
-        (r->text().find("constant scales after GEMMs folded into their weights (one value per column):\n") !=
-         std::string::npos) == on);
+    CHECK((r->text().find(
+               "constant scales and BatchNormalizations after GEMMs folded into their weights (one value "
+               "per column):\n") != std::string::npos) == on);
     CHECK(count_op(*h, "Mul") == (on ? 0 : 3));
   }
 }
@@ -202,5 +202,82 @@ TEST_CASE("scales that are not folded: per row, computed, a read product, --no-f
               "of node 'proj' (MatMul) and the bias of node 'proj_bias' (Add), a column would be "
               "subnormal in float16 (or a value beyond its range)") != std::string::npos);
     CHECK(count_op(*h, "Mul") == 1);
+  }
+}
+
+TEST_CASE("a BatchNormalization of a projection's flattened tokens is folded into its weight and bias",
+          "[fusion][emu]") {
+  // LeViT's Linear then BatchNorm1d: x [2, 5, 16] times a [16, 8] weight (with a bias or without),
+  // flattened to [10, 8], normalised per column, viewed back as [2, 5, 8].
+  uint32_t state = 17;
+  const std::string consts = fmt::format(
+      "  const %w: f32[16,8] = {}\n  const %b: f32[8] = {}\n  const %gamma: f32[8] = {}\n"
+      "  const %beta: f32[8] = {}\n  const %mean: f32[8] = {}\n  const %var: f32[8] = {}\n"
+      "  const %rows: i64[2] = [10, 8]\n  const %back: i64[3] = [2, 5, 8]\n",
+      lcg_values(state, 128), lcg_values(state, 8), lcg_values(state, 8, 0.5), lcg_values(state, 8),
+      lcg_values(state, 8), lcg_values(state, 8, 0.1));
+  for (bool biased : {true, false}) {
+    INFO("bias: " << biased);
+    auto g =
+        parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[2,5,16]
+)" + consts + R"(  %p = MatMul(%x, %w) @"proj"
+)" +
+                     (biased ? "  %pb = Add(%p, %b) @\"proj_bias\"\n  %f = Reshape(%pb, %rows) @\"flat\"\n"
+                             : "  %f = Reshape(%p, %rows) @\"flat\"\n") +
+                     R"(  %n = BatchNormalization(%f, %gamma, %beta, %mean, %var) {epsilon = 0.001} @"bn"
+  %u = Reshape(%n, %back) @"unflat"
+  %o = HardSwish(%u) @"act"
+  output %o
+}
+)");
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    auto lines = fusion::fold_column_scales(*g);
+    REQUIRE(lines.is_ok());
+    REQUIRE(lines->size() == 1);
+    CHECK(lines->front() ==
+          "node 'bn' (BatchNormalization) -> folded into the weight and bias of node 'proj' (MatMul)");
+    CHECK(count_op(*g, "BatchNormalization") == 0);
+    CHECK(count_op(*g, "Add") == 1);  // the bias Add, made when there was none
+    same_as_original(*original, *g, 13, kEmuF32);
+    // One call with its bias epilogue and the HardSwish's kernel.
+    auto plan = fusion::make_plan(*g, opts_lib("beam"));
+    REQUIRE(plan.is_ok());
+    auto s = schedule_of(*g, *plan);
+    REQUIRE(s.is_ok());
+    REQUIRE(s->calls.size() == 1);
+    CHECK(s->calls.front().gemm.epilogue == "bias");
+    CHECK(s->kernels.size() == 1);
+    CHECK(plan_matches_reference(*g, *plan, 23) == 1);
+  }
+  // Not folded: a norm over [N, C, L] (its channels are not the product's columns), one whose
+  // mean is a graph input, one of a product read elsewhere.
+  const std::vector<std::string> kept = {
+      R"(  %p = MatMul(%x, %w) @"proj"
+  %t = Transpose(%p) {perm = ints[0, 2, 1]}
+  %n = BatchNormalization(%t, %gamma, %beta, %mean, %var) @"bn"
+  output %n
+)",
+      R"(  input %m2: f32[8]
+  %p = MatMul(%x, %w) @"proj"
+  %f = Reshape(%p, %rows)
+  %n = BatchNormalization(%f, %gamma, %beta, %m2, %var) @"bn"
+  output %n
+)",
+      R"(  %p = MatMul(%x, %w) @"proj"
+  %f = Reshape(%p, %rows)
+  %n = BatchNormalization(%f, %gamma, %beta, %mean, %var) @"bn"
+  output %n
+  output %p
+)"};
+  for (const std::string& body : kept) {
+    INFO(body);
+    auto g = parse_or_die("graph \"g\" opset 17 {\n  input %x: f32[2,5,16]\n" + consts + body + "}\n");
+    run_frontend_or_die(*g);
+    auto lines = fusion::fold_column_scales(*g);
+    REQUIRE(lines.is_ok());
+    CHECK(lines->empty());
+    CHECK(count_op(*g, "BatchNormalization") == 1);
   }
 }
