@@ -52,6 +52,18 @@ mi = kinds.count('memory-intensive')
 print(f'{mi} memory-intensive kernels, {kinds.count(\"gemm\")} GEMMs', file=sys.stderr)
 sys.exit(0 if mi == r['memory_intensive_kernels'] and mi + kinds.count('gemm') == r['kernel_launches'] and mi <= 3 * 2 + int(sys.argv[2]) else 1)" "$TMP/$name.json" "$extra"
 done
+# Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step
+# that adds the block's input and applies ReLU; its stem's ReLU is its convolution's. A plan test:
+# it fails when those kernels come back.
+check "cnn_small: a residual block's Add and ReLU in its second convolution's call" python3 -c "
+import json, sys
+steps = json.load(open(sys.argv[1]))['steps']
+epi = [s['params']['epilogue'] for s in steps if s['op'] == 'conv']
+print(epi, file=sys.stderr)
+sys.exit(0 if epi.count('residual_relu') >= 1 and epi.count('relu') >= 2 else 1)" "$TMP/cnn_small/schedule.json"
+check "cnn_small: at most 7 generated kernels" python3 -c "
+import json, sys
+sys.exit(0 if json.load(open(sys.argv[1]))['fusion']['chosen']['kernel_launches'] <= 7 else 1)" "$TMP/cnn_small.json"
 # --- greedy local stitching: fewer launches, same outputs, kernels through nvcc ------------
 for m in "$ROOT"/models/*/; do
   name=$(basename "$m")
