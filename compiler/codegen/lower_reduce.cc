@@ -339,8 +339,16 @@ StatusOr<Kernel> lower_topk(const Node& n, int index, IndexWidth ix) {
   SegmentKernel k(n, index, seg, Mapping::kThread, "topk", ix);
   const std::string ct = compute_type(x->dtype), it = ix.type();
   const bool largest = n.attr_int("largest", 1) != 0;
-  const char* better = largest ? ">" : "<";
-  const char* worse = largest ? "<" : ">";
+  // NaN orders above every number (as ONNX's reference implementation and PyTorch put it): first
+  // when the largest are taken, last when the smallest are.
+  auto gt = [](const char* a, const char* b) {
+    return fmt::format("(({0} != {0} && {1} == {1}) || {0} > {1})", a, b);
+  };
+  auto eq = [](const char* a, const char* b) {
+    return fmt::format("({0} == {1} || ({0} != {0} && {1} != {1}))", a, b);
+  };
+  const std::string better = largest ? gt("c", "bv") : gt("bv", "c");
+  const std::string after = largest ? gt("pv", "c") : gt("c", "pv");
   k.w().line("{} pi = -1;", it);
   k.w().line("{} pv = 0;", ct);
   k.w().open("for ({0} j = 0; j < {1}; ++j)", it, k.lit(kk));
@@ -348,8 +356,8 @@ StatusOr<Kernel> lower_topk(const Node& n, int index, IndexWidth ix) {
   k.w().line("{} bv = 0;", ct);
   k.begin_loop();
   k.w().line("const {} c = {};", ct, k.load(x, "off", ct));
-  k.w().line("const bool after = pi < 0 || c {0} pv || (c == pv && r > pi);", worse);
-  k.w().line("if (after && (bi < 0 || c {} bv)) {{ bi = r; bv = c; }}", better);
+  k.w().line("const bool after = pi < 0 || {} || ({} && r > pi);", after, eq("c", "pv"));
+  k.w().line("if (after && (bi < 0 || {})) {{ bi = r; bv = c; }}", better);
   k.end_loop();
   const std::string at =
       inner == 1 ? fmt::format("o * {} + j", k.lit(kk))

@@ -252,8 +252,8 @@ Status infer_topk(InferContext& ctx) {
 }
 
 // The k largest (or smallest) elements along the axis, in that order, ties to the lower index
-// (the order ONNX's reference implementation gives; with sorted = 0 any order is allowed, and
-// this one is used too).
+// and NaN above every number (the order ONNX's reference implementation gives; with sorted = 0
+// any order is allowed, and this one is used too).
 Status eval_topk(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   const Tensor& x = *in[0];
   const int64_t axis = *norm_axis(n, n.attr_int("axis", -1), x.rank());
@@ -267,9 +267,10 @@ Status eval_topk(const Node& n, std::span<const Tensor* const> in, std::vector<T
   for (int64_t o = 0; o < v.outer; ++o)
     for (int64_t i = 0; i < v.inner; ++i) {
       for (int64_t r = 0; r < v.len; ++r) order[r] = r;
+      auto above = [](double p, double q) { return (std::isnan(p) && !std::isnan(q)) || p > q; };
       auto before = [&](int64_t a, int64_t b) {
         const double xa = x.get_f64(v.at(o, a, i)), xb = x.get_f64(v.at(o, b, i));
-        return largest ? xa > xb : xa < xb;
+        return largest ? above(xa, xb) : above(xb, xa);
       };
       std::stable_sort(order.begin(), order.end(), before);
       for (int64_t j = 0; j < k; ++j) {

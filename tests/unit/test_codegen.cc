@@ -211,9 +211,10 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
     test::run_frontend_or_die(*g);
     test::emu_matches_reference(*g, nullptr, 1);
   }
-  SECTION("TopK: largest and smallest, an inner axis, ties to the lower index, float16 and int64") {
+  SECTION("TopK: largest and smallest, an inner axis, ties to the lower index, NaN, float16 and int64") {
     // %t holds the integers 0 to 2 (random floats times 3, floored): most of each row ties, so the
-    // indices show the order ONNX sets (equal values, the lower index first).
+    // indices show the order ONNX sets (equal values, the lower index first). %q is NaN where %x
+    // is negative: NaN orders above every number.
     auto g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[6,37]
   input %m: f32[4,9,5]
@@ -229,6 +230,13 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
   %v2, %i2 = TopK(%m, %k3) {axis = 1, largest = 0} @"inner"
   %v3, %i3 = TopK(%h, %k2) @"half"
   %v4, %i4 = TopK(%i, %k3) {axis = 0} @"ints"
+  %q = Sqrt(%x)
+  %v5, %i5 = TopK(%q, %k9) @"nan_largest"
+  %v6, %i6 = TopK(%q, %k9) {largest = 0} @"nan_smallest"
+  output %v5
+  output %i5
+  output %v6
+  output %i6
   output %v1
   output %i1
   output %v2
