@@ -534,6 +534,52 @@ def models():
             hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, num_mel_bins=64,
             max_length=128)), (2, 128, 64)),
     })
+    # And a second round the same day: ESM (a rotary encoder), XLM-RoBERTa-XL (pre-norm), mBART
+    # (encoder and decoder), GraniteMoE and PhiMoE (mixtures of experts), Mamba and
+    # RecurrentGemma (recurrences written out over the sequence), DINOv2 with registers, PVTv2, CvT
+    # (convolutional projections with BatchNorm), HF's ResNet and ConvNeXt through torch.export,
+    # MobileViTV2 (separable self-attention), SwiftFormer (additive attention), ViTDet (windows and
+    # relative positions), HuBERT and SEW (a squeezed sequence).
+    wav = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+               conv_dim=(32, 32, 32), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3), num_conv_pos_embeddings=16,
+               num_conv_pos_embedding_groups=4)
+    t.update({
+        "esm": hf("esm", tf.EsmConfig, tf.EsmModel, position_embedding_type="rotary", pad_token_id=1,
+                  mask_token_id=2),
+        "xlm_roberta_xl": hf("xlm_roberta_xl", tf.XLMRobertaXLConfig, tf.XLMRobertaXLModel),
+        "mbart": text("mbart", lambda: tf.MBartModel(tf.MBartConfig(
+            d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=512, decoder_ffn_dim=512, vocab_size=1000, max_position_embeddings=64)),
+            ("last_hidden_state", "encoder_last_hidden_state")),
+        "granitemoe": hf("granitemoe", tf.GraniteMoeConfig, tf.GraniteMoeModel, **moe, **gqa, num_local_experts=4),
+        "phimoe": hf("phimoe", tf.PhimoeConfig, tf.PhimoeModel, **moe, **gqa, num_local_experts=4),
+        "mamba": text("mamba", lambda: tf.MambaModel(tf.MambaConfig(hidden_size=128, num_hidden_layers=2,
+                                                                       vocab_size=1000, state_size=16))),
+        "recurrent_gemma": text("recurrent_gemma", lambda: tf.RecurrentGemmaModel(tf.RecurrentGemmaConfig(
+            hidden_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1, intermediate_size=256,
+            vocab_size=1000, attention_window_size=16, lru_width=128,
+            block_types=("recurrent", "recurrent", "attention")))),
+        "dinov2_reg": tensor(lambda: tf.Dinov2WithRegistersModel(tf.Dinov2WithRegistersConfig(
+            **vis, num_register_tokens=4)), img),
+        "pvt_v2": tensor(lambda: tf.PvtV2Model(tf.PvtV2Config(
+            num_encoder_blocks=2, hidden_sizes=[32, 64], depths=[1, 1], num_attention_heads=[1, 2], sr_ratios=[2, 1],
+            patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[4, 4], image_size=64)), img),
+        # CvT's stage s indexes its drop-path rates, one per layer of that stage: depth[s] > s
+        "cvt": tensor(lambda: tf.CvtModel(tf.CvtConfig(embed_dim=[32, 64, 128], num_heads=[1, 2, 4],
+                                                       depth=[1, 2, 3])), img),
+        "resnet_hf": tensor(lambda: tf.ResNetModel(tf.ResNetConfig(
+            embedding_size=32, hidden_sizes=[32, 64], depths=[1, 1], layer_type="basic")), img),
+        "convnext_hf": tensor(lambda: tf.ConvNextModel(tf.ConvNextConfig(
+            num_stages=2, hidden_sizes=[32, 64], depths=[1, 1])), img),
+        "mobilevitv2": tensor(lambda: tf.MobileViTV2Model(tf.MobileViTV2Config(image_size=64)), img),
+        "swiftformer": tensor(lambda: tf.SwiftFormerModel(tf.SwiftFormerConfig(
+            depths=[1, 1, 1, 1], embed_dims=[16, 32, 48, 64])), img),
+        "vitdet": tensor(lambda: tf.VitDetModel(tf.VitDetConfig(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, image_size=64, patch_size=8, window_size=4,
+            window_block_indices=[0], residual_block_indices=[1], use_relative_position_embeddings=True)), img),
+        "hubert": tensor(lambda: tf.HubertModel(tf.HubertConfig(**wav)), (2, 4000)),
+        "sew": tensor(lambda: tf.SEWModel(tf.SEWConfig(**wav, squeeze_factor=2)), (2, 4000)),
+    })
     # The torchvision CNNs; the second line tried 2026-11-26, later: squeeze-excitation (RegNetY,
     # MnasNet), dense concatenation (DenseNet), fire modules (SqueezeNet), inception branches
     # (GoogLeNet), fused MBConv (EfficientNetV2), inverted residuals (MobileNetV2), grouped

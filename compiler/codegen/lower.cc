@@ -98,6 +98,7 @@ NodeLowering classify_node(const Node& n, std::string* why) {
                      "Gather",
                      "GatherElements",
                      "GatherND",
+                     "Col2Im",
                      "ScatterElements",
                      "ScatterND",
                      "TensorScatter",

@@ -596,6 +596,42 @@ StatusOr<Kernel> lower_dropout_mask(const Node& n, int index, IndexWidth ix) {
 
 }  // namespace
 
+// Col2Im: each output element [n, c, image position] sums the block elements that land on it: for
+// each block offset, the block position it came from along each axis (when the position minus the
+// offset is a whole number of strides inside the block grid).
+StatusOr<Kernel> lower_col2im(const Node& n, int index, IndexWidth ix) {
+  const Value* x = n.input(0);
+  const Value* out = n.output(0);
+  ASSIGN_OR_RETURN(auto image, const_input(n, 1, "image_shape"));
+  ASSIGN_OR_RETURN(auto block, const_input(n, 2, "block_shape"));
+  ASSIGN_OR_RETURN(ops::Window w, ops::col2im_window(n, dims(x), Dims(image.begin(), image.end()),
+                                                     Dims(block.begin(), block.end())));
+  const size_t sp = image.size();
+  const int64_t k = num_elements(w.kernel), blocks = num_elements(w.out), c = dims(out)[1];
+  const Dims ks = strides_of(w.kernel), ls = strides_of(w.out);
+  MapBuilder b(n, index, dims(out), ix);
+  const char* t = ix.type();
+  const std::string ct = compute_type(out->dtype);
+  b.line(fmt::format("{} acc = 0;", ct));
+  b.line(fmt::format("const {} row = ({} * {} + {}) * {};", t, b.coord(0), b.lit(c), b.coord(1), b.lit(k)));
+  b.line(fmt::format("for ({0} kk = 0; kk < {1}; ++kk) {{", t, b.lit(k)));
+  b.indent(1);
+  b.line(fmt::format("{} at = 0;", t));
+  b.line("bool in = true;");
+  for (size_t d = 0; d < sp; ++d) {
+    b.line(fmt::format("const {} p{} = {} + {} - (kk / {} % {}) * {};", t, d, b.coord(2 + d),
+                       b.lit(w.pad_begin[d]), b.lit(ks[d]), b.lit(w.kernel[d]), b.lit(w.dilations[d])));
+    b.line(fmt::format("in = in && p{0} >= 0 && p{0} % {1} == 0 && p{0} / {1} < {2};", d, b.lit(w.strides[d]),
+                       b.lit(w.out[d])));
+    b.line(fmt::format("at += p{} / {} * {};", d, b.lit(w.strides[d]), b.lit(ls[d])));
+  }
+  b.line(fmt::format("if (in) acc += {};", b.load(x, fmt::format("(row + kk) * {} + at", b.lit(blocks)))));
+  b.indent(-1);
+  b.line("}");
+  b.store(out, "i", "acc");
+  return b.finish(fmt::format(", each summing its {} block offsets", k));
+}
+
 StatusOr<Kernel> lower_map(const Node& n, int index, IndexWidth ix) {
   const std::string& op = n.op_type;
   if (has_scalar_expr(n)) return lower_scalar(n, index, ix);
@@ -613,6 +649,7 @@ StatusOr<Kernel> lower_map(const Node& n, int index, IndexWidth ix) {
   if (op == "Gather") return lower_gather(n, index, ix);
   if (op == "GatherElements") return lower_gather_elements(n, index, ix);
   if (op == "GatherND") return lower_gather_nd(n, index, ix);
+  if (op == "Col2Im") return lower_col2im(n, index, ix);
   return Status::internal(fmt::format("{}: lower_map has no rule", n.describe()));
 }
 

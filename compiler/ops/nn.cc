@@ -483,7 +483,64 @@ Status eval_global_pool(const Node& n, std::span<const Tensor* const> in, std::v
   return Status::ok();
 }
 
+// ---- Col2Im ----------------------------------------------------------------------------------
+
+Status infer_col2im(InferContext& ctx) {
+  const Node& n = ctx.node();
+  ASSIGN_OR_RETURN(auto image, const_ints(ctx, 1, "image_shape"));
+  ASSIGN_OR_RETURN(auto block, const_ints(ctx, 2, "block_shape"));
+  ASSIGN_OR_RETURN(Window w, col2im_window(n, ctx.dims(0), Dims(image.begin(), image.end()),
+                                           Dims(block.begin(), block.end())));
+  Dims out = {ctx.dims(0)[0], ctx.dims(0)[1] < 0 ? -1 : ctx.dims(0)[1] / num_elements(w.kernel)};
+  out.insert(out.end(), image.begin(), image.end());
+  ctx.set_output(0, ctx.dtype(0), out);
+  return Status::ok();
+}
+
+// Each block element adds into the image position it came from; positions in the padding drop out.
+Status eval_col2im(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  const std::vector<int64_t> image = in[1]->to_i64(), block = in[2]->to_i64();
+  ASSIGN_OR_RETURN(Window w, col2im_window(n, x.dims(), Dims(image.begin(), image.end()),
+                                           Dims(block.begin(), block.end())));
+  const int64_t batch = x.dims()[0], k = num_elements(w.kernel), c = x.dims()[1] / k;
+  const int64_t blocks = num_elements(w.out), plane = num_elements(w.in);
+  Dims od = {batch, c};
+  od.insert(od.end(), image.begin(), image.end());
+  const std::vector<double> xv = x.to_f64();
+  std::vector<double> y(static_cast<size_t>(batch * c * plane), 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for_each_window(w, [&](int64_t o, int64_t kk, int64_t off, const auto&, const auto&) {
+        if (off >= 0) y[(b * c + ch) * plane + off] += xv[((b * c + ch) * k + kk) * blocks + o];
+      });
+  out[0] = Tensor::from_f64(x.dtype(), od, y);
+  return Status::ok();
+}
+
 }  // namespace
+
+StatusOr<Window> col2im_window(const Node& n, const Dims& x, const Dims& image, const Dims& block) {
+  if (x.size() != 3)
+    return node_error(n, fmt::format("its input has rank {}; Col2Im takes [N, C x block, L]", x.size()));
+  if (image.empty() || image.size() != block.size())
+    return node_error(n, fmt::format("image_shape has {} values and block_shape {}; they must give the same "
+                                     "spatial axes",
+                                     image.size(), block.size()));
+  for (size_t i = 0; i < image.size(); ++i)
+    if (image[i] <= 0 || block[i] <= 0)
+      return node_error(n, fmt::format("image_shape {} and block_shape {} must be positive",
+                                       dims_to_string(image), dims_to_string(block)));
+  ASSIGN_OR_RETURN(Window w, forward_window(n, image, block, false));
+  const int64_t k = num_elements(block), blocks = num_elements(w.out);
+  if (x[1] >= 0 && x[1] % k != 0)
+    return node_error(
+        n, fmt::format("its input has {} rows, not a multiple of the block's {} elements", x[1], k));
+  if (x[2] >= 0 && x[2] != blocks)
+    return node_error(n, fmt::format("its input has {} block positions, but image {} in blocks {} has {}",
+                                     x[2], dims_to_string(image), dims_to_string(block), blocks));
+  return w;
+}
 
 void register_nn(std::vector<OpDef>& t) {
   t.push_back({"MatMul", kMinOpset, kMaxOpset, OpCategory::kLibrary, infer_matmul, eval_matmul});
@@ -494,6 +551,7 @@ void register_nn(std::vector<OpDef>& t) {
     t.push_back({p, kMinOpset, kMaxOpset, OpCategory::kLibrary, infer_pool, eval_pool});
   for (const char* p : {"GlobalAveragePool", "GlobalMaxPool"})
     t.push_back({p, kMinOpset, kMaxOpset, OpCategory::kReduction, infer_global_pool, eval_global_pool});
+  t.push_back({"Col2Im", 18, kMaxOpset, OpCategory::kLayout, infer_col2im, eval_col2im});
 }
 
 }  // namespace stitch::ops

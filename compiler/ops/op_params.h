@@ -52,6 +52,9 @@ struct Window {
 StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_mode);
 StatusOr<Window> conv_window(const Node& n, const Dims& x, const Dims& wt);
 StatusOr<Window> pool_window(const Node& n, const Dims& x);
+// Col2Im's blocks over the image (in: the image, kernel: the block, out: block positions per
+// axis), checked against its input x [N, C x prod(block), L].
+StatusOr<Window> col2im_window(const Node& n, const Dims& x, const Dims& image, const Dims& block);
 
 // Resize: what each output position of each resized axis reads. Interpolation is separable, so a
 // Resize is one 1-D resampling per axis, in axis order: output position o of axis `axis` is

@@ -250,6 +250,26 @@ TEST_CASE("odd shapes and every thread mapping run on the emu backend like the r
     test::run_frontend_or_die(*g);
     test::emu_matches_reference(*g, nullptr, 1);
   }
+  SECTION("Col2Im: overlapping blocks with dilation and padding, strided blocks, float16") {
+    // 2 channels of 3x3 blocks over a 9x11 image, dilation 2, pads 1 and 2, stride 1: positions
+    // (9 + 1 + 1 - 5) + 1 = 7 by (11 + 2 + 2 - 5) + 1 = 11; and 2x2 blocks at stride 2 (MobileViTV2's
+    // fold) in float16.
+    auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[2,18,77]
+  input %h: f16[1,12,16]
+  const %im: i64[2] = [9, 11]
+  const %bl: i64[2] = [3, 3]
+  const %im2: i64[2] = [8, 8]
+  const %bl2: i64[2] = [2, 2]
+  %y = Col2Im(%x, %im, %bl) {dilations = ints[2, 2], pads = ints[1, 2, 1, 2]} @"overlap"
+  %z = Col2Im(%h, %im2, %bl2) {strides = ints[2, 2]} @"fold"
+  output %y
+  output %z
+}
+)");
+    test::run_frontend_or_die(*g);
+    test::emu_matches_reference(*g, nullptr, 1);
+  }
   SECTION("layer norm 37x770 with broadcast scale, bias add with every broadcast kind, transpose, slice, concat") {
     auto g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[37,770]

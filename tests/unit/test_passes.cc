@@ -216,6 +216,7 @@ TEST_CASE("shape rule errors name the node") {
 TEST_CASE("window attributes and axes out of range are errors naming the node, not crashes or hangs") {
   struct Case {
     std::string op, inputs, call, message;
+    int opset = 17;
   };
   const std::vector<Case> cases = {
       // A negative kernel made the reference loop over a window of 10^9 steps.
@@ -251,10 +252,20 @@ TEST_CASE("window attributes and axes out of range are errors naming the node, n
       {"TopK", "input %x: f32[3,4]\n  input %k: i64[1]", "TopK(%x, %k)",
        "its K (input 1 'k') is computed at run time"},
       {"TopK", "input %x: f32[3,4]\n  const %k: i64[1] = [1]", "TopK(%x, %k) {axis = 2}", "axis 2"},
+      {"Col2Im", "input %x: f32[1,4,8]\n  const %im: i64[2] = [4, 4]\n  const %bl: i64[2] = [2, 2]",
+       "Col2Im(%x, %im, %bl)", "its input has 8 block positions, but image 4x4 in blocks 2x2 has 9", 18},
+      {"Col2Im", "input %x: f32[1,6,9]\n  const %im: i64[2] = [4, 4]\n  const %bl: i64[2] = [2, 2]",
+       "Col2Im(%x, %im, %bl)", "its input has 6 rows, not a multiple of the block's 4 elements", 18},
+      {"Col2Im", "input %x: f32[1,4,9]\n  const %im: i64[2] = [4, 4]\n  const %bl: i64[1] = [2]",
+       "Col2Im(%x, %im, %bl)", "image_shape has 2 values and block_shape 1", 18},
+      {"Col2Im", "input %x: f32[1,4,9]\n  const %im: i64[2] = [4, 4]\n  const %bl: i64[2] = [2, 0]",
+       "Col2Im(%x, %im, %bl)", "must be positive", 18},
+      {"Col2Im", "input %x: f32[4,9]\n  const %im: i64[2] = [4, 4]\n  const %bl: i64[2] = [2, 2]",
+       "Col2Im(%x, %im, %bl)", "its input has rank 2", 18},
   };
   for (const Case& c : cases) {
-    const std::string text =
-        fmt::format("graph \"g\" opset 17 {{\n  {}\n  %y = {} @\"n\"\n  output %y\n}}\n", c.inputs, c.call);
+    const std::string text = fmt::format("graph \"g\" opset {} {{\n  {}\n  %y = {} @\"n\"\n  output %y\n}}\n",
+                                         c.opset, c.inputs, c.call);
     INFO(text);
     const std::string msg = test::frontend_error(text);
     INFO(msg);
