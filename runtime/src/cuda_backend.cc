@@ -51,8 +51,9 @@ struct ConvPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnActivationDescriptor_t act = nullptr;  // a step with an epilogue: the fused call's
+  cudnnActivationDescriptor_t act = nullptr;  // the fused call's activation
   void* zero_bias = nullptr;                  // the fused call's bias where the Conv has none
+  bool fused = false;                         // the step runs cudnnConvolutionBiasActivationForward
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace = 0;
 };
@@ -318,20 +319,32 @@ class CudaBackend final : public BackendImpl {
     if (c.has_epilogue()) {
       // cudnnConvolutionBiasActivationForward: y = act(conv(x) + alpha2 z + bias), act ReLU or the
       // identity; the identity runs only with the implicit precomputed GEMM algorithm (cuDNN's API
-      // reference), and the call always takes a bias (zeros where the Conv has none).
-      CHECK(cudnnCreateActivationDescriptor(&p.act));
-      CHECK(cudnnSetActivationDescriptor(p.act, c.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                                         CUDNN_PROPAGATE_NAN, 0.0));
-      if (!c.relu) p.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      // reference), and the call always takes a bias (zeros where the Conv has none). Where that
+      // algorithm does not take this convolution, a residual without ReLU is added after it.
+      p.fused = true;
+      if (!c.relu) {
+        size_t ws = 0;
+        if (cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p.x, p.w, p.conv, p.y,
+                                                    CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                                    &ws) == CUDNN_STATUS_SUCCESS)
+          p.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        else
+          p.fused = false;
+      }
+      if (p.fused) {
+        CHECK(cudnnCreateActivationDescriptor(&p.act));
+        CHECK(cudnnSetActivationDescriptor(p.act, c.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                           CUDNN_PROPAGATE_NAN, 0.0));
+      }
     }
     CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p.x, p.w, p.conv, p.y, p.algo, &p.workspace));
-    if (c.has_bias || c.has_epilogue()) {
+    if (c.has_bias || p.fused) {
       std::vector<int> b(out.size(), 1);
       b[1] = int(c.m);
       CHECK(cudnnCreateTensorDescriptor(&p.bias));
       CHECK(cudnnSetTensorNdDescriptor(p.bias, t, int(b.size()), b.data(), packed(b).data()));
     }
-    if (c.has_epilogue() && !c.has_bias) {
+    if (p.fused && !c.has_bias) {
       const int64_t bytes = c.m * (s.dtype == "f16" ? 2 : 4);
       p.zero_bias = alloc(bytes);
       CHECK(cudaMemset(p.zero_bias, 0, static_cast<size_t>(bytes)));
@@ -562,7 +575,7 @@ class CudaBackend final : public BackendImpl {
           const bool dbl = s.dtype == "f64";
           const void* one = dbl ? static_cast<const void*>(&one_d) : &one_f;
           const void* zero = dbl ? static_cast<const void*>(&zero_d) : &zero_f;
-          if (s.conv.has_epilogue()) {
+          if (p.fused) {
             // z is read only with alpha2 1 (a residual); else y stands in for it, unread.
             void* y = ptr(s.args[2]);
             void* z = s.conv.residual ? ptr(s.args.back()) : y;
@@ -575,6 +588,8 @@ class CudaBackend final : public BackendImpl {
           CHECK(cudnnConvolutionForward(cudnn_, one, p.x, ptr(s.args[0]), p.w, ptr(s.args[1]), p.conv, p.algo, conv_ws_,
                                         p.workspace, zero, p.y, ptr(s.args[2])));
           if (s.conv.has_bias) CHECK(cudnnAddTensor(cudnn_, one, p.bias, ptr(s.args[3]), one, p.y, ptr(s.args[2])));
+          if (s.conv.residual)  // a residual the fused call does not take (see plan_conv)
+            CHECK(cudnnAddTensor(cudnn_, one, p.y, ptr(s.args.back()), one, p.y, ptr(s.args[2])));
           break;
         }
         case StepDesc::kCopy:
