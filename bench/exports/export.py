@@ -69,6 +69,18 @@ class Wrap(torch.nn.Module):
         return tuple(r[k] for k in self.keys)
 
 
+class Seq2Seq(torch.nn.Module):
+    """An encoder-decoder run on one sequence: the tokens go to the encoder and, as decoder inputs,
+    to the decoder (whose causal self-attention and cross-attention to the encoder both run)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, input_ids, attention_mask):
+        return self.m(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=input_ids)
+
+
 def export_text(name, make_model, keys, vocab, dynamo, opset, out):
     torch.manual_seed(0)  # before the model is built: its weights are the seed's, whatever ran before
     model = make_model().eval()
@@ -579,6 +591,23 @@ def models():
             window_block_indices=[0], residual_block_indices=[1], use_relative_position_embeddings=True)), img),
         "hubert": tensor(lambda: tf.HubertModel(tf.HubertConfig(**wav)), (2, 4000)),
         "sew": tensor(lambda: tf.SEWModel(tf.SEWConfig(**wav, squeeze_factor=2)), (2, 4000)),
+    })
+    # And a third round: T5, Pegasus and Marian whole (encoder and decoder, the sequence fed to both:
+    # Seq2Seq), BigBird and Longformer (sparse and sliding-window attention at these lengths).
+    seq2seq = dict(d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                   decoder_attention_heads=4, encoder_ffn_dim=512, decoder_ffn_dim=512, vocab_size=1000,
+                   max_position_embeddings=64, pad_token_id=0, decoder_start_token_id=0)
+    both = ("last_hidden_state", "encoder_last_hidden_state")
+    t.update({
+        # T5 and Longformer through TorchScript: torch.export cannot take T5's attention view or
+        # Longformer's chunked windows
+        "t5": text("t5", lambda: Seq2Seq(tf.T5Model(tf.T5Config(**t5))), both, dynamo=False, opset=17),
+        "pegasus": text("pegasus", lambda: Seq2Seq(tf.PegasusModel(tf.PegasusConfig(**seq2seq))), both),
+        "marian": text("marian", lambda: Seq2Seq(tf.MarianModel(tf.MarianConfig(**seq2seq))), both),
+        "bigbird": hf("bigbird", tf.BigBirdConfig, tf.BigBirdModel, attention_type="block_sparse", block_size=4,
+                      num_random_blocks=2),
+        "longformer": text("longformer", lambda: tf.LongformerModel(tf.LongformerConfig(**small, attention_window=8)),
+                           dynamo=False, opset=17),
     })
     # The torchvision CNNs; the second line tried 2026-11-26, later: squeeze-excitation (RegNetY,
     # MnasNet), dense concatenation (DenseNet), fire modules (SqueezeNet), inception branches
