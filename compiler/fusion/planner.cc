@@ -44,14 +44,15 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
     alone_.push_back(single_cost(*x, o.device));
     single_.push_back(folded_[i] ? Cost{} : alone_.back());
   }
-  // A residual the call reads as its C: the call runs after the residual's producer (which comes
-  // earlier in graph order, so edges still point forward), and reads it once more.
+  // A residual the call reads as its C (a convolution's z): the call runs after the residual's
+  // producer (which comes earlier in graph order, so edges still point forward), and reads it once
+  // more.
   for (const auto& [mm, f] : folds_.by_matmul) {
     if (!f.residual) continue;
     const int i = idx_.at(mm);
-    single_[static_cast<size_t>(i)].time +=
-        static_cast<double>(num_elements(*f.residual->dims) * dtype_size(f.residual->dtype)) /
-        (o.device.dram_bw * o.device.bw_eff);
+    const int64_t read = num_elements(*f.residual->dims) * dtype_size(f.residual->dtype);
+    single_[static_cast<size_t>(i)].time += static_cast<double>(read) / (o.device.dram_bw * o.device.bw_eff);
+    single_[static_cast<size_t>(i)].library_bytes += read;
     if (!f.residual->producer || !idx_.count(f.residual->producer)) continue;
     const int p = idx_.at(f.residual->producer);
     STITCH_CHECK(p < i, "a residual folded into {} is produced after it", mm->describe());
