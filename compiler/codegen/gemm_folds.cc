@@ -236,6 +236,26 @@ std::optional<std::vector<SubAxes>> written_layout(const Dims& pd, const Node& t
   return axes;
 }
 
+// The residual Add of `tail` for a call of `call`: the one reader of `tail`, an Add of a
+// same-shaped value of its type written before the call runs (its producer comes first in graph
+// order, so no path leads from the call back to it). {Add, that value}, or nulls.
+std::pair<const Node*, const Value*> residual_add(const Graph& g, const UsersMap& users,
+                                                  const std::map<const Node*, size_t>& position,
+                                                  const Value* tail, const Node& call,
+                                                  const std::function<bool(const Node*)>& free) {
+  auto it = users.find(tail);
+  const Node* add =
+      it != users.end() && only_reader(g, users, tail, it->second.front()) ? it->second.front() : nullptr;
+  const Value* other =
+      add && add->inputs.size() == 2 ? (add->input(0) == tail ? add->input(1) : add->input(0)) : nullptr;
+  if (add && other && add->op_type == "Add" && free(add) && add->input(0) != add->input(1) &&
+      other->has_static_shape() && other->dtype == tail->dtype && dims(other) == dims(tail) &&
+      add->output(0) && dims(add->output(0)) == dims(tail) &&
+      (other->producer == nullptr || position.at(other->producer) < position.at(&call)))
+    return {add, other};
+  return {nullptr, nullptr};
+}
+
 // A Conv's fold: a residual Add and then ReLU, which cuDNN's fused call computes after the
 // convolution and its bias (y = relu(conv(x) + bias + z)); ResNet's second convolution of a block,
 // its Add and ReLU are one call. Only f32 and f16, the types of cuDNN's fused call with a float
@@ -246,23 +266,11 @@ void fold_conv(const Graph& g, const UsersMap& users, const std::map<const Node*
   if (tail->dtype != DType::kF32 && tail->dtype != DType::kF16) return;
   GemmFolds::Fold f;
   std::map<const Node*, std::string> why;
-  auto sole_reader = [&](const Value* v) -> const Node* {
-    auto it = users.find(v);
-    return it != users.end() && only_reader(g, users, v, it->second.front()) ? it->second.front() : nullptr;
-  };
-  // Residual: an Add of a same-shaped value written before the Conv runs (its producer comes first
-  // in graph order, so no path leads from the call back to it).
-  if (const Node* add = sole_reader(tail); add && add->op_type == "Add" && free(add) &&
-                                           add->inputs.size() == 2 && add->input(0) != add->input(1)) {
-    const Value* other = add->input(0) == tail ? add->input(1) : add->input(0);
-    if (other && other->has_static_shape() && other->dtype == tail->dtype && dims(other) == dims(tail) &&
-        add->output(0) && dims(add->output(0)) == dims(tail) &&
-        (other->producer == nullptr || position.at(other->producer) < position.at(&conv))) {
-      f.residual_add = add;
-      f.residual = other;
-      why[add] = fmt::format("added by {} in cuDNN's fused call (its z input)", conv.describe());
-      tail = add->output(0);
-    }
+  if (auto [add, other] = residual_add(g, users, position, tail, conv, free); add) {
+    f.residual_add = add;
+    f.residual = other;
+    why[add] = fmt::format("added by {} in cuDNN's fused call (its z input)", conv.describe());
+    tail = add->output(0);
   }
   auto act = match_activation(g, users, tail, free);
   if (act && act->kind == Activation::kRelu) {
@@ -334,18 +342,9 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
       views.push_back(v);
       tail = v->output(0);
     }
-    // Residual: an Add of a same-shaped value written before the MatMul runs (its producer comes
-    // first in graph order, so no path leads from the call back to it).
+    // Residual: an Add of a same-shaped value written before the MatMul runs.
     if (plain_c) {
-      auto it = users.find(tail);
-      const Node* add =
-          it != users.end() && only_reader(g, users, tail, it->second.front()) ? it->second.front() : nullptr;
-      const Value* other =
-          add && add->inputs.size() == 2 ? (add->input(0) == tail ? add->input(1) : add->input(0)) : nullptr;
-      if (add && other && add->op_type == "Add" && free(add) && add->input(0) != add->input(1) &&
-          other->has_static_shape() && other->dtype == tail->dtype && dims(other) == dims(tail) &&
-          add->output(0) && dims(add->output(0)) == dims(tail) &&
-          (other->producer == nullptr || position.at(other->producer) < position.at(&mm))) {
+      if (auto [add, other] = residual_add(g, users, position, tail, mm, free); add) {
         f.residual_add = add;
         f.residual = other;
         for (const Node* v : views)

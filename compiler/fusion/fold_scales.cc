@@ -43,6 +43,40 @@ bool keeps_precision(DType t, const std::vector<double>& w, const std::vector<do
   return true;
 }
 
+// What a per-column scale can fold into: a MatMul of a computed A (of rank `min_a_rank` or more)
+// and a constant [k, n] weight of type t, and the constant [n] bias Add after it when `last`, the
+// node whose output is scaled, is that Add. Null mm when `last` is neither.
+struct Projection {
+  Node* mm = nullptr;
+  Node* bias_add = nullptr;
+  Value* bias = nullptr;
+};
+Projection projection_of(const Graph& g, const codegen::UsersMap& users, Node* last, DType t, int64_t n,
+                         size_t min_a_rank, const std::set<std::string>& keep) {
+  Projection p;
+  Node* mm = last;
+  if (last->op_type == "Add" && last->domain.empty() && last->inputs.size() == 2) {
+    const int b = last->input(0) && last->input(0)->is_constant() ? 0 : 1;
+    Value* bias = last->input(b);
+    Value* prod = last->input(1 - b);
+    if (!bias || !bias->is_constant() || bias->dtype != t || *bias->dims != Dims{n} || !prod ||
+        !prod->producer || sole_reader(g, users, prod) != last || keep.count(last->name))
+      return p;
+    p.bias_add = last;
+    p.bias = bias;
+    mm = prod->producer;
+  }
+  if (mm->op_type != "MatMul" || !mm->domain.empty() || mm->inputs.size() != 2 || keep.count(mm->name))
+    return p;
+  const Value* a = mm->input(0);
+  const Value* w = mm->input(1);
+  if (!a || a->is_constant() || !w || !w->is_constant() || w->dtype != t || !w->dims ||
+      w->dims->size() != 2 || (*w->dims)[1] != n || !a->dims || a->dims->size() < min_a_rank)
+    return p;
+  p.mm = mm;
+  return p;
+}
+
 // BatchNormalization in inference mode over a GEMM's product seen as [rows, C], through views that
 // keep the columns (LeViT's Linear, then BatchNorm1d over the flattened tokens): per column it is
 // y * s + t, s = scale / sqrt(var + epsilon), t = bias - mean * s. s goes into the weight's
@@ -77,27 +111,12 @@ bool fold_batch_norm(Graph& g, const codegen::UsersMap& users, Node& bn, const s
     last = in->producer;
   }
   if (!last || v->dims->back() != n) return false;
-  Node* head = last;  // the node whose output the views read
-  Node* bias_add = nullptr;
-  Value* bias = nullptr;
-  Node* mm = head;
-  if (head->op_type == "Add" && head->domain.empty() && head->inputs.size() == 2 && !keep.count(head->name)) {
-    const int b = head->input(0) && head->input(0)->is_constant() ? 0 : 1;
-    bias = head->input(b);
-    Value* prod = head->input(1 - b);
-    if (!bias || !bias->is_constant() || bias->dtype != x->dtype || *bias->dims != Dims{n} || !prod ||
-        !prod->producer || only_reader(prod) != head)
-      return false;
-    bias_add = head;
-    mm = prod->producer;
-  }
-  if (mm->op_type != "MatMul" || !mm->domain.empty() || mm->inputs.size() != 2 || keep.count(mm->name))
-    return false;
-  const Value* a = mm->input(0);
+  const Projection proj = projection_of(g, users, last, x->dtype, n, 1, keep);
+  if (!proj.mm) return false;
+  Node* mm = proj.mm;
+  Node* bias_add = proj.bias_add;
+  Value* bias = proj.bias;
   const Value* w = mm->input(1);
-  if (!a || a->is_constant() || !w || !w->is_constant() || w->dtype != x->dtype || !w->dims ||
-      w->dims->size() != 2 || (*w->dims)[1] != n || !a->dims || a->dims->empty())
-    return false;
   const double eps = bn.attr_float("epsilon", 1e-5f);
   std::vector<double> sc(static_cast<size_t>(n)), sh(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j) {
@@ -172,28 +191,14 @@ StatusOr<std::vector<std::string>> fold_column_scales(Graph& g, const std::set<s
           *mul.output(0)->dims != *y->dims)
         continue;
       // y is the MatMul's product, or that plus a constant bias.
-      Node* last = y->producer;
-      Node* bias_add = nullptr;
-      Value* bias = nullptr;
-      Node* mm = last;
       const int64_t n = y->dims->back();
-      if (last->op_type == "Add" && last->domain.empty() && last->inputs.size() == 2) {
-        const int b = last->input(0) && last->input(0)->is_constant() ? 0 : 1;
-        bias = last->input(b);
-        Value* prod = last->input(1 - b);
-        if (!bias || !bias->is_constant() || bias->dtype != y->dtype || *bias->dims != Dims{n} || !prod ||
-            !prod->producer || only_reader(prod) != last || keep.count(last->name))
-          continue;
-        bias_add = last;
-        mm = prod->producer;
-      }
-      if (mm->op_type != "MatMul" || !mm->domain.empty() || mm->inputs.size() != 2 || keep.count(mm->name))
-        continue;
-      const Value* a = mm->input(0);
+      Node* last = y->producer;
+      const Projection proj = projection_of(g, users, last, y->dtype, n, 2, keep);
+      if (!proj.mm) continue;
+      Node* mm = proj.mm;
+      Node* bias_add = proj.bias_add;
+      Value* bias = proj.bias;
       const Value* w = mm->input(1);
-      if (!a || a->is_constant() || !w || !w->is_constant() || w->dtype != y->dtype || !w->dims ||
-          w->dims->size() != 2 || (*w->dims)[1] != n || !a->dims || a->dims->size() < 2)
-        continue;
       const std::vector<double> s = column_scale(c, y->dtype, y->dims->size(), n);
       if (s.empty()) continue;
       const int64_t k = (*w->dims)[0];
