@@ -34,7 +34,7 @@ int run_compile(const CompileArgs& a) {
   o.model_path = a.model;
   o.shape_bindings = a.shapes;
 
-  auto g = import_onnx_file(a.model);
+  auto g = import_onnx_file(a.model, {a.constant_inputs});
   if (!g.is_ok()) return report(g.status());
   Status prepared = prepare_model(**g, a.model, a.shapes, {}, a.dump_dir);
   if (!prepared.is_ok()) return report(prepared);

@@ -42,7 +42,7 @@ nlohmann::json value_json(const Value& v) {
 }  // namespace
 
 int run_inspect(const InspectArgs& a) {
-  auto imported = import_onnx_file(a.model);
+  auto imported = import_onnx_file(a.model, {a.constant_inputs});
   if (!imported.is_ok()) return report(imported.status());
   const Graph& raw = **imported;
   Summary before = summarize(raw);

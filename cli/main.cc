@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
   CLI::App* inspect = app.add_subcommand("inspect", "show inputs, outputs, op histogram and sizes of a model");
   inspect->add_option("model", ia.model, "model.onnx")->required();
   inspect->add_option("--shape", ia.shapes, "bind a dynamic input or symbolic dim: NAME=1x128 or SYMBOL=4");
+  inspect->add_option(
+      "--constant-input", ia.constant_inputs,
+      "fix a graph input to a value (it stops being an input; an If it decides keeps only its branch, e.g. "
+      "Optimum's merged decoders: use_cache_branch=1): NAME=V or NAME=V1,V2,...");
   inspect->add_option("--dump-dir", ia.dump_dir, "write the IR after each pass into this directory");
   inspect->add_flag("--json", ia.json, "print a JSON report instead of text");
 
@@ -66,6 +70,9 @@ int main(int argc, char** argv) {
   run->add_option("--atol", ra.atol, "absolute tolerance for --expect");
   run->add_option("--save-outputs", ra.save, "write output_0.pb... into this directory");
   run->add_option("--shape", ra.shapes, "bind a dynamic input or symbolic dim (default: from the input data)");
+  run->add_option("--constant-input", ra.constant_inputs,
+                  "fix a graph input to a value (it stops being an input; an If it decides keeps only its "
+                  "branch, e.g. Optimum's merged decoders: use_cache_branch=1): NAME=V or NAME=V1,V2,...");
   run->add_option("--dump-dir", ra.dump_dir, "write the IR after each pass into this directory");
 
   CompileArgs ca;
@@ -73,6 +80,10 @@ int main(int argc, char** argv) {
   compile->add_option("model", ca.model, "model.onnx")->required();
   compile->add_option("-o,--output", ca.out, "artifact directory to write")->required();
   compile->add_option("--shape", ca.shapes, "bind a dynamic input or symbolic dim: NAME=1x128 or SYMBOL=4");
+  compile->add_option(
+      "--constant-input", ca.constant_inputs,
+      "fix a graph input to a value (it stops being an input; an If it decides keeps only its branch, e.g. "
+      "Optimum's merged decoders: use_cache_branch=1): NAME=V or NAME=V1,V2,...");
   compile->add_option("--arch", ca.arch, "comma-separated GPU targets")->default_val("sm_90");
   compile->add_option("--fusion", ca.fusion,
                       "fusion planner: beam (default), ilp (exact per component, GLPK), greedy (baseline) or none")

@@ -1,5 +1,6 @@
 // stitchc run: runs a model on ONNX test-data inputs and checks expected outputs.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +42,10 @@ StatusOr<std::vector<NamedTensor>> read_tensor_dir(const std::string& dir, const
     out.push_back(std::move(t));
   }
   return out;
+}
+
+bool names_file(const std::vector<NamedTensor>& files, const std::string& name) {
+  return std::any_of(files.begin(), files.end(), [&](const NamedTensor& t) { return t.name == name; });
 }
 
 // Pairs tensors with graph values: by name when every file names a value, else by position.
@@ -137,6 +142,14 @@ int run_artifact(const RunArgs& a) {
       }
     auto in_files = read_tensor_dir(a.inputs, "input");
     if (!in_files.is_ok()) return report(in_files.status());
+    // Data for an input fixed at compile time goes to the session too, which checks its value.
+    for (const rt::TensorInfo& t : model->fixed_inputs())
+      if (names_file(*in_files, t.name)) {
+        auto v = std::make_unique<Value>();
+        v->name = t.name;
+        ins.push_back(v.get());
+        holder.push_back(std::move(v));
+      }
     auto inputs = match(ins, std::move(*in_files), a.inputs, "input");
     if (!inputs.is_ok()) return report(inputs.status());
     session = std::make_unique<rt::Session>(model, rt::parse_backend(a.backend));
@@ -185,12 +198,35 @@ int run_run(const RunArgs& a) {
   if ((a.rtol >= 0) != (a.atol >= 0) && a.expect.empty())
     return report(Status::user("--rtol and --atol only apply with --expect"));
   // Match the data to the imported inputs, then bind dynamic dims from it.
-  auto raw = import_onnx_file(a.model);
+  auto raw = import_onnx_file(a.model, {a.constant_inputs});
   if (!raw.is_ok()) return report(raw.status());
   auto in_files = read_tensor_dir(a.inputs, "input");
   if (!in_files.is_ok()) return report(in_files.status());
-  auto inputs = match((*raw)->inputs, std::move(*in_files), a.inputs, "input");
+  // Data for an input fixed by --constant-input must hold that value; it is not fed.
+  std::vector<Value*> ins = (*raw)->inputs;
+  std::vector<std::unique_ptr<Value>> fixed;
+  for (const FixedInput& f : (*raw)->fixed_inputs)
+    if (names_file(*in_files, f.name)) {
+      fixed.push_back(std::make_unique<Value>());
+      fixed.back()->name = f.name;
+      ins.push_back(fixed.back().get());
+    }
+  auto inputs = match(ins, std::move(*in_files), a.inputs, "input");
   if (!inputs.is_ok()) return report(inputs.status());
+  for (const FixedInput& f : (*raw)->fixed_inputs)
+    for (auto it = inputs->begin(); it != inputs->end(); ++it) {
+      if (it->first->name != f.name) continue;
+      const Tensor& t = it->second;
+      if (t.dtype() != f.value.dtype() || t.dims() != f.value.dims() ||
+          !std::equal(t.data(), t.data() + t.byte_size(), f.value.data(),
+                      f.value.data() + f.value.byte_size()))
+        return report(
+            Status::user(fmt::format("'{}': input '{}' holds another value than --constant-input fixes "
+                                     "({}={}); give the value the data holds",
+                                     a.inputs, f.name, f.name, fmt::join(f.value.to_f64(), ","))));
+      inputs->erase(it);
+      break;
+    }
   ShapeBindings from_data;
   for (const auto& [v, t] : *inputs) {
     Status st = check_input(*v, t);  // dtype and rank before any binding

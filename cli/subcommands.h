@@ -7,7 +7,7 @@ namespace stitch::cli {
 
 struct InspectArgs {
   std::string model, dump_dir;
-  std::vector<std::string> shapes;
+  std::vector<std::string> shapes, constant_inputs;
   bool json = false;
 };
 int run_inspect(const InspectArgs& a);
@@ -15,14 +15,14 @@ int run_ops();
 
 struct RunArgs {
   std::string model, inputs, expect, backend = "reference", save, dump_dir;
-  std::vector<std::string> shapes;
+  std::vector<std::string> shapes, constant_inputs;
   double rtol = -1, atol = -1;
 };
 int run_run(const RunArgs& a);
 
 struct CompileArgs {
   std::string model, out, arch = "sm_90", fusion = "beam", report_json, dump_dir, device_spec;
-  std::vector<std::string> shapes, no_fuse;
+  std::vector<std::string> shapes, no_fuse, constant_inputs;
   int max_group_size = 64, beam_width = 8;
   bool no_pack = false;
   bool approximate_gelu = false;

@@ -419,6 +419,17 @@ struct Writer {
         t["in_place_of_input"] = it->second;  // the session's buffer of that input holds it
       outs.push_back(t);
     }
+    // Inputs fixed at compile time, with their bytes, so that the runtime can check a caller that
+    // still feeds them.
+    ordered_json fixed = ordered_json::array();
+    for (const FixedInput& f : g.fixed_inputs) {
+      std::string hex;
+      for (int64_t i = 0; i < f.value.byte_size(); ++i) hex += fmt::format("{:02x}", f.value.data()[i]);
+      fixed.push_back({{"name", f.name},
+                       {"dtype", std::string(dtype_name(f.value.dtype()))},
+                       {"dims", dims_json(f.value.dims())},
+                       {"data", hex}});
+    }
     std::string model = read_all(o.model_path);
     ordered_json files = ordered_json::object();
     std::vector<fs::path> all;
@@ -440,10 +451,13 @@ struct Writer {
     ordered_json m = {{"format", artifact::kFormatName},
                       {"version", artifact::kArtifactVersion},
                       {"compiler", "stitchc 0.1.0"},
-                      {"model", {{"path", o.model_path}, {"bytes", model.size()},
-                                 {"fnv1a", hex64(artifact::fnv1a(model.data(), model.size()))}}},
+                      {"model",
+                       {{"path", o.model_path},
+                        {"bytes", model.size()},
+                        {"fnv1a", hex64(artifact::fnv1a(model.data(), model.size()))}}},
                       {"inputs", ins},
                       {"outputs", outs},
+                      {"fixed_inputs", fixed},
                       {"archs", o.archs},
                       {"backends", backends},
                       {"options", {{"fusion", o.fusion}, {"shapes", o.shape_bindings}, {"nvcc", o.run_nvcc}}},

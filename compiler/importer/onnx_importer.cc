@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "importer/inline_if.h"
 #include "importer/op_schema.h"
 #include "importer/tensor_proto.h"
 #include "ir/op_table.h"
@@ -207,7 +208,8 @@ class Importer {
         std::string key = n->domain.empty() ? n->op_type : n->domain + "::" + n->op_type;
         auto& u = unsupported[key];
         if (++u.count <= 3) u.examples.push_back("'" + n->name + "'");
-        u.why = unsupported_reason(*n, function_names);
+        u.why = n->op_type == "If" && n->domain.empty() ? undecided_if_reason(np, gp)
+                                                        : unsupported_reason(*n, function_names);
       }
       pending.push_back(std::move(n));
       pending_protos_.push_back(&np);
@@ -251,7 +253,7 @@ class Importer {
   std::string unsupported_reason(const Node& n, const std::set<std::string>& functions) {
     if (functions.count(n.domain + "::" + n.op_type))
       return "a model-local function; inline it first (onnx.inliner.inline_local_functions)";
-    if (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")
+    if (n.op_type == "Loop" || n.op_type == "Scan")
       return "control flow is not supported; export with static control flow (trace, not script)";
     if (!n.domain.empty()) return "custom-domain ops are not supported; export with standard ONNX ops";
     for (const auto& d : all_ops())
@@ -281,7 +283,7 @@ class Importer {
 }  // namespace
 
 StatusOr<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const std::string& base_dir,
-                                                   const std::string& display) {
+                                                   const std::string& display, const ImportOptions& options) {
   onnx::ModelProto m;
   if (bytes.empty()) return Status::user(fmt::format("{}: the file is empty", display));
   if (!m.ParseFromString(bytes))
@@ -291,12 +293,17 @@ StatusOr<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, con
     return Status::user(fmt::format("{}: not an ONNX model (no graph, IR version or opset import found)", display));
   if (m.graph().node_size() == 0 && m.graph().output_size() == 0)
     return Status::user(fmt::format("{}: the ONNX model's graph is empty", display));
+  std::vector<FixedInput> fixed;
+  Status decided = fix_inputs(*m.mutable_graph(), options.constant_inputs, &fixed);
+  if (decided.is_ok()) decided = inline_decided_ifs(*m.mutable_graph(), base_dir);
+  if (!decided.is_ok()) return decided.with_context(display);
   auto g = Importer(m, base_dir).run();
   if (!g.is_ok()) return g.status().with_context(display);
+  (*g)->fixed_inputs = std::move(fixed);
   return g;
 }
 
-StatusOr<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
+StatusOr<std::unique_ptr<Graph>> import_onnx_file(const std::string& path, const ImportOptions& options) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     return Status::user(fmt::format("{}: no such file; check the path", path));
@@ -305,7 +312,7 @@ StatusOr<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::user(fmt::format("{}: cannot be opened (permissions?)", path));
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return import_onnx_bytes(bytes, fs::path(path).parent_path().string(), path);
+  return import_onnx_bytes(bytes, fs::path(path).parent_path().string(), path, options);
 }
 
 }  // namespace stitch

@@ -9,14 +9,22 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 
 namespace stitch {
 
-StatusOr<std::unique_ptr<Graph>> import_onnx_file(const std::string& path);
+struct ImportOptions {
+  // "NAME=V[,V...]": graph inputs fixed to a value, so that an If they decide keeps only the
+  // branch it takes (importer/inline_if.h); recorded in Graph::fixed_inputs.
+  std::vector<std::string> constant_inputs;
+};
+
+StatusOr<std::unique_ptr<Graph>> import_onnx_file(const std::string& path, const ImportOptions& options = {});
 // `base_dir` resolves external data; `display` names the model in messages.
 StatusOr<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const std::string& base_dir,
-                                                   const std::string& display);
+                                                   const std::string& display,
+                                                   const ImportOptions& options = {});
 
 }  // namespace stitch

@@ -221,6 +221,7 @@ std::unique_ptr<Graph> clone_graph(const Graph& g) {
   auto out = std::make_unique<Graph>();
   out->name = g.name;
   out->opset = g.opset;
+  out->fixed_inputs = g.fixed_inputs;
   std::unordered_map<const Value*, Value*> map;
   for (const auto& v : g.values()) {
     Value* nv = out->add_value(v->name);

@@ -65,12 +65,21 @@ struct Node {
   std::string describe() const;
 };
 
+// A graph input of the model fixed to a value at compile time (stitchc compile --constant-input):
+// a constant of the graph, no longer an input; kept for the artifact's manifest, so that a caller
+// that feeds it anyway is checked against it.
+struct FixedInput {
+  std::string name;
+  Tensor value;
+};
+
 class Graph {
  public:
   std::string name = "main";
   int opset = 0;  // default-domain opset of the model
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
+  std::vector<FixedInput> fixed_inputs;
 
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }

@@ -218,6 +218,7 @@ Model::Model(std::unique_ptr<ModelData> d) : data_(std::move(d)) {}
 Model::~Model() = default;
 const std::vector<TensorInfo>& Model::inputs() const { return data_->inputs; }
 const std::vector<TensorInfo>& Model::outputs() const { return data_->outputs; }
+const std::vector<TensorInfo>& Model::fixed_inputs() const { return data_->fixed_inputs; }
 const std::string& Model::dir() const { return data_->dir; }
 
 std::shared_ptr<const Model> Model::load(const std::string& dir) {
@@ -249,6 +250,18 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
       if (rel == artifact::kWeightsFile) weights = std::move(data);  // read once: it can be hundreds of MiB
     }
     for (const json& t : manifest.at("inputs")) m->inputs.push_back(tensor_info(t));
+    for (const json& t : manifest.at("fixed_inputs")) {
+      m->fixed_inputs.push_back(tensor_info(t));
+      const std::string hex = t.at("data").get<std::string>();
+      std::string bytes;
+      for (size_t i = 0; i + 1 < hex.size(); i += 2)
+        bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+      if (static_cast<int64_t>(bytes.size()) != m->fixed_inputs.back().bytes || hex.size() % 2)
+        fail(2, fmt::format(
+                    "artifact '{}': fixed input '{}' holds {} bytes, its shape needs {}; recompile the model",
+                    dir, m->fixed_inputs.back().name, bytes.size(), m->fixed_inputs.back().bytes));
+      m->fixed_bytes.push_back(std::move(bytes));
+    }
     for (const json& t : manifest.at("outputs")) {
       m->outputs.push_back(tensor_info(t));
       const int j = t.value("in_place_of_input", -1);

@@ -65,6 +65,10 @@ struct StepDesc {
 struct ModelData {
   std::string dir;
   std::vector<TensorInfo> inputs, outputs;
+  // Graph inputs fixed when the artifact was compiled (--constant-input), and their bytes: not
+  // inputs of a session, which checks a caller that still feeds one against them.
+  std::vector<TensorInfo> fixed_inputs;
+  std::vector<std::string> fixed_bytes;
   // Per output, the input whose buffer holds it (written in place: a KV cache update), or -1.
   std::vector<int> output_in_input;
   std::vector<std::string> archs, backends;

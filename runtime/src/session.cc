@@ -1,6 +1,8 @@
 // Session: validates inputs and outputs by name, dtype and shape, then hands bytes to the backend.
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "backend.h"
 
 namespace stitch::rt {
@@ -66,6 +68,20 @@ Session::~Session() = default;
 
 void Session::set_input(const std::string& name, const std::string& dtype, const std::vector<int64_t>& dims,
                         const void* data, size_t bytes) {
+  const ModelData& m = model_->data();
+  for (size_t f = 0; f < m.fixed_inputs.size(); ++f) {
+    if (m.fixed_inputs[f].name != name) continue;
+    const TensorInfo& t = m.fixed_inputs[f];
+    const std::string& want = m.fixed_bytes[f];
+    if (dtype != t.dtype || dims != t.dims || bytes != want.size() ||
+        std::memcmp(data, want.data(), bytes) != 0)
+      fail(2, fmt::format(
+                  "input '{}' was fixed to another value ({} {}) when the artifact was compiled (stitchc "
+                  "compile --constant-input {}=...): compile an artifact for this value, or do not set the "
+                  "input",
+                  name, t.dtype, dims_text(t.dims), name));
+    return;  // the artifact computes with that value already
+  }
   const int i = find_by_name(model_->inputs(), name, "input");
   const TensorInfo& t = model_->inputs()[i];
   if (dtype != t.dtype)

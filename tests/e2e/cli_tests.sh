@@ -70,6 +70,27 @@ RZ=/usr/share/libonnx-testdata/data/node/test_resize_upsample_scales_linear
 expect "Resize scales known only at run time" 2 \
   "node 'Resize_0' \(Resize\): its scales \(input 2 'scales'\) is computed at run time.*graph input.*initializer" -- \
   "$STITCHC" compile "$RZ/model.onnx" -o "$TMP/rz" --no-nvcc
+# An If on a graph input (ONNX's test_if; Optimum's merged decoders choose their first step or a
+# step with a KV cache by one on use_cache_branch): one branch per artifact, fixed with
+# --constant-input; data that still holds the input is checked against the fixed value.
+IF=/usr/share/libonnx-testdata/data/node/test_if
+expect "an If on a graph input names --constant-input" 2 \
+  "If x1 \(e.g. 'If_0'\): its condition is the graph input 'cond': compile the branch you need with --constant-input cond=1" -- \
+  "$STITCHC" compile "$IF/model.onnx" -o "$TMP/if" --no-nvcc
+expect "the reference runs the branch --constant-input takes" 0 "all 1 output\(s\) match" -- \
+  "$STITCHC" run "$IF/model.onnx" --constant-input cond=1 --inputs "$IF/test_data_set_0" --expect "$IF/test_data_set_0"
+expect "data holding another value of a fixed input" 2 "input 'cond' holds another value than --constant-input fixes \(cond=0\)" -- \
+  "$STITCHC" run "$IF/model.onnx" --constant-input cond=0 --inputs "$IF/test_data_set_0"
+expect "compile the then branch" 0 "total" -- "$STITCHC" compile "$IF/model.onnx" --constant-input cond=true -o "$TMP/if" --no-nvcc
+expect "the artifact checks the fixed input and runs" 0 "all 1 output\(s\) match" -- \
+  "$STITCHC" run "$TMP/if" --backend emu --inputs "$IF/test_data_set_0" --expect "$IF/test_data_set_0"
+mkdir -p "$TMP/if_false" && printf '\x10\x09\x42\x04cond\x4a\x01\x00' >"$TMP/if_false/input_0.pb"  # cond = false
+expect "a session refuses another value of a fixed input" 2 "input 'cond' was fixed to another value \(bool scalar\)" -- \
+  "$STITCHC" run "$TMP/if" --backend emu --inputs "$TMP/if_false"
+expect "--constant-input naming no input" 2 "no graph input named 'nosuch' \(its inputs: 'cond'\)" -- \
+  "$STITCHC" compile "$IF/model.onnx" --constant-input nosuch=1 -o "$TMP/if2" --no-nvcc
+expect "--constant-input of the wrong type" 2 "'maybe' is not a bool" -- \
+  "$STITCHC" compile "$IF/model.onnx" --constant-input cond=maybe -o "$TMP/if2" --no-nvcc
 # Malformed nodes (tests/e2e/make_bad_models.py): checked against the ONNX schema of the model's
 # opset, or by the op's shape rule, never read with defaults.
 B=$ROOT/tests/e2e/bad_models

@@ -9,6 +9,8 @@
 
 #include "importer/onnx_importer.h"
 #include "importer/tensor_io.h"
+#include "passes/pass.h"
+#include "reference/interpreter.h"
 
 using namespace stitch;
 namespace fs = std::filesystem;
@@ -344,4 +346,132 @@ TEST_CASE("tensor files: round trip and bad files") {
   write_file(d / "junk.pb", "\xff\xff\xff");
   CHECK_THAT(read_tensor_file((d / "junk.pb").string()).status().message(), Catch::Contains("junk.pb"));
   CHECK_THAT(read_tensor_file((d / "none.pb").string()).status().message(), Catch::Contains("cannot open"));
+}
+
+namespace {
+
+onnx::TensorProto float_tensor(const std::string& name, std::vector<float> v) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(1);
+  t.add_dims(static_cast<int64_t>(v.size()));
+  for (float f : v) t.add_float_data(f);
+  return t;
+}
+
+// z = If(flag) + c, c = [100, 100, 100]. then_branch: its own initializer also named 'c' = [1, 2, 3],
+// t = x + c, and an If on a Constant inside it whose branch reads t (an outer-scope name that must
+// follow t's renaming): n = t * 2. else_branch: -x.
+onnx::ModelProto if_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("if");
+  *g->add_input() = tensor_info("x", 1, {"3"});
+  *g->add_input() = tensor_info("flag", 9, {"1"});
+  *g->add_initializer() = float_tensor("c", {100, 100, 100});
+  onnx::GraphProto inner_then;
+  inner_then.set_name("inner_then");
+  auto* two = add_node(&inner_then, "Constant", {}, {"two"}, "two");
+  auto* a = two->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = float_tensor("", {2, 2, 2});
+  add_node(&inner_then, "Mul", {"t", "two"}, {"u"}, "twice");
+  *inner_then.add_output() = tensor_info("u", 1, {"3"});
+  onnx::GraphProto inner_else = inner_then;  // never taken
+  onnx::GraphProto then_g;
+  then_g.set_name("then");
+  *then_g.add_initializer() = float_tensor("c", {1, 2, 3});
+  add_node(&then_g, "Add", {"x", "c"}, {"t"}, "shift");
+  auto* k = add_node(&then_g, "Constant", {}, {"k"}, "k");
+  auto* ka = k->add_attribute();
+  ka->set_name("value");
+  ka->set_type(onnx::AttributeProto::TENSOR);
+  ka->mutable_t()->set_data_type(9);
+  ka->mutable_t()->add_int32_data(1);
+  auto* inner = add_node(&then_g, "If", {"k"}, {"n"}, "inner");
+  for (auto [name, body] : {std::pair{"then_branch", &inner_then}, std::pair{"else_branch", &inner_else}}) {
+    auto* b = inner->add_attribute();
+    b->set_name(name);
+    b->set_type(onnx::AttributeProto::GRAPH);
+    *b->mutable_g() = *body;
+  }
+  *then_g.add_output() = tensor_info("n", 1, {"3"});
+  onnx::GraphProto else_g;
+  else_g.set_name("else");
+  add_node(&else_g, "Neg", {"x"}, {"e"}, "neg");
+  *else_g.add_output() = tensor_info("e", 1, {"3"});
+  auto* outer = add_node(g, "If", {"flag"}, {"r"}, "choose");
+  for (auto [name, body] : {std::pair{"then_branch", &then_g}, std::pair{"else_branch", &else_g}}) {
+    auto* b = outer->add_attribute();
+    b->set_name(name);
+    b->set_type(onnx::AttributeProto::GRAPH);
+    *b->mutable_g() = *body;
+  }
+  add_node(g, "Add", {"r", "c"}, {"z"}, "plus_c");
+  *g->add_output() = tensor_info("z", 1, {"3"});
+  return m;
+}
+
+std::vector<double> run_if_model(const std::string& flag) {
+  auto g = import_onnx_bytes(if_model().SerializeAsString(), temp_dir().string(), "m.onnx", {{flag}});
+  INFO(g.status().message());
+  REQUIRE(g.is_ok());
+  REQUIRE((*g)->inputs.size() == 1);  // the flag is no longer an input
+  REQUIRE((*g)->fixed_inputs.size() == 1);
+  CHECK((*g)->fixed_inputs[0].name == "flag");
+  for (const auto& n : (*g)->nodes()) CHECK(n->op_type != "If");
+  PassContext ctx;
+  REQUIRE(run_frontend(**g, ctx).is_ok());
+  auto out = run_reference(**g, {{"x", Tensor::from_f64(DType::kF32, {3}, {1, -2, 0.5})}});
+  INFO(out.status().message());
+  REQUIRE(out.is_ok());
+  return out->at("z").to_f64();
+}
+
+}  // namespace
+
+TEST_CASE("an If decided by --constant-input keeps the branch it takes", "[importer][if]") {
+  // then: (x + [1, 2, 3]) * 2 + 100, through the branch's own 'c' and the nested If on a Constant
+  CHECK(run_if_model("flag=1") == std::vector<double>{104, 100, 107});
+  CHECK(run_if_model("flag=true") == std::vector<double>{104, 100, 107});
+  // else: -x + 100
+  CHECK(run_if_model("flag=0") == std::vector<double>{99, 102, 99.5});
+  auto g = import_onnx_bytes(if_model().SerializeAsString(), temp_dir().string(), "m.onnx", {{"flag=1"}});
+  REQUIRE(g.is_ok());
+  CHECK((*g)->find_value("choose/t") != nullptr);  // branch values carry the If's name
+  CHECK((*g)->find_value("choose/c")->constant->get_f64(2) == 3.0);
+  CHECK((*g)->find_value("c")->constant->get_f64(2) == 100.0);
+}
+
+TEST_CASE("Ifs stitch cannot decide, and bad --constant-input values, name what to do", "[importer][if]") {
+  auto message = [](const onnx::ModelProto& m, std::vector<std::string> fixed) {
+    return import_onnx_bytes(m.SerializeAsString(), temp_dir().string(), "m.onnx", {fixed})
+        .status()
+        .message();
+  };
+  const onnx::ModelProto m = if_model();
+  CHECK_THAT(message(m, {}), Catch::Contains("If x1 (e.g. 'choose')") &&
+                                 Catch::Contains("graph input 'flag': compile the branch you need with "
+                                                 "--constant-input flag=1 (then_branch) or flag=0"));
+  onnx::ModelProto computed = m;
+  auto* g = computed.mutable_graph();
+  add_node(g, "Not", {"flag"}, {"not_flag"}, "not");
+  g->mutable_node(0)->set_input(0, "not_flag");
+  CHECK_THAT(message(computed, {}), Catch::Contains("its condition 'not_flag' is computed by the graph"));
+  CHECK_THAT(message(m, {"nosuch=1"}),
+             Catch::Contains("no graph input named 'nosuch' (its inputs: 'x', 'flag')"));
+  CHECK_THAT(message(m, {"flag=2"}), Catch::Contains("'2' is not a bool"));
+  CHECK_THAT(message(m, {"flag=1,0"}), Catch::Contains("shape 1 (1 element(s)); 2 value(s) given"));
+  CHECK_THAT(message(m, {"flag"}), Catch::Contains("must look like NAME=VALUE"));
+  CHECK_THAT(message(m, {"flag=1", "flag=0"}), Catch::Contains("fixes 'flag' twice"));
+  CHECK_THAT(message(m, {"x=1,2"}), Catch::Contains("shape 3 (3 element(s)); 2 value(s) given"));
+  CHECK_THAT(message(m, {"x=1,2,a"}), Catch::Contains("'a' is not a number"));
+  auto both =
+      import_onnx_bytes(m.SerializeAsString(), temp_dir().string(), "m.onnx", {{"flag=1", "x=1,-2,0.5"}});
+  REQUIRE(both.is_ok());
+  CHECK((*both)->inputs.empty());
+  CHECK((*both)->find_value("x")->constant->get_f64(1) == -2.0);
 }

@@ -37,6 +37,9 @@ class Model {
   ~Model();
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
+  // Graph inputs of the ONNX model fixed to a value at compile time (stitchc compile
+  // --constant-input); Session::set_input accepts them only with that value.
+  const std::vector<TensorInfo>& fixed_inputs() const;
   const std::string& dir() const;
   const ModelData& data() const { return *data_; }
 
