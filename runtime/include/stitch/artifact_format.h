@@ -14,7 +14,8 @@ inline constexpr int kArtifactVersion = 9;  // 2: gemm steps carry an epilogue (
                                             // 5: residual, bias_residual; 6: relu, bias_relu;
                                             // 7: outputs written in place of an input;
                                             // 8: conv steps carry an epilogue (residual, relu);
-                                            // 9: the manifest's fixed_inputs
+                                            // 9: the manifest's fixed_inputs; FNV-1a's own
+                                            //    offset basis
 
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kScheduleFile = "schedule.json";
@@ -30,7 +31,9 @@ inline constexpr std::int64_t kAlignment = 256;
 
 // FNV-1a, 64 bits: detects truncated or edited files (not a defence against a deliberate
 // forgery, which needs a signature the deployment adds around the directory).
-inline std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
+// The offset basis is FNV's 0xcbf29ce484222325 (versions before 9 used a basis one digit short,
+// 1469598103934665603: still a hash, but not FNV-1a's).
+inline std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < n; ++i) {
     h ^= p[i];
