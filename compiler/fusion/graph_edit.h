@@ -69,6 +69,21 @@ inline Value* add_op(Graph& g, const std::string& op, const std::string& hint, s
   return out;
 }
 
+// The Slice node `name` (made unique) writing `out` = x[start, end) along `axis`, its starts and
+// ends int64 constants named after it, its axes `shared_axes` (one constant for the parts of one
+// split) or a new constant; `out` is typed by the caller.
+inline Node* add_slice(Graph& g, const std::string& name, Value* x, int64_t axis, int64_t start, int64_t end,
+                       Value* out, Value* shared_axes = nullptr) {
+  auto i64 = [&](const char* what, int64_t v) {
+    return add_constant(g, name + what, DType::kI64, {1}, {static_cast<double>(v)});
+  };
+  Node* s = add_op_node(g, "Slice", g.unique_name(name));
+  s->inputs = {x, i64("/starts", start), i64("/ends", end), shared_axes ? shared_axes : i64("/axes", axis)};
+  s->outputs = {out};
+  out->producer = s;
+  return s;
+}
+
 // The one node reading `v` (per `users`, Graph::users()), or null when `v` is a graph output or
 // has no reader or several.
 inline Node* sole_reader(const Graph& g, const std::unordered_map<const Value*, std::vector<Node*>>& users,

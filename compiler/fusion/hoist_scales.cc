@@ -439,12 +439,8 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
         steps.push_back({"Add", add_constant(g, mm->name + "/bias", y->dtype, {width}, cols(bias_row))});
       Value* cur = z;
       if (part.slice) {
-        Value* starts =
-            add_constant(g, mm->name + "/part_starts", DType::kI64, {1}, {static_cast<double>(part.lo)});
-        Value* stops =
-            add_constant(g, mm->name + "/part_ends", DType::kI64, {1}, {static_cast<double>(part.hi)});
-        Value* axes = add_constant(g, mm->name + "/part_axes", DType::kI64, {1}, {-1.0});
-        cur = add_op(g, "Slice", mm->name + "/unscaled_part", {z, starts, stops, axes}, y->dtype, pd);
+        cur = add_typed_value(g, mm->name + "/unscaled_part", y->dtype, pd);
+        add_slice(g, mm->name + "/unscaled_part", z, -1, part.lo, part.hi, cur);
       }
       if (cast_rows) {
         Value* wide = add_typed_value(g, mm->name + "/unscaled_product_cast", row_type, pd);

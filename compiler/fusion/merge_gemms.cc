@@ -116,20 +116,12 @@ StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g, const std::set<
     }
     // One Slice per former output (not one Split): each goes its own way, into the operand of a
     // GEMM (an offset) or into the stitched kernel that reads it (an index map).
-    Value* axes = add_typed_value(g, merged_name + "/axes", DType::kI64, {1});
-    axes->constant = Tensor::vector_i64({-1});
+    Value* axes = add_constant(g, merged_name + "/axes", DType::kI64, {1}, {-1.0});
     int64_t col = 0;
     for (const Sibling& s : sib) {
       Node* last = s.bias_add ? s.bias_add : s.mm;
       Value* out = last->output(0);
-      Node* slice = add_op_node(g, "Slice", g.unique_name(s.mm->name + "/columns"));
-      Value* starts = add_typed_value(g, s.mm->name + "/starts", DType::kI64, {1});
-      starts->constant = Tensor::vector_i64({col});
-      Value* ends = add_typed_value(g, s.mm->name + "/ends", DType::kI64, {1});
-      ends->constant = Tensor::vector_i64({col + s.n});
-      slice->inputs = {y, starts, ends, axes};
-      slice->outputs = {out};
-      out->producer = slice;
+      add_slice(g, s.mm->name + "/columns", y, -1, col, col + s.n, out, axes);
       last->outputs[0] = nullptr;
       dead.push_back(s.mm);
       if (s.bias_add) dead.push_back(s.bias_add);

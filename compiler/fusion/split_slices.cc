@@ -54,22 +54,13 @@ std::optional<std::string> gather_to_slice(Graph& g, Node& n) {
   want[static_cast<size_t>(axis)] = len;
   if (scalar) want.erase(want.begin() + axis);
   if (want != *out->dims) return std::nullopt;
-  Value* axes = add_typed_value(g, n.name + "/axis", DType::kI64, {1});
-  axes->constant = Tensor::vector_i64({axis});
-  Value* starts = add_typed_value(g, n.name + "/starts", DType::kI64, {1});
-  starts->constant = Tensor::vector_i64({start});
-  Value* ends = add_typed_value(g, n.name + "/ends", DType::kI64, {1});
-  ends->constant = Tensor::vector_i64({start + len});
-  Node* slice = add_op_node(g, "Slice", g.unique_name(n.name + "/slice"));
   Value* sliced = out;
   if (scalar) {
     Dims d = *x->dims;
     d[static_cast<size_t>(axis)] = 1;
     sliced = add_typed_value(g, n.name + "/sliced", out->dtype, d);
   }
-  slice->inputs = {x, starts, ends, axes};
-  slice->outputs = {sliced};
-  sliced->producer = slice;
+  add_slice(g, n.name + "/slice", x, axis, start, start + len, sliced);
   if (scalar) {
     Node* reshape = add_op_node(g, "Reshape", g.unique_name(n.name + "/drop_axis"));
     Value* shape =
@@ -103,22 +94,14 @@ StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std:
     bool ok = true;
     for (const Value* v : n->outputs) ok &= v != nullptr && v->has_static_shape();
     if (!ok) continue;
-    Value* axes = add_typed_value(g, n->name + "/axis", DType::kI64, {1});
-    axes->constant = Tensor::vector_i64({*axis});
+    Value* axes = add_constant(g, n->name + "/axis", DType::kI64, {1}, {static_cast<double>(*axis)});
     int64_t start = 0;
     std::string parts;
     for (Value* v : n->outputs) {
       const int64_t len = (*v->dims)[static_cast<size_t>(*axis)];
       const auto it = users.find(v);
       if ((it != users.end() && !it->second.empty()) || g.is_graph_output(v)) {
-        Node* slice = add_op_node(g, "Slice", g.unique_name(n->name + "/" + v->name));
-        Value* starts = add_typed_value(g, n->name + "/starts", DType::kI64, {1});
-        starts->constant = Tensor::vector_i64({start});
-        Value* ends = add_typed_value(g, n->name + "/ends", DType::kI64, {1});
-        ends->constant = Tensor::vector_i64({start + len});
-        slice->inputs = {x, starts, ends, axes};
-        slice->outputs = {v};
-        v->producer = slice;
+        add_slice(g, n->name + "/" + v->name, x, *axis, start, start + len, v, axes);
         parts += fmt::format("{}'{}' [{}, {})", parts.empty() ? "" : ", ", v->name, start, start + len);
       } else {
         v->producer = nullptr;
