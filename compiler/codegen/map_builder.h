@@ -149,4 +149,16 @@ class MapBuilder {
 Status emit_chain(MapBuilder& b, const std::vector<const Node*>& nodes, std::map<const Value*, std::string>& reg,
                   const std::set<const Value*>& stored);
 
+// An index read from an index tensor (`j`, long long) made non-negative and checked against the
+// axis length `dim` in 64 bits; out of range it reads element 0 (ONNX leaves it undefined).
+inline void check_index(MapBuilder& b, const std::string& j, int64_t dim) {
+  b.line(fmt::format("if ({0} < 0) {0} += {1}LL;", j, dim));
+  b.line(fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
+                     dim));
+}
+// Such an index, checked, in the kernel's index type.
+inline std::string narrow(const IndexWidth& ix, const std::string& j) {
+  return ix.narrow ? fmt::format("(int){}", j) : j;
+}
+
 }  // namespace stitch::codegen
