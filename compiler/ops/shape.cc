@@ -1,4 +1,4 @@
-// Shape-computing ops: Shape, Size, Range, ConstantOfShape, OneHot, EyeLike. With
+// Shape-computing ops: Shape, Size, Range, ConstantOfShape, OneHot, EyeLike, NonZero. With
 // static shapes they all fold to constants; their reference rows still exist
 // so the folder can evaluate them and so a graph with run-time values works.
 #include <algorithm>
@@ -73,6 +73,45 @@ Status eval_range(const Node& n, std::span<const Tensor* const> in, std::vector<
     else y.set_i64(i, in[0]->get_i64(0) + i * in[2]->get_i64(0));
   }
   out[0] = std::move(y);
+  return Status::ok();
+}
+
+// NonZero: the coordinates of the input's nonzero elements, one column each in row-major order.
+// Its output's length is a count of values, so the input must be known at compile time: TorchScript
+// writes repeat_interleave as a NonZero of a mask built from shapes alone (Cohere's rotary
+// embedding), which folds; a NonZero of run-time data (Longformer's global tokens) cannot have a
+// static shape.
+Tensor nonzero_of(const Tensor& x) {
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < x.size(); ++i)
+    if (x.get_f64(i) != 0) hits.push_back(i);
+  const Dims& d = x.dims();
+  const int64_t rank = x.rank(), count = static_cast<int64_t>(hits.size());
+  Tensor y(DType::kI64, {rank, count});
+  for (int64_t k = 0; k < count; ++k)
+    for (int64_t a = rank - 1, rest = hits[static_cast<size_t>(k)]; a >= 0; --a) {
+      y.set_i64(a * count + k, rest % d[static_cast<size_t>(a)]);
+      rest /= d[static_cast<size_t>(a)];
+    }
+  return y;
+}
+
+Status infer_nonzero(InferContext& ctx) {
+  const Tensor* x = ctx.constant(0);
+  if (!x)
+    return ctx.error(
+        fmt::format("its output's length is the number of nonzero values of input '{}', which is computed at "
+                    "run time; an "
+                    "artifact has static shapes, so stitch compiles a NonZero only when its input is known "
+                    "at compile time "
+                    "(built from shapes and constants)",
+                    ctx.node().input(0)->name));
+  ctx.set_output_constant(0, nonzero_of(*x));
+  return Status::ok();
+}
+
+Status eval_nonzero(const Node&, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  out[0] = nonzero_of(*in[0]);
   return Status::ok();
 }
 
@@ -175,6 +214,7 @@ void register_shape(std::vector<OpDef>& t) {
   t.push_back({"ConstantOfShape", kMinOpset, kMaxOpset, OpCategory::kShapeOnly,
                infer_constant_of_shape, eval_constant_of_shape});
   t.push_back({"OneHot", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_onehot, eval_onehot});
+  t.push_back({"NonZero", kMinOpset, kMaxOpset, OpCategory::kShapeOnly, infer_nonzero, eval_nonzero});
 }
 
 }  // namespace stitch::ops

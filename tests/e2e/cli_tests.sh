@@ -91,6 +91,12 @@ expect "--constant-input naming no input" 2 "no graph input named 'nosuch' \(its
   "$STITCHC" compile "$IF/model.onnx" --constant-input nosuch=1 -o "$TMP/if2" --no-nvcc
 expect "--constant-input of the wrong type" 2 "'maybe' is not a bool" -- \
   "$STITCHC" compile "$IF/model.onnx" --constant-input cond=maybe -o "$TMP/if2" --no-nvcc
+# A NonZero of run-time data has a data-dependent length (Longformer's global tokens); one of
+# values built from shapes folds (TorchScript's repeat_interleave; tests/unit/test_passes.cc).
+NZ=/usr/share/libonnx-testdata/data/node/test_nonzero_example
+expect "a NonZero of run-time data" 2 \
+  "node 'NonZero_0' \(NonZero\): its output's length is the number of nonzero values of input 'condition', which is computed at run time" -- \
+  "$STITCHC" compile "$NZ/model.onnx" -o "$TMP/nz" --no-nvcc
 # Malformed nodes (tests/e2e/make_bad_models.py): checked against the ONNX schema of the model's
 # opset, or by the op's shape rule, never read with defaults.
 B=$ROOT/tests/e2e/bad_models

@@ -490,3 +490,59 @@ TEST_CASE("a Transpose that moves only size-1 axes becomes a Reshape, keeping it
     CHECK(compare_tensors(got->at(o), want->at(o), 0, 0).ok);
   }
 }
+
+// TorchScript's repeat_interleave: a NonZero of a mask built from shapes (Cohere's rotary embedding).
+static const char* kShapeNonZero = R"(graph "nz" opset 17 {
+  input %x: f32[n,3]
+  const %zero: i64[] = [0]
+  const %one: i64[] = [1]
+  const %two: i64[] = [2]
+  const %ax: i64[1] = [0]
+  %s = Shape(%x) @"shape"
+  %len = Gather(%s, %zero) {axis = 0} @"len"
+  %r = Range(%zero, %len, %one) @"range"
+  %m = Less(%r, %two) @"less"
+  %nz = NonZero(%m) @"nonzero"
+  %idx = Squeeze(%nz, %ax) @"squeeze"
+  %y = Gather(%x, %idx) {axis = 0} @"rows"
+  output %y
+}
+)";
+
+TEST_CASE("a NonZero of values known at compile time folds; of run-time data it is refused by name") {
+  auto g = test::parse_or_die(kShapeNonZero);
+  PassContext ctx;
+  REQUIRE(parse_shape_binding("n=5", ctx.bindings).is_ok());
+  test::run_frontend_or_die(*g, ctx);
+  CHECK(count_op(*g, "NonZero") == 0);
+  CHECK(g->find_value("y")->type_string() == "f32[2x3]");
+  Tensor x = test::random_tensor(DType::kF32, {5, 3}, 3);
+  auto out = run_reference(*g, {{"x", x}});
+  REQUIRE(out.is_ok());
+  for (int64_t i = 0; i < 6; ++i) CHECK(out->at("y").get_f64(i) == x.get_f64(i));  // rows 0 and 1
+
+  auto data = test::parse_or_die(R"(graph "nzd" opset 17 {
+  input %m: bool[4]
+  %nz = NonZero(%m) @"where_set"
+  output %nz
+}
+)");
+  PassContext bind;
+  Status st = run_frontend(*data, bind);
+  CHECK(st.code() == Code::kUser);
+  CHECK_THAT(st.message(), Catch::Contains("node 'where_set' (NonZero)") &&
+                               Catch::Contains("nonzero values of input 'm', which is computed at run time"));
+  // The reference semantics: coordinates of the nonzero elements, one column each, row-major.
+  auto ref = test::parse_or_die(R"(graph "nzr" opset 17 {
+  input %a: f32[2,3]
+  %nz = NonZero(%a) @"nz"
+  output %nz
+}
+)");
+  PassContext ref_ctx;
+  REQUIRE(bind_shapes(*ref, ref_ctx).is_ok());
+  auto coords = run_reference(*ref, {{"a", Tensor::from_f64(DType::kF32, {2, 3}, {0, 5, 0, 7, 0, 1})}});
+  REQUIRE(coords.is_ok());
+  CHECK(coords->at("nz").dims() == Dims{2, 3});
+  CHECK(coords->at("nz").to_i64() == std::vector<int64_t>{0, 1, 1, 1, 0, 2});
+}
