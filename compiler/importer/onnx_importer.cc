@@ -256,9 +256,8 @@ class Importer {
     if (n.op_type == "Loop" || n.op_type == "Scan")
       return "control flow is not supported; export with static control flow (trace, not script)";
     if (n.domain == "com.microsoft")
-      return "an onnxruntime contrib op, as onnxruntime's transformer optimizer (optimum-cli export onnx "
-             "--optimize) "
-             "writes them; export without those optimizations, with standard ONNX ops";
+      return "an onnxruntime contrib op, as onnxruntime's transformer optimizer writes them (optimum-cli "
+             "export onnx --optimize); export without those optimizations, with standard ONNX ops";
     if (!n.domain.empty()) return "custom-domain ops are not supported; export with standard ONNX ops";
     for (const auto& d : all_ops())
       if (d.name == n.op_type)

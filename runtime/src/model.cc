@@ -1,14 +1,16 @@
 // Loading an artifact directory: the manifest first (format and version), then every listed
 // file's size and checksum, then the schedule and weights. Any mismatch is a user error that
 // names the file and says to recompile.
+#include "model.h"
+
 #include <fmt/format.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "model.h"
 #include "stitch/artifact_format.h"
 
 namespace stitch::rt {
@@ -253,10 +255,22 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
     for (const json& t : manifest.at("fixed_inputs")) {
       m->fixed_inputs.push_back(tensor_info(t));
       const std::string hex = t.at("data").get<std::string>();
+      auto nibble = [](char c) {
+        return std::isdigit(c) ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      };
       std::string bytes;
-      for (size_t i = 0; i + 1 < hex.size(); i += 2)
-        bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-      if (static_cast<int64_t>(bytes.size()) != m->fixed_inputs.back().bytes || hex.size() % 2)
+      bool ok = hex.size() % 2 == 0;
+      for (size_t i = 0; ok && i < hex.size(); i += 2) {
+        const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        bytes += static_cast<char>(hi * 16 + lo);
+      }
+      if (!ok)
+        fail(2,
+             fmt::format(
+                 "artifact '{}': fixed input '{}' has data that is not lower-case hex; recompile the model",
+                 dir, m->fixed_inputs.back().name));
+      if (static_cast<int64_t>(bytes.size()) != m->fixed_inputs.back().bytes)
         fail(2, fmt::format(
                     "artifact '{}': fixed input '{}' holds {} bytes, its shape needs {}; recompile the model",
                     dir, m->fixed_inputs.back().name, bytes.size(), m->fixed_inputs.back().bytes));

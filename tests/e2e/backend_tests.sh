@@ -374,6 +374,13 @@ cp -r "$B" "$TMP/inplace" &&
 expect "an output said to be written in place of an input that does not exist" 2 \
   "output 'last_hidden_state' is said to be written in place of input 9, which is not an input of its type and shape" -- \
   "$STITCHC" run "$TMP/inplace" --backend emu --inputs "$D"
+cp -r "$B" "$TMP/fixed" &&
+  sed -i -E 's/"fixed_inputs": \[\]/"fixed_inputs": [{"name": "f", "dtype": "bool", "dims": [], "data": "zz"}]/' "$TMP/fixed/manifest.json"
+expect "a fixed input whose data is not hex" 2 "fixed input 'f' has data that is not lower-case hex" -- \
+  "$STITCHC" run "$TMP/fixed" --backend emu --inputs "$D"
+sed -i -E 's/"data": "zz"/"data": "0101"/' "$TMP/fixed/manifest.json"
+expect "a fixed input whose data does not fill its shape" 2 "fixed input 'f' holds 2 bytes, its shape needs 1" -- \
+  "$STITCHC" run "$TMP/fixed" --backend emu --inputs "$D"
 expect "bench on the emu backend" 0 "run\(\): 3 iterations after 1 warm-up: min .* ms, median" -- \
   "$STITCHC" bench "$B" --backend emu --iters 3 --warmup 1
 expect "bench --backend cuda without a GPU" 2 "needs an NVIDIA GPU" -- "$STITCHC" bench "$B"
