@@ -509,7 +509,7 @@ static const char* kShapeNonZero = R"(graph "nz" opset 17 {
 }
 )";
 
-TEST_CASE("a NonZero of values known at compile time folds; of run-time data it is refused by name") {
+TEST_CASE("a NonZero of values known at compile time folds, and one of run-time data is refused by name") {
   auto g = test::parse_or_die(kShapeNonZero);
   PassContext ctx;
   REQUIRE(parse_shape_binding("n=5", ctx.bindings).is_ok());
