@@ -101,7 +101,9 @@ int run_compile(const CompileArgs& a) {
       packs.push_back(grp.pack);
       o.group_reasons[grp.nodes.front()->name] = grp.reason;
     }
-    o.plan_text = rewrites->text();
+    o.plan_text.clear();
+    for (const std::string& line : (*g)->import_log) o.plan_text += "decided at import: " + line + "\n";
+    o.plan_text += rewrites->text();
     o.plan_text += fusion::explain(*plan);
     for (const std::string& r : replans) o.plan_text += "re-planned after ptxas: " + r + "\n";
     sched = codegen::build_schedule(**g, &groups, &packs, plan->gemm_folds);

@@ -82,6 +82,7 @@ int run_inspect(const InspectArgs& a) {
     j["opset"] = raw.opset;
     for (const Value* v : shown.inputs) j["inputs"].push_back(value_json(*v));
     for (const Value* v : shown.outputs) j["outputs"].push_back(value_json(*v));
+    j["decided_at_import"] = raw.import_log;
     j["nodes_imported"] = before.nodes;
     j["parameter_bytes"] = before.constant_bytes;
     j["parameter_tensors"] = before.constants;
@@ -111,6 +112,10 @@ int run_inspect(const InspectArgs& a) {
     std::string now = v->type_string();
     fmt::print("  {:<24} {}{}\n", v->name, declared, declared == now ? "" : "  bound to " + now);
   }
+  for (const FixedInput& f : raw.fixed_inputs)
+    fmt::print("  {:<24} fixed by --constant-input: {} {}\n", f.name, dtype_name(f.value.dtype()),
+               dims_to_string(f.value.dims()));
+  for (const std::string& line : raw.import_log) fmt::print("decided at import: {}\n", line);
   fmt::print("outputs:\n");
   for (const Value* v : shown.outputs)
     fmt::print("  {:<24} {}\n", v->name, v->dtype == DType::kUndefined ? "(type known after binding)" : v->type_string());

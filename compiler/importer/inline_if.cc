@@ -145,7 +145,7 @@ Status fix_inputs(onnx::GraphProto& g, const std::vector<std::string>& specs,
   return Status::ok();
 }
 
-Status inline_decided_ifs(onnx::GraphProto& g, const std::string& base_dir) {
+Status inline_decided_ifs(onnx::GraphProto& g, const std::string& base_dir, std::vector<std::string>* log) {
   for (int round = 0;; ++round) {
     int at = -1;
     std::optional<bool> take;
@@ -177,7 +177,8 @@ Status inline_decided_ifs(onnx::GraphProto& g, const std::string& base_dir) {
     for (const auto& i : g.initializer()) taken.insert(i.name());
     for (const auto& n : g.node())
       for (const auto& o : n.output()) taken.insert(o);
-    const std::string prefix = (node.name().empty() ? fmt::format("If_{}", round) : node.name()) + "/";
+    const std::string shown = node.name().empty() ? fmt::format("If_{}", round) : node.name();
+    const std::string prefix = shown + "/";
     std::map<std::string, std::string> names;
     auto rename = [&](const std::string& v) {
       std::string to = prefix + v;
@@ -226,6 +227,9 @@ Status inline_decided_ifs(onnx::GraphProto& g, const std::string& base_dir) {
       for (auto& n : inlined) *nodes.Add() = std::move(n);
     }
     g.mutable_node()->Swap(&nodes);
+    log->push_back(
+        fmt::format("If '{}': its condition '{}' is {} at compile time, so its {} ({} node(s)) is inlined",
+                    shown, node.input(0), *take ? "true" : "false", branch_name, branch->node_size()));
   }
 }
 

@@ -24,7 +24,8 @@ Status fix_inputs(onnx::GraphProto& g, const std::vector<std::string>& specs, st
 // the branch it takes: values and node names defined in the branch are prefixed with the If's
 // name, the branch's initializers join the graph's, and an Identity per output writes the If's
 // output. Repeats until no such If is left, so Ifs inside a taken branch are decided too.
-Status inline_decided_ifs(onnx::GraphProto& g, const std::string& base_dir);
+// Appends a line per If decided to `log`.
+Status inline_decided_ifs(onnx::GraphProto& g, const std::string& base_dir, std::vector<std::string>* log);
 
 // Why an If that is left cannot be compiled, naming what to do (for the unsupported-op list).
 std::string undecided_if_reason(const onnx::NodeProto& n, const onnx::GraphProto& g);

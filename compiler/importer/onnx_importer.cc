@@ -297,12 +297,14 @@ StatusOr<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, con
   if (m.graph().node_size() == 0 && m.graph().output_size() == 0)
     return Status::user(fmt::format("{}: the ONNX model's graph is empty", display));
   std::vector<FixedInput> fixed;
+  std::vector<std::string> log;
   Status decided = fix_inputs(*m.mutable_graph(), options.constant_inputs, &fixed);
-  if (decided.is_ok()) decided = inline_decided_ifs(*m.mutable_graph(), base_dir);
+  if (decided.is_ok()) decided = inline_decided_ifs(*m.mutable_graph(), base_dir, &log);
   if (!decided.is_ok()) return decided.with_context(display);
   auto g = Importer(m, base_dir).run();
   if (!g.is_ok()) return g.status().with_context(display);
   (*g)->fixed_inputs = std::move(fixed);
+  (*g)->import_log = std::move(log);
   return g;
 }
 

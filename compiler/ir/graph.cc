@@ -222,6 +222,7 @@ std::unique_ptr<Graph> clone_graph(const Graph& g) {
   out->name = g.name;
   out->opset = g.opset;
   out->fixed_inputs = g.fixed_inputs;
+  out->import_log = g.import_log;
   std::unordered_map<const Value*, Value*> map;
   for (const auto& v : g.values()) {
     Value* nv = out->add_value(v->name);

@@ -80,6 +80,9 @@ class Graph {
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
   std::vector<FixedInput> fixed_inputs;
+  // What the importer decided at compile time (an If's branch taken, and why), one line each, for
+  // `stitchc inspect` and the artifact's plan.txt.
+  std::vector<std::string> import_log;
 
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }

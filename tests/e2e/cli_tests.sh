@@ -81,7 +81,11 @@ expect "the reference runs the branch --constant-input takes" 0 "all 1 output\(s
   "$STITCHC" run "$IF/model.onnx" --constant-input cond=1 --inputs "$IF/test_data_set_0" --expect "$IF/test_data_set_0"
 expect "data holding another value of a fixed input" 2 "input 'cond' holds another value than --constant-input fixes \(cond=0\)" -- \
   "$STITCHC" run "$IF/model.onnx" --constant-input cond=0 --inputs "$IF/test_data_set_0"
-expect "compile the then branch" 0 "total" -- "$STITCHC" compile "$IF/model.onnx" --constant-input cond=true -o "$TMP/if" --no-nvcc
+expect "compile the then branch, the decision in the plan" 0 \
+  "decided at import: If 'If_0': its condition 'cond' is true at compile time, so its then_branch \(1 node\(s\)\) is inlined" -- \
+  "$STITCHC" compile "$IF/model.onnx" --constant-input cond=true -o "$TMP/if" --no-nvcc --explain-fusion
+expect "inspect shows the fixed input" 0 "cond +fixed by --constant-input: bool scalar" -- \
+  "$STITCHC" inspect "$IF/model.onnx" --constant-input cond=0
 expect "the artifact checks the fixed input and runs" 0 "all 1 output\(s\) match" -- \
   "$STITCHC" run "$TMP/if" --backend emu --inputs "$IF/test_data_set_0" --expect "$IF/test_data_set_0"
 mkdir -p "$TMP/if_false" && printf '\x10\x09\x42\x04cond\x4a\x01\x00' >"$TMP/if_false/input_0.pb"  # cond = false

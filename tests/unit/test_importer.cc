@@ -443,6 +443,12 @@ TEST_CASE("an If decided by --constant-input keeps the branch it takes", "[impor
   auto g = import_onnx_bytes(if_model().SerializeAsString(), temp_dir().string(), "m.onnx", {{"flag=1"}});
   REQUIRE(g.is_ok());
   CHECK((*g)->find_value("choose/t") != nullptr);  // branch values carry the If's name
+  CHECK((*g)->import_log ==
+        std::vector<std::string>{
+            "If 'choose': its condition 'flag' is true at compile time, so its then_branch (3 "
+            "node(s)) is inlined",
+            "If 'choose/inner': its condition 'choose/k' is true at compile time, so its "
+            "then_branch (2 node(s)) is inlined"});
   CHECK((*g)->find_value("choose/c")->constant->get_f64(2) == 3.0);
   CHECK((*g)->find_value("c")->constant->get_f64(2) == 100.0);
 }
