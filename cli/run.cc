@@ -44,8 +44,16 @@ StatusOr<std::vector<NamedTensor>> read_tensor_dir(const std::string& dir, const
   return out;
 }
 
-bool names_file(const std::vector<NamedTensor>& files, const std::string& name) {
-  return std::any_of(files.begin(), files.end(), [&](const NamedTensor& t) { return t.name == name; });
+// A stand-in value for each of `fixed` (inputs fixed at compile time) that a data file names, so
+// that the files still match the model by name; `holder` owns them.
+void add_fixed_standins(const std::vector<NamedTensor>& files, const std::vector<std::string>& fixed,
+                        std::vector<Value*>& ins, std::vector<std::unique_ptr<Value>>& holder) {
+  for (const std::string& name : fixed)
+    if (std::any_of(files.begin(), files.end(), [&](const NamedTensor& t) { return t.name == name; })) {
+      holder.push_back(std::make_unique<Value>());
+      holder.back()->name = name;
+      ins.push_back(holder.back().get());
+    }
 }
 
 // Pairs tensors with graph values: by name when every file names a value, else by position.
@@ -143,13 +151,9 @@ int run_artifact(const RunArgs& a) {
     auto in_files = read_tensor_dir(a.inputs, "input");
     if (!in_files.is_ok()) return report(in_files.status());
     // Data for an input fixed at compile time goes to the session too, which checks its value.
-    for (const rt::TensorInfo& t : model->fixed_inputs())
-      if (names_file(*in_files, t.name)) {
-        auto v = std::make_unique<Value>();
-        v->name = t.name;
-        ins.push_back(v.get());
-        holder.push_back(std::move(v));
-      }
+    std::vector<std::string> fixed;
+    for (const rt::TensorInfo& t : model->fixed_inputs()) fixed.push_back(t.name);
+    add_fixed_standins(*in_files, fixed, ins, holder);
     auto inputs = match(ins, std::move(*in_files), a.inputs, "input");
     if (!inputs.is_ok()) return report(inputs.status());
     session = std::make_unique<rt::Session>(model, rt::parse_backend(a.backend));
@@ -204,13 +208,10 @@ int run_run(const RunArgs& a) {
   if (!in_files.is_ok()) return report(in_files.status());
   // Data for an input fixed by --constant-input must hold that value; it is not fed.
   std::vector<Value*> ins = (*raw)->inputs;
-  std::vector<std::unique_ptr<Value>> fixed;
-  for (const FixedInput& f : (*raw)->fixed_inputs)
-    if (names_file(*in_files, f.name)) {
-      fixed.push_back(std::make_unique<Value>());
-      fixed.back()->name = f.name;
-      ins.push_back(fixed.back().get());
-    }
+  std::vector<std::unique_ptr<Value>> holder;
+  std::vector<std::string> fixed;
+  for (const FixedInput& f : (*raw)->fixed_inputs) fixed.push_back(f.name);
+  add_fixed_standins(*in_files, fixed, ins, holder);
   auto inputs = match(ins, std::move(*in_files), a.inputs, "input");
   if (!inputs.is_ok()) return report(inputs.status());
   for (const FixedInput& f : (*raw)->fixed_inputs)
