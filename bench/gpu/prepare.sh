@@ -104,5 +104,7 @@ for kind in check time; do
     { echo "prepare: ln_ffn1_gelu's layer norm was not moved past its GEMM" >&2; exit 1; }
 done
 rm -rf "$BUNDLE/models"
-git -C "$ROOT" rev-parse --short HEAD >"$BUNDLE/commit" 2>/dev/null || true
+# COMMIT names the commit stitchc was built from where this copy of the repository is not that
+# commit (a bundle prepared on the GPU machine with a stitchc carried there)
+if [ -n "${COMMIT:-}" ]; then echo "$COMMIT" >"$BUNDLE/commit"; else git -C "$ROOT" rev-parse --short HEAD >"$BUNDLE/commit" 2>/dev/null || true; fi
 echo "prepare: $BUNDLE ($(du -sh "$BUNDLE" | cut -f1), arch $ARCH, commit $(cat "$BUNDLE/commit" 2>/dev/null))"

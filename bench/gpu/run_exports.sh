@@ -6,8 +6,9 @@
 # BUNDLE: bench/gpu/prepare.sh's (only its bin/ and lib/ are used). DIR: where the exports go (an
 # export already there is kept). Each data set named in SETS (default "0 2": the export's own
 # batch 2 x sequence 32, and batch 3 x sequence 45) is compiled at its shapes and checked. With
-# TIME=1 each is also compiled at batch 8 x sequence 128 (a decoding step: batch 8, past 127) fused
-# and --fusion none and timed with `stitchc bench --against` (ITERS runs, CUDA Graph replay).
+# TIME=1 each is also compiled at batch 8 x sequence 128 (a decoding step: batch 8, past 127; or the
+# --shape flags in DIR/NAME/time_shapes where that file exists) fused and --fusion none and timed
+# with `stitchc bench --against` (ITERS runs, CUDA Graph replay).
 # JOBS exports and compiles run at a time (default 12). Logs and JSON go to OUT; a table is
 # printed last. BACKEND=emu NO_NVCC=1: a dry run of this script on a machine without a GPU.
 set -uo pipefail
@@ -48,15 +49,19 @@ t0=$SECONDS
     [ -f "$m/model.onnx" ] || continue
     for k in $SETS; do
       [ -d "$m/test_data_set_$k" ] || continue
-      echo "$m/model.onnx $work/$n.$k $(python3 "$ROOT/bench/exports/bindings.py" "$m/test_data_set_$k")"
+      # no trailing blank where a static model has no bindings: xargs -L would join the next line
+      b=$(python3 "$ROOT/bench/exports/bindings.py" "$m/test_data_set_$k")
+      echo "$m/model.onnx $work/$n.$k${b:+ $b}"
     done
     if [ "$TIME" = 1 ]; then
       case $n in
         *_dec | *_dec_ts) shapes="--shape batch=8 --shape past=127" ;;
         *) shapes="--shape batch=8 --shape sequence=128" ;;
       esac
-      echo "$m/model.onnx $work/$n.fused $shapes"
-      echo "$m/model.onnx $work/$n.none $shapes --fusion none"
+      # an export whose inputs are named otherwise (Optimum's, images) says its own in time_shapes
+      [ -f "$m/time_shapes" ] && shapes=$(cat "$m/time_shapes")
+      echo "$m/model.onnx $work/$n.fused${shapes:+ $shapes}"
+      echo "$m/model.onnx $work/$n.none${shapes:+ $shapes} --fusion none"
     fi
   done
 } >"$work/compiles"
@@ -67,7 +72,7 @@ echo "compiles: $((SECONDS - t0)) s ($(wc -l <"$work/compiles") artifacts)"
 
 # 3. Checks on the GPU, then timings, one at a time; a row each as it is done.
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1
-echo "| export | on $BACKEND against PyTorch (batch x sequence: result) | fused vs --fusion none at 8 x 128 (run() median; per kind, us) |"
+echo "| export | on $BACKEND against PyTorch (batch x sequence: result) | fused vs --fusion none at the timing shapes (run() median; per kind, us) |"
 echo "|---|---|---|"
 for n in "${names[@]}"; do
   m=$DIR/$n
