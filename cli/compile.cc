@@ -61,7 +61,9 @@ int run_compile(const CompileArgs& a) {
     auto dev = spec.find(".json") != std::string::npos ? fusion::load_device_spec(spec) : fusion::device_spec(spec);
     if (!dev.is_ok()) return report(dev.status());
     fo.device = *dev;
+    fo.device.tf32 = a.tf32;
   }
+  o.tf32 = a.tf32;
   if (a.max_registers < 16 || a.max_registers > 255)
     return report(Status::user(fmt::format("--max-registers {}: give a per-thread budget from 16 to 255", a.max_registers)));
   // Plan, build, and check ptxas's report against the budget: a fused kernel that spills or uses

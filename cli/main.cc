@@ -152,6 +152,11 @@ int main(int argc, char** argv) {
       "keep every MatMul a library call; by default a fine-grained one (both operands computed, "
       "a contraction of at most 256, e.g. attention's Q.K^T) may join a stitched kernel "
       "when the cost model says so");
+  compile->add_flag(
+      "--tf32", ca.tf32,
+      "run float32 GEMMs and convolutions on TF32 tensor cores (operands rounded to a 10-bit "
+      "mantissa, float32 sums): several times the float32 rate, with results about 1e-3 away; by "
+      "default they compute in float32, as PyTorch's matmuls do");
   compile->add_option("--max-registers", ca.max_registers,
                       "per-thread register budget: a fused kernel above it, or spilling, is planned again split")
       ->default_val(128);

@@ -77,8 +77,10 @@ StatusOr<std::vector<std::pair<const Value*, Tensor>>> match(const std::vector<V
   return out;
 }
 
-// Compares outputs with --expect files and prints the table; returns the exit code.
-int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const TensorMap& result) {
+// Compares outputs with --expect files and prints the table; returns the exit code. tf32: the
+// artifact's float32 GEMMs and convolutions ran on TF32 tensor cores (compiled with --tf32).
+int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const TensorMap& result,
+                  bool tf32 = false) {
   auto exp_files = read_tensor_dir(a.expect, "output");
   if (!exp_files.is_ok()) return report(exp_files.status());
   auto expected = match(outs, std::move(*exp_files), a.expect, "output");
@@ -86,7 +88,10 @@ int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const Tenso
   // Each output's default follows its type (support/tolerances.h); --rtol/--atol override both.
   std::map<std::string, std::pair<double, double>> used;  // dtype name -> (rtol, atol)
   auto tolerance_for = [&](DType t) {
-    const Tolerance d = t == DType::kF16 ? kModelF16 : t == DType::kBF16 ? kModelBF16 : kRunDefault;
+    const Tolerance d = t == DType::kF16           ? kModelF16
+                        : t == DType::kBF16        ? kModelBF16
+                        : t == DType::kF32 && tf32 ? kModelTf32
+                                                   : kRunDefault;
     std::pair<double, double> tol{a.rtol >= 0 ? a.rtol : d.rtol, a.atol >= 0 ? a.atol : d.atol};
     used[std::string(dtype_name(t))] = tol;
     return tol;
@@ -178,7 +183,7 @@ int run_artifact(const RunArgs& a) {
       for (const Value* v : outs) fmt::print("  {:<24} {}\n", v->name, v->type_string());
       return 0;
     }
-    return check_outputs(a, outs, result);
+    return check_outputs(a, outs, result, model->tf32());
   } catch (const rt::Error& e) {
     return report(e.code() == 2 ? Status::user(e.what()) : Status::internal(e.what()));
   }

@@ -36,6 +36,7 @@ struct CompileArgs {
   bool no_relayout_copies = false;
   bool no_output_copies = false;
   bool no_gemms_as_matmuls = false;
+  bool tf32 = false;
   int max_registers = 128;
   double plan_time_limit = 20;
   bool no_nvcc = false, no_emu = false, explain = false;

@@ -348,8 +348,11 @@ struct Writer {
       }
       steps.push_back(j);
     }
-    ordered_json sched = {{"format", artifact::kFormatName}, {"version", artifact::kArtifactVersion},
-                          {"arena_bytes", s.plan.arena_bytes}, {"weights_bytes", s.weights_bytes}};
+    ordered_json sched = {{"format", artifact::kFormatName},
+                          {"version", artifact::kArtifactVersion},
+                          {"arena_bytes", s.plan.arena_bytes},
+                          {"weights_bytes", s.weights_bytes},
+                          {"tf32", o.tf32}};
     sched["buffers"] = buffers;  // filled while building the steps
     sched["kernels"] = kernels;
     sched["steps"] = steps;
@@ -448,20 +451,22 @@ struct Writer {
     ordered_json backends = ordered_json::array();
     if (o.run_nvcc) backends.push_back("cuda");
     if (o.build_emu) backends.push_back("emu");
-    ordered_json m = {{"format", artifact::kFormatName},
-                      {"version", artifact::kArtifactVersion},
-                      {"compiler", "stitchc 0.1.0"},
-                      {"model",
-                       {{"path", o.model_path},
-                        {"bytes", model.size()},
-                        {"fnv1a", hex64(artifact::fnv1a(model.data(), model.size()))}}},
-                      {"inputs", ins},
-                      {"outputs", outs},
-                      {"fixed_inputs", fixed},
-                      {"archs", o.archs},
-                      {"backends", backends},
-                      {"options", {{"fusion", o.fusion}, {"shapes", o.shape_bindings}, {"nvcc", o.run_nvcc}}},
-                      {"files", files}};
+    ordered_json m = {
+        {"format", artifact::kFormatName},
+        {"version", artifact::kArtifactVersion},
+        {"compiler", "stitchc 0.1.0"},
+        {"model",
+         {{"path", o.model_path},
+          {"bytes", model.size()},
+          {"fnv1a", hex64(artifact::fnv1a(model.data(), model.size()))}}},
+        {"inputs", ins},
+        {"outputs", outs},
+        {"fixed_inputs", fixed},
+        {"archs", o.archs},
+        {"backends", backends},
+        {"options",
+         {{"fusion", o.fusion}, {"shapes", o.shape_bindings}, {"nvcc", o.run_nvcc}, {"tf32", o.tf32}}},
+        {"files", files}};
     return write_file(tmp / artifact::kManifestFile, m.dump(2) + "\n");
   }
 };

@@ -24,6 +24,9 @@ struct CompileOptions {
   // The precompiled emulation header, by the header -include names with its .gch beside it:
   // unset, the build's (build_emu_pch_header()); empty, none.
   std::optional<std::string> emu_pch;
+  // float32 GEMM and convolution calls on TF32 tensor cores (--tf32), written into schedule.json;
+  // by default they compute in float32.
+  bool tf32 = false;
 };
 
 // The build's precompiled emulation header (the wrapper that -include takes).

@@ -32,7 +32,7 @@ double library_rate(const Node& n, const DeviceSpec& d) {
   const DType t = n.input(0) ? n.input(0)->dtype : DType::kF32;
   if (t == DType::kF16 || t == DType::kBF16) return 2 * d.tensor;
   if (t == DType::kF64) return d.fp32 / 2;
-  return n.op_type == "Conv" ? d.tensor : d.fp32;
+  return d.tf32 ? d.tensor : d.fp32;
 }
 
 // Whether `n` reads only some elements of input `i`, at most as many as its output has: a Slice's

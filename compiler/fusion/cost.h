@@ -31,9 +31,10 @@
 //                pass in a row kernel that does not cache its row), the steps each thread runs in
 //                sequence
 //   t(library call) = launch + 2*M*N*K / rate + operand bytes / dram_bw (the same in every plan), rate
-//                the call's math: fp32 GEMMs on the fp32 pipes (cuBLASLt with CUBLAS_COMPUTE_32F uses no
-//                TF32), fp32 convolutions on TF32 tensor cores (cuDNN's default math allows them),
-//                fp16/bf16 on fp16 tensor cores (2x the TF32 rate), fp64 at half the fp32 rate
+//                the call's math: fp32 GEMMs and convolutions on the fp32 pipes (cuBLASLt's
+//                CUBLAS_COMPUTE_32F and cuDNN's FMA math use no TF32), or on TF32 tensor cores with
+//                --tf32 (DeviceSpec::tf32); fp16/bf16 on fp16 tensor cores (2x the TF32 rate), fp64
+//                at half the fp32 rate
 //   t(view) = 0
 //   t(tiled GEMM with its epilogue, codegen/gemm_tile.h) = launch
 //             + max(2*R*N*K / (fp32 * tiled_gemm_eff * fill), the epilogue's round trip, flops and
@@ -89,6 +90,9 @@ struct DeviceSpec {
   // another, so a long contraction over few threads is latency-bound however few bytes it moves.
   double loop_step = 4.5e-8;
   std::string sources;          // where each number comes from
+  // Not the device's but the artifact's: float32 GEMM and convolution calls run on TF32 tensor
+  // cores (stitchc compile --tf32), priced at `tensor` instead of `fp32`. Not in spec files.
+  bool tf32 = false;
 };
 
 // Built-in specs: "sm_80" (A100 SXM4 80GB) and "sm_90" (H100 SXM5 80GB).

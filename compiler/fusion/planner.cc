@@ -243,7 +243,8 @@ FusionPlan Planner::finish(const Part& p, const std::string& mode) {
   plan.mode = mode;
   plan.gemm_folds = codegen::FoldOptions(fold_, o_.approximate_gelu);
   plan.fold_notes = folds_.notes;
-  plan.device = o_.device.arch + " (" + o_.device.name + ")";
+  plan.device = o_.device.arch + " (" + o_.device.name + ")" +
+                (o_.device.tf32 ? ", float32 GEMMs and convolutions on TF32 tensor cores" : "");
   std::vector<int> order = group_order(p);
   STITCH_CHECK(order.size() == p.groups.size(), "fusion: the group graph has a cycle");
   std::map<int, int> pack_of;

@@ -96,8 +96,15 @@ inline constexpr Tolerance kModelF16 = {1e-2, 1e-2,
 inline constexpr Tolerance kModelBF16 = {4e-2, 4e-2,
                                          "per-op bfloat16 rounding (2^-7 steps) vs f32 inside kernels"};
 
+// Whole float32 models compiled with --tf32 against float32 outputs: every GEMM and convolution
+// rounds its operands to TF32 (float16's 10-bit mantissa, 2^-11 relative) and sums in float32,
+// compounding over the layers; the other ops stay float32.
+inline constexpr Tolerance kModelTf32 = {
+    1e-2, 5e-3, "TF32 operands (2^-11 relative) in every float32 GEMM and convolution"};
+
 // Default for `stitchc run --expect` when the user gives no --rtol/--atol, for an output of
-// float32 (or any other type); float16 and bfloat16 outputs get kModelF16 and kModelBF16.
+// float32 (or any other type); float16 and bfloat16 outputs get kModelF16 and kModelBF16, and
+// float32 outputs of an artifact compiled with --tf32 kModelTf32.
 inline constexpr Tolerance kRunDefault = kModelF32;
 
 }  // namespace stitch

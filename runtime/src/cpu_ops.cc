@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 #include <fmt/format.h>
 
+#include <cstring>
 #include <vector>
 
 namespace stitch::rt {
@@ -36,7 +37,14 @@ C gelu_tanh(C x) {
   return C(0.5) * x * (C(1) + std::tanh(k0 * (x + k1 * x * x * x)));
 }
 
-template <typename T>
+// An operand of a product: as read, or rounded to TF32 (R: float32 calls with tf32).
+template <bool R, typename C>
+C operand(C v) {
+  if constexpr (R) return to_tf32(v);
+  return v;
+}
+
+template <typename T, bool R = false>
 void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* bias, const void* residual) {
   using E = Elem<T>;
   using C = typename E::C;
@@ -45,11 +53,11 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
     for (int64_t i = 0; i < g.m; ++i) {
       std::fill(row.begin(), row.end(), C(0));
       for (int64_t k = 0; k < g.k; ++k) {
-        const C av = E::get(a, oa + (g.trans_a ? k * g.lda + i : i * g.lda + k));
+        const C av = operand<R>(E::get(a, oa + (g.trans_a ? k * g.lda + i : i * g.lda + k)));
         if (g.trans_b)
-          for (int64_t j = 0; j < g.n; ++j) row[j] += av * E::get(b, ob + j * g.ldb + k);
+          for (int64_t j = 0; j < g.n; ++j) row[j] += av * operand<R>(E::get(b, ob + j * g.ldb + k));
         else
-          for (int64_t j = 0; j < g.n; ++j) row[j] += av * E::get(b, ob + k * g.ldb + j);
+          for (int64_t j = 0; j < g.n; ++j) row[j] += av * operand<R>(E::get(b, ob + k * g.ldb + j));
       }
       for (int64_t j = 0; j < g.n; ++j) {
         const int64_t at = oc + i * g.ldc + j;
@@ -65,7 +73,7 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
   }
 }
 
-template <typename T>
+template <typename T, bool R = false>
 void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, const void* z, void* y) {
   using E = Elem<T>;
   using C = typename E::C;
@@ -97,8 +105,8 @@ void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, con
                   for (int64_t k2 = 0; k2 < k[2]; ++k2) {
                     const int64_t i2 = o2 * st[2] + k2 * dl[2] - pd[2];
                     if (i2 < 0 || i2 >= in[2]) continue;
-                    acc += E::get(x, xbase + (i0 * in[1] + i1) * in[2] + i2) *
-                           E::get(w, wbase + (k0 * k[1] + k1) * k[2] + k2);
+                    acc += operand<R>(E::get(x, xbase + (i0 * in[1] + i1) * in[2] + i2)) *
+                           operand<R>(E::get(w, wbase + (k0 * k[1] + k1) * k[2] + k2));
                   }
                 }
               }
@@ -114,9 +122,20 @@ void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, con
 
 }  // namespace
 
+float to_tf32(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  if ((u & 0x7f800000u) == 0x7f800000u) return v;  // infinity or NaN
+  u = (u + 0x1000u) &
+      ~0x1fffu;  // half of the 13 dropped bits' weight, away from zero; may carry into the exponent
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+
 void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c,
-              const void* bias, const void* residual) {
-  if (dtype == "f32") return gemm<float>(g, a, b, c, bias, residual);
+              const void* bias, const void* residual, bool tf32) {
+  if (dtype == "f32")
+    return tf32 ? gemm<float, true>(g, a, b, c, bias, residual) : gemm<float>(g, a, b, c, bias, residual);
   if (dtype == "f64") return gemm<double>(g, a, b, c, bias, residual);
   if (dtype == "f16") return gemm<__half>(g, a, b, c, bias, residual);
   if (dtype == "bf16") return gemm<__nv_bfloat16>(g, a, b, c, bias, residual);
@@ -124,9 +143,9 @@ void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const 
 }
 
 void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias,
-              const void* z, void* y) {
+              const void* z, void* y, bool tf32) {
   if (p.in.empty() || p.in.size() > 3) fail(3, "conv with other than 1 to 3 spatial dims on the emu backend");
-  if (dtype == "f32") return conv<float>(p, x, w, bias, z, y);
+  if (dtype == "f32") return tf32 ? conv<float, true>(p, x, w, bias, z, y) : conv<float>(p, x, w, bias, z, y);
   if (dtype == "f64") return conv<double>(p, x, w, bias, z, y);
   if (dtype == "f16") return conv<__half>(p, x, w, bias, z, y);
   if (dtype == "bf16") return conv<__nv_bfloat16>(p, x, w, bias, z, y);

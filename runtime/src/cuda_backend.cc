@@ -307,7 +307,9 @@ class CudaBackend final : public BackendImpl {
         p.conv, int(pads.size()), pads.data(), strides.data(), dil.data(), CUDNN_CROSS_CORRELATION,
         t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16 ? CUDNN_DATA_FLOAT : t));
     CHECK(cudnnSetConvolutionGroupCount(p.conv, int(c.group)));
-    CHECK(cudnnSetConvolutionMathType(p.conv, CUDNN_DEFAULT_MATH));
+    // cuDNN's default math lets float32 convolutions run on TF32 tensor cores; FMA math keeps them
+    // in float32 unless the artifact asks for TF32 (--tf32).
+    CHECK(cudnnSetConvolutionMathType(p.conv, m_.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     int found = 0;
     CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x, p.w, p.conv, p.y, 8, &found, perf));
@@ -374,8 +376,7 @@ class CudaBackend final : public BackendImpl {
     const cudaDataType_t t = cuda_type(s.dtype);
     const bool dbl = s.dtype == "f64";
     LtPlan p;
-    CHECK(cublasLtMatmulDescCreate(&p.op, dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
-                                   dbl ? CUDA_R_64F : CUDA_R_32F));
+    CHECK(cublasLtMatmulDescCreate(&p.op, compute_type(s.dtype), dbl ? CUDA_R_64F : CUDA_R_32F));
     const cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
@@ -469,7 +470,7 @@ class CudaBackend final : public BackendImpl {
     const float alpha_f = float(g.alpha), beta_f = float(g.beta);
     const void* alpha = dbl ? static_cast<const void*>(&alpha_d) : &alpha_f;
     const void* beta = dbl ? static_cast<const void*>(&beta_d) : &beta_f;
-    const cublasComputeType_t compute = dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    const cublasComputeType_t compute = compute_type(s.dtype);
     const size_t nb = g.batch.size();
     const int64_t inner = nb ? g.batch.back() : 1;
     const int64_t sa = nb ? g.stride_a.back() : 0, sb = nb ? g.stride_b.back() : 0,
@@ -597,6 +598,13 @@ class CudaBackend final : public BackendImpl {
           break;
       }
     }
+  }
+
+  // cuBLAS's compute type: float64 for f64; float32 for f32 operands, or TF32 tensor cores where
+  // the artifact asks (--tf32); half types accumulate in float32 on their own tensor cores.
+  cublasComputeType_t compute_type(const std::string& dtype) const {
+    if (dtype == "f64") return CUBLAS_COMPUTE_64F;
+    return dtype == "f32" && m_.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   }
 
   const ModelData& m_;

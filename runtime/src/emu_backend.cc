@@ -103,12 +103,13 @@ class EmuBackend final : public BackendImpl {
         }
         case StepDesc::kGemm:
           cpu_gemm(s.gemm, s.dtype, ptr(s.args[0]), ptr(s.args[1]), ptr(s.args[2]),
-                   s.gemm.bias ? ptr(s.args[3]) : nullptr, s.gemm.residual ? ptr(s.args.back()) : nullptr);
+                   s.gemm.bias ? ptr(s.args[3]) : nullptr, s.gemm.residual ? ptr(s.args.back()) : nullptr,
+                   m_.tf32);
           break;
         case StepDesc::kConv:
           cpu_conv(s.conv, s.dtype, ptr(s.args[0]), ptr(s.args[1]),
                    s.conv.has_bias ? ptr(s.args[3]) : nullptr, s.conv.residual ? ptr(s.args.back()) : nullptr,
-                   ptr(s.args[2]));
+                   ptr(s.args[2]), m_.tf32);
           break;
         case StepDesc::kCopy:
           std::memcpy(ptr(s.dst), ptr(s.src), static_cast<size_t>(s.bytes));

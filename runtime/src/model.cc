@@ -95,6 +95,7 @@ StorageKind storage_of(const std::string& s) {
 void parse_schedule(ModelData& m, const json& j) {
   m.arena_bytes = j.at("arena_bytes").get<int64_t>();
   m.weights_bytes = j.at("weights_bytes").get<int64_t>();
+  m.tf32 = j.at("tf32").get<bool>();
   for (const json& b : j.at("buffers")) {
     BufferDesc d;
     d.name = b.at("name").get<std::string>();
@@ -221,6 +222,7 @@ Model::~Model() = default;
 const std::vector<TensorInfo>& Model::inputs() const { return data_->inputs; }
 const std::vector<TensorInfo>& Model::outputs() const { return data_->outputs; }
 const std::vector<TensorInfo>& Model::fixed_inputs() const { return data_->fixed_inputs; }
+bool Model::tf32() const { return data_->tf32; }
 const std::string& Model::dir() const { return data_->dir; }
 
 std::shared_ptr<const Model> Model::load(const std::string& dir) {

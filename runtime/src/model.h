@@ -73,6 +73,8 @@ struct ModelData {
   std::vector<int> output_in_input;
   std::vector<std::string> archs, backends;
   int64_t arena_bytes = 0, weights_bytes = 0;
+  // float32 GEMM and convolution calls on TF32 tensor cores (compiled with --tf32); else float32.
+  bool tf32 = false;
   std::vector<BufferDesc> buffers;
   std::vector<KernelDesc> kernels;
   std::vector<StepDesc> steps;

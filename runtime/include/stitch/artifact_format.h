@@ -9,13 +9,15 @@
 namespace stitch::artifact {
 
 inline constexpr const char* kFormatName = "stitch-artifact";
-inline constexpr int kArtifactVersion = 9;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu;
-                                            // 4: kernels say whether they launch cooperatively;
-                                            // 5: residual, bias_residual; 6: relu, bias_relu;
-                                            // 7: outputs written in place of an input;
-                                            // 8: conv steps carry an epilogue (residual, relu);
-                                            // 9: the manifest's fixed_inputs; FNV-1a's own
-                                            //    offset basis
+inline constexpr int kArtifactVersion = 10;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu;
+                                             // 4: kernels say whether they launch cooperatively;
+                                             // 5: residual, bias_residual; 6: relu, bias_relu;
+                                             // 7: outputs written in place of an input;
+                                             // 8: conv steps carry an epilogue (residual, relu);
+                                             // 9: the manifest's fixed_inputs; FNV-1a's own
+                                             //    offset basis
+                                             // 10: schedule.json's tf32 (float32 library calls
+                                             //    compute in float32 unless it is true)
 
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kScheduleFile = "schedule.json";

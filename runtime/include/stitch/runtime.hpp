@@ -40,6 +40,9 @@ class Model {
   // Graph inputs of the ONNX model fixed to a value at compile time (stitchc compile
   // --constant-input); Session::set_input accepts them only with that value.
   const std::vector<TensorInfo>& fixed_inputs() const;
+  // Whether float32 GEMMs and convolutions run on TF32 tensor cores (stitchc compile --tf32):
+  // their results are then about 1e-3 away from float32's.
+  bool tf32() const;
   const std::string& dir() const;
   const ModelData& data() const { return *data_; }
 
