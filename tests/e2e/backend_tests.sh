@@ -64,6 +64,18 @@ sys.exit(0 if epi.count('residual_relu') >= 1 and epi.count('relu') >= 2 else 1)
 check "cnn_small: at most 7 generated kernels" python3 -c "
 import json, sys
 sys.exit(0 if json.load(open(sys.argv[1]))['fusion']['chosen']['kernel_launches'] <= 7 else 1)" "$TMP/cnn_small.json"
+# float32 convolutions and GEMMs compute in float32 unless compiled with --tf32: the schedule says
+# which, the plan says so, and the emu backend rounds a --tf32 artifact's operands to TF32, so that
+# stitchc run --expect checks it at kModelTf32's tolerance.
+check "cnn_small: float32 library calls by default" grep -q '"tf32": false' "$TMP/cnn_small/schedule.json"
+expect "compile cnn_small --tf32" 0 "" -- \
+  "$STITCHC" compile "$ROOT/models/cnn_small/model.onnx" -o "$TMP/cnn_small_tf32" --shape batch=2 --tf32 --no-nvcc
+check "cnn_small --tf32: TF32 library calls in the schedule" grep -q '"tf32": true' "$TMP/cnn_small_tf32/schedule.json"
+check "cnn_small --tf32: the plan names TF32" grep -q "float32 GEMMs and convolutions on TF32 tensor cores" \
+  "$TMP/cnn_small_tf32/plan.txt"
+expect "run cnn_small --tf32 on emu at the TF32 tolerance" 0 "tolerance: rtol 0.01 atol 0.005" -- \
+  "$STITCHC" run "$TMP/cnn_small_tf32" --backend emu --inputs "$ROOT/models/cnn_small/test_data_set_0" \
+  --expect "$ROOT/models/cnn_small/test_data_set_0"
 # --- greedy local stitching: fewer launches, same outputs, kernels through nvcc ------------
 for m in "$ROOT"/models/*/; do
   name=$(basename "$m")
