@@ -39,7 +39,7 @@ StatusOr<bool> expand(Graph& g, Node& n) {
   const std::string red = n.attr_string("reduction", "none");
   static const std::map<std::string, std::string> kCombine = {
       {"add", "Add"}, {"mul", "Mul"}, {"max", "Max"}, {"min", "Min"}};
-  if (red != "none" && !kCombine.count(red)) return false;
+  if (red != "none" && (!kCombine.count(red) || data->dtype == DType::kBool)) return false;
 
   const Dims lead(dd.begin(), dd.begin() + k), slice(dd.begin() + k, dd.end());
   const int64_t positions = num_elements(lead);
@@ -54,10 +54,11 @@ StatusOr<bool> expand(Graph& g, Node& n) {
       int64_t c = ix.get_i64(r * k + j);
       const int64_t dim = dd[static_cast<size_t>(j)];
       if (c < -dim || c >= dim)
-        return Status::user(
-            fmt::format("{}: index {} (row {} of its indices) is out of range for axis {} of "
-                        "size {}; the indices are constant, so the model writes outside its data",
-                        n.describe(), c, r, j, dim));
+        return Status::user(fmt::format(
+            "{}: index {} (row {} of its indices) is out of range for axis {} of "
+            "size {}; the indices are constants of the model, so it would write outside its data: "
+            "check the exporter's indices",
+            n.describe(), c, r, j, dim));
       p += (c < 0 ? c + dim : c) * strides[static_cast<size_t>(j)];
     }
     if (map[static_cast<size_t>(p)] >= 0) return false;  // two rows for one position
