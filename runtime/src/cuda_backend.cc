@@ -308,8 +308,9 @@ class CudaBackend final : public BackendImpl {
         t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16 ? CUDNN_DATA_FLOAT : t));
     CHECK(cudnnSetConvolutionGroupCount(p.conv, int(c.group)));
     // cuDNN's default math lets float32 convolutions run on TF32 tensor cores; FMA math keeps them
-    // in float32 unless the artifact asks for TF32 (--tf32).
-    CHECK(cudnnSetConvolutionMathType(p.conv, m_.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    // in float32 unless the artifact asks for TF32 (--tf32). Half types keep their tensor cores.
+    CHECK(cudnnSetConvolutionMathType(p.conv,
+                                      s.dtype == "f32" && !m_.tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     int found = 0;
     CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x, p.w, p.conv, p.y, 8, &found, perf));
