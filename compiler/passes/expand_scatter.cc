@@ -39,8 +39,13 @@ const std::map<std::string, std::string>& combine_ops() {
   return ops;
 }
 
-// Whether the scatter's reduction can be written as an op over (data, update).
-bool takes_reduction(const Node& n, const Value* data) {
+// Whether the pass takes scatter `n`: its indices constant, static shapes, and a reduction that is
+// an op over (data, update).
+bool applies(const Node& n) {
+  const Value *data = n.input(0), *indices = n.input(1), *updates = n.input(2);
+  if (!data || !indices || !updates || !n.output(0) || !indices->constant || !data->has_static_shape() ||
+      !updates->has_static_shape())
+    return false;
   const std::string red = n.attr_string("reduction", "none");
   return red == "none" || (combine_ops().count(red) && data->dtype != DType::kBool);
 }
@@ -62,19 +67,29 @@ Value* reshape(NodeBuilder& b, Value* x, const Dims& to, const std::string& name
   return b.node("Reshape", name, {x, shape}, x->dtype, to);
 }
 
-// The scatter's output from the updates gathered to the data's shape (`moved`): combined with the
-// data by the reduction, then kept where `map` (shaped `md`, broadcasting to the data) wrote.
-Value* assemble(NodeBuilder& b, const Node& n, Value* data, Value* moved, const std::vector<int64_t>& map,
-                const Dims& md) {
+// Writes the scatter's output from the updates gathered to the data's shape (`moved`; null when
+// nothing is written): combined with the data by the reduction, then kept where `map` (shaped
+// `md`, broadcasting to the data) wrote. The last node writes the scatter's own output value.
+void assemble(NodeBuilder& b, const Node& n, Value* moved, const std::vector<int64_t>& map, const Dims& md) {
+  Value *data = n.input(0), *updates = n.input(2);
   const std::string red = n.attr_string("reduction", "none");
   const Dims dd = *data->dims;
-  if (red != "none") moved = b.node(combine_ops().at(red), "combined", {data, moved}, data->dtype, dd);
-  if (std::all_of(map.begin(), map.end(), [](int64_t r) { return r >= 0; })) return moved;
-  std::vector<double> w(map.size());
-  for (size_t p = 0; p < map.size(); ++p) w[p] = map[p] >= 0;
-  return b.node("Where", "written",
-                {b.constant("written_mask", Tensor::from_f64(DType::kBool, md, w)), moved, data}, data->dtype,
-                dd);
+  Value* out = nullptr;
+  if (!moved) {
+    out = b.node("Identity", "unchanged", {data}, data->dtype, dd);
+  } else {
+    if (red != "none") moved = b.node(combine_ops().at(red), "combined", {data, moved}, data->dtype, dd);
+    out = moved;
+    if (!std::all_of(map.begin(), map.end(), [](int64_t r) { return r >= 0; })) {
+      std::vector<double> w(map.size());
+      for (size_t p = 0; p < map.size(); ++p) w[p] = map[p] >= 0;
+      out = b.node("Where", "written",
+                   {b.constant("written_mask", Tensor::from_f64(DType::kBool, md, w)), moved, data},
+                   data->dtype, dd);
+    }
+    if (out == updates) out = b.node("Identity", "copy", {updates}, data->dtype, dd);
+  }
+  b.finish(out, n.output(0));
 }
 
 // `map` with positions nothing writes pointing at update 0 (the Where keeps the data there).
@@ -91,11 +106,9 @@ bool in_order(const std::vector<int64_t>& map, int64_t updates) {
 }
 
 StatusOr<bool> expand_nd(Graph& g, Node& n) {
-  Value *data = n.input(0), *indices = n.input(1), *updates = n.input(2), *y = n.output(0);
-  if (!data || !indices || !updates || !y || !indices->constant || !data->has_static_shape() ||
-      !updates->has_static_shape() || !takes_reduction(n, data))
-    return false;
-  const Tensor& ix = *indices->constant;
+  if (!applies(n)) return false;
+  Value *data = n.input(0), *updates = n.input(2);
+  const Tensor& ix = *n.input(1)->constant;
   const Dims dd = *data->dims;
   if (ix.rank() == 0) return false;
   const int64_t k = ix.dims().back();
@@ -118,7 +131,7 @@ StatusOr<bool> expand_nd(Graph& g, Node& n) {
   }
   NodeBuilder b{g, n};
   if (rows == 0) {  // nothing is written
-    b.finish(b.node("Identity", "unchanged", {data}, data->dtype, dd), y);
+    assemble(b, n, nullptr, {}, {});
     return true;
   }
   Value* moved;
@@ -134,18 +147,14 @@ StatusOr<bool> expand_nd(Graph& g, Node& n) {
   }
   Dims md = lead;
   md.insert(md.end(), slice.size(), 1);
-  Value* out = assemble(b, n, data, moved, map, md);
-  if (out == updates) out = b.node("Identity", "copy", {updates}, data->dtype, dd);
-  b.finish(out, y);
+  assemble(b, n, moved, map, md);
   return true;
 }
 
 StatusOr<bool> expand_elements(Graph& g, Node& n) {
-  Value *data = n.input(0), *indices = n.input(1), *updates = n.input(2), *y = n.output(0);
-  if (!data || !indices || !updates || !y || !indices->constant || !data->has_static_shape() ||
-      !updates->has_static_shape() || !takes_reduction(n, data))
-    return false;
-  const Tensor& ix = *indices->constant;
+  if (!applies(n)) return false;
+  Value *data = n.input(0), *updates = n.input(2);
+  const Tensor& ix = *n.input(1)->constant;
   const Dims dd = *data->dims, ud = ix.dims();
   const int64_t r = static_cast<int64_t>(dd.size());
   if (r == 0 || static_cast<int64_t>(ud.size()) != r) return false;
@@ -169,8 +178,8 @@ StatusOr<bool> expand_elements(Graph& g, Node& n) {
     along = at[static_cast<size_t>(i)] == at[static_cast<size_t>(a * us[static_cast<size_t>(axis)])];
   }
   NodeBuilder b{g, n};
-  if (count == 0) {
-    b.finish(b.node("Identity", "unchanged", {data}, data->dtype, dd), y);
+  if (count == 0) {  // nothing is written
+    assemble(b, n, nullptr, {}, {});
     return true;
   }
   std::vector<int64_t> map;
@@ -213,9 +222,7 @@ StatusOr<bool> expand_elements(Graph& g, Node& n) {
                                            b.constant("update_index", gather_index(map, dd))},
                                           data->dtype, dd, {{"axis", int64_t{0}}});
   }
-  Value* out = assemble(b, n, data, moved, map, md);
-  if (out == updates) out = b.node("Identity", "copy", {updates}, data->dtype, dd);
-  b.finish(out, y);
+  assemble(b, n, moved, map, md);
   return true;
 }
 
