@@ -17,7 +17,9 @@ encoder_model.onnx, ... (the merged decoder's If on use_cache_branch is compiled
 data set: a file `constant_inputs` names the input, which check.sh passes as --constant-input). The data
 sets bind batch and sequence as export.py's do (2 x 32, 1 x 7, 3 x 45); a model with past keys and
 values runs a decoding step (one new token after 31, 6 and 44) and, for the first set, a prefill
-with an empty past (past length 0), as Optimum's runtime calls it.
+with an empty past (past length 0), as Optimum's runtime calls it. A file `time_shapes` beside each
+holds the flags bench/gpu/run_exports.sh times it at on a GPU (batch 8 x sequence 128; a decoding
+step at batch 8 after 127 tokens; images at batch 32).
 
 Tooling only: nothing in the compiler or the runtime imports Python.
 """
@@ -194,6 +196,21 @@ def make_inputs(model, b, s, past, seed, axes):
     return feeds
 
 
+def time_flags(model, has_past, axes):
+    """stitchc's flags for timing an export on a GPU (bench/gpu/run_exports.sh reads them from the
+    file time_shapes): batch 8 x sequence 128, a decoding step at batch 8 after 127 tokens (a merged
+    decoder's branch with the past), images at batch 32. Inputs without dynamic axes need none."""
+    b, s, past = (8, 1, 127) if has_past else (8, 128, 0)
+    flags = []
+    for vi in model.graph.input:
+        if vi.name == "use_cache_branch":
+            flags.append("--constant-input use_cache_branch=1")
+        elif any(d.HasField("dim_param") for d in vi.type.tensor_type.shape.dim):
+            dims = dims_of(vi, 32 if vi.name == "pixel_values" else b, s, past, axes)
+            flags.append(f"--shape {vi.name}={'x'.join(map(str, dims))}")
+    return " ".join(flags)
+
+
 def save_set(model_path, feeds, d):
     import onnxruntime as ort
     sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
@@ -235,6 +252,8 @@ def export(name, cfg, cls, task, out, extra=None):
             for k, (b, s, past) in enumerate(sets):
                 feeds = make_inputs(m, b, s, past, k, extra.get("axes", {}))
                 save_set(path, feeds, os.path.join(d, f"test_data_set_{k}"))
+            with open(os.path.join(d, "time_shapes"), "w") as f:
+                f.write(time_flags(m, has_past, extra.get("axes", {})) + "\n")
             print(f"{os.path.basename(d)}: {len(m.graph.node)} nodes, {len(sets)} data sets")
 
 
