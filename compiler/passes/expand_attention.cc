@@ -53,11 +53,6 @@ Value* ints(NodeBuilder& b, const std::string& hint, const std::vector<int64_t>&
   return b.constant(hint, Tensor::vector_i64(v));
 }
 
-Value* reshape(NodeBuilder& b, Value* x, const Dims& d, const std::string& name) {
-  return b.node("Reshape", name, {x, ints(b, name + "_shape", std::vector<int64_t>(d.begin(), d.end()))},
-                x->dtype, d);
-}
-
 Value* transpose(NodeBuilder& b, Value* x, const std::vector<int64_t>& perm, const std::string& name) {
   Dims d;
   for (int64_t p : perm) d.push_back((*x->dims)[p]);
@@ -167,7 +162,7 @@ StatusOr<bool> expand_rotary(Graph& g, Node& n) {
   const int64_t half = rot / 2;
   const bool interleaved = n.attr_int("interleaved", 0) != 0;
   // x as [B, H, S, D] (4-D) or [B, S, H, D]; the caches [B or 1, S, half] then broadcast over H.
-  Value* xh = four ? x : reshape(b, x, {xd[0], xd[1], heads, head}, "heads");
+  Value* xh = four ? x : b.reshape(x, {xd[0], xd[1], heads, head}, "heads");
   auto cache = [&](Value* c, const std::string& hint) {
     if (pos) {
       Dims d = *pos->dims;
@@ -196,14 +191,14 @@ StatusOr<bool> expand_rotary(Graph& g, Node& n) {
     Value* pairs = concat_last(
         b, {unsqueeze(b, real, last, "real_pairs"), unsqueeze(b, imag, last, "imag_pairs")}, "pairs");
     Dims d = *part->dims;
-    rotated = reshape(b, pairs, d, "interleave");
+    rotated = b.reshape(pairs, d, "interleave");
   } else {
     rotated = concat_last(b, {real, imag}, "rotated");
   }
   Value* out = rot == head
                    ? rotated
                    : concat_last(b, {rotated, slice_last(b, xh, rot, head, 1, "kept_part")}, "joined");
-  if (!four) out = reshape(b, out, xd, "hidden");
+  if (!four) out = b.reshape(out, xd, "hidden");
   b.finish(out, y);
   return true;
 }
@@ -220,7 +215,7 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
   auto heads = [&](Value* x, int64_t h, const std::string& name) {
     if (!three) return x;
     const Dims& d = *x->dims;
-    return transpose(b, reshape(b, x, {d[0], d[1], h, d[2] / h}, name + "_heads"), {0, 2, 1, 3},
+    return transpose(b, b.reshape(x, {d[0], d[1], h, d[2] / h}, name + "_heads"), {0, 2, 1, 3},
                      name + "_transposed");
   };
   const int64_t hq = three ? n.attr_int("q_num_heads", 1) : (*q->dims)[1];
@@ -245,7 +240,7 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
       Value* ex =
           b.node("Expand", name + "_repeated",
                  {u, ints(b, name + "_repeats", std::vector<int64_t>(e.begin(), e.end()))}, x->dtype, e);
-      return reshape(b, ex, {d[0], hq, d[2], d[3]}, name + "_per_query_head");
+      return b.reshape(ex, {d[0], hq, d[2], d[3]}, name + "_per_query_head");
     };
     kh = repeat(kh, "k");
     vh = repeat(vh, "v");
@@ -285,7 +280,7 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
     scores = binary(b, "Add", scores, bias, "masked");
   }
   if (nonpad) {  // the keys each batch sees, from its valid length L at run time
-    Value* len = reshape(b, nonpad, {batch, 1, 1, 1}, "valid_keys");
+    Value* len = b.reshape(nonpad, {batch, 1, 1, 1}, "valid_keys");
     Value* key = positions(b, 4, 3, total, "key_positions");
     Value* seen = test(b, "Less", key, len, "not_padding");
     if (window.bounded()) {  // around the query's position L - Sq + i
@@ -328,8 +323,7 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
   if (mode == 3) qk_out = p;
   const Dims od{batch, hq, sq, (*vh->dims)[3]};
   Value* out = b.node("MatMul", "output", {p, vh}, t, od);
-  if (three)
-    out = reshape(b, transpose(b, out, {0, 2, 1, 3}, "output_transposed"), *y->dims, "output_hidden");
+  if (three) out = b.reshape(transpose(b, out, {0, 2, 1, 3}, "output_transposed"), *y->dims, "output_hidden");
   Value* extra[3] = {n.outputs.size() > 1 ? n.output(1) : nullptr,
                      n.outputs.size() > 2 ? n.output(2) : nullptr,
                      n.outputs.size() > 3 ? n.output(3) : nullptr};
@@ -357,7 +351,7 @@ StatusOr<bool> expand_tensor_scatter(Graph& g, Node& n) {
   if (start) {
     Dims sd(static_cast<size_t>(r), 1);
     sd[0] = pd[0];
-    from = binary(b, "Sub", from, reshape(b, start, sd, "write_start"), "update_positions");
+    from = binary(b, "Sub", from, b.reshape(start, sd, "write_start"), "update_positions");
   }
   if (n.attr_string("mode", "linear") == "circular")
     from = binary(b, "Mod", from, b.constant("cache_length", Tensor::scalar_i64(len)), "wrapped");

@@ -61,10 +61,9 @@ StatusOr<int64_t> wrap(const Node& n, int64_t c, int64_t dim, int64_t axis, int6
   return c < 0 ? c + dim : c;
 }
 
+// `x` as `to`: itself where it has that shape already, else a Reshape.
 Value* reshape(NodeBuilder& b, Value* x, const Dims& to, const std::string& name) {
-  if (*x->dims == to) return x;
-  Value* shape = b.constant(name + "_shape", Tensor::vector_i64(std::vector<int64_t>(to.begin(), to.end())));
-  return b.node("Reshape", name, {x, shape}, x->dtype, to);
+  return *x->dims == to ? x : b.reshape(x, to, name);
 }
 
 // Writes the scatter's output from the updates gathered to the data's shape (`moved`; null when

@@ -43,6 +43,11 @@ struct NodeBuilder {
     g.add_node(std::move(n));
     return y;
   }
+  // A Reshape of `x` to `d`, its target shape a constant "<name>_shape".
+  Value* reshape(Value* x, const Dims& d, const std::string& name) {
+    Value* shape = constant(name + "_shape", Tensor::vector_i64(std::vector<int64_t>(d.begin(), d.end())));
+    return node("Reshape", name, {x, shape}, x->dtype, d);
+  }
   Value* cast(Value* x, DType to, const std::string& name) {
     return node("Cast", name, {x}, to, *x->dims, {{"to", static_cast<int64_t>(dtype_to_onnx(to))}});
   }

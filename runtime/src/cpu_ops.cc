@@ -37,6 +37,20 @@ C gelu_tanh(C x) {
   return C(0.5) * x * (C(1) + std::tanh(k0 * (x + k1 * x * x * x)));
 }
 
+// `v` with a 10-bit mantissa (TF32), rounded to nearest with ties away from zero (PTX's
+// cvt.rna.tf32.f32); infinities and NaNs unchanged. Which rounding cuBLAS and cuDNN apply is their
+// own; the emulation gives results of the same accuracy, not the same bits.
+float to_tf32(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  if ((u & 0x7f800000u) == 0x7f800000u) return v;  // infinity or NaN
+  // Add half the weight of the 13 dropped bits (away from zero) and drop them; a carry may reach
+  // the exponent, which is the right rounding up.
+  u = (u + 0x1000u) & ~0x1fffu;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+
 // An operand of a product: as read, or rounded to TF32 (R: float32 calls with tf32).
 template <bool R, typename C>
 C operand(C v) {
@@ -121,16 +135,6 @@ void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, con
 }
 
 }  // namespace
-
-float to_tf32(float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  if ((u & 0x7f800000u) == 0x7f800000u) return v;  // infinity or NaN
-  u = (u + 0x1000u) &
-      ~0x1fffu;  // half of the 13 dropped bits' weight, away from zero; may carry into the exponent
-  std::memcpy(&v, &u, sizeof v);
-  return v;
-}
 
 void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c,
               const void* bias, const void* residual, bool tf32) {

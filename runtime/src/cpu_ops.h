@@ -9,7 +9,7 @@ namespace stitch::rt {
 // C = alpha * op(A) op(B) + beta * C over the batch dims; dtype f32, f64 or f16.
 // bias: n elements added to every row of C after the product (GemmDesc::bias), else null.
 // residual: a tensor laid out as C, added after the bias (GemmDesc::residual), else null.
-// tf32: f32 operands rounded to TF32 before each product (to_tf32), as the GPU's tensor cores
+// tf32: f32 operands rounded to TF32 before each product (cpu_ops.cc), as the GPU's tensor cores
 // take them where the artifact asks (ModelData::tf32); sums stay float32.
 void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c,
               const void* bias = nullptr, const void* residual = nullptr, bool tf32 = false);
@@ -18,10 +18,5 @@ void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const 
 // z: the residual added before ReLU (p.residual), or null. tf32: as for cpu_gemm.
 void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias,
               const void* z, void* y, bool tf32 = false);
-
-// `v` with a 10-bit mantissa (TF32), rounded to nearest with ties away from zero (PTX's
-// cvt.rna.tf32.f32); infinities and NaNs unchanged. Which rounding cuBLAS and cuDNN apply is their
-// own; the emulation gives results of the same accuracy, not the same bits.
-float to_tf32(float v);
 
 }  // namespace stitch::rt

@@ -55,6 +55,32 @@ inline std::unique_ptr<Graph> prepared_model(const std::string& name) {
   return std::move(g).value();
 }
 
+// Imports ONNX's node test in `dir` with the inputs `constant(i)` picks made constants of their
+// test data (as a model holds a Resize's scales or a scatter's indices); returns the graph and the
+// other inputs' data.
+inline std::pair<std::unique_ptr<Graph>, TensorMap> load_node_test(
+    const std::filesystem::path& dir, const std::function<bool(size_t)>& constant) {
+  auto g = import_onnx_file((dir / "model.onnx").string());
+  INFO(g.status().message());
+  REQUIRE(g.is_ok());
+  TensorMap feed;
+  std::vector<Value*> kept;
+  for (size_t i = 0; i < (*g)->inputs.size(); ++i) {
+    auto t = read_tensor_file((dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb")).string());
+    REQUIRE(t.is_ok());
+    Value* v = (*g)->inputs[i];
+    if (constant(i)) {
+      v->dims = t->tensor.dims();
+      v->constant = std::move(t->tensor);
+    } else {
+      kept.push_back(v);
+      feed[v->name] = std::move(t->tensor);
+    }
+  }
+  (*g)->inputs = kept;
+  return {std::move(*g), std::move(feed)};
+}
+
 // Compiles `g` (emu only; `groups` from a fusion plan, or every node alone) and runs it on `feed`;
 // returns its outputs and sets `kernels` to the kernel count. `packs` (one id per group) packs
 // independent groups into one launch, as the plan says; `fold_gemms` lets GEMM calls take over

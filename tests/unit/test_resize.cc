@@ -31,28 +31,10 @@ std::vector<fs::path> resize_tests() {
   return dirs;
 }
 
-// Imports a node test with every input but the first (roi, scales, sizes) made a constant, as a
-// model holds them; returns the graph and the data input.
+// A node test with every input but the first (roi, scales, sizes) made a constant, as a model
+// holds them; the graph and the data input.
 std::pair<std::unique_ptr<Graph>, TensorMap> load_test(const fs::path& dir) {
-  auto g = import_onnx_file((dir / "model.onnx").string());
-  INFO(g.status().message());
-  REQUIRE(g.is_ok());
-  TensorMap feed;
-  std::vector<Value*> kept;
-  for (size_t i = 0; i < (*g)->inputs.size(); ++i) {
-    auto t = read_tensor_file((dir / "test_data_set_0" / fmt::format("input_{}.pb", i)).string());
-    REQUIRE(t.is_ok());
-    Value* v = (*g)->inputs[i];
-    if (i == 0) {
-      kept.push_back(v);
-      feed[v->name] = std::move(t->tensor);
-    } else {
-      v->dims = t->tensor.dims();
-      v->constant = std::move(t->tensor);
-    }
-  }
-  (*g)->inputs = kept;
-  return {std::move(*g), std::move(feed)};
+  return test::load_node_test(dir, [](size_t i) { return i > 0; });
 }
 
 Tensor expected_output(const fs::path& dir) {

@@ -41,6 +41,13 @@ std::string elements_graph(const std::string& type, const std::string& indices, 
   return scatter_graph(type, indices, updates, attrs, "ScatterElements");
 }
 
+// `text` parsed and through the front end (the scatter passes among it).
+std::unique_ptr<Graph> expanded(const std::string& text) {
+  auto g = test::parse_or_die(text);
+  test::run_frontend_or_die(*g);
+  return g;
+}
+
 // Reference results of the op itself (the raw graph) and of the expansion, on the same inputs.
 void check_same_as_op(const std::string& text, uint32_t seed) {
   auto raw = test::parse_or_die(text);
@@ -66,32 +73,16 @@ namespace {
 int node_test_left(const char* name, const std::string& op) {
   const fs::path dir = fs::path(ONNX_TESTDATA_DIR) / "node" / name;
   INFO(name);
-  auto g = import_onnx_file((dir / "model.onnx").string());
-  REQUIRE(g.is_ok());
-  TensorMap feed;
-  std::vector<Value*> inputs;
-  for (size_t i = 0; i < (*g)->inputs.size(); ++i) {
-    auto t = read_tensor_file((dir / "test_data_set_0" / fmt::format("input_{}.pb", i)).string());
-    REQUIRE(t.is_ok());
-    Value* v = (*g)->inputs[i];
-    if (i == 1) {  // the indices, a constant as in an exported model
-      v->dims = t->tensor.dims();
-      v->constant = std::move(t->tensor);
-    } else {
-      inputs.push_back(v);
-      feed[v->name] = std::move(t->tensor);
-    }
-  }
-  (*g)->inputs = inputs;
-  test::run_frontend_or_die(**g);
+  auto [g, feed] = test::load_node_test(dir, [](size_t i) { return i == 1; });  // the indices
+  test::run_frontend_or_die(*g);
   auto want = read_tensor_file((dir / "test_data_set_0" / "output_0.pb").string());
   REQUIRE(want.is_ok());
-  const TensorMap got = test::emu_run(**g, nullptr, feed);
+  const TensorMap got = test::emu_run(*g, nullptr, feed);
   const CompareResult r =
-      compare_tensors(got.at((*g)->outputs[0]->name), want->tensor, kOnnxNodeTest.rtol, kOnnxNodeTest.atol);
+      compare_tensors(got.at(g->outputs[0]->name), want->tensor, kOnnxNodeTest.rtol, kOnnxNodeTest.atol);
   INFO(r.mismatches << " mismatches, max abs " << r.max_abs);
   CHECK(r.ok);
-  return count_op(**g, op);
+  return count_op(*g, op);
 }
 
 }  // namespace
@@ -120,8 +111,7 @@ TEST_CASE("a ScatterND writing every position in order is a Reshape of its updat
     for (int c = 0; c < 3; ++c) idx += fmt::format("{}{}, 0, 0, {}", a + c ? ", " : "", a, c);
   idx += "]";
   const std::string text = scatter_graph("f32[2,1,1,3]", "i64[2,1,1,3,4] = " + idx, "f32[2,1,1,3]");
-  auto g = test::parse_or_die(text);
-  test::run_frontend_or_die(*g);
+  auto g = expanded(text);
   CHECK(count_op(*g, "ScatterND") == 0);
   CHECK(count_op(*g, "Gather") == 0);
   CHECK(count_op(*g, "Where") == 0);
@@ -133,8 +123,7 @@ TEST_CASE("a ScatterND of some rows, out of order and from the end, is a Gather 
           "[scatter][passes]") {
   // [4,3,5] data, k = 2: rows (3,1), (0,-1) = (0,2) and (-2,0) = (2,0) replaced by update rows 0..2.
   const std::string text = scatter_graph("f32[4,3,5]", "i64[3,2] = [3, 1, 0, -1, -2, 0]", "f32[3,5]");
-  auto g = test::parse_or_die(text);
-  test::run_frontend_or_die(*g);
+  auto g = expanded(text);
   CHECK(count_op(*g, "ScatterND") == 0);
   CHECK(count_op(*g, "Gather") == 1);
   CHECK(count_op(*g, "Where") == 1);
@@ -147,15 +136,13 @@ TEST_CASE("a ScatterND of some rows, out of order and from the end, is a Gather 
     INFO(red);
     const std::string r = scatter_graph("f32[4,3,5]", "i64[3,2] = [3, 1, 0, -1, -2, 0]", "f32[3,5]",
                                         fmt::format("reduction = \"{}\"", red));
-    auto rg = test::parse_or_die(r);
-    test::run_frontend_or_die(*rg);
+    auto rg = expanded(r);
     CHECK(count_op(*rg, "ScatterND") == 0);
     check_same_as_op(r, 9);
   }
   // Every row, out of order: a Gather alone (nothing is left of the data to keep).
   const std::string all = scatter_graph("f32[3,4]", "i64[3,1] = [2, 0, -2]", "f32[3,4]");
-  auto ag = test::parse_or_die(all);
-  test::run_frontend_or_die(*ag);
+  auto ag = expanded(all);
   CHECK(count_op(*ag, "ScatterND") == 0);
   CHECK(count_op(*ag, "Gather") == 1);
   CHECK(count_op(*ag, "Where") == 0);
@@ -167,8 +154,7 @@ TEST_CASE("a ScatterND of some rows, out of order and from the end, is a Gather 
 TEST_CASE("an expanded ScatterND joins its neighbours in one kernel that matches on emu",
           "[scatter][fusion]") {
   const std::string text = scatter_graph("f32[4,3,5]", "i64[3,2] = [3, 1, 0, -1, -2, 0]", "f32[3,5]");
-  auto g = test::parse_or_die(text);
-  test::run_frontend_or_die(*g);
+  auto g = expanded(text);
   CHECK(test::fused_matches_reference(*g, 3, test::opts("beam")) == 1);
   // The op itself is a kernel of its own, between the two Relus' kernels.
   auto raw = test::parse_or_die(text);
@@ -181,8 +167,7 @@ TEST_CASE(
     "ScatterND keeps its kernel for indices named twice or known only at run time, and a constant index "
     "out of range is an error naming the node",
     "[scatter][passes]") {
-  auto twice = test::parse_or_die(scatter_graph("f32[4,3]", "i64[2,1] = [1, -3]", "f32[2,3]"));
-  test::run_frontend_or_die(*twice);
+  auto twice = expanded(scatter_graph("f32[4,3]", "i64[2,1] = [1, -3]", "f32[2,3]"));
   CHECK(count_op(*twice, "ScatterND") == 1);
 
   auto runtime = test::parse_or_die(R"(graph "s" opset 18 {
@@ -211,8 +196,7 @@ TEST_CASE(
   // PyTorch's select_scatter (out[:, 2] = u): the index is 2 at every position of the update.
   const std::string one =
       elements_graph("f32[2,4,3]", "i64[2,1,3] = [2, 2, 2, 2, 2, 2]", "f32[2,1,3]", "axis = 1");
-  auto g = test::parse_or_die(one);
-  test::run_frontend_or_die(*g);
+  auto g = expanded(one);
   CHECK(count_op(*g, "ScatterElements") == 0);
   CHECK(count_op(*g, "Gather") == 1);
   CHECK(count_op(*g, "Where") == 1);
@@ -224,8 +208,7 @@ TEST_CASE(
   // Every slice, in order, from the end: the updates themselves.
   const std::string all = elements_graph(
       "f32[2,2,3]", "i64[2,2,3] = [-2, -2, -2, -1, -1, -1, 0, 0, 0, 1, 1, 1]", "f32[2,2,3]", "axis = 1");
-  auto ag = test::parse_or_die(all);
-  test::run_frontend_or_die(*ag);
+  auto ag = expanded(all);
   CHECK(count_op(*ag, "ScatterElements") == 0);
   CHECK(count_op(*ag, "Gather") == 0);
   CHECK(count_op(*ag, "Where") == 0);
@@ -246,8 +229,7 @@ TEST_CASE(
     h = fmt::format("%h{}", t);
   }
   text += "  output " + prev + "\n}\n";
-  auto scan = test::parse_or_die(text);
-  test::run_frontend_or_die(*scan);
+  auto scan = expanded(text);
   CHECK(count_op(*scan, "ScatterElements") == 0);
   CHECK(test::fused_matches_reference(*scan, 7, test::opts("beam")) == 1);
   auto raw = test::parse_or_die(text);
@@ -261,8 +243,7 @@ TEST_CASE(
     "[scatter][passes]") {
   // [3,4] data, axis 1: row 0 writes columns 0 and 2, row 1 columns 1 and 3, row 2 columns 3 and 0.
   const std::string idx = "i64[3,2] = [0, 2, 1, -1, 3, 0]";
-  auto g = test::parse_or_die(elements_graph("f32[3,4]", idx, "f32[3,2]", "axis = 1"));
-  test::run_frontend_or_die(*g);
+  auto g = expanded(elements_graph("f32[3,4]", idx, "f32[3,2]", "axis = 1"));
   CHECK(count_op(*g, "ScatterElements") == 0);
   CHECK(count_op(*g, "Where") == 1);
   check_same_as_op(elements_graph("f32[3,4]", idx, "f32[3,2]", "axis = 1"), 9);
