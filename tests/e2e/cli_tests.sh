@@ -111,7 +111,14 @@ expect "an attribute the op does not have" 2 "node 'sm' \(Softmax\): 'axes' is n
   "$STITCHC" compile "$B/softmax_axes.onnx" -o "$TMP/bad2" --no-nvcc
 expect "a negative pooling window" 2 "node 'pool' \(MaxPool\): the kernel's extent on spatial axis 0 is -3" -- \
   "$STITCHC" compile "$B/maxpool_negative_kernel.onnx" -o "$TMP/bad3" --no-nvcc
+expect "a constant ScatterND index out of range" 2 \
+  "node 'put' \(ScatterND\): index 4 \(element 1 of its indices\) is out of range for axis 0 of size 4.*check the exporter's indices" -- \
+  "$STITCHC" compile "$B/scatter_nd_index_out_of_range.onnx" -o "$TMP/bad4" --no-nvcc
+expect "a constant ScatterElements index out of range" 2 \
+  "node 'put' \(ScatterElements\): index -4 \(element 1 of its indices\) is out of range for axis 1 of size 3" -- \
+  "$STITCHC" compile "$B/scatter_elements_index_out_of_range.onnx" -o "$TMP/bad5" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
+check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):
 # binding past binds it, and data that contradict it name both inputs.
 DEC=$ROOT/models/llama_tiny_dec

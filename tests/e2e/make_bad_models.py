@@ -4,7 +4,8 @@
     python3 tests/e2e/make_bad_models.py tests/e2e/bad_models    # with onnx 1.23.2
 
 Each is refused with exit code 2 and a message naming its node; none is a valid ONNX model
-(onnx.checker.check_model refuses the first two as well).
+(onnx.checker.check_model refuses the first two as well; the scatters' indices point outside
+their data).
 """
 import os
 import sys
@@ -13,8 +14,9 @@ import onnx
 from onnx import TensorProto, helper
 
 
-def model(name, node, inputs, opset=17):
-    graph = helper.make_graph([node], name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+def model(name, node, inputs, opset=17, initializers=()):
+    graph = helper.make_graph([node], name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=list(initializers))
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return m
@@ -33,6 +35,17 @@ def main(out):
         "maxpool_negative_kernel": model(
             "maxpool_negative_kernel", helper.make_node("MaxPool", ["x"], ["y"], "pool", kernel_shape=[-3, 2]),
             [x(1, 1, 5, 5)]),
+        # Scatters whose constant indices point outside the data (the front end maps constant
+        # indices at compile time, so it refuses them there).
+        "scatter_nd_index_out_of_range": model(
+            "scatter_nd_index_out_of_range", helper.make_node("ScatterND", ["x", "idx", "u"], ["y"], "put"),
+            [x(4, 3), helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 3])], opset=18,
+            initializers=[helper.make_tensor("idx", TensorProto.INT64, [2, 1], [1, 4])]),
+        "scatter_elements_index_out_of_range": model(
+            "scatter_elements_index_out_of_range",
+            helper.make_node("ScatterElements", ["x", "idx", "u"], ["y"], "put", axis=1),
+            [x(4, 3), helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 2])], opset=18,
+            initializers=[helper.make_tensor("idx", TensorProto.INT64, [1, 2], [0, -4])]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))
