@@ -39,6 +39,10 @@ constexpr PassInfo kFrontend[] = {
      "writes each ScatterElements of constant indices as a Gather of its updates and a Where over the data",
      expand_scatter_elements},
     {"expand_swiglu", "writes each SwiGLU as Swish of its gate times its value", expand_swiglu},
+    {"split_conv_padding",
+     "gives a Conv padded more on one side than the other a Pad of the difference, padding alike on both "
+     "sides",
+     split_conv_padding},
     {"relabel_transposes", "makes a Transpose that moves only size-1 axes a Reshape (a view)",
      relabel_transposes},
     {"remove_noops", "drops Identity, eval Dropout, same-type Cast, same-shape Reshape...", remove_noops},

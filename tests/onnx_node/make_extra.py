@@ -5,7 +5,8 @@ opsets 18 and 19 (axes, keep_aspect_ratio_policy, antialias, half_pixel_symmetri
 float16 and integer inputs; Einsum's ellipses, broadcasting, implicit outputs, three operands
 and the equations transformers use; EyeLike at a supported opset (ONNX's are at opset 9);
 GroupNormalization at opsets 18 and 21 (ONNX 1.12 predates it); the opset-23 ops PyTorch's exporter
-writes for transformers: RMSNormalization, RotaryEmbedding and Attention. Expected outputs come from ONNX's reference implementation
+writes for transformers: RMSNormalization, RotaryEmbedding and Attention; Conv padded more at one
+end than the other. Expected outputs come from ONNX's reference implementation
 (onnx.reference.ReferenceEvaluator), never from stitch. Tooling only; the files are committed.
 
     python3 -m venv venv && venv/bin/pip install onnx numpy
@@ -167,6 +168,19 @@ def main():
     node_case(out, "test_attention_stitch_probabilities_23", "Attention",
               [f(1, 2, 4, 8), f(1, 2, 6, 8), f(1, 2, 6, 8), mask], 23, dict(qk_matmul_output_mode=3),
               outputs=("y", "", "", "qk"))
+    # Convolutions padded more at one end (ONNX's own "asymmetric" test pads each axis alike at
+    # both ends): TensorFlow's SAME at stride 2, SAME_UPPER and SAME_LOWER over an even kernel,
+    # explicit pads of a 1-D grouped, dilated Conv. Their own generator: the cases above keep theirs.
+    crng = np.random.default_rng(11)
+    c = lambda *shape: crng.standard_normal(shape).astype(np.float32)
+    node_case(out, "test_conv_stitch_pads_after_strided", "Conv", [c(1, 2, 6, 6), c(4, 2, 3, 3), c(4)], 17,
+              dict(pads=[0, 0, 1, 1], strides=[2, 2]))
+    node_case(out, "test_conv_stitch_same_upper_even_kernel", "Conv", [c(2, 3, 5, 6), c(4, 3, 2, 4)], 17,
+              dict(auto_pad="SAME_UPPER"))
+    node_case(out, "test_conv_stitch_same_lower_strided", "Conv", [c(1, 2, 7, 8), c(3, 2, 4, 3)], 17,
+              dict(auto_pad="SAME_LOWER", strides=[2, 3]))
+    node_case(out, "test_conv_stitch_1d_grouped_dilated_pads", "Conv", [c(2, 4, 9), c(6, 2, 3)], 17,
+              dict(pads=[1, 2], dilations=[2], group=2))
 
 
 if __name__ == "__main__":
