@@ -1,6 +1,9 @@
 #include "ops/op_util.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <set>
 
 namespace stitch::ops {
 
@@ -35,14 +38,50 @@ Dims broadcast_strides(const Dims& in, const Dims& out) {
 BroadcastWalker::BroadcastWalker(const Dims& out, std::vector<Dims> in_strides)
     : out_(out), strides_(std::move(in_strides)) {}
 
+namespace {
+
+// The graph input whose values (not only its shape: Shape and Size read that alone) `v` is
+// computed from, or null; `via` gets the node reading it.
+const Value* value_source(const Value* v, const Node*& via) {
+  std::vector<const Value*> todo{v};
+  std::set<const Value*> seen{v};
+  while (!todo.empty()) {
+    const Value* u = todo.back();
+    todo.pop_back();
+    const Node* p = u->producer;
+    if (!p || p->op_type == "Shape" || p->op_type == "Size") continue;
+    for (const Value* in : p->inputs) {
+      if (!in || in->constant || !seen.insert(in).second) continue;
+      if (!in->producer) {
+        via = p;
+        return in;
+      }
+      todo.push_back(in);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Status run_time_operand_error(const InferContext& ctx, size_t input, const char* what) {
   const Value* v = ctx.node().inputs[input];
+  std::string why;
+  const Node* via = nullptr;
+  if (!v->producer)
+    why = "it is a graph input: make it an initializer, a constant in the model";
+  else if (const Value* src = value_source(v, via))
+    why = fmt::format(
+        "it follows the values of input '{}' (read by {}), so the shapes after it depend on the "
+        "data, which stitch cannot compile ahead of time; export the model with sizes that do not "
+        "depend on its inputs' values",
+        src->name, via->describe());
+  else
+    why = "bind every dynamic dimension with --shape so it folds to a constant";
   return ctx.error(
       fmt::format("its {} (input {} '{}') is computed at run time; stitch needs it known at compile time "
                   "({})",
-                  what, input, v->name,
-                  v->producer ? "bind every dynamic dimension with --shape so it folds to a constant"
-                              : "it is a graph input: make it an initializer, a constant in the model"));
+                  what, input, v->name, why));
 }
 
 StatusOr<std::vector<int64_t>> const_ints(const InferContext& ctx, size_t input,
@@ -60,7 +99,7 @@ StatusOr<std::optional<std::vector<int64_t>>> axes_operand(const InferContext& c
   if (ctx.node().has_attr(attr))
     return std::optional<std::vector<int64_t>>(ctx.node().attr_ints(attr));
   if (ctx.has_input(input)) {
-    ASSIGN_OR_RETURN(auto v, const_ints(ctx, input, "axes"));
+    ASSIGN_OR_RETURN(auto v, const_ints(ctx, input, attr));
     return std::optional<std::vector<int64_t>>(std::move(v));
   }
   return std::optional<std::vector<int64_t>>();

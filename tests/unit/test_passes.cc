@@ -252,6 +252,12 @@ TEST_CASE("window attributes and axes out of range are errors naming the node, n
       {"TopK", "input %x: f32[3,4]\n  input %k: i64[1]", "TopK(%x, %k)",
        "its K (input 1 'k') is computed at run time"},
       {"TopK", "input %x: f32[3,4]\n  const %k: i64[1] = [1]", "TopK(%x, %k) {axis = 2}", "axis 2"},
+      // Sizes that follow a graph input's values (a mixture of experts' tokens per expert) name
+      // that input.
+      {"Split", "input %x: f32[6]\n  input %k: i64[2]\n  %s = Abs(%k) @\"abs\"", "Split(%x, %s)",
+       "its split (input 1 's') is computed at run time; stitch needs it known at compile time (it follows "
+       "the "
+       "values of input 'k' (read by node 'abs' (Abs)), so the shapes after it depend on the data"},
       {"Col2Im", "input %x: f32[1,4,8]\n  const %im: i64[2] = [4, 4]\n  const %bl: i64[2] = [2, 2]",
        "Col2Im(%x, %im, %bl)", "its input has 8 block positions, but image 4x4 in blocks 2x2 has 9", 18},
       {"Col2Im", "input %x: f32[1,6,9]\n  const %im: i64[2] = [4, 4]\n  const %bl: i64[2] = [2, 2]",
