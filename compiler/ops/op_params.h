@@ -78,6 +78,22 @@ struct ResizeSpec {
 StatusOr<ResizeSpec> resize_spec(const Node& n, const Dims& in, const Tensor* roi, const Tensor* scales,
                                  const Tensor* sizes);
 
+// DFT: the transform along `axis` of an input whose last axis holds 1 (real) or 2 (real and
+// imaginary) parts: `in` values along the axis, a transform of `length` (dft_length) giving `out`
+// values (length, or length / 2 + 1 one-sided forward), output dims `out_dims`. `length` and
+// `axis` are the node's constant operands when it has them.
+struct DftSpec {
+  int64_t axis = 0, in = 0, length = 0, out = 0;
+  bool inverse = false, onesided = false, complex_in = false, complex_out = true;
+  Dims out_dims;
+};
+StatusOr<DftSpec> dft_spec(const Node& n, const Dims& x, std::optional<int64_t> length,
+                           std::optional<int64_t> axis);
+// The transform's weights as a row-major [in x (1 or 2), out x (1 or 2)] matrix: input value i's
+// part p (real, imaginary) times it gives output o's part q at row i * parts_in + p and column
+// o * parts_out + q. Inputs past the transform's length are zero rows.
+std::vector<double> dft_matrix(const DftSpec& s);
+
 // Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
 // kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output
 // (explicit, or implicit: the ellipsis, then the letters used once, in alphabetical order), and

@@ -6,7 +6,7 @@ float16 and integer inputs; Einsum's ellipses, broadcasting, implicit outputs, t
 and the equations transformers use; EyeLike at a supported opset (ONNX's are at opset 9);
 GroupNormalization at opsets 18 and 21 (ONNX 1.12 predates it); the opset-23 ops PyTorch's exporter
 writes for transformers: RMSNormalization, RotaryEmbedding and Attention; Conv padded more at one
-end than the other. Expected outputs come from ONNX's reference implementation
+end than the other; DFT's one-sided, inverse one-sided, cut and padded forms and its opset-20 axis. Expected outputs come from ONNX's reference implementation
 (onnx.reference.ReferenceEvaluator), never from stitch. Tooling only; the files are committed.
 
     python3 -m venv venv && venv/bin/pip install onnx numpy
@@ -181,6 +181,23 @@ def main():
               dict(auto_pad="SAME_LOWER", strides=[2, 3]))
     node_case(out, "test_conv_stitch_1d_grouped_dilated_pads", "Conv", [c(2, 4, 9), c(6, 2, 3)], 17,
               dict(pads=[1, 2], dilations=[2], group=2))
+    # DFT beyond ONNX 1.12's three tests (a full forward transform of real input along axis 1 or
+    # 2, and a full inverse): one-sided (RFFT) padded to dft_length, IRFFT at its default even
+    # length and at an odd one, a complex input cut to a shorter dft_length, an inverse of real
+    # input, and the opset-20 form with the axis as an input. dft_length and axis are int64 inputs,
+    # which the node-test runner makes constants.
+    drng = np.random.default_rng(13)
+    d = lambda *shape: drng.standard_normal(shape).astype(np.float32)
+    i64 = lambda v: np.array(v, dtype=np.int64)
+    node_case(out, "test_dft_stitch_onesided_padded_17", "DFT", [d(2, 6, 3, 1), i64(8)], 17,
+              dict(axis=1, onesided=1))
+    node_case(out, "test_dft_stitch_irfft_default_length_20", "DFT", [d(2, 5, 3, 2), None, i64(1)], 20,
+              dict(inverse=1, onesided=1))
+    node_case(out, "test_dft_stitch_irfft_odd_length_20", "DFT", [d(3, 4, 2), i64(7)], 20,
+              dict(inverse=1, onesided=1))
+    node_case(out, "test_dft_stitch_complex_cut_17", "DFT", [d(1, 4, 9, 2), i64(5)], 17, dict(axis=2))
+    node_case(out, "test_dft_stitch_inverse_real_20", "DFT", [d(2, 3, 7, 1), None, i64(-2)], 20, dict(inverse=1))
+    node_case(out, "test_dft_stitch_axis_input_20", "DFT", [d(4, 5, 6, 2), None, i64(1)], 20, {})
 
 
 if __name__ == "__main__":
