@@ -131,6 +131,13 @@ NodeLowering classify_node(const Node& n, std::string* why) {
     return NodeLowering::kKernel;
   }
   if (op == "Dropout") return NodeLowering::kKernel;  // with its mask output
+  // The front end writes a ConvTranspose of constant weights as a Conv (expand_conv_transpose).
+  if (op == "ConvTranspose" && n.input(1) && !n.input(1)->constant)
+    return unsupported(
+        fmt::format("its weights (input 1 '{}') are computed at run time; stitch runs a "
+                    "ConvTranspose as a convolution by weights known at compile time: make them an "
+                    "initializer, a constant in the model",
+                    n.input(1)->name));
   return unsupported(fmt::format("the back end has no kernel for {} yet (the reference backend runs it: "
                                  "stitchc run MODEL --backend reference)", op));
 }

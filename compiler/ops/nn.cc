@@ -291,6 +291,8 @@ Status eval_conv(const Node& n, std::span<const Tensor* const> in, std::vector<T
 
 // ---- ConvTranspose ---------------------------------------------------------------------------
 
+}  // namespace
+
 StatusOr<Window> convt_window(const Node& n, const Dims& x, const Dims& wt) {
   if (x.size() < 3 || wt.size() != x.size())
     return node_error(n, "expects X of shape N x C x D1... and W of the same rank");
@@ -333,6 +335,8 @@ StatusOr<Window> convt_window(const Node& n, const Dims& x, const Dims& wt) {
   }
   return w;
 }
+
+namespace {
 
 Status infer_convt(InferContext& ctx) {
   RETURN_IF_ERROR(require_float(ctx, 0));

@@ -51,6 +51,9 @@ struct Window {
 };
 StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_mode);
 StatusOr<Window> conv_window(const Node& n, const Dims& x, const Dims& wt);
+// ConvTranspose's window: `in` the input's extents, `out` the output's, pads resolved from pads,
+// auto_pad or output_shape (negative where the output grows), output_padding inside `out`.
+StatusOr<Window> convt_window(const Node& n, const Dims& x, const Dims& wt);
 StatusOr<Window> pool_window(const Node& n, const Dims& x);
 // Col2Im's blocks over the image (in: the image, kernel: the block, out: block positions per
 // axis), checked against its input x [N, C x prod(block), L].

@@ -52,6 +52,7 @@ StatusOr<bool> expand_tensor_scatter(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_scatter_nd(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_scatter_elements(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_swiglu(Graph& g, PassContext& ctx);
+StatusOr<bool> expand_conv_transpose(Graph& g, PassContext& ctx);
 StatusOr<bool> split_conv_padding(Graph& g, PassContext& ctx);
 StatusOr<bool> relabel_transposes(Graph& g, PassContext& ctx);
 StatusOr<bool> remove_noops(Graph& g, PassContext& ctx);

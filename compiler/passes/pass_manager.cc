@@ -42,6 +42,9 @@ constexpr PassInfo kFrontend[] = {
      "writes each ScatterElements of constant indices as a Gather of its updates and a Where over the data",
      expand_scatter_elements},
     {"expand_swiglu", "writes each SwiGLU as Swish of its gate times its value", expand_swiglu},
+    {"expand_conv_transpose",
+     "writes each ConvTranspose of constant weights as a Conv of its input with zeros between the values",
+     expand_conv_transpose},
     {"split_conv_padding",
      "gives a Conv padded more on one side than the other a Pad of the difference, padding alike on both "
      "sides",
