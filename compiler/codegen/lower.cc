@@ -9,6 +9,7 @@
 #include "codegen/library.h"
 #include "codegen/scalar_ops.h"
 #include "ir/op_table.h"
+#include "ops/op_params.h"
 
 namespace stitch::codegen {
 
@@ -131,6 +132,13 @@ NodeLowering classify_node(const Node& n, std::string* why) {
     return NodeLowering::kKernel;
   }
   if (op == "Dropout") return NodeLowering::kKernel;  // with its mask output
+  // The front end writes a DFT as a GEMM by its weights (expand_dft) unless they are too many.
+  if (op == "DFT")
+    return unsupported(
+        fmt::format("a transform this long would need a weight matrix of more than {} elements to "
+                    "run as a GEMM, and the back end has no FFT kernel; transform shorter signals "
+                    "(dft_length) or run it with --backend reference",
+                    ops::kMaxDftWeights));
   // The front end writes a ConvTranspose of constant weights as a Conv (expand_conv_transpose).
   if (op == "ConvTranspose" && n.input(1) && !n.input(1)->constant)
     return unsupported(

@@ -96,6 +96,9 @@ StatusOr<DftSpec> dft_spec(const Node& n, const Dims& x, std::optional<int64_t> 
 // part p (real, imaginary) times it gives output o's part q at row i * parts_in + p and column
 // o * parts_out + q. Inputs past the transform's length are zero rows.
 std::vector<double> dft_matrix(const DftSpec& s);
+// The largest weight matrix a DFT is written with (expand_dft): 64 MiB of float32. A longer
+// transform stays a DFT, which the back end refuses.
+inline constexpr int64_t kMaxDftWeights = int64_t{1} << 24;
 
 // Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
 // kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output

@@ -7,7 +7,7 @@
 // This is the transform as a matrix product, O(n^2) per signal where an FFT is O(n log n), run by
 // cuBLAS; at the lengths models transform (FNet's sequence and hidden axes, hundreds to a few
 // thousand) a GEMM is what TPUs run FNet with, and the surrounding Transposes fuse. A DFT whose
-// matrix would pass kMaxDftWeights elements stays a DFT, which the back end refuses by name.
+// matrix would pass ops::kMaxDftWeights elements stays a DFT, which the back end refuses by name.
 // Two forms PyTorch's exports take shrink the matrix: a complex input whose imaginary parts are
 // constant zeros (a Concat of the real values and zeros: torch.fft of a real tensor) is read as
 // real values, without the zero rows; and an output whose readers only take its real parts
@@ -22,8 +22,6 @@
 namespace stitch {
 
 namespace {
-
-constexpr int64_t kMaxDftWeights = int64_t{1} << 24;  // 64 MiB of float32 weights
 
 std::optional<int64_t> scalar_operand(const Node& n, size_t i) {
   const Value* v = n.input(i);
@@ -75,7 +73,7 @@ StatusOr<bool> expand(Graph& g, Node& n) {
   const int64_t ci = s.complex_in ? 2 : 1;
   const bool real_out = s.complex_out && read_as_real(g, y);
   const int64_t co = s.complex_out && !real_out ? 2 : 1;
-  if (s.in * ci * s.out * co > kMaxDftWeights) return false;
+  if (s.in * ci * s.out * co > ops::kMaxDftWeights) return false;
   std::vector<double> weights = ops::dft_matrix(s);
   if (real_out) {  // the even columns: each output's real part
     std::vector<double> re(static_cast<size_t>(s.in * ci * s.out));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend_test_util.h"
+#include "codegen/lower.h"
 #include "fusion_test_util.h"
 #include "importer/tensor_io.h"
 #include "reference/compare.h"
@@ -160,7 +161,12 @@ TEST_CASE("DFT errors name the node and what to change", "[dft][passes]") {
   CHECK(count_op(*axis20, "DFT") == 0);
   auto big = test::parse_or_die(dft_graph("f32[1,5000,2]", "axis = 1"));
   test::run_frontend_or_die(*big);
-  CHECK(count_op(*big, "DFT") == 1);
+  REQUIRE(count_op(*big, "DFT") == 1);
+  std::string why;
+  for (const auto& n : big->nodes())
+    if (n->op_type == "DFT") CHECK(codegen::classify_node(*n, &why) == codegen::NodeLowering::kUnsupported);
+  CHECK(why.find("would need a weight matrix of more than 16777216 elements") != std::string::npos);
+  CHECK(why.find("--backend reference") != std::string::npos);
 }
 
 TEST_CASE("a DFT of real values made complex with zeros, read for its real parts, takes half the weights",
