@@ -200,6 +200,17 @@ def export_tensor(name, make_model, key, shape, dynamo, opset, out):
     save_case(out, ["input"], [x], [key], [y])
 
 
+class AsDict(torch.nn.Module):
+    """A model that returns one tensor, as {key: tensor} for export_tensor."""
+
+    def __init__(self, m, key):
+        super().__init__()
+        self.m, self.key = m, key
+
+    def forward(self, x):
+        return {self.key: self.m(x)}
+
+
 def export_diffusers_unet(conditional, out):
     """A diffusers UNet (tiny config, seeded random weights): a noisy sample and two timesteps (and,
     conditional, 7 tokens of text states for cross-attention) -> the predicted noise, through
@@ -649,6 +660,66 @@ def models():
         "llama_dec_op25": dec(lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), opset=25),
         "qwen3_op24": text("qwen3_op24", lambda: tf.Qwen3Model(tf.Qwen3Config(
             **small, num_key_value_heads=2, head_dim=32)), opset=24),
+    })
+    # A fourth round (tried 2026-11-27, same small sizes): state-space models and hybrids (Mamba-2's
+    # chunked scan, Falcon-Mamba, Jamba, Zamba2, Bamba, Falcon-H1), linear attention (Qwen3-Next's
+    # gated delta rule, MiniMax's lightning attention, RWKV), JetMoE (a mixture of attention heads),
+    # GLM-4-MoE, Gemma 3n (AltUp, LAuReL, per-layer embeddings), Doge, VaultGemma, FNet (a Fourier
+    # transform for attention), CANINE (characters downsampled by a strided convolution), X-MOD
+    # (language adapters), SpeechT5's HiFi-GAN vocoder (transposed convolutions).
+    ssm = dict(mamba_d_state=16, mamba_chunk_size=16)
+    t.update({
+        "mamba2": text("mamba2", lambda: tf.Mamba2Model(tf.Mamba2Config(
+            hidden_size=128, num_hidden_layers=2, vocab_size=1000, state_size=16, num_heads=8, head_dim=32, n_groups=1,
+            chunk_size=16))),
+        "falcon_mamba": text("falcon_mamba", lambda: tf.FalconMambaModel(tf.FalconMambaConfig(
+            hidden_size=128, num_hidden_layers=2, vocab_size=1000, state_size=16))),
+        "jamba": hf("jamba", tf.JambaConfig, tf.JambaModel, **gqa, num_experts=4, **moe,
+                    expert_layer_period=2, expert_layer_offset=1, attn_layer_period=2, attn_layer_offset=1,
+                    mamba_d_state=16),
+        "zamba2": text("zamba2", lambda: tf.Zamba2Model(tf.Zamba2Config(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, intermediate_size=256,
+            vocab_size=1000, mamba_d_state=16, mamba_headdim=32, n_mamba_heads=8, layers_block_type=["mamba", "hybrid"],
+            chunk_size=16, use_mem_rope=True))),
+        "bamba": hf("bamba", tf.BambaConfig, tf.BambaModel, **gqa, **ssm, mamba_n_heads=8, mamba_d_head=32,
+                    attn_layer_indices=[1]),
+        "falcon_h1": hf("falcon_h1", tf.FalconH1Config, tf.FalconH1Model, **gqa, **ssm, mamba_d_ssm=256,
+                        mamba_n_heads=8, mamba_d_head=32),
+        "qwen3_next": hf("qwen3_next", tf.Qwen3NextConfig, tf.Qwen3NextModel, **gqa, head_dim=32,
+                         linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=32,
+                         linear_value_head_dim=32, num_experts=4, **moe, moe_intermediate_size=128,
+                         shared_expert_intermediate_size=128, layer_types=["linear_attention", "full_attention"]),
+        "minimax": hf("minimax", tf.MiniMaxConfig, tf.MiniMaxModel, **gqa, head_dim=32, num_local_experts=4,
+                      **moe, layer_types=["linear_attention", "full_attention"], block_size=16),
+        "rwkv": text("rwkv", lambda: tf.RwkvModel(tf.RwkvConfig(
+            hidden_size=128, num_hidden_layers=2, vocab_size=1000, attention_hidden_size=128, intermediate_size=512,
+            context_length=64))),
+        "jetmoe": text("jetmoe", lambda: tf.JetMoeModel(tf.JetMoeConfig(
+            hidden_size=128, num_hidden_layers=2, num_key_value_heads=4, kv_channels=32, intermediate_size=256,
+            num_local_experts=4, vocab_size=1000, **moe))),
+        "glm4_moe": hf("glm4_moe", tf.Glm4MoeConfig, tf.Glm4MoeModel, **gqa, head_dim=32, n_routed_experts=4,
+                       **moe, moe_intermediate_size=128, first_k_dense_replace=1, n_group=1,
+                       topk_group=1),
+        "gemma3n": hf("gemma3n", tf.Gemma3nTextConfig, tf.Gemma3nTextModel, **gqa, head_dim=32,
+                      vocab_size_per_layer_input=1000, hidden_size_per_layer_input=32, laurel_rank=16,
+                      altup_num_inputs=4, num_kv_shared_layers=0, sliding_window=16,
+                      layer_types=["sliding_attention", "full_attention"], activation_sparsity_pattern=[0.0, 0.0]),
+        # Doge through TorchScript: torch.export cannot view its attention output back into rows
+        "doge": text("doge", lambda: tf.DogeModel(tf.DogeConfig(**small, **gqa)), dynamo=False, opset=17),
+        "vaultgemma": hf("vaultgemma", tf.VaultGemmaConfig, tf.VaultGemmaModel, **gqa, head_dim=32,
+                         sliding_window=16),
+        "fnet": text("fnet", lambda: tf.FNetModel(tf.FNetConfig(
+            hidden_size=128, num_hidden_layers=2, intermediate_size=512, vocab_size=1000,
+            use_tpu_fourier_optimizations=False))),
+        "canine": text("canine", lambda: tf.CanineModel(tf.CanineConfig(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512, downsampling_rate=4))),
+        "xmod": hf("xmod", tf.XmodConfig, tf.XmodModel, default_language="en_XX", languages=["en_XX"]),
+        # SpeechT5's HiFi-GAN vocoder: a mel spectrogram [batch, frames, 80] upsampled 16x to a
+        # waveform by two ConvTranspose1d (stride 4, kernel 8) and dilated residual convolutions
+        "hifigan": tensor(lambda: AsDict(tf.SpeechT5HifiGan(tf.SpeechT5HifiGanConfig(
+            model_in_dim=80, upsample_initial_channel=32, upsample_rates=[4, 4], upsample_kernel_sizes=[8, 8],
+            resblock_kernel_sizes=[3], resblock_dilation_sizes=[[1, 3]], normalize_before=False)),
+            "last_hidden_state"), (2, 16, 80)),
     })
     return t
 
