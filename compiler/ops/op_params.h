@@ -81,6 +81,14 @@ struct ResizeSpec {
 StatusOr<ResizeSpec> resize_spec(const Node& n, const Dims& in, const Tensor* roi, const Tensor* scales,
                                  const Tensor* sizes);
 
+// DepthToSpace and SpaceToDepth: the input as `split`, transposed by `perm`, read as `out`.
+struct BlockMove {
+  Dims split;
+  std::vector<int64_t> perm;
+  Dims out;
+};
+StatusOr<BlockMove> block_move(const Node& n, const Dims& x);
+
 // DFT: the transform along `axis` of an input whose last axis holds 1 (real) or 2 (real and
 // imaginary) parts: `in` values along the axis, a transform of `length` (dft_length) giving `out`
 // values (length, or length / 2 + 1 one-sided forward), output dims `out_dims`. `length` and

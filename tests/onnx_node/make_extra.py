@@ -6,7 +6,8 @@ float16 and integer inputs; Einsum's ellipses, broadcasting, implicit outputs, t
 and the equations transformers use; EyeLike at a supported opset (ONNX's are at opset 9);
 GroupNormalization at opsets 18 and 21 (ONNX 1.12 predates it); the opset-23 ops PyTorch's exporter
 writes for transformers: RMSNormalization, RotaryEmbedding and Attention; Conv padded more at one
-end than the other; DFT's one-sided, inverse one-sided, cut and padded forms and its opset-20 axis. Expected outputs come from ONNX's reference implementation
+end than the other; DFT's one-sided, inverse one-sided, cut and padded forms and its opset-20 axis;
+DepthToSpace and SpaceToDepth at blocksize 3 and SpaceToDepth's opset-28 CRD mode. Expected outputs come from ONNX's reference implementation
 (onnx.reference.ReferenceEvaluator), never from stitch. Tooling only; the files are committed.
 
     python3 -m venv venv && venv/bin/pip install onnx numpy
@@ -198,6 +199,15 @@ def main():
     node_case(out, "test_dft_stitch_complex_cut_17", "DFT", [d(1, 4, 9, 2), i64(5)], 17, dict(axis=2))
     node_case(out, "test_dft_stitch_inverse_real_20", "DFT", [d(2, 3, 7, 1), None, i64(-2)], 20, dict(inverse=1))
     node_case(out, "test_dft_stitch_axis_input_20", "DFT", [d(4, 5, 6, 2), None, i64(1)], 20, {})
+    # DepthToSpace and SpaceToDepth beyond ONNX 1.12's blocksize-2 tests: blocksize 3 in CRD
+    # mode (PyTorch's PixelShuffle), and SpaceToDepth's CRD mode of opset 28.
+    brng = np.random.default_rng(17)
+    node_case(out, "test_depthtospace_stitch_crd_blocksize3", "DepthToSpace",
+              [brng.standard_normal((2, 18, 3, 4)).astype(np.float32)], 13, dict(blocksize=3, mode="CRD"))
+    node_case(out, "test_spacetodepth_stitch_blocksize3", "SpaceToDepth",
+              [brng.standard_normal((1, 2, 6, 9)).astype(np.float32)], 13, dict(blocksize=3))
+    node_case(out, "test_spacetodepth_stitch_crd_28", "SpaceToDepth",
+              [brng.standard_normal((2, 3, 4, 6)).astype(np.float32)], 28, dict(blocksize=2, mode="CRD"))
 
 
 if __name__ == "__main__":
