@@ -201,14 +201,15 @@ def export_tensor(name, make_model, key, shape, dynamo, opset, out):
 
 
 class AsDict(torch.nn.Module):
-    """A model that returns one tensor, as {key: tensor} for export_tensor."""
+    """A model's one tensor (or its field `field`), as {key: tensor} for export_tensor."""
 
-    def __init__(self, m, key):
+    def __init__(self, m, key, field=None):
         super().__init__()
-        self.m, self.key = m, key
+        self.m, self.key, self.field = m, key, field
 
     def forward(self, x):
-        return {self.key: self.m(x)}
+        y = self.m(x)
+        return {self.key: y if self.field is None else getattr(y, self.field)}
 
 
 def export_diffusers_unet(conditional, out):
@@ -666,7 +667,8 @@ def models():
     # gated delta rule, MiniMax's lightning attention, RWKV), JetMoE (a mixture of attention heads),
     # GLM-4-MoE, Gemma 3n (AltUp, LAuReL, per-layer embeddings), Doge, VaultGemma, FNet (a Fourier
     # transform for attention), CANINE (characters downsampled by a strided convolution), X-MOD
-    # (language adapters), SpeechT5's HiFi-GAN vocoder (transposed convolutions).
+    # (language adapters), SpeechT5's HiFi-GAN vocoder (transposed convolutions), Swin2SR
+    # (PixelShuffle: DepthToSpace).
     ssm = dict(mamba_d_state=16, mamba_chunk_size=16)
     t.update({
         "mamba2": text("mamba2", lambda: tf.Mamba2Model(tf.Mamba2Config(
@@ -720,6 +722,12 @@ def models():
             model_in_dim=80, upsample_initial_channel=32, upsample_rates=[4, 4], upsample_kernel_sizes=[8, 8],
             resblock_kernel_sizes=[3], resblock_dilation_sizes=[[1, 3]], normalize_before=False)),
             "last_hidden_state"), (2, 16, 80)),
+        # Swin2SR's super-resolution: Swin layers, then a convolution and PixelShuffle (DepthToSpace)
+        # doubling the image; through TorchScript, as Swin
+        "swin2sr": tensor(lambda: AsDict(tf.Swin2SRForImageSuperResolution(tf.Swin2SRConfig(
+            image_size=16, patch_size=1, embed_dim=32, depths=[2], num_heads=[2], window_size=4, upscale=2,
+            upsampler="pixelshuffle", mlp_ratio=2.0)), "last_hidden_state", "reconstruction"), (1, 3, 16, 16),
+            dynamo=False, opset=17),
     })
     return t
 
