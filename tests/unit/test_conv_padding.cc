@@ -45,18 +45,9 @@ const Node& node_named(const Graph& g, const std::string& name) {
 // The rewritten graph computes what the Conv did, on the same inputs (the padded zeros add
 // nothing, so the reference's sums are the same to the bit).
 void check_same_as_conv(const std::string& text, uint32_t seed) {
-  auto raw = test::parse_or_die(text);
-  PassContext ctx;
-  REQUIRE(infer_shapes(*raw, ctx).is_ok());
-  auto g = split(text);
-  TensorMap feed;
-  for (const Value* v : raw->inputs) feed[v->name] = test::random_tensor(v->dtype, *v->dims, seed++);
-  auto want = run_reference(*raw, feed);
-  auto got = run_reference(*g, feed);
-  REQUIRE(want.is_ok());
-  REQUIRE(got.is_ok());
-  CHECK(got->at("z").dims() == want->at("z").dims());
-  CHECK(got->at("z").to_f64() == want->at("z").to_f64());
+  const test::RewriteRun r = test::run_rewrite(text, seed);
+  CHECK(r.got.at("z").dims() == r.want.at("z").dims());
+  CHECK(r.got.at("z").to_f64() == r.want.at("z").to_f64());
 }
 
 }  // namespace

@@ -41,19 +41,11 @@ std::unique_ptr<Graph> expanded(const std::string& text) {
 
 // The rewrite computes what the ConvTranspose did, on the same input.
 void check_same_as_op(const std::string& text, uint32_t seed) {
-  auto raw = test::parse_or_die(text);
-  PassContext ctx;
-  REQUIRE(infer_shapes(*raw, ctx).is_ok());
-  auto g = expanded(text);
-  CHECK(count_op(*g, "ConvTranspose") == 0);
-  CHECK(count_op(*g, "Conv") == 1);
-  TensorMap feed{{"x", test::random_tensor(raw->inputs[0]->dtype, *raw->inputs[0]->dims, seed)}};
-  auto want = run_reference(*raw, feed);
-  auto got = run_reference(*g, feed);
-  REQUIRE(want.is_ok());
-  REQUIRE(got.is_ok());
-  CHECK(got->at("z").dims() == want->at("z").dims());
-  const CompareResult r = compare_tensors(got->at("z"), want->at("z"), kEmuF32.rtol, kEmuF32.atol);
+  const test::RewriteRun run = test::run_rewrite(text, seed);
+  CHECK(count_op(*run.graph, "ConvTranspose") == 0);
+  CHECK(count_op(*run.graph, "Conv") == 1);
+  CHECK(run.got.at("z").dims() == run.want.at("z").dims());
+  const CompareResult r = compare_tensors(run.got.at("z"), run.want.at("z"), kEmuF32.rtol, kEmuF32.atol);
   INFO(r.mismatches << " mismatches, max abs " << r.max_abs << " " << r.problem);
   CHECK(r.ok);
 }

@@ -188,23 +188,15 @@ TEST_CASE("a DFT of real values made complex with zeros, read for its real parts
   output %z
 }
 )";
-  auto raw = test::parse_or_die(text);
-  PassContext ctx;
-  REQUIRE(infer_shapes(*raw, ctx).is_ok());
-  auto g = test::parse_or_die(text);
-  test::run_frontend_or_die(*g);
+  const test::RewriteRun r = test::run_rewrite(text, 3);
+  const Graph* g = r.graph.get();
   CHECK(count_op(*g, "DFT") == 0);
   CHECK(count_op(*g, "Concat") == 0);  // the first transform reads %u: [x, 4] by [4, 8] weights
   CHECK(g->find_value("hidden/weights")->type_string() == "f32[4x8]");
   CHECK(g->find_value("sequence/weights")->type_string() == "f32[12x6]");  // real columns only
   CHECK(g->find_value("f2")->type_string() == "f32[2x6x4x1]");
-  TensorMap feed{{"x", test::random_tensor(DType::kF32, {2, 6, 4}, 3)}};
-  auto want = run_reference(*raw, feed);
-  auto got = run_reference(*g, feed);
-  REQUIRE(want.is_ok());
-  REQUIRE(got.is_ok());
-  check_close(got->at("z"), want->at("z"), kEmuF32);
-  check_close(test::emu_run(*g, nullptr, feed).at("z"), want->at("z"), kEmuF32);
+  check_close(r.got.at("z"), r.want.at("z"), kEmuF32);
+  check_close(test::emu_run(*g, nullptr, r.feed).at("z"), r.want.at("z"), kEmuF32);
   // Read for more than its real parts (the output itself), the transform keeps both.
   auto both = test::parse_or_die(R"(graph "f" opset 18 {
   input %x: f32[2,6,1]

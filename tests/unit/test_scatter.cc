@@ -50,18 +50,8 @@ std::unique_ptr<Graph> expanded(const std::string& text) {
 
 // Reference results of the op itself (the raw graph) and of the expansion, on the same inputs.
 void check_same_as_op(const std::string& text, uint32_t seed) {
-  auto raw = test::parse_or_die(text);
-  auto g = test::parse_or_die(text);
-  PassContext ctx;
-  REQUIRE(infer_shapes(*raw, ctx).is_ok());
-  test::run_frontend_or_die(*g);
-  TensorMap feed;
-  for (const Value* v : raw->inputs) feed[v->name] = test::random_tensor(v->dtype, *v->dims, seed++);
-  auto want = run_reference(*raw, feed);
-  auto got = run_reference(*g, feed);
-  REQUIRE(want.is_ok());
-  REQUIRE(got.is_ok());
-  CHECK(got->at("z").to_f64() == want->at("z").to_f64());
+  const test::RewriteRun r = test::run_rewrite(text, seed);
+  CHECK(r.got.at("z").to_f64() == r.want.at("z").to_f64());
 }
 
 }  // namespace

@@ -50,6 +50,30 @@ inline Tensor random_tensor(DType t, Dims d, uint32_t seed) {
   return x;
 }
 
+// A front-end rewrite against the ops it replaces: `text` with shapes inferred alone (its ops as
+// written) and through the whole front end, each run by the reference interpreter on the same
+// seeded inputs (a seed each, from `seed` on).
+struct RewriteRun {
+  std::unique_ptr<Graph> graph;  // through the front end
+  TensorMap feed, want, got;     // the inputs, the ops' outputs and the rewrite's
+};
+inline RewriteRun run_rewrite(const std::string& text, uint32_t seed) {
+  auto raw = parse_or_die(text);
+  PassContext ctx;
+  REQUIRE(infer_shapes(*raw, ctx).is_ok());
+  RewriteRun r;
+  r.graph = parse_or_die(text);
+  run_frontend_or_die(*r.graph);
+  for (const Value* v : raw->inputs) r.feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+  auto want = run_reference(*raw, r.feed);
+  auto got = run_reference(*r.graph, r.feed);
+  REQUIRE(want.is_ok());
+  REQUIRE(got.is_ok());
+  r.want = std::move(*want);
+  r.got = std::move(*got);
+  return r;
+}
+
 // The whole of a text file ("" when it cannot be read).
 inline std::string read_text_file(const std::filesystem::path& p) {
   std::ifstream f(p);
