@@ -52,25 +52,14 @@ Status infer_block_move(InferContext& ctx) {
 
 Status eval_block_move(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   ASSIGN_OR_RETURN(BlockMove m, block_move(n, in[0]->dims()));
-  // Output element i of the transposed [split permuted] reads the split input at the permuted
-  // coordinates; both reshapes keep the element order.
-  const Dims src_strides = strides_of(m.split);
-  Dims moved(m.perm.size());
-  for (size_t d = 0; d < m.perm.size(); ++d) moved[d] = m.split[static_cast<size_t>(m.perm[d])];
-  const int64_t total = num_elements(moved);
-  const std::vector<double> x = in[0]->to_f64();
-  std::vector<double> y(static_cast<size_t>(total));
-  std::vector<int64_t> idx(moved.size(), 0);
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t src = 0;
-    for (size_t d = 0; d < moved.size(); ++d) src += idx[d] * src_strides[static_cast<size_t>(m.perm[d])];
-    y[static_cast<size_t>(i)] = x[static_cast<size_t>(src)];
-    for (size_t d = moved.size(); d-- > 0;) {
-      if (++idx[d] < moved[d]) break;
-      idx[d] = 0;
-    }
+  // The split input read in the permuted order (both reshapes keep the element order).
+  const Dims split_strides = strides_of(m.split);
+  Dims moved, strides;
+  for (int64_t p : m.perm) {
+    moved.push_back(m.split[static_cast<size_t>(p)]);
+    strides.push_back(split_strides[static_cast<size_t>(p)]);
   }
-  out[0] = Tensor::from_f64(in[0]->dtype(), m.out, y);
+  out[0] = copy_strided(*in[0], moved, 0, strides).reshaped(m.out);
   return Status::ok();
 }
 

@@ -9,18 +9,6 @@
 namespace stitch::ops {
 namespace {
 
-// out[i] = src[base + sum(idx[d] * strides[d])] for every output index.
-Tensor copy_strided(const Tensor& src, const Dims& out_dims, int64_t base, const Dims& strides) {
-  Tensor y(src.dtype(), out_dims);
-  const int esz = dtype_size(src.dtype());
-  const uint8_t* s = src.data();
-  uint8_t* d = y.data();
-  BroadcastWalker(out_dims, {strides}).run([&](int64_t i, const std::vector<int64_t>& o) {
-    std::memcpy(d + i * esz, s + (base + o[0]) * esz, esz);
-  });
-  return y;
-}
-
 Status copy_input0(const Node&, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   out[0] = *in[0];
   return Status::ok();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 namespace stitch::ops {
@@ -63,6 +64,17 @@ const Value* value_source(const Value* v, const Node*& via) {
 }
 
 }  // namespace
+
+Tensor copy_strided(const Tensor& src, const Dims& out_dims, int64_t base, const Dims& strides) {
+  Tensor y(src.dtype(), out_dims);
+  const int esz = dtype_size(src.dtype());
+  const uint8_t* s = src.data();
+  uint8_t* d = y.data();
+  BroadcastWalker(out_dims, {strides}).run([&](int64_t i, const std::vector<int64_t>& o) {
+    std::memcpy(d + i * esz, s + (base + o[0]) * esz, esz);
+  });
+  return y;
+}
 
 Status run_time_operand_error(const InferContext& ctx, size_t input, const char* what) {
   const Value* v = ctx.node().inputs[input];

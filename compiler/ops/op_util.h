@@ -66,6 +66,9 @@ std::optional<Dims> broadcast_dims(const Dims& a, const Dims& b);
 
 // Row-major strides of `dims`.
 Dims strides_of(const Dims& dims);
+// out[i] = src[base + sum(idx[d] * strides[d])] for every output index, element bytes copied
+// (exact for every type): the reference's transposes, slices and broadcasts.
+Tensor copy_strided(const Tensor& src, const Dims& out_dims, int64_t base, const Dims& strides);
 
 // Strides of `in` aligned to the broadcast output `out` (0 on broadcast axes).
 Dims broadcast_strides(const Dims& in, const Dims& out);

@@ -42,10 +42,9 @@ StatusOr<bool> expand(Graph& g, Node& n) {
   Value* pos = b.constant("positions", Tensor::from_i64(DType::kI64, along, positions));
   Value* match = b.node("Equal", "match", {i, pos}, DType::kBool, yd);
   Value *off = nullptr, *on = nullptr;
-  if (values->constant) {
-    const std::vector<double> v = values->constant->to_f64();
-    off = b.constant("off", Tensor::from_f64(values->dtype, {}, {v.at(0)}));
-    on = b.constant("on", Tensor::from_f64(values->dtype, {}, {v.at(1)}));
+  if (values->constant) {  // each a scalar copy of its element, exact for every type
+    off = b.constant("off", ops::copy_strided(*values->constant, {}, 0, {}));
+    on = b.constant("on", ops::copy_strided(*values->constant, {}, 1, {}));
   } else {
     off =
         b.node("Gather", "off", {values, b.constant("off_index", Tensor::scalar_i64(0))}, values->dtype, {});

@@ -62,6 +62,18 @@ TEST_CASE("a OneHot is an Equal against the positions and a Where of its values"
   const test::RewriteRun n = test::run_rewrite(neg, seed++);
   CHECK(count_op(*n.graph, "OneHot") == 0);
   CHECK(n.got.at("z").to_f64() == n.want.at("z").to_f64());
+  // int64 values past 2^53 are copied exactly, not through a double.
+  const test::RewriteRun big = test::run_rewrite(R"(graph "h" opset 17 {
+  input %i: i64[5]
+  const %depth: i64[] = [4]
+  const %v: i64[2] = [-1, 1152921504606846977]
+  %h = OneHot(%i, %depth, %v) @"hot"
+  output %h
+}
+)",
+                                                 seed++);
+  CHECK(count_op(*big.graph, "OneHot") == 0);
+  CHECK(big.got.at("h").to_i64() == big.want.at("h").to_i64());
   // Values known only at run time: Gathers of off and on.
   const test::RewriteRun v = test::run_rewrite(one_hot_graph("i64[3]", 4, -1, "[3,4]", ""), seed++);
   CHECK(count_op(*v.graph, "Gather") == 2);
