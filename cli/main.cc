@@ -17,9 +17,10 @@
 namespace stitch::cli {
 
 Status prepare_model(Graph& g, const std::string& path, const std::vector<std::string>& shapes,
-                     const ShapeBindings& extra, const std::string& dump_dir) {
+                     const ShapeBindings& extra, const std::string& dump_dir, bool conv_transpose_as_conv) {
   PassContext ctx;
   ctx.dump_dir = dump_dir;
+  ctx.conv_transpose_as_conv = conv_transpose_as_conv;
   for (const auto& s : shapes) RETURN_IF_ERROR(parse_shape_binding(s, ctx.bindings));
   for (const auto& [k, v] : extra.by_input)
     if (!ctx.bindings.by_input.count(k)) ctx.bindings.by_input[k] = v;
@@ -157,6 +158,12 @@ int main(int argc, char** argv) {
       "run float32 GEMMs and convolutions on TF32 tensor cores (operands rounded to a 10-bit "
       "mantissa, float32 sums): several times the float32 rate, with results about 1e-3 away; by "
       "default they compute in float32, as PyTorch's matmuls do");
+  compile->add_flag(
+      "--conv-transpose-as-conv", ca.conv_transpose_as_conv,
+      "write each ConvTranspose of constant weights as the forward convolution it equals, over its "
+      "input with zeros between the values (which multiplies those zeros too, stride^2 times the "
+      "work in 2-D, but takes cuDNN's fused bias, ReLU and residual); by default one that strides "
+      "runs as cuDNN's backward-data convolution where that call takes its pads");
   compile->add_option("--max-registers", ca.max_registers,
                       "per-thread register budget: a fused kernel above it, or spilling, is planned again split")
       ->default_val(128);

@@ -338,7 +338,56 @@ StatusOr<LibraryLowering> lower_conv(const Node& n, const GemmFolds::Fold* fold)
   return out;
 }
 
+StatusOr<LibraryLowering> lower_conv_transpose(const Node& n) {
+  if (Status s = conv_transpose_call(n); !s.is_ok())
+    return Status::user(fmt::format("{}: {}", n.describe(), s.message()));
+  const Value* x = n.input(0);
+  const Value* wt = n.input(1);
+  const Value* y = n.output(0);
+  STITCH_CHECK(n.input(2) == nullptr, "{}: a bias expand_conv_transpose did not move to an Add",
+               n.describe());
+  ASSIGN_OR_RETURN(ops::Window w, ops::convt_window(n, dims(x), dims(wt)));
+  LibraryLowering out;
+  LibraryCall& c = out.call;
+  c.kind = "conv_transpose";
+  c.node = &n;
+  c.dtype = y->dtype;
+  c.args = {x, wt, y};
+  ConvParams& p = c.conv;
+  p.n = dims(x)[0];
+  p.c = dims(x)[1];
+  p.m = dims(y)[1];
+  p.group = n.attr_int("group", 1);
+  p.in = w.in;
+  p.kernel = w.kernel;
+  p.out = w.out;
+  p.strides = w.strides;
+  p.dilations = w.dilations;
+  p.pads = w.pad_begin;
+  // every input value times every weight of its group's output channels
+  c.flops = 2 * num_elements(dims(x)) * (p.m / p.group) * num_elements(p.kernel);
+  return out;
+}
+
 }  // namespace
+
+Status conv_transpose_call(const Node& n) {
+  const Value* x = n.input(0);
+  const Value* wt = n.input(1);
+  if (!x || !wt || !n.output(0) || !x->has_static_shape() || !wt->has_static_shape())
+    return Status::user("its input and weights need static shapes");
+  ASSIGN_OR_RETURN(ops::Window w, ops::convt_window(n, dims(x), dims(wt)));
+  for (int64_t i = 0; i < w.spatial; ++i) {
+    const int64_t extent = w.dilations[i] * (w.kernel[i] - 1), p = w.pad_begin[i];
+    const int64_t r = w.out[i] + 2 * p - extent - 1 - w.strides[i] * (w.in[i] - 1);
+    if (p < 0 || p > extent || r < 0 || r >= w.strides[i])
+      return Status::user(fmt::format(
+          "on spatial axis {} its pads ({} before, {} after) and output extent {} are not a backward-data "
+          "convolution's (one pad from 0 to {} at both ends, output_padding below the stride)",
+          i, p, w.pad_end[i], w.out[i], extent));
+  }
+  return Status::ok();
+}
 
 bool gemm_bias_epilogue(const Node& n) {
   const Value* c = n.input(2);
@@ -352,6 +401,7 @@ StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, c
   if (n.op_type == "MatMul") return lower_matmul(n, fold);
   if (n.op_type == "Gemm") return lower_gemm(n, first_kernel_index, fold);
   if (n.op_type == "Conv") return lower_conv(n, fold);
+  if (n.op_type == "ConvTranspose") return lower_conv_transpose(n);
   return Status::internal(fmt::format("{}: no library lowering", n.describe()));
 }
 

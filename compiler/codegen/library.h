@@ -1,7 +1,8 @@
 // Library calls: MatMul and Gemm through cuBLAS (CPU GEMM on the emu backend), Conv through
-// cuDNN (CPU convolution on the emu backend). Parameters are row-major and library-neutral; the
-// runtime maps them to each library. Transposes of Gemm are folded into the call; MatMul's batch
-// dimensions broadcast through per-operand batch strides (0 where an operand is broadcast).
+// cuDNN (CPU convolution on the emu backend), ConvTranspose through cuDNN's backward-data
+// convolution (a CPU transposed convolution on the emu backend). Parameters are row-major and
+// library-neutral; the runtime maps them to each library. Transposes of Gemm are folded into the call;
+// MatMul's batch dimensions broadcast through per-operand batch strides (0 where an operand is broadcast).
 #pragma once
 
 #include <string>
@@ -30,6 +31,10 @@ struct GemmParams {
   int64_t offset_a = 0, offset_b = 0;     // elements from the buffer's start (an operand read out of a Split)
 };
 
+// A convolution, or (kind "conv_transpose") the transposed convolution that is the forward one's
+// gradient with respect to its input: Y [n, m, out] from X [n, c, in] and W [c, m / group,
+// kernel] with Y[o] the sum of X[i] W[k] over o = i * stride + k * dilation - pad. `pads` and
+// `out` are the transposed op's; no bias or epilogue.
 struct ConvParams {
   int64_t n = 0, c = 0, m = 0, group = 1;  // batch, input channels, output channels
   Dims in, kernel, out;                    // spatial sizes
@@ -41,11 +46,12 @@ struct ConvParams {
 };
 
 struct LibraryCall {
-  std::string kind;  // "gemm" or "conv"
+  std::string kind;  // "gemm", "conv" or "conv_transpose"
   const Node* node = nullptr;
   DType dtype = DType::kF32;
   std::vector<const Value*> args;  // gemm: A, B, C, then the bias ("bias*" epilogues), then R ("*residual");
-                                   // conv: X, W, Y, then B if has_bias, then Z ("residual*")
+                                   // conv: X, W, Y, then B if has_bias, then Z ("residual*");
+                                   // conv_transpose: X, W, Y
   GemmParams gemm;
   ConvParams conv;
   int64_t flops = 0;
@@ -62,7 +68,13 @@ struct LibraryLowering {
 // (shape [n] or [1,n]) and beta is 1. Any other C is broadcast by a kernel before the call.
 bool gemm_bias_epilogue(const Node& n);
 
-
+// Whether the runtime's transposed-convolution call runs ConvTranspose `n` (static shapes): cuDNN's
+// backward-data convolution takes one pad per axis, so the op's begin pad p must lie in
+// [0, d (k - 1)] and its output must be the extent whose forward convolution (pad p at both ends)
+// gives the input back, which holds when output_padding + p - end pad lies in [0, stride). A bias
+// is not part of the call (expand_conv_transpose moves it to an Add). Where it does not, the
+// reason (without the node's name).
+Status conv_transpose_call(const Node& n);
 
 // `fold`: what the call takes over from its neighbours (find_gemm_folds), or null.
 StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const GemmFolds::Fold* fold = nullptr);

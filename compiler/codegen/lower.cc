@@ -83,6 +83,21 @@ NodeLowering classify_node(const Node& n, std::string* why) {
                                      op, dtype_name(n.output(0)->dtype)));
     return NodeLowering::kLibrary;
   }
+  if (op == "ConvTranspose") {
+    if (!is_float(n.output(0)->dtype))
+      return unsupported(
+          fmt::format("ConvTranspose on {} is not supported by the back end (f32, f16, bf16 and f64 are)",
+                      dtype_name(n.output(0)->dtype)));
+    // Forms the call does not take were written as a Conv by expand_conv_transpose where the
+    // weights are constants.
+    if (Status s = conv_transpose_call(n); !s.is_ok())
+      return unsupported(
+          fmt::format("{}; stitch writes such a ConvTranspose as a convolution by weights known at "
+                      "compile time, and its weights (input 1 '{}') are computed at run time: make "
+                      "them an initializer, a constant in the model",
+                      s.message(), n.input(1)->name));
+    return NodeLowering::kLibrary;
+  }
   if (has_scalar_expr(n)) {
     if (op == "BatchNormalization" && n.outputs.size() > 1 && n.output(1))
       return unsupported("training-mode BatchNormalization (running statistics outputs) is not supported");
@@ -139,13 +154,6 @@ NodeLowering classify_node(const Node& n, std::string* why) {
                     "run as a GEMM, and the back end has no FFT kernel; transform shorter signals "
                     "(dft_length) or run it with --backend reference",
                     ops::kMaxDftWeights));
-  // The front end writes a ConvTranspose of constant weights as a Conv (expand_conv_transpose).
-  if (op == "ConvTranspose" && n.input(1) && !n.input(1)->constant)
-    return unsupported(
-        fmt::format("its weights (input 1 '{}') are computed at run time; stitch runs a "
-                    "ConvTranspose as a convolution by weights known at compile time: make them an "
-                    "initializer, a constant in the model",
-                    n.input(1)->name));
   return unsupported(fmt::format("the back end has no kernel for {} yet (the reference backend runs it: "
                                  "stitchc run MODEL --backend reference)", op));
 }

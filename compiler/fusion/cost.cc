@@ -219,7 +219,7 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       return c;
     case codegen::NodeLowering::kLibrary: {
       // 2*M*N*K from the output and the reduced dimension of input 0 (MatMul/Gemm), or the output
-      // times the filter volume (Conv); the operands once each.
+      // times the filter volume (Conv), or the input times it (ConvTranspose); the operands once each.
       int64_t bytes = 0;
       for (const Value* v : n.inputs)
         if (v) bytes += bytes_of(v);
@@ -230,6 +230,10 @@ Cost single_cost(const Node& n, const DeviceSpec& d) {
       if (n.op_type == "Conv" && n.input(1)) {
         const Dims& w = *n.input(1)->dims;
         flops = 2.0 * num_elements(*y->dims) * (num_elements(w) / std::max<int64_t>(1, w[0]));
+      } else if (n.op_type == "ConvTranspose" && n.input(1)) {
+        // each input value times its group's weights, W [C, M / group, k...]
+        const Dims& w = *n.input(1)->dims;
+        flops = 2.0 * num_elements(*n.input(0)->dims) * (num_elements(w) / std::max<int64_t>(1, w[0]));
       } else if (n.input(0) && !n.input(0)->dims->empty()) {
         const int64_t k = n.op_type == "Gemm" && n.attr_int("transA", 0) ? n.input(0)->dims->front() : n.input(0)->dims->back();
         flops = 2.0 * num_elements(*y->dims) * k;

@@ -63,7 +63,9 @@ struct NodeBuilder {
 
 // Runs `expand` on every node of the default domain's `op` (found before any is replaced; each
 // returns whether it replaced its node), then drops what nothing reads and restores the order.
-inline StatusOr<bool> expand_each(Graph& g, const std::string& op, StatusOr<bool> (*expand)(Graph&, Node&)) {
+// (`expand` any callable, such as a lambda that passes on a PassContext's option.)
+template <typename Expand>
+StatusOr<bool> expand_each(Graph& g, const std::string& op, Expand expand) {
   std::vector<Node*> found;
   for (const auto& np : g.nodes())
     if (np->op_type == op && np->domain.empty()) found.push_back(np.get());
@@ -76,6 +78,10 @@ inline StatusOr<bool> expand_each(Graph& g, const std::string& op, StatusOr<bool
   g.remove_unused_values();
   RETURN_IF_ERROR(g.topo_sort());
   return true;
+}
+
+inline StatusOr<bool> expand_each(Graph& g, const std::string& op, StatusOr<bool> (*expand)(Graph&, Node&)) {
+  return expand_each<StatusOr<bool> (*)(Graph&, Node&)>(g, op, expand);
 }
 
 }  // namespace stitch

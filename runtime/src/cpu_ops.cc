@@ -134,6 +134,59 @@ void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, con
     }
 }
 
+// The transposed convolution (ConvDesc), as a gather: each output sums the inputs whose window
+// reaches it, over i = (o + pad - k * dilation) / stride where that divides.
+template <typename T, bool R = false>
+void conv_transpose(const ConvDesc& p, const void* x, const void* w, void* y) {
+  using E = Elem<T>;
+  using C = typename E::C;
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1},
+          pd[3] = {0, 0, 0};
+  const size_t sp = p.in.size();
+  for (size_t i = 0; i < sp; ++i) {
+    const size_t j = 3 - sp + i;
+    in[j] = p.in[i], k[j] = p.kernel[i], out[j] = p.out[i], st[j] = p.strides[i], dl[j] = p.dilations[i],
+    pd[j] = p.pads[i];
+  }
+  const int64_t cg = p.c / p.group, mg = p.m / p.group;
+  const int64_t in_plane = in[0] * in[1] * in[2], out_plane = out[0] * out[1] * out[2],
+                kvol = k[0] * k[1] * k[2];
+  // The input position along one axis that kernel tap t brings to output position o, or -1.
+  auto source = [&](int a, int64_t o, int64_t t) -> int64_t {
+    const int64_t at = o + pd[a] - t * dl[a];
+    if (at < 0 || at % st[a] != 0 || at / st[a] >= in[a]) return -1;
+    return at / st[a];
+  };
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t m = 0; m < p.m; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t o0 = 0; o0 < out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < out[2]; ++o2) {
+            C acc = C(0);
+            for (int64_t c = g * cg; c < (g + 1) * cg; ++c) {
+              const int64_t xbase = (n * p.c + c) * in_plane;
+              const int64_t wbase = (c * mg + m % mg) * kvol;
+              for (int64_t k0 = 0; k0 < k[0]; ++k0) {
+                const int64_t i0 = source(0, o0, k0);
+                if (i0 < 0) continue;
+                for (int64_t k1 = 0; k1 < k[1]; ++k1) {
+                  const int64_t i1 = source(1, o1, k1);
+                  if (i1 < 0) continue;
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    const int64_t i2 = source(2, o2, k2);
+                    if (i2 < 0) continue;
+                    acc += operand<R>(E::get(x, xbase + (i0 * in[1] + i1) * in[2] + i2)) *
+                           operand<R>(E::get(w, wbase + (k0 * k[1] + k1) * k[2] + k2));
+                  }
+                }
+              }
+            }
+            E::set(y, (n * p.m + m) * out_plane + (o0 * out[1] + o1) * out[2] + o2, acc);
+          }
+    }
+}
+
 }  // namespace
 
 void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const void* b, void* c,
@@ -154,6 +207,18 @@ void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const 
   if (dtype == "f16") return conv<__half>(p, x, w, bias, z, y);
   if (dtype == "bf16") return conv<__nv_bfloat16>(p, x, w, bias, z, y);
   fail(3, fmt::format("conv on {} is not implemented on the emu backend", dtype));
+}
+
+void cpu_conv_transpose(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, void* y,
+                        bool tf32) {
+  if (p.in.empty() || p.in.size() > 3)
+    fail(3, "conv_transpose with other than 1 to 3 spatial dims on the emu backend");
+  if (dtype == "f32")
+    return tf32 ? conv_transpose<float, true>(p, x, w, y) : conv_transpose<float>(p, x, w, y);
+  if (dtype == "f64") return conv_transpose<double>(p, x, w, y);
+  if (dtype == "f16") return conv_transpose<__half>(p, x, w, y);
+  if (dtype == "bf16") return conv_transpose<__nv_bfloat16>(p, x, w, y);
+  fail(3, fmt::format("conv_transpose on {} is not implemented on the emu backend", dtype));
 }
 
 }  // namespace stitch::rt

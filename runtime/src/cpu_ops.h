@@ -19,4 +19,9 @@ void cpu_gemm(const GemmDesc& g, const std::string& dtype, const void* a, const 
 void cpu_conv(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, const void* bias,
               const void* z, void* y, bool tf32 = false);
 
+// Y = the transposed convolution of X by W [C, M / group, kernel...] (ConvDesc's conv_transpose
+// form: cuDNN's backward-data convolution); tf32: as for cpu_gemm.
+void cpu_conv_transpose(const ConvDesc& p, const std::string& dtype, const void* x, const void* w, void* y,
+                        bool tf32 = false);
+
 }  // namespace stitch::rt

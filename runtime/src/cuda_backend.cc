@@ -55,6 +55,8 @@ struct ConvPlan {
   void* zero_bias = nullptr;                  // the fused call's bias where the Conv has none
   bool fused = false;                         // the step runs cudnnConvolutionBiasActivationForward
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  // a conv_transpose step: cudnnConvolutionBackwardData with x as its dy and y as its dx
+  cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   size_t workspace = 0;
 };
 
@@ -111,7 +113,8 @@ class CudaBackend final : public BackendImpl {
     cublas_ws_ = alloc(static_cast<int64_t>(cublas_ws_bytes_));
     CHECK(cublasSetWorkspace(cublas_, cublas_ws_, cublas_ws_bytes_));
     for (size_t i = 0; i < m.steps.size(); ++i) {
-      if (m.steps[i].op == StepDesc::kConv) plan_conv(i, m.steps[i]);
+      if (m.steps[i].op == StepDesc::kConv || m.steps[i].op == StepDesc::kConvTranspose)
+        plan_conv(i, m.steps[i]);
       if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.has_epilogue())
         plan_lt(i, m.steps[i]);
       else if (m.steps[i].op == StepDesc::kGemm && m.steps[i].gemm.batch.size() > 1)
@@ -281,7 +284,11 @@ class CudaBackend final : public BackendImpl {
     ConvPlan p;
     const cudnnDataType_t t = cudnn_type(s.dtype);
     // cuDNN wants at least 2 spatial dims: a 1-D convolution gets a leading size-1 axis.
-    std::vector<int> in = {int(c.n), int(c.c)}, out = {int(c.n), int(c.m)}, w = {int(c.m), int(c.c / c.group)};
+    // A transposed convolution's filter is the forward one's that maps y back to x: [c, m / group].
+    const bool transpose = s.op == StepDesc::kConvTranspose;
+    std::vector<int> in = {int(c.n), int(c.c)}, out = {int(c.n), int(c.m)},
+                     w = transpose ? std::vector<int>{int(c.c), int(c.m / c.group)}
+                                   : std::vector<int>{int(c.m), int(c.c / c.group)};
     std::vector<int> pads, strides, dil;
     if (c.in.size() == 1) {
       in.push_back(1), out.push_back(1), w.push_back(1);
@@ -311,6 +318,11 @@ class CudaBackend final : public BackendImpl {
     // in float32 unless the artifact asks for TF32 (--tf32). Half types keep their tensor cores.
     CHECK(cudnnSetConvolutionMathType(p.conv,
                                       s.dtype == "f32" && !m_.tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+    if (transpose) {
+      plan_backward_data(p);
+      conv_plans_[index] = p;
+      return;
+    }
     cudnnConvolutionFwdAlgoPerf_t perf[8];
     int found = 0;
     CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x, p.w, p.conv, p.y, 8, &found, perf));
@@ -352,11 +364,33 @@ class CudaBackend final : public BackendImpl {
       p.zero_bias = alloc(bytes);
       CHECK(cudaMemset(p.zero_bias, 0, static_cast<size_t>(bytes)));
     }
-    if (p.workspace > conv_ws_bytes_) {
-      conv_ws_bytes_ = p.workspace;
-      conv_ws_ = alloc(static_cast<int64_t>(p.workspace));
-    }
+    grow_conv_workspace(p.workspace);
     conv_plans_[index] = p;
+  }
+
+  // The transposed convolution's algorithm: the heuristic's first deterministic one (cuDNN's
+  // ALGO_0 adds with atomics, so its sums would vary run to run), and its workspace.
+  void plan_backward_data(ConvPlan& p) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+    int found = 0;
+    CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p.w, p.x, p.conv, p.y, 8, &found, perf));
+    bool chosen = false;
+    for (int i = 0; i < found && !chosen; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC) {
+        p.data_algo = perf[i].algo;
+        chosen = true;
+      }
+    CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, p.w, p.x, p.conv, p.y, p.data_algo,
+                                                       &p.workspace));
+    grow_conv_workspace(p.workspace);
+  }
+
+  // One workspace serves every convolution step: the largest any asks for.
+  void grow_conv_workspace(size_t bytes) {
+    if (bytes > conv_ws_bytes_) {
+      conv_ws_bytes_ = bytes;
+      conv_ws_ = alloc(static_cast<int64_t>(bytes));
+    }
   }
 
   // A column-major layout of rows x cols with leading dimension ld, `count` matrices `stride` apart.
@@ -592,6 +626,17 @@ class CudaBackend final : public BackendImpl {
           if (s.conv.has_bias) CHECK(cudnnAddTensor(cudnn_, one, p.bias, ptr(s.args[3]), one, p.y, ptr(s.args[2])));
           if (s.conv.residual)  // a residual the fused call does not take (see plan_conv)
             CHECK(cudnnAddTensor(cudnn_, one, p.y, ptr(s.args.back()), one, p.y, ptr(s.args[2])));
+          break;
+        }
+        case StepDesc::kConvTranspose: {
+          const ConvPlan& p = conv_plans_.at(i);
+          const double one_d = 1, zero_d = 0;
+          const float one_f = 1, zero_f = 0;
+          const bool dbl = s.dtype == "f64";
+          CHECK(cudnnConvolutionBackwardData(
+              cudnn_, dbl ? static_cast<const void*>(&one_d) : &one_f, p.w, ptr(s.args[1]), p.x,
+              ptr(s.args[0]), p.conv, p.data_algo, conv_ws_, p.workspace,
+              dbl ? static_cast<const void*>(&zero_d) : &zero_f, p.y, ptr(s.args[2])));
           break;
         }
         case StepDesc::kCopy:

@@ -111,6 +111,9 @@ class EmuBackend final : public BackendImpl {
                    s.conv.has_bias ? ptr(s.args[3]) : nullptr, s.conv.residual ? ptr(s.args.back()) : nullptr,
                    ptr(s.args[2]), m_.tf32);
           break;
+        case StepDesc::kConvTranspose:
+          cpu_conv_transpose(s.conv, s.dtype, ptr(s.args[0]), ptr(s.args[1]), ptr(s.args[2]), m_.tf32);
+          break;
         case StepDesc::kCopy:
           std::memcpy(ptr(s.dst), ptr(s.src), static_cast<size_t>(s.bytes));
           break;

@@ -48,10 +48,11 @@ std::vector<BatchOffset> batch_offsets(const GemmDesc& g, size_t dims) {
 
 std::string ModelData::step_text(size_t i) const {
   const StepDesc& s = steps[i];
-  std::string what = s.op == StepDesc::kKernel ? "kernel " + kernels[s.kernel].name
-                     : s.op == StepDesc::kGemm ? std::string("gemm")
-                     : s.op == StepDesc::kConv ? std::string("conv")
-                                               : std::string("copy");
+  std::string what = s.op == StepDesc::kKernel          ? "kernel " + kernels[s.kernel].name
+                     : s.op == StepDesc::kGemm          ? std::string("gemm")
+                     : s.op == StepDesc::kConv          ? std::string("conv")
+                     : s.op == StepDesc::kConvTranspose ? std::string("conv_transpose")
+                                                        : std::string("copy");
   return s.node.empty() ? fmt::format("step {} ({})", i, what) : fmt::format("step {} ({}, node '{}')", i, what, s.node);
 }
 
@@ -139,8 +140,8 @@ void parse_schedule(ModelData& m, const json& j) {
       if (d.kernel < 0 || static_cast<size_t>(d.kernel) >= m.kernels.size())
         fail(2, "schedule.json: kernel index out of range; the artifact is damaged, recompile it");
       for (const json& a : s.at("args")) d.args.push_back(check_buf(a.get<int>()));
-    } else if (op == "gemm" || op == "conv") {
-      d.op = op == "gemm" ? StepDesc::kGemm : StepDesc::kConv;
+    } else if (op == "gemm" || op == "conv" || op == "conv_transpose") {
+      d.op = op == "gemm" ? StepDesc::kGemm : op == "conv" ? StepDesc::kConv : StepDesc::kConvTranspose;
       d.dtype = s.at("dtype").get<std::string>();
       for (const json& a : s.at("args")) d.args.push_back(check_buf(a.get<int>()));
       const json& p = s.at("params");
@@ -202,6 +203,16 @@ void parse_schedule(ModelData& m, const json& j) {
                       d.dtype, epi));
         if (d.args.size() != 3u + (c.has_bias ? 1u : 0u) + (c.residual ? 1u : 0u))
           fail(2, "schedule.json: a conv step has the wrong buffer count");
+        const size_t sp = c.in.size();
+        if (sp < 1 || sp > 3 || c.kernel.size() != sp || c.out.size() != sp || c.strides.size() != sp ||
+            c.dilations.size() != sp || c.pads.size() != sp || c.group < 1 || c.c % c.group || c.m % c.group)
+          fail(2, fmt::format(
+                      "schedule.json: a {} step's sizes do not agree; the artifact is damaged, recompile it",
+                      op));
+        if (d.op == StepDesc::kConvTranspose && (c.has_bias || c.has_epilogue()))
+          fail(2,
+               "schedule.json: a conv_transpose step has a bias or an epilogue; the artifact is damaged, "
+               "recompile it");
       }
     } else if (op == "copy") {
       d.op = StepDesc::kCopy;

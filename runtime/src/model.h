@@ -42,6 +42,9 @@ struct GemmDesc {
   bool has_epilogue() const { return bias || gelu || relu || residual; }  // a cuBLASLt call
 };
 
+// A convolution, or (a conv_transpose step) the transposed convolution: Y [n, m, out] from
+// X [n, c, in] and W [c, m / group, kernel], Y[o] the sum of X[i] W[k] over
+// o = i * stride + k * dilation - pad (cuDNN's backward-data convolution); no bias or epilogue.
 struct ConvDesc {
   int64_t n = 0, c = 0, m = 0, group = 1;
   std::vector<int64_t> in, kernel, out, strides, dilations, pads;
@@ -51,7 +54,7 @@ struct ConvDesc {
 };
 
 struct StepDesc {
-  enum Op { kKernel, kGemm, kConv, kCopy } op = kKernel;
+  enum Op { kKernel, kGemm, kConv, kConvTranspose, kCopy } op = kKernel;
   int kernel = -1;
   std::vector<int> args;  // buffer ids
   std::string dtype;      // library calls

@@ -57,13 +57,13 @@ struct RewriteRun {
   std::unique_ptr<Graph> graph;  // through the front end
   TensorMap feed, want, got;     // the inputs, the ops' outputs and the rewrite's
 };
-inline RewriteRun run_rewrite(const std::string& text, uint32_t seed) {
+inline RewriteRun run_rewrite(const std::string& text, uint32_t seed, PassContext frontend = {}) {
   auto raw = parse_or_die(text);
   PassContext ctx;
   REQUIRE(infer_shapes(*raw, ctx).is_ok());
   RewriteRun r;
   r.graph = parse_or_die(text);
-  run_frontend_or_die(*r.graph);
+  run_frontend_or_die(*r.graph, frontend);
   for (const Value* v : raw->inputs) r.feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
   auto want = run_reference(*raw, r.feed);
   auto got = run_reference(*r.graph, r.feed);

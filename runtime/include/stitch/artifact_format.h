@@ -9,7 +9,7 @@
 namespace stitch::artifact {
 
 inline constexpr const char* kFormatName = "stitch-artifact";
-inline constexpr int kArtifactVersion = 10;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu;
+inline constexpr int kArtifactVersion = 11;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu;
                                              // 4: kernels say whether they launch cooperatively;
                                              // 5: residual, bias_residual; 6: relu, bias_relu;
                                              // 7: outputs written in place of an input;
@@ -18,6 +18,7 @@ inline constexpr int kArtifactVersion = 10;  // 2: gemm steps carry an epilogue 
                                              //    offset basis
                                              // 10: schedule.json's tf32 (float32 library calls
                                              //    compute in float32 unless it is true)
+                                             // 11: conv_transpose steps
 
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kScheduleFile = "schedule.json";
