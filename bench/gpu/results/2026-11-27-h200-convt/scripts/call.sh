@@ -65,11 +65,11 @@ tar czf "$R/convt.tgz" -C $W out
 
 # 3. Fourth-round exports carried.
 mkdir -p $W/exo
-OUT=$W/exo SETS="0" JOBS=14 timeout 150 bash bench/gpu/run_exports.sh "$B" "$B/ex" hifigan swin2sr mamba2 \
+OUT=$W/exo SETS="0" JOBS=14 timeout 150 bash bench/gpu/run_exports.sh "$B" "$B/ex" ${CHECK_ONLY-hifigan swin2sr mamba2} \
   >$W/exo/summary_check.txt 2>&1
 grep "^| " $W/exo/summary_check.txt
-OUT=$W/exo SETS="0" TIME=1 JOBS=14 ITERS=$ITERS timeout $((570 - (SECONDS - t0) > 60 ? 570 - (SECONDS - t0) : 60)) \
-  bash bench/gpu/run_exports.sh "$B" "$B/ex" fnet doge vaultgemma xmod >$W/exo/summary_time.txt 2>&1
+OUT=$W/exo SETS="0" TIME=1 JOBS=14 ITERS=$ITERS timeout $((540 - (SECONDS - t0) > 60 ? 540 - (SECONDS - t0) : 60)) \
+  bash bench/gpu/run_exports.sh "$B" "$B/ex" ${TIMED-fnet doge vaultgemma xmod} >$W/exo/summary_time.txt 2>&1
 grep "^| " $W/exo/summary_time.txt
 at "3. exports done"
 tar czf "$R/exports.tgz" -C $W exo
