@@ -12,10 +12,10 @@ namespace stitch::cli {
 
 // Applies --shape bindings (plus `extra` bindings, e.g. from input data) to
 // an imported graph and runs the front-end passes on it in place. `path`
-// names the model in messages. `conv_transpose_as_conv`: PassContext's.
+// names the model in messages. `conv_transpose_form`: PassContext's.
 Status prepare_model(Graph& g, const std::string& path, const std::vector<std::string>& shapes,
                      const ShapeBindings& extra, const std::string& dump_dir,
-                     bool conv_transpose_as_conv = false);
+                     const std::string& conv_transpose_form = "");
 
 // Prints "error: ..." to stderr and returns the exit code for the status.
 int report(const Status& st);

@@ -36,7 +36,7 @@ int run_compile(const CompileArgs& a) {
 
   auto g = import_onnx_file(a.model, {a.constant_inputs});
   if (!g.is_ok()) return report(g.status());
-  Status prepared = prepare_model(**g, a.model, a.shapes, {}, a.dump_dir, a.conv_transpose_as_conv);
+  Status prepared = prepare_model(**g, a.model, a.shapes, {}, a.dump_dir, a.conv_transpose);
   if (!prepared.is_ok()) return report(prepared);
   for (const Value* v : (*g)->inputs)
     if (!v->has_static_shape())

@@ -17,10 +17,11 @@
 namespace stitch::cli {
 
 Status prepare_model(Graph& g, const std::string& path, const std::vector<std::string>& shapes,
-                     const ShapeBindings& extra, const std::string& dump_dir, bool conv_transpose_as_conv) {
+                     const ShapeBindings& extra, const std::string& dump_dir,
+                     const std::string& conv_transpose_form) {
   PassContext ctx;
   ctx.dump_dir = dump_dir;
-  ctx.conv_transpose_as_conv = conv_transpose_as_conv;
+  ctx.conv_transpose_form = conv_transpose_form;
   for (const auto& s : shapes) RETURN_IF_ERROR(parse_shape_binding(s, ctx.bindings));
   for (const auto& [k, v] : extra.by_input)
     if (!ctx.bindings.by_input.count(k)) ctx.bindings.by_input[k] = v;
@@ -158,12 +159,15 @@ int main(int argc, char** argv) {
       "run float32 GEMMs and convolutions on TF32 tensor cores (operands rounded to a 10-bit "
       "mantissa, float32 sums): several times the float32 rate, with results about 1e-3 away; by "
       "default they compute in float32, as PyTorch's matmuls do");
-  compile->add_flag(
-      "--conv-transpose-as-conv", ca.conv_transpose_as_conv,
-      "write each ConvTranspose of constant weights as the forward convolution it equals, over its "
-      "input with zeros between the values (which multiplies those zeros too, stride^2 times the "
-      "work in 2-D, but takes cuDNN's fused bias, ReLU and residual); by default one that strides "
-      "runs as cuDNN's backward-data convolution where that call takes its pads");
+  compile
+      ->add_option("--conv-transpose", ca.conv_transpose,
+                   "how a strided ConvTranspose runs: subpixel (default: one forward convolution per output "
+                   "phase, all in one call, then a kernel that interleaves them; constant weights, no "
+                   "dilation), call (cuDNN's backward-data convolution, where its pads allow), or zeros "
+                   "(a forward convolution over the input with zeros between the values: stride^2 times "
+                   "the work in 2-D); each falls back to the next that applies")
+      ->check(CLI::IsMember({"subpixel", "call", "zeros"}))
+      ->default_val("subpixel");
   compile->add_option("--max-registers", ca.max_registers,
                       "per-thread register budget: a fused kernel above it, or spilling, is planned again split")
       ->default_val(128);

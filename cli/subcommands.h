@@ -37,7 +37,7 @@ struct CompileArgs {
   bool no_output_copies = false;
   bool no_gemms_as_matmuls = false;
   bool tf32 = false;
-  bool conv_transpose_as_conv = false;
+  std::string conv_transpose = "subpixel";
   int max_registers = 128;
   double plan_time_limit = 20;
   bool no_nvcc = false, no_emu = false, explain = false;

@@ -120,19 +120,117 @@ bool rewrite_for_call(Graph& g, Node& n, const ops::Window& w, const std::vector
   return true;
 }
 
-StatusOr<bool> expand(Graph& g, Node& n, bool as_conv) {
+// The sub-pixel form (stride s, dilation 1, kernel k; J = ceil(k / s) taps in each of the s
+// phases r of an output axis): y_full[q s + r] = sum over j < J of x[q - j] W[j s + r] (W zero
+// past k), one forward Conv of x padded by J - 1 at both ends, with an output channel per (m, r)
+// and weights W'[(m, r), c, J - 1 - j] = W[c, m, j s + r]; then the phases interleaved (Reshape,
+// Transpose, Reshape) and y_full cropped to the op's pads (a Slice, and a Pad of zeros where the
+// output reaches past y_full), the bias an Add. The Conv does the transposed convolution's
+// multiplications (and J s - k zero taps an axis where s does not divide k); the layout ops fuse
+// with the bias and what reads y.
+Tensor sub_pixel_weights(const Tensor& w, int64_t group, const Dims& strides, const Dims& taps) {
+  const Dims& wd = w.dims();
+  const int64_t cin = wd[0], mg = wd[1], cg = cin / group, sp = static_cast<int64_t>(strides.size());
+  const Dims kernel(wd.begin() + 2, wd.end());
+  const int64_t phases = num_elements(strides), tap_count = num_elements(taps), ksz = num_elements(kernel);
+  const std::vector<double> src = w.to_f64();
+  std::vector<double> dst(static_cast<size_t>(mg * group * phases * cg * tap_count), 0.0);
+  std::vector<int64_t> r(static_cast<size_t>(sp)), jj(static_cast<size_t>(sp));
+  for (int64_t ph = 0; ph < phases; ++ph) {
+    for (int64_t a = sp - 1, rem = ph; a >= 0; --a) r[a] = rem % strides[a], rem /= strides[a];
+    for (int64_t tp = 0; tp < tap_count; ++tp) {
+      int64_t t = 0;  // W's window offset of this phase and tap, or -1 past the kernel
+      for (int64_t a = sp - 1, rem = tp; a >= 0; --a) jj[a] = rem % taps[a], rem /= taps[a];
+      for (int64_t a = 0; a < sp && t >= 0; ++a) {
+        const int64_t at = (taps[a] - 1 - jj[a]) * strides[a] + r[a];
+        t = at < kernel[a] ? t * kernel[a] + at : -1;
+      }
+      if (t < 0) continue;
+      for (int64_t c = 0; c < cin; ++c)
+        for (int64_t m = 0; m < mg; ++m) {
+          const int64_t out_channel = ((c / cg) * mg + m) * phases + ph;
+          dst[static_cast<size_t>((out_channel * cg + c % cg) * tap_count + tp)] =
+              src[static_cast<size_t>((c * mg + m) * ksz + t)];
+        }
+    }
+  }
+  Dims d{mg * group * phases, cg};
+  d.insert(d.end(), taps.begin(), taps.end());
+  return Tensor::from_f64(w.dtype(), d, dst);
+}
+
+bool sub_pixel(Graph& g, Node& n, const ops::Window& win) {
   Value *x = n.input(0), *w = n.input(1), *bias = n.input(2), *y = n.output(0);
-  if (!x || !w || !y || !x->has_static_shape() || !w->has_static_shape() || !y->has_static_shape())
-    return false;
   const Dims& xd = *x->dims;
-  ASSIGN_OR_RETURN(ops::Window win, ops::convt_window(n, xd, *w->dims));
+  const int64_t sp = win.spatial, group = n.attr_int("group", 1), m = (*y->dims)[1];
+  const int64_t phases = num_elements(win.strides);
+  Dims taps, conv_out{xd[0], m * phases}, split{xd[0], m}, full{xd[0], m};
+  std::vector<int64_t> conv_pads(static_cast<size_t>(2 * sp)), perm{0, 1};
+  for (int64_t a = 0; a < sp; ++a) {
+    taps.push_back((win.kernel[a] + win.strides[a] - 1) / win.strides[a]);
+    conv_pads[a] = conv_pads[sp + a] = taps[a] - 1;
+    conv_out.push_back(win.in[a] + taps[a] - 1);
+    split.push_back(win.strides[a]);
+    perm.insert(perm.end(), {2 + sp + a, 2 + a});
+    full.push_back(conv_out.back() * win.strides[a]);
+  }
+  for (int64_t a = 0; a < sp; ++a) split.push_back(conv_out[2 + a]);
+  NodeBuilder b{g, n};
+  Value* v =
+      b.node("Conv", "phases",
+             {x, b.constant("phase_weights", sub_pixel_weights(*w->constant, group, win.strides, taps))},
+             x->dtype, conv_out,
+             {{"pads", conv_pads},
+              {"strides", std::vector<int64_t>(static_cast<size_t>(sp), 1)},
+              {"dilations", std::vector<int64_t>(static_cast<size_t>(sp), 1)},
+              {"group", group}});
+  v = b.reshape(v, split, "phase_axes");
+  Dims moved{split[0], split[1]};
+  for (size_t i = 2; i < perm.size(); ++i) moved.push_back(split[static_cast<size_t>(perm[i])]);
+  v = b.node("Transpose", "interleave", {v}, x->dtype, moved, {{"perm", perm}});
+  v = b.reshape(v, full, "interleaved");
+  // The op's output is y_full from the begin pad on; a negative begin pad, or an output past
+  // y_full (output_padding, output_shape), reads zeros there.
+  std::vector<int64_t> starts, ends, axes, zeros(static_cast<size_t>(2 * (2 + sp)), 0);
+  Dims cropped = full;
+  bool padded = false;
+  for (int64_t a = 0; a < sp; ++a) {
+    const int64_t begin = win.pad_begin[a], end = begin + win.out[a];
+    const int64_t lo = std::max<int64_t>(begin, 0), hi = std::min(end, full[2 + a]);
+    if (lo > 0 || hi < full[2 + a]) {
+      starts.push_back(lo);
+      ends.push_back(hi);
+      axes.push_back(2 + a);
+      cropped[2 + a] = hi - lo;
+    }
+    zeros[static_cast<size_t>(2 + a)] = lo - begin;
+    zeros[static_cast<size_t>(2 + sp + 2 + a)] = end - hi;
+    padded = padded || lo > begin || end > hi;
+  }
+  if (!axes.empty())
+    v = b.node("Slice", "crop",
+               {v, b.constant("crop_starts", Tensor::vector_i64(starts)),
+                b.constant("crop_ends", Tensor::vector_i64(ends)),
+                b.constant("crop_axes", Tensor::vector_i64(axes))},
+               x->dtype, cropped);
+  if (padded)
+    v = b.node("Pad", "outside", {v, b.constant("outside_pads", Tensor::vector_i64(zeros))}, x->dtype,
+               *y->dims);
+  if (bias) {
+    Dims column{m};
+    column.resize(y->dims->size() - 1, 1);
+    v = b.node("Add", "bias", {v, b.reshape(bias, column, "bias_column")}, y->dtype, *y->dims);
+  }
+  b.finish(v, y);
+  return true;
+}
+
+// The Conv over the input with zeros between its values (the file's comment).
+bool zero_stuffed(Graph& g, Node& n, const ops::Window& win) {
+  Value *x = n.input(0), *w = n.input(1), *bias = n.input(2), *y = n.output(0);
+  const Dims& xd = *x->dims;
   bool strided = false;
   for (int64_t s : win.strides) strided = strided || s > 1;
-  bool callable = false;
-  const std::vector<int64_t> excess = call_excess(win, &callable);
-  if ((strided || !w->constant) && callable && !(as_conv && w->constant))
-    return rewrite_for_call(g, n, win, excess);
-  if (!w->constant) return false;
   const int64_t sp = win.spatial, group = n.attr_int("group", 1);
   const Dims outpad = n.attr_ints("output_padding", Dims(static_cast<size_t>(sp), 0));
   NodeBuilder b{g, n};
@@ -187,11 +285,29 @@ StatusOr<bool> expand(Graph& g, Node& n, bool as_conv) {
   return true;
 }
 
+StatusOr<bool> expand(Graph& g, Node& n, const std::string& form) {
+  Value *x = n.input(0), *w = n.input(1), *y = n.output(0);
+  if (!x || !w || !y || !x->has_static_shape() || !w->has_static_shape() || !y->has_static_shape())
+    return false;
+  ASSIGN_OR_RETURN(ops::Window win, ops::convt_window(n, *x->dims, *w->dims));
+  bool strided = false, dilated = false;
+  for (int64_t s : win.strides) strided = strided || s > 1;
+  for (int64_t d : win.dilations) dilated = dilated || d > 1;
+  const bool constant = w->constant.has_value();
+  if (strided && constant && !dilated && (form.empty() || form == "subpixel")) return sub_pixel(g, n, win);
+  bool callable = false;
+  const std::vector<int64_t> excess = call_excess(win, &callable);
+  if ((strided || !constant) && callable && !(form == "zeros" && constant))
+    return rewrite_for_call(g, n, win, excess);
+  if (!constant) return false;
+  return zero_stuffed(g, n, win);
+}
+
 }  // namespace
 
 StatusOr<bool> expand_conv_transpose(Graph& g, PassContext& ctx) {
   return expand_each(g, "ConvTranspose",
-                     [&](Graph& graph, Node& n) { return expand(graph, n, ctx.conv_transpose_as_conv); });
+                     [&](Graph& graph, Node& n) { return expand(graph, n, ctx.conv_transpose_form); });
 }
 
 }  // namespace stitch

@@ -27,9 +27,9 @@ struct PassContext {
   ShapeBindings bindings;
   std::string dump_dir;      // when set, the IR is written after every pass
   bool verify = true;        // run the verifier after every pass
-  // expand_conv_transpose writes every ConvTranspose of constant weights as a Conv (over its
-  // input with zeros between the values), never as the transposed-convolution call
-  bool conv_transpose_as_conv = false;
+  // The form expand_conv_transpose gives a strided ConvTranspose: "subpixel" (the default, also
+  // ""), "call" or "zeros" (that file's comment), where it applies
+  std::string conv_transpose_form;
   std::vector<std::string> log;  // one line per pass that changed the graph
 };
 

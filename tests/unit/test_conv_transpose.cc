@@ -1,11 +1,12 @@
-// ConvTranspose (expand_conv_transpose). Where it strides, the transposed-convolution call (cuDNN's
-// backward-data convolution; a CPU one on emu), its bias an Add after it and, where the output
-// ends before the call's (SAME_UPPER at an even stride), a crop; elsewhere, or with
-// conv_transpose_as_conv, a Conv over its input with zeros between the values. Each form against
-// the op itself in the reference interpreter over strides, dilations, groups, pads that crop,
-// output_padding, auto_pad and output_shape; the call on emu against the interpreter in f32 and
-// f16, with weights known only at run time too; such weights in a form the call does not take
-// refused by name; the zeros' layout ops of the Conv form fused before its call. ONNX's own
+// ConvTranspose (expand_conv_transpose) in its three forms: the sub-pixel form (one Conv of its
+// output phases, interleaved; the default for constant weights), the transposed-convolution call
+// (cuDNN's backward-data convolution, a CPU one on emu; run-time weights, dilations) with its bias
+// an Add after it and, where the output ends before the call's (SAME_UPPER at an even stride), a
+// crop; and a Conv over its input with zeros between the values. Each form against the op itself
+// in the reference interpreter over strides, dilations, groups, pads that crop, output_padding,
+// auto_pad and output_shape; the sub-pixel form and the call on emu against the interpreter in f32
+// and f16, with weights known only at run time too; such weights in a form the call does not take
+// refused by name; each form's layout ops fused with the work around them. ONNX's own
 // ConvTranspose node tests run on emu in the node-test suite.
 #include <fmt/format.h>
 
@@ -41,23 +42,25 @@ std::string convt_graph(const std::string& x, const Dims& w, const std::string& 
                      type, x, wd, test::lcg_values(state, num_elements(w)), attrs, b, bias ? ", %b" : "");
 }
 
-PassContext frontend(bool as_conv) {
+// `form`: PassContext::conv_transpose_form ("" the default, "call", "zeros").
+PassContext frontend(const std::string& form) {
   PassContext ctx;
-  ctx.conv_transpose_as_conv = as_conv;
+  ctx.conv_transpose_form = form;
   return ctx;
 }
 
-std::unique_ptr<Graph> expanded(const std::string& text, bool as_conv = false) {
+std::unique_ptr<Graph> expanded(const std::string& text, const std::string& form = "") {
   auto g = test::parse_or_die(text);
-  PassContext ctx = frontend(as_conv);
+  PassContext ctx = frontend(form);
   test::run_frontend_or_die(*g, ctx);
   return g;
 }
 
-// The rewrite computes what the ConvTranspose did, on the same input, in the form `op` (a Conv, or
-// the call's ConvTranspose).
-void check_same_as_op(const std::string& text, uint32_t seed, bool as_conv, const std::string& op) {
-  const test::RewriteRun run = test::run_rewrite(text, seed, frontend(as_conv));
+// The rewrite asked for as `form` computes what the ConvTranspose did, on the same input, with the
+// op `op` (a Conv, or the call's ConvTranspose).
+void check_same_as_op(const std::string& text, uint32_t seed, const std::string& form,
+                      const std::string& op) {
+  const test::RewriteRun run = test::run_rewrite(text, seed, frontend(form));
   CHECK(count_op(*run.graph, "ConvTranspose") == (op == "ConvTranspose" ? 1 : 0));
   CHECK(count_op(*run.graph, "Conv") == (op == "Conv" ? 1 : 0));
   CHECK(run.got.at("z").dims() == run.want.at("z").dims());
@@ -77,11 +80,60 @@ std::vector<codegen::LibraryCall> calls_of(const Graph& g) {
 
 }  // namespace
 
+TEST_CASE("a strided ConvTranspose of constant weights is one Conv of its output phases, interleaved",
+          "[passes][conv]") {
+  // Stride 2 x 2, kernel 3 x 3: 2 taps an axis in each of the 4 phases (the fourth of each axis
+  // zero), over the input padded by 1; 2 output channels x 4 phases.
+  const std::string text =
+      convt_graph("[1,3,4,5]", {3, 2, 3, 3}, "strides = ints[2, 2], pads = ints[1, 1, 1, 1]", "f32", true);
+  auto g = expanded(text);
+  CHECK(count_op(*g, "ConvTranspose") == 0);
+  const Value* phases = g->find_value("up/phases_output");
+  REQUIRE(phases != nullptr);
+  CHECK(phases->type_string() == "f32[1x8x5x6]");
+  CHECK(phases->producer->attr_ints("pads") == std::vector<int64_t>{1, 1, 1, 1});
+  const Value* w = g->find_value("up/phase_weights");
+  REQUIRE(w != nullptr);
+  CHECK(w->type_string() == "f32[8x3x2x2]");
+  // W'[(m, r), c, 1 - j, 1 - i] = W[c, m, 2 j + r0, 2 i + r1]. Channel 1's phase (1, 0), input
+  // channel 2: its tap (0, 1) reads W[2, 1, 3, 0], past the kernel, so zero; its tap (1, 0) reads
+  // W[2, 1, 1, 2].
+  auto raw = test::parse_or_die(text);
+  const std::vector<double> wt = raw->find_value("w")->constant->to_f64(), wp = w->constant->to_f64();
+  const int64_t oc = 1 * 4 + 2;
+  CHECK(wp[static_cast<size_t>((oc * 3 + 2) * 4 + 0 * 2 + 1)] == 0.0);
+  CHECK(wp[static_cast<size_t>((oc * 3 + 2) * 4 + 1 * 2 + 0)] ==
+        wt[static_cast<size_t>(((2 * 2 + 1) * 3 + 1) * 3 + 2)]);
+  CHECK(g->find_value("up/interleaved_output")->type_string() == "f32[1x2x10x12]");
+  CHECK(g->find_value("y")->type_string() == "f32[1x2x7x9]");  // cropped from 1 on
+  // One call, and one kernel after it: the interleave, the crop, the bias and the Relu.
+  const std::vector<codegen::LibraryCall> calls = calls_of(*g);
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].kind == "conv");
+  CHECK(calls[0].flops == 2 * (8 * 5 * 6) * 3 * 4);
+  auto plan = fusion::make_plan(*g, test::opts("beam"));
+  REQUIRE(plan.is_ok());
+  bool interleaved = false;
+  for (const auto& grp : plan->groups) {
+    std::set<std::string> names;
+    for (const Node* n : grp.nodes) names.insert(n->name);
+    if (!names.count("up/interleave")) continue;
+    interleaved = true;
+    CHECK(names.count("up/crop"));
+    CHECK(names.count("up/bias"));
+    CHECK(names.count("after"));
+  }
+  CHECK(interleaved);
+  check_same_as_op(text, 1, "", "Conv");
+  CHECK(test::fused_matches_reference(*g, 5, test::opts("beam")) == 2);  // the Relu before, and the one after
+}
+
 TEST_CASE("a strided ConvTranspose runs as the transposed-convolution call, its bias an Add after it",
           "[passes][conv]") {
   const std::string text =
       convt_graph("[1,3,4,5]", {3, 2, 3, 3}, "strides = ints[2, 2], pads = ints[1, 1, 1, 1]", "f32", true);
-  auto g = expanded(text);
+  auto g = expanded(text, "call");
+
   REQUIRE(count_op(*g, "ConvTranspose") == 1);
   CHECK(count_op(*g, "Conv") == 0);
   const Node* add = g->find_value("y")->producer;
@@ -102,7 +154,7 @@ TEST_CASE("a strided ConvTranspose runs as the transposed-convolution call, its 
   CHECK(c.conv.pads == Dims{1, 1});
   CHECK(c.conv.strides == Dims{2, 2});
   CHECK(c.flops == 2 * (3 * 4 * 5) * 2 * 9);  // each input value times its 2 x 9 weights
-  check_same_as_op(text, 1, false, "ConvTranspose");
+  check_same_as_op(text, 1, "call", "ConvTranspose");
 }
 
 TEST_CASE("a SAME_UPPER ConvTranspose at an even stride runs the call over a longer output, cropped",
@@ -111,26 +163,24 @@ TEST_CASE("a SAME_UPPER ConvTranspose at an even stride runs the call over a lon
   // does not give; it computes 7 and a Slice keeps the first 6.
   const std::string text =
       convt_graph("[1,1,3,3]", {1, 2, 3, 3}, "strides = ints[2, 2], auto_pad = \"SAME_UPPER\"");
-  auto g = expanded(text);
+  auto g = expanded(text, "call");
   const Value* longer = g->find_value("up/longer_output");
   REQUIRE(longer != nullptr);
   CHECK(longer->type_string() == "f32[1x2x7x7]");
   CHECK(longer->producer->attr_ints("pads") == std::vector<int64_t>{0, 0, 0, 0});
   CHECK(count_op(*g, "Slice") == 1);
   CHECK(g->find_value("y")->type_string() == "f32[1x2x6x6]");
-  check_same_as_op(text, 2, false, "ConvTranspose");
+  check_same_as_op(text, 2, "call", "ConvTranspose");
 }
 
-TEST_CASE(
-    "with conv_transpose_as_conv, a strided ConvTranspose is a Conv of its input with zeros between "
-    "the values",
-    "[passes][conv]") {
+TEST_CASE("in the zeros form, a strided ConvTranspose is a Conv of its input with zeros between the values",
+          "[passes][conv]") {
   // 2 x 2 upsampling with a 3 x 3 kernel and pads of 1: zeros after each value, the flipped
   // window, and pads of 2 - 1 = 1 before and 2 - 1 - 1 = 0 after (the zero after the last value
   // is there already), which split_conv_padding turns into a Pad of 1 before.
   const std::string text =
       convt_graph("[1,3,4,5]", {3, 2, 3, 3}, "strides = ints[2, 2], pads = ints[1, 1, 1, 1]");
-  auto g = expanded(text, true);
+  auto g = expanded(text, "zeros");
   CHECK(count_op(*g, "Pad") == 2);
   CHECK(g->find_value("y")->producer->attr_ints("pads") == std::vector<int64_t>{0, 0, 0, 0});
   CHECK(g->find_value("up/zeros_between_output")->type_string() == "f32[1x3x4x2x5x2]");
@@ -142,45 +192,68 @@ TEST_CASE(
   const std::vector<double> wt = raw->find_value("w")->constant->to_f64(), wc = w->constant->to_f64();
   CHECK(wc[((1 * 3 + 2) * 3 + 0) * 3 + 1] == wt[((2 * 2 + 1) * 3 + 2) * 3 + 1]);
   CHECK(g->find_value("y")->type_string() == "f32[1x2x7x9]");
-  check_same_as_op(text, 1, true, "Conv");
+  check_same_as_op(text, 1, "zeros", "Conv");
 }
 
 TEST_CASE("ConvTranspose's strides, dilations, groups, crops and output sizes all rewrite exactly",
           "[passes][conv]") {
   uint32_t seed = 3;
-  // X, W, attributes, the form by default (the call, or a Conv where the call does not take it or
-  // nothing strides)
+  // X, W, attributes, the op of the call form (a Conv where the call does not take it or nothing
+  // strides); the sub-pixel form (the default) is a Conv wherever it strides without dilations,
+  // and the zeros form always.
   const std::vector<std::tuple<std::string, Dims, std::string, std::string>> cases = {
       {"[2,4,5]",
        {4, 3, 3},
        "strides = ints[3], dilations = ints[2], group = 2",
        "ConvTranspose"},  // 1-D, grouped
+      {"[2,4,5]", {4, 3, 4}, "strides = ints[3], group = 2", "ConvTranspose"},
       {"[1,2,3,3]",
        {2, 2, 3, 3},
        "strides = ints[2, 2], pads = ints[3, 0, 2, 4]",
-       "Conv"},  // pads past the window: crops
-      {"[1,2,3,4]",
-       {2, 1, 2, 3},
-       "strides = ints[2, 3], output_padding = ints[1, 2]",
-       "ConvTranspose"},  // output_padding
+       "Conv"},  // pads past the window
+      {"[1,2,3,4]", {2, 1, 2, 3}, "strides = ints[2, 3], output_padding = ints[1, 2]", "ConvTranspose"},
       {"[1,1,3,3]",
        {1, 2, 4, 4},
        "strides = ints[2, 2], auto_pad = \"SAME_UPPER\"",
        "ConvTranspose"},  // SAME
       {"[1,1,3,3]", {1, 2, 3, 3}, "strides = ints[2, 2], auto_pad = \"SAME_LOWER\"", "ConvTranspose"},
+      // a kernel under the stride: a negative begin pad, zeros in front
+      {"[1,1,3,3]", {1, 2, 1, 1}, "strides = ints[2, 2], auto_pad = \"SAME_UPPER\"", "Conv"},
       {"[1,1,3,3]",
        {1, 2, 3, 3},
        "strides = ints[3, 2], output_shape = ints[10, 8]",
-       "ConvTranspose"},  // output_shape, past the last value
+       "ConvTranspose"},                                                             // past the end
       {"[1,2,2,3,2]", {2, 2, 2, 2, 2}, "strides = ints[1, 2, 1]", "ConvTranspose"},  // 3-D
       {"[2,3,4,4]", {3, 3, 1, 1}, "", "Conv"},                                       // 1 x 1, stride 1
   };
-  for (const auto& [x, w, attrs, form] : cases) {
+  for (const auto& [x, w, attrs, call_op] : cases) {
     INFO(x << " " << attrs);
-    check_same_as_op(convt_graph(x, w, attrs), seed++, false, form);
-    check_same_as_op(convt_graph(x, w, attrs), seed++, true, "Conv");
-    check_same_as_op(convt_graph(x, w, attrs, "f32", true), seed++, false, form);
+    const bool sub_pixel =
+        attrs.find("strides") != std::string::npos && attrs.find("dilations") == std::string::npos;
+    check_same_as_op(convt_graph(x, w, attrs), seed++, "", sub_pixel ? "Conv" : call_op);
+    check_same_as_op(convt_graph(x, w, attrs, "f32", true), seed++, "", sub_pixel ? "Conv" : call_op);
+    check_same_as_op(convt_graph(x, w, attrs), seed++, "call", call_op);
+    check_same_as_op(convt_graph(x, w, attrs, "f32", true), seed++, "call", call_op);
+    check_same_as_op(convt_graph(x, w, attrs), seed++, "zeros", "Conv");
   }
+}
+
+TEST_CASE("the sub-pixel form on emu matches the op, in f32 and f16", "[passes][conv][emu]") {
+  uint32_t seed = 61;
+  const std::vector<std::tuple<std::string, Dims, std::string>> cases = {
+      {"[2,4,5]", {4, 3, 4}, "strides = ints[3], pads = ints[1, 2], group = 2"},
+      {"[1,2,3,4]", {2, 1, 2, 3}, "strides = ints[2, 3], output_padding = ints[1, 2]"},
+      {"[1,1,3,3]", {1, 2, 1, 1}, "strides = ints[2, 2], auto_pad = \"SAME_UPPER\""},
+      {"[1,2,2,3,2]", {2, 2, 2, 2, 2}, "strides = ints[2, 2, 1], pads = ints[1, 0, 0, 1, 0, 0]"},
+  };
+  for (const auto& [x, w, attrs] : cases)
+    for (const char* type : {"f32", "f16"}) {
+      INFO(x << " " << attrs << " " << type);
+      auto g = expanded(convt_graph(x, w, attrs, type, true));
+      CHECK(count_op(*g, "ConvTranspose") == 0);
+      test::fused_matches_reference(*g, seed++, test::opts("beam"),
+                                    std::string(type) == "f32" ? kEmuF32 : kEmuF16Chain);
+    }
 }
 
 TEST_CASE("the transposed-convolution call on emu matches the op, in f32 and f16 and of run-time weights",
@@ -195,7 +268,7 @@ TEST_CASE("the transposed-convolution call on emu matches the op, in f32 and f16
   for (const auto& [x, w, attrs] : cases)
     for (const char* type : {"f32", "f16"}) {
       INFO(x << " " << attrs << " " << type);
-      auto g = expanded(convt_graph(x, w, attrs, type, true));
+      auto g = expanded(convt_graph(x, w, attrs, type, true), "call");
       bool call = false;
       for (const codegen::LibraryCall& c : calls_of(*g)) call = call || c.kind == "conv_transpose";
       CHECK(call);
@@ -214,13 +287,14 @@ TEST_CASE("the transposed-convolution call on emu matches the op, in f32 and f16
   test::fused_matches_reference(*g, seed++, test::opts("beam"));
 }
 
-TEST_CASE("a Conv-form ConvTranspose on emu: the zeros' layout ops join the kernel before the call",
+TEST_CASE("a zeros-form ConvTranspose on emu: the zeros' layout ops join the kernel before the call",
           "[passes][conv][emu]") {
   uint32_t seed = 17;
   for (const char* type : {"f32", "f16"}) {
     INFO(type);
     auto g = expanded(
-        convt_graph("[2,3,5,5]", {3, 4, 4, 4}, "strides = ints[2, 2], pads = ints[1, 1, 1, 1]", type), true);
+        convt_graph("[2,3,5,5]", {3, 4, 4, 4}, "strides = ints[2, 2], pads = ints[1, 1, 1, 1]", type),
+        "zeros");
     auto plan = fusion::make_plan(*g, test::opts("beam"));
     REQUIRE(plan.is_ok());
     for (const auto& grp : plan->groups) {

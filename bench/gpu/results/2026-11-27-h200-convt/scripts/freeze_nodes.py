@@ -4,7 +4,9 @@ take a model as a user has it: where stitchc needs an input at compile time (DFT
 ConvTranspose's weights in the form only the Conv rewrite takes), that input becomes an
 initializer, as the node-test runner does (tests/onnx_node/node_tests.cc): integer inputs first,
 then every input but the first.
-    freeze_nodes.py STITCHC OUT_DIR TEST_DIR...
+    freeze_nodes.py STITCHC OUT_DIR [--level N --suffix S] TEST_DIR...
+--level 2 --suffix _frozen: every input but the first frozen, the copy named NAME_frozen (a
+ConvTranspose's weights then constants, so it takes the sub-pixel form).
 """
 import os
 import shutil
@@ -42,10 +44,13 @@ def frozen_copy(src, dst, level):
 
 def main():
     stitchc, out, tests = sys.argv[1], sys.argv[2], sys.argv[3:]
+    levels, suffix = (0, 1, 2), ""
+    if tests[:1] == ["--level"]:
+        levels, suffix, tests = (int(tests[1]),), tests[3], tests[4:]
     os.makedirs(out, exist_ok=True)
     for t in tests:
-        name = os.path.basename(t.rstrip("/"))
-        for level in (0, 1, 2):
+        name = os.path.basename(t.rstrip("/")) + suffix
+        for level in levels:
             frozen_copy(t, os.path.join(out, name), level)
             with tempfile.TemporaryDirectory() as tmp:
                 r = subprocess.run([stitchc, "compile", os.path.join(out, name, "model.onnx"), "-o", tmp,
