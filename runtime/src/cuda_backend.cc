@@ -14,51 +14,12 @@
 #include <map>
 
 #include "backend.h"
+#include "cuda_conv.h"
+#include "cuda_util.h"
 #include "stitch/artifact_format.h"
 
 namespace stitch::rt {
 namespace {
-
-void check(cudaError_t e, const char* call, const char* file, int line) {
-  if (e != cudaSuccess) fail(3, fmt::format("{} failed: {} ({}:{})", call, cudaGetErrorString(e), file, line));
-}
-void check(cublasStatus_t e, const char* call, const char* file, int line) {
-  if (e != CUBLAS_STATUS_SUCCESS)
-    fail(3, fmt::format("{} failed: {} ({}:{})", call, cublasGetStatusString(e), file, line));
-}
-void check(cudnnStatus_t e, const char* call, const char* file, int line) {
-  if (e != CUDNN_STATUS_SUCCESS) fail(3, fmt::format("{} failed: {} ({}:{})", call, cudnnGetErrorString(e), file, line));
-}
-#define CHECK(call) check((call), #call, __FILE__, __LINE__)
-
-cudaDataType_t cuda_type(const std::string& t) {
-  if (t == "f32") return CUDA_R_32F;
-  if (t == "f16") return CUDA_R_16F;
-  if (t == "bf16") return CUDA_R_16BF;
-  if (t == "f64") return CUDA_R_64F;
-  fail(3, fmt::format("no cuBLAS type for {}", t));
-}
-cudnnDataType_t cudnn_type(const std::string& t) {
-  if (t == "f32") return CUDNN_DATA_FLOAT;
-  if (t == "f16") return CUDNN_DATA_HALF;
-  if (t == "bf16") return CUDNN_DATA_BFLOAT16;
-  if (t == "f64") return CUDNN_DATA_DOUBLE;
-  fail(3, fmt::format("no cuDNN type for {}", t));
-}
-
-// cuDNN descriptors of one convolution step, made once per session.
-struct ConvPlan {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnActivationDescriptor_t act = nullptr;  // the fused call's activation
-  void* zero_bias = nullptr;                  // the fused call's bias where the Conv has none
-  bool fused = false;                         // the step runs cudnnConvolutionBiasActivationForward
-  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  // a conv_transpose step: cudnnConvolutionBackwardData with x as its dy and y as its dx
-  cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-  size_t workspace = 0;
-};
 
 // cuBLASLt descriptors of one gemm step with a bias, GELU or residual epilogue, made once per session.
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B is cuBLASLt's first operand.
@@ -126,14 +87,7 @@ class CudaBackend final : public BackendImpl {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     if (graph_) cudaGraphDestroy(graph_);
-    for (auto& [i, p] : conv_plans_) {
-      cudnnDestroyTensorDescriptor(p.x);
-      cudnnDestroyTensorDescriptor(p.y);
-      if (p.bias) cudnnDestroyTensorDescriptor(p.bias);
-      if (p.act) cudnnDestroyActivationDescriptor(p.act);
-      cudnnDestroyFilterDescriptor(p.w);
-      cudnnDestroyConvolutionDescriptor(p.conv);
-    }
+    for (auto& [i, p] : conv_plans_) destroy_conv_plan(p);
     for (auto& [i, p] : lt_plans_) {
       cublasLtMatrixLayoutDestroy(p.first);
       cublasLtMatrixLayoutDestroy(p.second);
@@ -280,117 +234,12 @@ class CudaBackend final : public BackendImpl {
       CHECK(cudnnCreate(&cudnn_));
       CHECK(cudnnSetStream(cudnn_, stream_));
     }
-    const ConvDesc& c = s.conv;
-    ConvPlan p;
-    const cudnnDataType_t t = cudnn_type(s.dtype);
-    // cuDNN wants at least 2 spatial dims: a 1-D convolution gets a leading size-1 axis.
-    // A transposed convolution's filter is the forward one's that maps y back to x: [c, m / group].
-    const bool transpose = s.op == StepDesc::kConvTranspose;
-    std::vector<int> in = {int(c.n), int(c.c)}, out = {int(c.n), int(c.m)},
-                     w = transpose ? std::vector<int>{int(c.c), int(c.m / c.group)}
-                                   : std::vector<int>{int(c.m), int(c.c / c.group)};
-    std::vector<int> pads, strides, dil;
-    if (c.in.size() == 1) {
-      in.push_back(1), out.push_back(1), w.push_back(1);
-      pads.push_back(0), strides.push_back(1), dil.push_back(1);
+    ConvPlan p = make_conv_plan(cudnn_, s, m_.tf32, [this](int64_t bytes) { return alloc(bytes); });
+    if (p.workspace > conv_ws_bytes_) {  // one workspace serves every convolution: the largest
+      conv_ws_bytes_ = p.workspace;
+      conv_ws_ = alloc(static_cast<int64_t>(p.workspace));
     }
-    for (size_t i = 0; i < c.in.size(); ++i) {
-      in.push_back(int(c.in[i])), out.push_back(int(c.out[i])), w.push_back(int(c.kernel[i]));
-      pads.push_back(int(c.pads[i])), strides.push_back(int(c.strides[i])), dil.push_back(int(c.dilations[i]));
-    }
-    auto packed = [](const std::vector<int>& d) {
-      std::vector<int> s(d.size(), 1);
-      for (size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
-      return s;
-    };
-    CHECK(cudnnCreateTensorDescriptor(&p.x));
-    CHECK(cudnnCreateTensorDescriptor(&p.y));
-    CHECK(cudnnCreateFilterDescriptor(&p.w));
-    CHECK(cudnnCreateConvolutionDescriptor(&p.conv));
-    CHECK(cudnnSetTensorNdDescriptor(p.x, t, int(in.size()), in.data(), packed(in).data()));
-    CHECK(cudnnSetTensorNdDescriptor(p.y, t, int(out.size()), out.data(), packed(out).data()));
-    CHECK(cudnnSetFilterNdDescriptor(p.w, t, CUDNN_TENSOR_NCHW, int(w.size()), w.data()));
-    CHECK(cudnnSetConvolutionNdDescriptor(
-        p.conv, int(pads.size()), pads.data(), strides.data(), dil.data(), CUDNN_CROSS_CORRELATION,
-        t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16 ? CUDNN_DATA_FLOAT : t));
-    CHECK(cudnnSetConvolutionGroupCount(p.conv, int(c.group)));
-    // cuDNN's default math lets float32 convolutions run on TF32 tensor cores; FMA math keeps them
-    // in float32 unless the artifact asks for TF32 (--tf32). Half types keep their tensor cores.
-    CHECK(cudnnSetConvolutionMathType(p.conv,
-                                      s.dtype == "f32" && !m_.tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
-    if (transpose) {
-      plan_backward_data(p);
-      conv_plans_[index] = p;
-      return;
-    }
-    cudnnConvolutionFwdAlgoPerf_t perf[8];
-    int found = 0;
-    CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x, p.w, p.conv, p.y, 8, &found, perf));
-    for (int i = 0; i < found; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS) {
-        p.algo = perf[i].algo;
-        break;
-      }
-    if (c.has_epilogue()) {
-      // cudnnConvolutionBiasActivationForward: y = act(conv(x) + alpha2 z + bias), act ReLU or the
-      // identity; the identity runs only with the implicit precomputed GEMM algorithm (cuDNN's API
-      // reference), and the call always takes a bias (zeros where the Conv has none). Where that
-      // algorithm does not take this convolution, a residual without ReLU is added after it.
-      p.fused = true;
-      if (!c.relu) {
-        size_t ws = 0;
-        if (cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p.x, p.w, p.conv, p.y,
-                                                    CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-                                                    &ws) == CUDNN_STATUS_SUCCESS)
-          p.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-        else
-          p.fused = false;
-      }
-      if (p.fused) {
-        CHECK(cudnnCreateActivationDescriptor(&p.act));
-        CHECK(cudnnSetActivationDescriptor(p.act, c.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                                           CUDNN_PROPAGATE_NAN, 0.0));
-      }
-    }
-    CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p.x, p.w, p.conv, p.y, p.algo, &p.workspace));
-    if (c.has_bias || p.fused) {
-      std::vector<int> b(out.size(), 1);
-      b[1] = int(c.m);
-      CHECK(cudnnCreateTensorDescriptor(&p.bias));
-      CHECK(cudnnSetTensorNdDescriptor(p.bias, t, int(b.size()), b.data(), packed(b).data()));
-    }
-    if (p.fused && !c.has_bias) {
-      const int64_t bytes = c.m * (s.dtype == "f16" ? 2 : 4);
-      p.zero_bias = alloc(bytes);
-      CHECK(cudaMemset(p.zero_bias, 0, static_cast<size_t>(bytes)));
-    }
-    grow_conv_workspace(p.workspace);
     conv_plans_[index] = p;
-  }
-
-  // The transposed convolution's algorithm: the heuristic's first deterministic one (cuDNN's
-  // ALGO_0 adds with atomics, so its sums would vary run to run), and its workspace.
-  void plan_backward_data(ConvPlan& p) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[8];
-    int found = 0;
-    CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p.w, p.x, p.conv, p.y, 8, &found, perf));
-    bool chosen = false;
-    for (int i = 0; i < found && !chosen; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC) {
-        p.data_algo = perf[i].algo;
-        chosen = true;
-      }
-    CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, p.w, p.x, p.conv, p.y, p.data_algo,
-                                                       &p.workspace));
-    grow_conv_workspace(p.workspace);
-  }
-
-  // One workspace serves every convolution step: the largest any asks for.
-  void grow_conv_workspace(size_t bytes) {
-    if (bytes > conv_ws_bytes_) {
-      conv_ws_bytes_ = bytes;
-      conv_ws_ = alloc(static_cast<int64_t>(bytes));
-    }
   }
 
   // A column-major layout of rows x cols with leading dimension ld, `count` matrices `stride` apart.
@@ -604,41 +453,10 @@ class CudaBackend final : public BackendImpl {
         case StepDesc::kGemm:
           gemm(s, i);
           break;
-        case StepDesc::kConv: {
-          const ConvPlan& p = conv_plans_.at(i);
-          const double one_d = 1, zero_d = 0;
-          const float one_f = 1, zero_f = 0;
-          const bool dbl = s.dtype == "f64";
-          const void* one = dbl ? static_cast<const void*>(&one_d) : &one_f;
-          const void* zero = dbl ? static_cast<const void*>(&zero_d) : &zero_f;
-          if (p.fused) {
-            // z is read only with alpha2 1 (a residual); else y stands in for it, unread.
-            void* y = ptr(s.args[2]);
-            void* z = s.conv.residual ? ptr(s.args.back()) : y;
-            const void* bias = s.conv.has_bias ? ptr(s.args[3]) : p.zero_bias;
-            CHECK(cudnnConvolutionBiasActivationForward(
-                cudnn_, one, p.x, ptr(s.args[0]), p.w, ptr(s.args[1]), p.conv, p.algo, conv_ws_, p.workspace,
-                s.conv.residual ? one : zero, p.y, z, p.bias, bias, p.act, p.y, y));
-            break;
-          }
-          CHECK(cudnnConvolutionForward(cudnn_, one, p.x, ptr(s.args[0]), p.w, ptr(s.args[1]), p.conv, p.algo, conv_ws_,
-                                        p.workspace, zero, p.y, ptr(s.args[2])));
-          if (s.conv.has_bias) CHECK(cudnnAddTensor(cudnn_, one, p.bias, ptr(s.args[3]), one, p.y, ptr(s.args[2])));
-          if (s.conv.residual)  // a residual the fused call does not take (see plan_conv)
-            CHECK(cudnnAddTensor(cudnn_, one, p.y, ptr(s.args.back()), one, p.y, ptr(s.args[2])));
+        case StepDesc::kConv:
+        case StepDesc::kConvTranspose:
+          run_conv(cudnn_, s, conv_plans_.at(i), addr_, conv_ws_);
           break;
-        }
-        case StepDesc::kConvTranspose: {
-          const ConvPlan& p = conv_plans_.at(i);
-          const double one_d = 1, zero_d = 0;
-          const float one_f = 1, zero_f = 0;
-          const bool dbl = s.dtype == "f64";
-          CHECK(cudnnConvolutionBackwardData(
-              cudnn_, dbl ? static_cast<const void*>(&one_d) : &one_f, p.w, ptr(s.args[1]), p.x,
-              ptr(s.args[0]), p.conv, p.data_algo, conv_ws_, p.workspace,
-              dbl ? static_cast<const void*>(&zero_d) : &zero_f, p.y, ptr(s.args[2])));
-          break;
-        }
         case StepDesc::kCopy:
           CHECK(cudaMemcpyAsync(ptr(s.dst), ptr(s.src), static_cast<size_t>(s.bytes), cudaMemcpyDeviceToDevice, stream_));
           break;
