@@ -308,6 +308,13 @@ expect "refuses to overwrite a non-artifact directory" 2 "exists and is not a st
 check "the non-artifact directory is untouched" test -f "$TMP/notart/keep.txt"
 expect "unknown --fusion planner" 2 "available planners are none, greedy, beam and ilp" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --fusion bogus
+expect "unknown --conv-transpose form" 2 "conv-transpose: bogus not in \{subpixel,call,zeros\}" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --conv-transpose bogus
+X=$ROOT/tests/onnx_node/extra/test_convtranspose_stitch_pads_past_window
+expect "a ConvTranspose of run-time weights that only the Conv form takes" 2 \
+  "on spatial axis 0 its pads \(3 before, 2 after\).*its weights \(input 1 'x1'\) are computed at run time" -- \
+  "$STITCHC" compile "$X/model.onnx" -o "$TMP/fz" --no-nvcc
 expect "cost model for an unknown device" 2 "no device spec for 'sm_70'" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --device-spec sm_70
 echo '{' >"$TMP/bad_spec.json"
