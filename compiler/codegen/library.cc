@@ -292,6 +292,30 @@ StatusOr<LibraryLowering> lower_gemm(const Node& n, int index, const GemmFolds::
   return out;
 }
 
+// A convolution call of `kind` on X `x`, W `wt` and Y `y` over window `w` (the op's pads at the
+// begin, one per axis), `m` output channels.
+LibraryLowering conv_call(const std::string& kind, const Node& n, const Value* x, const Value* wt,
+                          const Value* y, int64_t m, const ops::Window& w) {
+  LibraryLowering out;
+  LibraryCall& c = out.call;
+  c.kind = kind;
+  c.node = &n;
+  c.dtype = y->dtype;
+  c.args = {x, wt, y};
+  ConvParams& p = c.conv;
+  p.n = dims(x)[0];
+  p.c = dims(x)[1];
+  p.m = m;
+  p.group = n.attr_int("group", 1);
+  p.in = w.in;
+  p.kernel = w.kernel;
+  p.out = w.out;
+  p.strides = w.strides;
+  p.dilations = w.dilations;
+  p.pads = w.pad_begin;
+  return out;
+}
+
 StatusOr<LibraryLowering> lower_conv(const Node& n, const GemmFolds::Fold* fold) {
   const Value* x = n.input(0);
   const Value* wt = n.input(1);
@@ -301,26 +325,13 @@ StatusOr<LibraryLowering> lower_conv(const Node& n, const GemmFolds::Fold* fold)
   if (fold && fold->activation_out) y = fold->activation_out;
   ASSIGN_OR_RETURN(ops::Window w, ops::conv_window(n, dims(x), dims(wt)));
   if (w.pad_begin != w.pad_end)
-    return Status::user(fmt::format("{}: asymmetric padding ({} before, {} after) is not supported by the back end; "
-                                    "pad explicitly with a Pad node", n.describe(), dims_to_string(w.pad_begin),
-                                    dims_to_string(w.pad_end)));
-  LibraryLowering out;
+    return Status::user(
+        fmt::format("{}: asymmetric padding ({} before, {} after) is not supported by the back end; "
+                    "pad explicitly with a Pad node",
+                    n.describe(), dims_to_string(w.pad_begin), dims_to_string(w.pad_end)));
+  LibraryLowering out = conv_call("conv", n, x, wt, y, dims(wt)[0], w);
   LibraryCall& c = out.call;
-  c.kind = "conv";
-  c.node = &n;
-  c.dtype = y->dtype;
-  c.args = {x, wt, y};
   ConvParams& p = c.conv;
-  p.n = dims(x)[0];
-  p.c = dims(x)[1];
-  p.m = dims(wt)[0];
-  p.group = n.attr_int("group", 1);
-  p.in = w.in;
-  p.kernel = w.kernel;
-  p.out = w.out;
-  p.strides = w.strides;
-  p.dilations = w.dilations;
-  p.pads = w.pad_begin;
   if (bias) {
     p.has_bias = true;
     c.args.push_back(bias);
@@ -347,25 +358,10 @@ StatusOr<LibraryLowering> lower_conv_transpose(const Node& n) {
   STITCH_CHECK(n.input(2) == nullptr, "{}: a bias expand_conv_transpose did not move to an Add",
                n.describe());
   ASSIGN_OR_RETURN(ops::Window w, ops::convt_window(n, dims(x), dims(wt)));
-  LibraryLowering out;
-  LibraryCall& c = out.call;
-  c.kind = "conv_transpose";
-  c.node = &n;
-  c.dtype = y->dtype;
-  c.args = {x, wt, y};
-  ConvParams& p = c.conv;
-  p.n = dims(x)[0];
-  p.c = dims(x)[1];
-  p.m = dims(y)[1];
-  p.group = n.attr_int("group", 1);
-  p.in = w.in;
-  p.kernel = w.kernel;
-  p.out = w.out;
-  p.strides = w.strides;
-  p.dilations = w.dilations;
-  p.pads = w.pad_begin;
+  LibraryLowering out = conv_call("conv_transpose", n, x, wt, y, dims(y)[1], w);
+  const ConvParams& p = out.call.conv;
   // every input value times every weight of its group's output channels
-  c.flops = 2 * num_elements(dims(x)) * (p.m / p.group) * num_elements(p.kernel);
+  out.call.flops = 2 * num_elements(dims(x)) * (p.m / p.group) * num_elements(p.kernel);
   return out;
 }
 

@@ -87,17 +87,26 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
   }
 }
 
+// A convolution's window with its spatial dims padded to 3 by leading size-1 axes.
+struct Window3 {
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1},
+          pd[3] = {0, 0, 0};
+  explicit Window3(const ConvDesc& p) {
+    const size_t sp = p.in.size();
+    for (size_t i = 0; i < sp; ++i) {
+      const size_t j = 3 - sp + i;
+      in[j] = p.in[i], k[j] = p.kernel[i], out[j] = p.out[i], st[j] = p.strides[i], dl[j] = p.dilations[i],
+      pd[j] = p.pads[i];
+    }
+  }
+};
+
 template <typename T, bool R = false>
 void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, const void* z, void* y) {
   using E = Elem<T>;
   using C = typename E::C;
-  // Spatial dims padded to 3 with size-1 axes.
-  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pd[3] = {0, 0, 0};
-  const size_t sp = p.in.size();
-  for (size_t i = 0; i < sp; ++i) {
-    const size_t j = 3 - sp + i;
-    in[j] = p.in[i], k[j] = p.kernel[i], out[j] = p.out[i], st[j] = p.strides[i], dl[j] = p.dilations[i], pd[j] = p.pads[i];
-  }
+  const Window3 win(p);
+  const auto &in = win.in, &k = win.k, &out = win.out, &st = win.st, &dl = win.dl, &pd = win.pd;
   const int64_t cg = p.c / p.group, mg = p.m / p.group;
   const int64_t in_plane = in[0] * in[1] * in[2], out_plane = out[0] * out[1] * out[2], kvol = k[0] * k[1] * k[2];
   for (int64_t n = 0; n < p.n; ++n)
@@ -140,14 +149,8 @@ template <typename T, bool R = false>
 void conv_transpose(const ConvDesc& p, const void* x, const void* w, void* y) {
   using E = Elem<T>;
   using C = typename E::C;
-  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1},
-          pd[3] = {0, 0, 0};
-  const size_t sp = p.in.size();
-  for (size_t i = 0; i < sp; ++i) {
-    const size_t j = 3 - sp + i;
-    in[j] = p.in[i], k[j] = p.kernel[i], out[j] = p.out[i], st[j] = p.strides[i], dl[j] = p.dilations[i],
-    pd[j] = p.pads[i];
-  }
+  const Window3 win(p);
+  const auto &in = win.in, &k = win.k, &out = win.out, &st = win.st, &dl = win.dl, &pd = win.pd;
   const int64_t cg = p.c / p.group, mg = p.m / p.group;
   const int64_t in_plane = in[0] * in[1] * in[2], out_plane = out[0] * out[1] * out[2],
                 kvol = k[0] * k[1] * k[2];
