@@ -90,12 +90,15 @@ NodeLowering classify_node(const Node& n, std::string* why) {
                       dtype_name(n.output(0)->dtype)));
     // Forms the call does not take were written as a Conv by expand_conv_transpose where the
     // weights are constants.
-    if (Status s = conv_transpose_call(n); !s.is_ok())
+    if (Status s = conv_transpose_call(n); !s.is_ok()) {
+      if (n.input(1)->constant)  // its output is empty after the crop: no form of it applies
+        return unsupported(fmt::format("{}, and no convolution computes it", s.message()));
       return unsupported(
           fmt::format("{}; stitch writes such a ConvTranspose as a convolution by weights known at "
                       "compile time, and its weights (input 1 '{}') are computed at run time: make "
                       "them an initializer, a constant in the model",
                       s.message(), n.input(1)->name));
+    }
     return NodeLowering::kLibrary;
   }
   if (has_scalar_expr(n)) {

@@ -1,21 +1,25 @@
-// expand_conv_transpose: a ConvTranspose that strides, or whose weights are computed at run time,
-// runs as the runtime's transposed-convolution call (cuDNN's backward-data convolution) where that
-// call takes its pads, over a longer output cropped by a Slice where the output ends before the
-// call's (SAME_UPPER at an even stride), its bias moved to an Add that fuses with what reads the
-// output. Otherwise, with constant weights, it becomes the Conv it equals, over its input with
-// zeros between the values:
+// expand_conv_transpose: a ConvTranspose as what the runtime runs fast, in one of three forms.
+// - Sub-pixel (a strided one of constant weights without dilations; the default): one forward
+//   Conv of the output's phases, interleaved by a kernel that also crops and adds the bias
+//   (sub_pixel below). The transposed convolution's own work, on cuDNN's forward kernels.
+// - The call (run-time weights, dilations, or PassContext::conv_transpose_form "call"): the
+//   runtime's transposed-convolution step, cuDNN's backward-data convolution, where its one pad
+//   per axis can give the op's pads, over a longer output cropped by a Slice where the output ends
+//   before the call's (SAME_UPPER at an even stride); its bias moved to an Add that fuses with
+//   what reads the output. On an H200 it was slower than both other forms on most shapes.
+// - Zeros (stride 1, what neither other takes, or the form "zeros"), with constant weights: the
+//   Conv the op equals over its input with zeros between the values:
 //   y = ConvTranspose(x, W) with strides s, dilations d, kernel k, pads (b, e), output_padding p
 //     = Conv(x', W') with stride 1, dilations d, pads (d (k - 1) - b, d (k - 1) - e + p)
-// where x' puts s - 1 zeros after each input value along each spatial axis (a Reshape giving each
-// value an axis of 1, a Pad of that axis to s, a Reshape back) and W' is W with its two channel
-// axes swapped within each group and its window flipped, computed here once. Pads that come out
-// negative crop x' with a Slice. The Reshapes, Pad and Slice fuse into one kernel with whatever
-// produces x, and split_conv_padding (later) turns unequal pads into a Pad there too, so cuDNN's
-// forward convolution runs it. At stride 1 there are no zeros and the Conv takes cuDNN's fused
-// bias, ReLU and residual, so that form is kept there; at stride s the product visits the zeros,
-// s^2 times the multiplications in 2-D, which is why the call is preferred where it applies. Runs
-// after fold_constants; leaves a ConvTranspose without static shapes, or of run-time weights in a
-// form the call does not take, which the back end then refuses by name.
+//   where x' puts s - 1 zeros after each input value along each spatial axis (a Reshape giving
+//   each value an axis of 1, a Pad of that axis to s, a Reshape back) and W' is W with its two
+//   channel axes swapped within each group and its window flipped, computed here once. Pads that
+//   come out negative crop x' with a Slice. The Reshapes, Pad and Slice fuse into one kernel with
+//   whatever produces x, and split_conv_padding (later) turns unequal pads into a Pad there too.
+//   At stride 1 there are no zeros and the Conv takes cuDNN's fused bias, ReLU and residual; at
+//   stride s the product visits the zeros, s^2 times the multiplications in 2-D.
+// Runs after fold_constants; leaves a ConvTranspose without static shapes, or of run-time weights
+// in a form the call does not take, which the back end then refuses by name.
 #include <fmt/format.h>
 
 #include <map>
