@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "fusion/planner.h"
 
@@ -32,8 +34,6 @@ void Planner::greedy(Part& p, const std::vector<int>& comp) {
 void Planner::beam_window(Part& p, const std::vector<int>& win) {
   const auto es = edges(win);
   p.cost = 0;
-  std::vector<Part> frontier{p};
-  Part best = p;
   auto key = [&](const Part& x) {
     std::vector<int> k;
     for (int v : win) k.push_back(x.gid[v]);
@@ -44,10 +44,45 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
     size_t state;
     std::set<int> ids;
   };
+  // A state is the moves that lead to it from `p`. The search keeps one partition, `p`, applies
+  // a state's moves to look at it and undoes them after (a partition holds every group of the
+  // graph, and copying it per state was most of the time planning long graphs took).
+  struct State {
+    double cost = 0;
+    std::vector<std::set<int>> moves;
+  };
+  struct Undo {
+    int lo, hi;
+    std::vector<int> lo_members, hi_members;
+  };
+  std::vector<Undo> log;
+  auto enter = [&](const State& st) {
+    for (const std::set<int>& ids : st.moves) {
+      const int lo = *ids.begin();
+      for (int id : ids)
+        if (id != lo) {
+          log.push_back({lo, id, p.groups.at(lo), p.groups.at(id)});
+          apply(p, lo, id, 0);
+        }
+    }
+    p.cost = st.cost;
+  };
+  auto leave = [&]() {
+    for (auto it = log.rbegin(); it != log.rend(); ++it) {
+      for (int x : it->hi_members) p.gid[x] = it->hi;
+      p.groups[it->hi] = std::move(it->hi_members);
+      p.groups[it->lo] = std::move(it->lo_members);
+    }
+    log.clear();
+    p.cost = 0;
+  };
+  std::vector<State> frontier{State{}};
+  State best;
   while (!frontier.empty() && !out_of_time()) {
     std::vector<Move> cand;
     for (size_t si = 0; si < frontier.size(); ++si) {
-      const Part& s = frontier[si];
+      enter(frontier[si]);
+      const Part& s = p;
       // Moves: two groups joined by an edge; a group with all its producer groups, or with all
       // its consumer groups, in the window (several at once reach groups whose pairwise steps
       // are illegal, e.g. one that would store two shapes until a third node joins).
@@ -82,27 +117,30 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
         if (cycle(s, ids)) continue;
         cand.push_back({s.cost + delta, si, ids});
       }
+      leave();
     }
     std::sort(cand.begin(), cand.end(), [](const Move& x, const Move& y) {
       if (x.cost != y.cost) return x.cost < y.cost;
       if (x.state != y.state) return x.state < y.state;
       return x.ids < y.ids;
     });
-    std::vector<Part> children;
+    std::vector<State> children;
     std::set<std::vector<int>> seen;
     for (const Move& mv : cand) {
       if (children.size() >= static_cast<size_t>(o_.beam_width)) break;
-      Part c = frontier[mv.state];
-      const int lo = *mv.ids.begin();
-      for (int id : mv.ids)
-        if (id != lo) apply(c, lo, id, 0);
+      State c = frontier[mv.state];
+      c.moves.push_back(mv.ids);
       c.cost = mv.cost;
-      if (seen.insert(key(c)).second) children.push_back(std::move(c));
+      enter(c);
+      const bool fresh = seen.insert(key(p)).second;
+      leave();
+      if (fresh) children.push_back(std::move(c));
     }
     if (!children.empty() && children.front().cost < best.cost) best = children.front();
     frontier = std::move(children);
   }
-  p = std::move(best);
+  enter(best);  // kept
+  log.clear();
 }
 
 void Planner::beam(Part& p, const std::vector<int>& comp) {
