@@ -65,7 +65,8 @@ class Planner {
   void greedy(Part& p, const std::vector<int>& comp);
   // Beam search over one window of a component (nodes `win`, moves along edges inside it).
   // Every candidate move of every state is scored first; only the `beam_width` best distinct
-  // children are built, so a step costs one partition copy per kept child.
+  // children are kept. A state is the merges that lead to it, applied to `p` while it is looked
+  // at and undone after, so no step copies the partition.
   void beam_window(Part& p, const std::vector<int>& win);
   // Beam search per window of `beam_window` nodes in graph order (a transformer's layers are
   // separate windows, so the search grows linearly with depth), then greedy merges across window
