@@ -374,15 +374,23 @@ Status conv_transpose_call(const Node& n) {
     return Status::user("its input and weights need static shapes");
   ASSIGN_OR_RETURN(ops::Window w, ops::convt_window(n, dims(x), dims(wt)));
   for (int64_t i = 0; i < w.spatial; ++i) {
-    const int64_t extent = w.dilations[i] * (w.kernel[i] - 1), p = w.pad_begin[i];
-    const int64_t r = w.out[i] + 2 * p - extent - 1 - w.strides[i] * (w.in[i] - 1);
-    if (p < 0 || p > extent || r < 0 || r >= w.strides[i])
+    const int64_t r = conv_transpose_excess(w, i);
+    if (!conv_transpose_pad_fits(w, i) || r < 0 || r >= w.strides[i])
       return Status::user(fmt::format(
           "on spatial axis {} its pads ({} before, {} after) and output extent {} are not a backward-data "
           "convolution's (one pad from 0 to {} at both ends, output_padding below the stride)",
-          i, p, w.pad_end[i], w.out[i], extent));
+          i, w.pad_begin[i], w.pad_end[i], w.out[i], w.dilations[i] * (w.kernel[i] - 1)));
   }
   return Status::ok();
+}
+
+int64_t conv_transpose_excess(const ops::Window& w, int64_t i) {
+  return w.out[i] + 2 * w.pad_begin[i] - w.dilations[i] * (w.kernel[i] - 1) - 1 -
+         w.strides[i] * (w.in[i] - 1);
+}
+
+bool conv_transpose_pad_fits(const ops::Window& w, int64_t i) {
+  return w.pad_begin[i] >= 0 && w.pad_begin[i] <= w.dilations[i] * (w.kernel[i] - 1);
 }
 
 bool gemm_bias_epilogue(const Node& n) {

@@ -10,6 +10,7 @@
 
 #include "codegen/gemm_folds.h"
 #include "codegen/kernel.h"
+#include "ops/op_params.h"
 #include "support/status.h"
 
 namespace stitch::codegen {
@@ -75,6 +76,12 @@ bool gemm_bias_epilogue(const Node& n);
 // is not part of the call (expand_conv_transpose moves it to an Add). Where it does not, the
 // reason (without the node's name).
 Status conv_transpose_call(const Node& n);
+// Per spatial axis of a ConvTranspose's window: how far the op's output runs past the end of the
+// call's with the op's begin pad at both ends, r = out + 2 pad - d (k - 1) - 1 - s (in - 1) (r < 0:
+// it ends before the call's); and whether that begin pad lies in the call's [0, d (k - 1)]. The call
+// takes the axis when the pad fits and 0 <= r < stride.
+int64_t conv_transpose_excess(const ops::Window& w, int64_t axis);
+bool conv_transpose_pad_fits(const ops::Window& w, int64_t axis);
 
 // `fold`: what the call takes over from its neighbours (find_gemm_folds), or null.
 StatusOr<LibraryLowering> lower_library(const Node& n, int first_kernel_index, const GemmFolds::Fold* fold = nullptr);

@@ -24,6 +24,7 @@
 
 #include <map>
 
+#include "codegen/library.h"
 #include "ops/op_params.h"
 #include "passes/graph_builder.h"
 #include "passes/pass.h"
@@ -64,18 +65,25 @@ Tensor forward_weights(const Tensor& w, int64_t group) {
 }
 
 // Whether the transposed-convolution call can run `n`, perhaps over a longer output cropped after
-// it: the begin pad in [0, d (k - 1)] and r = out + 2 pad - d (k - 1) - 1 - s (in - 1), the end of
-// the output past the call's, below the stride (codegen::conv_transpose_call); r < 0 (SAME_UPPER
-// at an even stride, an end pad over the begin pad) is an output that ends before the call's.
+// it: per axis, its pad fits and the output runs past the call's by less than the stride
+// (codegen::conv_transpose_excess); less than 0 (SAME_UPPER at an even stride, an end pad over the
+// begin pad) is an output that ends before the call's.
 std::vector<int64_t> call_excess(const ops::Window& w, bool* callable) {
   std::vector<int64_t> r(static_cast<size_t>(w.spatial));
   *callable = true;
   for (int64_t i = 0; i < w.spatial; ++i) {
-    const int64_t extent = w.dilations[i] * (w.kernel[i] - 1), p = w.pad_begin[i];
-    r[i] = w.out[i] + 2 * p - extent - 1 - w.strides[i] * (w.in[i] - 1);
-    *callable = *callable && p >= 0 && p <= extent && r[i] < w.strides[i];
+    r[i] = codegen::conv_transpose_excess(w, i);
+    *callable = *callable && codegen::conv_transpose_pad_fits(w, i) && r[i] < w.strides[i];
   }
   return r;
+}
+
+// y + B as [M, 1...], B the op's bias (or `v` itself without one).
+Value* add_bias(NodeBuilder& b, Value* v, Value* bias, const Value* y) {
+  if (!bias) return v;
+  Dims column{(*y->dims)[1]};
+  column.resize(y->dims->size() - 1, 1);
+  return b.node("Add", "bias", {v, b.reshape(bias, column, "bias_column")}, y->dtype, *y->dims);
 }
 
 // The call's form: where the output ends before the call's, a ConvTranspose of explicit pads (the
@@ -107,20 +115,11 @@ bool rewrite_for_call(Graph& g, Node& n, const ops::Window& w, const std::vector
     attrs["pads"] = pads;
     attrs["output_padding"] = padding;
     v = b.node("ConvTranspose", "longer", {x, wt}, y->dtype, longer, attrs);
-    v = b.node("Slice", "crop",
-               {v, b.constant("crop_starts", Tensor::vector_i64(std::vector<int64_t>(ends.size(), 0))),
-                b.constant("crop_ends", Tensor::vector_i64(ends)),
-                b.constant("crop_axes", Tensor::vector_i64(axes))},
-               y->dtype, *y->dims);
+    v = b.slice(v, std::vector<int64_t>(ends.size(), 0), ends, axes, "crop");
   } else {
     v = b.node("ConvTranspose", "unbiased", {x, wt}, y->dtype, *y->dims, n.attrs);
   }
-  if (bias) {
-    Dims column{(*y->dims)[1]};
-    column.resize(y->dims->size() - 1, 1);
-    v = b.node("Add", "bias", {v, b.reshape(bias, column, "bias_column")}, y->dtype, *y->dims);
-  }
-  b.finish(v, y);
+  b.finish(add_bias(b, v, bias, y), y);
   return true;
 }
 
@@ -196,7 +195,6 @@ bool sub_pixel(Graph& g, Node& n, const ops::Window& win) {
   // The op's output is y_full from the begin pad on; a negative begin pad, or an output past
   // y_full (output_padding, output_shape), reads zeros there.
   std::vector<int64_t> starts, ends, axes, zeros(static_cast<size_t>(2 * (2 + sp)), 0);
-  Dims cropped = full;
   bool padded = false;
   for (int64_t a = 0; a < sp; ++a) {
     const int64_t begin = win.pad_begin[a], end = begin + win.out[a];
@@ -205,36 +203,23 @@ bool sub_pixel(Graph& g, Node& n, const ops::Window& win) {
       starts.push_back(lo);
       ends.push_back(hi);
       axes.push_back(2 + a);
-      cropped[2 + a] = hi - lo;
     }
     zeros[static_cast<size_t>(2 + a)] = lo - begin;
     zeros[static_cast<size_t>(2 + sp + 2 + a)] = end - hi;
     padded = padded || lo > begin || end > hi;
   }
-  if (!axes.empty())
-    v = b.node("Slice", "crop",
-               {v, b.constant("crop_starts", Tensor::vector_i64(starts)),
-                b.constant("crop_ends", Tensor::vector_i64(ends)),
-                b.constant("crop_axes", Tensor::vector_i64(axes))},
-               x->dtype, cropped);
+  if (!axes.empty()) v = b.slice(v, starts, ends, axes, "crop");
   if (padded)
     v = b.node("Pad", "outside", {v, b.constant("outside_pads", Tensor::vector_i64(zeros))}, x->dtype,
                *y->dims);
-  if (bias) {
-    Dims column{m};
-    column.resize(y->dims->size() - 1, 1);
-    v = b.node("Add", "bias", {v, b.reshape(bias, column, "bias_column")}, y->dtype, *y->dims);
-  }
-  b.finish(v, y);
+  b.finish(add_bias(b, v, bias, y), y);
   return true;
 }
 
 // The Conv over the input with zeros between its values (the file's comment).
-bool zero_stuffed(Graph& g, Node& n, const ops::Window& win) {
+bool zero_stuffed(Graph& g, Node& n, const ops::Window& win, bool strided) {
   Value *x = n.input(0), *w = n.input(1), *bias = n.input(2), *y = n.output(0);
   const Dims& xd = *x->dims;
-  bool strided = false;
-  for (int64_t s : win.strides) strided = strided || s > 1;
   const int64_t sp = win.spatial, group = n.attr_int("group", 1);
   const Dims outpad = n.attr_ints("output_padding", Dims(static_cast<size_t>(sp), 0));
   NodeBuilder b{g, n};
@@ -269,15 +254,9 @@ bool zero_stuffed(Graph& g, Node& n, const ops::Window& win) {
       starts.push_back(start);
       ends.push_back(end);
       axes.push_back(2 + i);
-      cur[2 + i] = end - start;
     }
   }
-  if (!axes.empty())
-    v = b.node("Slice", "crop",
-               {v, b.constant("crop_starts", Tensor::vector_i64(starts)),
-                b.constant("crop_ends", Tensor::vector_i64(ends)),
-                b.constant("crop_axes", Tensor::vector_i64(axes))},
-               x->dtype, cur);
+  if (!axes.empty()) v = b.slice(v, starts, ends, axes, "crop");
   std::vector<Value*> in{v, b.constant("weights", forward_weights(*w->constant, group))};
   if (bias) in.push_back(bias);
   Value* out = b.node("Conv", "conv", in, x->dtype, *y->dims,
@@ -304,7 +283,7 @@ StatusOr<bool> expand(Graph& g, Node& n, const std::string& form) {
   if ((strided || !constant) && callable && !(form == "zeros" && constant))
     return rewrite_for_call(g, n, win, excess);
   if (!constant) return false;
-  return zero_stuffed(g, n, win);
+  return zero_stuffed(g, n, win, strided);
 }
 
 }  // namespace

@@ -48,6 +48,17 @@ struct NodeBuilder {
     Value* shape = constant(name + "_shape", Tensor::vector_i64(std::vector<int64_t>(d.begin(), d.end())));
     return node("Reshape", name, {x, shape}, x->dtype, d);
   }
+  // A Slice of `x` to [starts, ends) along `axes` (in range, non-negative), constants named after it.
+  Value* slice(Value* x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+               const std::vector<int64_t>& axes, const std::string& name) {
+    Dims d = *x->dims;
+    for (size_t i = 0; i < axes.size(); ++i) d[static_cast<size_t>(axes[i])] = ends[i] - starts[i];
+    return node("Slice", name,
+                {x, constant(name + "_starts", Tensor::vector_i64(starts)),
+                 constant(name + "_ends", Tensor::vector_i64(ends)),
+                 constant(name + "_axes", Tensor::vector_i64(axes))},
+                x->dtype, d);
+  }
   Value* cast(Value* x, DType to, const std::string& name) {
     return node("Cast", name, {x}, to, *x->dims, {{"to", static_cast<int64_t>(dtype_to_onnx(to))}});
   }
