@@ -7,6 +7,7 @@
 #include <map>
 
 #include "codegen/kernel.h"
+#include "codegen/node_facts.h"
 
 namespace stitch::codegen {
 namespace {
@@ -229,7 +230,9 @@ StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>&
   return Status::user(fmt::format("{}: no CUDA expression for this op", n.describe()));
 }
 
-int op_instructions(const Node& n) {
+namespace {
+
+int count_instructions(const Node& n) {
   if (!has_scalar_expr(n) || n.output(0) == nullptr) return 1;
   for (const Value* v : n.inputs)
     if (v == nullptr) return 1;  // an omitted optional operand: the expression needs ""
@@ -270,6 +273,10 @@ int op_instructions(const Node& n) {
   }
   return total;
 }
+
+}  // namespace
+
+int op_instructions(const Node& n) { return remembered_instructions(n, count_instructions); }
 
 bool reciprocal_safe(const Value& d) {
   if (d.producer && d.producer->op_type == "Sqrt") return true;

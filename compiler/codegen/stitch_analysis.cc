@@ -8,6 +8,7 @@
 #include <set>
 
 #include "codegen/lower.h"
+#include "codegen/node_facts.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/stitch.h"
 #include "codegen/stitch_frames.h"
@@ -270,7 +271,9 @@ std::optional<int64_t> contraction_length(const Node& n) {
   return k;
 }
 
-StitchRole stitch_role(const Node& n) {
+namespace {
+
+StitchRole compute_role(const Node& n) {
   if (contraction_length(n)) return StitchRole::kContraction;
   if (gemm_tile(n)) return StitchRole::kTiledGemm;
   const NodeLowering l = classify_node(n);
@@ -294,6 +297,10 @@ StitchRole stitch_role(const Node& n) {
   if (row_op_info(n).is_ok()) return StitchRole::kRow;
   return StitchRole::kNone;
 }
+
+}  // namespace
+
+StitchRole stitch_role(const Node& n) { return remembered_role(n, compute_role); }
 
 bool is_gemm_kernel(const Kernel& k) {
   bool gemm = false;

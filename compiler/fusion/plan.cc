@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "codegen/node_facts.h"
 #include "fusion/planner.h"
 
 namespace stitch::fusion {
@@ -132,6 +133,7 @@ std::string tiled_note(const Graph& g, const codegen::UsersMap& users, const Fus
 // GEMMs, since a loop in an element kernel often just trades its call for a kernel launch while
 // giving up its folds.
 StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const std::string& mode) {
+  const codegen::NodeFactsScope facts;  // g does not change while it is planned
   const auto start = Clock::now();
   ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}));
   std::set<const Node*> cands, tiled_cands;
@@ -231,6 +233,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
 }  // namespace
 
 FusionPlan plan_none(const Graph& g, const FusionOptions& o) {
+  const codegen::NodeFactsScope facts;
   Planner pl(g, o, false);
   return pl.finish(pl.singletons(), "none");
 }

@@ -68,9 +68,11 @@ bool Planner::out_of_time() {
 Part Planner::singletons() const {
   Part p;
   p.gid.resize(nodes_.size());
+  p.groups.resize(nodes_.size());
+  p.count = nodes_.size();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     p.gid[i] = static_cast<int>(i);
-    p.groups[static_cast<int>(i)] = {static_cast<int>(i)};
+    p.groups[i] = {static_cast<int>(i)};
   }
   return p;
 }
@@ -151,22 +153,23 @@ std::vector<int> Planner::merged(const std::vector<int>& a, const std::vector<in
   return m;
 }
 
-bool Planner::cycle(const Part& p, const std::set<int>& ids) const {
+bool Planner::cycle(const Part& p, const std::vector<int>& ids) const {
+  auto in = [&](int id) { return std::binary_search(ids.begin(), ids.end(), id); };
   int last = 0;
-  for (int id : ids) last = std::max(last, p.groups.at(id).back());
+  for (int id : ids) last = std::max(last, p.groups[static_cast<size_t>(id)].back());
   std::set<int> seen;
   std::vector<int> stack;
   for (int id : ids)
-    for (int m : p.groups.at(id))
+    for (int m : p.groups[static_cast<size_t>(id)])
       for (int s : succ_[m])
-        if (s < last && !ids.count(p.gid[s]) && seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
+        if (s < last && !in(p.gid[s]) && seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
   while (!stack.empty()) {
     const int gi = stack.back();
     stack.pop_back();
-    for (int m : p.groups.at(gi))
+    for (int m : p.groups[static_cast<size_t>(gi)])
       for (int s : succ_[m]) {
         if (s > last) continue;
-        if (ids.count(p.gid[s])) return true;
+        if (in(p.gid[s])) return true;
         if (seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
       }
   }
@@ -178,7 +181,7 @@ std::string Planner::merge_check(const Part& p, int a, int b, const Eval** out) 
   const Eval& e = eval(m);
   *out = &e;
   if (!e.ok) return e.why;
-  if (cycle(p, {a, b}))
+  if (cycle(p, {std::min(a, b), std::max(a, b)}))
     return "another path between the two groups runs outside them (merging would make a cycle)";
   return "";
 }
@@ -187,8 +190,9 @@ void Planner::apply(Part& p, int a, int b, double delta) {
   const int lo = std::min(a, b), hi = std::max(a, b);
   std::vector<int> m = merged(p.groups.at(lo), p.groups.at(hi));
   for (int x : m) p.gid[x] = lo;
-  p.groups.erase(hi);
-  p.groups[lo] = std::move(m);
+  p.groups[static_cast<size_t>(hi)].clear();
+  p.groups[static_cast<size_t>(lo)] = std::move(m);
+  --p.count;
   p.cost += delta;
 }
 
@@ -212,9 +216,10 @@ double Planner::component_cost(const Part& p, const std::vector<int>& comp) {
 std::vector<int> Planner::group_order(const Part& p) const {
   std::map<int, std::set<int>> out;
   std::map<int, int> indeg;
-  for (const auto& [id, m] : p.groups) indeg[id] += 0;
-  for (const auto& [id, m] : p.groups)
-    for (int x : m)
+  for (size_t i = 0; i < p.groups.size(); ++i)
+    if (!p.groups[i].empty()) indeg[static_cast<int>(i)] += 0;
+  for (const auto& [id, d] : indeg)
+    for (int x : p.groups[static_cast<size_t>(id)])
       for (int s : succ_[x])
         if (p.gid[s] != id && out[id].insert(p.gid[s]).second) ++indeg[p.gid[s]];
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
@@ -246,7 +251,7 @@ FusionPlan Planner::finish(const Part& p, const std::string& mode) {
   plan.device = o_.device.arch + " (" + o_.device.name + ")" +
                 (o_.device.tf32 ? ", float32 GEMMs and convolutions on TF32 tensor cores" : "");
   std::vector<int> order = group_order(p);
-  STITCH_CHECK(order.size() == p.groups.size(), "fusion: the group graph has a cycle");
+  STITCH_CHECK(order.size() == p.count, "fusion: the group graph has a cycle");
   std::map<int, int> pack_of;
   if (o_.horizontal && mode != "none") order = pack(p, order, pack_of);
   std::map<int, int> pack_number;

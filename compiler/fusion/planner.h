@@ -27,11 +27,14 @@ struct Eval {
 };
 
 // A partition: gid[node] is the smallest node index of its group (so equal partitions are equal
-// vectors); groups maps that id to the sorted member indices.
+// vectors); groups[id] holds the sorted member indices of the group with that id, and is empty
+// for an index that is no group's id (searches look groups up millions of times: a vector over
+// node indices, not a map).
 struct Part {
   std::vector<int> gid;
-  std::map<int, std::vector<int>> groups;
-  double cost = 0;  // of the component being planned
+  std::vector<std::vector<int>> groups;
+  size_t count = 0;  // groups
+  double cost = 0;   // of the component being planned
 };
 
 class Planner {
@@ -50,11 +53,11 @@ class Planner {
   // Outputs of `ns` read outside it (or graph outputs): what its kernel stores.
   std::set<const Value*> escaping(const std::vector<const Node*>& ns) const;
   static std::vector<int> merged(const std::vector<int>& a, const std::vector<int>& b);
-  // True when the groups `ids` (to become one) would sit on a cycle of the group graph: some path
+  // True when the groups `ids` (sorted; to become one) would sit on a cycle of the group graph: some path
   // leaves them and comes back through other groups.
   // Nodes are in topological order, so such a path only passes nodes before the groups' last
   // member: the search never looks past it (this keeps the check local on long graphs).
-  bool cycle(const Part& p, const std::set<int>& ids) const;
+  bool cycle(const Part& p, const std::vector<int>& ids) const;
   // Why groups a and b cannot merge ("" when they can), and the merged evaluation.
   std::string merge_check(const Part& p, int a, int b, const Eval** out);
   static void apply(Part& p, int a, int b, double delta);
@@ -77,7 +80,7 @@ class Planner {
   // The groups in execution order (Kahn over the group graph, ties by first node); shorter than
   // p.groups when the group graph has a cycle.
   std::vector<int> group_order(const Part& p) const;
-  bool acyclic(const Part& p) const { return group_order(p).size() == p.groups.size(); }
+  bool acyclic(const Part& p) const { return group_order(p).size() == p.count; }
   Part with_groups(Part p, const std::vector<std::vector<int>>& chosen);
   // Exact cover by GLPK; false when the component is too big or no acyclic optimum was found.
   bool ilp(Part& p, const std::vector<int>& comp);
@@ -114,7 +117,14 @@ class Planner {
   std::vector<bool> folded_;  // nodes a GEMM call takes over (codegen::find_gemm_folds)
   std::vector<Cost> single_;  // in this plan (zero for nodes a GEMM call takes over)
   std::vector<Cost> alone_;   // as its own step (the unfused figure)
-  std::map<std::vector<int>, Eval> memo_;
+  struct MembersHash {
+    size_t operator()(const std::vector<int>& m) const {
+      size_t h = m.size();
+      for (int x : m) h = (h ^ static_cast<size_t>(x)) * 0x100000001b3ULL;  // FNV-1a over the members
+      return h;
+    }
+  };
+  std::unordered_map<std::vector<int>, Eval, MembersHash> memo_;  // references stay valid as it grows
 };
 
 }  // namespace stitch::fusion

@@ -42,14 +42,14 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
   struct Move {
     double cost;
     size_t state;
-    std::set<int> ids;
+    std::vector<int> ids;  // sorted group ids
   };
   // A state is the moves that lead to it from `p`. The search keeps one partition, `p`, applies
   // a state's moves to look at it and undoes them after (a partition holds every group of the
   // graph, and copying it per state was most of the time planning long graphs took).
   struct State {
     double cost = 0;
-    std::vector<std::set<int>> moves;
+    std::vector<std::vector<int>> moves;
   };
   struct Undo {
     int lo, hi;
@@ -57,8 +57,8 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
   };
   std::vector<Undo> log;
   auto enter = [&](const State& st) {
-    for (const std::set<int>& ids : st.moves) {
-      const int lo = *ids.begin();
+    for (const std::vector<int>& ids : st.moves) {
+      const int lo = ids.front();
       for (int id : ids)
         if (id != lo) {
           log.push_back({lo, id, p.groups.at(lo), p.groups.at(id)});
@@ -70,14 +70,18 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
   auto leave = [&]() {
     for (auto it = log.rbegin(); it != log.rend(); ++it) {
       for (int x : it->hi_members) p.gid[x] = it->hi;
-      p.groups[it->hi] = std::move(it->hi_members);
-      p.groups[it->lo] = std::move(it->lo_members);
+      p.groups[static_cast<size_t>(it->hi)] = std::move(it->hi_members);
+      p.groups[static_cast<size_t>(it->lo)] = std::move(it->lo_members);
+      ++p.count;
     }
     log.clear();
     p.cost = 0;
   };
   std::vector<State> frontier{State{}};
   State best;
+  std::vector<std::vector<int>> moves;
+  std::map<int, std::vector<int>> ins, outs;
+  std::vector<int> members;
   while (!frontier.empty() && !out_of_time()) {
     std::vector<Move> cand;
     for (size_t si = 0; si < frontier.size(); ++si) {
@@ -86,29 +90,36 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
       // Moves: two groups joined by an edge; a group with all its producer groups, or with all
       // its consumer groups, in the window (several at once reach groups whose pairwise steps
       // are illegal, e.g. one that would store two shapes until a third node joins).
-      std::set<std::set<int>> moves;
-      std::map<int, std::set<int>> ins, outs;
+      moves.clear();
+      ins.clear();
+      outs.clear();
       for (auto [u, v] : es) {
         const int a = s.gid[u], b = s.gid[v];
         if (a == b) continue;
-        moves.insert({a, b});
-        outs[a].insert(b);
-        ins[b].insert(a);
+        moves.push_back({std::min(a, b), std::max(a, b)});
+        outs[a].push_back(b);
+        ins[b].push_back(a);
       }
       for (auto* side : {&ins, &outs})
         for (auto& [a, others] : *side) {
+          std::sort(others.begin(), others.end());
+          others.erase(std::unique(others.begin(), others.end()), others.end());
           if (others.size() < 2) continue;
-          std::set<int> m = others;
-          m.insert(a);
-          moves.insert(m);
+          std::vector<int> m = others;
+          m.insert(std::upper_bound(m.begin(), m.end(), a), a);
+          moves.push_back(std::move(m));
         }
-      for (const std::set<int>& ids : moves) {
-        std::vector<int> members;
+      std::sort(moves.begin(), moves.end());
+      moves.erase(std::unique(moves.begin(), moves.end()), moves.end());
+      for (const std::vector<int>& ids : moves) {
+        members.clear();
         double apart = 0;
         for (int id : ids) {
-          members = merged(members, s.groups.at(id));
+          const std::vector<int>& g = s.groups[static_cast<size_t>(id)];
+          members.insert(members.end(), g.begin(), g.end());
           apart += group_cost(s, id);
         }
+        std::sort(members.begin(), members.end());
         const Eval& e = eval(members);
         if (!e.ok) continue;
         const double delta = e.cost.time - apart;

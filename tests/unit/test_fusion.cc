@@ -9,6 +9,8 @@
 #include <random>
 
 #include "codegen/lower.h"
+#include "codegen/node_facts.h"
+#include "codegen/scalar_ops.h"
 #include "fusion/gemm_matmul.h"
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
@@ -68,6 +70,50 @@ TEST_CASE("planners on the shipped models: launch counts do not grow, beam >= gr
     CHECK(cost["beam"] <= cost["greedy"] + 1e-12);
     CHECK(cost["ilp"] <= cost["beam"] + 1e-12);
   }
+}
+
+TEST_CASE("a node's remembered facts are the ones it has, and an inner scope leaves the outer one open",
+          "[fusion]") {
+  for (const char* name : {"bert_tiny", "llama_tiny", "cnn_small"}) {
+    INFO(name);
+    auto g = test::prepared_model(name);
+    std::vector<codegen::StitchRole> roles;
+    std::vector<int> instructions;
+    for (const auto& n : g->nodes()) {
+      roles.push_back(codegen::stitch_role(*n));
+      instructions.push_back(codegen::op_instructions(*n));
+    }
+    const codegen::NodeFactsScope outer;
+    {
+      const codegen::NodeFactsScope inner;
+      for (size_t i = 0; i < g->nodes().size(); ++i) {
+        CHECK(codegen::stitch_role(*g->nodes()[i]) == roles[i]);
+        CHECK(codegen::op_instructions(*g->nodes()[i]) == instructions[i]);
+      }
+    }
+    for (size_t i = 0; i < g->nodes().size(); ++i) {  // from memory now
+      CHECK(codegen::stitch_role(*g->nodes()[i]) == roles[i]);
+      CHECK(codegen::op_instructions(*g->nodes()[i]) == instructions[i]);
+    }
+  }
+  // Kept by address while the outer scope is open (so a graph must not change then), forgotten after.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[4,8]
+  %a = Relu(%x) @"a"
+  output %a
+}
+)");
+  test::run_frontend_or_die(*g);
+  Node& a = *g->nodes()[0];
+  const int relu = codegen::op_instructions(a);
+  {
+    const codegen::NodeFactsScope outer;
+    CHECK(codegen::op_instructions(a) == relu);
+    { const codegen::NodeFactsScope inner; }
+    a.op_type = "Exp";
+    CHECK(codegen::op_instructions(a) == relu);
+  }
+  CHECK(codegen::op_instructions(a) == relu + 10);  // expf: 10 instructions (scalar_ops.h)
 }
 
 TEST_CASE("the no-fuse list and the group size cap are honoured, and bad values rejected", "[fusion]") {
