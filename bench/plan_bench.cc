@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
   std::printf("BERT-base encoder, %d layers, %zu nodes after the front end%s; beam window %d\n", layers,
               (*g)->nodes().size(), rewrites ? " and the rewrites before planning" : "", window);
   std::printf("tiled GEMM efficiency %.2f of the library's rate\n", spec->tiled_gemm_eff);
-  std::printf("%-7s %12s %8s %10s %14s %15s %12s %12s %s\n", "planner", "median_s", "kernels", "per_layer",
-              "mem_per_layer", "calls_per_layer", "est_bytes", "none_bytes", "timed_out");
+  std::printf("%-7s %12s %12s %8s %10s %14s %15s %12s %12s %s\n", "planner", "median_s", "steps", "kernels",
+              "per_layer", "mem_per_layer", "calls_per_layer", "est_bytes", "none_bytes", "cut_by");
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     stitch::fusion::FusionOptions o;
     o.mode = mode;
@@ -175,12 +175,15 @@ int main(int argc, char** argv) {
       for (const stitch::Node* n : grp.nodes)
         tiled += grp.nodes.size() > 1 &&
                  stitch::codegen::stitch_role(*n) == stitch::codegen::StitchRole::kTiledGemm;
-    std::printf("%-7s %12.4f %8d %10.2f %14.2f %15.2f %12lld %12lld %s\n", mode, secs[secs.size() / 2],
-                plan.cost.kernels, static_cast<double>(plan.cost.kernels) / layers,
+    std::printf("%-7s %12.4f %12lld %8d %10.2f %14.2f %15.2f %12lld %12lld %s\n", mode, secs[secs.size() / 2],
+                static_cast<long long>(plan.work), plan.cost.kernels,
+                static_cast<double>(plan.cost.kernels) / layers,
                 static_cast<double>(plan.cost.kernels - tiled) / layers,
                 static_cast<double>(plan.cost.library_calls) / layers,
                 static_cast<long long>(plan.cost.bytes), static_cast<long long>(plan.unfused.bytes),
-                plan.timed_out ? "yes" : "no");
+                plan.budget_spent ? "budget"
+                : plan.timed_out  ? "time"
+                                  : "-");
   }
   return 0;
 }

@@ -51,6 +51,7 @@ int run_compile(const CompileArgs& a) {
   fo.horizontal = !a.no_pack;
   fo.approximate_gelu = a.approximate_gelu;
   fo.stitch_matmul = !a.no_stitch_matmul;
+  fo.work_limit = a.plan_budget;
   fo.time_limit_s = a.plan_time_limit;
   {
     // The cost model's device: a spec file, a named arch, or the newest --arch target.
@@ -165,6 +166,8 @@ int run_compile(const CompileArgs& a) {
     rep["fusion"] = {{"device", plan->device},
                      {"ptxas_replans", replans},
                      {"plan_seconds", plan->plan_seconds},
+                     {"plan_steps", plan->work},
+                     {"budget_spent", plan->budget_spent},
                      {"timed_out", plan->timed_out},
                      {"chosen", side(*plan)},
                      {"none", side(none_plan)},

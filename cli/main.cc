@@ -91,8 +91,16 @@ int main(int argc, char** argv) {
                       "fusion planner: beam (default), ilp (exact per component, GLPK), greedy (baseline) or none")
       ->default_val("beam");
   compile->add_option("--beam-width", ca.beam_width, "partitions kept per beam step")->default_val(8);
-  compile->add_option("--plan-time-limit", ca.plan_time_limit, "seconds for the fusion search (best plan so far after)")
-      ->default_val(20);
+  compile
+      ->add_option(
+          "--plan-budget", ca.plan_budget,
+          "steps of the fusion search (a count, so plans do not depend on the machine; best plan so far "
+          "after)")
+      ->default_val(50'000'000);
+  compile
+      ->add_option("--plan-time-limit", ca.plan_time_limit,
+                   "wall-clock seconds for the fusion search, a safety net behind --plan-budget")
+      ->default_val(60);
   compile->add_option("--device-spec", ca.device_spec,
                       "cost-model device: sm_80, sm_90 or a JSON file from stitchc calibrate (default: the newest --arch)");
   compile->add_flag("--explain-fusion", ca.explain, "print every group, its reason, and every rejected merge");

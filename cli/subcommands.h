@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,8 @@ struct CompileArgs {
   bool tf32 = false;
   std::string conv_transpose = "subpixel";
   int max_registers = 128;
-  double plan_time_limit = 20;
+  int64_t plan_budget = 50'000'000;
+  double plan_time_limit = 60;
   bool no_nvcc = false, no_emu = false, explain = false;
 };
 int run_compile(const CompileArgs& a);

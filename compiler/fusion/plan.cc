@@ -35,13 +35,43 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
 // A plan where the fine-grained MatMuls `cands` may join stitched kernels. A candidate the search
 // leaves alone would only lose its GEMM folds, so it goes back to being a library call and the
 // rest are planned again (each round drops at least one). `cands` ends as the stitched ones.
+// What the plans of one make_plan have spent of its budget and time limit, together.
+struct Spent {
+  Clock::time_point start = Clock::now();
+  int64_t work = 0;
+  bool budget = false, time = false;
+
+  // Options for the next plan: what is left.
+  FusionOptions rest(const FusionOptions& o) const {
+    FusionOptions r = o;
+    r.work_limit = o.work_limit - work;
+    r.time_limit_s = o.time_limit_s - std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+  }
+  void add(const FusionPlan& p) {
+    work += p.work;
+    budget = budget || p.budget_spent;
+    time = time || p.timed_out;
+  }
+  // Marks the plan that make_plan returns with the whole search's figures.
+  void stamp(FusionPlan& p) const {
+    p.work = work;
+    p.budget_spent = budget;
+    p.timed_out = time;
+    p.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+};
+
 StatusOr<std::optional<FusionPlan>> settle(const Graph& g, const FusionOptions& o, const std::string& mode,
-                                           std::set<const Node*>& cands, Clock::time_point start) {
-  FusionOptions rest = o;
+                                           std::set<const Node*>& cands, Spent& spent) {
   while (!cands.empty()) {
-    rest.time_limit_s = o.time_limit_s - std::chrono::duration<double>(Clock::now() - start).count();
-    if (rest.time_limit_s <= 0) break;
+    const FusionOptions rest = spent.rest(o);
+    if (rest.work_limit <= 0 || rest.time_limit_s <= 0) {
+      (rest.work_limit <= 0 ? spent.budget : spent.time) = true;
+      break;
+    }
     ASSIGN_OR_RETURN(FusionPlan with, plan_once(g, rest, mode, cands));
+    spent.add(with);
     std::set<const Node*> alone;
     for (const FusionGroup& grp : with.groups)
       if (grp.nodes.size() == 1 && cands.count(grp.nodes.front())) alone.insert(grp.nodes.front());
@@ -134,8 +164,9 @@ std::string tiled_note(const Graph& g, const codegen::UsersMap& users, const Fus
 // giving up its folds.
 StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const std::string& mode) {
   const codegen::NodeFactsScope facts;  // g does not change while it is planned
-  const auto start = Clock::now();
+  Spent spent;
   ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}));
+  spent.add(lib);
   std::set<const Node*> cands, tiled_cands;
   std::optional<codegen::GemmFolds> folds;  // the library plan's, once a tiled GEMM asks
   auto tiled_candidate = [&](const Node& n) {
@@ -150,7 +181,10 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
       if (!o.no_fuse.count(n->name) &&
           (codegen::stitch_role(*n) == codegen::StitchRole::kContraction || tiled_candidate(*n)))
         cands.insert(n.get());
-  if (cands.empty()) return lib;
+  if (cands.empty()) {
+    spent.stamp(lib);
+    return lib;
+  }
   // Tiled candidates the final plan leaves as calls, and why (BERT-base's FFN1 + GELU until the
   // tiled kernel's efficiency is measured).
   auto add_tiled_notes = [&](FusionPlan& p) {
@@ -173,7 +207,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
   };
   std::vector<Option> options(1);
   options[0].stitched = cands;
-  ASSIGN_OR_RETURN(options[0].plan, settle(g, o, mode, options[0].stitched, start));
+  ASSIGN_OR_RETURN(options[0].plan, settle(g, o, mode, options[0].stitched, spent));
   if (options[0].plan) {
     std::set<const Node*> in_rows;  // and tiled GEMMs, whose kernels take their epilogues
     for (const FusionGroup& grp : options[0].plan->groups)
@@ -183,7 +217,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
           in_rows.insert(n);
     if (!in_rows.empty() && in_rows.size() < options[0].stitched.size()) {
       options.push_back({std::nullopt, in_rows});
-      ASSIGN_OR_RETURN(options[1].plan, settle(g, o, mode, options[1].stitched, start));
+      ASSIGN_OR_RETURN(options[1].plan, settle(g, o, mode, options[1].stitched, spent));
     }
   }
   Option* best = nullptr;
@@ -199,7 +233,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
                      best->stitched.size(), best->plan->cost.time * 1e6, lib_time * 1e6)
                : "fine-grained MatMuls stay library calls: the search joined none of them to a kernel";
     add_tiled_notes(lib);
-    lib.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    spent.stamp(lib);
     return lib;
   }
   FusionPlan chosen = std::move(*best->plan);
@@ -225,8 +259,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
                                 loops > 0 ? "" : " (" + estimate + ")", tiled));
   chosen.contraction_note = fmt::format("{}", fmt::join(lines, "\n"));
   add_tiled_notes(chosen);
-  chosen.timed_out = chosen.timed_out || lib.timed_out;
-  chosen.plan_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  spent.stamp(chosen);
   return chosen;
 }
 
@@ -254,6 +287,8 @@ StatusOr<FusionPlan> make_plan(const Graph& g, const FusionOptions& o) {
   }
   if (o.max_group_size < 1) return Status::user("--max-group-size must be at least 1");
   if (o.beam_width < 1) return Status::user("--beam-width must be at least 1");
+  if (o.work_limit < 1) return Status::user("--plan-budget must be at least 1 step");
+  if (!(o.time_limit_s > 0)) return Status::user("--plan-time-limit must be more than 0 seconds");
   FusionOptions b = o;
   if (b.device.arch.empty()) {
     ASSIGN_OR_RETURN(b.device, device_spec("sm_90"));
@@ -267,11 +302,15 @@ std::string explain(const FusionPlan& plan) {
   std::string s = fmt::format(
       "fusion plan ({}) for {}: {} groups, {} kernels + {} library calls, estimated {:.1f} us and "
       "{} B moved by generated kernels, {} B by library calls (unfused: {} kernels, {:.1f} us, {} B + {} B); "
-      "planned in {:.3f} s{}\n",
+      "planned in {:.3f} s, {} search steps{}\n",
       plan.mode, plan.device, plan.groups.size(), plan.cost.kernels, plan.cost.library_calls,
       plan.cost.time * 1e6, plan.cost.bytes, plan.cost.library_bytes, plan.unfused.kernels,
-      plan.unfused.time * 1e6, plan.unfused.bytes, plan.unfused.library_bytes, plan.plan_seconds,
-      plan.timed_out ? " (time limit reached: best plan so far)" : "");
+      plan.unfused.time * 1e6, plan.unfused.bytes, plan.unfused.library_bytes, plan.plan_seconds, plan.work,
+      plan.budget_spent ? " (the search's budget ran out: best plan so far; --plan-budget raises it)"
+      : plan.timed_out
+          ? " (the time limit was reached: best plan so far, which depends on this machine's speed; "
+            "--plan-time-limit raises it)"
+          : "");
   int i = 0;
   for (const FusionGroup& grp : plan.groups) {
     if (plan.mode == "none" && grp.nodes.size() == 1) {

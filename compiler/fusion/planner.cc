@@ -61,8 +61,11 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
 }
 
 bool Planner::out_of_time() {
-  if (std::chrono::duration<double>(Clock::now() - start_).count() > o_.time_limit_s) timed_out_ = true;
-  return timed_out_;
+  if (work_ > o_.work_limit)
+    budget_spent_ = true;
+  else if (std::chrono::duration<double>(Clock::now() - start_).count() > o_.time_limit_s)
+    timed_out_ = true;
+  return budget_spent_ || timed_out_;
 }
 
 Part Planner::singletons() const {
@@ -102,7 +105,9 @@ std::vector<std::vector<int>> Planner::components() const {
 }
 
 const Eval& Planner::eval(const std::vector<int>& m) {
+  work_ += kLookStep;
   if (auto it = memo_.find(m); it != memo_.end()) return it->second;
+  work_ += kAnalysisStep * static_cast<int64_t>(m.size());
   Eval e;
   if (m.size() == 1) {
     e.ok = true;
@@ -307,6 +312,8 @@ FusionPlan Planner::finish(const Part& p, const std::string& mode) {
           fmt::format("{} not merged with {}: {}", nodes_[v]->describe(), nodes_[u]->describe(), why));
     }
   plan.timed_out = timed_out_;
+  plan.budget_spent = budget_spent_;
+  plan.work = work_;
   plan.plan_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
   return plan;
 }

@@ -331,6 +331,14 @@ expect "a negative loop step" 2 "\"loop_step\" must be a positive number" -- \
   --device-spec "$TMP/loop_spec.json"
 expect "beam width 0" 2 "--beam-width must be at least 1" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --beam-width 0
+expect "plan budget 0" 2 "--plan-budget must be at least 1 step" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --plan-budget 0
+expect "plan time limit 0" 2 "--plan-time-limit must be more than 0 seconds" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --plan-time-limit 0
+expect "a small plan budget keeps the best plan so far and says so" 0 "search steps \(the search's budget ran out" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --plan-budget 300 --no-nvcc --no-emu --explain-fusion
 expect "calibrate: not a measurements file" 2 "expected \{\"arch\"" -- "$STITCHC" calibrate "$TMP/bad_spec.json" -o "$TMP/spec.json"
 echo '{"arch":"sm_90","measurements":[{"bytes":1000,"launches":"x","seconds":4e-6}]}' >"$TMP/m_bad.json"
 expect "calibrate: a non-integer launch count" 2 "integer \"launches\"" -- "$STITCHC" calibrate "$TMP/m_bad.json" -o "$TMP/spec.json"
