@@ -157,6 +157,13 @@ NodeLowering classify_node(const Node& n, std::string* why) {
                     "run as a GEMM, and the back end has no FFT kernel; transform shorter signals "
                     "(dft_length) or run it with --backend reference",
                     ops::kMaxDftWeights));
+  // The front end writes a recurrence out step by step (expand_recurrent) when its length is known.
+  if (op == "LSTM" || op == "GRU" || op == "RNN")
+    return unsupported(fmt::format(
+        "stitch writes a recurrence out step by step, which takes its sequence length known at compile time "
+        "(bind it with --shape) and at most {} steps over all directions; the back end has no kernel for a "
+        "longer one (shorten the sequence, or run it with --backend reference)",
+        ops::kMaxRecurrentSteps));
   return unsupported(fmt::format("the back end has no kernel for {} yet (the reference backend runs it: "
                                  "stitchc run MODEL --backend reference)", op));
 }

@@ -48,6 +48,7 @@ std::vector<OpDef> build_table() {
   ops::register_einsum(t);
   ops::register_attention(t);
   ops::register_signal(t);
+  ops::register_recurrent(t);
   ops::register_blocks(t);
   ops::register_nn(t);
   ops::register_shape(t);

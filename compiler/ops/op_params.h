@@ -108,6 +108,26 @@ std::vector<double> dft_matrix(const DftSpec& s);
 // transform stays a DFT, which the back end refuses.
 inline constexpr int64_t kMaxDftWeights = int64_t{1} << 24;
 
+// LSTM, GRU and RNN (opsets 7 and 14): the layer's sizes and attributes, checked. Gates per step:
+// 4 for LSTM (i, o, f, c), 3 for GRU (z, r, h), 1 for RNN; `acts[d]` the activations of direction d
+// (LSTM f, g, h; GRU f, g; RNN f), each Sigmoid, Tanh, Relu, Softsign or Softplus (activations
+// with alpha or beta parameters are refused by name). layout 1 puts the batch first in X, Y,
+// the initial and the final states.
+struct RecurrentSpec {
+  int64_t gates = 1, hidden = 0, dirs = 1, seq = 0, batch = 0, input = 0;
+  bool reverse_only = false;  // direction "reverse"
+  int64_t layout = 0;
+  std::optional<float> clip;
+  bool input_forget = false, linear_before_reset = false;
+  std::vector<std::vector<std::string>> acts;
+  bool reversed(int64_t d) const { return reverse_only || d == 1; }
+};
+// x and w are the dims of X and W (all known); errors name the node and the attribute at fault.
+StatusOr<RecurrentSpec> recurrent_spec(const Node& n, const Dims& x, const Dims& w);
+// The most time steps (over every direction) expand_recurrent writes out; a longer recurrence
+// stays its op, which the back end refuses by name.
+inline constexpr int64_t kMaxRecurrentSteps = 512;
+
 // Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
 // kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output
 // (explicit, or implicit: the ellipsis, then the letters used once, in alphabetical order), and

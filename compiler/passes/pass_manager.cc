@@ -27,6 +27,10 @@ constexpr PassInfo kFrontend[] = {
     {"expand_dft",
      "writes each DFT as one MatMul by a constant matrix of its weights, with Transposes around it",
      expand_dft},
+    {"expand_recurrent",
+     "writes each LSTM, GRU and RNN over a known sequence out step by step: one MatMul of the whole input, "
+     "then each step's recurrence MatMul, gates and state update",
+     expand_recurrent},
     {"expand_group_norm",
      "writes each GroupNormalization as Reshapes around an InstanceNormalization, with its scale and bias",
      expand_group_norm},

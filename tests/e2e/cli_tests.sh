@@ -117,6 +117,13 @@ expect "a constant ScatterND index out of range" 2 \
 expect "a constant ScatterElements index out of range" 2 \
   "node 'put' \(ScatterElements\): index -4 \(element 1 of its indices\) is out of range for axis 1 of size 3" -- \
   "$STITCHC" compile "$B/scatter_elements_index_out_of_range.onnx" -o "$TMP/bad5" --no-nvcc
+expect "a recurrence too long to write out" 2 \
+  "node 'lstm' \(LSTM\): stitch writes a recurrence out step by step.*at most 512 steps" -- \
+  "$STITCHC" compile "$B/lstm_too_long.onnx" -o "$TMP/bad6" --no-nvcc
+expect "a recurrence's activation with a parameter" 2 "node 'lstm' \(LSTM\): activation_alpha is not supported" -- \
+  "$STITCHC" compile "$B/lstm_activation_alpha.onnx" -o "$TMP/bad7" --no-nvcc
+expect "recurrence weights that are not its gates" 2 "node 'gru' \(GRU\): its weights W are 1x10x2, not 3 gates of hidden_size 4" -- \
+  "$STITCHC" compile "$B/gru_weights_not_gates.onnx" -o "$TMP/bad8" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

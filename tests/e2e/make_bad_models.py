@@ -5,7 +5,7 @@
 
 Each is refused with exit code 2 and a message naming its node; none is a valid ONNX model
 (onnx.checker.check_model refuses the first two as well; the scatters' indices point outside
-their data).
+their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size).
 """
 import os
 import sys
@@ -20,6 +20,13 @@ def model(name, node, inputs, opset=17, initializers=()):
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return m
+
+
+def zeros(name, *shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return helper.make_tensor(name, TensorProto.FLOAT, list(shape), [0.0] * n)
 
 
 def main(out):
@@ -46,6 +53,19 @@ def main(out):
             helper.make_node("ScatterElements", ["x", "idx", "u"], ["y"], "put", axis=1),
             [x(4, 3), helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 2])], opset=18,
             initializers=[helper.make_tensor("idx", TensorProto.INT64, [1, 2], [0, -4])]),
+        # Recurrences: one too long to write out step by step, an activation with a parameter, and
+        # weights that are not the op's gates times hidden_size.
+        "lstm_too_long": model(
+            "lstm_too_long", helper.make_node("LSTM", ["x", "w", "r"], ["y"], "lstm", hidden_size=2), [x(600, 1, 2)],
+            initializers=[zeros("w", 1, 8, 2), zeros("r", 1, 8, 2)]),
+        "lstm_activation_alpha": model(
+            "lstm_activation_alpha",
+            helper.make_node("LSTM", ["x", "w", "r"], ["y"], "lstm", hidden_size=2,
+                             activations=["HardSigmoid", "Tanh", "Tanh"], activation_alpha=[0.3]),
+            [x(3, 1, 2)], initializers=[zeros("w", 1, 8, 2), zeros("r", 1, 8, 2)]),
+        "gru_weights_not_gates": model(
+            "gru_weights_not_gates", helper.make_node("GRU", ["x", "w", "r"], ["y"], "gru", hidden_size=4),
+            [x(3, 1, 2)], initializers=[zeros("w", 1, 10, 2), zeros("r", 1, 12, 4)]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))

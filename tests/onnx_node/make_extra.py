@@ -8,9 +8,10 @@ GroupNormalization at opsets 18 and 21 (ONNX 1.12 predates it); the opset-23 ops
 writes for transformers: RMSNormalization, RotaryEmbedding and Attention; Conv padded more at one
 end than the other; DFT's one-sided, inverse one-sided, cut and padded forms and its opset-20 axis;
 DepthToSpace and SpaceToDepth at blocksize 3 and SpaceToDepth's opset-28 CRD mode; ConvTranspose
-with a bias, groups, output_padding, SAME_UPPER and large pads. Expected outputs come from ONNX's
+with a bias, groups, output_padding, SAME_UPPER and large pads; LSTM, GRU and RNN in both
+directions, batch first, with linear_before_reset, Relu and sequence_lens. Expected outputs come from ONNX's
 reference implementation (onnx.reference.ReferenceEvaluator), or PyTorch where that is wrong (a
-grouped ConvTranspose), never from stitch. Tooling only; the files are committed.
+grouped ConvTranspose) or does not apply (recurrences' activations and lengths), never from stitch. Tooling only; the files are committed.
 
     python3 -m venv venv && venv/bin/pip install onnx numpy torch
     venv/bin/python tests/onnx_node/make_extra.py tests/onnx_node/extra
@@ -24,7 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
-        np.bool_: TensorProto.BOOL}
+        np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL}
 
 
 def resize_case(out, name, x, opset, attrs, roi=None, scales=None, sizes=None):
@@ -235,6 +236,71 @@ def main():
               dict(strides=[2, 2], auto_pad="SAME_UPPER"))
     node_case(out, "test_convtranspose_stitch_pads_past_window", "ConvTranspose", [t(1, 2, 3, 3), t(2, 2, 3, 3)], 17,
               dict(strides=[2, 2], pads=[3, 0, 2, 4]))
+
+    # LSTM, GRU and RNN beyond ONNX's own tests (forward, one direction, layout 0): both directions
+    # with the batch first, GRU's linear_before_reset, a reverse RNN of Relu over rows of different
+    # lengths. Outputs from PyTorch's modules (ONNX's reference ignores activations and
+    # sequence_lens), with ONNX's gate order (LSTM i, o, f, c; GRU z, r, h) moved to PyTorch's (LSTM
+    # i, f, c, o; GRU r, z, h).
+    rrng = np.random.default_rng(23)
+    u = lambda *shape: (rrng.standard_normal(shape) * 0.5).astype(np.float32)
+
+    def load(module, w, r, b, order, hidden):
+        import torch
+        def gates(a):  # ONNX's gate blocks along axis 0, in PyTorch's order
+            return np.concatenate([a[k * hidden:(k + 1) * hidden] for k in order])
+        with torch.no_grad():
+            for d in range(w.shape[0]):
+                sfx = "_reverse" if d == 1 else ""
+                n = len(order) * hidden
+                getattr(module, "weight_ih_l0" + sfx).copy_(torch.from_numpy(gates(w[d])).double())
+                getattr(module, "weight_hh_l0" + sfx).copy_(torch.from_numpy(gates(r[d])).double())
+                getattr(module, "bias_ih_l0" + sfx).copy_(torch.from_numpy(gates(b[d, :n])).double())
+                getattr(module, "bias_hh_l0" + sfx).copy_(torch.from_numpy(gates(b[d, n:])).double())
+
+    def torch_lstm(x, w, r, b, lens, h0, c0):
+        import torch
+        m = torch.nn.LSTM(4, 6, batch_first=True, bidirectional=True).double()
+        load(m, w, r, b, [0, 2, 3, 1], 6)
+        h0t = torch.from_numpy(h0).double().transpose(0, 1).contiguous()
+        c0t = torch.from_numpy(c0).double().transpose(0, 1).contiguous()
+        with torch.no_grad():
+            y, (hn, cn) = m(torch.from_numpy(x).double(), (h0t, c0t))
+        return [y.reshape(3, 5, 2, 6).numpy().astype(np.float32), hn.transpose(0, 1).numpy().astype(np.float32),
+                cn.transpose(0, 1).numpy().astype(np.float32)]
+    node_case(out, "test_lstm_stitch_bidirectional_batch_first", "LSTM",
+              [u(3, 5, 4), u(2, 24, 4), u(2, 24, 6), u(2, 48), None, u(3, 2, 6), u(3, 2, 6)], 14,
+              dict(hidden_size=6, direction="bidirectional", layout=1), outputs=("y", "y_h", "y_c"), oracle=torch_lstm)
+
+    def torch_gru(x, w, r, b):
+        import torch
+        m = torch.nn.GRU(3, 5, bidirectional=True).double()
+        load(m, w, r, b, [1, 0, 2], 5)
+        with torch.no_grad():
+            y, hn = m(torch.from_numpy(x).double())
+        return [y.reshape(4, 2, 2, 5).transpose(1, 2).numpy().astype(np.float32), hn.numpy().astype(np.float32)]
+    node_case(out, "test_gru_stitch_bidirectional_linear_before_reset", "GRU",
+              [u(4, 2, 3), u(2, 15, 3), u(2, 15, 5), u(2, 30)], 14,
+              dict(hidden_size=5, direction="bidirectional", linear_before_reset=1), outputs=("y", "y_h"),
+              oracle=torch_gru)
+
+    def torch_rnn(x, w, r, b, lens, h0):
+        import torch
+        m = torch.nn.RNN(2, 4, nonlinearity="relu").double()
+        load(m, w, r, b, [0], 4)
+        y = np.zeros((5, 1, 3, 4), np.float32)
+        yh = np.zeros((1, 3, 4), np.float32)
+        for row, n in enumerate(lens):  # reverse: the row's first n values, last to first
+            xs = torch.from_numpy(x[:n, row:row + 1][::-1].copy()).double()
+            with torch.no_grad():
+                ys, hn = m(xs, torch.from_numpy(h0[:, row:row + 1]).double())
+            y[:n, 0, row] = ys[:, 0].numpy()[::-1]
+            yh[0, row] = hn[0, 0].numpy()
+        return [y, yh]
+    node_case(out, "test_rnn_stitch_reverse_relu_sequence_lens", "RNN",
+              [u(5, 3, 2), u(1, 4, 2), u(1, 4, 4), u(1, 8), np.array([5, 3, 1], np.int32), u(1, 3, 4)], 14,
+              dict(hidden_size=4, direction="reverse", activations=["Relu"]), outputs=("y", "y_h"),
+              oracle=torch_rnn)
 
 
 if __name__ == "__main__":
