@@ -729,6 +729,69 @@ def models():
             upsampler="pixelshuffle", mlp_ratio=2.0)), "last_hidden_state", "reconstruction"), (1, 3, 16, 16),
             dynamo=False, opset=17),
     })
+    # A fifth round (tried 2026-11-27, later): dense prediction and detection (DPT and Depth
+    # Anything's reassembly and fusion necks with align-corners upsampling, GLPN, DETR with a
+    # ResNet backbone, its sine positions from a CumSum of the pixel mask, YOLOS's detection tokens,
+    # UperNet's pyramid pooling over a ConvNeXt), SAM's image encoder (windows padded, decomposed
+    # relative positions; TorchScript), video (VideoMAE's tubelets: Conv3d; TimeSformer's divided space-time
+    # attention), Perceiver (cross-attention to latents), XLNet (two-stream relative attention;
+    # TorchScript), Funnel (the sequence pooled between blocks; torch.export fixes the sequence
+    # length, and TorchScript's trace is right only at its own), the Conformer (a depthwise
+    # convolution module), PatchTST (a time series scaled by its own mean and deviation), and
+    # Encodec's encoder (an LSTM; TorchScript, as SAM: torch.export cannot take either).
+    dino = dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=128, image_size=56,
+                patch_size=14, out_features=["stage1", "stage2", "stage3", "stage4"],
+                reshape_hidden_states=False)
+    t.update({
+        "dpt": tensor(lambda: AsDict(tf.DPTForDepthEstimation(tf.DPTConfig(
+            hidden_size=128, num_hidden_layers=4, num_attention_heads=4, intermediate_size=256, image_size=64,
+            patch_size=16, backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[16, 32, 64, 128],
+            fusion_hidden_size=32, head_in_index=-1)), "last_hidden_state", "predicted_depth"), (1, 3, 64, 64)),
+        "depth_anything": tensor(lambda: AsDict(tf.DepthAnythingForDepthEstimation(tf.DepthAnythingConfig(
+            backbone_config=tf.Dinov2Config(**dino), reassemble_hidden_size=64, patch_size=14,
+            neck_hidden_sizes=[16, 32, 64, 64], fusion_hidden_size=32, head_hidden_size=16)),
+            "last_hidden_state", "predicted_depth"), (1, 3, 56, 56)),
+        "glpn": tensor(lambda: AsDict(tf.GLPNForDepthEstimation(tf.GLPNConfig(
+            num_encoder_blocks=2, depths=[1, 1], sr_ratios=[4, 2], hidden_sizes=[16, 32], patch_sizes=[7, 3],
+            strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2], decoder_hidden_size=16)),
+            "last_hidden_state", "predicted_depth"), (1, 3, 64, 64)),
+        "detr": tensor(lambda: tf.DetrModel(tf.DetrConfig(
+            use_timm_backbone=False, use_pretrained_backbone=False, backbone=None,
+            backbone_config=tf.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
+                                            out_features=["stage4"]),
+            d_model=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=128, decoder_ffn_dim=128, num_queries=10)), (1, 3, 64, 64)),
+        "yolos": tensor(lambda: tf.YolosModel(tf.YolosConfig(**{**vis, "image_size": [64, 64]},
+                                                             num_detection_tokens=10), add_pooling_layer=False),
+                        (1, 3, 64, 64)),
+        "upernet": tensor(lambda: AsDict(tf.UperNetForSemanticSegmentation(tf.UperNetConfig(
+            backbone_config=tf.ConvNextConfig(num_stages=4, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
+                                              out_features=["stage1", "stage2", "stage3", "stage4"]),
+            hidden_size=32, pool_scales=[1, 2, 3, 6], use_auxiliary_head=False, num_labels=5)),
+            "last_hidden_state", "logits"), (1, 3, 192, 192)),
+        "sam_vision": tensor(lambda: tf.SamVisionModel(tf.SamVisionConfig(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, mlp_dim=256, image_size=80, patch_size=8,
+            window_size=4, global_attn_indexes=[1], output_channels=64)), (1, 3, 80, 80), dynamo=False, opset=17),
+        "videomae": tensor(lambda: tf.VideoMAEModel(tf.VideoMAEConfig(
+            **{**vis, "image_size": 32}, num_frames=4, tubelet_size=2)), (1, 4, 3, 32, 32)),
+        "timesformer": tensor(lambda: tf.TimesformerModel(tf.TimesformerConfig(
+            **{**vis, "image_size": 32}, num_frames=4)), (1, 4, 3, 32, 32)),
+        "perceiver": tensor(lambda: tf.PerceiverModel(tf.PerceiverConfig(
+            num_latents=16, d_latents=64, d_model=32, num_blocks=1, num_self_attends_per_block=2,
+            num_self_attention_heads=4, num_cross_attention_heads=1)), (2, 20, 32)),
+        "xlnet": text("xlnet", lambda: tf.XLNetModel(tf.XLNetConfig(
+            d_model=128, n_layer=2, n_head=4, d_inner=512, vocab_size=1000)), dynamo=False, opset=17),
+        "funnel": text("funnel", lambda: tf.FunnelBaseModel(tf.FunnelConfig(
+            d_model=128, n_head=4, d_head=32, d_inner=512, block_sizes=[1, 1], vocab_size=1000))),
+        "wav2vec2_conformer": tensor(lambda: tf.Wav2Vec2ConformerModel(tf.Wav2Vec2ConformerConfig(
+            **wav, position_embeddings_type="rotary", conv_depthwise_kernel_size=15)), (2, 4000)),
+        "patchtst": tensor(lambda: tf.PatchTSTModel(tf.PatchTSTConfig(
+            num_input_channels=3, context_length=64, patch_length=8, patch_stride=8, d_model=64,
+            num_attention_heads=4, num_hidden_layers=2, ffn_dim=128)), (2, 64, 3)),
+        "encodec": tensor(lambda: AsDict(tf.EncodecModel(tf.EncodecConfig(
+            hidden_size=32, num_filters=8, num_residual_layers=1, upsampling_ratios=[4, 2], codebook_size=64,
+            codebook_dim=32, num_lstm_layers=1)).encoder, "last_hidden_state"), (2, 1, 800), dynamo=False, opset=17),
+    })
     return t
 
 
