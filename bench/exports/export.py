@@ -792,6 +792,26 @@ def models():
             hidden_size=32, num_filters=8, num_residual_layers=1, upsampling_ratios=[4, 2], codebook_size=64,
             codebook_dim=32, num_lstm_layers=1)).encoder, "last_hidden_state"), (2, 1, 800), dynamo=False, opset=17),
     })
+
+    # Recurrent text models (tried 2026-11-27, later), through both exporters: a tagger (an
+    # embedding, a 2-layer bidirectional LSTM, batch first, and a linear head) and a GRU encoder.
+    class Tagger(torch.nn.Module):
+        def __init__(self, rnn):
+            super().__init__()
+            self.emb, self.rnn, self.head = torch.nn.Embedding(1000, 64), rnn, torch.nn.Linear(2 * 48, 16)
+
+        def forward(self, input_ids, attention_mask):  # padding zeroed, as a tagger's embeddings are
+            y, _ = self.rnn(self.emb(input_ids) * attention_mask.unsqueeze(-1).to(torch.float32))
+            return {"last_hidden_state": self.head(y)}
+
+    lstm = lambda: Tagger(torch.nn.LSTM(64, 48, num_layers=2, batch_first=True, bidirectional=True))
+    gru = lambda: Tagger(torch.nn.GRU(64, 48, batch_first=True, bidirectional=True))
+    t.update({
+        "lstm_tagger": text("lstm_tagger", lstm),
+        "lstm_tagger_ts": text("lstm_tagger_ts", lstm, dynamo=False, opset=17),
+        "gru_tagger": text("gru_tagger", gru),
+        "gru_tagger_ts": text("gru_tagger_ts", gru, dynamo=False, opset=17),
+    })
     return t
 
 
