@@ -122,8 +122,10 @@ struct RecurrentSpec {
   std::vector<std::vector<std::string>> acts;
   bool reversed(int64_t d) const { return reverse_only || d == 1; }
 };
-// x and w are the dims of X and W (all known); errors name the node and the attribute at fault.
-StatusOr<RecurrentSpec> recurrent_spec(const Node& n, const Dims& x, const Dims& w);
+// `in` the dims of the node's inputs (null for an omitted one; -1 for a dimension not known yet),
+// each checked against what X, W and the attributes make it; errors name the node and the input
+// or attribute at fault.
+StatusOr<RecurrentSpec> recurrent_spec(const Node& n, const std::vector<const Dims*>& in);
 // The most time steps (over every direction) expand_recurrent writes out; a longer recurrence
 // stays its op, which the back end refuses by name.
 inline constexpr int64_t kMaxRecurrentSteps = 512;

@@ -35,7 +35,10 @@ double activate(const std::string& f, double x) {
 
 }  // namespace
 
-StatusOr<RecurrentSpec> recurrent_spec(const Node& n, const Dims& x, const Dims& w) {
+StatusOr<RecurrentSpec> recurrent_spec(const Node& n, const std::vector<const Dims*>& in) {
+  if (in.size() < 3 || !in[0] || !in[1] || !in[2]) return node_error(n, "takes its inputs X, W and R");
+  const Dims& x = *in[0];
+  const Dims& w = *in[1];
   RecurrentSpec s;
   const std::string& op = n.op_type;
   s.gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
@@ -54,6 +57,11 @@ StatusOr<RecurrentSpec> recurrent_spec(const Node& n, const Dims& x, const Dims&
   s.seq = x[s.layout == 0 ? 0 : 1];
   s.batch = x[s.layout == 0 ? 1 : 0];
   s.input = x[2];
+  for (int64_t d : {s.seq, s.batch, s.input})
+    if (d == 0)
+      return node_error(n,
+                        fmt::format("its input X is {}: an empty sequence, batch or input is not supported",
+                                    dims_to_string(x)));
   s.hidden = n.attr_int("hidden_size", w[1] >= 0 ? w[1] / s.gates : -1);
   if (w[0] >= 0 && w[0] != s.dirs)
     return node_error(
@@ -64,6 +72,25 @@ StatusOr<RecurrentSpec> recurrent_spec(const Node& n, const Dims& x, const Dims&
   if (w[2] >= 0 && s.input >= 0 && w[2] != s.input)
     return node_error(n, fmt::format("its weights W are {} for an input of {}, but X is {}",
                                      dims_to_string(w), w[2], dims_to_string(x)));
+  if (s.hidden == 0 || s.hidden < -1 || (n.attrs.count("hidden_size") && s.hidden < 1))
+    return node_error(n, fmt::format("hidden_size {} must be positive", s.hidden));
+  // The other inputs' shapes (a dimension of -1 is not known yet, and not checked).
+  auto fits = [](const Dims& d, const Dims& want) {
+    if (d.size() != want.size()) return false;
+    for (size_t i = 0; i < d.size(); ++i)
+      if (d[i] >= 0 && want[i] >= 0 && d[i] != want[i]) return false;
+    return true;
+  };
+  const int64_t H = s.hidden, GH = s.hidden < 0 ? -1 : s.gates * s.hidden;
+  const Dims state = s.layout == 0 ? Dims{s.dirs, s.batch, H} : Dims{s.batch, s.dirs, H};
+  const std::vector<std::pair<const char*, Dims>> want = {
+      {"W", {s.dirs, GH, s.input}},       {"R", {s.dirs, GH, H}}, {"B", {s.dirs, GH < 0 ? -1 : 2 * GH}},
+      {"sequence_lens", {s.batch}},       {"initial_h", state},   {"initial_c", state},
+      {"P", {s.dirs, H < 0 ? -1 : 3 * H}}};
+  for (size_t i = 1; i < in.size() && i <= want.size(); ++i)
+    if (in[i] && !fits(*in[i], want[i - 1].second))
+      return node_error(n, fmt::format("its input {} '{}' is {}; it takes {} (-1: any)", i, want[i - 1].first,
+                                       dims_to_string(*in[i]), dims_to_string(want[i - 1].second)));
   if (n.attrs.count("clip")) {
     s.clip = n.attr_float("clip", 0);
     if (!(*s.clip > 0)) return node_error(n, fmt::format("clip {} must be positive", *s.clip));
@@ -110,7 +137,9 @@ Status infer_recurrent(InferContext& ctx) {
   if (!is_float(ctx.dtype(0)))
     return ctx.error(
         fmt::format("its input is {}; it takes floating-point sequences", dtype_name(ctx.dtype(0))));
-  ASSIGN_OR_RETURN(RecurrentSpec s, recurrent_spec(n, ctx.dims(0), ctx.dims(1)));
+  std::vector<const Dims*> dims;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) dims.push_back(ctx.has_input(i) ? &ctx.dims(i) : nullptr);
+  ASSIGN_OR_RETURN(RecurrentSpec s, recurrent_spec(n, dims));
   const DType t = ctx.dtype(0);
   if (s.layout == 0) {
     ctx.set_output(0, t, {s.seq, s.dirs, s.batch, s.hidden});
@@ -125,7 +154,9 @@ Status infer_recurrent(InferContext& ctx) {
 }
 
 Status eval_recurrent(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-  ASSIGN_OR_RETURN(RecurrentSpec s, recurrent_spec(n, in[0]->dims(), in[1]->dims()));
+  std::vector<const Dims*> dims;
+  for (const Tensor* t : in) dims.push_back(t ? &t->dims() : nullptr);
+  ASSIGN_OR_RETURN(RecurrentSpec s, recurrent_spec(n, dims));
   const bool lstm = n.op_type == "LSTM", gru = n.op_type == "GRU";
   const int64_t T = s.seq, B = s.batch, I = s.input, H = s.hidden, G = s.gates, D = s.dirs;
   auto opt = [&](size_t i) { return i < in.size() && in[i] ? in[i]->to_f64() : std::vector<double>(); };

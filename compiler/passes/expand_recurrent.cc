@@ -89,12 +89,15 @@ struct Steps {
 
 StatusOr<bool> expand(Graph& g, Node& n) {
   Value* x = n.input(0);
-  if (!x || !x->has_static_shape() || !n.input(1) || !n.input(1)->has_static_shape()) return false;
-  ASSIGN_OR_RETURN(ops::RecurrentSpec s, ops::recurrent_spec(n, *x->dims, *n.input(1)->dims));
+  std::vector<const Dims*> in_dims;
+  for (const Value* v : n.inputs) {
+    if (v && !v->has_static_shape()) return false;
+    in_dims.push_back(v ? &*v->dims : nullptr);
+  }
+  if (!x || !n.input(1) || !n.input(2)) return false;
+  ASSIGN_OR_RETURN(ops::RecurrentSpec s, ops::recurrent_spec(n, in_dims));
   const bool lstm = n.op_type == "LSTM", gru = n.op_type == "GRU";
   auto input = [&](size_t i) { return i < n.inputs.size() ? n.input(i) : nullptr; };
-  for (size_t i : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{6}, size_t{7}})
-    if (input(i) && !input(i)->has_static_shape()) return false;
   if (s.seq * s.dirs > ops::kMaxRecurrentSteps || s.seq < 1) return false;
   const int64_t T = s.seq, B = s.batch, H = s.hidden, G = s.gates;
   const DType t = x->dtype;
