@@ -112,6 +112,22 @@ StatusOr<SExpr> Stitcher::at(const Value* v, const Coords& c) {
   return r;
 }
 
+std::optional<SExpr> Stitcher::outside_load(const Value* v, Coords c) {
+  for (auto pit = producer_.find(v); pit != producer_.end(); pit = producer_.find(v)) {
+    const Node& n = *pit->second;
+    if (stitch_role(n) != StitchRole::kView) return std::nullopt;
+    c = reshape_coords(c, dims(v), dims(n.input(0)));
+    v = n.input(0);
+  }
+  if (cache_.count(v)) return std::nullopt;  // a row cache may hold it: at() reads it there
+  const std::string ct = compute_type(v->dtype), st = storage_type(v->dtype);
+  const SExpr off = offset(v, c);
+  const std::string p = param(v, false);
+  const std::string load =
+      ct == st ? fmt::format("{}[{}]", p, off.s) : fmt::format("stitch_dev::cvt<{}>({}[{}])", ct, p, off.s);
+  return SExpr{load, std::max(off.level, level_of(c))};
+}
+
 StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c, const std::string& k) {
   const std::string ct = compute_type(v->dtype);
   const std::string& op = n.op_type;
@@ -223,6 +239,10 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
   if (op == "Concat") {
     ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(od.size())));
     std::vector<std::pair<int64_t, SExpr>> parts;  // (end along the axis, value)
+    constexpr size_t kEagerConcat = 4;
+    const bool lazy_loads = std::count_if(n.inputs.begin(), n.inputs.end(), [&](const Value* in) {
+                              return dims(in)[axis] > 0;
+                            }) > static_cast<std::ptrdiff_t>(kEagerConcat);
     int64_t start = 0;
     int level = c[axis].level;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -235,6 +255,18 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
       if (start > 0) x = fmt::format("({0} < {1} ? {1} : {0})", x, lit(0));
       if (start + len < od[axis]) x = fmt::format("({0} > {1} ? {1} : {0})", x, lit(len - 1));
       ci[axis] = {len == 1 ? "0" : x, c[axis].level};
+      // With more than kEagerConcat inputs, one read from outside the group (through views) is
+      // loaded inside the select, so only the branch taken loads: a Concat of a recurrence's 32
+      // stored steps loaded all 32 for each element (and its kernel took 174 registers). With a
+      // few, each input's vector load serves four elements and the select picks per lane.
+      if (lazy_loads) {
+        if (std::optional<SExpr> load = outside_load(in, ci)) {
+          level = std::max(level, load->level);
+          parts.push_back({start + len, *load});
+          start += len;
+          continue;
+        }
+      }
       ASSIGN_OR_RETURN(SExpr a, at(in, ci));
       level = std::max(level, a.level);
       parts.push_back({start + len, a});

@@ -213,6 +213,9 @@ class Stitcher {
   }
 
   StatusOr<SExpr> compute(const Node& n, const Value* v, const Coords& c, const std::string& k);
+  // The load of `v` at `c` as an expression, unbound, when v is read from outside the group
+  // (directly or through views of such a value) and not from a row cache; nullopt otherwise.
+  std::optional<SExpr> outside_load(const Value* v, Coords c);
 
   // A fine-grained GEMM's value at c: a loop over the contraction axis, pulling A at (batch, row,
   // step) and B at (batch, step, column) with numpy broadcasting of the batch axes. Values that
