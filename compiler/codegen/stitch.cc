@@ -236,47 +236,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     if (start != 0) ci[axis] = {fmt::format("({} + {})", lit(start), c[axis].s), c[axis].level};
     return at(n.input(0), ci);
   }
-  if (op == "Concat") {
-    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(od.size())));
-    std::vector<std::pair<int64_t, SExpr>> parts;  // (end along the axis, value)
-    constexpr size_t kEagerConcat = 4;
-    const bool lazy_loads = std::count_if(n.inputs.begin(), n.inputs.end(), [&](const Value* in) {
-                              return dims(in)[axis] > 0;
-                            }) > static_cast<std::ptrdiff_t>(kEagerConcat);
-    int64_t start = 0;
-    int level = c[axis].level;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const Value* in = n.input(i);
-      const int64_t len = dims(in)[axis];
-      if (len == 0) continue;
-      Coords ci = c;
-      // Clamped into this input so every branch reads in bounds; the select keeps the right one.
-      std::string x = start == 0 ? c[axis].s : fmt::format("({} - {})", c[axis].s, lit(start));
-      if (start > 0) x = fmt::format("({0} < {1} ? {1} : {0})", x, lit(0));
-      if (start + len < od[axis]) x = fmt::format("({0} > {1} ? {1} : {0})", x, lit(len - 1));
-      ci[axis] = {len == 1 ? "0" : x, c[axis].level};
-      // With more than kEagerConcat inputs, one read from outside the group (through views) is
-      // loaded inside the select, so only the branch taken loads: a Concat of a recurrence's 32
-      // stored steps loaded all 32 for each element (and its kernel took 174 registers). With a
-      // few, each input's vector load serves four elements and the select picks per lane.
-      if (lazy_loads) {
-        if (std::optional<SExpr> load = outside_load(in, ci)) {
-          level = std::max(level, load->level);
-          parts.push_back({start + len, *load});
-          start += len;
-          continue;
-        }
-      }
-      ASSIGN_OR_RETURN(SExpr a, at(in, ci));
-      level = std::max(level, a.level);
-      parts.push_back({start + len, a});
-      start += len;
-    }
-    std::string e = parts.back().second.s;
-    for (size_t i = parts.size() - 1; i-- > 0;)
-      e = fmt::format("({} < {} ? {} : {})", c[axis].s, lit(parts[i].first), parts[i].second.s, e);
-    return bind(k, ct, e, level, fmt::format("Concat '{}'", n.name));
-  }
+  if (op == "Concat") return concat(n, c, k);
   if (op == "Gather") {
     const Value* data = n.input(0);
     const Value* ind = n.input(1);

@@ -213,6 +213,7 @@ class Stitcher {
   }
 
   StatusOr<SExpr> compute(const Node& n, const Value* v, const Coords& c, const std::string& k);
+  StatusOr<SExpr> concat(const Node& n, const Coords& c, const std::string& k);
   // The load of `v` at `c` as an expression, unbound, when v is read from outside the group
   // (directly or through views of such a value) and not from a row cache; nullopt otherwise.
   std::optional<SExpr> outside_load(const Value* v, Coords c);
