@@ -1,6 +1,7 @@
 // Stitched kernels (stitch.h): the pull-based code generator (stitcher.h), its element and tiled
-// GEMM kernels and the entry points; row kernels are stitch_rows.cc, index maps (flat indices and
-// reshaped coordinates) stitch_index.cc, the analysis stitch_analysis.cc.
+// GEMM kernels and the entry points; row kernels are stitch_rows.cc, index maps (flat indices,
+// reshaped coordinates, Concat's select) stitch_index.cc, the analysis stitch_analysis.cc, row
+// kernels' thread mappings row_mapping.cc.
 #include <fmt/format.h>
 
 #include <algorithm>

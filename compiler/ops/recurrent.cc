@@ -190,7 +190,8 @@ Status eval_recurrent(const Node& n, std::span<const Tensor* const> in, std::vec
     auto pp = [&](int64_t j) { return p.empty() ? 0.0 : p[static_cast<size_t>(d * 3 * H + j)]; };
     for (int64_t b = 0; b < B; ++b) {
       std::vector<double> h(static_cast<size_t>(H)), c(static_cast<size_t>(H)),
-          xg(static_cast<size_t>(G * H)), hg(static_cast<size_t>(G * H)), hn(static_cast<size_t>(H));
+          xg(static_cast<size_t>(G * H)), hg(static_cast<size_t>(G * H)), hn(static_cast<size_t>(H)),
+          reset(static_cast<size_t>(H));  // GRU's reset gate of the step
       for (int64_t k = 0; k < H; ++k) {
         h[k] = h0.empty() ? 0.0 : h0[static_cast<size_t>(si(d, b, k))];
         c[k] = c0.empty() ? 0.0 : c0[static_cast<size_t>(si(d, b, k))];
@@ -205,7 +206,6 @@ Status eval_recurrent(const Node& n, std::span<const Tensor* const> in, std::vec
           xg[j] = a;
           hg[j] = e;
         }
-        std::vector<double> reset(static_cast<size_t>(H));
         if (gru)
           for (int64_t k = 0; k < H; ++k) reset[k] = activate(f[0], clip(xg[H + k] + hg[H + k]));
         for (int64_t k = 0; k < H; ++k) {
