@@ -61,11 +61,16 @@ StatusOr<std::vector<std::string>> copy_output_cones(Graph& g, const std::set<st
     }
     if (!ok) continue;
     std::vector<Node*> ordered(cone.begin(), cone.end());
-    std::sort(ordered.begin(), ordered.end(),
-              [&](const Node* a, const Node* b) { return position.at(a) < position.at(b); });
+    // A copy made for an earlier output takes its original's place (its inputs come before it as
+    // the original's do); the names order the two.
+    std::sort(ordered.begin(), ordered.end(), [&](const Node* a, const Node* b) {
+      const size_t pa = position.at(a), pb = position.at(b);
+      return pa != pb ? pa < pb : a->name < b->name;
+    });
     std::map<const Value*, Value*> copy_of;
     for (Node* n : ordered) {
       Node* c = add_copy_node(g, *n, g.unique_name(n->name + "/for_readers"));
+      position.emplace(c, position.at(n));
       for (Value* in : n->inputs) {
         auto it = copy_of.find(in);
         c->inputs.push_back(it == copy_of.end() ? in : it->second);

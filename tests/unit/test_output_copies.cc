@@ -156,3 +156,31 @@ TEST_CASE("copies every reader would store are not made", "[fusion]") {
   CHECK(r->verdict == "not applied: every copy of the 2 candidate(s) would be stored");
   CHECK(g->nodes().size() == nodes);
 }
+
+TEST_CASE("an output whose cone reads another output copied before it: the copies chain", "[fusion]") {
+  // DynamicQuantizeLinear written out returns its scale and its zero point, the zero point computed
+  // from the scale: once the scale's readers read its copy, the zero point's cone reaches that copy
+  // (a node made by the first copy), and takes its own copy of it.
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[4,6]
+  const %two: f32[] = [2.0]
+  %s = Mul(%x, %two) @"scale"
+  %z = Neg(%s) @"zero"
+  %y = Div(%x, %s) @"ratio"
+  %q = Add(%y, %z) @"shift"
+  output %q
+  output %s
+  output %z
+})");
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  auto lines = fusion::copy_output_cones(*g);
+  REQUIRE(lines.is_ok());
+  REQUIRE(lines->size() == 2);
+  CHECK((*lines)[0] ==
+        "output 's' (1 node(s) from node 'scale' (Mul)): its readers node 'zero' (Neg), node 'ratio' (Div) read a "
+        "copy");
+  CHECK((*lines)[1] ==
+        "output 'z' (2 node(s) from node 'zero' (Neg)): its readers node 'shift' (Add) read a copy");
+  same_as_original(*original, *g, 5);
+}
