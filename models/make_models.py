@@ -29,8 +29,12 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               concatenation, GroupNorm + SiLU before the output convolution; torch.export-based
               exporter, opset 18 (GroupNorm as a Reshape into groups, InstanceNormalization,
               a Reshape back, the channel weight and bias)
+  bert_tiny_qdq, cnn_small_qdq  bert_tiny and cnn_small quantized to the QDQ form by ONNX
+              Runtime's static quantizer (uint8 activations, int8 weights, cnn_small's per output
+              channel); expected outputs from onnxruntime running the QuantizeLinear and
+              DequantizeLinear nodes as written (graph optimizations off)
 
-Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript
+Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript onnxruntime
 Run: python3 models/make_models.py [--out models] [--only NAME ...]
 """
 import argparse
@@ -86,6 +90,45 @@ def export(module, inputs, out_dir, name, input_names, output_names, dynamic_axe
     onnx.checker.check_model(onnx.load(path))
     save_test_data(out_dir, name, inputs, input_names, outputs, output_names)
     print(f"{name}: {os.path.getsize(path)} bytes, opset {opset}")
+
+
+def quantize_qdq(out_dir, src, name, per_channel):
+    """`src` quantized to the QDQ form by ONNX Runtime's static quantizer, calibrated on its own test
+    inputs: uint8 activations and int8 weights (per output channel with `per_channel`). The expected
+    outputs are onnxruntime's with its graph optimizations off, which runs each QuantizeLinear and
+    DequantizeLinear as written (the optimized session runs integer kernels that round elsewhere)."""
+    import glob
+    import shutil
+
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    src_dir, d = os.path.join(out_dir, src), os.path.join(out_dir, name)
+    model = onnx.load(os.path.join(src_dir, "model.onnx"))
+    inits = {t.name for t in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    files = sorted(glob.glob(os.path.join(src_dir, "test_data_set_0", "input_*.pb")))
+    feed = {n: numpy_helper.to_array(onnx.load_tensor(f)) for n, f in zip(names, files)}
+
+    class Once(CalibrationDataReader):
+        def __init__(self):
+            self.left = [feed]
+
+        def get_next(self):
+            return self.left.pop() if self.left else None
+
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    quantize_static(os.path.join(src_dir, "model.onnx"), path, Once(), quant_format=QuantFormat.QDQ,
+                    per_channel=per_channel, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for f in files:
+        shutil.copy(f, os.path.join(d, "test_data_set_0"))
+    for i, (o, t) in enumerate(zip(sess.get_outputs(), sess.run(None, feed))):
+        onnx.save_tensor(numpy_helper.from_array(t, o.name), os.path.join(d, "test_data_set_0", f"output_{i}.pb"))
+    print(f"{name}: {os.path.getsize(path)} bytes, QDQ of {src}")
 
 
 class HFWrapper(torch.nn.Module):
@@ -356,6 +399,13 @@ def main():
     # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.
     if want("llama_tiny_dec"):
         export_decode_step(llama, 2, args.out, "llama_tiny_dec", torch.Generator().manual_seed(5))
+
+    # Quantized, as ONNX Runtime's quantizer writes models for int8 deployment (made from the float
+    # models above, as they are in --out).
+    if want("bert_tiny_qdq"):
+        quantize_qdq(args.out, "bert_tiny", "bert_tiny_qdq", per_channel=False)
+    if want("cnn_small_qdq"):
+        quantize_qdq(args.out, "cnn_small", "cnn_small_qdq", per_channel=True)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ std::vector<OpDef> build_table() {
   ops::register_attention(t);
   ops::register_signal(t);
   ops::register_recurrent(t);
+  ops::register_quantize(t);
   ops::register_blocks(t);
   ops::register_nn(t);
   ops::register_shape(t);

@@ -130,6 +130,27 @@ StatusOr<RecurrentSpec> recurrent_spec(const Node& n, const std::vector<const Di
 // stays its op, which the back end refuses by name.
 inline constexpr int64_t kMaxRecurrentSteps = 512;
 
+// QuantizeLinear and DequantizeLinear (opsets 13 to 25): the quantized type `q` and its range, the
+// float type `real` (DequantizeLinear's output; QuantizeLinear's division precision), and how the
+// scale and zero point cover x: one value for all of it, a vector along `axis`, or (opset 21) x's
+// shape with ceil(D / block) along `axis`. Errors name the node and the input or attribute at fault.
+struct QuantOperand {
+  DType type = DType::kF32;
+  const Dims* dims = nullptr;  // null for an omitted input
+};
+struct QuantSpec {
+  enum class Grain { kTensor, kAxis, kBlocked } grain = Grain::kTensor;
+  int64_t axis = 0, block = 0;
+  DType q = DType::kU8, real = DType::kF32;
+  double lo = 0, hi = 255;
+  // Set by bind(x's dims): x's size along the axis, the elements after it, the scale's blocks.
+  int64_t dim = 1, inner = 1, blocks = 1;
+  void bind(const Dims& x);
+  // The scale's (and zero point's) element for x's element i (row-major; after bind).
+  int64_t param_index(int64_t i) const;
+};
+StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& in, bool quantize);
+
 // Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
 // kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output
 // (explicit, or implicit: the ellipsis, then the letters used once, in alphabetical order), and

@@ -70,6 +70,19 @@ struct NodeBuilder {
     p->outputs[0] = out;
     out->producer = p;
   }
+  // finish() for a node of several outputs: each pair's first value (its producer's first output,
+  // possibly read by the new nodes too) becomes the replaced node's output in the pair's second; an
+  // omitted output (null) leaves its value to the new nodes.
+  void finish_all(const std::vector<std::pair<Value*, Value*>>& outs) {
+    g.remove_nodes({const_cast<Node*>(&replaced)});
+    for (const auto& [last, out] : outs) {
+      if (!out) continue;
+      g.replace_uses(last, out);
+      Node* p = last->producer;
+      p->outputs[0] = out;
+      out->producer = p;
+    }
+  }
 };
 
 // Runs `expand` on every node of the default domain's `op` (found before any is replaced; each

@@ -31,6 +31,10 @@ constexpr PassInfo kFrontend[] = {
      "writes each LSTM, GRU and RNN over a known sequence out step by step: one MatMul of the whole input, "
      "then each step's recurrence MatMul, gates and state update",
      expand_recurrent},
+    {"expand_quantize",
+     "writes each QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear as the Casts, Divs or Muls, "
+     "Rounds and Clips it is defined by",
+     expand_quantize},
     {"expand_group_norm",
      "writes each GroupNormalization as Reshapes around an InstanceNormalization, with its scale and bias",
      expand_group_norm},

@@ -124,6 +124,16 @@ expect "a recurrence's activation with a parameter" 2 "node 'lstm' \(LSTM\): act
   "$STITCHC" compile "$B/lstm_activation_alpha.onnx" -o "$TMP/bad7" --no-nvcc
 expect "recurrence weights that are not its gates" 2 "node 'gru' \(GRU\): its weights W are 1x10x2, not 3 gates of hidden_size 4" -- \
   "$STITCHC" compile "$B/gru_weights_not_gates.onnx" -o "$TMP/bad8" --no-nvcc
+expect "a scale that is not the quantization axis's" 2 \
+  "node 'dq' \(DequantizeLinear\): the scale's shape 5 against x's shape 2x3x4 \(axis 1\): a scale is one value, a vector" -- \
+  "$STITCHC" compile "$B/dequantize_scale_not_axis.onnx" -o "$TMP/bad9" --no-nvcc
+expect "a zero point of another type than x" 2 "node 'dq' \(DequantizeLinear\): its zero point is i8 but x is u8" -- \
+  "$STITCHC" compile "$B/dequantize_zero_point_type.onnx" -o "$TMP/bad10" --no-nvcc
+expect "a blocked scale of the wrong block count" 2 \
+  "node 'q' \(QuantizeLinear\): the scale's shape 2x2 against x's shape 2x5 \(axis 1, block_size 2\)" -- \
+  "$STITCHC" compile "$B/quantize_blocked_scale.onnx" -o "$TMP/bad11" --no-nvcc
+expect "an 8-bit float input" 2 "input 'f8' has element type FLOAT8E4M3FN, which stitch does not support" -- \
+  "$STITCHC" compile "$B/dequantize_float8.onnx" -o "$TMP/bad12" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

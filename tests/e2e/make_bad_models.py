@@ -5,7 +5,8 @@
 
 Each is refused with exit code 2 and a message naming its node; none is a valid ONNX model
 (onnx.checker.check_model refuses the first two as well; the scatters' indices point outside
-their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size).
+their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size; the
+quantizations have scales or zero points that do not fit x, or an element type stitch lacks).
 """
 import os
 import sys
@@ -32,6 +33,7 @@ def zeros(name, *shape):
 def main(out):
     os.makedirs(out, exist_ok=True)
     x = lambda *shape: helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))
+    q8 = lambda *shape: helper.make_tensor_value_info("q", TensorProto.UINT8, list(shape))
     cases = {
         # Softmax's axis written as a float: read as absent it would be the default axis.
         "softmax_float_axis": model("softmax_float_axis", helper.make_node("Softmax", ["x"], ["y"], "sm", axis=0.0),
@@ -66,6 +68,24 @@ def main(out):
         "gru_weights_not_gates": model(
             "gru_weights_not_gates", helper.make_node("GRU", ["x", "w", "r"], ["y"], "gru", hidden_size=4),
             [x(3, 1, 2)], initializers=[zeros("w", 1, 10, 2), zeros("r", 1, 12, 4)]),
+        # Quantization: a scale neither one value nor the axis's length, a zero point of another type
+        # than x, a blocked scale of the wrong block count, and an 8-bit float, which the IR lacks.
+        "dequantize_scale_not_axis": model(
+            "dequantize_scale_not_axis", helper.make_node("DequantizeLinear", ["q", "s"], ["y"], "dq", axis=1),
+            [q8(2, 3, 4)], opset=21, initializers=[helper.make_tensor("s", TensorProto.FLOAT, [5], [0.5] * 5)]),
+        "dequantize_zero_point_type": model(
+            "dequantize_zero_point_type", helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], "dq"),
+            [q8(2, 3)], opset=13,
+            initializers=[helper.make_tensor("s", TensorProto.FLOAT, [], [0.5]),
+                          helper.make_tensor("z", TensorProto.INT8, [], [1])]),
+        "quantize_blocked_scale": model(
+            "quantize_blocked_scale",
+            helper.make_node("QuantizeLinear", ["x", "s"], ["y"], "q", axis=1, block_size=2, output_dtype=3),
+            [x(2, 5)], opset=21, initializers=[zeros("s", 2, 2)]),
+        "dequantize_float8": model(
+            "dequantize_float8", helper.make_node("DequantizeLinear", ["f8", "s"], ["y"], "dq"),
+            [helper.make_tensor_value_info("f8", TensorProto.FLOAT8E4M3FN, [4])], opset=21,
+            initializers=[helper.make_tensor("s", TensorProto.FLOAT, [], [0.5])]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))

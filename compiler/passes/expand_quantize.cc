@@ -1,0 +1,146 @@
+// expand_quantize: each DequantizeLinear, QuantizeLinear and DynamicQuantizeLinear becomes the
+// element-wise arithmetic it is defined by, which the planner fuses with the work around it (a QDQ
+// model's quantize-dequantize pairs into the kernels before and after each GEMM):
+//   DequantizeLinear   Cast x to float32, Sub the zero point, Mul by the scale, Cast to the output type
+//   QuantizeLinear     Div by the scale in the op's precision, Round (half to even), Add the zero
+//                      point, Clip to the quantized type's range, Cast to it
+//   DynamicQuantizeLinear  ReduceMin and ReduceMax of x, widened to hold 0, give the scale and the
+//                      zero point, then the QuantizeLinear arithmetic
+// A scale or zero point per axis becomes [D, 1, ...] to broadcast; a blocked one is repeated along
+// its axis (a Gather of constant indices, or computed here when it is a constant). Runs after
+// fold_constants (a DequantizeLinear of constant weights is a float constant by then) and leaves
+// nodes without static shapes alone; the new nodes are named after the op's.
+#include <fmt/format.h>
+
+#include "ops/op_params.h"
+#include "passes/graph_builder.h"
+#include "passes/pass.h"
+
+namespace stitch {
+
+namespace {
+
+Value* scalar(NodeBuilder& b, const std::string& hint, double v) {
+  return b.constant(hint, Tensor::from_f64(DType::kF32, {}, {v}));
+}
+
+// Scale or zero point `p` (spec `q`) as a value of type `t` that broadcasts to x's shape `x`.
+Value* broadcastable(NodeBuilder& b, Value* p, const ops::QuantSpec& q, const Dims& x, DType t,
+                     const std::string& hint) {
+  const Dims& pd = *p->dims;
+  Dims d = pd;
+  if (q.grain == ops::QuantSpec::Grain::kTensor) {
+    d = {};
+  } else if (q.grain == ops::QuantSpec::Grain::kAxis) {
+    d.assign(x.size() - static_cast<size_t>(q.axis), 1);
+    d[0] = pd[0];
+  } else {
+    d[static_cast<size_t>(q.axis)] = x[static_cast<size_t>(q.axis)];
+  }
+  if (p->constant) {
+    Tensor v = *p->constant;
+    if (q.grain == ops::QuantSpec::Grain::kBlocked) {
+      ops::QuantSpec full = q;
+      full.bind(d);
+      const std::vector<double> src = v.to_f64();
+      std::vector<double> rep(static_cast<size_t>(num_elements(d)));
+      for (size_t i = 0; i < rep.size(); ++i) rep[i] = src[static_cast<size_t>(full.param_index(int64_t(i)))];
+      return b.constant(hint, Tensor::from_f64(t, d, rep));
+    }
+    return b.constant(hint, Tensor::from_f64(t, d, v.to_f64()));
+  }
+  Value* v = p;
+  if (q.grain == ops::QuantSpec::Grain::kBlocked) {
+    std::vector<int64_t> idx(static_cast<size_t>(d[static_cast<size_t>(q.axis)]));
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i) / q.block;
+    v = b.node("Gather", hint + "_blocks", {v, b.constant(hint + "_block_of", Tensor::vector_i64(idx))},
+               v->dtype, d, {{"axis", q.axis}});
+  } else if (d != pd) {
+    v = b.reshape(v, d, hint + "_broadcast");
+  }
+  return v->dtype == t ? v : b.cast(v, t, hint + "_cast");
+}
+
+StatusOr<bool> expand_dequantize(Graph& g, Node& n) {
+  Value *x = n.input(0), *scale = n.input(1), *zp = n.input(2), *y = n.output(0);
+  if (!x || !scale || !y || !x->has_static_shape() || !scale->has_static_shape()) return false;
+  std::vector<ops::QuantOperand> in{{x->dtype, &*x->dims}, {scale->dtype, &*scale->dims}};
+  if (zp && !zp->has_static_shape()) return false;
+  if (zp) in.push_back({zp->dtype, &*zp->dims});
+  ASSIGN_OR_RETURN(ops::QuantSpec q, ops::quant_spec(n, in, false));
+  const Dims& xd = *x->dims;
+  NodeBuilder b{g, n};
+  Value* last = b.cast(x, DType::kF32, "real");
+  if (zp)
+    last = b.node("Sub", "centred", {last, broadcastable(b, zp, q, xd, DType::kF32, "zero_point")},
+                  DType::kF32, xd);
+  last =
+      b.node("Mul", "scaled", {last, broadcastable(b, scale, q, xd, DType::kF32, "scale")}, DType::kF32, xd);
+  if (q.real != DType::kF32) last = b.cast(last, q.real, "rounded");
+  b.finish(last, y);
+  return true;
+}
+
+// round(x / scale) + zero point, clamped to [lo, hi] and cast to `to`; `scale` and `zp` (or null)
+// broadcast to x, `scale` of the division's type.
+Value* quantize(NodeBuilder& b, Value* x, Value* scale, Value* zp, DType to, double lo, double hi) {
+  const Dims& xd = *x->dims;
+  if (x->dtype != scale->dtype) x = b.cast(x, scale->dtype, "precise");
+  Value* last = b.node("Div", "ratio", {x, scale}, scale->dtype, xd);
+  if (last->dtype != DType::kF32) last = b.cast(last, DType::kF32, "ratio_f32");
+  last = b.node("Round", "round", {last}, DType::kF32, xd);
+  if (zp) last = b.node("Add", "shifted", {last, zp}, DType::kF32, xd);
+  last = b.node("Clip", "saturate", {last, scalar(b, "min", lo), scalar(b, "max", hi)}, DType::kF32, xd);
+  return b.cast(last, to, "quantized");
+}
+
+StatusOr<bool> expand_quantize_linear(Graph& g, Node& n) {
+  Value *x = n.input(0), *scale = n.input(1), *zp = n.input(2), *y = n.output(0);
+  if (!x || !scale || !y || !x->has_static_shape() || !scale->has_static_shape()) return false;
+  std::vector<ops::QuantOperand> in{{x->dtype, &*x->dims}, {scale->dtype, &*scale->dims}};
+  if (zp && !zp->has_static_shape()) return false;
+  if (zp) in.push_back({zp->dtype, &*zp->dims});
+  ASSIGN_OR_RETURN(ops::QuantSpec q, ops::quant_spec(n, in, true));
+  const Dims& xd = *x->dims;
+  NodeBuilder b{g, n};
+  Value* s = broadcastable(b, scale, q, xd, q.real, "scale");
+  Value* z = zp ? broadcastable(b, zp, q, xd, DType::kF32, "zero_point") : nullptr;
+  b.finish(quantize(b, x, s, z, q.q, q.lo, q.hi), y);
+  return true;
+}
+
+StatusOr<bool> expand_dynamic_quantize(Graph& g, Node& n) {
+  Value* x = n.input(0);
+  if (!x || !x->has_static_shape() || x->dtype != DType::kF32) return false;
+  NodeBuilder b{g, n};
+  const std::map<std::string, AttrValue> all{{"keepdims", int64_t{0}}};
+  Value* zero = scalar(b, "zero", 0.0);
+  Value* hi = b.node("Max", "max_or_zero", {b.node("ReduceMax", "max", {x}, DType::kF32, {}, all), zero},
+                     DType::kF32, {});
+  Value* lo = b.node("Min", "min_or_zero", {b.node("ReduceMin", "min", {x}, DType::kF32, {}, all), zero},
+                     DType::kF32, {});
+  Value* range = b.node("Sub", "range", {hi, lo}, DType::kF32, {});
+  Value* empty = b.node("Equal", "empty_range", {range, zero}, DType::kBool, {});
+  range = b.node("Where", "range_or_one", {empty, scalar(b, "one", 1.0), range}, DType::kF32, {});
+  Value* scale = b.node("Div", "scale", {range, scalar(b, "levels", 255.0)}, DType::kF32, {});
+  Value* zp = b.node("Neg", "zero_point_real", {b.node("Div", "min_steps", {lo, scale}, DType::kF32, {})},
+                     DType::kF32, {});
+  zp = b.node("Clip", "zero_point_clip", {zp, zero, scalar(b, "top", 255.0)}, DType::kF32, {});
+  zp = b.node("Round", "zero_point", {zp}, DType::kF32, {});
+  Value* y = quantize(b, x, scale, zp, DType::kU8, 0, 255);
+  Value* zp_u8 = b.cast(zp, DType::kU8, "zero_point_u8");
+  std::vector<std::pair<Value*, Value*>> outs{{y, n.output(0)}, {scale, n.output(1)}, {zp_u8, n.output(2)}};
+  b.finish_all(outs);
+  return true;
+}
+
+}  // namespace
+
+StatusOr<bool> expand_quantize(Graph& g, PassContext&) {
+  ASSIGN_OR_RETURN(bool dq, expand_each(g, "DequantizeLinear", expand_dequantize));
+  ASSIGN_OR_RETURN(bool q, expand_each(g, "QuantizeLinear", expand_quantize_linear));
+  ASSIGN_OR_RETURN(bool dyn, expand_each(g, "DynamicQuantizeLinear", expand_dynamic_quantize));
+  return dq || q || dyn;
+}
+
+}  // namespace stitch

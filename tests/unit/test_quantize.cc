@@ -1,0 +1,237 @@
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear written out by expand_quantize, planned
+// by beam search and run on emu against the reference interpreter running the ops themselves,
+// whose definitions ONNX's node tests check (test_quantizelinear_*, test_dequantizelinear_*,
+// test_dynamicquantizelinear_*). The node tests give scales as inputs; these give them as the
+// constants quantizers write, which the pass folds at compile time.
+#include <fmt/format.h>
+
+#include "codegen/schedule.h"
+#include "fusion/rewrites.h"
+#include "fusion_test_util.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+// `text` through the front end: no quantization op is left, and every output of the plan's kernels
+// on emu equals the reference running the ops (exactly for integer outputs). Returns the plan.
+fusion::FusionPlan check_written_out(const std::string& text, const Tolerance& tol = kEmuF32) {
+  INFO(text);
+  auto original = parse_or_die(text);
+  auto g = parse_or_die(text);
+  run_frontend_or_die(*g);
+  for (const auto& n : g->nodes()) {
+    INFO(n->describe());
+    CHECK(n->op_type.find("QuantizeLinear") == std::string::npos);
+  }
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  TensorMap feed;
+  uint32_t seed = 5;
+  for (const Value* v : g->inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+  const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
+  auto want = run_reference(*original, feed);
+  REQUIRE(want.is_ok());
+  for (const Value* v : g->outputs) {
+    const CompareResult r = compare_tensors(got.at(v->name), want->at(v->name), tol.rtol, tol.atol);
+    INFO(v->name << ": max abs " << r.max_abs << ", " << r.mismatches << " outside the tolerance "
+                 << r.problem);
+    CHECK(r.ok);
+  }
+  return std::move(plan).value();
+}
+
+}  // namespace
+
+TEST_CASE("a QDQ layer: each quantize-dequantize pair fuses into the kernel beside the GEMM",
+          "[quantize][emu]") {
+  // As ONNX Runtime's static quantizer writes a layer: the activation quantized and dequantized
+  // before the GEMM, the int8 weights dequantized per output column, the result after the Relu
+  // quantized and dequantized again. Scales are powers of two, so every product and sum is exact
+  // in float32 and the integers cannot round differently on emu and in the reference.
+  uint32_t state = 3;
+  std::string weights;
+  for (int i = 0; i < 16 * 8; ++i) {
+    state = state * 1664525u + 1013904223u;
+    weights += fmt::format("{}{}", i ? ", " : "", static_cast<int>(state >> 24) - 128);
+  }
+  const std::string text = fmt::format(R"(graph "g" opset 21 {{
+  input %x: f32[4,16]
+  const %a_s: f32[] = [0.0625]
+  const %a_z: u8[] = [128]
+  const %w_q: i8[16,8] = [{}]
+  const %w_s: f32[8] = [0.0078125, 0.015625, 0.0078125, 0.03125, 0.0078125, 0.015625, 0.00390625, 0.0078125]
+  const %r_s: f32[] = [0.125]
+  const %r_z: u8[] = [0]
+  %xq = QuantizeLinear(%x, %a_s, %a_z) @"x_q"
+  %xd = DequantizeLinear(%xq, %a_s, %a_z) @"x_dq"
+  %wd = DequantizeLinear(%w_q, %w_s) {{axis = 1}} @"w_dq"
+  %m = MatMul(%xd, %wd) @"gemm"
+  %r = Relu(%m) @"relu"
+  %rq = QuantizeLinear(%r, %r_s, %r_z) @"r_q"
+  %rd = DequantizeLinear(%rq, %r_s, %r_z) @"r_dq"
+  output %rd
+}})",
+                                       weights);
+  const fusion::FusionPlan plan = check_written_out(text);
+  // The weights are a float constant; the activation's pair is one kernel (or the GEMM's
+  // prologue), the Relu and its pair one more.
+  CHECK(plan.cost.kernels <= 2);
+  CHECK(plan.cost.kernels + plan.cost.library_calls <= 3);
+  CHECK(plan.cost.kernels < plan.unfused.kernels);
+}
+
+TEST_CASE("scales per tensor, per axis and in blocks, constant or computed, match the ops' reference",
+          "[quantize][emu]") {
+  // Blocked constant scales are repeated at compile time; a blocked scale computed at run time
+  // is a Gather of its blocks. x is an integer input of 0..6 (the test inputs' integers).
+  check_written_out(R"(graph "g" opset 21 {
+  input %q: u8[2,5]
+  const %s: f32[2,3] = [0.5, 0.25, 2.0, 1.5, 0.75, 0.125]
+  const %z: u8[2,3] = [1, 0, 3, 2, 6, 4]
+  %y = DequantizeLinear(%q, %s, %z) {axis = 1, block_size = 2} @"dq"
+  output %y
+})");
+  check_written_out(R"(graph "g" opset 21 {
+  input %x: f32[2,5]
+  input %s0: f32[2,3]
+  const %two: f32[] = [2.0]
+  %s = Add(%s0, %two) @"positive"
+  %y = QuantizeLinear(%x, %s) {axis = 1, block_size = 2, output_dtype = 3} @"q"
+  output %y
+})");
+  // Per axis on the first axis of a 3-D x, to int16 with its zero point; then back.
+  check_written_out(R"(graph "g" opset 21 {
+  input %x: f32[3,2,4]
+  const %s: f32[3] = [0.01, 0.02, 0.005]
+  const %z: i16[3] = [-100, 0, 250]
+  %q = QuantizeLinear(%x, %s, %z) {axis = 0} @"q"
+  %y = DequantizeLinear(%q, %s, %z) {axis = 0} @"dq"
+  output %q
+  output %y
+})");
+  // A float16 output (opset 23's output_dtype) and a float16 division (precision).
+  check_written_out(R"(graph "g" opset 23 {
+  input %q: i8[4,6]
+  input %x: f16[4,6]
+  const %s: f32[] = [0.3]
+  const %h: f16[6] = [0.5, 0.25, 0.75, 0.1, 0.2, 1.0]
+  %y = DequantizeLinear(%q, %s) {output_dtype = 10} @"dq"
+  %xq = QuantizeLinear(%x, %h) {axis = 1, precision = 10, output_dtype = 3} @"q"
+  output %y
+  output %xq
+})",
+                    kEmuF16Output);
+}
+
+TEST_CASE("DynamicQuantizeLinear: the range, scale and zero point of x, then x quantized",
+          "[quantize][emu]") {
+  const fusion::FusionPlan plan = check_written_out(R"(graph "g" opset 13 {
+  input %x: f32[6,40]
+  %y, %s, %z = DynamicQuantizeLinear(%x) @"dq"
+  output %y
+  output %s
+  output %z
+})");
+  CHECK(plan.cost.kernels < plan.unfused.kernels);
+  // All positive or all negative, where the range widened to 0 fixes the zero point at an end.
+  check_written_out(R"(graph "g" opset 13 {
+  input %x: f32[3,7]
+  const %four: f32[] = [4.0]
+  %p = Add(%x, %four) @"positive"
+  %n = Sub(%x, %four) @"negative"
+  %yp, %sp, %zp = DynamicQuantizeLinear(%p) @"dq_p"
+  %yn, %sn, %zn = DynamicQuantizeLinear(%n) @"dq_n"
+  output %yp
+  output %zp
+  output %yn
+  output %zn
+})");
+}
+
+TEST_CASE("quantization ops that do not fit are refused, naming the node", "[quantize]") {
+  CHECK(frontend_error(R"(graph "g" opset 11 {
+  input %x: f32[2,3]
+  const %s: f32[3] = [1.0, 2.0, 3.0]
+  %y = QuantizeLinear(%x, %s) @"q"
+  output %y
+})") == "node 'q' (QuantizeLinear): its scale has shape 3; before opset 13 it is one value for all of x");
+  CHECK(frontend_error(R"(graph "g" opset 21 {
+  input %x: f32[2,3]
+  const %s: f32[] = [1.0]
+  const %z: i8[] = [0]
+  %y = QuantizeLinear(%x, %s, %z) {output_dtype = 2} @"q"
+  output %y
+})") == "node 'q' (QuantizeLinear): output_dtype 2 (UINT8) differs from the zero point's type i8");
+  CHECK(frontend_error(R"(graph "g" opset 21 {
+  input %x: f32[2,3]
+  const %s: f32[] = [1.0]
+  %y = QuantizeLinear(%x, %s) {output_dtype = 6} @"q"
+  output %y
+})") == "node 'q' (QuantizeLinear): quantizing to i32 is not supported: int8, uint8, int16 or uint16");
+  CHECK(frontend_error(R"(graph "g" opset 21 {
+  input %x: f32[2,3]
+  const %s: f32[] = [1.0]
+  %y = QuantizeLinear(%x, %s) {output_dtype = 17} @"q"
+  output %y
+})") == "node 'q' (QuantizeLinear): output_dtype 17 (FLOAT8E4M3FN) is not supported: int8, uint8, int16 or "
+        "uint16");
+  CHECK(frontend_error(R"(graph "g" opset 21 {
+  input %x: u8[2,3]
+  const %s: f32[2] = [1.0, 2.0]
+  const %z: u8[3] = [1, 2, 3]
+  %y = DequantizeLinear(%x, %s, %z) @"dq"
+  output %y
+})") == "node 'dq' (DequantizeLinear): its zero point's shape 3 differs from its scale's 2");
+  CHECK(frontend_error(R"(graph "g" opset 23 {
+  input %x: u8[2,3]
+  const %s: f32[] = [1.0]
+  %y = DequantizeLinear(%x, %s) {output_dtype = 6} @"dq"
+  output %y
+})") == "node 'dq' (DequantizeLinear): output_dtype 6 (INT32) is not float, float16 or bfloat16");
+  CHECK(frontend_error(R"(graph "g" opset 21 {
+  input %x: f32[2,4]
+  const %s: f32[2,2] = [1.0, 1.0, 1.0, 1.0]
+  %y = QuantizeLinear(%x, %s) {axis = 1, block_size = -2} @"q"
+  output %y
+})") == "node 'q' (QuantizeLinear): block_size must be positive, got -2");
+}
+
+TEST_CASE("the shipped QDQ models as stitchc compiles them: every quantize-dequantize pair inside a kernel",
+          "[quantize][fusion][models]") {
+  // bert_tiny_qdq and cnn_small_qdq (ONNX Runtime's quantizer on bert_tiny and cnn_small) through
+  // the rewrites stitchc runs: the weights' DequantizeLinears are float constants, each activation's
+  // pair (Div, Round, Clip, the Casts) shares a kernel with the element-wise work around it.
+  // 2026-11-27: bert_tiny_qdq 14 kernels + 6 calls (bert_tiny 10 + 11: the fake-quantized Q.K^T and
+  // P.V are loops in the attention kernels), cnn_small_qdq 13 + 9 (cnn_small 11 + 9: a pair after a
+  // convolution whose ReLU is cuDNN's epilogue is a kernel of its own). Their emu runs against
+  // onnxruntime's outputs are in tests/e2e/backend_tests.sh.
+  const std::map<std::string, std::pair<size_t, size_t>> most = {{"bert_tiny_qdq", {14, 6}},
+                                                                 {"cnn_small_qdq", {13, 9}}};
+  for (const auto& [name, limit] : most) {
+    INFO(name);
+    auto g = prepared_model(name);
+    auto rewrites = fusion::rewrite_for_planning(g, opts("beam"));
+    REQUIRE(rewrites.is_ok());
+    auto plan = fusion::make_plan(*g, opts("beam"));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    int rounds = 0;
+    for (const auto& grp : plan->groups)
+      if (has_op(grp, "Round")) {
+        ++rounds;
+        CHECK(grp.nodes.size() >= 5);  // at least the quantization itself: Div, Round, Add, Clip, Cast
+      }
+    CHECK(rounds > 0);
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
+    auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+    REQUIRE(s.is_ok());
+    CHECK(s->kernels.size() <= limit.first);
+    CHECK(s->calls.size() <= limit.second);
+  }
+}
