@@ -761,6 +761,23 @@ def models():
                                             out_features=["stage4"]),
             d_model=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
             encoder_ffn_dim=128, decoder_ffn_dim=128, num_queries=10)), (1, 3, 64, 64)),
+        # Multi-scale deformable attention: each query's sampling points read the feature maps through
+        # GridSample (bilinear, zeros padding). RT-DETR through torch.export (opset 18).
+        "deformable_detr": tensor(lambda: AsDict(tf.DeformableDetrModel(tf.DeformableDetrConfig(
+            use_timm_backbone=False, use_pretrained_backbone=False, backbone=None,
+            backbone_config=tf.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
+                                            out_features=["stage2", "stage3", "stage4"]),
+            d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10, num_feature_levels=3, encoder_n_points=2,
+            decoder_n_points=2)), "last_hidden_state", "last_hidden_state"), (1, 3, 64, 64), dynamo=False, opset=17),
+        "rt_detr": tensor(lambda: AsDict(tf.RTDetrModel(tf.RTDetrConfig(
+            backbone_config=tf.RTDetrResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128],
+                                                  depths=[1, 1, 1, 1], out_features=["stage2", "stage3", "stage4"]),
+            encoder_hidden_dim=32, encoder_in_channels=[32, 64, 128], feat_strides=[8, 16, 32], encoder_layers=1,
+            encoder_ffn_dim=64, encoder_attention_heads=4, d_model=32, num_queries=20, decoder_layers=1,
+            decoder_ffn_dim=64, decoder_attention_heads=4, decoder_n_points=4, num_feature_levels=3,
+            num_denoising=0, anchor_image_size=None, decoder_in_channels=[32, 32, 32])),
+            "last_hidden_state", "last_hidden_state"), (1, 3, 64, 64)),
         "yolos": tensor(lambda: tf.YolosModel(tf.YolosConfig(**{**vis, "image_size": [64, 64]},
                                                              num_detection_tokens=10), add_pooling_layer=False),
                         (1, 3, 64, 64)),

@@ -151,6 +151,22 @@ struct QuantSpec {
 };
 StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& in, bool quantize);
 
+// GridSample (opsets 16 to 28): the interpolation, the padding of points and pixels outside X, and
+// the spatial rank r (grid's last axis). unnormalize maps a grid coordinate in [-1, 1] onto an axis
+// of length d; reflect folds x back between lo and hi (lo when they meet); weights gives the taps'
+// weights at fraction t past the first integer position (nearest 1, linear 2, cubic 4: Keys'
+// kernel with a = -0.75, the first tap one before).
+struct GridSampleSpec {
+  enum class Mode { kNearest, kLinear, kCubic } mode = Mode::kLinear;
+  enum class Padding { kZeros, kBorder, kReflection } padding = Padding::kZeros;
+  bool align_corners = false;
+  int64_t rank = 2;
+  double unnormalize(double g, int64_t d) const;
+  static double reflect(double x, double lo, double hi);
+  std::vector<double> weights(double t) const;
+};
+StatusOr<GridSampleSpec> grid_sample_spec(const Node& n, const Dims& x, const Dims& grid);
+
 // Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
 // kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output
 // (explicit, or implicit: the ellipsis, then the letters used once, in alphabetical order), and

@@ -16,6 +16,10 @@ constexpr PassInfo kFrontend[] = {
     {"fold_constants", "replaces nodes whose outputs are known by constants", fold_constants},
     {"expand_resize",
      "writes each Resize as Gathers of constant indices times constant weights, axis by axis", expand_resize},
+    {"expand_grid_sample",
+     "writes each GridSample as its coordinates' arithmetic and a GatherElements per tap, weighted and "
+     "summed",
+     expand_grid_sample},
     {"expand_einsum", "writes each Einsum as Transposes, Reshapes, ReduceSums and batched MatMuls",
      expand_einsum},
     {"expand_block_moves",

@@ -134,6 +134,9 @@ expect "a blocked scale of the wrong block count" 2 \
   "$STITCHC" compile "$B/quantize_blocked_scale.onnx" -o "$TMP/bad11" --no-nvcc
 expect "an 8-bit float input" 2 "input 'f8' has element type FLOAT8E4M3FN, which stitch does not support" -- \
   "$STITCHC" compile "$B/dequantize_float8.onnx" -o "$TMP/bad12" --no-nvcc
+expect "a GridSample mode it does not have" 2 \
+  "node 'sample' \(GridSample\): mode 'area' is not nearest, linear \(bilinear\) or cubic \(bicubic\)" -- \
+  "$STITCHC" compile "$B/gridsample_mode_area.onnx" -o "$TMP/bad13" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

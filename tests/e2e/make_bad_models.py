@@ -6,7 +6,8 @@
 Each is refused with exit code 2 and a message naming its node; none is a valid ONNX model
 (onnx.checker.check_model refuses the first two as well; the scatters' indices point outside
 their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size; the
-quantizations have scales or zero points that do not fit x, or an element type stitch lacks).
+quantizations have scales or zero points that do not fit x, or an element type stitch lacks; the
+GridSample names a mode it does not have).
 """
 import os
 import sys
@@ -86,6 +87,10 @@ def main(out):
             "dequantize_float8", helper.make_node("DequantizeLinear", ["f8", "s"], ["y"], "dq"),
             [helper.make_tensor_value_info("f8", TensorProto.FLOAT8E4M3FN, [4])], opset=21,
             initializers=[helper.make_tensor("s", TensorProto.FLOAT, [], [0.5])]),
+        # A GridSample mode the op does not have.
+        "gridsample_mode_area": model(
+            "gridsample_mode_area", helper.make_node("GridSample", ["x", "grid"], ["y"], "sample", mode="area"),
+            [x(1, 2, 4, 4), helper.make_tensor_value_info("grid", TensorProto.FLOAT, [1, 3, 3, 2])], opset=20),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))
