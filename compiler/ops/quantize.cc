@@ -189,8 +189,12 @@ double round_to(DType t, double v) {
   return f;
 }
 
-Status eval_dequantize(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(n, operands(in), false));
+// Evaluates a QuantizeLinear (`quantize`) or DequantizeLinear element by element: f(x, scale,
+// zero point) with the spec's parameters for each element of x.
+template <typename F>
+Status eval_linear(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out, bool quantize,
+                   F f) {
+  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(n, operands(in), quantize));
   const Tensor& x = *in[0];
   q.bind(x.dims());
   const std::vector<double> xv = x.to_f64(), scale = in[1]->to_f64();
@@ -199,27 +203,23 @@ Status eval_dequantize(const Node& n, std::span<const Tensor* const> in, std::ve
   std::vector<double> y(xv.size());
   for (size_t i = 0; i < y.size(); ++i) {
     const auto p = static_cast<size_t>(q.param_index(static_cast<int64_t>(i)));
-    y[i] = round_to(DType::kF32, (xv[i] - zp[p]) * round_to(DType::kF32, scale[p]));
+    y[i] = f(q, xv[i], scale[p], zp[p]);
   }
-  out[0] = Tensor::from_f64(q.real, x.dims(), y);
+  out[0] = Tensor::from_f64(quantize ? q.q : q.real, x.dims(), y);
   return Status::ok();
 }
 
+Status eval_dequantize(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  return eval_linear(n, in, out, false, [](const QuantSpec&, double x, double scale, double zp) {
+    return round_to(DType::kF32, (x - zp) * round_to(DType::kF32, scale));
+  });
+}
+
 Status eval_quantize(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(n, operands(in), true));
-  const Tensor& x = *in[0];
-  q.bind(x.dims());
-  const std::vector<double> xv = x.to_f64(), scale = in[1]->to_f64();
-  const std::vector<double> zp =
-      in.size() > 2 && in[2] ? in[2]->to_f64() : std::vector<double>(scale.size(), 0.0);
-  std::vector<double> y(xv.size());
-  for (size_t i = 0; i < y.size(); ++i) {
-    const auto p = static_cast<size_t>(q.param_index(static_cast<int64_t>(i)));
-    const double ratio = round_to(q.real, round_to(q.real, xv[i]) / round_to(q.real, scale[p]));
-    y[i] = std::clamp(std::nearbyint(ratio) + zp[p], q.lo, q.hi);
-  }
-  out[0] = Tensor::from_f64(q.q, x.dims(), y);
-  return Status::ok();
+  return eval_linear(n, in, out, true, [](const QuantSpec& q, double x, double scale, double zp) {
+    const double ratio = round_to(q.real, round_to(q.real, x) / round_to(q.real, scale));
+    return std::clamp(std::nearbyint(ratio) + zp, q.lo, q.hi);
+  });
 }
 
 Status infer_dynamic_quantize(InferContext& ctx) {

@@ -12,6 +12,8 @@
 // nodes without static shapes alone; the new nodes are named after the op's.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "ops/op_params.h"
 #include "passes/graph_builder.h"
 #include "passes/pass.h"
@@ -61,13 +63,23 @@ Value* broadcastable(NodeBuilder& b, Value* p, const ops::QuantSpec& q, const Di
   return v->dtype == t ? v : b.cast(v, t, hint + "_cast");
 }
 
-StatusOr<bool> expand_dequantize(Graph& g, Node& n) {
-  Value *x = n.input(0), *scale = n.input(1), *zp = n.input(2), *y = n.output(0);
-  if (!x || !scale || !y || !x->has_static_shape() || !scale->has_static_shape()) return false;
+// The spec of QuantizeLinear or DequantizeLinear `n`, or nullopt when a shape is not known.
+StatusOr<std::optional<ops::QuantSpec>> spec_of(const Node& n, bool quantize) {
+  const Value *x = n.input(0), *scale = n.input(1), *zp = n.input(2);
+  if (!x || !scale || !n.output(0) || !x->has_static_shape() || !scale->has_static_shape() ||
+      (zp && !zp->has_static_shape()))
+    return std::optional<ops::QuantSpec>{};
   std::vector<ops::QuantOperand> in{{x->dtype, &*x->dims}, {scale->dtype, &*scale->dims}};
-  if (zp && !zp->has_static_shape()) return false;
   if (zp) in.push_back({zp->dtype, &*zp->dims});
-  ASSIGN_OR_RETURN(ops::QuantSpec q, ops::quant_spec(n, in, false));
+  ASSIGN_OR_RETURN(ops::QuantSpec q, ops::quant_spec(n, in, quantize));
+  return std::optional<ops::QuantSpec>{q};
+}
+
+StatusOr<bool> expand_dequantize(Graph& g, Node& n) {
+  ASSIGN_OR_RETURN(std::optional<ops::QuantSpec> spec, spec_of(n, false));
+  if (!spec) return false;
+  const ops::QuantSpec& q = *spec;
+  Value *x = n.input(0), *scale = n.input(1), *zp = n.input(2), *y = n.output(0);
   const Dims& xd = *x->dims;
   NodeBuilder b{g, n};
   Value* last = b.cast(x, DType::kF32, "real");
@@ -95,12 +107,10 @@ Value* quantize(NodeBuilder& b, Value* x, Value* scale, Value* zp, DType to, dou
 }
 
 StatusOr<bool> expand_quantize_linear(Graph& g, Node& n) {
+  ASSIGN_OR_RETURN(std::optional<ops::QuantSpec> spec, spec_of(n, true));
+  if (!spec) return false;
+  const ops::QuantSpec& q = *spec;
   Value *x = n.input(0), *scale = n.input(1), *zp = n.input(2), *y = n.output(0);
-  if (!x || !scale || !y || !x->has_static_shape() || !scale->has_static_shape()) return false;
-  std::vector<ops::QuantOperand> in{{x->dtype, &*x->dims}, {scale->dtype, &*scale->dims}};
-  if (zp && !zp->has_static_shape()) return false;
-  if (zp) in.push_back({zp->dtype, &*zp->dims});
-  ASSIGN_OR_RETURN(ops::QuantSpec q, ops::quant_spec(n, in, true));
   const Dims& xd = *x->dims;
   NodeBuilder b{g, n};
   Value* s = broadcastable(b, scale, q, xd, q.real, "scale");

@@ -147,6 +147,39 @@ inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::
   return emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
 }
 
+// `text` through the front end, where no node of an op type in `gone` may be left (ops the front
+// end writes out), planned by beam search and run on emu (seeded inputs from `seed`) against the
+// reference running `text` as written: every output within `tol` (integer outputs exactly).
+// Returns the plan.
+inline fusion::FusionPlan written_out_matches_op(const std::string& text, const std::set<std::string>& gone,
+                                                 uint32_t seed, const Tolerance& tol = kEmuF32) {
+  INFO(text);
+  auto original = parse_or_die(text);
+  auto g = parse_or_die(text);
+  run_frontend_or_die(*g);
+  for (const auto& n : g->nodes()) {
+    INFO(n->describe());
+    CHECK(!gone.count(n->op_type));
+  }
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  TensorMap feed;
+  for (const Value* v : g->inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+  const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
+  auto want = run_reference(*original, feed);
+  REQUIRE(want.is_ok());
+  for (const Value* v : g->outputs) {
+    const CompareResult r = compare_tensors(got.at(v->name), want->at(v->name), tol.rtol, tol.atol);
+    INFO(v->name << ": max abs " << r.max_abs << ", " << r.mismatches << " outside the tolerance "
+                 << r.problem);
+    CHECK(r.ok);
+  }
+  return std::move(plan).value();
+}
+
 // Every planner makes `g` one kernel, which matches the reference interpreter on emu (a seed each,
 // from `seed` on); `check`, when given, looks at each plan too.
 inline void one_kernel_in_every_planner(const Graph& g, uint32_t& seed,

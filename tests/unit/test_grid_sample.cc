@@ -28,32 +28,10 @@ std::string sampling(const std::string& attrs, const char* t = "f32") {
                      t, attrs);
 }
 
-// `text` through the front end (no GridSample left), planned by beam search, on emu against the
-// reference running the op; returns the plan's kernel count.
+// `text` written out, planned and run on emu against the reference running GridSample; returns the
+// plan's kernel count.
 int64_t check_sampled(const std::string& text, const Tolerance& tol = kEmuF32) {
-  INFO(text);
-  auto original = parse_or_die(text);
-  auto g = parse_or_die(text);
-  run_frontend_or_die(*g);
-  for (const auto& n : g->nodes()) CHECK(n->op_type != "GridSample");
-  auto plan = fusion::make_plan(*g, opts("beam"));
-  REQUIRE(plan.is_ok());
-  INFO(fusion::explain(*plan));
-  const auto groups = groups_of(*plan);
-  const auto packs = packs_of(*plan);
-  TensorMap feed;
-  uint32_t seed = 11;
-  for (const Value* v : g->inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
-  const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
-  auto want = run_reference(*original, feed);
-  REQUIRE(want.is_ok());
-  for (const Value* v : g->outputs) {
-    const CompareResult r = compare_tensors(got.at(v->name), want->at(v->name), tol.rtol, tol.atol);
-    INFO(v->name << ": max abs " << r.max_abs << ", " << r.mismatches << " outside the tolerance "
-                 << r.problem);
-    CHECK(r.ok);
-  }
-  return plan->cost.kernels;
+  return written_out_matches_op(text, {"GridSample"}, 11, tol).cost.kernels;
 }
 
 }  // namespace

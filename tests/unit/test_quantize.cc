@@ -14,35 +14,11 @@ using namespace stitch::test;
 
 namespace {
 
-// `text` through the front end: no quantization op is left, and every output of the plan's kernels
-// on emu equals the reference running the ops (exactly for integer outputs). Returns the plan.
+// `text` written out (no QuantizeLinear, DequantizeLinear or DynamicQuantizeLinear left), planned
+// and run on emu against the reference running the ops; returns the plan.
 fusion::FusionPlan check_written_out(const std::string& text, const Tolerance& tol = kEmuF32) {
-  INFO(text);
-  auto original = parse_or_die(text);
-  auto g = parse_or_die(text);
-  run_frontend_or_die(*g);
-  for (const auto& n : g->nodes()) {
-    INFO(n->describe());
-    CHECK(n->op_type.find("QuantizeLinear") == std::string::npos);
-  }
-  auto plan = fusion::make_plan(*g, opts("beam"));
-  REQUIRE(plan.is_ok());
-  INFO(fusion::explain(*plan));
-  const auto groups = groups_of(*plan);
-  const auto packs = packs_of(*plan);
-  TensorMap feed;
-  uint32_t seed = 5;
-  for (const Value* v : g->inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
-  const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
-  auto want = run_reference(*original, feed);
-  REQUIRE(want.is_ok());
-  for (const Value* v : g->outputs) {
-    const CompareResult r = compare_tensors(got.at(v->name), want->at(v->name), tol.rtol, tol.atol);
-    INFO(v->name << ": max abs " << r.max_abs << ", " << r.mismatches << " outside the tolerance "
-                 << r.problem);
-    CHECK(r.ok);
-  }
-  return std::move(plan).value();
+  return written_out_matches_op(text, {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}, 5,
+                                tol);
 }
 
 }  // namespace
@@ -227,9 +203,7 @@ TEST_CASE("the shipped QDQ models as stitchc compiles them: every quantize-dequa
         CHECK(grp.nodes.size() >= 5);  // at least the quantization itself: Div, Round, Add, Clip, Cast
       }
     CHECK(rounds > 0);
-    const auto groups = groups_of(*plan);
-    const auto packs = packs_of(*plan);
-    auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+    auto s = schedule_of(*g, *plan);
     REQUIRE(s.is_ok());
     CHECK(s->kernels.size() <= limit.first);
     CHECK(s->calls.size() <= limit.second);
