@@ -108,6 +108,47 @@ def export_text(name, make_model, keys, vocab, dynamo, opset, out):
         save_case(out, ["input_ids", "attention_mask"], [ids, mask], list(keys), ref, k)
 
 
+class WithLoss(torch.nn.Module):
+    """(input_ids, attention_mask, labels) -> (loss, logits): a token classifier trained or
+    evaluated with its loss in the graph (PyTorch's cross-entropy, padding labelled -100)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, input_ids, attention_mask, labels):
+        r = self.m(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+        return r.loss, r.logits
+
+
+def export_text_loss(name, make_model, labels, dynamo, opset, out):
+    torch.manual_seed(0)
+    w = WithLoss(make_model().eval()).eval()
+    names, keys = ["input_ids", "attention_mask", "labels"], ["loss", "logits"]
+
+    def case(batch, seq):
+        ids, mask = text_inputs(100, batch, seq)
+        return ids, mask, torch.where(mask == 1, ids % labels, torch.full_like(ids, -100))
+
+    inputs = case(BATCH, SEQ)
+    with torch.no_grad():
+        ref = w(*inputs)
+    path = os.path.join(out, "model.onnx")
+    if dynamo:
+        b, s = torch.export.Dim("batch", min=1, max=64), torch.export.Dim("sequence", min=2, max=1024)
+        torch.onnx.export(w, inputs, path, dynamo=True, opset_version=opset, input_names=names, output_names=keys,
+                          dynamic_shapes={k: {0: b, 1: s} for k in names}, external_data=False)
+    else:
+        torch.onnx.export(w, inputs, path, dynamo=False, opset_version=opset, input_names=names, output_names=keys,
+                          dynamic_axes={k: {0: "batch", 1: "sequence"} for k in names})
+    save_case(out, names, list(inputs), keys, ref)
+    for k, (batch, seq) in enumerate(MORE_SHAPES, start=1):
+        inputs = case(batch, seq)
+        with torch.no_grad():
+            ref = w(*inputs)
+        save_case(out, names, list(inputs), keys, ref, k)
+
+
 def export_decoder(name, make_model, layers, dynamo, opset, out):
     """One step of incremental decoding: the next token's input_ids [batch, 1], the attention mask
     [batch, past + 1] and each layer's cached keys and values [batch, kv_heads, past, head_dim] ->
@@ -268,6 +309,12 @@ def models():
                               lambda: tf.BertModel(tf.BertConfig(**{**bert_base, "num_hidden_layers": 12})),
                               ("last_hidden_state", "pooler_output"), 30522, False, 16),
         "bert_dynamo": text("bert_dynamo", lambda: tf.BertModel(tf.BertConfig(**bert_small)), vocab=30522),
+        # A token classifier with its cross-entropy loss in the graph (SoftmaxCrossEntropyLoss with
+        # ignore_index -100), through both exporters.
+        "bert_token_loss": lambda o: export_text_loss(
+            None, lambda: tf.BertForTokenClassification(tf.BertConfig(**bert_small, num_labels=5)), 5, True, 18, o),
+        "bert_token_loss_ts": lambda o: export_text_loss(
+            None, lambda: tf.BertForTokenClassification(tf.BertConfig(**bert_small, num_labels=5)), 5, False, 17, o),
         "gpt2_dynamo": text("gpt2_dynamo", lambda: tf.GPT2Model(tf.GPT2Config(**gpt2)), vocab=50257),
         "llama_2l": text("llama_2l", lambda: tf.LlamaModel(tf.LlamaConfig(**llama))),
         "llama_ts": text("llama_ts", lambda: tf.LlamaModel(tf.LlamaConfig(**llama)), dynamo=False, opset=17),

@@ -51,6 +51,7 @@ std::vector<OpDef> build_table() {
   ops::register_recurrent(t);
   ops::register_quantize(t);
   ops::register_grid_sample(t);
+  ops::register_loss(t);
   ops::register_blocks(t);
   ops::register_nn(t);
   ops::register_shape(t);

@@ -167,6 +167,16 @@ struct GridSampleSpec {
 };
 StatusOr<GridSampleSpec> grid_sample_spec(const Node& n, const Dims& x, const Dims& grid);
 
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (opsets 12 to 28): the reduction, the
+// ignored target value if any, and the class count; x [N, C, d1...] against a target [N, d1...] and
+// optional weights [C], checked.
+struct LossSpec {
+  enum class Reduction { kNone, kSum, kMean } reduction = Reduction::kMean;
+  std::optional<int64_t> ignore_index;
+  int64_t classes = 0;
+};
+StatusOr<LossSpec> loss_spec(const Node& n, const Dims& x, const Dims& target, const Dims* weight);
+
 // Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
 // kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output
 // (explicit, or implicit: the ellipsis, then the letters used once, in alphabetical order), and

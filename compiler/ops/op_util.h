@@ -27,6 +27,7 @@ void register_signal(std::vector<OpDef>& table);
 void register_recurrent(std::vector<OpDef>& table);
 void register_quantize(std::vector<OpDef>& table);
 void register_grid_sample(std::vector<OpDef>& table);
+void register_loss(std::vector<OpDef>& table);
 void register_blocks(std::vector<OpDef>& table);
 
 inline Status node_error(const Node& n, const std::string& msg) {

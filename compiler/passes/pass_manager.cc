@@ -39,6 +39,10 @@ constexpr PassInfo kFrontend[] = {
      "writes each QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear as the Casts, Divs or Muls, "
      "Rounds and Clips it is defined by",
      expand_quantize},
+    {"expand_losses",
+     "writes each NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss as a LogSoftmax, a GatherElements of "
+     "the targets' log-probabilities, their weights and the reduction",
+     expand_losses},
     {"expand_group_norm",
      "writes each GroupNormalization as Reshapes around an InstanceNormalization, with its scale and bias",
      expand_group_norm},

@@ -137,6 +137,9 @@ expect "an 8-bit float input" 2 "input 'f8' has element type FLOAT8E4M3FN, which
 expect "a GridSample mode it does not have" 2 \
   "node 'sample' \(GridSample\): mode 'area' is not nearest, linear \(bilinear\) or cubic \(bicubic\)" -- \
   "$STITCHC" compile "$B/gridsample_mode_area.onnx" -o "$TMP/bad13" --no-nvcc
+expect "loss weights that are not one per class" 2 \
+  "node 'loss' \(SoftmaxCrossEntropyLoss\): its weights have shape 4; they are one per class, \[6\]" -- \
+  "$STITCHC" compile "$B/sce_weights_not_classes.onnx" -o "$TMP/bad14" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

@@ -7,7 +7,7 @@ Each is refused with exit code 2 and a message naming its node; none is a valid 
 (onnx.checker.check_model refuses the first two as well; the scatters' indices point outside
 their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size; the
 quantizations have scales or zero points that do not fit x, or an element type stitch lacks; the
-GridSample names a mode it does not have).
+GridSample names a mode it does not have; the loss has weights that are not one per class).
 """
 import os
 import sys
@@ -91,6 +91,11 @@ def main(out):
         "gridsample_mode_area": model(
             "gridsample_mode_area", helper.make_node("GridSample", ["x", "grid"], ["y"], "sample", mode="area"),
             [x(1, 2, 4, 4), helper.make_tensor_value_info("grid", TensorProto.FLOAT, [1, 3, 3, 2])], opset=20),
+        # A loss whose weights are not one per class.
+        "sce_weights_not_classes": model(
+            "sce_weights_not_classes", helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["y"], "loss"),
+            [x(4, 6), helper.make_tensor_value_info("t", TensorProto.INT64, [4])], opset=13,
+            initializers=[zeros("w", 4)]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))
