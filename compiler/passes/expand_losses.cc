@@ -6,7 +6,8 @@
 //         [N, 1, d...], a GatherElements of the log-probabilities along the classes, negated, times
 //         the weight of each target (a Gather of the weights) with 0 where it is ignored; then a
 //         ReduceSum (sum), a ReduceSum divided by the weights' (mean with weights or an ignored
-//         value) or a ReduceMean (mean otherwise).
+//         value) or a ReduceMean (mean otherwise), each keeping the reduced axes so that the
+//         mean's Div may join their kernel, and a Reshape to the scalar loss.
 // Runs after fold_constants and leaves nodes without static shapes alone; the new nodes are named
 // after the op's.
 #include "ops/op_params.h"
