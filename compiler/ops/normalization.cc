@@ -1,10 +1,11 @@
 // Normalizations: LayerNormalization (with its optional Mean and InvStdDev
 // outputs), BatchNormalization in inference mode, InstanceNormalization,
 // GroupNormalization (its scale and bias per group at opsets 18-20, per channel from 21),
-// RMSNormalization (opset 23).
+// RMSNormalization (opset 23), LRN (local response normalization across channels).
 // Statistics are computed in double.
 #include <cmath>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace stitch::ops {
@@ -239,6 +240,48 @@ Status eval_rmsnorm(const Node& n, std::span<const Tensor* const> in, std::vecto
 
 }  // namespace
 
+StatusOr<LrnSpec> lrn_spec(const Node& n, const Dims& x) {
+  if (!n.has_attr("size")) return node_error(n, "needs its size attribute (the channels each sum spans)");
+  LrnSpec s{n.attr_float("alpha", 1e-4f), n.attr_float("beta", 0.75f), n.attr_float("bias", 1.0f),
+            n.attr_int("size", 1)};
+  if (s.size < 1) return node_error(n, fmt::format("size must be positive, got {}", s.size));
+  if (x.size() < 2) return node_error(n, fmt::format("X has shape {}; it is N x C x ...", dims_to_string(x)));
+  return s;
+}
+
+namespace {
+
+// LRN: y = x / (bias + alpha / size * sum of x^2 over the channels [c - (size - 1) / 2, c + size / 2],
+// within the tensor)^beta.
+Status infer_lrn(InferContext& ctx) {
+  if (!is_float(ctx.dtype(0))) return ctx.error("expects a floating-point input");
+  RETURN_IF_ERROR(lrn_spec(ctx.node(), ctx.dims(0)).status());
+  return same_as_input0(ctx);
+}
+
+Status eval_lrn(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  ASSIGN_OR_RETURN(LrnSpec s, lrn_spec(n, x.dims()));
+  const int64_t batch = x.dims()[0], c = x.dims()[1], inner = x.size() / std::max<int64_t>(batch * c, 1);
+  const std::vector<double> xv = x.to_f64();
+  std::vector<double> y(xv.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t k = 0; k < inner; ++k) {
+        double sq = 0;
+        for (int64_t j = std::max<int64_t>(0, ch - s.lower()); j <= std::min(c - 1, ch + s.upper()); ++j) {
+          const double v = xv[static_cast<size_t>((b * c + j) * inner + k)];
+          sq += v * v;
+        }
+        const size_t at = static_cast<size_t>((b * c + ch) * inner + k);
+        y[at] = xv[at] / std::pow(s.bias + s.alpha / double(s.size) * sq, s.beta);
+      }
+  out[0] = Tensor::from_f64(x.dtype(), x.dims(), y);
+  return Status::ok();
+}
+
+}  // namespace
+
 void register_normalization(std::vector<OpDef>& t) {
   t.push_back({"LayerNormalization", 17, kMaxOpset, OpCategory::kReduction, infer_layernorm,
                eval_layernorm});
@@ -248,6 +291,7 @@ void register_normalization(std::vector<OpDef>& t) {
                infer_instancenorm, eval_instancenorm});
   t.push_back({"GroupNormalization", 18, kMaxOpset, OpCategory::kReduction, infer_groupnorm, eval_groupnorm});
   t.push_back({"RMSNormalization", 23, kMaxOpset, OpCategory::kReduction, infer_rmsnorm, eval_rmsnorm});
+  t.push_back({"LRN", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_lrn, eval_lrn});
 }
 
 }  // namespace stitch::ops

@@ -177,6 +177,17 @@ struct LossSpec {
 };
 StatusOr<LossSpec> loss_spec(const Node& n, const Dims& x, const Dims& target, const Dims* weight);
 
+// LRN: its attributes, checked (size required and positive, X at least N x C). Channel c's sum
+// spans [c - lower(), c + upper()], clipped to the tensor (ONNX: floor((size - 1) / 2) below,
+// ceil((size - 1) / 2) above).
+struct LrnSpec {
+  double alpha = 1e-4, beta = 0.75, bias = 1.0;
+  int64_t size = 1;
+  int64_t lower() const { return (size - 1) / 2; }
+  int64_t upper() const { return size / 2; }
+};
+StatusOr<LrnSpec> lrn_spec(const Node& n, const Dims& x);
+
 // Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
 // kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output
 // (explicit, or implicit: the ellipsis, then the letters used once, in alphabetical order), and

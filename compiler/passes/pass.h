@@ -51,6 +51,7 @@ StatusOr<bool> expand_recurrent(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_quantize(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_grid_sample(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_losses(Graph& g, PassContext& ctx);
+StatusOr<bool> expand_lrn(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_block_moves(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_one_hot(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_group_norm(Graph& g, PassContext& ctx);

@@ -43,6 +43,9 @@ constexpr PassInfo kFrontend[] = {
      "writes each NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss as a LogSoftmax, a GatherElements of "
      "the targets' log-probabilities, their weights and the reduction",
      expand_losses},
+    {"expand_lrn",
+     "writes each LRN as its squares, a Pad and Slices summing the channel window, and a Pow and Div",
+     expand_lrn},
     {"expand_group_norm",
      "writes each GroupNormalization as Reshapes around an InstanceNormalization, with its scale and bias",
      expand_group_norm},

@@ -140,6 +140,8 @@ expect "a GridSample mode it does not have" 2 \
 expect "loss weights that are not one per class" 2 \
   "node 'loss' \(SoftmaxCrossEntropyLoss\): its weights have shape 4; they are one per class, \[6\]" -- \
   "$STITCHC" compile "$B/sce_weights_not_classes.onnx" -o "$TMP/bad14" --no-nvcc
+expect "an LRN window of no channels" 2 "node 'lrn' \(LRN\): size must be positive, got 0" -- \
+  "$STITCHC" compile "$B/lrn_size_zero.onnx" -o "$TMP/bad15" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

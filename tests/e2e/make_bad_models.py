@@ -7,7 +7,7 @@ Each is refused with exit code 2 and a message naming its node; none is a valid 
 (onnx.checker.check_model refuses the first two as well; the scatters' indices point outside
 their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size; the
 quantizations have scales or zero points that do not fit x, or an element type stitch lacks; the
-GridSample names a mode it does not have; the loss has weights that are not one per class).
+GridSample names a mode it does not have; the loss has weights that are not one per class; the LRN's window is empty).
 """
 import os
 import sys
@@ -96,6 +96,9 @@ def main(out):
             "sce_weights_not_classes", helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["y"], "loss"),
             [x(4, 6), helper.make_tensor_value_info("t", TensorProto.INT64, [4])], opset=13,
             initializers=[zeros("w", 4)]),
+        # An LRN whose window spans no channel.
+        "lrn_size_zero": model("lrn_size_zero", helper.make_node("LRN", ["x"], ["y"], "lrn", size=0), [x(1, 4, 3, 3)],
+                               opset=13),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))
