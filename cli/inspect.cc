@@ -79,7 +79,7 @@ int run_inspect(const InspectArgs& a) {
   if (a.json) {
     nlohmann::json j;
     j["model"] = a.model;
-    j["opset"] = raw.opset;
+    j["opset"] = raw.model_opset;
     for (const Value* v : shown.inputs) j["inputs"].push_back(value_json(*v));
     for (const Value* v : shown.outputs) j["outputs"].push_back(value_json(*v));
     j["decided_at_import"] = raw.import_log;
@@ -104,7 +104,8 @@ int run_inspect(const InspectArgs& a) {
     return 0;
   }
 
-  fmt::print("model {}  (graph '{}', opset {})\n", a.model, raw.name, raw.opset);
+  fmt::print("model {}  (graph '{}', opset {}{})\n", a.model, raw.name, raw.model_opset,
+             raw.model_opset < raw.opset ? fmt::format(", read in opset {}'s forms", raw.opset) : "");
   fmt::print("inputs:\n");
   for (size_t i = 0; i < shown.inputs.size(); ++i) {
     const Value* v = shown.inputs[i];

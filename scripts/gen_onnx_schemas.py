@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes compiler/importer/onnx_schemas.inc: the attributes and input/output counts that the ONNX spec
-gives each op stitch supports, at every version in effect from opset 11 on.
+gives each op stitch supports, at every version in effect from opset 6 on (models of opsets 6 to 10
+are checked in their own forms, then upgraded to opset 11's: importer/legacy_forms.cc).
 
 The importer checks every node against this table (importer/op_schema.cc), so an attribute of the wrong
 kind, a misspelt or missing required attribute, or a wrong number of inputs is an error naming the
@@ -16,7 +17,7 @@ import sys
 import onnx
 from onnx import defs
 
-MIN_OPSET, MAX_OPSET = 11, 28
+MIN_OPSET, MAX_OPSET = 6, 28
 KINDS = {
     "INT": "kInt",
     "FLOAT": "kFloat",
@@ -48,6 +49,7 @@ def main():
         if len(parts) == 3 and parts[0] != "op":
             names.append(parts[0])
     names.append("Constant")  # read by the importer itself, not a row of the op table
+    names += ["Upsample", "Scatter"]  # legacy ops read as Resize and ScatterElements
     by_op = {}
     for s in defs.get_all_schemas_with_history():
         if s.domain in ("", "ai.onnx") and s.name in names and s.since_version <= MAX_OPSET:

@@ -208,13 +208,13 @@ def export_decoder(name, make_model, layers, dynamo, opset, out):
         save_case(out, names_in, inputs, names_out, ref, k)
 
 
-def export_cnn(name, ctor, out):
+def export_cnn(name, ctor, out, opset=17):
     torch.manual_seed(0)
     model = ctor(weights=None).eval()
     x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         y = model(x)
-    torch.onnx.export(model, (x,), os.path.join(out, "model.onnx"), dynamo=False, opset_version=17,
+    torch.onnx.export(model, (x,), os.path.join(out, "model.onnx"), dynamo=False, opset_version=opset,
                       input_names=["input"], output_names=["output"])
     save_case(out, ["input"], [x], ["output"], [y])
 
@@ -685,6 +685,14 @@ def models():
     # convolutions, pre-activation) through torch.export.
     t["resnet18_gn"] = lambda o: export_cnn(
         None, lambda weights: tv.resnet18(weights=weights, norm_layer=lambda c: torch.nn.GroupNorm(8, c)), o)
+    # Models of the opsets the ONNX model zoo's classics were written in (tried 2026-11-27): nodes in
+    # their old forms (Slice's and Pad's bounds and Clip's as attributes, Upsample), read by
+    # ir/legacy_forms.h.
+    t["resnet18_opset9"] = lambda o: export_cnn(None, tv.resnet18, o, opset=9)
+    t["mobilenet_v2_opset10"] = lambda o: export_cnn(None, tv.mobilenet_v2, o, opset=10)
+    t["bert_opset10"] = text("bert_opset10", lambda: tf.BertModel(tf.BertConfig(**bert_small,
+                                                                               attn_implementation="eager")),
+                             vocab=30522, dynamo=False, opset=10)
     t["bit"] = tensor(lambda: tf.BitModel(tf.BitConfig(
         embedding_size=32, hidden_sizes=[64, 128], depths=[1, 1], num_groups=8)), (2, 3, 64, 64))
     # Diffusion UNets from diffusers (tried 2026-11-26): GroupNorm + SiLU residual blocks with the

@@ -10,6 +10,7 @@
 #include "importer/inline_if.h"
 #include "importer/op_schema.h"
 #include "importer/tensor_proto.h"
+#include "ir/legacy_forms.h"
 #include "ir/op_table.h"
 
 namespace stitch {
@@ -44,12 +45,15 @@ class Importer {
     if (!dflt)
       return Status::user("the model imports no version of the default ONNX operator set; re-export it "
                           "with an explicit opset (e.g. opset_version=17)");
-    if (*dflt < kMinOpset || *dflt > kMaxOpset)
-      return Status::user(fmt::format(
-          "the model uses ONNX opset {}; stitch supports opsets {} to {}. Convert it with "
-          "onnx.version_converter.convert_version(model, 17) or re-export with opset_version=17",
-          *dflt, kMinOpset, kMaxOpset));
-    g_->opset = static_cast<int>(*dflt);
+    if (*dflt < kMinModelOpset || *dflt > kMaxOpset)
+      return Status::user(
+          fmt::format("the model uses ONNX opset {}; stitch supports opsets {} to {}. Convert it with "
+                      "onnx.version_converter.convert_version(model, 17) or re-export with opset_version=17",
+                      *dflt, kMinModelOpset, kMaxOpset));
+    // Nodes of an older model keep its opset until infer_shapes upgrades them (ir/legacy_forms.h);
+    // the graph, and every node a pass adds, is at opset 11 or later.
+    g_->model_opset = static_cast<int>(*dflt);
+    g_->opset = std::max(g_->model_opset, kMinOpset);
     return Status::ok();
   }
 
@@ -181,7 +185,8 @@ class Importer {
       n->name = base;
       for (int k = 1; !names.insert(n->name).second; ++k) n->name = fmt::format("{}_{}", base, k);
       auto it = domain_opset_.find(np.domain());
-      n->opset = n->domain.empty() ? g_->opset : (it == domain_opset_.end() ? 0 : static_cast<int>(it->second));
+      n->opset = n->domain.empty() ? g_->model_opset
+                                   : (it == domain_opset_.end() ? 0 : static_cast<int>(it->second));
       for (const auto& a : np.attribute()) {
         AttrValue v;
         Status st = read_attribute(a, n->name, &v);
@@ -203,7 +208,7 @@ class Importer {
         v->constant = std::move(t);
         continue;
       }
-      n->def = find_op(n->domain, n->op_type, n->opset);
+      n->def = find_model_op(n->domain, n->op_type, n->opset);
       if (!n->def) {
         std::string key = n->domain.empty() ? n->op_type : n->domain + "::" + n->op_type;
         auto& u = unsupported[key];
@@ -225,7 +230,7 @@ class Importer {
       return Status::user(fmt::format(
           "the model has {} node(s) of {} op type(s) that stitch does not support (it supports {} ops of the "
           "default ONNX domain at opsets {}-{}; `stitchc ops` lists them):{}",
-          total, unsupported.size(), all_ops().size(), kMinOpset, kMaxOpset, lines));
+          total, unsupported.size(), all_ops().size(), kMinModelOpset, kMaxOpset, lines));
     }
     for (size_t i = 0; i < pending.size(); ++i) {
       Node& n = *pending[i];

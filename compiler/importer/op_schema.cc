@@ -92,7 +92,18 @@ const OpSchema* find_schema(std::string_view op, int opset) {
 Status check_node_schema(const Node& n, size_t num_inputs, size_t num_outputs) {
   if (!n.domain.empty()) return Status::ok();
   const OpSchema* s = find_schema(n.op_type, n.opset);
-  if (!s) return Status::ok();
+  if (!s) {
+    // An op the table knows only from a later opset than the model's (Where at opset 7, say).
+    const OpSchema* later = nullptr;
+    for (const OpSchema& x : schemas())
+      if (x.op == n.op_type && (!later || x.since < later->since)) later = &x;
+    if (later)
+      return Status::user(
+          fmt::format("{}: {} was added to ONNX at opset {}, and the model declares opset {}; "
+                      "declare the opset the model was written for",
+                      n.describe(), n.op_type, later->since, n.opset));
+    return Status::ok();
+  }
   const std::string version =
       fmt::format("{} (version {}, in effect at opset {})", n.op_type, s->since, n.opset);
   for (const auto& [name, value] : n.attrs) {

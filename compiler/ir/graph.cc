@@ -221,6 +221,7 @@ std::unique_ptr<Graph> clone_graph(const Graph& g) {
   auto out = std::make_unique<Graph>();
   out->name = g.name;
   out->opset = g.opset;
+  out->model_opset = g.model_opset;
   out->fixed_inputs = g.fixed_inputs;
   out->import_log = g.import_log;
   std::unordered_map<const Value*, Value*> map;

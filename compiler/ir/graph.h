@@ -76,7 +76,8 @@ struct FixedInput {
 class Graph {
  public:
   std::string name = "main";
-  int opset = 0;  // default-domain opset of the model
+  int opset = 0;        // default-domain opset of the graph's forms: the model's, or 11 for an older model
+  int model_opset = 0;  // the default-domain opset the model declares (ir/legacy_forms.h)
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
   std::vector<FixedInput> fixed_inputs;

@@ -1,11 +1,13 @@
 // Parser for the text form printed by text_printer.cc (grammar in text.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 
+#include "ir/legacy_forms.h"
 #include "ir/op_table.h"
 #include "ir/text.h"
 
@@ -23,7 +25,10 @@ class Parser {
     ASSIGN_OR_RETURN(g->name, string_lit());
     RETURN_IF_ERROR(keyword("opset"));
     ASSIGN_OR_RETURN(int64_t opset, integer());
-    g->opset = static_cast<int>(opset);
+    // As the importer reads a model of opset 6 to 10: its nodes in their own forms until
+    // infer_shapes upgrades them (ir/legacy_forms.h), the graph in opset 11's.
+    g->model_opset = static_cast<int>(opset);
+    g->opset = std::max(g->model_opset, kMinOpset);
     RETURN_IF_ERROR(expect('{'));
     while (true) {
       skip_ws();
@@ -67,7 +72,7 @@ class Parser {
 
   Status node() {
     auto n = std::make_unique<Node>();
-    n->opset = g_->opset;
+    n->opset = g_->model_opset;
     while (true) {
       skip_ws();
       if (peek() == '_') {
@@ -133,7 +138,7 @@ class Parser {
     } else {
       n->name = fmt::format("{}_{}", n->op_type, g_->nodes().size());
     }
-    n->def = find_op(n->domain, n->op_type, n->opset);
+    n->def = find_model_op(n->domain, n->op_type, n->opset);
     g_->add_node(std::move(n));
     return Status::ok();
   }

@@ -10,6 +10,7 @@
 // compute). Assumes bound input shapes; guarantees static types everywhere.
 #include <fmt/format.h>
 
+#include "ir/legacy_forms.h"
 #include "ir/op_table.h"
 #include "passes/pass.h"
 #include "reference/interpreter.h"
@@ -45,6 +46,7 @@ StatusOr<bool> infer_shapes(Graph& g, PassContext&) {
                    "{} reads '{}' before its type is known", n.describe(), in->name);
     std::vector<std::pair<DType, std::optional<Dims>>> before;
     for (const Value* o : n.outputs) before.emplace_back(o ? o->dtype : DType::kUndefined, o ? o->dims : std::nullopt);
+    RETURN_IF_ERROR(upgrade_legacy_node(g, n));  // a node of an opset-6..10 model, once its inputs are typed
     InferContext ctx(n);
     RETURN_IF_ERROR(n.def->infer(ctx));
     for (size_t i = 0; i < n.outputs.size(); ++i) {

@@ -142,6 +142,10 @@ expect "loss weights that are not one per class" 2 \
   "$STITCHC" compile "$B/sce_weights_not_classes.onnx" -o "$TMP/bad14" --no-nvcc
 expect "an LRN window of no channels" 2 "node 'lrn' \(LRN\): size must be positive, got 0" -- \
   "$STITCHC" compile "$B/lrn_size_zero.onnx" -o "$TMP/bad15" --no-nvcc
+expect "an op newer than the model's opset" 2 "node 'pick' \(Where\): Where was added to ONNX at opset 9, and the model declares opset 8" -- \
+  "$STITCHC" compile "$B/where_at_opset8.onnx" -o "$TMP/bad16" --no-nvcc
+expect "a BatchNormalization of opset 6 in training mode" 2 "node 'bn' \(BatchNormalization\) \(opset 6\): is_test=0 asks for training mode" -- \
+  "$STITCHC" compile "$B/bn_training_opset6.onnx" -o "$TMP/bad17" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

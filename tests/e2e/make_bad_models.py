@@ -99,6 +99,14 @@ def main(out):
         # An LRN whose window spans no channel.
         "lrn_size_zero": model("lrn_size_zero", helper.make_node("LRN", ["x"], ["y"], "lrn", size=0), [x(1, 4, 3, 3)],
                                opset=13),
+        # A model of opset 8 using Where, which ONNX added at opset 9.
+        "where_at_opset8": model(
+            "where_at_opset8", helper.make_node("Where", ["c", "x", "x"], ["y"], "pick"),
+            [helper.make_tensor_value_info("c", TensorProto.BOOL, [2, 3]), x(2, 3)], opset=8),
+        # BatchNormalization of opset 6 without is_test: training mode, by the spec's default.
+        "bn_training_opset6": model(
+            "bn_training_opset6", helper.make_node("BatchNormalization", ["x", "s", "s", "s", "s"], ["y"], "bn"),
+            [x(2, 3, 4)], opset=6, initializers=[zeros("s", 3)]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))

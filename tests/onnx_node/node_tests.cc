@@ -36,6 +36,7 @@
 #include "fusion/rewrites.h"
 #include "importer/onnx_importer.h"
 #include "importer/tensor_io.h"
+#include "ir/legacy_forms.h"
 #include "ir/op_table.h"
 #include "node_test_dirs.h"
 #include "passes/pass.h"
@@ -61,7 +62,8 @@ std::vector<std::string> unclaimed_ops(const std::string& model_path) {
   std::vector<std::string> out;
   for (const auto& n : m.graph().node()) {
     if (n.op_type() == "Constant" && n.domain().empty()) continue;
-    if (!find_op(n.domain(), n.op_type(), opset)) out.push_back(fmt::format("{}@{}", n.op_type(), opset));
+    if (!find_model_op(n.domain(), n.op_type(), opset))
+      out.push_back(fmt::format("{}@{}", n.op_type(), opset));
   }
   return out;
 }

@@ -131,7 +131,28 @@ TEST_CASE("opset outside the supported range") {
   CHECK(st.code() == Code::kUser);
   CHECK_THAT(st.message(), Catch::Contains("opset 29") && Catch::Contains("version_converter"));
   CHECK(import_model(base_model(28)).is_ok());
-  CHECK_THAT(import_model(base_model(7)).message(), Catch::Contains("opset 7"));
+  CHECK_THAT(import_model(base_model(5)).message(),
+             Catch::Contains("opset 5") && Catch::Contains("opsets 6 to 28"));
+  // Opsets 6 to 10 are read in their own forms (ir/legacy_forms.h), the graph in opset 11's.
+  auto g = import_onnx_bytes(base_model(7).SerializeAsString(), temp_dir().string(), "m.onnx");
+  REQUIRE(g.is_ok());
+  CHECK((*g)->model_opset == 7);
+  CHECK((*g)->opset == 11);
+  CHECK((*g)->nodes()[0]->opset == 7);
+}
+
+TEST_CASE("an op newer than the model's opset is refused, not read in a later form", "[importer][legacy]") {
+  onnx::ModelProto m = base_model(8);
+  auto* g = m.mutable_graph();
+  *g->add_input() = tensor_info("c", 9, {"batch", "4"});
+  add_node(g, "Where", {"c", "x", "y"}, {"z"}, "pick");
+  *g->add_output() = tensor_info("z", 1, {"batch", "4"});
+  CHECK(import_model(m).message() ==
+        "m.onnx: node 'pick' (Where): Where was added to ONNX at opset 9, and the model declares opset 8; "
+        "declare the "
+        "opset the model was written for");
+  m.mutable_opset_import(0)->set_version(9);
+  CHECK(import_model(m).is_ok());
 }
 
 TEST_CASE("an attribute the op lost at the model's opset is refused, not read as nothing") {
