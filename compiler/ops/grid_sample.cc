@@ -112,7 +112,7 @@ Status eval_grid_sample(const Node& n, std::span<const Tensor* const> in, std::v
     for (int64_t p = 0; p < points; ++p) {
       for (size_t a = 0; a < r; ++a) {
         const int64_t d = spatial[a];
-        const double lo = s.align_corners ? 0 : -0.5, hi = s.align_corners ? double(d - 1) : double(d) - 0.5;
+        const auto [lo, hi] = s.bounds(d);
         double c = s.unnormalize(gv[static_cast<size_t>((b * points + p) * s.rank) + (r - 1 - a)], d);
         if (s.mode == GridSampleSpec::Mode::kNearest) c = std::nearbyint(c);
         if (c < lo || c > hi) {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -162,6 +163,11 @@ struct GridSampleSpec {
   bool align_corners = false;
   int64_t rank = 2;
   double unnormalize(double g, int64_t d) const;
+  // The coordinates an axis of length d covers: [0, d - 1], or [-0.5, d - 0.5] without align_corners.
+  std::pair<double, double> bounds(int64_t d) const {
+    return align_corners ? std::pair<double, double>{0.0, double(d - 1)}
+                         : std::pair<double, double>{-0.5, double(d) - 0.5};
+  }
   static double reflect(double x, double lo, double hi);
   std::vector<double> weights(double t) const;
 };

@@ -63,7 +63,7 @@ Taps axis_taps(Builder& s, const ops::GridSampleSpec& spec, Value* g, int64_t d)
   using Mode = ops::GridSampleSpec::Mode;
   using Padding = ops::GridSampleSpec::Padding;
   const double len = static_cast<double>(d);
-  const double lo = spec.align_corners ? 0 : -0.5, hi = spec.align_corners ? len - 1 : len - 0.5;
+  const auto [lo, hi] = spec.bounds(d);
   // (g + 1) / 2 (D - 1), or ((g + 1) D - 1) / 2, as g k + (D - 1) / 2.
   Value* c = s.add(s.mul(g, spec.align_corners ? (len - 1) / 2 : len / 2), (len - 1) / 2);
   if (spec.mode == Mode::kNearest) c = s.op("Round", {c});
