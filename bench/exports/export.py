@@ -253,6 +253,29 @@ class AsDict(torch.nn.Module):
         return {self.key: y if self.field is None else getattr(y, self.field)}
 
 
+class WhisperLogMel(torch.nn.Module):
+    """Whisper's feature extractor as a graph (tried 2026-11-27): a centered, reflect-padded
+    torch.stft of 400-sample frames every 160 samples with a Hann window, the power spectrum, the
+    80 Slaney mel filters of transformers' mel_filter_bank, log10 clamped 8 below the maximum,
+    scaled. Exported with TorchScript at opset 17 as an STFT of a [batch, samples] signal."""
+
+    def __init__(self, n_fft=400, hop=160, mels=80):
+        super().__init__()
+        from transformers.audio_utils import mel_filter_bank
+        self.n_fft, self.hop = n_fft, hop
+        bank = mel_filter_bank(num_frequency_bins=n_fft // 2 + 1, num_mel_filters=mels, min_frequency=0.0,
+                               max_frequency=8000.0, sampling_rate=16000, norm="slaney", mel_scale="slaney")
+        self.register_buffer("filters", torch.tensor(bank.T, dtype=torch.float32))
+
+    def forward(self, audio):
+        st = torch.stft(audio, self.n_fft, self.hop, window=torch.hann_window(self.n_fft), center=True,
+                        pad_mode="reflect", return_complex=False)
+        power = (st[..., :-1, :] ** 2).sum(-1)
+        log = torch.clamp(self.filters @ power, min=1e-10).log10()
+        log = torch.maximum(log, log.amax(dim=(-2, -1), keepdim=True) - 8.0)
+        return (log + 4.0) / 4.0
+
+
 def export_diffusers_unet(conditional, out):
     """A diffusers UNet (tiny config, seeded random weights): a noisy sample and two timesteps (and,
     conditional, 7 tokens of text states for cross-attention) -> the predicted noise, through
@@ -685,6 +708,8 @@ def models():
     # convolutions, pre-activation) through torch.export.
     t["resnet18_gn"] = lambda o: export_cnn(
         None, lambda weights: tv.resnet18(weights=weights, norm_layer=lambda c: torch.nn.GroupNorm(8, c)), o)
+    t["whisper_logmel"] = lambda o: export_tensor(None, lambda: AsDict(WhisperLogMel(), "log_mel"), "log_mel",
+                                                  (2, 16000), False, 17, o)
     # Models of the opsets the ONNX model zoo's classics were written in (tried 2026-11-27): nodes in
     # their old forms (Slice's and Pad's bounds and Clip's as attributes, Upsample), read by
     # ir/legacy_forms.h.

@@ -75,6 +75,9 @@ const std::map<std::string, ExprFn>& unary_table() {
                             fn(ct, "fmax"), fn(ct, "fmin"), al, fn(ct, "exp")); }},
       {"ThresholdedRelu", [](const Node& n, const Args& a, const std::string& ct) {
          return fmt::format("({0} > {2} ? {0} : ({1})0)", a[0], ct, f_attr(n, "alpha", 1.0f, ct)); }},
+      {"Shrink", [](const Node& n, const Args& a, const std::string& ct) {
+         const std::string l = f_attr(n, "lambd", 0.5f, ct), b = f_attr(n, "bias", 0.0f, ct);
+         return fmt::format("({0} < -({2}) ? {0} + ({3}) : ({0} > ({2}) ? {0} - ({3}) : ({1})0))", a[0], ct, l, b); }},
       {"HardSigmoid", [](const Node& n, const Args& a, const std::string& ct) {
          return fmt::format("{2}(({1})0, {3}(({1})1, {4} * {0} + {5}))", a[0], ct, fn(ct, "fmax"), fn(ct, "fmin"),
                             f_attr(n, "alpha", 0.2f, ct), f_attr(n, "beta", 0.5f, ct)); }},

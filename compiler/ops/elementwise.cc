@@ -142,6 +142,12 @@ const UnaryRow kUnary[] = {
        return [a](double x) { return x > a ? x : 0.0; };
      },
      nullptr},
+    {"Shrink", 9,
+     [](const Node& n) -> F64 {
+       double l = n.attr_float("lambd", 0.5f), b = n.attr_float("bias", 0.0f);
+       return [l, b](double x) { return x < -l ? x + b : (x > l ? x - b : 0.0); };
+     },
+     nullptr},
     {"HardSigmoid", 1,
      [](const Node& n) -> F64 {
        double a = n.attr_float("alpha", 0.2f), b = n.attr_float("beta", 0.5f);

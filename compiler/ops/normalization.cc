@@ -1,8 +1,10 @@
 // Normalizations: LayerNormalization (with its optional Mean and InvStdDev
 // outputs), BatchNormalization in inference mode, InstanceNormalization,
 // GroupNormalization (its scale and bias per group at opsets 18-20, per channel from 21),
-// RMSNormalization (opset 23), LRN (local response normalization across channels).
+// RMSNormalization (opset 23), LRN (local response normalization across channels),
+// MeanVarianceNormalization.
 // Statistics are computed in double.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/op_params.h"
@@ -249,7 +251,72 @@ StatusOr<LrnSpec> lrn_spec(const Node& n, const Dims& x) {
   return s;
 }
 
+StatusOr<std::vector<int64_t>> mvn_axes(const Node& n, const Dims& x) {
+  const auto r = static_cast<int64_t>(x.size());
+  std::vector<int64_t> axes = n.attr_ints("axes", {0, 2, 3});
+  for (int64_t& a : axes) {
+    if (a < -r || a >= r)
+      return node_error(n, fmt::format("axis {} is outside X's shape {}", a, dims_to_string(x)));
+    if (a < 0) a += r;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return node_error(n, "its axes name one axis twice");
+  return axes;
+}
+
 namespace {
+
+// MeanVarianceNormalization. ONNX's function body computes the variance as E x^2 - (E x)^2; the
+// centered form here and in expand_mvn is the same quantity without that form's cancellation.
+Status infer_mvn(InferContext& ctx) {
+  if (!is_float(ctx.dtype(0))) return ctx.error("expects a floating-point input");
+  RETURN_IF_ERROR(mvn_axes(ctx.node(), ctx.dims(0)).status());
+  return same_as_input0(ctx);
+}
+
+Status eval_mvn(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  ASSIGN_OR_RETURN(const std::vector<int64_t> axes, mvn_axes(n, x.dims()));
+  const Dims& d = x.dims();
+  // Each element's group: its index with the reduced axes dropped.
+  Dims kept;
+  std::vector<bool> reduced(d.size(), false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+  for (size_t i = 0; i < d.size(); ++i)
+    if (!reduced[i]) kept.push_back(d[i]);
+  const int64_t groups = num_elements(kept), count = groups ? x.size() / groups : 0;
+  std::vector<int64_t> group(static_cast<size_t>(x.size()));
+  for (int64_t i = 0; i < x.size(); ++i) {
+    int64_t rest = i, g = 0, scale = 1;
+    for (size_t k = d.size(); k-- > 0;) {
+      const int64_t c = rest % d[k];
+      rest /= d[k];
+      if (!reduced[k]) {
+        g += c * scale;
+        scale *= d[k];
+      }
+    }
+    group[static_cast<size_t>(i)] = g;
+  }
+  const std::vector<double> xv = x.to_f64();
+  std::vector<double> mean(static_cast<size_t>(groups), 0.0), var(static_cast<size_t>(groups), 0.0);
+  for (int64_t i = 0; i < x.size(); ++i)
+    mean[static_cast<size_t>(group[static_cast<size_t>(i)])] += xv[static_cast<size_t>(i)];
+  for (double& m : mean) m /= static_cast<double>(count);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const double c = xv[static_cast<size_t>(i)] - mean[static_cast<size_t>(group[static_cast<size_t>(i)])];
+    var[static_cast<size_t>(group[static_cast<size_t>(i)])] += c * c;
+  }
+  std::vector<double> y(xv.size());
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const auto g = static_cast<size_t>(group[static_cast<size_t>(i)]);
+    y[static_cast<size_t>(i)] = (xv[static_cast<size_t>(i)] - mean[g]) /
+                                (std::sqrt(var[g] / static_cast<double>(count)) + kMvnEpsilon);
+  }
+  out[0] = Tensor::from_f64(x.dtype(), d, y);
+  return Status::ok();
+}
 
 // LRN: y = x / (bias + alpha / size * sum of x^2 over the channels [c - (size - 1) / 2, c + size / 2],
 // within the tensor)^beta.
@@ -292,6 +359,8 @@ void register_normalization(std::vector<OpDef>& t) {
   t.push_back({"GroupNormalization", 18, kMaxOpset, OpCategory::kReduction, infer_groupnorm, eval_groupnorm});
   t.push_back({"RMSNormalization", 23, kMaxOpset, OpCategory::kReduction, infer_rmsnorm, eval_rmsnorm});
   t.push_back({"LRN", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_lrn, eval_lrn});
+  t.push_back(
+      {"MeanVarianceNormalization", kMinOpset, kMaxOpset, OpCategory::kReduction, infer_mvn, eval_mvn});
 }
 
 }  // namespace stitch::ops

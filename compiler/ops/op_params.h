@@ -109,6 +109,21 @@ std::vector<double> dft_matrix(const DftSpec& s);
 // transform stays a DFT, which the back end refuses.
 inline constexpr int64_t kMaxDftWeights = int64_t{1} << 24;
 
+// STFT (opset 17): the signal [batch, length, 1 or 2] (or [batch, length], real) cut into `frames` frames of
+// `frame` values, one every `step`, each weighted by the window and transformed by `dft` (the forward DFT
+// along axis 2 of [batch, frames, frame, parts]; one-sided on request, for a real signal only).
+struct StftSpec {
+  int64_t step = 0, frame = 0, frames = 0;
+  DftSpec dft;
+};
+// `step` and `frame_length` as the node's constant inputs give them; `window`: its dims, if any.
+StatusOr<StftSpec> stft_spec(const Node& n, const Dims& signal, int64_t step, const Dims* window,
+                             std::optional<int64_t> frame_length);
+// MelWeightMatrix's [dft_length / 2 + 1, num_mel_bins] weights, row-major, as ONNX's reference
+// computes them (triangles between band edges evenly spaced in mel, each edge floored to a bin).
+StatusOr<std::vector<double>> mel_weight_matrix(const Node& n, int64_t mel_bins, int64_t dft_length,
+                                                int64_t sample_rate, double lower_hz, double upper_hz);
+
 // LSTM, GRU and RNN (opsets 7 and 14): the layer's sizes and attributes, checked. Gates per step:
 // 4 for LSTM (i, o, f, c), 3 for GRU (z, r, h), 1 for RNN; `acts[d]` the activations of direction d
 // (LSTM f, g, h; GRU f, g; RNN f), each Sigmoid, Tanh, Relu, Softsign or Softplus (activations
@@ -193,6 +208,12 @@ struct LrnSpec {
   int64_t upper() const { return size / 2; }
 };
 StatusOr<LrnSpec> lrn_spec(const Node& n, const Dims& x);
+
+// MeanVarianceNormalization (opsets 9 and 13): (x - E x) / (sqrt(E (x - E x)^2) + 1e-9) with the
+// expectations over `axes` (default 0, 2, 3: per channel of an N x C x H x W tensor), checked and
+// made non-negative, sorted and distinct.
+inline constexpr double kMvnEpsilon = 1e-9;  // ONNX's function body's
+StatusOr<std::vector<int64_t>> mvn_axes(const Node& n, const Dims& x);
 
 // Einsum: the equation with each subscript an id (letters by their character, the ellipsis's axes
 // kEinsumEllipsis + j, right-aligned over the widest ellipsis), per input term and for the output

@@ -13,6 +13,7 @@
 // real values, without the zero rows; and an output whose readers only take its real parts
 // (Gathers of index 0 on the parts axis: `.real`) gets the real columns alone, its parts axis 1.
 // Runs after fold_constants; the new nodes are named after the DFT ("F/product").
+// expand_stft, before it, writes an STFT the same way, its frames gathered first (below).
 #include <fmt/format.h>
 
 #include "ops/op_params.h"
@@ -117,8 +118,49 @@ StatusOr<bool> expand(Graph& g, Node& n) {
   return true;
 }
 
+// An STFT as the frames' Gather (constant indices f step + n along the signal), the window's Mul
+// (folded into the weights when the window is a constant) and the DFT's GEMM:
+//   Gather [batch, frames, frame, parts] (or [batch, frames, frame] of a 2-D signal)
+//   -> Reshape [batch, frames, frame x parts]
+//   -> MatMul by W [frame x parts, bins x 2] -> Reshape [batch, frames, bins, 2].
+StatusOr<bool> expand_stft_node(Graph& g, Node& n) {
+  Value *x = n.input(0), *y = n.output(0), *window = n.input(2);
+  if (!x || !y || !x->has_static_shape() || !n.input(1) || !n.input(1)->constant) return false;
+  if (n.input(3) && !n.input(3)->constant) return false;
+  ASSIGN_OR_RETURN(ops::StftSpec s, ops::stft_spec(n, *x->dims, *scalar_operand(n, 1),
+                                                   window ? &*window->dims : nullptr, scalar_operand(n, 3)));
+  const int64_t ci = s.dft.complex_in ? 2 : 1, cols = s.dft.out * 2, batch = (*x->dims)[0];
+  if (s.frame * ci * cols > ops::kMaxDftWeights) return false;
+  std::vector<double> weights = ops::dft_matrix(s.dft);
+  if (window && window->constant) {
+    const std::vector<double> w = window->constant->to_f64();
+    for (int64_t i = 0; i < s.frame * ci; ++i)
+      for (int64_t o = 0; o < cols; ++o)
+        weights[static_cast<size_t>(i * cols + o)] *= w[static_cast<size_t>(i / ci)];
+  }
+  NodeBuilder b{g, n};
+  std::vector<int64_t> idx(static_cast<size_t>(s.frames * s.frame));
+  for (int64_t f = 0; f < s.frames; ++f)
+    for (int64_t k = 0; k < s.frame; ++k) idx[static_cast<size_t>(f * s.frame + k)] = f * s.step + k;
+  Value* at = b.constant("frame_indices", Tensor::from_i64(DType::kI64, {s.frames, s.frame}, idx));
+  Dims frames{batch, s.frames, s.frame};
+  if (x->dims->size() == 3) frames.push_back(ci);
+  Value* v = b.node("Gather", "frames", {x, at}, x->dtype, frames, {{"axis", int64_t{1}}});
+  if (window && !window->constant)
+    v = b.node("Mul", "windowed",
+               {v, x->dims->size() == 3 ? b.reshape(window, {s.frame, 1}, "window") : window}, x->dtype,
+               frames);
+  v = b.reshape(v, {batch, s.frames, s.frame * ci}, "pairs");
+  Value* w = b.constant("weights", Tensor::from_f64(x->dtype, {s.frame * ci, cols}, weights));
+  v = b.node("MatMul", "product", {v, w}, x->dtype, {batch, s.frames, cols});
+  b.finish(b.reshape(v, s.dft.out_dims, "parts"), y);
+  return true;
+}
+
 }  // namespace
 
 StatusOr<bool> expand_dft(Graph& g, PassContext&) { return expand_each(g, "DFT", expand); }
+
+StatusOr<bool> expand_stft(Graph& g, PassContext&) { return expand_each(g, "STFT", expand_stft_node); }
 
 }  // namespace stitch

@@ -28,6 +28,10 @@ constexpr PassInfo kFrontend[] = {
     {"expand_one_hot",
      "writes each OneHot as an Equal of its indices against the positions and a Where of its values",
      expand_one_hot},
+    {"expand_stft",
+     "writes each STFT as a Gather of its frames and one MatMul by a constant matrix of its windowed DFT "
+     "weights",
+     expand_stft},
     {"expand_dft",
      "writes each DFT as one MatMul by a constant matrix of its weights, with Transposes around it",
      expand_dft},
@@ -46,6 +50,10 @@ constexpr PassInfo kFrontend[] = {
     {"expand_lrn",
      "writes each LRN as its squares, a Pad and Slices summing the channel window, and a Pow and Div",
      expand_lrn},
+    {"expand_mvn",
+     "writes each MeanVarianceNormalization as its mean, centered values, variance, Sqrt and Div over its "
+     "axes",
+     expand_mvn},
     {"expand_group_norm",
      "writes each GroupNormalization as Reshapes around an InstanceNormalization, with its scale and bias",
      expand_group_norm},

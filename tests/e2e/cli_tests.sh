@@ -146,6 +146,8 @@ expect "an op newer than the model's opset" 2 "node 'pick' \(Where\): Where was 
   "$STITCHC" compile "$B/where_at_opset8.onnx" -o "$TMP/bad16" --no-nvcc
 expect "a BatchNormalization of opset 6 in training mode" 2 "node 'bn' \(BatchNormalization\) \(opset 6\): is_test=0 asks for training mode" -- \
   "$STITCHC" compile "$B/bn_training_opset6.onnx" -o "$TMP/bad17" --no-nvcc
+expect "an STFT window shorter than its frames" 2 "node 'stft' \(STFT\): its window has 8 values, but frame_length is 16" -- \
+  "$STITCHC" compile "$B/stft_window_length.onnx" -o "$TMP/bad18" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

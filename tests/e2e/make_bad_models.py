@@ -107,6 +107,12 @@ def main(out):
         "bn_training_opset6": model(
             "bn_training_opset6", helper.make_node("BatchNormalization", ["x", "s", "s", "s", "s"], ["y"], "bn"),
             [x(2, 3, 4)], opset=6, initializers=[zeros("s", 3)]),
+        # An STFT whose window is shorter than its frame_length.
+        "stft_window_length": model(
+            "stft_window_length", helper.make_node("STFT", ["x", "step", "w", "len"], ["y"], "stft"),
+            [x(1, 64, 1)], opset=17,
+            initializers=[helper.make_tensor("step", TensorProto.INT64, [], [8]), zeros("w", 8),
+                          helper.make_tensor("len", TensorProto.INT64, [], [16])]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))
