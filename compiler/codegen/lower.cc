@@ -171,9 +171,8 @@ NodeLowering classify_node(const Node& n, std::string* why) {
 StatusOr<Kernel> lower_node(const Node& n, int index, int64_t index32_limit) {
   const IndexWidth ix = index_width({&n}, index32_limit);
   if (n.def && n.def->category == OpCategory::kReduction) return lower_reduce(n, index, ix);
-  if (n.op_type == "MaxPool" || n.op_type == "AveragePool" || n.op_type == "GlobalAveragePool" ||
-      n.op_type == "GlobalMaxPool")
-    return lower_reduce(n, index, ix);
+  if (n.op_type == "MaxPool" || n.op_type == "AveragePool") return lower_pool(n, index, ix);
+  if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") return lower_reduce(n, index, ix);
   return lower_map(n, index, ix);
 }
 

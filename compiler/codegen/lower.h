@@ -95,7 +95,9 @@ StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, b
 // input's inner axis and both sides of the tile are long enough; nothing otherwise.
 std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std::vector<int64_t>& perm,
                                             IndexWidth ix);
-// Reductions, softmax, norms, pools (fused groups with them: stitch.h).
+// Reductions, softmax, norms, global pools (fused groups with them: stitch.h).
 StatusOr<Kernel> lower_reduce(const Node& n, int index, IndexWidth ix);
+// MaxPool and AveragePool (lower_pool.cc).
+StatusOr<Kernel> lower_pool(const Node& n, int index, IndexWidth ix);
 
 }  // namespace stitch::codegen
