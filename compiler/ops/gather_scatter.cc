@@ -1,6 +1,9 @@
-// Indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements.
+// Indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements, ReverseSequence.
 // Negative indices count from the end; an index out of range is an error at
 // evaluation (never a read outside the tensor).
+#include <cstring>
+
+#include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace stitch::ops {
@@ -221,7 +224,57 @@ Status eval_scatter_nd(const Node& n, std::span<const Tensor* const> in, std::ve
   return Status::ok();
 }
 
+Status infer_reverse_sequence(InferContext& ctx) {
+  if (ctx.dtype(1) != DType::kI64)
+    return ctx.error(fmt::format("its sequence_lens is {}; ONNX takes int64", dtype_name(ctx.dtype(1))));
+  ASSIGN_OR_RETURN(ReverseSequenceSpec s, reverse_sequence_spec(ctx.node(), ctx.dims(0), ctx.dims(1)));
+  if (const Tensor* lens = ctx.constant(1))
+    for (int64_t len : lens->to_i64())
+      if (len < 0 || len > ctx.dims(0)[static_cast<size_t>(s.time_axis)])
+        return ctx.error(fmt::format("a sequence length of {} lies outside [0, {}], the time axis's length",
+                                     len, ctx.dims(0)[static_cast<size_t>(s.time_axis)]));
+  return same_as_input0(ctx);
+}
+
+Status eval_reverse_sequence(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  ASSIGN_OR_RETURN(ReverseSequenceSpec s, reverse_sequence_spec(n, x.dims(), in[1]->dims()));
+  const std::vector<int64_t> lens = in[1]->to_i64();
+  const int64_t steps = x.dims()[static_cast<size_t>(s.time_axis)];
+  for (int64_t len : lens)
+    if (len < 0 || len > steps)
+      return node_error(
+          n, fmt::format("a sequence length of {} lies outside [0, {}], the time axis's length", len, steps));
+  const Dims xs = strides_of(x.dims());
+  const int64_t inner = xs[1], esz = dtype_size(x.dtype());
+  Tensor y(x.dtype(), x.dims());
+  // Axes 0 and 1 are time and batch in some order; everything after them moves as one block.
+  for (int64_t a = 0; a < x.dims()[0]; ++a)
+    for (int64_t b = 0; b < x.dims()[1]; ++b) {
+      const int64_t t = s.time_axis == 0 ? a : b, entry = s.time_axis == 0 ? b : a;
+      const int64_t from = reversed_step(t, lens[static_cast<size_t>(entry)]);
+      const int64_t src = s.time_axis == 0 ? from * xs[0] + b * xs[1] : a * xs[0] + from * xs[1];
+      std::memcpy(y.data() + (a * xs[0] + b * xs[1]) * esz, x.data() + src * esz,
+                  static_cast<size_t>(inner * esz));
+    }
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
 }  // namespace
+
+StatusOr<ReverseSequenceSpec> reverse_sequence_spec(const Node& n, const Dims& x, const Dims& lens) {
+  ReverseSequenceSpec s{n.attr_int("time_axis", 0), n.attr_int("batch_axis", 1)};
+  if (!((s.time_axis == 0 && s.batch_axis == 1) || (s.time_axis == 1 && s.batch_axis == 0)))
+    return node_error(n, fmt::format("time_axis {} and batch_axis {} must be 0 and 1, in either order",
+                                     s.time_axis, s.batch_axis));
+  if (x.size() < 2)
+    return node_error(n, fmt::format("its input {} needs a time and a batch axis", dims_to_string(x)));
+  if (lens.size() != 1 || lens[0] != x[static_cast<size_t>(s.batch_axis)])
+    return node_error(n, fmt::format("sequence_lens has shape {}; it holds one length per batch entry ([{}])",
+                                     dims_to_string(lens), x[static_cast<size_t>(s.batch_axis)]));
+  return s;
+}
 
 void register_gather_scatter(std::vector<OpDef>& t) {
   t.push_back({"Gather", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_gather, eval_gather});
@@ -231,6 +284,8 @@ void register_gather_scatter(std::vector<OpDef>& t) {
   t.push_back({"ScatterElements", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_scatter_elements,
                eval_scatter_elements});
   t.push_back({"ScatterND", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_scatter_nd, eval_scatter_nd});
+  t.push_back({"ReverseSequence", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_reverse_sequence,
+               eval_reverse_sequence});
 }
 
 }  // namespace stitch::ops

@@ -209,6 +209,15 @@ struct LrnSpec {
 };
 StatusOr<LrnSpec> lrn_spec(const Node& n, const Dims& x);
 
+// ReverseSequence (opsets 10 to 28): x [T, B, ...] (or [B, T, ...]: time_axis and batch_axis are 0
+// and 1 in either order), the first sequence_lens[b] steps of batch entry b reversed, the rest
+// copied. Output step t of entry b reads step reversed_step(t, sequence_lens[b]).
+struct ReverseSequenceSpec {
+  int64_t time_axis = 0, batch_axis = 1;
+};
+StatusOr<ReverseSequenceSpec> reverse_sequence_spec(const Node& n, const Dims& x, const Dims& lens);
+inline int64_t reversed_step(int64_t t, int64_t len) { return t < len ? len - 1 - t : t; }
+
 // MeanVarianceNormalization (opsets 9 and 13): (x - E x) / (sqrt(E (x - E x)^2) + 1e-9) with the
 // expectations over `axes` (default 0, 2, 3: per channel of an N x C x H x W tensor), checked and
 // made non-negative, sorted and distinct.

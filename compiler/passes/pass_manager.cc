@@ -50,6 +50,10 @@ constexpr PassInfo kFrontend[] = {
     {"expand_lrn",
      "writes each LRN as its squares, a Pad and Slices summing the channel window, and a Pow and Div",
      expand_lrn},
+    {"expand_reverse_sequence",
+     "writes each ReverseSequence as a GatherElements along its time axis of an index Expanded from its time "
+     "and batch axes",
+     expand_reverse_sequence},
     {"expand_mvn",
      "writes each MeanVarianceNormalization as its mean, centered values, variance, Sqrt and Div over its "
      "axes",

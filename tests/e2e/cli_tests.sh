@@ -148,6 +148,8 @@ expect "a BatchNormalization of opset 6 in training mode" 2 "node 'bn' \(BatchNo
   "$STITCHC" compile "$B/bn_training_opset6.onnx" -o "$TMP/bad17" --no-nvcc
 expect "an STFT window shorter than its frames" 2 "node 'stft' \(STFT\): its window has 8 values, but frame_length is 16" -- \
   "$STITCHC" compile "$B/stft_window_length.onnx" -o "$TMP/bad18" --no-nvcc
+expect "a ReverseSequence with too few lengths" 2 "node 'rev' \(ReverseSequence\): sequence_lens has shape 3; it holds one length per batch entry" -- \
+  "$STITCHC" compile "$B/reverse_sequence_lens.onnx" -o "$TMP/bad19" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

@@ -113,6 +113,10 @@ def main(out):
             [x(1, 64, 1)], opset=17,
             initializers=[helper.make_tensor("step", TensorProto.INT64, [], [8]), zeros("w", 8),
                           helper.make_tensor("len", TensorProto.INT64, [], [16])]),
+        # A ReverseSequence with one length too few for its batch.
+        "reverse_sequence_lens": model(
+            "reverse_sequence_lens", helper.make_node("ReverseSequence", ["x", "lens"], ["y"], "rev"), [x(5, 4)],
+            opset=13, initializers=[helper.make_tensor("lens", TensorProto.INT64, [3], [1, 2, 3])]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))
