@@ -154,13 +154,35 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
   if (op == "BitwiseAnd") return fmt::format("({} & {})", a, b);
   if (op == "BitwiseOr") return fmt::format("({} | {})", a, b);
   if (op == "BitwiseXor") return fmt::format("({} ^ {})", a, b);
+  if (op == "BitShift") {  // unsigned values; a shift past 63 is 0, one past the width the store truncates
+    const char* dir = n.attr_string("direction", "") == "RIGHT" ? ">>" : "<<";
+    return fmt::format(
+        "((unsigned long long)({1}) >= 64ull ? ({2})0 : ({2})((unsigned long long)({0}) {3} ({1})))", a, b,
+        ct, dir);
+  }
   return Status::user(fmt::format("{}: no CUDA expression for this op", n.describe()));
 }
 
 bool is_binary(const std::string& op) {
-  static const char* names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",
-                                "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "PRelu",
-                                "BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+  static const char* names[] = {"Add",
+                                "Sub",
+                                "Mul",
+                                "Div",
+                                "Pow",
+                                "Mod",
+                                "Equal",
+                                "Less",
+                                "Greater",
+                                "LessOrEqual",
+                                "GreaterOrEqual",
+                                "And",
+                                "Or",
+                                "Xor",
+                                "PRelu",
+                                "BitwiseAnd",
+                                "BitwiseOr",
+                                "BitwiseXor",
+                                "BitShift"};
   for (const char* s : names)
     if (op == s) return true;
   return false;

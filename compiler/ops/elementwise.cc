@@ -224,8 +224,30 @@ Status eval_unary(const Node& n, std::span<const Tensor* const> in, std::vector<
 
 // ---- binary and variadic ---------------------------------------------------
 
-enum class Bin { kAdd, kSub, kMul, kDiv, kPow, kMod, kMin, kMax, kEq, kLt, kGt, kLe, kGe,
-                 kAnd, kOr, kXor, kPRelu, kBitAnd, kBitOr, kBitXor };
+enum class Bin {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMod,
+  kMin,
+  kMax,
+  kEq,
+  kLt,
+  kGt,
+  kLe,
+  kGe,
+  kAnd,
+  kOr,
+  kXor,
+  kPRelu,
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kShiftLeft,
+  kShiftRight
+};
 
 struct BinaryRow {
   const char* name;
@@ -233,13 +255,25 @@ struct BinaryRow {
   Bin op;
 };
 const BinaryRow kBinary[] = {
-    {"Add", 1, Bin::kAdd},   {"Sub", 1, Bin::kSub},          {"Mul", 1, Bin::kMul},
-    {"Div", 1, Bin::kDiv},   {"Pow", 1, Bin::kPow},          {"Mod", 10, Bin::kMod},
-    {"Equal", 1, Bin::kEq},  {"Less", 1, Bin::kLt},          {"Greater", 1, Bin::kGt},
-    {"LessOrEqual", 12, Bin::kLe}, {"GreaterOrEqual", 12, Bin::kGe},
-    {"And", 1, Bin::kAnd},   {"Or", 1, Bin::kOr},            {"Xor", 1, Bin::kXor},
-    {"PRelu", 1, Bin::kPRelu}, {"BitwiseAnd", 18, Bin::kBitAnd},
-    {"BitwiseOr", 18, Bin::kBitOr}, {"BitwiseXor", 18, Bin::kBitXor},
+    {"Add", 1, Bin::kAdd},
+    {"Sub", 1, Bin::kSub},
+    {"Mul", 1, Bin::kMul},
+    {"Div", 1, Bin::kDiv},
+    {"Pow", 1, Bin::kPow},
+    {"Mod", 10, Bin::kMod},
+    {"Equal", 1, Bin::kEq},
+    {"Less", 1, Bin::kLt},
+    {"Greater", 1, Bin::kGt},
+    {"LessOrEqual", 12, Bin::kLe},
+    {"GreaterOrEqual", 12, Bin::kGe},
+    {"And", 1, Bin::kAnd},
+    {"Or", 1, Bin::kOr},
+    {"Xor", 1, Bin::kXor},
+    {"PRelu", 1, Bin::kPRelu},
+    {"BitwiseAnd", 18, Bin::kBitAnd},
+    {"BitwiseOr", 18, Bin::kBitOr},
+    {"BitwiseXor", 18, Bin::kBitXor},
+    {"BitShift", 11, Bin::kShiftLeft},  // direction RIGHT: kShiftRight (binary_op)
 };
 const BinaryRow& binary_row(const Node& n) {
   for (const auto& r : kBinary)
@@ -250,6 +284,12 @@ const BinaryRow& binary_row(const Node& n) {
 bool is_compare(Bin b) { return b == Bin::kEq || b == Bin::kLt || b == Bin::kGt || b == Bin::kLe || b == Bin::kGe; }
 bool is_logic(Bin b) { return b == Bin::kAnd || b == Bin::kOr || b == Bin::kXor; }
 bool is_bitwise(Bin b) { return b == Bin::kBitAnd || b == Bin::kBitOr || b == Bin::kBitXor; }
+
+// The row's op, BitShift's by its direction.
+Bin binary_op(const Node& n, const BinaryRow& r) {
+  if (r.op == Bin::kShiftLeft && n.attr_string("direction", "") == "RIGHT") return Bin::kShiftRight;
+  return r.op;
+}
 
 double apply_f(Bin op, double a, double b, bool fmod_mode) {
   switch (op) {
@@ -305,6 +345,12 @@ int64_t apply_i(Bin op, int64_t a, int64_t b, bool fmod_mode) {
     case Bin::kBitAnd: return a & b;
     case Bin::kBitOr: return a | b;
     case Bin::kBitXor: return a ^ b;
+    // Unsigned values (uint64's above 2^63 held as negative int64s); a shift past 63 gives 0, one
+    // past the type's width the store's truncation does.
+    case Bin::kShiftLeft:
+      return static_cast<uint64_t>(b) >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+    case Bin::kShiftRight:
+      return static_cast<uint64_t>(b) >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) >> b);
   }
   STITCH_UNREACHABLE();
 }
@@ -317,6 +363,13 @@ Status infer_binary(InferContext& ctx) {
     return ctx.error(fmt::format("expects bool inputs, got {}", dtype_name(t)));
   if (is_bitwise(r.op) && !is_int(t))
     return ctx.error(fmt::format("expects integer inputs, got {}", dtype_name(t)));
+  if (r.op == Bin::kShiftLeft) {
+    if (!is_unsigned_int(t))
+      return ctx.error(fmt::format("expects unsigned integer inputs, got {}", dtype_name(t)));
+    const std::string dir = ctx.node().attr_string("direction", "");
+    if (dir != "LEFT" && dir != "RIGHT")
+      return ctx.error(fmt::format("direction is '{}'; it must be LEFT or RIGHT", dir));
+  }
   if (!is_logic(r.op) && !is_compare(r.op) && t == DType::kBool)
     return ctx.error("does not take bool inputs; cast them first");
   if (r.op == Bin::kMod && is_float(t) && ctx.node().attr_int("fmod", 0) == 0 && ctx.node().opset < 28)
@@ -350,7 +403,7 @@ Status eval_binary_op(Bin op, bool fmod_mode, DType out_t, std::span<const Tenso
 Status eval_binary(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   const BinaryRow& r = binary_row(n);
   DType t = is_compare(r.op) || is_logic(r.op) ? DType::kBool : in[0]->dtype();
-  return eval_binary_op(r.op, n.attr_int("fmod", 0) != 0, t, in, out[0]);
+  return eval_binary_op(binary_op(n, r), n.attr_int("fmod", 0) != 0, t, in, out[0]);
 }
 
 // Sum, Mean, Min, Max: any number of inputs, broadcast together.

@@ -1,6 +1,6 @@
-// MeanVarianceNormalization written out by expand_mvn and Shrink as an element op: planned by beam
-// search and run on emu against the reference running the op, whose definitions ONNX's node tests
-// check (test_mvn, test_mvn_expanded, test_shrink_hard, test_shrink_soft).
+// Small ops ONNX's node tests cover: MeanVarianceNormalization written out by expand_mvn, Shrink
+// and BitShift as element ops; planned by beam search and run on emu against the reference running
+// the op, whose definitions ONNX's node tests check (test_mvn, test_shrink_*, test_bitshift_*).
 #include "fusion_test_util.h"
 
 using namespace stitch;
@@ -52,4 +52,34 @@ TEST_CASE("Shrink, soft and hard, with a negative lambd too, in one element kern
                                                            {}, 11);
     CHECK(plan.cost.kernels == 1);
   }
+}
+
+TEST_CASE("BitShift both ways, past the type's width and past 63 bits, in one element kernel on emu",
+          "[bitshift][emu]") {
+  for (const std::string dir : {"LEFT", "RIGHT"}) {
+    INFO(dir);
+    const fusion::FusionPlan plan = written_out_matches_op(fmt::format(R"(graph "g" opset 11 {{
+  input %a: u8[3,6]
+  input %b: u64[3,5]
+  const %sa: u8[6] = [0, 1, 7, 8, 9, 200]
+  const %sb: u64[5] = [0, 1, 63, 64, 65]
+  %x = BitShift(%a, %sa) {{direction = "{0}"}} @"shift_u8"
+  %y = BitShift(%b, %sb) {{direction = "{0}"}} @"shift_u64"
+  output %x
+  output %y
+}})",
+                                                                       dir),
+                                                           {}, 13);
+    CHECK(plan.cost.kernels <= 2);
+  }
+  CHECK(frontend_error(R"(graph "g" opset 11 {
+  input %a: i32[4]
+  %x = BitShift(%a, %a) {direction = "LEFT"} @"shift"
+  output %x
+})") == "node 'shift' (BitShift): expects unsigned integer inputs, got i32");
+  CHECK(frontend_error(R"(graph "g" opset 11 {
+  input %a: u32[4]
+  %x = BitShift(%a, %a) {direction = "UP"} @"shift"
+  output %x
+})") == "node 'shift' (BitShift): direction is 'UP'; it must be LEFT or RIGHT");
 }
