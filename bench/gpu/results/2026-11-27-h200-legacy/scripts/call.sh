@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU call: models of opsets 6 to 10 and the audio front end's ops, which had not run on a GPU.
 #   1. ONNX's node tests of opsets 6 to 10 and those of STFT, the window functions, MVN and Shrink
-#      (frozen by ../../2026-11-27-h200-qdq/scripts/freeze_nodes.py), compiled there with nvcc and
+#      (frozen by bench/gpu/freeze_nodes.py), compiled there with nvcc and
 #      run on cuda against their expected outputs;
 #   2. PyTorch exports made there (bench/exports/export.py): whisper_logmel (torch.stft at opset 17),
 #      resnet18_opset9, mobilenet_v2_opset10, bert_opset10; checked on cuda against PyTorch and

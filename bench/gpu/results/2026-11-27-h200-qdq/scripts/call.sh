@@ -2,7 +2,7 @@
 # GPU call: what has not run on a GPU before (QDQ models, GridSample, the loss ops, LRN), in one
 # command; each stage's output packed under $OUT as soon as it ends.
 #   1. ONNX's node tests of QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, GridSample,
-#      NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss and LRN (frozen by freeze_nodes.py),
+#      NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss and LRN (frozen by bench/gpu/freeze_nodes.py),
 #      compiled there with nvcc and run on cuda against their expected outputs;
 #   2. the bench kit (bench/gpu/prepare.sh, now with unet_small and the two QDQ models) checked on
 #      cuda and timed fused against --fusion none;
