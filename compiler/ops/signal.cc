@@ -17,6 +17,11 @@
 
 namespace stitch::ops {
 
+namespace {
+// The most values a window or a mel matrix is computed with: 64 MiB of float32.
+constexpr int64_t kMaxSignalConstant = int64_t{1} << 24;
+}  // namespace
+
 StatusOr<DftSpec> dft_spec(const Node& n, const Dims& x, std::optional<int64_t> length,
                            std::optional<int64_t> axis) {
   const int64_t r = static_cast<int64_t>(x.size());
@@ -129,6 +134,9 @@ StatusOr<std::vector<double>> mel_weight_matrix(const Node& n, int64_t mel_bins,
     return node_error(
         n, fmt::format("the band [{}, {}] Hz must start at 0 or above and be non-empty", lower_hz, upper_hz));
   const int64_t rows = dft_length / 2 + 1;
+  if (rows > kMaxSignalConstant / mel_bins)
+    return node_error(n, fmt::format("a {} x {} matrix is more than the {} values stitch computes one with",
+                                     rows, mel_bins, kMaxSignalConstant));
   // The band edges evenly spaced in mel (2595 log10(1 + f / 700)), num_mel_bins + 2 of them (the
   // step divides by that count, as ONNX's reference does), each turned into a DFT bin.
   const auto mel = [](double hz) { return 2595.0 * std::log1p(hz / 700.0) / std::log(10.0); };
@@ -252,6 +260,10 @@ Status eval_stft(const Node& n, std::span<const Tensor* const> in, std::vector<T
                                          window ? &window->dims() : nullptr, length));
   const Dims& xd = in[0]->dims();
   const int64_t ci = s.dft.complex_in ? 2 : 1, cols = s.dft.out * 2;
+  if (s.frame * ci * cols > kMaxDftWeights)
+    return node_error(
+        n, fmt::format("a {}-point transform needs more than the {} weights stitch evaluates one with",
+                       s.frame, kMaxDftWeights));
   const std::vector<double> x = in[0]->to_f64(), w = dft_matrix(s.dft);
   const std::vector<double> win =
       window ? window->to_f64() : std::vector<double>(static_cast<size_t>(s.frame), 1.0);
@@ -283,6 +295,9 @@ StatusOr<DType> output_datatype(const Node& n) {
 
 StatusOr<int64_t> window_size(const Node& n, const std::vector<int64_t>& v) {
   if (v.size() != 1 || v[0] < 1) return node_error(n, "its size must be one positive value");
+  if (v[0] > kMaxSignalConstant)
+    return node_error(n, fmt::format("its size {} is more than the {} values stitch computes a window with",
+                                     v[0], kMaxSignalConstant));
   return v[0];
 }
 

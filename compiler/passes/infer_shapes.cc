@@ -1,6 +1,7 @@
 // infer_shapes: gives every value an element type and a static shape.
 //
-// Walks nodes in topological order and applies each op's shape rule. It also
+// Walks nodes in topological order and applies each op's shape rule. A node of an opset-6..10
+// model is first rewritten into its opset-11 form (ir/legacy_forms.h), now that its inputs are typed. It also
 // propagates constants: a node whose inputs are all constants is evaluated
 // with the reference interpreter (when its outputs are not huge), and rules
 // that can compute values from shapes alone (Shape, Size) record them. That

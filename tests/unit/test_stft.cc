@@ -106,6 +106,9 @@ TEST_CASE("the window functions fold to ONNX's values", "[stft][windows]") {
   // Hamming's alpha is 25/46 in ONNX's definition (not 0.54): 25/46 - 21/46 cos(2 pi n / 4).
   near(folded(window("HammingWindow", 4, 1)), {4.0 / 46, 25.0 / 46, 1.0, 25.0 / 46});
   near(folded(window("BlackmanWindow", 3, 0)), {0.0, 1.0, 0.0});
+  CHECK(frontend_error(window("HannWindow", int64_t{1} << 40, 1)) ==
+        "node 'w' (HannWindow): its size 1099511627776 is more than the 16777216 values stitch computes a "
+        "window with");
   CHECK(frontend_error(window("HannWindow", 0, 1)) ==
         "node 'w' (HannWindow): its size must be one positive value");
   CHECK(frontend_error(R"(graph "g" opset 17 {
@@ -138,6 +141,10 @@ TEST_CASE("MelWeightMatrix folds to its triangles, and a band past Nyquist is re
   CHECK(frontend_error(mel(4, 32, 8000, 100.0, 9000.0))
             .find("node 'mel' (MelWeightMatrix): upper_edge_hertz 9000 lies past the 17 bins of a 32-point "
                   "DFT at 8000 Hz") == 0);
+  CHECK(frontend_error(mel(4, 1 << 30, 8000, 100.0, 3800.0)) ==
+        "node 'mel' (MelWeightMatrix): a 536870913 x 4 matrix is more than the 16777216 values stitch "
+        "computes one "
+        "with");
   CHECK(frontend_error(mel(0, 32, 8000, 100.0, 3800.0)) ==
         "node 'mel' (MelWeightMatrix): num_mel_bins 0, dft_length 32 and sample_rate 8000 must be positive");
 }
