@@ -164,25 +164,9 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
 }
 
 bool is_binary(const std::string& op) {
-  static const char* names[] = {"Add",
-                                "Sub",
-                                "Mul",
-                                "Div",
-                                "Pow",
-                                "Mod",
-                                "Equal",
-                                "Less",
-                                "Greater",
-                                "LessOrEqual",
-                                "GreaterOrEqual",
-                                "And",
-                                "Or",
-                                "Xor",
-                                "PRelu",
-                                "BitwiseAnd",
-                                "BitwiseOr",
-                                "BitwiseXor",
-                                "BitShift"};
+  static const char* names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",
+                                "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "PRelu",
+                                "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift"};
   for (const char* s : names)
     if (op == s) return true;
   return false;

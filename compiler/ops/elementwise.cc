@@ -224,30 +224,8 @@ Status eval_unary(const Node& n, std::span<const Tensor* const> in, std::vector<
 
 // ---- binary and variadic ---------------------------------------------------
 
-enum class Bin {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kPow,
-  kMod,
-  kMin,
-  kMax,
-  kEq,
-  kLt,
-  kGt,
-  kLe,
-  kGe,
-  kAnd,
-  kOr,
-  kXor,
-  kPRelu,
-  kBitAnd,
-  kBitOr,
-  kBitXor,
-  kShiftLeft,
-  kShiftRight
-};
+enum class Bin { kAdd, kSub, kMul, kDiv, kPow, kMod, kMin, kMax, kEq, kLt, kGt, kLe, kGe,
+                 kAnd, kOr, kXor, kPRelu, kBitAnd, kBitOr, kBitXor, kShiftLeft, kShiftRight };
 
 struct BinaryRow {
   const char* name;
@@ -255,24 +233,13 @@ struct BinaryRow {
   Bin op;
 };
 const BinaryRow kBinary[] = {
-    {"Add", 1, Bin::kAdd},
-    {"Sub", 1, Bin::kSub},
-    {"Mul", 1, Bin::kMul},
-    {"Div", 1, Bin::kDiv},
-    {"Pow", 1, Bin::kPow},
-    {"Mod", 10, Bin::kMod},
-    {"Equal", 1, Bin::kEq},
-    {"Less", 1, Bin::kLt},
-    {"Greater", 1, Bin::kGt},
-    {"LessOrEqual", 12, Bin::kLe},
-    {"GreaterOrEqual", 12, Bin::kGe},
-    {"And", 1, Bin::kAnd},
-    {"Or", 1, Bin::kOr},
-    {"Xor", 1, Bin::kXor},
-    {"PRelu", 1, Bin::kPRelu},
-    {"BitwiseAnd", 18, Bin::kBitAnd},
-    {"BitwiseOr", 18, Bin::kBitOr},
-    {"BitwiseXor", 18, Bin::kBitXor},
+    {"Add", 1, Bin::kAdd},   {"Sub", 1, Bin::kSub},          {"Mul", 1, Bin::kMul},
+    {"Div", 1, Bin::kDiv},   {"Pow", 1, Bin::kPow},          {"Mod", 10, Bin::kMod},
+    {"Equal", 1, Bin::kEq},  {"Less", 1, Bin::kLt},          {"Greater", 1, Bin::kGt},
+    {"LessOrEqual", 12, Bin::kLe}, {"GreaterOrEqual", 12, Bin::kGe},
+    {"And", 1, Bin::kAnd},   {"Or", 1, Bin::kOr},            {"Xor", 1, Bin::kXor},
+    {"PRelu", 1, Bin::kPRelu}, {"BitwiseAnd", 18, Bin::kBitAnd},
+    {"BitwiseOr", 18, Bin::kBitOr}, {"BitwiseXor", 18, Bin::kBitXor},
     {"BitShift", 11, Bin::kShiftLeft},  // direction RIGHT: kShiftRight (binary_op)
 };
 const BinaryRow& binary_row(const Node& n) {

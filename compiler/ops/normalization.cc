@@ -279,28 +279,16 @@ Status eval_mvn(const Node& n, std::span<const Tensor* const> in, std::vector<Te
   const Tensor& x = *in[0];
   ASSIGN_OR_RETURN(const std::vector<int64_t> axes, mvn_axes(n, x.dims()));
   const Dims& d = x.dims();
-  // Each element's group: its index with the reduced axes dropped.
-  Dims kept;
-  std::vector<bool> reduced(d.size(), false);
-  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
-  for (size_t i = 0; i < d.size(); ++i)
-    if (!reduced[i]) kept.push_back(d[i]);
-  const int64_t groups = num_elements(kept), count = groups ? x.size() / groups : 0;
-  std::vector<int64_t> group(static_cast<size_t>(x.size()));
-  for (int64_t i = 0; i < x.size(); ++i) {
-    int64_t rest = i, g = 0, scale = 1;
-    for (size_t k = d.size(); k-- > 0;) {
-      const int64_t c = rest % d[k];
-      rest /= d[k];
-      if (!reduced[k]) {
-        g += c * scale;
-        scale *= d[k];
-      }
-    }
-    group[static_cast<size_t>(i)] = g;
-  }
+  // Each element's group: the offset of its statistics among the groups.
+  ReduceAxes r;
+  r.reduced.assign(d.size(), false);
+  for (int64_t a : axes) r.reduced[static_cast<size_t>(a)] = true;
+  const std::vector<int64_t> group = output_offsets(d, r);
+  int64_t count = 1;
+  for (int64_t a : axes) count *= d[static_cast<size_t>(a)];
+  const auto groups = static_cast<size_t>(count ? x.size() / count : 0);
   const std::vector<double> xv = x.to_f64();
-  std::vector<double> mean(static_cast<size_t>(groups), 0.0), var(static_cast<size_t>(groups), 0.0);
+  std::vector<double> mean(groups, 0.0), var(groups, 0.0);
   for (int64_t i = 0; i < x.size(); ++i)
     mean[static_cast<size_t>(group[static_cast<size_t>(i)])] += xv[static_cast<size_t>(i)];
   for (double& m : mean) m /= static_cast<double>(count);

@@ -44,6 +44,9 @@ StatusOr<ReduceAxes> reduce_axes(const Node& n, std::optional<std::vector<int64_
 // The same from the node itself (attribute or input 1 by opset); the input must be a constant
 // (code generation).
 StatusOr<ReduceAxes> constant_reduce_axes(const Node& n, int64_t rank);
+// For each element of an input of dims `in` (row-major), the offset of its reduction's result in
+// the output (`r`'s axes kept as size 1).
+std::vector<int64_t> output_offsets(const Dims& in, const ReduceAxes& r);
 
 // Convolution and pooling windows over the spatial axes.
 struct Window {

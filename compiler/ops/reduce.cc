@@ -8,11 +8,21 @@
 #include "ops/op_util.h"
 
 namespace stitch::ops {
+
+std::vector<int64_t> output_offsets(const Dims& in, const ReduceAxes& r) {
+  Dims out_full = in;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (r.reduced[i]) out_full[i] = 1;
+  Dims s = broadcast_strides(out_full, in);
+  std::vector<int64_t> offs(static_cast<size_t>(num_elements(in)));
+  BroadcastWalker(in, {s}).run([&](int64_t i, const std::vector<int64_t>& o) { offs[i] = o[0]; });
+  return offs;
+}
+
 namespace {
 
 // Opset from which each Reduce op takes its axes as input 1 instead of an attribute.
 int axes_input_since(const std::string& op) { return op == "ReduceSum" ? 13 : 18; }
-
 
 }  // namespace
 
@@ -98,17 +108,6 @@ Status infer_reduce(InferContext& ctx) {
   ASSIGN_OR_RETURN(ReduceAxes r, reduce_axes(n, axes, ctx.rank(0)));
   ctx.set_output(0, ctx.dtype(0), reduced_dims(ctx.dims(0), r, n.attr_int("keepdims", 1) != 0));
   return Status::ok();
-}
-
-// For each input element (row-major), its output offset.
-std::vector<int64_t> output_offsets(const Dims& in, const ReduceAxes& r) {
-  Dims out_full = in;
-  for (size_t i = 0; i < in.size(); ++i)
-    if (r.reduced[i]) out_full[i] = 1;
-  Dims s = broadcast_strides(out_full, in);
-  std::vector<int64_t> offs(static_cast<size_t>(num_elements(in)));
-  BroadcastWalker(in, {s}).run([&](int64_t i, const std::vector<int64_t>& o) { offs[i] = o[0]; });
-  return offs;
 }
 
 Status eval_reduce(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {

@@ -13,7 +13,7 @@
 // real values, without the zero rows; and an output whose readers only take its real parts
 // (Gathers of index 0 on the parts axis: `.real`) gets the real columns alone, its parts axis 1.
 // Runs after fold_constants; the new nodes are named after the DFT ("F/product").
-// expand_stft, before it, writes an STFT the same way, its frames gathered first (below).
+// An STFT is written the same way, its frames gathered first (below), before the DFTs.
 #include <fmt/format.h>
 
 #include "ops/op_params.h"
@@ -123,7 +123,7 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 //   Gather [batch, frames, frame, parts] (or [batch, frames, frame] of a 2-D signal)
 //   -> Reshape [batch, frames, frame x parts]
 //   -> MatMul by W [frame x parts, bins x 2] -> Reshape [batch, frames, bins, 2].
-StatusOr<bool> expand_stft_node(Graph& g, Node& n) {
+StatusOr<bool> expand_stft(Graph& g, Node& n) {
   Value *x = n.input(0), *y = n.output(0), *window = n.input(2);
   if (!x || !y || !x->has_static_shape() || !n.input(1) || !n.input(1)->constant) return false;
   if (n.input(3) && !n.input(3)->constant) return false;
@@ -159,8 +159,10 @@ StatusOr<bool> expand_stft_node(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_dft(Graph& g, PassContext&) { return expand_each(g, "DFT", expand); }
-
-StatusOr<bool> expand_stft(Graph& g, PassContext&) { return expand_each(g, "STFT", expand_stft_node); }
+StatusOr<bool> expand_dft(Graph& g, PassContext&) {
+  ASSIGN_OR_RETURN(bool stft, expand_each(g, "STFT", expand_stft));
+  ASSIGN_OR_RETURN(bool dft, expand_each(g, "DFT", expand));
+  return stft || dft;
+}
 
 }  // namespace stitch

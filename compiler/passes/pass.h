@@ -46,7 +46,6 @@ StatusOr<bool> infer_shapes(Graph& g, PassContext& ctx);
 StatusOr<bool> fold_constants(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_resize(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_einsum(Graph& g, PassContext& ctx);
-StatusOr<bool> expand_stft(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_mvn(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_reverse_sequence(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_dft(Graph& g, PassContext& ctx);

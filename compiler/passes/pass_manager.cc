@@ -28,12 +28,9 @@ constexpr PassInfo kFrontend[] = {
     {"expand_one_hot",
      "writes each OneHot as an Equal of its indices against the positions and a Where of its values",
      expand_one_hot},
-    {"expand_stft",
-     "writes each STFT as a Gather of its frames and one MatMul by a constant matrix of its windowed DFT "
-     "weights",
-     expand_stft},
     {"expand_dft",
-     "writes each DFT as one MatMul by a constant matrix of its weights, with Transposes around it",
+     "writes each DFT as one MatMul by a constant matrix of its weights, with Transposes around it, and each "
+     "STFT as a Gather of its frames and one MatMul by its windowed DFT weights",
      expand_dft},
     {"expand_recurrent",
      "writes each LSTM, GRU and RNN over a known sequence out step by step: one MatMul of the whole input, "

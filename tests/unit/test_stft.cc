@@ -1,4 +1,4 @@
-// STFT, the window functions and MelWeightMatrix (ops/signal.cc): an STFT written out by expand_stft
+// STFT, the window functions and MelWeightMatrix (ops/signal.cc): an STFT written out by expand_dft
 // (a Gather of its frames and one MatMul by its windowed DFT weights) computes what the op's own
 // evaluation computes, on emu; the windows and the mel matrix fold to constants with the values
 // ONNX defines; the errors name the node. ONNX's node tests (test_stft, test_stft_with_window, the
