@@ -50,6 +50,7 @@ std::vector<OpDef> build_table() {
   ops::register_signal(t);
   ops::register_recurrent(t);
   ops::register_quantize(t);
+  ops::register_integer_gemm(t);
   ops::register_grid_sample(t);
   ops::register_loss(t);
   ops::register_blocks(t);

@@ -17,11 +17,7 @@ Status require_float(const InferContext& ctx, size_t i) {
 
 // ---- MatMul -----------------------------------------------------------------------------
 
-struct MatMulShape {
-  Dims batch, out;
-  int64_t m, k, n;
-  Dims a_batch, b_batch;  // batch dims of each operand (after 1-D promotion)
-};
+}  // namespace
 
 StatusOr<MatMulShape> matmul_shape(const Node& node, const Dims& a0, const Dims& b0) {
   if (a0.empty() || b0.empty()) return node_error(node, "MatMul inputs must have rank 1 or more");
@@ -46,6 +42,8 @@ StatusOr<MatMulShape> matmul_shape(const Node& node, const Dims& a0, const Dims&
   if (b0.size() > 1) s.out.push_back(s.n);
   return s;
 }
+
+namespace {
 
 Status infer_matmul(InferContext& ctx) {
   if (ctx.dtype(0) != ctx.dtype(1)) return ctx.error("inputs must share one element type");

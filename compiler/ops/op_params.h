@@ -48,6 +48,15 @@ StatusOr<ReduceAxes> constant_reduce_axes(const Node& n, int64_t rank);
 // the output (`r`'s axes kept as size 1).
 std::vector<int64_t> output_offsets(const Dims& in, const ReduceAxes& r);
 
+// MatMul (numpy's matmul): the broadcast batch, the output's dims, M x K times K x N, and each
+// operand's batch dims (a 1-D A is a row, a 1-D B a column, their axis dropped from the output).
+struct MatMulShape {
+  Dims batch, out;
+  int64_t m = 0, k = 0, n = 0;
+  Dims a_batch, b_batch;
+};
+StatusOr<MatMulShape> matmul_shape(const Node& node, const Dims& a, const Dims& b);
+
 // Convolution and pooling windows over the spatial axes.
 struct Window {
   int64_t spatial = 0;
@@ -169,6 +178,28 @@ struct QuantSpec {
   int64_t param_index(int64_t i) const;
 };
 StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& in, bool quantize);
+// `v` rounded to float type `t`: float32 arithmetic's result, or a half type's.
+double round_to(DType t, double v);
+
+// MatMulInteger and ConvInteger (opset 10): the int32 product of A and B less their zero points;
+// QLinearMatMul (10, 21) and QLinearConv (10): that product (plus QLinearConv's int32 bias) times
+// a_scale * b_scale / y_scale, rounded half to even, plus y's zero point, saturated to y's type.
+// Conv's X and W play A and B. The operands are int8 or uint8; each scale and zero point is one
+// value, or per row of A (and y) and per column of B as ONNX lets it ([M], or [..., M, 1] and
+// [..., 1, N]), or per output channel of W ([M]). `on_operand` and `on_output` hold, by input
+// index, each scale's, zero point's and bias's shape made to broadcast against its operand and
+// against the output (an [M] per row becomes [M, 1]; per channel [M, 1, ...]).
+struct IntegerGemmSpec {
+  bool conv = false, linear = false;
+  // Input indices by role, -1 where the input is omitted (a zero point of 0).
+  int a = 0, a_scale = -1, a_zp = -1, b = 1, b_scale = -1, b_zp = -1, y_scale = -1, y_zp = -1, bias = -1;
+  DType out = DType::kI32;
+  Dims out_dims;
+  int64_t k = 0;          // products in each output's sum: MatMul's K, or C / group times the kernel's size
+  double lo = 0, hi = 0;  // QLinear*: y's range
+  std::map<int, Dims> on_operand, on_output;
+};
+StatusOr<IntegerGemmSpec> integer_gemm_spec(const Node& n, const std::vector<QuantOperand>& in);
 
 // GridSample (opsets 16 to 28): the interpolation, the padding of points and pixels outside X, and
 // the spatial rank r (grid's last axis). unnormalize maps a grid coordinate in [-1, 1] onto an axis

@@ -26,6 +26,7 @@ void register_attention(std::vector<OpDef>& table);
 void register_signal(std::vector<OpDef>& table);
 void register_recurrent(std::vector<OpDef>& table);
 void register_quantize(std::vector<OpDef>& table);
+void register_integer_gemm(std::vector<OpDef>& table);
 void register_grid_sample(std::vector<OpDef>& table);
 void register_loss(std::vector<OpDef>& table);
 void register_blocks(std::vector<OpDef>& table);

@@ -102,6 +102,13 @@ int64_t QuantSpec::param_index(int64_t i) const {
   return (i / (inner * dim) * blocks + d / block) * inner + i % inner;
 }
 
+double round_to(DType t, double v) {
+  const float f = static_cast<float>(v);
+  if (t == DType::kF16) return half_bits_to_float(float_to_half_bits(f));
+  if (t == DType::kBF16) return bf16_bits_to_float(float_to_bf16_bits(f));
+  return f;
+}
+
 StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& in, bool quantize) {
   if (in.size() < 2 || !in[0].dims || !in[1].dims) return node_error(n, "takes its inputs x and a scale");
   QuantSpec q;
@@ -179,14 +186,6 @@ Status infer_quantize(InferContext& ctx) {
   ASSIGN_OR_RETURN(QuantSpec q, quant_spec(ctx.node(), operands(ctx), true));
   ctx.set_output(0, q.q, ctx.dims(0));
   return Status::ok();
-}
-
-// `v` rounded to float type `t` (float32 arithmetic's result, or a half type's).
-double round_to(DType t, double v) {
-  const float f = static_cast<float>(v);
-  if (t == DType::kF16) return half_bits_to_float(float_to_half_bits(f));
-  if (t == DType::kBF16) return bf16_bits_to_float(float_to_bf16_bits(f));
-  return f;
 }
 
 // Evaluates a QuantizeLinear (`quantize`) or DequantizeLinear element by element: f(x, scale,

@@ -51,6 +51,7 @@ StatusOr<bool> expand_reverse_sequence(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_dft(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_recurrent(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_quantize(Graph& g, PassContext& ctx);
+StatusOr<bool> expand_integer_gemms(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_grid_sample(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_losses(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_lrn(Graph& g, PassContext& ctx);

@@ -40,6 +40,11 @@ constexpr PassInfo kFrontend[] = {
      "writes each QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear as the Casts, Divs or Muls, "
      "Rounds and Clips it is defined by",
      expand_quantize},
+    {"expand_integer_gemms",
+     "writes each MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv as a MatMul or Conv of its "
+     "operands "
+     "less their zero points, exact in float32 or float64, with its requantization's element-wise work",
+     expand_integer_gemms},
     {"expand_losses",
      "writes each NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss as a LogSoftmax, a GatherElements of "
      "the targets' log-probabilities, their weights and the reduction",

@@ -150,6 +150,10 @@ expect "an STFT window shorter than its frames" 2 "node 'stft' \(STFT\): its win
   "$STITCHC" compile "$B/stft_window_length.onnx" -o "$TMP/bad18" --no-nvcc
 expect "a ReverseSequence with too few lengths" 2 "node 'rev' \(ReverseSequence\): sequence_lens has shape 3; it holds one length per batch entry" -- \
   "$STITCHC" compile "$B/reverse_sequence_lens.onnx" -o "$TMP/bad19" --no-nvcc
+expect "a MatMulInteger zero point with a value too many" 2 "node 'mm' \(MatMulInteger\): a_zero_point has shape 5; it must be one value, or one per row of the product \(4 values\)" -- \
+  "$STITCHC" compile "$B/matmulinteger_zero_point_rows.onnx" -o "$TMP/bad20" --no-nvcc
+expect "a QLinearConv bias short of a channel" 2 "node 'qconv' \(QLinearConv\): B has shape 3; it must be one value, or one per output channel \(4 values\)" -- \
+  "$STITCHC" compile "$B/qlinearconv_bias_channels.onnx" -o "$TMP/bad21" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

@@ -7,7 +7,8 @@ Each is refused with exit code 2 and a message naming its node; none is a valid 
 (onnx.checker.check_model refuses the first two as well; the scatters' indices point outside
 their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size; the
 quantizations have scales or zero points that do not fit x, or an element type stitch lacks; the
-GridSample names a mode it does not have; the loss has weights that are not one per class; the LRN's window is empty).
+GridSample names a mode it does not have; the loss has weights that are not one per class; the LRN's window is empty; the integer GEMMs have a zero point or bias
+that does not fit their rows or channels).
 """
 import os
 import sys
@@ -117,6 +118,22 @@ def main(out):
         "reverse_sequence_lens": model(
             "reverse_sequence_lens", helper.make_node("ReverseSequence", ["x", "lens"], ["y"], "rev"), [x(5, 4)],
             opset=13, initializers=[helper.make_tensor("lens", TensorProto.INT64, [3], [1, 2, 3])]),
+        # A MatMulInteger whose per-row zero point has one value too many for A's 4 rows.
+        "matmulinteger_zero_point_rows": model(
+            "matmulinteger_zero_point_rows", helper.make_node("MatMulInteger", ["q", "b", "zp"], ["y"], "mm"),
+            [q8(4, 8)], opset=10,
+            initializers=[helper.make_tensor("b", TensorProto.INT8, [8, 3], [1] * 24),
+                          helper.make_tensor("zp", TensorProto.UINT8, [5], [0] * 5)]),
+        # A QLinearConv whose int32 bias has 3 values for 4 output channels.
+        "qlinearconv_bias_channels": model(
+            "qlinearconv_bias_channels",
+            helper.make_node("QLinearConv", ["q", "s", "z", "w", "s", "wz", "s", "z", "bias"], ["y"], "qconv"),
+            [q8(1, 2, 5, 5)], opset=10,
+            initializers=[helper.make_tensor("s", TensorProto.FLOAT, [], [0.5]),
+                          helper.make_tensor("z", TensorProto.UINT8, [], [0]),
+                          helper.make_tensor("w", TensorProto.INT8, [4, 2, 3, 3], [1] * 72),
+                          helper.make_tensor("wz", TensorProto.INT8, [], [0]),
+                          helper.make_tensor("bias", TensorProto.INT32, [3], [1, 2, 3])]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))

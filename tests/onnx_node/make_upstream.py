@@ -25,7 +25,8 @@ from onnx.backend.test.case import node
 # Test-name prefixes: the opset-23 transformer ops, then the ops and op versions of opsets 24 to 28
 # that the op table claims, then Col2Im (opset 18), TopK's newer cases (ties, integer types) and
 # QuantizeLinear and DequantizeLinear's newest versions (int16, blocked scales, output_dtype) and
-# GridSample's (opset 22: N-D, the modes linear and cubic).
+# GridSample's (opset 22: N-D, the modes linear and cubic), and QLinearMatMul's (opset 21: int8
+# operands, float16 scales).
 PREFIXES = [
     "test_attention",
     "test_rms_normalization",
@@ -41,6 +42,7 @@ PREFIXES = [
     "test_quantizelinear",
     "test_dequantizelinear",
     "test_gridsample",
+    "test_qlinearmatmul",
 ]
 
 # Element types the IR does not carry (8-bit floats, 4-bit and 2-bit integers, 4-bit floats): the
