@@ -33,6 +33,12 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               Runtime's static quantizer (uint8 activations, int8 weights, cnn_small's per output
               channel); expected outputs from onnxruntime running the QuantizeLinear and
               DequantizeLinear nodes as written (graph optimizations off)
+  bert_tiny_dyn  bert_tiny through ONNX Runtime's dynamic quantizer (quantize_dynamic: int8
+              weights, each MatMul's activation quantized at run time by DynamicQuantizeLinear, the
+              product a MatMulInteger made float and scaled); expected outputs from onnxruntime
+  cnn_small_qop  cnn_small through ONNX Runtime's static quantizer in the operator format
+              (QLinearConv with int8 weights per output channel; the other ops stay float between
+              QuantizeLinear and DequantizeLinear); expected outputs from onnxruntime
 
 Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript onnxruntime
 Run: python3 models/make_models.py [--out models] [--only NAME ...]
@@ -92,16 +98,19 @@ def export(module, inputs, out_dir, name, input_names, output_names, dynamic_axe
     print(f"{name}: {os.path.getsize(path)} bytes, opset {opset}")
 
 
-def quantize_qdq(out_dir, src, name, per_channel):
-    """`src` quantized to the QDQ form by ONNX Runtime's static quantizer, calibrated on its own test
-    inputs: uint8 activations and int8 weights (per output channel with `per_channel`). The expected
-    outputs are onnxruntime's with its graph optimizations off, which runs each QuantizeLinear and
-    DequantizeLinear as written (the optimized session runs integer kernels that round elsewhere)."""
+def quantize_qdq(out_dir, src, name, per_channel, how="qdq"):
+    """`src` quantized by ONNX Runtime's quantizer: `how` "qdq" (the QDQ form of its static quantizer,
+    calibrated on its own test inputs: uint8 activations and int8 weights, per output channel with
+    `per_channel`), "operator" (the same in the operator format: QLinearConv for each Conv) or
+    "dynamic" (quantize_dynamic: int8 weights, MatMulInteger). The expected outputs are onnxruntime's
+    with its graph optimizations off, which runs each node as written (the optimized session runs
+    integer kernels that round elsewhere)."""
     import glob
     import shutil
 
     import onnxruntime as ort
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                          quantize_static)
 
     src_dir, d = os.path.join(out_dir, src), os.path.join(out_dir, name)
     model = onnx.load(os.path.join(src_dir, "model.onnx"))
@@ -119,8 +128,15 @@ def quantize_qdq(out_dir, src, name, per_channel):
 
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
-    quantize_static(os.path.join(src_dir, "model.onnx"), path, Once(), quant_format=QuantFormat.QDQ,
-                    per_channel=per_channel, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    if how == "dynamic":
+        quantize_dynamic(os.path.join(src_dir, "model.onnx"), path, weight_type=QuantType.QInt8)
+    else:
+        # The operator format quantizes only the convolutions: its other operators (QLinearAdd,
+        # QGemm...) are ONNX Runtime's own (domain com.microsoft), not ONNX's.
+        quantize_static(os.path.join(src_dir, "model.onnx"), path, Once(),
+                        quant_format=QuantFormat.QDQ if how == "qdq" else QuantFormat.QOperator,
+                        per_channel=per_channel, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        op_types_to_quantize=None if how == "qdq" else ["Conv"])
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
@@ -128,7 +144,7 @@ def quantize_qdq(out_dir, src, name, per_channel):
         shutil.copy(f, os.path.join(d, "test_data_set_0"))
     for i, (o, t) in enumerate(zip(sess.get_outputs(), sess.run(None, feed))):
         onnx.save_tensor(numpy_helper.from_array(t, o.name), os.path.join(d, "test_data_set_0", f"output_{i}.pb"))
-    print(f"{name}: {os.path.getsize(path)} bytes, QDQ of {src}")
+    print(f"{name}: {os.path.getsize(path)} bytes, {how} quantization of {src}")
 
 
 class HFWrapper(torch.nn.Module):
@@ -406,6 +422,10 @@ def main():
         quantize_qdq(args.out, "bert_tiny", "bert_tiny_qdq", per_channel=False)
     if want("cnn_small_qdq"):
         quantize_qdq(args.out, "cnn_small", "cnn_small_qdq", per_channel=True)
+    if want("bert_tiny_dyn"):
+        quantize_qdq(args.out, "bert_tiny", "bert_tiny_dyn", per_channel=False, how="dynamic")
+    if want("cnn_small_qop"):
+        quantize_qdq(args.out, "cnn_small", "cnn_small_qop", per_channel=True, how="operator")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ for m in models/*/; do
   name=$(basename "$m")
   shapes=(--shape batch=2)
   case $name in
-    cnn_small | cnn_small_qdq | seg_small | unet_small) ;;
+    cnn_small | cnn_small_qdq | cnn_small_qop | seg_small | unet_small) ;;
     llama_tiny_dec) shapes+=(--shape past=16) ;;
     *) shapes+=(--shape sequence=16) ;;
   esac

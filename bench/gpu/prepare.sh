@@ -57,11 +57,12 @@ settle() {
   [ "$failed" = 0 ] || { echo "prepare: a compile failed (its log is beside its artifact)" >&2; exit 1; }
 }
 # The half-precision models check cuBLASLt and the kernels in float16 and bfloat16 against PyTorch;
-# the QDQ ones (int8 through ONNX Runtime's quantizer) the quantize kernels against onnxruntime.
+# the quantized ones (int8 through ONNX Runtime's quantizer: QDQ, dynamic, operator format) the
+# quantize kernels and integer GEMMs against onnxruntime.
 for m in bert_tiny gpt2_tiny llama_tiny cnn_small seg_small unet_small gpt2_tiny_f16 llama_tiny_bf16 llama_tiny_dec \
-  bert_tiny_qdq cnn_small_qdq; do
+  bert_tiny_qdq cnn_small_qdq bert_tiny_dyn cnn_small_qop; do
   case $m in
-    cnn_small | seg_small | unet_small | cnn_small_qdq) small="--shape batch=2" large="--shape batch=256" ;;
+    cnn_small | seg_small | unet_small | cnn_small_qdq | cnn_small_qop) small="--shape batch=2" large="--shape batch=256" ;;
     # a decoding step: one token against a cache of `past`, at most 63 beside the 64 positions
     llama_tiny_dec) small="--shape batch=2 --shape past=16" large="--shape batch=64 --shape past=63" ;;
     *) small="--shape batch=2 --shape sequence=16" large="--shape batch=128 --shape sequence=64" ;;

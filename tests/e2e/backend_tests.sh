@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 # --- every shipped model: compile (nvcc sm_90 + emulation library), run on emu, match PyTorch ---
 shapes_for() {
   case $1 in
-    cnn_small | cnn_small_qdq | seg_small | unet_small) echo "--shape batch=2" ;;
+    cnn_small | cnn_small_qdq | cnn_small_qop | seg_small | unet_small) echo "--shape batch=2" ;;
     llama_tiny_dec) echo "--shape batch=2 --shape past=16" ;;
     *) echo "--shape batch=2 --shape sequence=16" ;;
   esac
