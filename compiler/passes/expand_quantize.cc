@@ -4,8 +4,8 @@
 //   DequantizeLinear   Cast x to float32, Sub the zero point, Mul by the scale, Cast to the output type
 //   QuantizeLinear     Div by the scale in the op's precision, Round (half to even), Add the zero
 //                      point, Clip to the quantized type's range, Cast to it
-//   DynamicQuantizeLinear  ReduceMin and ReduceMax of x, widened to hold 0, give the scale and the
-//                      zero point, then the QuantizeLinear arithmetic
+//   DynamicQuantizeLinear  ReduceMin and ReduceMax of x (keeping its rank), widened to hold 0, give
+//                      the scale and the zero point, then the QuantizeLinear arithmetic
 // A scale or zero point per axis becomes [D, 1, ...] to broadcast; a blocked one is repeated along
 // its axis (a Gather of constant indices, or computed here when it is a constant). Runs after
 // fold_constants (a DequantizeLinear of constant weights is a float constant by then) and leaves
@@ -123,23 +123,28 @@ StatusOr<bool> expand_dynamic_quantize(Graph& g, Node& n) {
   Value* x = n.input(0);
   if (!x || !x->has_static_shape() || x->dtype != DType::kF32) return false;
   NodeBuilder b{g, n};
-  const std::map<std::string, AttrValue> all{{"keepdims", int64_t{0}}};
+  // The statistics keep x's rank (all ones), so the planner may compute the scale and zero point
+  // in the kernel of the reductions; the op's scalar outputs are Reshapes of them.
+  const Dims one(x->dims->size(), 1);
+  const std::map<std::string, AttrValue> all{{"keepdims", int64_t{1}}};
   Value* zero = scalar(b, "zero", 0.0);
-  Value* hi = b.node("Max", "max_or_zero", {b.node("ReduceMax", "max", {x}, DType::kF32, {}, all), zero},
-                     DType::kF32, {});
-  Value* lo = b.node("Min", "min_or_zero", {b.node("ReduceMin", "min", {x}, DType::kF32, {}, all), zero},
-                     DType::kF32, {});
-  Value* range = b.node("Sub", "range", {hi, lo}, DType::kF32, {});
-  Value* empty = b.node("Equal", "empty_range", {range, zero}, DType::kBool, {});
-  range = b.node("Where", "range_or_one", {empty, scalar(b, "one", 1.0), range}, DType::kF32, {});
-  Value* scale = b.node("Div", "scale", {range, scalar(b, "levels", 255.0)}, DType::kF32, {});
-  Value* zp = b.node("Neg", "zero_point_real", {b.node("Div", "min_steps", {lo, scale}, DType::kF32, {})},
-                     DType::kF32, {});
-  zp = b.node("Clip", "zero_point_clip", {zp, zero, scalar(b, "top", 255.0)}, DType::kF32, {});
-  zp = b.node("Round", "zero_point", {zp}, DType::kF32, {});
+  Value* hi = b.node("Max", "max_or_zero", {b.node("ReduceMax", "max", {x}, DType::kF32, one, all), zero},
+                     DType::kF32, one);
+  Value* lo = b.node("Min", "min_or_zero", {b.node("ReduceMin", "min", {x}, DType::kF32, one, all), zero},
+                     DType::kF32, one);
+  Value* range = b.node("Sub", "range", {hi, lo}, DType::kF32, one);
+  Value* empty = b.node("Equal", "empty_range", {range, zero}, DType::kBool, one);
+  range = b.node("Where", "range_or_one", {empty, scalar(b, "one", 1.0), range}, DType::kF32, one);
+  Value* scale = b.node("Div", "scale", {range, scalar(b, "levels", 255.0)}, DType::kF32, one);
+  Value* zp = b.node("Neg", "zero_point_real", {b.node("Div", "min_steps", {lo, scale}, DType::kF32, one)},
+                     DType::kF32, one);
+  zp = b.node("Clip", "zero_point_clip", {zp, zero, scalar(b, "top", 255.0)}, DType::kF32, one);
+  zp = b.node("Round", "zero_point", {zp}, DType::kF32, one);
   Value* y = quantize(b, x, scale, zp, DType::kU8, 0, 255);
-  Value* zp_u8 = b.cast(zp, DType::kU8, "zero_point_u8");
-  std::vector<std::pair<Value*, Value*>> outs{{y, n.output(0)}, {scale, n.output(1)}, {zp_u8, n.output(2)}};
+  Value* scale_out = b.reshape(scale, {}, "scale_scalar");
+  Value* zp_u8 = b.reshape(b.cast(zp, DType::kU8, "zero_point_u8"), {}, "zero_point_scalar");
+  std::vector<std::pair<Value*, Value*>> outs{
+      {y, n.output(0)}, {scale_out, n.output(1)}, {zp_u8, n.output(2)}};
   b.finish_all(outs);
   return true;
 }
