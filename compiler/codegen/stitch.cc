@@ -161,9 +161,9 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     // A float division inside a loop by a value fixed outside it (a row's statistic, a scalar
     // constant): the reciprocal once, a product per element. Only where the reciprocal is exact
     // in range (reciprocal_safe): the result is then within an ulp of the quotient, and the
-    // special values (0, inf, NaN) come out as the division's.
-    if (op == "Div" && ct == "float" && compute_type(n.input(1)->dtype) == "float" && levels[1] < level &&
-        reciprocal_safe(*n.input(1))) {
+    // special values (0, inf, NaN) come out as the division's. Not in a kernel that rounds.
+    if (op == "Div" && !rounds_ && ct == "float" && compute_type(n.input(1)->dtype) == "float" &&
+        levels[1] < level && reciprocal_safe(*n.input(1))) {
       const std::string rk = "reciprocal:" + args[1];
       const SExpr* r = find(rk);
       const SExpr rcp = r ? *r : bind(rk, ct, fmt::format("1.0f / {}", args[1]), levels[1], "reciprocal");

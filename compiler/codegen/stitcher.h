@@ -91,9 +91,11 @@ class Stitcher {
   Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache,
            const std::string& part_name = "", int64_t index32_limit = kIndex32Limit)
       : nodes_(nodes), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
-    for (const Node* n : nodes)
+    for (const Node* n : nodes) {
       for (const Value* v : n->outputs)
         if (v) producer_[v] = n;
+      rounds_ = rounds_ || n->op_type == "Round";
+    }
     width_ = index_width(nodes, index32_limit);
     width_.narrow = width_.narrow && num_elements(info.domain) <= index32_limit &&
                     (!info.tile || info.tile->index_type() == "int");
@@ -372,6 +374,9 @@ class Stitcher {
   // elements (and a tiled GEMM's offsets are int too).
   IndexWidth width_;
   std::map<const Value*, const Node*> producer_;
+  // The kernel rounds to integers (a quantization): its divisions stay exact, since a quotient an
+  // ulp away can cross a rounding boundary and move a quantized value a whole step.
+  bool rounds_ = false;
   Kernel k_;
   int ins_ = 0, outs_ = 0, counter_ = 0, passes_ = 0;
   std::vector<Scope> scopes_;

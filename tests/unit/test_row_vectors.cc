@@ -138,3 +138,31 @@ TEST_CASE("a wide pass stays one element per thread where 4 neighbours do not fi
     CHECK(one_group_matches_reference(*g, 10, c.what == std::string("float16") ? kEmuF16Chain : kEmuF32));
   }
 }
+
+TEST_CASE("a kernel that rounds to integers (a quantization) keeps its divisions exact", "[fusion][emu]") {
+  // A quantization after a layer norm (DynamicQuantizeLinear's, QuantizeLinear's): a quotient an ulp
+  // away from the division's can cross a rounding boundary and move the value a whole step (seen on
+  // a dynamically quantized BERT-base against onnxruntime).
+  auto g = parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[4,32]
+  const %eps: f32[] = [0.00001]
+  const %step: f32[] = [0.01]
+  %m = ReduceMean(%x) {axes = ints[1], keepdims = 1} @"mean"
+  %d = Sub(%x, %m) @"centered"
+  %sq = Mul(%d, %d) @"squared"
+  %v = ReduceMean(%sq) {axes = ints[1], keepdims = 1} @"variance"
+  %ve = Add(%v, %eps) @"variance_eps"
+  %s = Sqrt(%ve) @"std"
+  %n = Div(%d, %s) @"normalized"
+  %q = Div(%n, %step) @"by_step"
+  %r = Round(%q) @"round"
+  output %r
+}
+)");
+  run_frontend_or_die(*g);
+  const codegen::Kernel k = lower_whole_graph(*g);
+  INFO(k.source);
+  CHECK(count(k.source, "= 1.0f / ") == 0);
+  CHECK(k.source.find("as a product with the reciprocal") == std::string::npos);
+  CHECK(one_group_matches_reference(*g, 7));
+}
