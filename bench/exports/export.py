@@ -32,6 +32,8 @@ NAMED_ONLY = {"bert_base_12l", "bert_base_12l_f16", "llama_wide", "phi3_wide", "
 
 def to_numpy(t):
     """numpy has no bfloat16: through ml_dtypes' (onnx's own dependency), which onnx saves as BFLOAT16."""
+    if isinstance(t, np.ndarray):
+        return t
     t = t.detach()
     if t.dtype == torch.bfloat16:
         import ml_dtypes
@@ -909,7 +911,45 @@ def models():
         "gru_tagger": text("gru_tagger", gru),
         "gru_tagger_ts": text("gru_tagger_ts", gru, dynamo=False, opset=17),
     })
+
+    # Dynamically quantized (tried 2026-11-27): ONNX Runtime's quantize_dynamic on two BERT exports
+    # (int8 weights, DynamicQuantizeLinear and MatMulInteger), onnxruntime's outputs as expected.
+    t.update({
+        "bert_dyn": dynamic_quantized(t["bert_dynamo"]),
+        "bert_base_2l_dyn": dynamic_quantized(t["bert_base_2l"]),
+    })
     return t
+
+
+def dynamic_quantized(export):
+    """An entry that writes `export`'s model into OUT/float, quantizes it with ONNX Runtime's
+    quantize_dynamic (int8 weights) into OUT/model.onnx, and gives each of its test data sets the
+    outputs of onnxruntime with its graph optimizations off, which runs each node as written (its
+    optimized session fuses the quantization into integer kernels that round elsewhere)."""
+    def run(out):
+        import glob
+        import shutil
+
+        import onnxruntime as ort
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        src = os.path.join(out, "float")
+        os.makedirs(src, exist_ok=True)
+        export(src)
+        path = os.path.join(out, "model.onnx")
+        quantize_dynamic(os.path.join(src, "model.onnx"), path, weight_type=QuantType.QInt8)
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        names = [i.name for i in sess.get_inputs()]
+        for d in sorted(glob.glob(os.path.join(src, "test_data_set_*"))):
+            k = int(d.rsplit("_", 1)[1])
+            files = sorted(glob.glob(os.path.join(d, "input_*.pb")))
+            feed = {n: numpy_helper.to_array(onnx.load_tensor(f)) for n, f in zip(names, files)}
+            outs = sess.run(None, feed)
+            save_case(out, names, [feed[n] for n in names], [o.name for o in sess.get_outputs()], outs, k)
+        shutil.rmtree(src)
+    return run
 
 
 def main():
