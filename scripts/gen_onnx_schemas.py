@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes compiler/importer/onnx_schemas.inc: the attributes and input/output counts that the ONNX spec
-gives each op stitch supports, at every version in effect from opset 6 on (models of opsets 6 to 10
-are checked in their own forms, then upgraded to opset 11's: importer/legacy_forms.cc).
+gives each op stitch supports, at every version in effect from opset 1 on (models of opsets 1 to 10
+are checked in their own forms, then upgraded to opset 11's: ir/legacy_forms.cc).
 
 The importer checks every node against this table (importer/op_schema.cc), so an attribute of the wrong
 kind, a misspelt or missing required attribute, or a wrong number of inputs is an error naming the
@@ -17,7 +17,7 @@ import sys
 import onnx
 from onnx import defs
 
-MIN_OPSET, MAX_OPSET = 6, 28
+MIN_OPSET, MAX_OPSET = 1, 28
 KINDS = {
     "INT": "kInt",
     "FLOAT": "kFloat",

@@ -717,6 +717,10 @@ def models():
     # ir/legacy_forms.h.
     t["resnet18_opset9"] = lambda o: export_cnn(None, tv.resnet18, o, opset=9)
     t["mobilenet_v2_opset10"] = lambda o: export_cnn(None, tv.mobilenet_v2, o, opset=10)
+    # Older still (tried 2026-11-27, later): ResNet-18 written down to opsets 3 and 1 by ONNX's version
+    # converter (consumed_inputs, Gemm's broadcast attribute), as Caffe2's conversions of opset 3 are.
+    t["resnet18_opset3"] = converted(t["resnet18_opset9"], 3)
+    t["resnet18_opset1"] = converted(t["resnet18_opset9"], 1)
     t["bert_opset10"] = text("bert_opset10", lambda: tf.BertModel(tf.BertConfig(**bert_small,
                                                                                attn_implementation="eager")),
                              vocab=30522, dynamo=False, opset=10)
@@ -919,6 +923,17 @@ def models():
         "bert_base_2l_dyn": dynamic_quantized(t["bert_base_2l"]),
     })
     return t
+
+
+def converted(export, opset):
+    """An entry that writes `export`'s model and test data and converts the model to `opset` with
+    ONNX's version converter (the test data stay as they are)."""
+    def run(out):
+        from onnx import version_converter
+        export(out)
+        path = os.path.join(out, "model.onnx")
+        onnx.save(version_converter.convert_version(onnx.load(path), opset), path)
+    return run
 
 
 def dynamic_quantized(export):

@@ -1,9 +1,11 @@
-// Upgrades nodes of opsets 6 to 10 to their opset-11 forms (legacy_forms.h). Each case follows the
+// Upgrades nodes of opsets 1 to 10 to their opset-11 forms (legacy_forms.h). Each case follows the
 // ONNX spec of the op's old version and the one in effect at opset 11.
 #include "ir/legacy_forms.h"
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <map>
 #include <set>
 
 namespace stitch {
@@ -113,6 +115,55 @@ Status upgrade_resize(Graph& g, Node& n) {
   return Status::ok();
 }
 
+// Cast-1 names its type as TensorProto's enum value name ("FLOAT"); from opset 6 it is the code.
+Status upgrade_cast(Node& n) {
+  static const std::map<std::string, int64_t> kCodes = {
+      {"FLOAT", 1},   {"UINT8", 2},   {"INT8", 3},   {"UINT16", 4}, {"INT16", 5},
+      {"INT32", 6},   {"INT64", 7},   {"STRING", 8}, {"BOOL", 9},   {"FLOAT16", 10},
+      {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
+  std::string name = n.attr_string("to", "");
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto it = kCodes.find(name);
+  if (it == kCodes.end())
+    return refuse(n,
+                  fmt::format("'to' names '{}', not a type of TensorProto (FLOAT, INT64, ...)",
+                              n.attr_string("to", "")),
+                  "correct the model");
+  n.attrs["to"] = it->second;
+  return Status::ok();
+}
+
+// Split-1 takes its sizes as an attribute or as a second input; from opset 2 only the attribute.
+Status upgrade_split(Node& n) {
+  if (n.inputs.size() < 2 || !n.input(1)) return Status::ok();
+  const Value* split = n.input(1);
+  if (!split->constant) return refuse(n, "its sizes are a second input computed at run time", kConvert);
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < split->constant->size(); ++i) sizes.push_back(split->constant->get_i64(i));
+  n.attrs["split"] = sizes;
+  n.inputs.resize(1);
+  return Status::ok();
+}
+
+// Tile-1 repeats along one axis: `tiles` copies along `axis`, both one value. From opset 6 a
+// vector of repeats, one per axis.
+Status upgrade_tile(Graph& g, Node& n) {
+  const Value *tiles = n.input(1), *axis = n.input(2);
+  if (!tiles || !axis || !tiles->constant || !axis->constant || tiles->constant->size() != 1 ||
+      axis->constant->size() != 1)
+    return refuse(n, "its tiles and axis are not one constant value each", kConvert);
+  const auto rank = static_cast<int64_t>(n.input(0)->dims->size());
+  int64_t a = axis->constant->get_i64(0);
+  if (a < 0) a += rank;
+  if (a < 0 || a >= rank)
+    return refuse(n, fmt::format("axis {} is outside the input's {} axes", axis->constant->get_i64(0), rank),
+                  "correct the model");
+  std::vector<int64_t> repeats(static_cast<size_t>(rank), 1);
+  repeats[static_cast<size_t>(a)] = tiles->constant->get_i64(0);
+  n.inputs = {n.input(0), add_constant(g, n, "repeats", Tensor::vector_i64(repeats))};
+  return Status::ok();
+}
+
 }  // namespace
 
 const OpDef* find_model_op(std::string_view domain, std::string_view op, int opset) {
@@ -128,6 +179,24 @@ Status upgrade_legacy_node(Graph& g, Node& n) {
   static const std::set<std::string, std::less<>> kLegacyBroadcast = {
       "Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"};
   const std::string& op = n.op_type;
+  if (n.opset < 6) n.attrs.erase("consumed_inputs");  // which inputs an op may overwrite in place
+  if (op == "Cast" && n.opset < 6) {
+    RETURN_IF_ERROR(upgrade_cast(n));
+  } else if (op == "Reshape" && n.opset < 5) {
+    n.inputs.resize(1);
+    set_input(n, 1, add_constant(g, n, "shape", Tensor::vector_i64(n.attr_ints("shape"))));
+    n.attrs.erase("shape");
+  } else if (op == "Concat" && n.opset < 4) {
+    if (!n.has_attr("axis")) n.attrs["axis"] = int64_t{1};  // Concat-1's default
+  } else if (op == "Split" && n.opset < 2) {
+    RETURN_IF_ERROR(upgrade_split(n));
+  } else if (op == "Tile" && n.opset < 6) {
+    RETURN_IF_ERROR(upgrade_tile(g, n));
+  }
+  if (op == "Pad" && n.opset < 2 && n.has_attr("paddings")) {
+    n.attrs["pads"] = n.attr_ints("paddings");  // renamed at opset 2
+    n.attrs.erase("paddings");
+  }
   if (kLegacyBroadcast.count(op) && n.opset < 7) {
     RETURN_IF_ERROR(upgrade_broadcast(g, n));
   } else if (op == "PRelu" && n.opset < 7) {

@@ -25,7 +25,7 @@ class Parser {
     ASSIGN_OR_RETURN(g->name, string_lit());
     RETURN_IF_ERROR(keyword("opset"));
     ASSIGN_OR_RETURN(int64_t opset, integer());
-    // As the importer reads a model of opset 6 to 10: its nodes in their own forms until
+    // As the importer reads a model of opset 1 to 10: its nodes in their own forms until
     // infer_shapes upgrades them (ir/legacy_forms.h), the graph in opset 11's.
     g->model_opset = static_cast<int>(opset);
     g->opset = std::max(g->model_opset, kMinOpset);

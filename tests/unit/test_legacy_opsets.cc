@@ -1,4 +1,4 @@
-// Models of opsets 6 to 10: each node's old form, upgraded by the front end (ir/legacy_forms.h),
+// Models of opsets 1 to 10: each node's old form, upgraded by the front end (ir/legacy_forms.h),
 // computes what the same op written in opset 13's form computes (the reference interpreter on both,
 // seeded inputs); what has no opset-11 form is refused naming the node. ONNX's node tests of those
 // opsets (Debian's pytorch-converted and pytorch-operator sets among them) check the results
@@ -204,6 +204,74 @@ TEST_CASE("renamed ops and attributes inference does without", "[legacy]") {
   output %g
 })",
                  23);
+}
+
+TEST_CASE(
+    "opsets 1 to 5: consumed_inputs, Cast-1's type name, Reshape-1's shape, Concat-1's axis, Split-1, "
+    "Tile-1, Pad-1",
+    "[legacy]") {
+  same_as_modern(R"(graph "g" opset 1 {
+  input %x: f32[2,3,4]
+  input %z: f32[2,3,4]
+  %r = Relu(%x) {consumed_inputs = ints[0]} @"relu"
+  %a = Add(%r, %z) {consumed_inputs = ints[0, 0]} @"add"
+  %c = Cast(%a) {to = "int32"} @"cast"
+  %s = Reshape(%c) {shape = ints[6, 4]} @"reshape"
+  %k = Concat(%s, %s) @"concat"
+  %p = Pad(%x) {paddings = ints[0, 1, 0, 0, 2, 0], value = 0.5} @"pad"
+  output %k
+  output %p
+})",
+                 R"(graph "g" opset 13 {
+  input %x: f32[2,3,4]
+  input %z: f32[2,3,4]
+  const %shape: i64[2] = [6, 4]
+  const %pads: i64[6] = [0, 1, 0, 0, 2, 0]
+  const %v: f32[] = [0.5]
+  %r = Relu(%x) @"relu"
+  %a = Add(%r, %z) @"add"
+  %c = Cast(%a) {to = 6} @"cast"
+  %s = Reshape(%c, %shape) @"reshape"
+  %k = Concat(%s, %s) {axis = 1} @"concat"
+  %p = Pad(%x, %pads, %v) @"pad"
+  output %k
+  output %p
+})",
+                 29);
+  same_as_modern(R"(graph "g" opset 1 {
+  input %x: f32[6,5]
+  const %sizes: i64[2] = [2, 4]
+  const %tiles: i64[] = [3]
+  const %axis: i64[] = [0]
+  %a, %b = Split(%x, %sizes) {axis = 0} @"split"
+  %t = Tile(%b, %tiles, %axis) @"tile"
+  output %a
+  output %t
+})",
+                 R"(graph "g" opset 13 {
+  input %x: f32[6,5]
+  const %sizes: i64[2] = [2, 4]
+  const %reps: i64[2] = [3, 1]
+  %a, %b = Split(%x, %sizes) {axis = 0} @"split"
+  %t = Tile(%b, %reps) @"tile"
+  output %a
+  output %t
+})",
+                 31);
+  CHECK(frontend_error(R"(graph "g" opset 5 {
+  input %x: f32[2,3]
+  %y = Cast(%x) {to = "FLOAT128"} @"cast"
+  output %y
+})") == "node 'cast' (Cast) (opset 5): 'to' names 'FLOAT128', not a type of TensorProto (FLOAT, INT64, ...); "
+        "correct the model");
+  CHECK(frontend_error(R"(graph "g" opset 3 {
+  input %x: f32[2,3]
+  input %n: i64[]
+  const %axis: i64[] = [1]
+  %y = Tile(%x, %n, %axis) @"tile"
+  output %y
+})") == "node 'tile' (Tile) (opset 3): its tiles and axis are not one constant value each; convert the model "
+        "to a newer opset (onnx.version_converter.convert_version(model, 17)) or re-export it");
 }
 
 TEST_CASE("old forms with no opset-11 form are refused naming the node", "[legacy]") {
