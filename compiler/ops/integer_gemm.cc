@@ -160,15 +160,8 @@ StatusOr<IntegerGemmSpec> integer_gemm_spec(const Node& n, const std::vector<Qua
 
 namespace {
 
-std::vector<QuantOperand> operands(const InferContext& ctx) {
-  std::vector<QuantOperand> in;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i)
-    in.push_back(ctx.has_input(i) ? QuantOperand{ctx.dtype(i), &ctx.dims(i)} : QuantOperand{});
-  return in;
-}
-
 Status infer_integer_gemm(InferContext& ctx) {
-  ASSIGN_OR_RETURN(IntegerGemmSpec s, integer_gemm_spec(ctx.node(), operands(ctx)));
+  ASSIGN_OR_RETURN(IntegerGemmSpec s, integer_gemm_spec(ctx.node(), quant_operands(ctx)));
   ctx.set_output(0, s.out, s.out_dims);
   return Status::ok();
 }
@@ -194,9 +187,7 @@ Tensor centered(const IntegerGemmSpec& s, std::span<const Tensor* const> in, int
 }
 
 Status eval_integer_gemm(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-  std::vector<QuantOperand> ops;
-  for (const Tensor* t : in) ops.push_back(t ? QuantOperand{t->dtype(), &t->dims()} : QuantOperand{});
-  ASSIGN_OR_RETURN(IntegerGemmSpec s, integer_gemm_spec(n, ops));
+  ASSIGN_OR_RETURN(IntegerGemmSpec s, integer_gemm_spec(n, quant_operands(in)));
   const Tensor a = centered(s, in, s.a, s.a_zp), b = centered(s, in, s.b, s.b_zp);
   std::vector<Tensor> product(1);
   const std::vector<const Tensor*> args{&a, &b};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/op_table.h"
+#include "ops/op_params.h"
 #include "support/check.h"
 
 namespace stitch::ops {
@@ -125,6 +126,11 @@ StatusOr<std::optional<std::vector<int64_t>>> axes_operand(const InferContext& c
 std::optional<std::vector<int64_t>> axes_operand_eval(const Node& n,
                                                       std::span<const Tensor* const> in,
                                                       size_t input, const char* attr);
+
+// The element types and shapes of a node's inputs (at shape inference, or of the tensors an
+// evaluation reads), an omitted input's dims null: what quant_spec and integer_gemm_spec check.
+std::vector<QuantOperand> quant_operands(const InferContext& ctx);
+std::vector<QuantOperand> quant_operands(std::span<const Tensor* const> in);
 
 // No-op test: output 0 has exactly input 0's dtype and dims.
 bool same_type_as_input0(const Node& n);

@@ -161,29 +161,29 @@ StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& i
   return q;
 }
 
-namespace {
-
-std::vector<QuantOperand> operands(const InferContext& ctx) {
+std::vector<QuantOperand> quant_operands(const InferContext& ctx) {
   std::vector<QuantOperand> in;
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
     in.push_back(ctx.has_input(i) ? QuantOperand{ctx.dtype(i), &ctx.dims(i)} : QuantOperand{});
   return in;
 }
 
-std::vector<QuantOperand> operands(std::span<const Tensor* const> in) {
+std::vector<QuantOperand> quant_operands(std::span<const Tensor* const> in) {
   std::vector<QuantOperand> ops;
   for (const Tensor* t : in) ops.push_back(t ? QuantOperand{t->dtype(), &t->dims()} : QuantOperand{});
   return ops;
 }
 
+namespace {
+
 Status infer_dequantize(InferContext& ctx) {
-  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(ctx.node(), operands(ctx), false));
+  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(ctx.node(), quant_operands(ctx), false));
   ctx.set_output(0, q.real, ctx.dims(0));
   return Status::ok();
 }
 
 Status infer_quantize(InferContext& ctx) {
-  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(ctx.node(), operands(ctx), true));
+  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(ctx.node(), quant_operands(ctx), true));
   ctx.set_output(0, q.q, ctx.dims(0));
   return Status::ok();
 }
@@ -193,7 +193,7 @@ Status infer_quantize(InferContext& ctx) {
 template <typename F>
 Status eval_linear(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out, bool quantize,
                    F f) {
-  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(n, operands(in), quantize));
+  ASSIGN_OR_RETURN(QuantSpec q, quant_spec(n, quant_operands(in), quantize));
   const Tensor& x = *in[0];
   q.bind(x.dims());
   const std::vector<double> xv = x.to_f64(), scale = in[1]->to_f64();
