@@ -916,11 +916,13 @@ def models():
         "gru_tagger_ts": text("gru_tagger_ts", gru, dynamo=False, opset=17),
     })
 
-    # Dynamically quantized (tried 2026-11-27): ONNX Runtime's quantize_dynamic on two BERT exports
-    # (int8 weights, DynamicQuantizeLinear and MatMulInteger), onnxruntime's outputs as expected.
+    # Quantized (tried 2026-11-27): ONNX Runtime's quantize_dynamic on two BERT exports (int8
+    # weights, DynamicQuantizeLinear and MatMulInteger) and its static quantizer's operator format
+    # (QLinearMatMul), onnxruntime's outputs as expected.
     t.update({
-        "bert_dyn": dynamic_quantized(t["bert_dynamo"]),
-        "bert_base_2l_dyn": dynamic_quantized(t["bert_base_2l"]),
+        "bert_dyn": quantized(t["bert_dynamo"], "dynamic"),
+        "bert_base_2l_dyn": quantized(t["bert_base_2l"], "dynamic"),
+        "bert_qop": quantized(t["bert_dynamo"], "operator"),
     })
     return t
 
@@ -936,33 +938,52 @@ def converted(export, opset):
     return run
 
 
-def dynamic_quantized(export):
-    """An entry that writes `export`'s model into OUT/float, quantizes it with ONNX Runtime's
-    quantize_dynamic (int8 weights) into OUT/model.onnx, and gives each of its test data sets the
-    outputs of onnxruntime with its graph optimizations off, which runs each node as written (its
-    optimized session fuses the quantization into integer kernels that round elsewhere)."""
+def quantized(export, how):
+    """An entry that writes `export`'s model into OUT/float and quantizes it with ONNX Runtime's
+    quantizer into OUT/model.onnx: `how` "dynamic" (quantize_dynamic: int8 weights,
+    DynamicQuantizeLinear and MatMulInteger) or "operator" (quantize_static in the operator format,
+    calibrated on the first data set: QLinearMatMul for each MatMul, uint8 activations). Each data
+    set gets the outputs of onnxruntime with its graph optimizations off, which runs each node as
+    written (its optimized session fuses the quantization into integer kernels that round
+    elsewhere)."""
     def run(out):
         import glob
         import shutil
 
         import onnxruntime as ort
-        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                              quantize_static)
 
         src = os.path.join(out, "float")
         os.makedirs(src, exist_ok=True)
         export(src)
-        path = os.path.join(out, "model.onnx")
-        quantize_dynamic(os.path.join(src, "model.onnx"), path, weight_type=QuantType.QInt8)
+        path, model = os.path.join(out, "model.onnx"), os.path.join(src, "model.onnx")
+        names = [i.name for i in ort.InferenceSession(model, providers=["CPUExecutionProvider"]).get_inputs()]
+
+        def feed_of(d):
+            files = sorted(glob.glob(os.path.join(d, "input_*.pb")))
+            return {n: numpy_helper.to_array(onnx.load_tensor(f)) for n, f in zip(names, files)}
+
+        if how == "dynamic":
+            quantize_dynamic(model, path, weight_type=QuantType.QInt8)
+        else:
+            class Once(CalibrationDataReader):
+                def __init__(self):
+                    self.left = [feed_of(os.path.join(src, "test_data_set_0"))]
+
+                def get_next(self):
+                    return self.left.pop() if self.left else None
+
+            quantize_static(model, path, Once(), quant_format=QuantFormat.QOperator, op_types_to_quantize=["MatMul"],
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-        names = [i.name for i in sess.get_inputs()]
         for d in sorted(glob.glob(os.path.join(src, "test_data_set_*"))):
-            k = int(d.rsplit("_", 1)[1])
-            files = sorted(glob.glob(os.path.join(d, "input_*.pb")))
-            feed = {n: numpy_helper.to_array(onnx.load_tensor(f)) for n, f in zip(names, files)}
+            feed = feed_of(d)
             outs = sess.run(None, feed)
-            save_case(out, names, [feed[n] for n in names], [o.name for o in sess.get_outputs()], outs, k)
+            save_case(out, names, [feed[n] for n in names], [o.name for o in sess.get_outputs()], outs,
+                      int(d.rsplit("_", 1)[1]))
         shutil.rmtree(src)
     return run
 
