@@ -154,6 +154,8 @@ expect "a MatMulInteger zero point with a value too many" 2 "node 'mm' \(MatMulI
   "$STITCHC" compile "$B/matmulinteger_zero_point_rows.onnx" -o "$TMP/bad20" --no-nvcc
 expect "a QLinearConv bias short of a channel" 2 "node 'qconv' \(QLinearConv\): B has shape 3; it must be one value, or one per output channel \(4 values\)" -- \
   "$STITCHC" compile "$B/qlinearconv_bias_channels.onnx" -o "$TMP/bad21" --no-nvcc
+expect "an opset-1 Cast naming no type" 2 "node 'cast' \(Cast\) \(opset 1\): 'to' names 'FLOAT128', not a type of TensorProto" -- \
+  "$STITCHC" compile "$B/cast_opset1_type_name.onnx" -o "$TMP/bad22" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

@@ -8,7 +8,7 @@ Each is refused with exit code 2 and a message naming its node; none is a valid 
 their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size; the
 quantizations have scales or zero points that do not fit x, or an element type stitch lacks; the
 GridSample names a mode it does not have; the loss has weights that are not one per class; the LRN's window is empty; the integer GEMMs have a zero point or bias
-that does not fit their rows or channels).
+that does not fit their rows or channels; the opset-1 Cast names no type).
 """
 import os
 import sys
@@ -134,6 +134,10 @@ def main(out):
                           helper.make_tensor("w", TensorProto.INT8, [4, 2, 3, 3], [1] * 72),
                           helper.make_tensor("wz", TensorProto.INT8, [], [0]),
                           helper.make_tensor("bias", TensorProto.INT32, [3], [1, 2, 3])]),
+        # A Cast of opset 1 whose type name is not one of TensorProto's.
+        "cast_opset1_type_name": model(
+            "cast_opset1_type_name", helper.make_node("Cast", ["x"], ["y"], "cast", to="FLOAT128"), [x(2, 3)],
+            opset=1),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))
