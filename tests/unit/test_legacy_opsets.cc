@@ -242,7 +242,7 @@ TEST_CASE(
   input %x: f32[6,5]
   const %sizes: i64[2] = [2, 4]
   const %tiles: i64[] = [3]
-  const %axis: i64[] = [0]
+  const %axis: i64[] = [-1]
   %a, %b = Split(%x, %sizes) {axis = 0} @"split"
   %t = Tile(%b, %tiles, %axis) @"tile"
   output %a
@@ -251,7 +251,7 @@ TEST_CASE(
                  R"(graph "g" opset 13 {
   input %x: f32[6,5]
   const %sizes: i64[2] = [2, 4]
-  const %reps: i64[2] = [3, 1]
+  const %reps: i64[2] = [1, 3]
   %a, %b = Split(%x, %sizes) {axis = 0} @"split"
   %t = Tile(%b, %reps) @"tile"
   output %a
