@@ -2,7 +2,8 @@
 // float MatMul or Conv whose sums are exact, with the element-wise work around it that the planner
 // fuses into the kernels before and after the call:
 //   operands    Cast to the float type, Sub the zero point (computed here for a constant operand:
-//               weights become float constants)
+//               weights become float constants), once per operand: GEMMs of one activation (Q, K
+//               and V) read one centered value, so that merge_gemms can join them
 //   product     MatMul or Conv, then Round: its result is the exact integer whatever order the
 //               library sums in, and no float rewrite (scale folding) reaches through it
 //   output      MatMulInteger, ConvInteger: Cast to int32. QLinear*: Add the bias, Mul by
@@ -17,6 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "ops/op_params.h"
 #include "ops/op_util.h"
@@ -101,7 +104,12 @@ Value* scale_ratio(NodeBuilder& b, const Node& n, const ops::IntegerGemmSpec& s)
   return b.cast(r, DType::kF64, "ratio_f64");
 }
 
-StatusOr<bool> expand_integer_gemm(Graph& g, Node& n) {
+// Centered operands already written, by operand, zero point and type: ONNX Runtime's quantizer
+// gives Q, K and V one quantized activation, and one centered value lets their GEMMs merge.
+using CenteredKey = std::tuple<const Value*, const Value*, DType>;
+using Centered = std::map<CenteredKey, Value*>;
+
+StatusOr<bool> expand_integer_gemm(Graph& g, Node& n, Centered& done) {
   std::vector<ops::QuantOperand> in;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const Value* v = n.input(i);
@@ -117,8 +125,13 @@ StatusOr<bool> expand_integer_gemm(Graph& g, Node& n) {
 
   NodeBuilder b{g, n};
   auto zd = [&](int i) { return i >= 0 ? s.on_operand.at(i) : Dims{}; };
-  Value* ac = centered(b, a, a_zp, zd(s.a_zp), t, "a");
-  Value* bc = centered(b, b_op, b_zp, zd(s.b_zp), t, "b");
+  auto once = [&](Value* x, Value* zp, int zp_index, const std::string& hint) {
+    Value*& v = done[CenteredKey{x, zp, t}];
+    if (!v) v = centered(b, x, zp, zd(zp_index), t, hint);
+    return v;
+  };
+  Value* ac = once(a, a_zp, s.a_zp, "a");
+  Value* bc = once(b_op, b_zp, s.b_zp, "b");
   Value* c = s.conv ? b.node("Conv", "product", {ac, bc}, t, s.out_dims, n.attrs)
                     : b.node("MatMul", "product", {ac, bc}, t, s.out_dims);
   c = b.node("Round", "exact", {c}, t, s.out_dims);
@@ -148,9 +161,12 @@ StatusOr<bool> expand_integer_gemm(Graph& g, Node& n) {
 
 StatusOr<bool> expand_integer_gemms(Graph& g, PassContext&) {
   bool changed = false;
+  Centered done;
   for (const char* op : {"MatMulInteger", "QLinearMatMul", "ConvInteger", "QLinearConv"}) {
-    ASSIGN_OR_RETURN(bool done, expand_each(g, op, expand_integer_gemm));
-    changed = changed || done;
+    ASSIGN_OR_RETURN(bool expanded, expand_each(g, op, [&](Graph& gr, Node& n) {
+                       return expand_integer_gemm(gr, n, done);
+                     }));
+    changed = changed || expanded;
   }
   return changed;
 }
