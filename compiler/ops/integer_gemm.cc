@@ -108,11 +108,13 @@ StatusOr<IntegerGemmSpec> integer_gemm_spec(const Node& n, const std::vector<Qua
       return node_error(
           n, fmt::format("{} is {} but {} is {}; a zero point has its tensor's type", input_name(n, zp),
                          dtype_name(in[zp].type), input_name(n, of), dtype_name(in[of].type)));
+  // QLinearMatMul-21 takes float16 and bfloat16 scales too; QLinearConv has one version, float32.
+  const bool half_scales = n.op_type == "QLinearMatMul" && n.opset >= 21;
   for (int i : {s.a_scale, s.b_scale, s.y_scale})
     if (i >= 0 &&
-        (!is_float(in[i].type) || in[i].type == DType::kF64 || (n.opset < 21 && in[i].type != DType::kF32)))
+        (!is_float(in[i].type) || in[i].type == DType::kF64 || (!half_scales && in[i].type != DType::kF32)))
       return node_error(n, fmt::format("{} is {}; scales are float32{}", input_name(n, i),
-                                       dtype_name(in[i].type), n.opset < 21 ? "" : ", float16 or bfloat16"));
+                                       dtype_name(in[i].type), half_scales ? ", float16 or bfloat16" : ""));
   if (s.y_zp >= 0 && !int8_type(in[s.y_zp].type))
     return node_error(
         n, fmt::format("y_zero_point is {}; the output is int8 or uint8", dtype_name(in[s.y_zp].type)));

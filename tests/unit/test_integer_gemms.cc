@@ -211,6 +211,16 @@ TEST_CASE("integer GEMM operands, zero points, scales and biases of the wrong ty
         "node 'qconv' (QLinearConv): B has shape 3; it must be one value, or one per output channel (4 "
         "values)");
   CHECK(frontend_error(qconv("u8[]", "i32[4]")).empty());
+  // QLinearConv has one version, of float32 scales; QLinearMatMul's opset 21 takes float16 too.
+  CHECK(frontend_error(R"(graph "g" opset 21 {
+  input %x: u8[1,3,5,5]
+  input %w: i8[4,3,3,3]
+  const %s: f16[] = [0.5]
+  const %z: u8[] = [0]
+  const %wz: i8[] = [0]
+  %y = QLinearConv(%x, %s, %z, %w, %s, %wz, %s, %z) @"qconv"
+  output %y
+})") == "node 'qconv' (QLinearConv): x_scale is f16; scales are float32");
 }
 
 TEST_CASE("the shipped integer-GEMM models as stitchc compiles them: kernel counts that must not grow",
