@@ -1,4 +1,5 @@
-// Indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements, ReverseSequence.
+// Indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements, ReverseSequence,
+// Compress.
 // Negative indices count from the end; an index out of range is an error at
 // evaluation (never a read outside the tensor).
 #include <cstring>
@@ -276,7 +277,71 @@ StatusOr<ReverseSequenceSpec> reverse_sequence_spec(const Node& n, const Dims& x
   return s;
 }
 
+StatusOr<std::vector<int64_t>> compress_positions(const Node& n, const Tensor& condition, int64_t length) {
+  if (condition.dtype() != DType::kBool || condition.rank() != 1)
+    return node_error(n, fmt::format("its condition is {} of shape {}; it must be a 1-D bool tensor",
+                                     dtype_name(condition.dtype()), dims_to_string(condition.dims())));
+  if (length >= 0 && condition.size() > length)
+    return node_error(
+        n, fmt::format("its condition has {} values, more than the {} {} it selects from", condition.size(),
+                       length, n.has_attr("axis") ? "slices along its axis" : "elements of its input"));
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < condition.size(); ++i)
+    if (condition.get_i64(i) != 0) kept.push_back(i);
+  return kept;
+}
+
+namespace {
+
+// The axis Compress selects along, or nullopt (x flattened), and the length there.
+StatusOr<std::pair<std::optional<int64_t>, int64_t>> compress_axis(const Node& n, const Dims& x) {
+  if (!n.has_attr("axis")) return std::pair<std::optional<int64_t>, int64_t>{std::nullopt, num_elements(x)};
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(x.size())));
+  return std::pair<std::optional<int64_t>, int64_t>{axis, x[static_cast<size_t>(axis)]};
+}
+
+Status infer_compress(InferContext& ctx) {
+  const Tensor* condition = ctx.constant(1);
+  if (!condition) return run_time_operand_error(ctx, 1, "condition (it decides the output's shape)");
+  const Dims& x = ctx.dims(0);
+  ASSIGN_OR_RETURN(auto along, compress_axis(ctx.node(), x));
+  ASSIGN_OR_RETURN(std::vector<int64_t> kept, compress_positions(ctx.node(), *condition, along.second));
+  Dims d{static_cast<int64_t>(kept.size())};
+  if (along.first) {
+    d = x;
+    d[static_cast<size_t>(*along.first)] = static_cast<int64_t>(kept.size());
+  }
+  ctx.set_output(0, ctx.dtype(0), d);
+  return Status::ok();
+}
+
+Status eval_compress(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const Tensor& x = *in[0];
+  ASSIGN_OR_RETURN(auto along, compress_axis(n, x.dims()));
+  ASSIGN_OR_RETURN(std::vector<int64_t> kept, compress_positions(n, *in[1], along.second));
+  const int64_t axis = along.first.value_or(0);
+  const Dims xd = along.first ? x.dims() : Dims{x.size()};
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= xd[static_cast<size_t>(i)];
+  for (size_t i = static_cast<size_t>(axis) + 1; i < xd.size(); ++i) inner *= xd[i];
+  Dims d = xd;
+  d[static_cast<size_t>(axis)] = static_cast<int64_t>(kept.size());
+  Tensor y(x.dtype(), d);
+  const int64_t esz = dtype_size(x.dtype()), dim = xd[static_cast<size_t>(axis)];
+  const uint8_t* src = x.data();
+  uint8_t* dst = y.data();
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < kept.size(); ++k)
+      std::memcpy(dst + ((o * static_cast<int64_t>(kept.size()) + static_cast<int64_t>(k)) * inner) * esz,
+                  src + ((o * dim + kept[k]) * inner) * esz, static_cast<size_t>(inner * esz));
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
+}  // namespace
+
 void register_gather_scatter(std::vector<OpDef>& t) {
+  t.push_back({"Compress", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_compress, eval_compress});
   t.push_back({"Gather", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_gather, eval_gather});
   t.push_back({"GatherElements", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_gather_elements,
                eval_gather_elements});

@@ -252,6 +252,11 @@ struct ReverseSequenceSpec {
 StatusOr<ReverseSequenceSpec> reverse_sequence_spec(const Node& n, const Dims& x, const Dims& lens);
 inline int64_t reversed_step(int64_t t, int64_t len) { return t < len ? len - 1 - t : t; }
 
+// Compress (opsets 11 to 28): the positions a constant 1-D bool condition keeps, along the axis
+// (or among the elements of x flattened, without one), `length` long (negative: not known); a
+// condition shorter than that drops the rest, a longer one is an error naming the node.
+StatusOr<std::vector<int64_t>> compress_positions(const Node& n, const Tensor& condition, int64_t length);
+
 // MeanVarianceNormalization (opsets 9 and 13): (x - E x) / (sqrt(E (x - E x)^2) + 1e-9) with the
 // expectations over `axes` (default 0, 2, 3: per channel of an N x C x H x W tensor), checked and
 // made non-negative, sorted and distinct.

@@ -28,6 +28,8 @@ constexpr PassInfo kFrontend[] = {
     {"expand_one_hot",
      "writes each OneHot as an Equal of its indices against the positions and a Where of its values",
      expand_one_hot},
+    {"expand_compress", "writes each Compress of a constant condition as a Gather of the positions it keeps",
+     expand_compress},
     {"expand_dft",
      "writes each DFT as one MatMul by a constant matrix of its weights, with Transposes around it, and each "
      "STFT as a Gather of its frames and one MatMul by its windowed DFT weights",

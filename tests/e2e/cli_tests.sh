@@ -156,6 +156,8 @@ expect "a QLinearConv bias short of a channel" 2 "node 'qconv' \(QLinearConv\): 
   "$STITCHC" compile "$B/qlinearconv_bias_channels.onnx" -o "$TMP/bad21" --no-nvcc
 expect "an opset-1 Cast naming no type" 2 "node 'cast' \(Cast\) \(opset 1\): 'to' names 'FLOAT128', not a type of TensorProto" -- \
   "$STITCHC" compile "$B/cast_opset1_type_name.onnx" -o "$TMP/bad22" --no-nvcc
+expect "a Compress condition longer than its axis" 2 "node 'compress' \(Compress\): its condition has 4 values, more than the 3 slices along its axis it selects from" -- \
+  "$STITCHC" compile "$B/compress_condition_long.onnx" -o "$TMP/bad23" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

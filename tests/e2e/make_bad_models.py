@@ -8,7 +8,8 @@ Each is refused with exit code 2 and a message naming its node; none is a valid 
 their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size; the
 quantizations have scales or zero points that do not fit x, or an element type stitch lacks; the
 GridSample names a mode it does not have; the loss has weights that are not one per class; the LRN's window is empty; the integer GEMMs have a zero point or bias
-that does not fit their rows or channels; the opset-1 Cast names no type).
+that does not fit their rows or channels; the opset-1 Cast names no type; the Compress's
+condition is longer than its axis).
 """
 import os
 import sys
@@ -138,6 +139,10 @@ def main(out):
         "cast_opset1_type_name": model(
             "cast_opset1_type_name", helper.make_node("Cast", ["x"], ["y"], "cast", to="FLOAT128"), [x(2, 3)],
             opset=1),
+        # A Compress whose condition is longer than the axis it selects along.
+        "compress_condition_long": model(
+            "compress_condition_long", helper.make_node("Compress", ["x", "c"], ["y"], "compress", axis=0), [x(3, 5)],
+            opset=11, initializers=[helper.make_tensor("c", TensorProto.BOOL, [4], [1, 0, 1, 1])]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))

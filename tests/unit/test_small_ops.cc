@@ -1,6 +1,7 @@
-// Small ops ONNX's node tests cover: MeanVarianceNormalization written out by expand_mvn, Shrink
-// and BitShift as element ops; planned by beam search and run on emu against the reference running
-// the op, whose definitions ONNX's node tests check (test_mvn, test_shrink_*, test_bitshift_*).
+// Small ops ONNX's node tests cover: MeanVarianceNormalization written out by expand_mvn, Compress
+// by expand_compress, Shrink and BitShift as element ops; planned by beam search and run on emu
+// against the reference running the op, whose definitions ONNX's node tests check (test_mvn,
+// test_compress_*, test_shrink_*, test_bitshift_*).
 #include "fusion_test_util.h"
 
 using namespace stitch;
@@ -82,4 +83,51 @@ TEST_CASE("BitShift both ways, past the type's width and past 63 bits, in one el
   %x = BitShift(%a, %a) {direction = "UP"} @"shift"
   output %x
 })") == "node 'shift' (BitShift): direction is 'UP'; it must be LEFT or RIGHT");
+}
+
+TEST_CASE("Compress of a constant condition: a Gather of the kept positions, in one kernel on emu",
+          "[compress][emu]") {
+  // Along an axis (a condition shorter than it drops the rest; a negative axis), and of x flattened.
+  for (const std::string attrs : {"{axis = 1} ", "{axis = -1} ", ""}) {
+    const fusion::FusionPlan plan = written_out_matches_op(fmt::format(R"(graph "g" opset 11 {{
+  input %x: f32[3,5]
+  const %c: bool[4] = [1, 0, 1, 1]
+  %y = Compress(%x, %c) {}@"compress"
+  %z = Relu(%y) @"relu"
+  output %z
+}})",
+                                                                       attrs),
+                                                           {"Compress"}, 17);
+    CHECK(plan.cost.kernels == 1);
+  }
+  // The kept values themselves, on a constant x (the front end folds it through the op's evaluation).
+  for (const auto& [attrs, want] : std::vector<std::pair<std::string, std::vector<double>>>{
+           {"{axis = 1} ", {0, 2, 3, 5, 7, 8, 10, 12, 13}}, {"", {0, 2, 3}}}) {
+    auto g = parse_or_die(fmt::format(R"(graph "g" opset 11 {{
+  const %x: f32[3,5] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+  const %c: bool[4] = [1, 0, 1, 1]
+  %y = Compress(%x, %c) {}@"compress"
+  output %y
+}})",
+                                      attrs));
+    run_frontend_or_die(*g);
+    REQUIRE(g->outputs[0]->constant);
+    CHECK(g->outputs[0]->constant->to_f64() == want);
+  }
+  CHECK(frontend_error(R"(graph "g" opset 11 {
+  input %x: f32[3,5]
+  input %c: bool[5]
+  %y = Compress(%x, %c) {axis = 1} @"compress"
+  output %y
+})") == "node 'compress' (Compress): its condition (it decides the output's shape) (input 1 'c') is computed "
+        "at "
+        "run time; stitch needs it known at compile time (it is a graph input: make it an initializer, a "
+        "constant in the model)");
+  CHECK(frontend_error(R"(graph "g" opset 11 {
+  input %x: f32[3,5]
+  const %c: bool[4] = [1, 0, 1, 1]
+  %y = Compress(%x, %c) {axis = 0} @"compress"
+  output %y
+})") == "node 'compress' (Compress): its condition has 4 values, more than the 3 slices along its axis it "
+        "selects from");
 }
