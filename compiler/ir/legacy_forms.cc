@@ -138,9 +138,7 @@ Status upgrade_split(Node& n) {
   if (n.inputs.size() < 2 || !n.input(1)) return Status::ok();
   const Value* split = n.input(1);
   if (!split->constant) return refuse(n, "its sizes are a second input computed at run time", kConvert);
-  std::vector<int64_t> sizes;
-  for (int64_t i = 0; i < split->constant->size(); ++i) sizes.push_back(split->constant->get_i64(i));
-  n.attrs["split"] = sizes;
+  n.attrs["split"] = split->constant->to_i64();
   n.inputs.resize(1);
   return Status::ok();
 }

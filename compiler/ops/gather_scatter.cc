@@ -315,27 +315,15 @@ Status infer_compress(InferContext& ctx) {
   return Status::ok();
 }
 
+// A Gather of the kept positions along the axis, or of x flattened (Gather's axis, absent, is 0).
 Status eval_compress(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   const Tensor& x = *in[0];
   ASSIGN_OR_RETURN(auto along, compress_axis(n, x.dims()));
   ASSIGN_OR_RETURN(std::vector<int64_t> kept, compress_positions(n, *in[1], along.second));
-  const int64_t axis = along.first.value_or(0);
-  const Dims xd = along.first ? x.dims() : Dims{x.size()};
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= xd[static_cast<size_t>(i)];
-  for (size_t i = static_cast<size_t>(axis) + 1; i < xd.size(); ++i) inner *= xd[i];
-  Dims d = xd;
-  d[static_cast<size_t>(axis)] = static_cast<int64_t>(kept.size());
-  Tensor y(x.dtype(), d);
-  const int64_t esz = dtype_size(x.dtype()), dim = xd[static_cast<size_t>(axis)];
-  const uint8_t* src = x.data();
-  uint8_t* dst = y.data();
-  for (int64_t o = 0; o < outer; ++o)
-    for (size_t k = 0; k < kept.size(); ++k)
-      std::memcpy(dst + ((o * static_cast<int64_t>(kept.size()) + static_cast<int64_t>(k)) * inner) * esz,
-                  src + ((o * dim + kept[k]) * inner) * esz, static_cast<size_t>(inner * esz));
-  out[0] = std::move(y);
-  return Status::ok();
+  const Tensor from = along.first ? x : x.reshaped({x.size()});
+  const Tensor at = Tensor::vector_i64(kept);
+  const std::vector<const Tensor*> args{&from, &at};
+  return eval_gather(n, args, out);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // multiplies with MatMul's or Conv's reference (float64 sums of integers: exact), and requantizes
 // as ONNX's reference does, in float64 with the scales' ratio rounded in their type.
 #include <cmath>
+#include <tuple>
 
 #include "ops/op_params.h"
 #include "ops/op_util.h"
@@ -154,8 +155,7 @@ StatusOr<IntegerGemmSpec> integer_gemm_spec(const Node& n, const std::vector<Qua
 
   if (s.linear) {
     s.out = s.y_zp >= 0 ? in[s.y_zp].type : in[s.a].type;
-    s.lo = s.out == DType::kI8 ? -128 : 0;
-    s.hi = s.out == DType::kI8 ? 127 : 255;
+    std::tie(s.lo, s.hi) = int_range(s.out);
   }
   return s;
 }

@@ -180,6 +180,8 @@ struct QuantSpec {
 StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& in, bool quantize);
 // `v` rounded to float type `t`: float32 arithmetic's result, or a half type's.
 double round_to(DType t, double v);
+// The range of quantized type `t` (int8, uint8, int16, uint16; int32's otherwise).
+std::pair<double, double> int_range(DType t);
 
 // MatMulInteger and ConvInteger (opset 10): the int32 product of A and B less their zero points;
 // QLinearMatMul (10, 21) and QLinearConv (10): that product (plus QLinearConv's int32 bias) times

@@ -23,21 +23,6 @@ bool quantized_int(DType t) {
   return t == DType::kI8 || t == DType::kU8 || t == DType::kI16 || t == DType::kU16;
 }
 
-std::pair<double, double> int_range(DType t) {
-  switch (t) {
-    case DType::kI8:
-      return {-128, 127};
-    case DType::kU8:
-      return {0, 255};
-    case DType::kI16:
-      return {-32768, 32767};
-    case DType::kU16:
-      return {0, 65535};
-    default:
-      return {-2147483648.0, 2147483647.0};
-  }
-}
-
 // A float type named by an attribute (output_dtype, precision), 0 meaning "not given".
 StatusOr<std::optional<DType>> float_attr(const Node& n, const char* name) {
   const int64_t code = n.attr_int(name, 0);
@@ -107,6 +92,21 @@ double round_to(DType t, double v) {
   if (t == DType::kF16) return half_bits_to_float(float_to_half_bits(f));
   if (t == DType::kBF16) return bf16_bits_to_float(float_to_bf16_bits(f));
   return f;
+}
+
+std::pair<double, double> int_range(DType t) {
+  switch (t) {
+    case DType::kI8:
+      return {-128, 127};
+    case DType::kU8:
+      return {0, 255};
+    case DType::kI16:
+      return {-32768, 32767};
+    case DType::kU16:
+      return {0, 65535};
+    default:
+      return {-2147483648.0, 2147483647.0};
+  }
 }
 
 StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& in, bool quantize) {

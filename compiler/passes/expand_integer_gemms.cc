@@ -32,13 +32,9 @@ namespace {
 
 constexpr double kExactFloat = 16777216.0;  // 2^24: float32 holds every integer of smaller magnitude
 
-std::pair<double, double> type_range(DType t) {
-  return t == DType::kI8 ? std::pair{-128.0, 127.0} : std::pair{0.0, 255.0};
-}
-
 // The smallest and largest value `v` may hold: a constant's own, else its type's range.
 std::pair<double, double> value_range(const Value* v) {
-  if (!v->constant) return type_range(v->dtype);
+  if (!v->constant) return ops::int_range(v->dtype);
   const std::vector<double> x = v->constant->to_f64();
   if (x.empty()) return {0.0, 0.0};
   const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
