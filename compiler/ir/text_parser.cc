@@ -132,6 +132,11 @@ class Parser {
       }
     }
     skip_ws();
+    if (try_keyword("opset")) {
+      ASSIGN_OR_RETURN(int64_t opset, integer());
+      n->opset = static_cast<int>(opset);
+      skip_ws();
+    }
     if (peek() == '@') {
       ++pos_;
       ASSIGN_OR_RETURN(n->name, string_lit());

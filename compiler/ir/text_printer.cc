@@ -115,6 +115,9 @@ std::string print_graph(const Graph& g, const PrintOptions& opts) {
       for (const auto& [k, a] : n->attrs) as.push_back(k + " = " + attr_text(a, opts.max_constant_elements));
       out += fmt::format(" {{{}}}", fmt::join(as, ", "));
     }
+    // A node of another opset than the graph's: an older model's before infer_shapes upgrades it,
+    // or one the importer wrote for an onnxruntime contrib op.
+    if (n->opset != g.opset) out += fmt::format(" opset {}", n->opset);
     out += " @" + quote(n->name) + "\n";
   }
   for (const Value* v : g.outputs) out += fmt::format("  output {}\n", name_ref(v));

@@ -3,6 +3,7 @@
 // pass (shape inference has run), appended to the graph (the pass puts it back in order).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,14 +27,16 @@ struct NodeBuilder {
     v->constant = std::move(t);
     return v;
   }
-  // A node "<replaced>/<name>" of the default domain at the graph's opset; returns its output.
+  // A node "<replaced>/<name>" of the default domain at the graph's opset, or the replaced node's
+  // where that is later (an op the importer wrote for an onnxruntime contrib op, at opset 23 in an
+  // older model: importer/contrib_ops.h); returns its output.
   Value* node(const std::string& op, const std::string& name, std::vector<Value*> in, DType t, Dims d,
               std::map<std::string, AttrValue> attrs = {}) {
     auto n = std::make_unique<Node>();
     n->name = g.unique_name(replaced.name + "/" + name);
     n->op_type = op;
-    n->opset = g.opset;
-    n->def = find_op("", op, g.opset);
+    n->opset = std::max(g.opset, replaced.opset);
+    n->def = find_op("", op, n->opset);
     n->inputs = std::move(in);
     n->attrs = std::move(attrs);
     Value* y = g.add_value(g.unique_name(n->name + "_output"));
