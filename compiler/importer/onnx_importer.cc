@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "importer/contrib_ops.h"
 #include "importer/inline_if.h"
 #include "importer/op_schema.h"
 #include "importer/tensor_proto.h"
@@ -31,6 +32,8 @@ class Importer {
     RETURN_IF_ERROR(read_inputs(gp));
     RETURN_IF_ERROR(read_nodes(gp));
     RETURN_IF_ERROR(read_outputs(gp));
+    RETURN_IF_ERROR(g_->topo_sort());
+    RETURN_IF_ERROR(expand_contrib_ops(*g_));
     RETURN_IF_ERROR(g_->topo_sort());
     return std::move(g_);
   }
@@ -209,7 +212,7 @@ class Importer {
         continue;
       }
       n->def = find_model_op(n->domain, n->op_type, n->opset);
-      if (!n->def) {
+      if (!n->def && !is_contrib_op(*n)) {
         std::string key = n->domain.empty() ? n->op_type : n->domain + "::" + n->op_type;
         auto& u = unsupported[key];
         if (++u.count <= 3) u.examples.push_back("'" + n->name + "'");
@@ -247,7 +250,13 @@ class Importer {
         n.inputs.push_back(v);
       }
       for (const auto& o : np.output()) n.outputs.push_back(o.empty() ? nullptr : g_->find_value(o));
-      RETURN_IF_ERROR(check_node_schema(n, np.input_size(), np.output_size()));
+      if (n.domain.empty() && n.op_type == "LayerNormalization" && is_contrib_op(n)) {
+        Node as_onnx = n;  // onnxruntime's LayerNormalization before opset 17 is ONNX's of opset 17
+        as_onnx.opset = 17;
+        RETURN_IF_ERROR(check_node_schema(as_onnx, np.input_size(), np.output_size()));
+      } else {
+        RETURN_IF_ERROR(check_node_schema(n, np.input_size(), np.output_size()));
+      }
       // Trailing omitted optional inputs/outputs carry no meaning.
       while (!n.inputs.empty() && !n.inputs.back()) n.inputs.pop_back();
       g_->add_node(std::move(pending[i]));
@@ -261,8 +270,11 @@ class Importer {
     if (n.op_type == "Loop" || n.op_type == "Scan")
       return "control flow is not supported; export with static control flow (trace, not script)";
     if (n.domain == "com.microsoft")
-      return "an onnxruntime contrib op, as onnxruntime's transformer optimizer writes them (optimum-cli "
-             "export onnx --optimize); export without those optimizations, with standard ONNX ops";
+      return "an onnxruntime contrib op stitch does not read (it reads Attention, BiasGelu, "
+             "EmbedLayerNormalization, FastGelu, Gelu, QuickGelu, SkipLayerNormalization and "
+             "SkipSimplifiedLayerNormalization, as onnxruntime's transformer optimizer writes them); "
+             "optimize "
+             "without the fusion that wrote it, or export with standard ONNX ops";
     if (!n.domain.empty()) return "custom-domain ops are not supported; export with standard ONNX ops";
     for (const auto& d : all_ops())
       if (d.name == n.op_type)

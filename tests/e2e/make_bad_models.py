@@ -21,7 +21,10 @@ from onnx import TensorProto, helper
 def model(name, node, inputs, opset=17, initializers=()):
     graph = helper.make_graph([node], name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               initializer=list(initializers))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    imports = [helper.make_opsetid("", opset)]
+    if node.domain:
+        imports.append(helper.make_opsetid(node.domain, 1))
+    m = helper.make_model(graph, opset_imports=imports)
     m.ir_version = 8
     return m
 
@@ -143,6 +146,19 @@ def main(out):
         "compress_condition_long": model(
             "compress_condition_long", helper.make_node("Compress", ["x", "c"], ["y"], "compress", axis=0), [x(3, 5)],
             opset=11, initializers=[helper.make_tensor("c", TensorProto.BOOL, [4], [1, 0, 1, 1])]),
+        # onnxruntime's Attention with Megatron's 4-D mask, which stitch does not read.
+        "attention_contrib_mask_4d": model(
+            "attention_contrib_mask_4d",
+            helper.make_node("Attention", ["x", "w", "b", "m"], ["y"], "attention", domain="com.microsoft",
+                             num_heads=2),
+            [x(2, 4, 8), helper.make_tensor_value_info("m", TensorProto.INT32, [2, 1, 4, 4])],
+            initializers=[zeros("w", 8, 24), zeros("b", 24)]),
+        # onnxruntime's Attention with the rotary embedding inside (its GPU kernels' form).
+        "attention_contrib_rotary": model(
+            "attention_contrib_rotary",
+            helper.make_node("Attention", ["x", "w", "b"], ["y"], "attention", domain="com.microsoft",
+                             num_heads=2, do_rotary=1),
+            [x(2, 4, 8)], initializers=[zeros("w", 8, 24), zeros("b", 24)]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))

@@ -1,0 +1,43 @@
+// onnxruntime's contrib ops, as its transformer optimizer writes them (optimum-cli export onnx
+// --optimize O1 to O3, onnxruntime.transformers.optimizer.optimize_model): a model so optimized is
+// what many hubs ship as "model_optimized.onnx". The importer reads each as the default-domain ops
+// it is defined by, before shape inference, so that the planner fuses them as it fuses an
+// unoptimized export:
+//
+//   com.microsoft::SkipLayerNormalization      Add(s) + LayerNormalization
+//   com.microsoft::SkipSimplifiedLayerNormalization   Add(s) + RMSNormalization
+//   com.microsoft::BiasGelu, Gelu, FastGelu    (Add +) Gelu (FastGelu its tanh form)
+//   com.microsoft::QuickGelu                   x * Sigmoid(alpha * x)
+//   com.microsoft::EmbedLayerNormalization     Gathers of the embeddings + LayerNormalization;
+//                                              mask_index the ReduceSum of the mask
+//   com.microsoft::Attention                   the packed QKV MatMul, a Split and Attention
+//                                              (opset 23) over an additive mask built as
+//                                              onnxruntime builds it (mask_filter_value where the
+//                                              mask is 0, the future excluded when unidirectional),
+//                                              the past and present as stacked K and V
+//   LayerNormalization below opset 17, SimplifiedLayerNormalization (onnxruntime registers both
+//   in the default domain)                     LayerNormalization, RMSNormalization
+//
+// Every node written is of opset 23 (RMSNormalization's and Attention's first), whatever the
+// model's: each node carries its own opset, and the passes that expand these nodes write theirs at
+// it (passes/graph_builder.h).
+// Forms with no such definition (rotary attention, a shared past buffer, Megatron's 4-D mask,
+// outputs onnxruntime leaves undefined) are refused naming the node. Semantics are onnxruntime's
+// CPU kernels', which the node tests (tests/onnx_node/contrib) take their expected outputs from.
+#pragma once
+
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch {
+
+// Whether a node with no op-table row (domain, op type and opset read) is one the importer writes
+// as default-domain ops (above).
+bool is_contrib_op(const Node& n);
+
+// Writes every node of `g` that is_contrib_op as the ops it is defined by, in topological order
+// (the graph's nodes sorted, inputs and outputs resolved). The nodes it adds are appended; the
+// caller sorts again.
+Status expand_contrib_ops(Graph& g);
+
+}  // namespace stitch

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Writes node tests in ONNX's layout (model.onnx, test_data_set_0/) for the onnxruntime contrib ops
+stitch reads (compiler/importer/contrib_ops.h): SkipLayerNormalization, SkipSimplifiedLayerNormalization,
+BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization and Attention of the com.microsoft
+domain, and onnxruntime's default-domain LayerNormalization below opset 17 and
+SimplifiedLayerNormalization. Expected outputs come from onnxruntime's CPU kernels, the ops'
+definition, never from stitch. Tooling only; the files are committed.
+
+    python3 -m venv venv && venv/bin/pip install onnx numpy onnxruntime
+    venv/bin/python tests/onnx_node/make_contrib.py tests/onnx_node/contrib
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+ELEM = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64}
+RNG = np.random.default_rng(7)
+
+
+def case(out, name, op, inputs, attrs, outputs=("y",), domain="com.microsoft", opset=17, int_outputs=()):
+    """One `op` node of graph inputs (name -> array, None leaves an optional input out); each named
+    output (`""` leaves one out) is a graph output, its type int32 when in `int_outputs`."""
+    names = [n if x is not None else "" for n, x in inputs]
+    while names and names[-1] == "":
+        names.pop()
+    given = [(n, x) for n, x in inputs if x is not None]
+    node = helper.make_node(op, names, list(outputs), name=op.lower(), domain=domain, **attrs)
+    outs = [o for o in outputs if o]
+    graph = helper.make_graph(
+        [node], name, [helper.make_tensor_value_info(n, ELEM[x.dtype.type], list(x.shape)) for n, x in given],
+        [helper.make_tensor_value_info(o, TensorProto.INT32 if o in int_outputs else TensorProto.FLOAT, None)
+         for o in outs])
+    # The contrib domain is imported by every case, as by every model onnxruntime's optimizer
+    # writes; the node tests take it to mean that the expected outputs are onnxruntime's.
+    imports = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=imports)
+    model.ir_version = 8  # readable by the libonnx the project builds with
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ys = sess.run(None, dict(given))
+    d = os.path.join(out, name, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(out, name, "model.onnx"))
+    for i, (n, x) in enumerate(given):
+        onnx.save_tensor(numpy_helper.from_array(x, n), os.path.join(d, f"input_{i}.pb"))
+    for i, (o, y) in enumerate(zip(outs, ys)):
+        onnx.save_tensor(numpy_helper.from_array(y, o), os.path.join(d, f"output_{i}.pb"))
+    print(f"{name}: {[list(x.shape) for _, x in given]} -> {[list(y.shape) for y in ys]}")
+
+
+def f32(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def main():
+    out = sys.argv[1]
+    B, S, H = 2, 5, 16
+    x, skip, gamma, beta, bias = f32(B, S, H, scale=2), f32(B, S, H), f32(H), f32(H), f32(H)
+    case(out, "test_contrib_skip_layer_norm", "SkipLayerNormalization",
+         [("x", x), ("skip", skip), ("gamma", gamma), ("beta", beta), ("bias", bias)], {"epsilon": 1e-5},
+         outputs=("y", "mean", "inv_std_var", "sum"))
+    case(out, "test_contrib_skip_layer_norm_broadcast_skip", "SkipLayerNormalization",
+         [("x", x), ("skip", skip[:1]), ("gamma", gamma)], {"epsilon": 1e-5})
+    case(out, "test_contrib_skip_simplified_layer_norm", "SkipSimplifiedLayerNormalization",
+         [("x", x), ("skip", skip), ("gamma", gamma), ("bias", bias)], {"epsilon": 1e-6},
+         outputs=("y", "", "", "sum"))
+    case(out, "test_contrib_simplified_layer_norm_opset14", "SimplifiedLayerNormalization",
+         [("x", x), ("scale", gamma)], {"epsilon": 1e-6, "axis": -1}, domain="", opset=14)
+    case(out, "test_contrib_layer_norm_opset14", "LayerNormalization",
+         [("x", x), ("scale", gamma), ("b", beta)], {"epsilon": 1e-5, "axis": -1},
+         outputs=("y", "mean", "inv_std_var"), domain="", opset=14)
+    wide = f32(B, S, H, scale=3)
+    case(out, "test_contrib_bias_gelu", "BiasGelu", [("x", wide), ("bias", bias)], {})
+    case(out, "test_contrib_gelu", "Gelu", [("x", wide)], {})
+    case(out, "test_contrib_fast_gelu", "FastGelu", [("x", wide), ("bias", bias)], {})
+    case(out, "test_contrib_fast_gelu_no_bias", "FastGelu", [("x", wide)], {})
+    case(out, "test_contrib_quick_gelu", "QuickGelu", [("x", wide)], {"alpha": 1.5})
+
+    V, P = 11, 9
+    ids = RNG.integers(0, V, (B, S)).astype(np.int32)
+    seg = RNG.integers(0, 2, (B, S)).astype(np.int32)
+    mask = np.array([[1, 1, 0, 1, 1], [1, 1, 1, 0, 0]], np.int32)
+    emb = [("input_ids", ids), ("segment_ids", seg), ("word_embedding", f32(V, H)), ("position_embedding", f32(P, H)),
+           ("segment_embedding", f32(2, H)), ("gamma", gamma), ("beta", beta)]
+    case(out, "test_contrib_embed_layer_norm", "EmbedLayerNormalization", emb + [("mask", mask)], {"epsilon": 1e-5},
+         outputs=("y", "mask_index", "embedding_sum"), int_outputs=("mask_index",))
+    positions = np.array([[3, 4, 5, 6, 0], [8, 7, 6, 5, 4]], np.int32)
+    no_seg = [emb[0], ("segment_ids", None), emb[2], emb[3], ("segment_embedding", None), emb[5], emb[6]]
+    case(out, "test_contrib_embed_layer_norm_position_ids", "EmbedLayerNormalization",
+         no_seg + [("mask", None), ("position_ids", positions)], {"epsilon": 1e-5}, outputs=("y", "mask_index"),
+         int_outputs=("mask_index",))
+
+    # Attention: x [B, S, 16] through packed Q, K, V weights into 2 heads of 8.
+    heads = 2
+    w, b = f32(H, 3 * H, scale=0.3), f32(3 * H)
+    att = [("x", x), ("weights", w), ("bias", b)]
+    left_padded = np.array([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]], np.int32)
+    case(out, "test_contrib_attention_mask_2d", "Attention", att + [("mask_index", mask)], {"num_heads": heads})
+    case(out, "test_contrib_attention_causal_mask_2d", "Attention", att + [("mask_index", left_padded)],
+         {"num_heads": heads, "unidirectional": 1})
+    case(out, "test_contrib_attention_mask_end", "Attention", att + [("mask_index", np.array([3, 5], np.int32))],
+         {"num_heads": heads})
+    mask3 = (RNG.random((B, S, S)) > 0.3).astype(np.int32)
+    mask3[:, :, 0] = 1
+    case(out, "test_contrib_attention_mask_3d", "Attention", att + [("mask_index", mask3)],
+         {"num_heads": heads, "mask_filter_value": -1000.0})
+    case(out, "test_contrib_attention_bias_scale", "Attention",
+         att + [("mask_index", None), ("past", None), ("attention_bias", f32(1, heads, S, S))],
+         {"num_heads": heads, "scale": 0.2})
+    case(out, "test_contrib_attention_qkv_sizes", "Attention",
+         [("x", x), ("weights", f32(H, 2 * H + 32, scale=0.3)), ("bias", f32(2 * H + 32))],
+         {"num_heads": heads, "qkv_hidden_sizes": [H, H, 32]})
+    past_len = 3
+    case(out, "test_contrib_attention_past", "Attention",
+         att + [("mask_index", np.ones((B, past_len + S), np.int32)), ("past", f32(2, B, heads, past_len, H // heads))],
+         {"num_heads": heads, "unidirectional": 1}, outputs=("y", "present"))
+
+
+if __name__ == "__main__":
+    main()

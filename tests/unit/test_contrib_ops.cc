@@ -1,0 +1,206 @@
+// onnxruntime's contrib ops (importer/contrib_ops.h): read as the ONNX ops they are defined by, at
+// the opsets those ops exist at, and refused by name in the forms stitch does not read. Their
+// numbers are checked against onnxruntime's kernels by the node tests in tests/onnx_node/contrib.
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <catch2/catch.hpp>
+#include <functional>
+#include <set>
+
+#include "fusion_test_util.h"
+#include "importer/onnx_importer.h"
+#include "ir/text.h"
+#include "onnx_model_util.h"
+
+using namespace stitch;
+using test::add_node;
+using test::tensor_info;
+
+namespace {
+
+// A model of default-domain `opset` importing com.microsoft, with graph input x: f32[2,5,8] and
+// the vectors g and b: f32[8]; the caller adds nodes and outputs.
+onnx::ModelProto contrib_model(int opset) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* d = m.add_opset_import();
+  d->set_version(opset);
+  auto* ms = m.add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  auto* g = m.mutable_graph();
+  g->set_name("contrib");
+  *g->add_input() = tensor_info("x", 1, {"2", "5", "8"});
+  *g->add_input() = tensor_info("g", 1, {"8"});
+  *g->add_input() = tensor_info("b", 1, {"8"});
+  return m;
+}
+
+void set_int(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+StatusOr<std::unique_ptr<Graph>> import(const onnx::ModelProto& m) {
+  return import_onnx_bytes(m.SerializeAsString(), ".", "m.onnx");
+}
+
+std::multiset<std::string> ops_of(const Graph& g) {
+  std::multiset<std::string> ops;
+  for (const auto& n : g.nodes()) ops.insert(n->op_type);
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("onnxruntime's normalizations and GELUs import as the ONNX ops they are defined by",
+          "[importer][contrib]") {
+  onnx::ModelProto m = contrib_model(14);
+  auto* g = m.mutable_graph();
+  add_node(g, "SkipLayerNormalization", {"x", "x", "g", "b", "b"}, {"s", "", "", "sum"}, "skip_ln",
+           "com.microsoft");
+  add_node(g, "FastGelu", {"s", "b"}, {"f"}, "fast_gelu", "com.microsoft");
+  add_node(g, "LayerNormalization", {"f", "g", "b"}, {"y"}, "ln");  // onnxruntime's, below opset 17
+  add_node(g, "SimplifiedLayerNormalization", {"y", "g"}, {"z"}, "rms");
+  *g->add_output() = tensor_info("z", 1, {});
+  *g->add_output() = tensor_info("sum", 1, {});
+  auto imported = import(m);
+  INFO(imported.status().message());
+  REQUIRE(imported.is_ok());
+  Graph& graph = **imported;
+  CHECK(ops_of(graph) == std::multiset<std::string>{"Add", "Add", "Add", "Gelu", "LayerNormalization",
+                                                    "LayerNormalization", "RMSNormalization"});
+  for (const auto& n : graph.nodes()) {
+    CHECK(n->domain.empty());
+    REQUIRE(n->def != nullptr);
+    CHECK(n->opset == 23);  // RMSNormalization's first; LayerNormalization (17) and Gelu (20) unchanged since
+    if (n->op_type == "Gelu") CHECK(n->attr_string("approximate", "") == "tanh");
+  }
+  // The node that writes the contrib node's output keeps its name, for --explain-fusion and the
+  // fusion overrides; the sum of its inputs is the output 'sum' the model reads.
+  CHECK(graph.find_value("s")->producer->name == "skip_ln");
+  CHECK(graph.find_value("sum")->producer->op_type == "Add");
+  // Each node's opset survives the text form.
+  const std::string text = print_graph(graph);
+  CHECK_THAT(text, Catch::Contains("opset 23 @\"skip_ln\"") && Catch::Contains("opset 23 @\"fast_gelu\""));
+  auto back = test::parse_or_die(text);
+  CHECK(print_graph(*back) == text);
+  PassContext ctx;
+  test::run_frontend_or_die(graph, ctx);
+}
+
+TEST_CASE("onnxruntime's Attention imports as a packed MatMul, a Split and Attention",
+          "[importer][contrib]") {
+  onnx::ModelProto m = contrib_model(14);
+  auto* g = m.mutable_graph();
+  *g->add_input() = tensor_info("w", 1, {"8", "24"});
+  *g->add_input() = tensor_info("qkv_b", 1, {"24"});
+  *g->add_input() = tensor_info("mask", 6, {"2", "5"});  // int32
+  auto* a = add_node(g, "Attention", {"x", "w", "qkv_b", "mask"}, {"y"}, "attn", "com.microsoft");
+  set_int(a, "num_heads", 2);
+  set_int(a, "unidirectional", 1);
+  *g->add_output() = tensor_info("y", 1, {});
+  auto imported = import(m);
+  INFO(imported.status().message());
+  REQUIRE(imported.is_ok());
+  Graph& graph = **imported;
+  const Node* attn = graph.find_value("y")->producer;
+  REQUIRE(attn->op_type == "Attention");
+  CHECK(attn->opset == 23);
+  CHECK(attn->attr_int("q_num_heads", 0) == 2);
+  CHECK(attn->input(0)->producer->op_type == "Split");
+  CHECK(attn->input(0)->producer->input(0)->producer->op_type == "Add");  // the QKV bias
+  REQUIRE(attn->input(3) != nullptr);  // the key mask and the causal one, as one additive mask
+  CHECK(attn->input(3)->producer->op_type == "CastLike");
+  CHECK(attn->attr_int("is_causal", 0) == 0);
+  PassContext ctx;
+  ctx.bindings.by_input["x"] = {2, 5, 8};
+  test::run_frontend_or_die(graph, ctx);
+}
+
+TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the node",
+          "[importer][contrib]") {
+  struct Case {
+    const char* what;
+    std::function<void(onnx::GraphProto*)> build;
+    const char* message;
+  };
+  auto attention = [](onnx::GraphProto* g, std::vector<std::string> in) {
+    *g->add_input() = tensor_info("w", 1, {"8", "24"});
+    auto* a = add_node(g, "Attention", std::move(in), {"y"}, "attn", "com.microsoft");
+    set_int(a, "num_heads", 2);
+    return a;
+  };
+  const std::vector<Case> cases = {
+      {"a rotary embedding inside Attention",
+       [&](onnx::GraphProto* g) {
+         set_int(attention(g, {"x", "w"}), "do_rotary", 1);
+       },
+       "do_rotary=1"},
+      {"a shared past buffer",
+       [&](onnx::GraphProto* g) {
+         set_int(attention(g, {"x", "w"}), "past_present_share_buffer", 1);
+       },
+       "past_present_share_buffer=1"},
+      {"an epsilon written as an int, which read as absent would be the default",
+       [](onnx::GraphProto* g) {
+         set_int(add_node(g, "SkipLayerNormalization", {"x", "x", "g"}, {"y"}, "attn", "com.microsoft"),
+                 "epsilon", 1);
+       },
+       "its attribute 'epsilon' is not a float"},
+      {"an attribute onnxruntime does not define",
+       [&](onnx::GraphProto* g) {
+         set_int(attention(g, {"x", "w"}), "is_causal", 1);
+       },
+       "'is_causal' is not an attribute of onnxruntime's Attention"},
+      {"Attention without num_heads",
+       [](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("w", 1, {"8", "24"});
+         add_node(g, "Attention", {"x", "w"}, {"y"}, "attn", "com.microsoft");
+       },
+       "needs num_heads"},
+      {"a mask whose rank the model does not say",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("raw", 6, {});
+         g->mutable_input(g->input_size() - 1)->mutable_type()->mutable_tensor_type()->clear_shape();
+         attention(g, {"x", "w", "", "raw"});
+       },
+       "the rank of its mask_index 'raw' is not known before shape inference"},
+      {"Megatron's 4-D mask",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("m4", 6, {"2", "1", "5", "5"});
+         attention(g, {"x", "w", "", "m4"});
+       },
+       "its mask_index 'm4' is 4-D"},
+      {"SkipSimplifiedLayerNormalization's undefined mean read",
+       [](onnx::GraphProto* g) {
+         add_node(g, "SkipSimplifiedLayerNormalization", {"x", "x", "g"}, {"y", "mean"}, "attn",
+                  "com.microsoft");
+         *g->add_output() = tensor_info("mean", 1, {});
+       },
+       "its mean and inv_std_var outputs (1 and 2) are read"},
+      {"EmbedLayerNormalization with segment ids but no segment embedding",
+       [](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("ids", 6, {"2", "5"});
+         *g->add_input() = tensor_info("table", 1, {"10", "8"});
+         add_node(g, "EmbedLayerNormalization", {"ids", "ids", "table", "table", "", "g", "b"}, {"y", "mi"},
+                  "attn", "com.microsoft");
+       },
+       "segment_ids and segment_embedding (inputs 1 and 4) must be given together"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.what) {
+      onnx::ModelProto m = contrib_model(17);
+      c.build(m.mutable_graph());
+      *m.mutable_graph()->add_output() = tensor_info("y", 1, {});
+      auto imported = import(m);
+      REQUIRE(!imported.is_ok());
+      CHECK(imported.status().code() == Code::kUser);
+      CHECK_THAT(imported.status().message(),
+                 Catch::Contains("node 'attn' (com.microsoft::") && Catch::Contains(c.message));
+    }
+  }
+}
