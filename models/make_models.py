@@ -39,6 +39,11 @@ outputs PyTorch itself computed (never stitch's own interpreter):
   cnn_small_qop  cnn_small through ONNX Runtime's static quantizer in the operator format
               (QLinearConv with int8 weights per output channel; the other ops stay float between
               QuantizeLinear and DequantizeLinear); expected outputs from onnxruntime
+  gpt2_tiny_ort, llama_tiny_ort  gpt2_tiny and llama_tiny rewritten by onnxruntime's transformer
+              optimizer: SkipLayerNormalization (its sum of input and skip read by the next
+              layer), FastGelu and onnxruntime's LayerNormalization below opset 17 (gpt2_tiny is
+              opset 14); SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization
+              (llama_tiny's RMSNorms); PyTorch's outputs, as for the models they are made from
 
 Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript onnxruntime
 Run: python3 models/make_models.py [--out models] [--only NAME ...]
@@ -145,6 +150,25 @@ def quantize_qdq(out_dir, src, name, per_channel, how="qdq"):
     for i, (o, t) in enumerate(zip(sess.get_outputs(), sess.run(None, feed))):
         onnx.save_tensor(numpy_helper.from_array(t, o.name), os.path.join(d, "test_data_set_0", f"output_{i}.pb"))
     print(f"{name}: {os.path.getsize(path)} bytes, {how} quantization of {src}")
+
+
+def ort_optimized(out_dir, src, name, model_type):
+    """`src` rewritten by onnxruntime's transformer optimizer (optimize_model, its fusions only:
+    opt_level 0), as `optimum-cli export onnx --optimize` and hubs' "optimized" files are written:
+    onnxruntime's contrib ops in place of each layer's normalizations and GELU. Its expected outputs
+    stay PyTorch's (the data set of `src`, copied)."""
+    import shutil
+
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    src_dir, d = os.path.join(out_dir, src), os.path.join(out_dir, name)
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(os.path.join(src_dir, "test_data_set_0"), os.path.join(d, "test_data_set_0"))
+    path = os.path.join(d, "model.onnx")
+    optimize_model(os.path.join(src_dir, "model.onnx"), model_type=model_type, num_heads=4, hidden_size=64,
+                   opt_level=0).save_model_to_file(path)
+    ops = sorted({n.op_type for n in onnx.load(path).graph.node if n.domain == "com.microsoft"})
+    print(f"{name}: {os.path.getsize(path)} bytes, {src} with {', '.join(ops)}")
 
 
 class HFWrapper(torch.nn.Module):
@@ -426,6 +450,12 @@ def main():
         quantize_qdq(args.out, "bert_tiny", "bert_tiny_dyn", per_channel=False, how="dynamic")
     if want("cnn_small_qop"):
         quantize_qdq(args.out, "cnn_small", "cnn_small_qop", per_channel=True, how="operator")
+
+    # Optimized by onnxruntime's transformer optimizer (made from the float models above).
+    if want("gpt2_tiny_ort"):
+        ort_optimized(args.out, "gpt2_tiny", "gpt2_tiny_ort", "gpt2")
+    if want("llama_tiny_ort"):
+        ort_optimized(args.out, "llama_tiny", "llama_tiny_ort", "gpt2")
 
 
 if __name__ == "__main__":

@@ -58,9 +58,10 @@ settle() {
 }
 # The half-precision models check cuBLASLt and the kernels in float16 and bfloat16 against PyTorch;
 # the quantized ones (int8 through ONNX Runtime's quantizer: QDQ, dynamic, operator format) the
-# quantize kernels and integer GEMMs against onnxruntime.
+# quantize kernels and integer GEMMs against onnxruntime; the onnxruntime-optimized ones its
+# contrib ops read as ONNX ops.
 for m in bert_tiny gpt2_tiny llama_tiny cnn_small seg_small unet_small gpt2_tiny_f16 llama_tiny_bf16 llama_tiny_dec \
-  bert_tiny_qdq cnn_small_qdq bert_tiny_dyn cnn_small_qop; do
+  bert_tiny_qdq cnn_small_qdq bert_tiny_dyn cnn_small_qop gpt2_tiny_ort llama_tiny_ort; do
   case $m in
     cnn_small | seg_small | unet_small | cnn_small_qdq | cnn_small_qop) small="--shape batch=2" large="--shape batch=256" ;;
     # a decoding step: one token against a cache of `past`, at most 63 beside the 64 positions
