@@ -924,7 +924,34 @@ def models():
         "bert_base_2l_dyn": quantized(t["bert_base_2l"], "dynamic"),
         "bert_qop": quantized(t["bert_dynamo"], "operator"),
     })
+
+    # Optimized by onnxruntime's transformer optimizer (tried 2026-11-27): its contrib ops
+    # (SkipLayerNormalization, BiasGelu, FastGelu, SkipSimplifiedLayerNormalization, Attention,
+    # EmbedLayerNormalization), PyTorch's outputs as expected.
+    t.update({
+        "bert_base_2l_ort": ort_optimized(t["bert_base_2l"], "bert", 12, 768),
+        "bert_ort": ort_optimized(t["bert_dynamo"], "bert", 4, 128),
+        "gpt2_ort": ort_optimized(text("gpt2_ts", lambda: tf.GPT2Model(tf.GPT2Config(**gpt2)), dynamo=False,
+                                       opset=17), "gpt2", 4, 128),
+        "llama_ort": ort_optimized(t["llama_ts"], "gpt2", 8, 256),
+        "t5_enc_ort": ort_optimized(t["t5_enc"], "t5", 4, 128),
+        "vit_ort": ort_optimized(t["vit"], "vit", 4, 128),
+    })
     return t
+
+
+def ort_optimized(export, model_type, heads, hidden):
+    """An entry that writes `export`'s model and test data and rewrites the model with onnxruntime's
+    transformer optimizer (onnxruntime.transformers.optimizer.optimize_model, its fusions only:
+    opt_level 0), as optimum-cli export onnx --optimize and hub repositories' optimized files are
+    written; the model's own data sets stay the expected outputs."""
+    def run(out):
+        from onnxruntime.transformers.optimizer import optimize_model
+        export(out)
+        path = os.path.join(out, "model.onnx")
+        optimize_model(path, model_type=model_type, num_heads=heads, hidden_size=hidden,
+                       opt_level=0).save_model_to_file(path)
+    return run
 
 
 def converted(export, opset):
