@@ -44,6 +44,10 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               layer), FastGelu and onnxruntime's LayerNormalization below opset 17 (gpt2_tiny is
               opset 14); SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization
               (llama_tiny's RMSNorms); PyTorch's outputs, as for the models they are made from
+  bert_legacy_ort  a BERT of bert_tiny's size written as transformers wrote it before its mask
+              rewrites (an additive -10000 mask), TorchScript at opset 14, through the same
+              optimizer, which recognises its attention and embeddings: EmbedLayerNormalization
+              (its mask index read by both layers), Attention, SkipLayerNormalization, BiasGelu
 
 Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript onnxruntime
 Run: python3 models/make_models.py [--out models] [--only NAME ...]
@@ -152,16 +156,17 @@ def quantize_qdq(out_dir, src, name, per_channel, how="qdq"):
     print(f"{name}: {os.path.getsize(path)} bytes, {how} quantization of {src}")
 
 
-def ort_optimized(out_dir, src, name, model_type):
-    """`src` rewritten by onnxruntime's transformer optimizer (optimize_model, its fusions only:
-    opt_level 0), as `optimum-cli export onnx --optimize` and hubs' "optimized" files are written:
-    onnxruntime's contrib ops in place of each layer's normalizations and GELU. Its expected outputs
-    stay PyTorch's (the data set of `src`, copied)."""
+def ort_optimized(src_dir, d, model_type):
+    """The model in `src_dir` rewritten into `d` by onnxruntime's transformer optimizer
+    (optimize_model, its fusions only: opt_level 0), as `optimum-cli export onnx --optimize` and
+    hubs' "optimized" files are written: onnxruntime's contrib ops in place of each layer's
+    normalizations, GELU and, where it recognises them, attention and embeddings. Its expected
+    outputs stay PyTorch's (the data set of `src_dir`, copied)."""
     import shutil
 
     from onnxruntime.transformers.optimizer import optimize_model
 
-    src_dir, d = os.path.join(out_dir, src), os.path.join(out_dir, name)
+    src, name = os.path.basename(src_dir), os.path.basename(d)
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(os.path.join(src_dir, "test_data_set_0"), os.path.join(d, "test_data_set_0"))
     path = os.path.join(d, "model.onnx")
@@ -169,6 +174,51 @@ def ort_optimized(out_dir, src, name, model_type):
                    opt_level=0).save_model_to_file(path)
     ops = sorted({n.op_type for n in onnx.load(path).graph.node if n.domain == "com.microsoft"})
     print(f"{name}: {os.path.getsize(path)} bytes, {src} with {', '.join(ops)}")
+
+
+class LegacyBert(torch.nn.Module):
+    """BERT as transformers wrote it before its attention-mask rewrites (up to about 4.35): the mask
+    made additive as (1 - mask) * -10000 and added to the scaled scores, segment ids of zeros and a
+    buffer of positions. onnxruntime's transformer optimizer recognises this form and writes its
+    Attention and EmbedLayerNormalization ops, which it does not for the exports of transformers 5."""
+
+    def __init__(self, vocab=1000, hidden=128, heads=4, ffn=512, layers=2, positions=64):
+        super().__init__()
+        self.heads, self.head = heads, hidden // heads
+        self.words, self.positions = torch.nn.Embedding(vocab, hidden), torch.nn.Embedding(positions, hidden)
+        self.segments, self.norm = torch.nn.Embedding(2, hidden), torch.nn.LayerNorm(hidden, eps=1e-12)
+        lin = torch.nn.Linear
+        self.layers = torch.nn.ModuleList(torch.nn.ModuleDict({
+            "q": lin(hidden, hidden), "k": lin(hidden, hidden), "v": lin(hidden, hidden), "o": lin(hidden, hidden),
+            "norm1": torch.nn.LayerNorm(hidden, eps=1e-12), "up": lin(hidden, ffn), "down": lin(ffn, hidden),
+            "norm2": torch.nn.LayerNorm(hidden, eps=1e-12)}) for _ in range(layers))
+        self.register_buffer("position_ids", torch.arange(positions).expand((1, -1)))
+
+    def split(self, x):
+        return x.view(x.size(0), x.size(1), self.heads, self.head).permute(0, 2, 1, 3)
+
+    def forward(self, input_ids, attention_mask):
+        x = self.words(input_ids) + self.segments(torch.zeros_like(input_ids))
+        x = self.norm(x + self.positions(self.position_ids[:, :input_ids.size(1)]))
+        additive = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
+        for l in self.layers:
+            q, k, v = self.split(l["q"](x)), self.split(l["k"](x)), self.split(l["v"](x))
+            scores = torch.matmul(q, k.transpose(-1, -2)) / (self.head ** 0.5) + additive
+            c = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3).contiguous()
+            x = l["norm1"](l["o"](c.view(c.size(0), c.size(1), -1)) + x)
+            x = l["norm2"](l["down"](torch.nn.functional.gelu(l["up"](x))) + x)
+        return {"last_hidden_state": x}
+
+
+class LegacyWrapper(torch.nn.Module):
+    """LegacyBert's last hidden state as a tensor."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids, attention_mask)["last_hidden_state"]
 
 
 class HFWrapper(torch.nn.Module):
@@ -452,10 +502,19 @@ def main():
         quantize_qdq(args.out, "cnn_small", "cnn_small_qop", per_channel=True, how="operator")
 
     # Optimized by onnxruntime's transformer optimizer (made from the float models above).
-    if want("gpt2_tiny_ort"):
-        ort_optimized(args.out, "gpt2_tiny", "gpt2_tiny_ort", "gpt2")
-    if want("llama_tiny_ort"):
-        ort_optimized(args.out, "llama_tiny", "llama_tiny_ort", "gpt2")
+    for src, model_type in (("gpt2_tiny", "gpt2"), ("llama_tiny", "gpt2")):
+        if want(src + "_ort"):
+            ort_optimized(os.path.join(args.out, src), os.path.join(args.out, src + "_ort"), model_type)
+    # A BERT of transformers' older form, whose attention and embeddings the optimizer rewrites too;
+    # the export itself is not shipped (bert_tiny has the architecture).
+    if want("bert_legacy_ort"):
+        import tempfile
+        torch.manual_seed(11)
+        legacy = LegacyBert(vocab=100, hidden=64, heads=4, ffn=128, layers=2, positions=64)
+        with tempfile.TemporaryDirectory() as tmp:
+            export(LegacyWrapper(legacy), [ids, mask], tmp, "bert_legacy", ["input_ids", "attention_mask"],
+                   ["last_hidden_state"], seq_axes, 14)
+            ort_optimized(os.path.join(tmp, "bert_legacy"), os.path.join(args.out, "bert_legacy_ort"), "bert")
 
 
 if __name__ == "__main__":

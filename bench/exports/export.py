@@ -20,6 +20,9 @@ import onnx
 import torch
 from onnx import numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+from make_models import LegacyBert  # noqa: E402  (models/make_models.py: the shipped bert_legacy_ort's)
+
 BATCH, SEQ = 2, 32
 # Further data sets of the text models, at other bindings of the dynamic axes: one sequence of odd
 # length, and an odd batch whose sequences are longer than anything a block size divides.
@@ -929,6 +932,8 @@ def models():
     # (SkipLayerNormalization, BiasGelu, FastGelu, SkipSimplifiedLayerNormalization, Attention,
     # EmbedLayerNormalization), PyTorch's outputs as expected.
     t.update({
+        "bert_legacy": text("bert_legacy", LegacyBert, dynamo=False, opset=14),
+        "bert_legacy_ort": ort_optimized(text("bert_legacy", LegacyBert, dynamo=False, opset=14), "bert", 4, 128),
         "bert_base_2l_ort": ort_optimized(t["bert_base_2l"], "bert", 12, 768),
         "bert_ort": ort_optimized(t["bert_dynamo"], "bert", 4, 128),
         "gpt2_ort": ort_optimized(text("gpt2_ts", lambda: tf.GPT2Model(tf.GPT2Config(**gpt2)), dynamo=False,

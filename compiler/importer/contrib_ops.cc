@@ -70,22 +70,23 @@ Status check_attributes(const Node& c) {
 }
 
 // The rank of `v` where the model says it before shape inference: a graph input's or constant's
-// declared shape, through Cast and Identity, and a ReduceSum that drops its axes (onnxruntime's
-// mask index, this file's too).
+// declared shape, through Cast, CastLike and Identity, a ReduceSum (keepdims or not) and a Squeeze
+// of constant axes (onnxruntime's mask index, this file's too).
 std::optional<size_t> known_rank(const Value* v) {
   if (v->dims) return v->dims->size();
   const Node* p = v->producer;
   if (!p || !p->domain.empty() || !p->input(0)) return std::nullopt;
-  if (p->op_type == "Cast" || p->op_type == "Identity") return known_rank(p->input(0));
-  if (p->op_type == "ReduceSum" && p->attr_int("keepdims", 1) == 0) {
-    auto r = known_rank(p->input(0));
-    std::optional<size_t> axes;
-    if (p->has_attr("axes"))
-      axes = p->attr_ints("axes").size();
-    else if (p->input(1) && p->input(1)->constant)
-      axes = static_cast<size_t>(p->input(1)->constant->size());
-    if (r && axes && *axes <= *r) return *r - *axes;
-  }
+  const std::string& op = p->op_type;
+  if (op == "Cast" || op == "CastLike" || op == "Identity") return known_rank(p->input(0));
+  if (op != "ReduceSum" && op != "Squeeze") return std::nullopt;
+  const auto r = known_rank(p->input(0));
+  if (op == "ReduceSum" && p->attr_int("keepdims", 1) != 0) return r;
+  std::optional<size_t> axes;
+  if (p->has_attr("axes"))
+    axes = p->attr_ints("axes").size();
+  else if (p->input(1) && p->input(1)->constant)
+    axes = static_cast<size_t>(p->input(1)->constant->size());
+  if (r && axes && *axes <= *r) return *r - *axes;
   return std::nullopt;
 }
 
@@ -218,9 +219,15 @@ Status embed_layer_norm(Writer& w, const Node& c) {
   w.node("LayerNormalization", "", {sum, c.input(5), c.input(6)}, {c.output(0)},
          {{"axis", int64_t{-1}}, {"epsilon", epsilon(c)}});
   if (!c.output(1)) return Status::ok();
-  if (Value* mask = c.input(7)) {  // the count of ones in each row, as onnxruntime's kernel writes it
-    w.op("ReduceSum", "mask_index", {mask, w.ints("mask_axes", {1})}, {{"keepdims", int64_t{0}}},
-         c.output(1));
+  if (Value* mask = c.input(7)) {
+    // The sum of each row (its count of ones), as onnxruntime's kernel writes it; summed in float,
+    // exactly while a row sums to less than 2^24, and kept as [batch, 1] until a Squeeze, so that
+    // the stitcher takes the reduction (it reduces floating-point values, and reads a reduction
+    // back in its own kernel only at the rank it had) into a kernel with the work around it.
+    Value* m = w.op("Cast", "mask_float", {mask}, {{"to", int64_t{1}}});
+    Value* sum = w.op("ReduceSum", "mask_sum", {m, w.ints("mask_axes", {1})});
+    Value* count = w.op("CastLike", "mask_count", {sum, mask});
+    w.op("Squeeze", "mask_index", {count, w.ints("count_axis", {1})}, {}, c.output(1));
   } else {
     Value* batch =
         w.op("Slice", "batch", {w.op("Shape", "batch_shape", {ids}), w.ints("b0", {0}), w.ints("b1", {1})});
