@@ -121,7 +121,8 @@ class Writer {
     n->def = find_op("", op, kOpset);
     n->inputs = std::move(in);
     while (!n->inputs.empty() && !n->inputs.back()) n->inputs.pop_back();
-    n->outputs = std::move(outs);
+    n->outputs = std::move(outs);  // trailing omitted ones dropped: a one-output norm is a row op
+    while (n->outputs.size() > 1 && !n->outputs.back()) n->outputs.pop_back();
     n->attrs = std::move(attrs);
     g_.add_node(std::move(n));
   }
