@@ -941,21 +941,29 @@ def models():
         "llama_ort": ort_optimized(t["llama_ts"], "gpt2", 8, 256),
         "t5_enc_ort": ort_optimized(t["t5_enc"], "t5", 4, 128),
         "vit_ort": ort_optimized(t["vit"], "vit", 4, 128),
+        # with onnxruntime's graph optimizations: level 1 wraps each projection's Gemm in Reshapes,
+        # level 2 writes LLaMA's SiLU as QuickGelu
+        "vit_ort1": ort_optimized(t["vit"], "vit", 4, 128, opt_level=1),
+        "vit_ort2": ort_optimized(t["vit"], "vit", 4, 128, opt_level=2),
+        "llama_ort2": ort_optimized(t["llama_ts"], "gpt2", 8, 256, opt_level=2),
+        "bert_legacy_ort1": ort_optimized(text("bert_legacy", LegacyBert, dynamo=False, opset=14), "bert", 4, 128,
+                                          opt_level=1),
     })
     return t
 
 
-def ort_optimized(export, model_type, heads, hidden):
+def ort_optimized(export, model_type, heads, hidden, opt_level=0):
     """An entry that writes `export`'s model and test data and rewrites the model with onnxruntime's
-    transformer optimizer (onnxruntime.transformers.optimizer.optimize_model, its fusions only:
-    opt_level 0), as optimum-cli export onnx --optimize and hub repositories' optimized files are
-    written; the model's own data sets stay the expected outputs."""
+    transformer optimizer (onnxruntime.transformers.optimizer.optimize_model: its fusions only at
+    opt_level 0; with onnxruntime's own graph optimizations of level 1 or 2 saved too, as
+    optimum-cli export onnx --optimize O1 and O2 save them), as hub repositories' optimized files
+    are written; the model's own data sets stay the expected outputs."""
     def run(out):
         from onnxruntime.transformers.optimizer import optimize_model
         export(out)
         path = os.path.join(out, "model.onnx")
         optimize_model(path, model_type=model_type, num_heads=heads, hidden_size=hidden,
-                       opt_level=0).save_model_to_file(path)
+                       opt_level=opt_level).save_model_to_file(path)
     return run
 
 

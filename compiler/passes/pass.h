@@ -70,6 +70,7 @@ StatusOr<bool> expand_conv_transpose(Graph& g, PassContext& ctx);
 StatusOr<bool> split_conv_padding(Graph& g, PassContext& ctx);
 StatusOr<bool> relabel_transposes(Graph& g, PassContext& ctx);
 StatusOr<bool> remove_noops(Graph& g, PassContext& ctx);
+StatusOr<bool> merge_duplicates(Graph& g, PassContext& ctx);
 StatusOr<bool> eliminate_dead_code(Graph& g, PassContext& ctx);
 
 // The front-end pipeline, in order.

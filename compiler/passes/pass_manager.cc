@@ -93,6 +93,8 @@ constexpr PassInfo kFrontend[] = {
     {"relabel_transposes", "makes a Transpose that moves only size-1 axes a Reshape (a view)",
      relabel_transposes},
     {"remove_noops", "drops Identity, eval Dropout, same-type Cast, same-shape Reshape...", remove_noops},
+    {"merge_duplicates", "drops a Reshape, Flatten, Squeeze or Unsqueeze that repeats an earlier one",
+     merge_duplicates},
     {"eliminate_dead_code", "drops nodes and constants no output depends on", eliminate_dead_code},
 };
 
