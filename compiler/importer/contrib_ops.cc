@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ir/op_table.h"
+#include "passes/graph_builder.h"
 
 namespace stitch {
 namespace {
@@ -94,15 +95,10 @@ std::optional<size_t> known_rank(const Value* v) {
 // main output keeps the node's own name, so that --explain-fusion and the fusion overrides name it.
 class Writer {
  public:
-  Writer(Graph& g, const Node& c) : g_(g), c_(c) {}
+  Writer(Graph& g, const Node& c) : g_(g), c_(c), constants_{g, c} {}
 
-  Value* constant(const std::string& hint, Tensor t) {
-    Value* v = g_.add_value(g_.unique_name(c_.name + "/" + hint));
-    v->dtype = t.dtype();
-    v->dims = t.dims();
-    v->constant = std::move(t);
-    return v;
-  }
+  // A constant named "<node>/<hint>", as the front-end passes name theirs.
+  Value* constant(const std::string& hint, Tensor t) { return constants_.constant(hint, std::move(t)); }
   Value* ints(const std::string& hint, const std::vector<int64_t>& v) {
     return constant(hint, Tensor::vector_i64(v));
   }
@@ -145,6 +141,7 @@ class Writer {
  private:
   Graph& g_;
   const Node& c_;
+  NodeBuilder constants_;
 };
 
 float epsilon(const Node& c) { return c.attr_float("epsilon", 1e-12f); }  // onnxruntime's default
