@@ -223,8 +223,8 @@ Status embed_layer_norm(Writer& w, const Node& c) {
     // the stitcher takes the reduction (it reduces floating-point values, and reads a reduction
     // back in its own kernel only at the rank it had) into a kernel with the work around it.
     Value* m = w.op("Cast", "mask_float", {mask}, {{"to", int64_t{1}}});
-    Value* sum = w.op("ReduceSum", "mask_sum", {m, w.ints("mask_axes", {1})});
-    Value* count = w.op("CastLike", "mask_count", {sum, mask});
+    Value* ones = w.op("ReduceSum", "mask_sum", {m, w.ints("mask_axes", {1})});
+    Value* count = w.op("CastLike", "mask_count", {ones, mask});
     w.op("Squeeze", "mask_index", {count, w.ints("count_axis", {1})}, {}, c.output(1));
   } else {
     Value* batch =
@@ -275,7 +275,6 @@ Status attention(Writer& w, const Node& c) {
   if (c.attr_int("past_present_share_buffer", 0) != 0)
     return refuse(c, "past_present_share_buffer=1 (a preallocated cache) is not read");
   if (c.input(6)) return refuse(c, "past_sequence_length (input 6, with a shared buffer) is not read");
-  if (c.output(1) && !past) return refuse(c, "writes present (output 1) without a past (input 4)");
   Value* qkv = w.op("MatMul", "qkv_matmul", {x, weights});
   if (c.input(2)) qkv = w.op("Add", "qkv_bias", {qkv, c.input(2)});
   const std::vector<int64_t> sizes = c.attr_ints("qkv_hidden_sizes");

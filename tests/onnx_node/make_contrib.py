@@ -113,6 +113,8 @@ def main():
     case(out, "test_contrib_attention_qkv_sizes", "Attention",
          [("x", x), ("weights", f32(H, 2 * H + 32, scale=0.3)), ("bias", f32(2 * H + 32))],
          {"num_heads": heads, "qkv_hidden_sizes": [H, H, 32]})
+    case(out, "test_contrib_attention_present_no_past", "Attention", att, {"num_heads": heads, "unidirectional": 1},
+         outputs=("y", "present"))
     past_len = 3
     case(out, "test_contrib_attention_past", "Attention",
          att + [("mask_index", np.ones((B, past_len + S), np.int32)), ("past", f32(2, B, heads, past_len, H // heads))],
