@@ -949,13 +949,17 @@ def models():
         "bert_legacy_ort1": ort_optimized(text("bert_legacy", LegacyBert, dynamo=False, opset=14), "bert", 4, 128,
                                           opt_level=1),
     })
-    # A sweep: 23 more exports through the optimizer, its model type per architecture and its heads
-    # and width detected (0, 0). phi and modernbert stop inside the optimizer (a Python error).
+    # A sweep: 30 more exports through the optimizer, its model type per architecture and its heads
+    # and width detected (0, 0). phi, modernbert, gpt2_dec and gpt2_f16 stop inside the optimizer (a
+    # Python error).
     sweep = {"distilbert": "bert", "albert": "bert", "electra": "bert", "deberta_v2": "bert", "mpnet": "bert",
              "roberta_dynamo": "bert", "xlm_roberta_ts": "bert", "mobilebert": "bert", "megatron_bert": "bert",
              "convbert": "bert", "gpt_neox": "gpt_neox", "opt_ts": "gpt2", "gptj": "gpt2", "bloom": "gpt2",
              "gpt_bigcode": "gpt2", "bart": "bart", "t5": "t5", "whisper_enc": "bart", "clip_text": "clip",
-             "clip_vision": "clip", "siglip_vision": "clip", "swin": "swin", "deit": "vit"}
+             "clip_vision": "clip", "siglip_vision": "clip", "swin": "swin", "deit": "vit",
+             # decoding steps, half types (the contrib ops in float16), opset 23's own ops
+             "llama_dec": "gpt2", "mistral_dec": "gpt2", "qwen2_dec": "gpt2", "bert_f16": "bert",
+             "llama_bf16": "gpt2", "bert_op23": "bert", "llama_op23": "gpt2"}
     t.update({n + "_ort": ort_optimized(t[n], model_type, 0, 0) for n, model_type in sweep.items()})
     return t
 
