@@ -177,10 +177,10 @@ def ort_optimized(src_dir, d, model_type):
 
 
 class LegacyBert(torch.nn.Module):
-    """BERT as transformers wrote it before its attention-mask rewrites (up to about 4.35): the mask
+    """BERT as earlier transformers versions wrote it, before their attention-mask rewrites: the mask
     made additive as (1 - mask) * -10000 and added to the scaled scores, segment ids of zeros and a
     buffer of positions. onnxruntime's transformer optimizer recognises this form and writes its
-    Attention and EmbedLayerNormalization ops, which it does not for the exports of transformers 5."""
+    Attention and EmbedLayerNormalization ops, which it does not for transformers 5's BERT exports."""
 
     def __init__(self, vocab=1000, hidden=128, heads=4, ffn=512, layers=2, positions=64):
         super().__init__()
