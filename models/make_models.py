@@ -158,8 +158,8 @@ def quantize_qdq(out_dir, src, name, per_channel, how="qdq"):
 
 def ort_optimized(src_dir, d, model_type):
     """The model in `src_dir` rewritten into `d` by onnxruntime's transformer optimizer
-    (optimize_model, its fusions only: opt_level 0), as `optimum-cli export onnx --optimize` and
-    hubs' "optimized" files are written: onnxruntime's contrib ops in place of each layer's
+    (optimize_model, its fusions only: opt_level 0), as `optimum-cli export onnx --optimize`
+    writes its files: onnxruntime's contrib ops in place of each layer's
     normalizations, GELU and, where it recognises them, attention and embeddings. Its expected
     outputs stay PyTorch's (the data set of `src_dir`, copied)."""
     import shutil

@@ -967,9 +967,9 @@ def models():
 def ort_optimized(export, model_type, heads, hidden, opt_level=0):
     """An entry that writes `export`'s model and test data and rewrites the model with onnxruntime's
     transformer optimizer (onnxruntime.transformers.optimizer.optimize_model: its fusions only at
-    opt_level 0; with onnxruntime's own graph optimizations of level 1 or 2 saved too, as
-    optimum-cli export onnx --optimize O1 and O2 save them), as hub repositories' optimized files
-    are written; the model's own data sets stay the expected outputs."""
+    opt_level 0; with onnxruntime's own graph optimizations of level 1 or 2 saved too), as
+    optimum-cli export onnx --optimize writes its files; the model's own data sets stay the
+    expected outputs."""
     def run(out):
         from onnxruntime.transformers.optimizer import optimize_model
         export(out)

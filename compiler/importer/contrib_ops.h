@@ -1,8 +1,7 @@
 // onnxruntime's contrib ops, as its transformer optimizer writes them (optimum-cli export onnx
-// --optimize O1 to O3, onnxruntime.transformers.optimizer.optimize_model): a model so optimized is
-// what many hubs ship as "model_optimized.onnx". The importer reads each as the default-domain ops
-// it is defined by, before shape inference, so that the planner fuses them as it fuses an
-// unoptimized export:
+// --optimize, onnxruntime.transformers.optimizer.optimize_model). The importer reads each as the
+// default-domain ops it is defined by, before shape inference, so that the planner fuses them as it
+// fuses an unoptimized export:
 //
 //   com.microsoft::SkipLayerNormalization      Add(s) + LayerNormalization
 //   com.microsoft::SkipSimplifiedLayerNormalization   Add(s) + RMSNormalization

@@ -2,7 +2,7 @@
 // dropped, its readers reading the earlier view.
 //
 // Two views of one value to one shape are the same tensor. Optimizers write such copies:
-// onnxruntime's MatMulAddFusion (its level 1, `--optimize O1`) wraps each projection's Gemm in a
+// onnxruntime's MatMulAddFusion (its graph optimizations' level 1) wraps each projection's Gemm in a
 // Reshape of the activation, so Q, K and V each reshape it on their own and their GEMMs no longer
 // share an operand; merge_gemms makes them one GEMM only once they do (vit at level 1: 17 library
 // calls against 13). Only views: a view costs no kernel either way, while a computing node read by
