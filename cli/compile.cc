@@ -71,7 +71,8 @@ int run_compile(const CompileArgs& a) {
   // more than --max-registers is planned again with its nodes kept apart (a packed one with its
   // groups unpacked first), at most kMaxReplans times.
   // The unfused baseline of --report-json is the graph as imported; then the rewrites before
-  // planning (fusion/rewrites.h: GroupNorms with their channels apart, Gemms as MatMuls, constant scales
+  // planning (fusion/rewrites.h: GroupNorms with their channels apart, Gemms as MatMuls, flattened GEMMs
+  // unflattened, constant scales
   // folded into GEMM weights, sibling GEMMs merged, Splits and constant Gathers as Slices, shared relayouts
   // copied per reader, row scales and LayerNorms past GEMMs, graph outputs computed again for their readers),
   // each named in the plan.
@@ -79,6 +80,7 @@ int run_compile(const CompileArgs& a) {
   fusion::RewriteSwitches switches;
   switches.gemms_as_matmuls = !a.no_gemms_as_matmuls;
   switches.merge_gemms = !a.no_merge_gemms;
+  switches.unflatten_gemms = !a.no_unflatten_gemms;
   switches.fold_scales = !a.no_fold_scales;
   switches.split_slices = !a.no_split_slices;
   switches.relayout_copies = !a.no_relayout_copies;

@@ -115,6 +115,11 @@ int main(int argc, char** argv) {
       "--no-merge-gemms", ca.no_merge_gemms,
       "keep sibling GEMMs (MatMuls of one activation with constant weights, e.g. Q, K and V) apart");
   compile->add_flag(
+      "--no-unflatten-gemms", ca.no_unflatten_gemms,
+      "keep 2-D GEMMs that read a flattening view of their activation ([batch*seq, k], as onnxruntime's "
+      "level-1 optimizations write dense layers) as they are (by default they read the activation "
+      "itself, their bias and activation follow at its shape, and the views go)");
+  compile->add_flag(
       "--no-fold-scales", ca.no_fold_scales,
       "keep a constant per-column scale after a GEMM (a layer scale, or an inference BatchNormalization "
       "of its columns) as a node (by default it is folded into the GEMM's weight and bias)");

@@ -29,6 +29,7 @@ struct CompileArgs {
   bool approximate_gelu = false;
   bool no_stitch_matmul = false;
   bool no_merge_gemms = false;
+  bool no_unflatten_gemms = false;
   bool no_fold_scales = false;
   bool no_hoist_row_scales = false;
   bool no_hoist_layer_norms = false;

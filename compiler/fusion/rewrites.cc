@@ -10,6 +10,7 @@
 #include "fusion/output_copies.h"
 #include "fusion/relayout_copies.h"
 #include "fusion/split_slices.h"
+#include "fusion/unflatten_gemms.h"
 
 namespace stitch::fusion {
 
@@ -22,6 +23,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   }
   if (on.gemms_as_matmuls) {
     ASSIGN_OR_RETURN(r.gemms, gemms_as_matmuls_if_cheaper(g, o));
+  }
+  if (on.unflatten_gemms) {
+    ASSIGN_OR_RETURN(r.unflattened, unflatten_gemms(*g, o.no_fuse));
   }
   if (on.fold_scales) {
     ASSIGN_OR_RETURN(r.scale_folds, fold_column_scales(*g, o.no_fuse));
@@ -96,6 +100,8 @@ std::string Rewrites::text() const {
         "element-wise nodes after the norm)",
         group_norms);
   if (!gemms.verdict.empty()) section("Gemms as MatMuls (" + gemms.verdict + ")", gemms.lines);
+  if (!unflattened.empty())
+    section("GEMMs of flattened activations read them unflattened (the views around them gone)", unflattened);
   if (!scale_folds.empty())
     section(
         "constant scales and BatchNormalizations after GEMMs folded into their weights (one value per "

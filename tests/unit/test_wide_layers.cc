@@ -167,6 +167,31 @@ TEST_CASE("a ViT-B block is 3 memory-intensive kernels, with DINOv2's layer scal
 }
 
 TEST_CASE(
+    "a ViT-B block written as onnxruntime's level 1 writes it (Gemms between flattening views) plans as "
+    "the block itself",
+    "[fusion][plan]") {
+  // The views hide the second LayerNorm from FFN1 and the biases from the products: unflattened,
+  // the plan is the block's, kernel for kernel and call for call.
+  auto plain = vit(2, false);
+  const Counts p = plan_counts(plain.graph);
+  auto flat = vit(2, false, true);
+  const Counts c = plan_counts(flat.graph);
+  INFO(c.rewrites << c.plan);
+  CHECK(c.rewrites.find("GEMMs of flattened activations read them unflattened") != std::string::npos);
+  CHECK(c.rewrites.find("LayerNorms moved past GEMMs (feeding other work: estimated") != std::string::npos);
+  check_two_layers(c, 6);
+  CHECK(c.kernels == p.kernels);
+  CHECK(c.calls == p.calls);
+  // Left flattened, each block's second LayerNorm is a kernel of its own.
+  auto kept = vit(2, false, true);
+  fusion::RewriteSwitches sw;
+  sw.unflatten_gemms = false;
+  const Counts k = plan_counts(kept.graph, sw);
+  INFO(k.rewrites << k.plan);
+  CHECK(k.kernels >= p.kernels + 2);
+}
+
+TEST_CASE(
     "a Falcon layer at hidden 1024 is 3 memory-intensive launches: its K/V Gathers become Slices with "
     "per-reader copies",
     "[fusion][plan]") {

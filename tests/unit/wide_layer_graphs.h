@@ -234,7 +234,10 @@ inline Layers llama(int n, int d = 1024, int heads = 16, int kv = 4, int ffn = 2
 // widths, batch 2 x 197 tokens: LayerNorm, merged-able Q/K/V with biases, scaled softmax, output
 // projection with its bias times the layer scale, residual; LayerNorm, FFN1 + erf GELU, FFN2 times
 // its layer scale, residual; `n` blocks then the final LayerNorm. `layer_scale` false: ViT's block.
-inline Layers vit(int n, bool layer_scale, int d = 768, int heads = 12, int ffn = 3072) {
+// `flattened`: each projection as onnxruntime's level-1 optimizations write it, a Reshape to
+// [b*s, k], a Gemm with the bias as C and a Reshape back to [b, s, n].
+inline Layers vit(int n, bool layer_scale, bool flattened = false, int d = 768, int heads = 12,
+                  int ffn = 3072) {
   const int b = 2, s = 197, hd = 64;
   std::string t = fmt::format(R"(graph "vit_wide" opset 18 {{
   input %h0: f32[{b},{s},{d}]
@@ -244,13 +247,30 @@ inline Layers vit(int n, bool layer_scale, int d = 768, int heads = 12, int ffn 
   const %rs2: f32[] = [1.41421356]
   const %qshape: i64[4] = [{b}, {s}, {heads}, {hd}]
   const %flat: i64[3] = [{b}, {s}, {d}]
+  const %rows_d: i64[2] = [-1, {d}]
+  const %rows_f: i64[2] = [-1, {ffn}]
+  const %back_d: i64[3] = [{b}, {s}, {d}]
+  const %back_f: i64[3] = [{b}, {s}, {ffn}]
 )",
                               fmt::arg("b", b), fmt::arg("s", s), fmt::arg("d", d), fmt::arg("hd", hd),
-                              fmt::arg("heads", heads));
+                              fmt::arg("heads", heads), fmt::arg("ffn", ffn));
   std::set<std::string> weights;
   auto input = [&](const std::string& name, const std::string& dims) { add_weight(t, weights, name, dims); };
   auto norm = [&](const std::string& p, const std::string& x) {
     return layer_norm_text(t, weights, p, x, d, 1e-6);
+  };
+  // %{out} = %{x} W + bias, named `name`: a MatMul and an Add, or flattened, a Gemm between
+  // Reshapes (`k` and `width` say which shape constants: "d" or "f").
+  auto dense = [&](const std::string& out, const std::string& x, const std::string& w,
+                   const std::string& bias, const std::string& name, const char* k, const char* width) {
+    if (!flattened)
+      return fmt::format("  %{0}m = MatMul(%{1}, %{2}) @\"{4}\"\n  %{0} = Add(%{0}m, %{3}) @\"{4}_bias\"\n",
+                         out, x, w, bias, name);
+    return fmt::format(R"(  %{0}r = Reshape(%{1}, %rows_{5}) @"{4}_input_reshape"
+  %{0}g = Gemm(%{0}r, %{2}, %{3}) @"{4}"
+  %{0} = Reshape(%{0}g, %back_{6}) @"{4}_output_reshape"
+)",
+                       out, x, w, bias, name, k, width);
   };
   std::string body;
   for (int l = 0; l < n; ++l) {
@@ -265,12 +285,10 @@ inline Layers vit(int n, bool layer_scale, int d = 768, int heads = 12, int ffn 
       input(p + "ls2", std::to_string(d));
     }
     body += norm(p + "n1", fmt::format("h{}", l));
-    for (const char* x : {"q", "k", "v"})
-      body += fmt::format(R"(  %{0}{1}m = MatMul(%{0}n1y, %{0}w{1}) @"{0}{1}_proj"
-  %{0}{1} = Add(%{0}{1}m, %{0}b{1}) @"{0}{1}_bias"
-  %{0}{1}h = Reshape(%{0}{1}, %qshape) @"{0}{1}_heads"
-)",
-                          p, x);
+    for (const std::string x : {"q", "k", "v"}) {
+      body += dense(p + x, p + "n1y", p + "w" + x, p + "b" + x, p + x + "_proj", "d", "d");
+      body += fmt::format("  %{0}{1}h = Reshape(%{0}{1}, %qshape) @\"{0}{1}_heads\"\n", p, x);
+    }
     body += fmt::format(R"(  %{0}qt = Transpose(%{0}qh) {{perm = ints[0, 2, 1, 3]}} @"{0}q_first"
   %{0}kt = Transpose(%{0}kh) {{perm = ints[0, 2, 3, 1]}} @"{0}k_first"
   %{0}vt = Transpose(%{0}vh) {{perm = ints[0, 2, 1, 3]}} @"{0}v_first"
@@ -280,23 +298,16 @@ inline Layers vit(int n, bool layer_scale, int d = 768, int heads = 12, int ffn 
   %{0}ctx = MatMul(%{0}pr, %{0}vt) @"{0}attention"
   %{0}ct = Transpose(%{0}ctx) {{perm = ints[0, 2, 1, 3]}} @"{0}heads_back"
   %{0}cf = Reshape(%{0}ct, %flat) @"{0}heads_merged"
-  %{0}om = MatMul(%{0}cf, %{0}wo) @"{0}o_proj"
-  %{0}ob = Add(%{0}om, %{0}bo) @"{0}o_bias"
 )",
                         p);
+    body += dense(p + "ob", p + "cf", p + "wo", p + "bo", p + "o_proj", "d", "d");
     body += layer_scale ? fmt::format("  %{0}os = Mul(%{0}ob, %{0}ls1) @\"{0}layer_scale1\"\n", p)
                         : fmt::format("  %{0}os = Identity(%{0}ob) @\"{0}no_scale1\"\n", p);
     body += fmt::format("  %{0}hm = Add(%{0}os, %h{1}) @\"{0}residual1\"\n", p, l);
     body += norm(p + "n2", p + "hm");
-    body += fmt::format(R"(  %{0}f1 = MatMul(%{0}n2y, %{0}wf1) @"{0}ffn1"
-  %{0}f1b = Add(%{0}f1, %{0}bf1) @"{0}ffn1_bias"
-)",
-                        p);
+    body += dense(p + "f1b", p + "n2y", p + "wf1", p + "bf1", p + "ffn1", "d", "f");
     body += erf_gelu_text(p, p + "f1b");
-    body += fmt::format(R"(  %{0}f2 = MatMul(%{0}gl, %{0}wf2) @"{0}ffn2"
-  %{0}f2b = Add(%{0}f2, %{0}bf2) @"{0}ffn2_bias"
-)",
-                        p);
+    body += dense(p + "f2b", p + "gl", p + "wf2", p + "bf2", p + "ffn2", "f", "d");
     body += layer_scale ? fmt::format("  %{0}fs = Mul(%{0}f2b, %{0}ls2) @\"{0}layer_scale2\"\n", p)
                         : fmt::format("  %{0}fs = Identity(%{0}f2b) @\"{0}no_scale2\"\n", p);
     body += fmt::format("  %h{2} = Add(%{0}fs, %{0}hm) @\"{0}residual2\"\n", p, l, l + 1);
