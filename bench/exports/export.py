@@ -948,6 +948,9 @@ def models():
         "llama_ort2": ort_optimized(t["llama_ts"], "gpt2", 8, 256, opt_level=2),
         "bert_legacy_ort1": ort_optimized(text("bert_legacy", LegacyBert, dynamo=False, opset=14), "bert", 4, 128,
                                           opt_level=1),
+        # attention as MultiHeadAttention (the optimizer's use_multi_head_attention)
+        "bert_legacy_mha": ort_optimized(text("bert_legacy", LegacyBert, dynamo=False, opset=14), "bert", 4, 128,
+                                         multi_head_attention=True),
     })
     # A sweep: 30 more exports through the optimizer, its model type per architecture and its heads
     # and width detected (0, 0). phi, modernbert, gpt2_dec and gpt2_f16 stop inside the optimizer (a
@@ -964,18 +967,22 @@ def models():
     return t
 
 
-def ort_optimized(export, model_type, heads, hidden, opt_level=0):
+def ort_optimized(export, model_type, heads, hidden, opt_level=0, multi_head_attention=False):
     """An entry that writes `export`'s model and test data and rewrites the model with onnxruntime's
     transformer optimizer (onnxruntime.transformers.optimizer.optimize_model: its fusions only at
     opt_level 0; with onnxruntime's own graph optimizations of level 1 or 2 saved too), as
     optimum-cli export onnx --optimize writes its files; the model's own data sets stay the
-    expected outputs."""
+    expected outputs. `multi_head_attention`: the optimizer's option of that name (attention as
+    MultiHeadAttention of projected Q, K and V, not Attention of packed weights)."""
     def run(out):
+        from onnxruntime.transformers.fusion_options import FusionOptions
         from onnxruntime.transformers.optimizer import optimize_model
         export(out)
         path = os.path.join(out, "model.onnx")
-        optimize_model(path, model_type=model_type, num_heads=heads, hidden_size=hidden,
-                       opt_level=opt_level).save_model_to_file(path)
+        options = FusionOptions(model_type)
+        options.use_multi_head_attention = multi_head_attention
+        optimize_model(path, model_type=model_type, num_heads=heads, hidden_size=hidden, opt_level=opt_level,
+                       optimization_options=options).save_model_to_file(path)
     return run
 
 

@@ -2,34 +2,30 @@
 
 #include <fmt/format.h>
 
-#include <limits>
 #include <map>
-#include <optional>
 #include <set>
 
+#include "importer/contrib_writer.h"
 #include "ir/op_table.h"
-#include "passes/graph_builder.h"
 
 namespace stitch {
 namespace {
 
-// Every node written here is of this opset: Attention, RMSNormalization and Split's num_outputs
-// exist at it, and Gelu (20) and LayerNormalization (17) are unchanged since.
-constexpr int kOpset = 23;
+using contrib::kOpset;
+using contrib::refuse;
+using contrib::Writer;
 
 const std::set<std::string, std::less<>>& microsoft_ops() {
-  static const std::set<std::string, std::less<>> ops = {
-      "Attention", "BiasGelu",  "EmbedLayerNormalization", "FastGelu",
-      "Gelu",      "QuickGelu", "SkipLayerNormalization",  "SkipSimplifiedLayerNormalization"};
+  static const std::set<std::string, std::less<>> ops = {"Attention",
+                                                         "BiasGelu",
+                                                         "EmbedLayerNormalization",
+                                                         "FastGelu",
+                                                         "Gelu",
+                                                         "MultiHeadAttention",
+                                                         "QuickGelu",
+                                                         "SkipLayerNormalization",
+                                                         "SkipSimplifiedLayerNormalization"};
   return ops;
-}
-
-Status refuse(const Node& n, const std::string& why) {
-  return Status::user(
-      fmt::format("{}: {}; stitch reads this onnxruntime contrib op only in the forms "
-                  "onnxruntime's transformer optimizer writes (or export the model "
-                  "without those optimizations)",
-                  n.describe(), why));
 }
 
 // The attributes onnxruntime defines for each op read here, with their kinds (AttrValue's
@@ -54,7 +50,9 @@ Status check_attributes(const Node& c) {
         {"scale", kFloat},
         {"do_rotary", kInt},
         {"rotary_embedding_dim", kInt},
-        {"past_present_share_buffer", kInt}}}};
+        {"past_present_share_buffer", kInt}}},
+      {"MultiHeadAttention",
+       {{"num_heads", kInt}, {"unidirectional", kInt}, {"mask_filter_value", kFloat}, {"scale", kFloat}}}};
   const auto it = defined.find(c.op_type);
   if (it == defined.end()) return Status::ok();
   for (const auto& [name, value] : c.attrs) {
@@ -69,80 +67,6 @@ Status check_attributes(const Node& c) {
   }
   return Status::ok();
 }
-
-// The rank of `v` where the model says it before shape inference: a graph input's or constant's
-// declared shape, through Cast, CastLike and Identity, a ReduceSum (keepdims or not) and a Squeeze
-// of constant axes (onnxruntime's mask index, this file's too).
-std::optional<size_t> known_rank(const Value* v) {
-  if (v->dims) return v->dims->size();
-  const Node* p = v->producer;
-  if (!p || !p->domain.empty() || !p->input(0)) return std::nullopt;
-  const std::string& op = p->op_type;
-  if (op == "Cast" || op == "CastLike" || op == "Identity") return known_rank(p->input(0));
-  if (op != "ReduceSum" && op != "Squeeze") return std::nullopt;
-  const auto r = known_rank(p->input(0));
-  if (op == "ReduceSum" && p->attr_int("keepdims", 1) != 0) return r;
-  std::optional<size_t> axes;
-  if (p->has_attr("axes"))
-    axes = p->attr_ints("axes").size();
-  else if (p->input(1) && p->input(1)->constant)
-    axes = static_cast<size_t>(p->input(1)->constant->size());
-  if (r && axes && *axes <= *r) return *r - *axes;
-  return std::nullopt;
-}
-
-// Adds the nodes one contrib node is written as, named "<node>/<part>"; the one that writes its
-// main output keeps the node's own name, so that --explain-fusion and the fusion overrides name it.
-class Writer {
- public:
-  Writer(Graph& g, const Node& c) : g_(g), c_(c), constants_{g, c} {}
-
-  // A constant named "<node>/<hint>", as the front-end passes name theirs.
-  Value* constant(const std::string& hint, Tensor t) { return constants_.constant(hint, std::move(t)); }
-  Value* ints(const std::string& hint, const std::vector<int64_t>& v) {
-    return constant(hint, Tensor::vector_i64(v));
-  }
-  Value* i64(const std::string& hint, int64_t v) { return constant(hint, Tensor::scalar_i64(v)); }
-  Value* f32(const std::string& hint, double v) {
-    return constant(hint, Tensor::from_f64(DType::kF32, {}, {v}));
-  }
-
-  // A node writing `outs` (null: omitted); `name` empty gives it the contrib node's name.
-  void node(const std::string& op, const std::string& name, std::vector<Value*> in, std::vector<Value*> outs,
-            std::map<std::string, AttrValue> attrs = {}) {
-    auto n = std::make_unique<Node>();
-    n->name = name.empty() ? c_.name : c_.name + "/" + name;
-    n->op_type = op;
-    n->opset = kOpset;
-    n->def = find_op("", op, kOpset);
-    n->inputs = std::move(in);
-    while (!n->inputs.empty() && !n->inputs.back()) n->inputs.pop_back();
-    n->outputs = std::move(outs);  // trailing omitted ones dropped: a one-output norm is a row op
-    while (n->outputs.size() > 1 && !n->outputs.back()) n->outputs.pop_back();
-    n->attrs = std::move(attrs);
-    g_.add_node(std::move(n));
-  }
-  Value* fresh(const std::string& name) {
-    return g_.add_value(g_.unique_name(c_.name + "/" + name + "_output"));
-  }
-  // A one-output node; its output is `out` when given, else a new value.
-  Value* op(const std::string& op, const std::string& name, std::vector<Value*> in,
-            std::map<std::string, AttrValue> attrs = {}, Value* out = nullptr) {
-    Value* y = out ? out : fresh(name);
-    node(op, name, std::move(in), {y}, std::move(attrs));
-    return y;
-  }
-  // Element `i` of x's shape, a scalar.
-  Value* dim(Value* x, int64_t i, const std::string& name) {
-    Value* shape = op("Shape", name + "_shape", {x});
-    return op("Gather", name, {shape, i64(name + "_index", i)}, {{"axis", int64_t{0}}});
-  }
-
- private:
-  Graph& g_;
-  const Node& c_;
-  NodeBuilder constants_;
-};
 
 float epsilon(const Node& c) { return c.attr_float("epsilon", 1e-12f); }  // onnxruntime's default
 
@@ -235,99 +159,6 @@ Status embed_layer_norm(Writer& w, const Node& c) {
   return Status::ok();
 }
 
-// The additive mask of onnxruntime's Attention from mask_index (1-D: each batch's end position;
-// 2-D [batch, total] and 3-D [batch, sequence, total]: 0 masks a key), as [batch, 1, 1 or
-// sequence, total] float32: 0 where a key is seen, mask_filter_value where not.
-StatusOr<Value*> key_mask(Writer& w, const Node& c, Value* total) {
-  Value* mask = c.input(3);
-  const double filter = c.attr_float("mask_filter_value", -10000.0f);
-  const auto rank = known_rank(mask);
-  if (!rank)
-    return refuse(c, fmt::format("the rank of its mask_index '{}' is not known before shape inference (a "
-                                 "graph input with a declared shape, or a Cast or ReduceSum of one, is)",
-                                 mask->name));
-  Value* keep = nullptr;
-  if (*rank == 1) {
-    Value* keys = w.op("Range", "key_positions", {w.i64("key_start", 0), total, w.i64("key_step", 1)});
-    Value* end = w.op("Cast", "mask_end", {mask}, {{"to", int64_t{7}}});  // int64
-    keep =
-        w.op("Less", "key_seen", {keys, w.op("Unsqueeze", "mask_column", {end, w.ints("column_axis", {1})})});
-  } else if (*rank == 2 || *rank == 3) {
-    Value* m = w.op("Cast", "mask_float", {mask}, {{"to", int64_t{1}}});  // float
-    keep = w.op("Greater", "key_seen", {m, w.f32("mask_zero", 0)});
-  } else {
-    return refuse(c, fmt::format("its mask_index '{}' is {}-D; stitch reads the 1-D (end positions), 2-D and "
-                                 "3-D forms",
-                                 mask->name, *rank));
-  }
-  Value* add = w.op("Where", "key_mask", {keep, w.f32("seen", 0), w.f32("filter", filter)});
-  return w.op("Unsqueeze", "key_mask_heads",
-              {add, w.ints("head_axes", *rank == 3 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2})});
-}
-
-Status attention(Writer& w, const Node& c) {
-  Value *x = c.input(0), *weights = c.input(1), *past = c.input(4), *bias_scores = c.input(5);
-  if (!x || !weights) return refuse(c, "needs input and weights (inputs 0 and 1)");
-  const int64_t heads = c.attr_int("num_heads", 0);
-  if (heads < 1) return refuse(c, "needs num_heads, a positive count");
-  if (c.attr_int("do_rotary", 0) != 0)
-    return refuse(c, "do_rotary=1 (a rotary embedding inside) is not read");
-  if (c.attr_int("past_present_share_buffer", 0) != 0)
-    return refuse(c, "past_present_share_buffer=1 (a preallocated cache) is not read");
-  if (c.input(6)) return refuse(c, "past_sequence_length (input 6, with a shared buffer) is not read");
-  Value* qkv = w.op("MatMul", "qkv_matmul", {x, weights});
-  if (c.input(2)) qkv = w.op("Add", "qkv_bias", {qkv, c.input(2)});
-  const std::vector<int64_t> sizes = c.attr_ints("qkv_hidden_sizes");
-  if (!sizes.empty() && sizes.size() != 3)
-    return refuse(c, fmt::format("qkv_hidden_sizes has {} values, not 3", sizes.size()));
-  Value *q = w.fresh("q"), *k = w.fresh("k"), *v = w.fresh("v");
-  if (sizes.empty())
-    w.node("Split", "qkv_split", {qkv}, {q, k, v}, {{"axis", int64_t{-1}}, {"num_outputs", int64_t{3}}});
-  else
-    w.node("Split", "qkv_split", {qkv, w.ints("qkv_sizes", sizes)}, {q, k, v}, {{"axis", int64_t{-1}}});
-  Value *past_k = nullptr, *past_v = nullptr;
-  if (past) {  // [2, batch, heads, past, head size]: K's and V's caches stacked
-    Value *pk = w.fresh("past_k"), *pv = w.fresh("past_v");
-    w.node("Split", "past_split", {past}, {pk, pv}, {{"axis", int64_t{0}}, {"num_outputs", int64_t{2}}});
-    past_k = w.op("Squeeze", "past_key", {pk, w.ints("past_key_axis", {0})});
-    past_v = w.op("Squeeze", "past_value", {pv, w.ints("past_value_axis", {0})});
-  }
-  Value* seq = w.dim(x, 1, "sequence");
-  Value* past_len = past ? w.dim(past, 3, "past_length") : w.i64("no_past", 0);
-  Value* total = w.op("Add", "total_length", {seq, past_len});
-  Value* mask = nullptr;
-  if (c.input(3)) {
-    ASSIGN_OR_RETURN(mask, key_mask(w, c, total));
-  }
-  if (c.attr_int("unidirectional", 0) != 0) {
-    // Query i sees keys up to past + i; onnxruntime leaves the later ones out of the softmax.
-    Value* rows = w.op("Range", "query_positions", {past_len, total, w.i64("query_step", 1)});
-    Value* cols =
-        w.op("Range", "causal_key_positions", {w.i64("causal_start", 0), total, w.i64("causal_step", 1)});
-    Value* future = w.op("Greater", "future",
-                         {cols, w.op("Unsqueeze", "query_column", {rows, w.ints("query_axis", {1})})});
-    Value* causal =
-        w.op("Where", "causal_mask",
-             {future, w.f32("unseen", std::numeric_limits<float>::lowest()), w.f32("causal_seen", 0)});
-    mask = mask ? w.op("Add", "masks", {mask, causal}) : causal;
-  }
-  if (mask) mask = w.op("CastLike", "mask_cast", {mask, x});
-  if (bias_scores) mask = mask ? w.op("Add", "attention_bias_add", {mask, bias_scores}) : bias_scores;
-  std::map<std::string, AttrValue> attrs = {{"q_num_heads", heads}, {"kv_num_heads", heads}};
-  if (c.attr_float("scale", 0.0f) != 0.0f) attrs["scale"] = c.attr_float("scale", 0.0f);
-  Value* present_k = c.output(1) ? w.fresh("present_key") : nullptr;
-  Value* present_v = c.output(1) ? w.fresh("present_value") : nullptr;
-  w.node("Attention", "", {q, k, v, mask, past_k, past_v}, {c.output(0), present_k, present_v},
-         std::move(attrs));
-  if (c.output(1)) {
-    const std::map<std::string, AttrValue> axis0 = {{"axis", int64_t{0}}};
-    Value* sk = w.op("Unsqueeze", "present_key_stack", {present_k, w.ints("present_key_axis", {0})});
-    Value* sv = w.op("Unsqueeze", "present_value_stack", {present_v, w.ints("present_value_axis", {0})});
-    w.op("Concat", "present", {sk, sv}, axis0, c.output(1));
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
 bool is_contrib_op(const Node& n) {
@@ -372,7 +203,9 @@ Status expand_contrib_ops(Graph& g) {
     else if (op == "EmbedLayerNormalization")
       st = embed_layer_norm(w, c);
     else if (op == "Attention")
-      st = attention(w, c);
+      st = contrib::attention(w, c);
+    else if (op == "MultiHeadAttention")
+      st = contrib::multi_head_attention(w, c);
     RETURN_IF_ERROR(st);
   }
   return Status::ok();

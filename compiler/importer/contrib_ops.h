@@ -14,6 +14,11 @@
 //                                              onnxruntime builds it (mask_filter_value where the
 //                                              mask is 0, the future excluded when unidirectional),
 //                                              the past and present as stacked K and V
+//   com.microsoft::MultiHeadAttention          Attention (opset 23) of the projected Q, K and V
+//                                              (their packed bias added; packed forms split;
+//                                              K and V heads first with Q put heads first too),
+//                                              the same key masks, the past and present as K
+//                                              and V apart (contrib_attention.cc)
 //   LayerNormalization below opset 17, SimplifiedLayerNormalization (onnxruntime registers both
 //   in the default domain)                     LayerNormalization, RMSNormalization
 //
@@ -21,7 +26,8 @@
 // model's: each node carries its own opset, and the passes that expand these nodes write theirs at
 // it (passes/graph_builder.h).
 // Forms with no such definition (rotary attention, a shared past buffer, Megatron's 4-D mask,
-// outputs onnxruntime leaves undefined) are refused naming the node. Semantics are onnxruntime's
+// MultiHeadAttention's unidirectional flag and beam-search cache, outputs onnxruntime leaves
+// undefined) are refused naming the node. Semantics are onnxruntime's
 // CPU kernels', which the node tests (tests/onnx_node/contrib) take their expected outputs from.
 #pragma once
 

@@ -158,10 +158,12 @@ expect "an opset-1 Cast naming no type" 2 "node 'cast' \(Cast\) \(opset 1\): 'to
   "$STITCHC" compile "$B/cast_opset1_type_name.onnx" -o "$TMP/bad22" --no-nvcc
 expect "a Compress condition longer than its axis" 2 "node 'compress' \(Compress\): its condition has 4 values, more than the 3 slices along its axis it selects from" -- \
   "$STITCHC" compile "$B/compress_condition_long.onnx" -o "$TMP/bad23" --no-nvcc
-expect "onnxruntime's Attention with a 4-D mask" 2 "node 'attention' \(com.microsoft::Attention\): its mask_index 'm' is 4-D; stitch reads the 1-D \(end positions\), 2-D and 3-D forms" -- \
+expect "onnxruntime's Attention with a 4-D mask" 2 "node 'attention' \(com.microsoft::Attention\): its key mask 'm' is 4-D; stitch reads the 1-D \(end positions\), 2-D and 3-D forms" -- \
   "$STITCHC" compile "$B/attention_contrib_mask_4d.onnx" -o "$TMP/bad24" --no-nvcc
 expect "onnxruntime's Attention with a rotary embedding inside" 2 "node 'attention' \(com.microsoft::Attention\): do_rotary=1 \(a rotary embedding inside\) is not read" -- \
   "$STITCHC" compile "$B/attention_contrib_rotary.onnx" -o "$TMP/bad25" --no-nvcc
+expect "onnxruntime's MultiHeadAttention with unidirectional=1" 2 "node 'mha' \(com.microsoft::MultiHeadAttention\): unidirectional=1 is not read" -- \
+  "$STITCHC" compile "$B/mha_contrib_unidirectional.onnx" -o "$TMP/bad26" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

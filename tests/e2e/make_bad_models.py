@@ -159,6 +159,12 @@ def main(out):
             helper.make_node("Attention", ["x", "w", "b"], ["y"], "attention", domain="com.microsoft",
                              num_heads=2, do_rotary=1),
             [x(2, 4, 8)], initializers=[zeros("w", 8, 24), zeros("b", 24)]),
+        # onnxruntime's MultiHeadAttention with unidirectional=1, whose masking stitch does not read.
+        "mha_contrib_unidirectional": model(
+            "mha_contrib_unidirectional",
+            helper.make_node("MultiHeadAttention", ["x", "x", "x"], ["y"], "mha", domain="com.microsoft",
+                             num_heads=2, unidirectional=1),
+            [x(2, 4, 8)]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))

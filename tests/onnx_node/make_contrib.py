@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes node tests in ONNX's layout (model.onnx, test_data_set_0/) for the onnxruntime contrib ops
 stitch reads (compiler/importer/contrib_ops.h): SkipLayerNormalization, SkipSimplifiedLayerNormalization,
-BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization and Attention of the com.microsoft
+BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization, Attention and MultiHeadAttention of the com.microsoft
 domain, and onnxruntime's default-domain LayerNormalization below opset 17 and
 SimplifiedLayerNormalization. Expected outputs come from onnxruntime's CPU kernels, the ops'
 definition, never from stitch. Tooling only; the files are committed.
@@ -21,26 +21,38 @@ ELEM = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: Te
 RNG = np.random.default_rng(7)
 
 
-def case(out, name, op, inputs, attrs, outputs=("y",), domain="com.microsoft", opset=17, int_outputs=()):
-    """One `op` node of graph inputs (name -> array, None leaves an optional input out); each named
-    output (`""` leaves one out) is a graph output, its type int32 when in `int_outputs`."""
+def one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs):
+    """The model of one `op` node of graph inputs (name -> array, None leaves an optional input out),
+    each named output (`""` leaves one out) a graph output; and the inputs given."""
     names = [n if x is not None else "" for n, x in inputs]
     while names and names[-1] == "":
         names.pop()
     given = [(n, x) for n, x in inputs if x is not None]
     node = helper.make_node(op, names, list(outputs), name=op.lower(), domain=domain, **attrs)
-    outs = [o for o in outputs if o]
     graph = helper.make_graph(
         [node], name, [helper.make_tensor_value_info(n, ELEM[x.dtype.type], list(x.shape)) for n, x in given],
         [helper.make_tensor_value_info(o, TensorProto.INT32 if o in int_outputs else TensorProto.FLOAT, None)
-         for o in outs])
+         for o in outputs if o])
     # The contrib domain is imported by every case, as by every model onnxruntime's optimizer
     # writes; the node tests take it to mean that the expected outputs are onnxruntime's.
     imports = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=imports)
     model.ir_version = 8  # readable by the libonnx the project builds with
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    ys = sess.run(None, dict(given))
+    return model, given
+
+
+def case(out, name, op, inputs, attrs, outputs=("y",), domain="com.microsoft", opset=17, int_outputs=(),
+         oracle_inputs=None):
+    """One `op` node of `inputs` (one_node_model), its expected outputs onnxruntime's for it, or for
+    the same node of `oracle_inputs` (the same values in another layout, where onnxruntime's CPU
+    kernel does not implement the form written)."""
+    model, given = one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs)
+    run_model, run_given = model, given
+    if oracle_inputs is not None:
+        run_model, run_given = one_node_model(name, op, oracle_inputs, attrs, outputs, domain, opset, int_outputs)
+    outs = [o for o in outputs if o]
+    sess = ort.InferenceSession(run_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ys = sess.run(None, dict(run_given))
     d = os.path.join(out, name, "test_data_set_0")
     os.makedirs(d, exist_ok=True)
     onnx.save(model, os.path.join(out, name, "model.onnx"))
@@ -119,6 +131,53 @@ def main():
     case(out, "test_contrib_attention_past", "Attention",
          att + [("mask_index", np.ones((B, past_len + S), np.int32)), ("past", f32(2, B, heads, past_len, H // heads))],
          {"num_heads": heads, "unidirectional": 1}, outputs=("y", "present"))
+    multi_head_attention(out, B, S, H)
+
+
+def multi_head_attention(out, B, S, H):
+    """MultiHeadAttention's forms: Q, K and V [B, S or L, 16] of 2 heads of 8 with a packed bias and
+    each key mask; K and V heads first (the bias Q's alone); a past and the present; Q, K and V
+    packed, and K and V packed (onnxruntime's CPU kernel reads neither: their expected outputs are
+    its outputs for the same values unpacked)."""
+    heads, L, P = 2, 7, 3
+    hd = H // heads
+    q, k, v, bias = f32(B, S, H), f32(B, L, H), f32(B, L, H), f32(3 * H)
+    mha = [("query", q), ("key", k), ("value", v), ("bias", bias)]
+    mask = np.array([[1, 1, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0, 0]], np.int32)
+    case(out, "test_contrib_mha_cross_mask_2d", "MultiHeadAttention", mha + [("key_padding_mask", mask)],
+         {"num_heads": heads})
+    case(out, "test_contrib_mha_mask_end", "MultiHeadAttention",
+         mha + [("key_padding_mask", np.array([4, 7], np.int32))], {"num_heads": heads})
+    mask3 = (RNG.random((B, S, L)) > 0.3).astype(np.int32)
+    mask3[:, :, 0] = 1
+    case(out, "test_contrib_mha_mask_3d", "MultiHeadAttention", mha + [("key_padding_mask", mask3)],
+         {"num_heads": heads, "mask_filter_value": -1000.0})
+    kh, vh = f32(B, heads, L, hd), f32(B, heads, L, hd)
+    case(out, "test_contrib_mha_heads_first_bias", "MultiHeadAttention",
+         [("query", q), ("key", kh), ("value", vh), ("bias", bias), ("key_padding_mask", None),
+          ("attention_bias", f32(1, heads, S, L))], {"num_heads": heads, "scale": 0.25},
+         outputs=("y", "present_key", "present_value"))
+    ks, vs = f32(B, S, H), f32(B, S, H)
+    past_mask = np.ones((B, P + S), np.int32)
+    past_mask[1, 1] = 0
+    case(out, "test_contrib_mha_past", "MultiHeadAttention",
+         [("query", q), ("key", ks), ("value", vs), ("bias", bias), ("key_padding_mask", past_mask),
+          ("attention_bias", f32(B, 1, S, P + S)), ("past_key", f32(B, heads, P, hd)),
+          ("past_value", f32(B, heads, P, hd))], {"num_heads": heads},
+         outputs=("y", "present_key", "present_value"))
+    case(out, "test_contrib_mha_present_no_past", "MultiHeadAttention", [("query", q), ("key", ks), ("value", vs)],
+         {"num_heads": heads}, outputs=("y", "present_key", "present_value"))
+    packed = f32(B, S, heads, 3, hd)
+    unpacked = [packed[:, :, :, i].reshape(B, S, H) for i in range(3)]
+    case(out, "test_contrib_mha_packed_qkv", "MultiHeadAttention", [("query", packed)], {"num_heads": heads},
+         oracle_inputs=[("query", unpacked[0]), ("key", unpacked[1]), ("value", unpacked[2])])
+    packed_kv = f32(B, L, heads, 2, hd)
+    case(out, "test_contrib_mha_packed_kv", "MultiHeadAttention",
+         [("query", q), ("key", packed_kv), ("value", None), ("bias", None), ("key_padding_mask", mask)],
+         {"num_heads": heads},
+         oracle_inputs=[("query", q), ("key", packed_kv[:, :, :, 0].reshape(B, L, H)),
+                        ("value", packed_kv[:, :, :, 1].reshape(B, L, H)), ("bias", None),
+                        ("key_padding_mask", mask)])
 
 
 if __name__ == "__main__":

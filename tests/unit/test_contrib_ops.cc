@@ -123,6 +123,44 @@ TEST_CASE("onnxruntime's Attention imports as a packed MatMul, a Split and Atten
   test::run_frontend_or_die(graph, ctx);
 }
 
+TEST_CASE("onnxruntime's MultiHeadAttention imports as Attention, heads first where K and V are",
+          "[importer][contrib]") {
+  for (bool heads_first : {false, true}) {
+    INFO((heads_first ? "K and V [batch, heads, length, head size]" : "K and V [batch, length, hidden]"));
+    onnx::ModelProto m = contrib_model(17);
+    auto* g = m.mutable_graph();
+    *g->add_input() = tensor_info(
+        "kv", 1,
+        heads_first ? std::vector<std::string>{"2", "2", "7", "4"} : std::vector<std::string>{"2", "7", "8"});
+    *g->add_input() = tensor_info("qkv_b", 1, {"24"});
+    *g->add_input() = tensor_info("mask", 6, {"2"});  // int32 end positions
+    // Q through a MatMul and an Add of the graph's input: its rank read through them.
+    add_node(g, "Add", {"x", "b"}, {"xb"}, "shift");
+    auto* a = add_node(g, "MultiHeadAttention", {"xb", "kv", "kv", "qkv_b", "mask"}, {"y"}, "attn",
+                       "com.microsoft");
+    set_int(a, "num_heads", 2);
+    *g->add_output() = tensor_info("y", 1, {});
+    auto imported = import(m);
+    INFO(imported.status().message());
+    REQUIRE(imported.is_ok());
+    Graph& graph = **imported;
+    const Node* out = graph.find_value("y")->producer;
+    const Node* attn = heads_first ? out->input(0)->producer->input(0)->producer : out;
+    REQUIRE(attn->op_type == "Attention");
+    CHECK(attn->name == "attn");
+    CHECK(attn->attr_int("q_num_heads", 0) == (heads_first ? 0 : 2));
+    CHECK(attn->input(0)->producer->op_type == (heads_first ? "Transpose" : "Add"));
+    // K and V take their bias parts only when they are not heads first.
+    const Node* k = attn->input(1)->producer;
+    CHECK((heads_first ? k == nullptr : (k != nullptr && k->op_type == "Add")));
+    CHECK(attn->input(3) != nullptr);
+    PassContext ctx;
+    ctx.bindings.by_input["x"] = {2, 5, 8};
+    test::run_frontend_or_die(graph, ctx);
+    CHECK(*graph.find_value("y")->dims == Dims{2, 5, 8});
+  }
+}
+
 TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the node",
           "[importer][contrib]") {
   struct Case {
@@ -133,6 +171,11 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
   auto attention = [](onnx::GraphProto* g, std::vector<std::string> in) {
     *g->add_input() = tensor_info("w", 1, {"8", "24"});
     auto* a = add_node(g, "Attention", std::move(in), {"y"}, "attn", "com.microsoft");
+    set_int(a, "num_heads", 2);
+    return a;
+  };
+  auto mha = [](onnx::GraphProto* g, std::vector<std::string> in, std::vector<std::string> out) {
+    auto* a = add_node(g, "MultiHeadAttention", std::move(in), std::move(out), "attn", "com.microsoft");
     set_int(a, "num_heads", 2);
     return a;
   };
@@ -170,13 +213,55 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
          g->mutable_input(g->input_size() - 1)->mutable_type()->mutable_tensor_type()->clear_shape();
          attention(g, {"x", "w", "", "raw"});
        },
-       "the rank of its mask_index 'raw' is not known before shape inference"},
+       "the rank of its key mask 'raw' is not known before shape inference"},
       {"Megatron's 4-D mask",
        [&](onnx::GraphProto* g) {
          *g->add_input() = tensor_info("m4", 6, {"2", "1", "5", "5"});
          attention(g, {"x", "w", "", "m4"});
        },
-       "its mask_index 'm4' is 4-D"},
+       "its key mask 'm4' is 4-D"},
+      {"MultiHeadAttention with unidirectional=1",
+       [&](onnx::GraphProto* g) {
+         set_int(mha(g, {"x", "x", "x"}, {"y"}), "unidirectional", 1);
+       },
+       "unidirectional=1 is not read"},
+      {"MultiHeadAttention's qk output read",
+       [&](onnx::GraphProto* g) {
+         mha(g, {"x", "x", "x"}, {"y", "", "", "qk"});
+         *g->add_output() = tensor_info("qk", 1, {});
+       },
+       "its qk output (3) is read"},
+      {"MultiHeadAttention with a packed query and a key",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("packed", 1, {"2", "5", "2", "3", "4"});
+         mha(g, {"packed", "x"}, {"y"});
+       },
+       "its query is packed Q, K and V"},
+      {"MultiHeadAttention with a 4-D key and a 3-D value",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("k4", 1, {"2", "2", "5", "4"});
+         mha(g, {"x", "k4", "x"}, {"y"});
+       },
+       "its key is 4-D and its value 3-D"},
+      {"MultiHeadAttention with heads-first K and V and a past",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("k4", 1, {"2", "2", "5", "4"});
+         mha(g, {"x", "k4", "k4", "", "", "", "k4", "k4"}, {"y"});
+       },
+       "a past with key and value given heads first"},
+      {"MultiHeadAttention whose key's rank the model does not say",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("raw", 1, {});
+         g->mutable_input(g->input_size() - 1)->mutable_type()->mutable_tensor_type()->clear_shape();
+         mha(g, {"x", "raw", "raw"}, {"y"});
+       },
+       "the rank of its key 'raw' is not known before shape inference"},
+      {"MultiHeadAttention's beam-search cache indirection",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("beams", 6, {"2", "1", "5"});
+         mha(g, {"x", "x", "x", "", "", "", "", "", "", "beams"}, {"y"});
+       },
+       "cache_indirection (input 9, beam search) is not read"},
       {"SkipSimplifiedLayerNormalization's undefined mean read",
        [](onnx::GraphProto* g) {
          add_node(g, "SkipSimplifiedLayerNormalization", {"x", "x", "g"}, {"y", "mean"}, "attn",

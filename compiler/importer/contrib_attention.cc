@@ -1,0 +1,239 @@
+// onnxruntime's attention ops (contrib_ops.h): Attention (packed QKV weights) and
+// MultiHeadAttention (projected Q, K and V), each written as ONNX's Attention of opset 23 over an
+// additive mask built as onnxruntime builds it.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "importer/contrib_writer.h"
+
+namespace stitch::contrib {
+namespace {
+
+// The additive mask of onnxruntime's attention ops from their key mask `mask` (Attention's
+// mask_index, MultiHeadAttention's key_padding_mask; 1-D: each batch's end position; 2-D [batch,
+// total] and 3-D [batch, sequence, total]: 0 masks a key), as [batch, 1, 1 or sequence, total]
+// float32: 0 where a key is seen, mask_filter_value where not.
+StatusOr<Value*> key_mask(Writer& w, const Node& c, Value* mask, Value* total) {
+  const double filter = c.attr_float("mask_filter_value", -10000.0f);
+  const auto rank = known_rank(mask);
+  if (!rank)
+    return refuse(c, fmt::format("the rank of its key mask '{}' is not known before shape inference (a "
+                                 "graph input with a declared shape, or a Cast or ReduceSum of one, is)",
+                                 mask->name));
+  Value* keep = nullptr;
+  if (*rank == 1) {
+    Value* keys = w.op("Range", "key_positions", {w.i64("key_start", 0), total, w.i64("key_step", 1)});
+    Value* end = w.op("Cast", "mask_end", {mask}, {{"to", int64_t{7}}});  // int64
+    keep =
+        w.op("Less", "key_seen", {keys, w.op("Unsqueeze", "mask_column", {end, w.ints("column_axis", {1})})});
+  } else if (*rank == 2 || *rank == 3) {
+    Value* m = w.op("Cast", "mask_float", {mask}, {{"to", int64_t{1}}});  // float
+    keep = w.op("Greater", "key_seen", {m, w.f32("mask_zero", 0)});
+  } else {
+    return refuse(c, fmt::format("its key mask '{}' is {}-D; stitch reads the 1-D (end positions), 2-D and "
+                                 "3-D forms",
+                                 mask->name, *rank));
+  }
+  Value* add = w.op("Where", "key_mask", {keep, w.f32("seen", 0), w.f32("filter", filter)});
+  return w.op("Unsqueeze", "key_mask_heads",
+              {add, w.ints("head_axes", *rank == 3 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2})});
+}
+
+// Query i (at position past + i) sees keys up to past + i: onnxruntime leaves the later ones out
+// of the softmax, as the lowest float added does. [sequence, total] float32.
+Value* causal_mask(Writer& w, Value* past_len, Value* total) {
+  Value* rows = w.op("Range", "query_positions", {past_len, total, w.i64("query_step", 1)});
+  Value* cols =
+      w.op("Range", "causal_key_positions", {w.i64("causal_start", 0), total, w.i64("causal_step", 1)});
+  Value* future =
+      w.op("Greater", "future", {cols, w.op("Unsqueeze", "query_column", {rows, w.ints("query_axis", {1})})});
+  return w.op("Where", "causal_mask",
+              {future, w.f32("unseen", std::numeric_limits<float>::lowest()), w.f32("causal_seen", 0)});
+}
+
+// The additive mask an attention op's scores take: the key mask (`mask`, may be null), the causal
+// mask when the node is unidirectional, in the type of `like`, then the attention bias `bias`
+// (already in it). Null when there is none.
+StatusOr<Value*> scores_mask(Writer& w, const Node& c, Value* mask, Value* bias, Value* past_len,
+                             Value* total, Value* like) {
+  Value* m = nullptr;
+  if (mask) {
+    ASSIGN_OR_RETURN(m, key_mask(w, c, mask, total));
+  }
+  if (c.attr_int("unidirectional", 0) != 0) {
+    Value* causal = causal_mask(w, past_len, total);
+    m = m ? w.op("Add", "masks", {m, causal}) : causal;
+  }
+  if (m) m = w.op("CastLike", "mask_cast", {m, like});
+  if (bias) m = m ? w.op("Add", "attention_bias_add", {m, bias}) : bias;
+  return m;
+}
+
+}  // namespace
+
+Status attention(Writer& w, const Node& c) {
+  Value *x = c.input(0), *weights = c.input(1), *past = c.input(4), *bias_scores = c.input(5);
+  if (!x || !weights) return refuse(c, "needs input and weights (inputs 0 and 1)");
+  const int64_t heads = c.attr_int("num_heads", 0);
+  if (heads < 1) return refuse(c, "needs num_heads, a positive count");
+  if (c.attr_int("do_rotary", 0) != 0)
+    return refuse(c, "do_rotary=1 (a rotary embedding inside) is not read");
+  if (c.attr_int("past_present_share_buffer", 0) != 0)
+    return refuse(c, "past_present_share_buffer=1 (a preallocated cache) is not read");
+  if (c.input(6)) return refuse(c, "past_sequence_length (input 6, with a shared buffer) is not read");
+  Value* qkv = w.op("MatMul", "qkv_matmul", {x, weights});
+  if (c.input(2)) qkv = w.op("Add", "qkv_bias", {qkv, c.input(2)});
+  const std::vector<int64_t> sizes = c.attr_ints("qkv_hidden_sizes");
+  if (!sizes.empty() && sizes.size() != 3)
+    return refuse(c, fmt::format("qkv_hidden_sizes has {} values, not 3", sizes.size()));
+  Value *q = w.fresh("q"), *k = w.fresh("k"), *v = w.fresh("v");
+  if (sizes.empty())
+    w.node("Split", "qkv_split", {qkv}, {q, k, v}, {{"axis", int64_t{-1}}, {"num_outputs", int64_t{3}}});
+  else
+    w.node("Split", "qkv_split", {qkv, w.ints("qkv_sizes", sizes)}, {q, k, v}, {{"axis", int64_t{-1}}});
+  Value *past_k = nullptr, *past_v = nullptr;
+  if (past) {  // [2, batch, heads, past, head size]: K's and V's caches stacked
+    Value *pk = w.fresh("past_k"), *pv = w.fresh("past_v");
+    w.node("Split", "past_split", {past}, {pk, pv}, {{"axis", int64_t{0}}, {"num_outputs", int64_t{2}}});
+    past_k = w.op("Squeeze", "past_key", {pk, w.ints("past_key_axis", {0})});
+    past_v = w.op("Squeeze", "past_value", {pv, w.ints("past_value_axis", {0})});
+  }
+  Value* seq = w.dim(x, 1, "sequence");
+  Value* past_len = past ? w.dim(past, 3, "past_length") : w.i64("no_past", 0);
+  Value* total = w.op("Add", "total_length", {seq, past_len});
+  ASSIGN_OR_RETURN(Value * mask, scores_mask(w, c, c.input(3), bias_scores, past_len, total, x));
+  std::map<std::string, AttrValue> attrs = {{"q_num_heads", heads}, {"kv_num_heads", heads}};
+  if (c.attr_float("scale", 0.0f) != 0.0f) attrs["scale"] = c.attr_float("scale", 0.0f);
+  Value* present_k = c.output(1) ? w.fresh("present_key") : nullptr;
+  Value* present_v = c.output(1) ? w.fresh("present_value") : nullptr;
+  w.node("Attention", "", {q, k, v, mask, past_k, past_v}, {c.output(0), present_k, present_v},
+         std::move(attrs));
+  if (c.output(1)) {
+    const std::map<std::string, AttrValue> axis0 = {{"axis", int64_t{0}}};
+    Value* sk = w.op("Unsqueeze", "present_key_stack", {present_k, w.ints("present_key_axis", {0})});
+    Value* sv = w.op("Unsqueeze", "present_value_stack", {present_v, w.ints("present_value_axis", {0})});
+    w.op("Concat", "present", {sk, sv}, axis0, c.output(1));
+  }
+  return Status::ok();
+}
+
+// MultiHeadAttention: Q, K and V already projected (onnxruntime's optimizer writes it for BERT
+// when asked to; its modules for T5, Stable Diffusion's UNet, SAM2 and MMDiT write it too). query
+// [B, S, D], or Q, K and V packed [B, S, N, 3, H]; key and value [B, L, D], heads first
+// [B, N, L, H] (a cross attention's cached K and V), or packed [B, L, N, 2, H] with no value.
+// bias [D + D + Dv] is added to Q, K and V, to Q alone where K and V come heads first (as
+// onnxruntime adds it). The key padding mask is read as Attention's mask_index, attention_bias
+// added, past_key and past_value [B, N, P, H] put in front of K and V, present_key and
+// present_value written.
+Status multi_head_attention(Writer& w, const Node& c) {
+  Value *q = c.input(0), *k = c.input(1), *v = c.input(2), *bias = c.input(3), *past_k = c.input(6),
+        *past_v = c.input(7);
+  if (!q) return refuse(c, "needs query (input 0)");
+  const int64_t heads = c.attr_int("num_heads", 0);
+  if (heads < 1) return refuse(c, "needs num_heads, a positive count");
+  if (c.input(8)) return refuse(c, "past_sequence_length (input 8, with a shared buffer) is not read");
+  if (c.input(9)) return refuse(c, "cache_indirection (input 9, beam search) is not read");
+  if (c.output(3))
+    return refuse(c, "its qk output (3) is read; stitch writes the attention and the present K and V only");
+  // Query i at position past + i only where the keys are as many as the queries (self attention):
+  // onnxruntime's CPU kernel masks otherwise in a way that was not reproducible, and the lengths
+  // are not known here.
+  if (c.attr_int("unidirectional", 0) != 0)
+    return refuse(
+        c, "unidirectional=1 is not read (a causal mask given as attention_bias or key_padding_mask is)");
+  if ((past_k == nullptr) != (past_v == nullptr))
+    return refuse(c, "past_key and past_value (inputs 6 and 7) are given together or not at all");
+  auto rank = [&](Value* x, const char* what) -> StatusOr<size_t> {
+    const auto r = known_rank(x);
+    if (!r)
+      return refuse(c,
+                    fmt::format("the rank of its {} '{}' is not known before shape inference (a graph input "
+                                "with a declared shape, or a MatMul, Add, Reshape or norm of one, is)",
+                                what, x->name));
+    return *r;
+  };
+  // [B, L, N, parts, H] as `parts` values [B, L, N * H].
+  auto unpack = [&](Value* x, int64_t parts, const std::string& name) {
+    std::vector<Value*> outs;
+    for (int64_t i = 0; i < parts; ++i) outs.push_back(w.fresh(fmt::format("{}_part{}", name, i)));
+    w.node("Split", name + "_split", {x}, outs, {{"axis", int64_t{3}}, {"num_outputs", parts}});
+    for (int64_t i = 0; i < parts; ++i)
+      outs[static_cast<size_t>(i)] = w.op("Reshape", fmt::format("{}_{}", name, i),
+                                          {outs[static_cast<size_t>(i)], w.ints(name + "_flat", {0, 0, -1})});
+    return outs;
+  };
+  ASSIGN_OR_RETURN(const size_t qr, rank(q, "query"));
+  bool heads_first = false;  // K and V [B, N, L, H]
+  if (qr == 5) {
+    if (k || v)
+      return refuse(c,
+                    "its query is packed Q, K and V [batch, sequence, heads, 3, head size] and a key or "
+                    "value is given too");
+    const auto qkv = unpack(q, 3, "qkv");
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else if (qr == 3) {
+    if (!k) return refuse(c, "needs key (input 1) with a 3-D query");
+    ASSIGN_OR_RETURN(const size_t kr, rank(k, "key"));
+    if (kr == 5) {
+      if (v)
+        return refuse(
+            c, "its key is packed K and V [batch, length, heads, 2, head size] and a value is given too");
+      const auto kv = unpack(k, 2, "kv");
+      k = kv[0], v = kv[1];
+    } else if (kr == 3 || kr == 4) {
+      if (!v) return refuse(c, "needs value (input 2) with a 3-D or 4-D key");
+      ASSIGN_OR_RETURN(const size_t vr, rank(v, "value"));
+      if (vr != kr) return refuse(c, fmt::format("its key is {}-D and its value {}-D", kr, vr));
+      heads_first = kr == 4;
+    } else {
+      return refuse(
+          c, fmt::format("its key '{}' is {}-D; stitch reads 3-D, 4-D (heads first) and 5-D (packed) keys",
+                         k->name, kr));
+    }
+  } else {
+    return refuse(
+        c, fmt::format("its query '{}' is {}-D; stitch reads 3-D and 5-D (packed) queries", q->name, qr));
+  }
+  if (heads_first && past_k)
+    return refuse(c, "a past with key and value given heads first (a cross attention's cache) is not read");
+  if (bias) {  // Q's, K's and V's parts: [0, D), [D, D + Dk), [D + Dk, end)
+    auto end = [&](Value* x, const std::string& name) {
+      return w.op("Unsqueeze", name, {w.dim(x, 2, name + "_width"), w.ints(name + "_axis", {0})});
+    };
+    Value* q_end = end(q, "q_bias_end");
+    auto part = [&](Value* from, Value* to, const std::string& name) {
+      return w.op("Slice", name, {bias, from, to, w.ints(name + "_axes", {0})});
+    };
+    q = w.op("Add", "q_bias_add", {q, part(w.ints("q_bias_start", {0}), q_end, "q_bias")});
+    if (!heads_first) {
+      Value* k_end = w.op("Add", "k_bias_end", {q_end, end(k, "k_width")});
+      k = w.op("Add", "k_bias_add", {k, part(q_end, k_end, "k_bias")});
+      v = w.op("Add", "v_bias_add",
+               {v, part(k_end, w.ints("v_bias_end", {std::numeric_limits<int64_t>::max()}), "v_bias")});
+    }
+  }
+  Value* kv_len = w.dim(k, heads_first ? 2 : 1, "key_length");
+  Value* past_len = past_k ? w.dim(past_k, 2, "past_length") : w.i64("no_past", 0);
+  Value* total = w.op("Add", "total_length", {kv_len, past_len});
+  ASSIGN_OR_RETURN(Value * mask, scores_mask(w, c, c.input(4), c.input(5), past_len, total, q));
+  std::map<std::string, AttrValue> attrs;
+  if (!heads_first) attrs = {{"q_num_heads", heads}, {"kv_num_heads", heads}};
+  if (c.attr_float("scale", 0.0f) != 0.0f) attrs["scale"] = c.attr_float("scale", 0.0f);
+  if (!heads_first) {
+    w.node("Attention", "", {q, k, v, mask, past_k, past_v}, {c.output(0), c.output(1), c.output(2)},
+           std::move(attrs));
+    return Status::ok();
+  }
+  // ONNX's Attention reads Q, K and V all 3-D or all 4-D: Q heads first too, and the output back.
+  Value* qh = w.op("Transpose", "q_heads_first",
+                   {w.op("Reshape", "q_heads", {q, w.ints("q_heads_shape", {0, 0, heads, -1})})},
+                   {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  Value* y = w.fresh("heads_first");
+  w.node("Attention", "", {qh, k, v, mask}, {y, c.output(1), c.output(2)}, std::move(attrs));
+  Value* yt = w.op("Transpose", "heads_back", {y}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  w.op("Reshape", "output", {yt, w.ints("output_shape", {0, 0, -1})}, {}, c.output(0));
+  return Status::ok();
+}
+
+}  // namespace stitch::contrib
