@@ -77,9 +77,21 @@ StatusOr<std::vector<std::pair<const Value*, Tensor>>> match(const std::vector<V
   return out;
 }
 
+// The narrower of two floating-point types (float16 and bfloat16 narrower than float32, float32
+// than float64); kUndefined when neither is one of those.
+DType narrower(DType a, DType b) {
+  auto rank = [](DType t) {
+    return t == DType::kBF16 ? 0 : t == DType::kF16 ? 1 : t == DType::kF32 ? 2 : t == DType::kF64 ? 3 : 4;
+  };
+  const DType n = rank(a) <= rank(b) ? a : b;
+  return rank(n) < 4 ? n : DType::kUndefined;
+}
+
 // Compares outputs with --expect files and prints the table; returns the exit code. tf32: the
 // artifact's float32 GEMMs and convolutions ran on TF32 tensor cores (compiled with --tf32).
-int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const TensorMap& result,
+// narrowest: the narrowest floating-point type the model computes in; a wider float output
+// carries its rounding and is compared within its tolerance.
+int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const TensorMap& result, DType narrowest,
                   bool tf32 = false) {
   auto exp_files = read_tensor_dir(a.expect, "output");
   if (!exp_files.is_ok()) return report(exp_files.status());
@@ -87,11 +99,16 @@ int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const Tenso
   if (!expected.is_ok()) return report(expected.status());
   // Each output's default follows its type (support/tolerances.h); --rtol/--atol override both.
   std::map<std::string, std::pair<double, double>> used;  // dtype name -> (rtol, atol)
+  std::map<std::string, std::string> why;                 // dtype name -> the narrower type it took
   auto tolerance_for = [&](DType t) {
-    const Tolerance d = t == DType::kF16           ? kModelF16
-                        : t == DType::kBF16        ? kModelBF16
-                        : t == DType::kF32 && tf32 ? kModelTf32
-                                                   : kRunDefault;
+    // A float output of a model that computes in a narrower type: that type's tolerance.
+    const DType n = is_float(t) ? narrower(t, narrowest) : t;
+    if (n != t && n != DType::kUndefined && a.rtol < 0) why[std::string(dtype_name(t))] = dtype_name(n);
+    const DType by = n == DType::kUndefined ? t : n;
+    const Tolerance d = by == DType::kF16           ? kModelF16
+                        : by == DType::kBF16        ? kModelBF16
+                        : by == DType::kF32 && tf32 ? kModelTf32
+                                                    : kRunDefault;
     std::pair<double, double> tol{a.rtol >= 0 ? a.rtol : d.rtol, a.atol >= 0 ? a.atol : d.atol};
     used[std::string(dtype_name(t))] = tol;
     return tol;
@@ -112,8 +129,10 @@ int check_outputs(const RunArgs& a, const std::vector<Value*>& outs, const Tenso
   const bool one =
       std::all_of(used.begin(), used.end(), [&](const auto& e) { return e.second == used.begin()->second; });
   for (const auto& [t, tol] : used) {
-    fmt::print("tolerance{}: rtol {} atol {}\n", one ? "" : fmt::format(" ({} outputs)", t), tol.first,
-               tol.second);
+    const auto w = why.find(t);
+    fmt::print(
+        "tolerance{}: rtol {} atol {}{}\n", one ? "" : fmt::format(" ({} outputs)", t), tol.first, tol.second,
+        w == why.end() ? "" : fmt::format(" ({} outputs of a model that computes in {})", t, w->second));
     if (one) break;
   }
   if (bad) {
@@ -183,7 +202,9 @@ int run_artifact(const RunArgs& a) {
       for (const Value* v : outs) fmt::print("  {:<24} {}\n", v->name, v->type_string());
       return 0;
     }
-    return check_outputs(a, outs, result, model->tf32());
+    return check_outputs(a, outs, result,
+                         dtype_from_name(model->narrowest_float()).value_or(DType::kUndefined),
+                         model->tf32());
   } catch (const rt::Error& e) {
     return report(e.code() == 2 ? Status::user(e.what()) : Status::internal(e.what()));
   }
@@ -259,7 +280,9 @@ int run_run(const RunArgs& a) {
     for (const Value* v : g.outputs) fmt::print("  {:<24} {}\n", v->name, v->type_string());
     return 0;
   }
-  return check_outputs(a, g.outputs, *result);
+  DType narrowest = DType::kUndefined;
+  for (const auto& v : g.values()) narrowest = narrower(narrowest, v->dtype);
+  return check_outputs(a, g.outputs, *result, narrowest);
 }
 
 }  // namespace stitch::cli

@@ -111,7 +111,9 @@ inline constexpr Tolerance kModelTf32 = {
 
 // Default for `stitchc run --expect` when the user gives no --rtol/--atol, for an output of
 // float32 (or any other type); float16 and bfloat16 outputs get kModelF16 and kModelBF16, and
-// float32 outputs of an artifact compiled with --tf32 kModelTf32.
+// float32 outputs of an artifact compiled with --tf32 kModelTf32. A float output of a model that
+// stores or computes values in a narrower float type (float32 inputs and outputs around a float16
+// model) gets that type's: its outputs carry that rounding.
 inline constexpr Tolerance kRunDefault = kModelF32;
 
 }  // namespace stitch

@@ -234,6 +234,17 @@ const std::vector<TensorInfo>& Model::inputs() const { return data_->inputs; }
 const std::vector<TensorInfo>& Model::outputs() const { return data_->outputs; }
 const std::vector<TensorInfo>& Model::fixed_inputs() const { return data_->fixed_inputs; }
 bool Model::tf32() const { return data_->tf32; }
+std::string Model::narrowest_float() const {
+  static const std::vector<std::string> widening = {"bf16", "f16", "f32", "f64"};
+  size_t best = widening.size();
+  auto see = [&](const std::string& dtype) {
+    for (size_t i = 0; i < best; ++i)
+      if (widening[i] == dtype) best = i;
+  };
+  for (const BufferDesc& b : data_->buffers) see(b.dtype);
+  for (const StepDesc& s : data_->steps) see(s.dtype);
+  return best < widening.size() ? widening[best] : "";
+}
 const std::string& Model::dir() const { return data_->dir; }
 
 std::shared_ptr<const Model> Model::load(const std::string& dir) {

@@ -192,6 +192,20 @@ printf 'junk' >"$TMP/oneinput/input_1.pb"
 expect "corrupt tensor file" 2 "input_1.pb" -- "$STITCHC" run "$M/model.onnx" --inputs "$TMP/oneinput"
 expect "a compiled backend on a model file" 2 "backend 'cuda' runs a compiled artifact: stitchc compile" -- \
   "$STITCHC" run "$M/model.onnx" --inputs "$D" --backend cuda
+# A model converted to float16 inside, its inputs and outputs float32 (tests/e2e/make_f16_inside.py),
+# against its float32 source's outputs: compared within float16's tolerance, which the default says;
+# float32's would fail it.
+F16=$ROOT/tests/e2e/f16_inside
+expect "float32 outputs of a float16 model: float16's tolerance (reference)" 0 \
+  "tolerance: rtol 0.01 atol 0.01 \(f32 outputs of a model that computes in f16\)" -- \
+  "$STITCHC" run "$F16/model.onnx" --inputs "$F16/test_data_set_0" --expect "$F16/test_data_set_0"
+"$STITCHC" compile "$F16/model.onnx" -o "$TMP/f16_inside" --no-nvcc >/dev/null
+expect "float32 outputs of a float16 model: float16's tolerance (emu)" 0 \
+  "tolerance: rtol 0.01 atol 0.01 \(f32 outputs of a model that computes in f16\)" -- \
+  "$STITCHC" run "$TMP/f16_inside" --backend emu --inputs "$F16/test_data_set_0" --expect "$F16/test_data_set_0"
+expect "the same outputs within float32's tolerance do not match" 1 "MISMATCH" -- \
+  "$STITCHC" run "$TMP/f16_inside" --backend emu --inputs "$F16/test_data_set_0" --expect "$F16/test_data_set_0" \
+  --rtol 1e-3 --atol 1e-4
 expect "unknown subcommand" 2 "" -- "$STITCHC" frobnicate
 expect "no arguments" 2 "" -- "$STITCHC"
 

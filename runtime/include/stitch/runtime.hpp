@@ -43,6 +43,10 @@ class Model {
   // Whether float32 GEMMs and convolutions run on TF32 tensor cores (stitchc compile --tf32):
   // their results are then about 1e-3 away from float32's.
   bool tf32() const;
+  // The narrowest floating-point type the artifact stores a value in or runs a library call in:
+  // "bf16", "f16", "f32" or "f64" ("" when none is floating-point). A model converted to float16
+  // with float32 inputs and outputs says "f16": its outputs carry float16's rounding.
+  std::string narrowest_float() const;
   const std::string& dir() const;
   const ModelData& data() const { return *data_; }
 
