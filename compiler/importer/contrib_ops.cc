@@ -23,6 +23,7 @@ const std::set<std::string, std::less<>>& microsoft_ops() {
                                                          "Gelu",
                                                          "MultiHeadAttention",
                                                          "QuickGelu",
+                                                         "RotaryEmbedding",
                                                          "SkipLayerNormalization",
                                                          "SkipSimplifiedLayerNormalization"};
   return ops;
@@ -41,6 +42,12 @@ Status check_attributes(const Node& c) {
       {"Gelu", {}},
       {"FastGelu", {}},
       {"QuickGelu", {{"alpha", kFloat}}},
+      {"RotaryEmbedding",
+       {{"num_heads", kInt},
+        {"rotary_embedding_dim", kInt},
+        {"interleaved", kInt},
+        {"is_packed_batching", kInt},
+        {"scale", kFloat}}},
       {"EmbedLayerNormalization", {{"epsilon", kFloat}, {"mask_index_type", kInt}}},
       {"Attention",
        {{"num_heads", kInt},
@@ -105,6 +112,58 @@ Status gelu(Writer& w, const Node& c, bool with_bias, const char* approximate) {
   else if (c.op_type == "BiasGelu")
     return refuse(c, "needs its bias (input 1)");
   w.op("Gelu", "", {x}, {{"approximate", std::string(approximate)}}, c.output(0));
+  return Status::ok();
+}
+
+// RotaryEmbedding (input, position_ids, cos_cache, sin_cache) as ONNX's of opset 23 (input,
+// cos_cache, sin_cache, position_ids): the same rotation of the same layouts (3-D [B, S, N * H],
+// 4-D [B, N, S, H]). position_ids [B, S], or one offset [1] for positions offset .. offset + S - 1
+// in every batch. Without num_heads a 3-D input's head is twice the caches' width (onnxruntime's
+// reading): it goes heads first through a Reshape and a Transpose, the 4-D form, and back.
+Status rotary_embedding(Writer& w, const Node& c) {
+  Value *x = c.input(0), *pos = c.input(1), *cos = c.input(2), *sin = c.input(3);
+  if (!x || !pos || !cos || !sin)
+    return refuse(c, "needs input, position_ids, cos_cache and sin_cache (inputs 0 to 3)");
+  if (c.attr_int("is_packed_batching", 0) != 0)
+    return refuse(c, "is_packed_batching=1 (ragged batches) is not read");
+  if (c.attr_float("scale", 1.0f) != 1.0f)
+    return refuse(c, "a scale other than 1 is not read (onnxruntime's CPU kernel leaves it unused)");
+  const int64_t heads = c.attr_int("num_heads", 0), rot = c.attr_int("rotary_embedding_dim", 0);
+  if (rot != 0 && heads == 0) return refuse(c, "rotary_embedding_dim is given without num_heads");
+  const auto xr = contrib::known_rank(x), pr = contrib::known_rank(pos);
+  if (!xr || (*xr != 3 && *xr != 4) || !pr || (*pr != 1 && *pr != 2))
+    return refuse(c, fmt::format("its input '{}' must be 3-D or 4-D and its position_ids '{}' 1-D or 2-D, "
+                                 "known before shape inference",
+                                 x->name, pos->name));
+  const bool four = *xr == 4;
+  if (*pr == 1) {  // an offset: positions offset + 0 .. S - 1, the same in every batch
+    Value* len = w.dim(x, four ? 2 : 1, "sequence");
+    Value* steps = w.op("Range", "positions", {w.i64("first", 0), len, w.i64("step", 1)});
+    Value* at = w.op("Add", "offset_positions", {steps, w.op("Cast", "offset", {pos}, {{"to", int64_t{7}}})});
+    Value* batch = w.op("Unsqueeze", "batch", {w.dim(x, 0, "batch_size"), w.ints("batch_axis", {0})});
+    Value* shape =
+        w.op("Concat", "position_shape",
+             {batch, w.op("Unsqueeze", "length", {len, w.ints("length_axis", {0})})}, {{"axis", int64_t{0}}});
+    Value* row = w.op("Unsqueeze", "position_row", {at, w.ints("row_axis", {0})});
+    pos = w.op("Expand", "batch_positions", {row, shape});
+  }
+  std::map<std::string, AttrValue> attrs = {{"interleaved", c.attr_int("interleaved", 0)}};
+  if (rot != 0) attrs["rotary_embedding_dim"] = rot;
+  if (four || heads != 0) {
+    if (!four) attrs["num_heads"] = heads;
+    w.op("RotaryEmbedding", "", {x, cos, sin, pos}, std::move(attrs), c.output(0));
+    return Status::ok();
+  }
+  // [B, S, N * H] as [B, N, S, H], H twice the caches' width, and back.
+  Value* width = w.op("Slice", "cache_width",
+                      {w.op("Shape", "cache_shape", {cos}), w.ints("w0", {1}), w.ints("w1", {2})});
+  Value* head = w.op("Mul", "head_size", {width, w.ints("two", {2})});
+  Value* split = w.op("Concat", "heads_shape", {w.ints("lead", {0, 0, -1}), head}, {{"axis", int64_t{0}}});
+  Value* xh = w.op("Transpose", "heads_first", {w.op("Reshape", "heads", {x, split})},
+                   {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  Value* y = w.op("RotaryEmbedding", "", {xh, cos, sin, pos}, std::move(attrs), w.fresh("heads_first"));
+  Value* back = w.op("Transpose", "heads_back", {y}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  w.op("Reshape", "hidden", {back, w.ints("hidden_shape", {0, 0, -1})}, {}, c.output(0));
   return Status::ok();
 }
 
@@ -204,6 +263,8 @@ Status expand_contrib_ops(Graph& g) {
       st = embed_layer_norm(w, c);
     else if (op == "Attention")
       st = contrib::attention(w, c);
+    else if (op == "RotaryEmbedding")
+      st = rotary_embedding(w, c);
     else if (op == "MultiHeadAttention")
       st = contrib::multi_head_attention(w, c);
     RETURN_IF_ERROR(st);

@@ -19,6 +19,8 @@
 //                                              K and V heads first with Q put heads first too),
 //                                              the same key masks, the past and present as K
 //                                              and V apart (contrib_attention.cc)
+//   com.microsoft::RotaryEmbedding             RotaryEmbedding (opset 23): its inputs reordered,
+//                                              an offset position made each batch's positions
 //   LayerNormalization below opset 17, SimplifiedLayerNormalization (onnxruntime registers both
 //   in the default domain)                     LayerNormalization, RMSNormalization
 //

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes node tests in ONNX's layout (model.onnx, test_data_set_0/) for the onnxruntime contrib ops
 stitch reads (compiler/importer/contrib_ops.h): SkipLayerNormalization, SkipSimplifiedLayerNormalization,
-BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization, Attention and MultiHeadAttention of the com.microsoft
-domain, and onnxruntime's default-domain LayerNormalization below opset 17 and
+BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization, Attention, MultiHeadAttention and
+RotaryEmbedding of the com.microsoft domain, and onnxruntime's default-domain LayerNormalization below opset 17 and
 SimplifiedLayerNormalization. Expected outputs come from onnxruntime's CPU kernels, the ops'
 definition, never from stitch. Tooling only; the files are committed.
 
@@ -132,6 +132,25 @@ def main():
          att + [("mask_index", np.ones((B, past_len + S), np.int32)), ("past", f32(2, B, heads, past_len, H // heads))],
          {"num_heads": heads, "unidirectional": 1}, outputs=("y", "present"))
     multi_head_attention(out, B, S, H)
+    rotary_embedding(out, B, S, H)
+
+
+def rotary_embedding(out, B, S, H):
+    """RotaryEmbedding: [B, S, 16] of 2 heads of 8 with position ids, and without num_heads at an
+    offset; heads first [B, 2, S, 8]; interleaved over the first 4 of each head."""
+    heads, positions = 2, 12
+    x, x4 = f32(B, S, H), f32(B, heads, S, H // heads)
+    cos, sin = f32(positions, H // heads // 2), f32(positions, H // heads // 2)
+    ids = RNG.integers(0, positions, (B, S)).astype(np.int64)
+    case(out, "test_contrib_rotary_position_ids", "RotaryEmbedding",
+         [("input", x), ("position_ids", ids), ("cos_cache", cos), ("sin_cache", sin)], {"num_heads": heads})
+    case(out, "test_contrib_rotary_offset_no_heads", "RotaryEmbedding",
+         [("input", x), ("position_ids", np.array([4], np.int64)), ("cos_cache", cos), ("sin_cache", sin)], {})
+    case(out, "test_contrib_rotary_heads_first", "RotaryEmbedding",
+         [("input", x4), ("position_ids", ids), ("cos_cache", cos), ("sin_cache", sin)], {})
+    case(out, "test_contrib_rotary_interleaved_partial", "RotaryEmbedding",
+         [("input", x), ("position_ids", ids), ("cos_cache", cos[:, :2].copy()), ("sin_cache", sin[:, :2].copy())],
+         {"num_heads": heads, "rotary_embedding_dim": 4, "interleaved": 1})
 
 
 def multi_head_attention(out, B, S, H):

@@ -179,6 +179,11 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
     set_int(a, "num_heads", 2);
     return a;
   };
+  auto rotary = [](onnx::GraphProto* g) {
+    *g->add_input() = tensor_info("ids", 7, {"2", "5"});  // int64
+    *g->add_input() = tensor_info("cache", 1, {"8", "2"});
+    return add_node(g, "RotaryEmbedding", {"x", "ids", "cache", "cache"}, {"y"}, "attn", "com.microsoft");
+  };
   const std::vector<Case> cases = {
       {"a rotary embedding inside Attention",
        [&](onnx::GraphProto* g) {
@@ -262,6 +267,21 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
          mha(g, {"x", "x", "x", "", "", "", "", "", "", "beams"}, {"y"});
        },
        "cache_indirection (input 9, beam search) is not read"},
+      {"RotaryEmbedding with a scale, which onnxruntime's CPU kernel leaves unused",
+       [&](onnx::GraphProto* g) {
+         auto* r = rotary(g);
+         auto* a = r->add_attribute();
+         a->set_name("scale");
+         a->set_type(onnx::AttributeProto::FLOAT);
+         a->set_f(0.5f);
+       },
+       "a scale other than 1 is not read"},
+      {"RotaryEmbedding over ragged batches",
+       [&](onnx::GraphProto* g) { set_int(rotary(g), "is_packed_batching", 1); },
+       "is_packed_batching=1 (ragged batches) is not read"},
+      {"RotaryEmbedding with rotary_embedding_dim but no num_heads",
+       [&](onnx::GraphProto* g) { set_int(rotary(g), "rotary_embedding_dim", 2); },
+       "rotary_embedding_dim is given without num_heads"},
       {"SkipSimplifiedLayerNormalization's undefined mean read",
        [](onnx::GraphProto* g) {
          add_node(g, "SkipSimplifiedLayerNormalization", {"x", "x", "g"}, {"y", "mean"}, "attn",
