@@ -921,11 +921,13 @@ def models():
 
     # Quantized (tried 2026-11-27): ONNX Runtime's quantize_dynamic on two BERT exports (int8
     # weights, DynamicQuantizeLinear and MatMulInteger) and its static quantizer's operator format
-    # (QLinearMatMul), onnxruntime's outputs as expected.
+    # (QLinearMatMul), and its MatMulNBits quantizer (int4 weights), onnxruntime's outputs as expected.
     t.update({
         "bert_dyn": quantized(t["bert_dynamo"], "dynamic"),
         "bert_base_2l_dyn": quantized(t["bert_base_2l"], "dynamic"),
         "bert_qop": quantized(t["bert_dynamo"], "operator"),
+        "bert_int4": quantized(t["bert_dynamo"], "int4"),
+        "llama_int4": quantized(t["llama_ts"], "int4"),
     })
 
     # Optimized by onnxruntime's transformer optimizer (tried 2026-11-27): its contrib ops
@@ -1001,7 +1003,9 @@ def quantized(export, how):
     """An entry that writes `export`'s model into OUT/float and quantizes it with ONNX Runtime's
     quantizer into OUT/model.onnx: `how` "dynamic" (quantize_dynamic: int8 weights,
     DynamicQuantizeLinear and MatMulInteger) or "operator" (quantize_static in the operator format,
-    calibrated on the first data set: QLinearMatMul for each MatMul, uint8 activations). Each data
+    calibrated on the first data set: QLinearMatMul for each MatMul, uint8 activations) or "int4"
+    (MatMulNBitsQuantizer: each MatMul of a constant weight a MatMulNBits of 4-bit weights in blocks
+    of 32 with zero points, as onnxruntime-genai's int4 files store them). Each data
     set gets the outputs of onnxruntime with its graph optimizations off, which runs each node as
     written (its optimized session fuses the quantization into integer kernels that round
     elsewhere)."""
@@ -1025,6 +1029,11 @@ def quantized(export, how):
 
         if how == "dynamic":
             quantize_dynamic(model, path, weight_type=QuantType.QInt8)
+        elif how == "int4":
+            from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+            quantizer = MatMulNBitsQuantizer(onnx.load(model), block_size=32, is_symmetric=False)
+            quantizer.process()
+            quantizer.model.save_model_to_file(path)
         else:
             class Once(CalibrationDataReader):
                 def __init__(self):

@@ -21,6 +21,7 @@ const std::set<std::string, std::less<>>& microsoft_ops() {
                                                          "EmbedLayerNormalization",
                                                          "FastGelu",
                                                          "Gelu",
+                                                         "MatMulNBits",
                                                          "MultiHeadAttention",
                                                          "QuickGelu",
                                                          "RotaryEmbedding",
@@ -42,6 +43,13 @@ Status check_attributes(const Node& c) {
       {"Gelu", {}},
       {"FastGelu", {}},
       {"QuickGelu", {{"alpha", kFloat}}},
+      {"MatMulNBits",
+       {{"K", kInt},
+        {"N", kInt},
+        {"bits", kInt},
+        {"block_size", kInt},
+        {"accuracy_level", kInt},
+        {"weight_prepacked", kInt}}},
       {"RotaryEmbedding",
        {{"num_heads", kInt},
         {"rotary_embedding_dim", kInt},
@@ -263,6 +271,8 @@ Status expand_contrib_ops(Graph& g) {
       st = embed_layer_norm(w, c);
     else if (op == "Attention")
       st = contrib::attention(w, c);
+    else if (op == "MatMulNBits")
+      st = contrib::matmul_nbits(w, c);
     else if (op == "RotaryEmbedding")
       st = rotary_embedding(w, c);
     else if (op == "MultiHeadAttention")

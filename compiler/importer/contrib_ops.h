@@ -21,6 +21,9 @@
 //                                              and V apart (contrib_attention.cc)
 //   com.microsoft::RotaryEmbedding             RotaryEmbedding (opset 23): its inputs reordered,
 //                                              an offset position made each batch's positions
+//   com.microsoft::MatMulNBits                 MatMul (+ Add of its bias) of the weight
+//                                              dequantized at compile time into A's type
+//                                              (contrib_matmul_nbits.cc)
 //   LayerNormalization below opset 17, SimplifiedLayerNormalization (onnxruntime registers both
 //   in the default domain)                     LayerNormalization, RMSNormalization
 //

@@ -86,5 +86,7 @@ class Writer {
 // The attention ops (contrib_attention.cc).
 Status attention(Writer& w, const Node& c);
 Status multi_head_attention(Writer& w, const Node& c);
+// MatMulNBits, its weight dequantized at compile time (contrib_matmul_nbits.cc).
+Status matmul_nbits(Writer& w, const Node& c);
 
 }  // namespace stitch::contrib

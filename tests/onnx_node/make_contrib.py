@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes node tests in ONNX's layout (model.onnx, test_data_set_0/) for the onnxruntime contrib ops
 stitch reads (compiler/importer/contrib_ops.h): SkipLayerNormalization, SkipSimplifiedLayerNormalization,
-BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization, Attention, MultiHeadAttention and
-RotaryEmbedding of the com.microsoft domain, and onnxruntime's default-domain LayerNormalization below opset 17 and
+BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization, Attention, MultiHeadAttention,
+RotaryEmbedding and MatMulNBits of the com.microsoft domain, and onnxruntime's default-domain LayerNormalization below opset 17 and
 SimplifiedLayerNormalization. Expected outputs come from onnxruntime's CPU kernels, the ops'
 definition, never from stitch. Tooling only; the files are committed.
 
@@ -17,22 +17,25 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-ELEM = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64}
+ELEM = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64,
+        np.uint8: TensorProto.UINT8}
 RNG = np.random.default_rng(7)
 
 
-def one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs):
-    """The model of one `op` node of graph inputs (name -> array, None leaves an optional input out),
-    each named output (`""` leaves one out) a graph output; and the inputs given."""
+def one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs, initializers=()):
+    """The model of one `op` node of graph inputs (name -> array, None leaves an optional input out;
+    those named in `initializers` are the model's constants), each named output (`""` leaves one
+    out) a graph output; and the inputs given that are graph inputs."""
     names = [n if x is not None else "" for n, x in inputs]
     while names and names[-1] == "":
         names.pop()
-    given = [(n, x) for n, x in inputs if x is not None]
+    given = [(n, x) for n, x in inputs if x is not None and n not in initializers]
+    consts = [numpy_helper.from_array(x, n) for n, x in inputs if x is not None and n in initializers]
     node = helper.make_node(op, names, list(outputs), name=op.lower(), domain=domain, **attrs)
     graph = helper.make_graph(
         [node], name, [helper.make_tensor_value_info(n, ELEM[x.dtype.type], list(x.shape)) for n, x in given],
         [helper.make_tensor_value_info(o, TensorProto.INT32 if o in int_outputs else TensorProto.FLOAT, None)
-         for o in outputs if o])
+         for o in outputs if o], initializer=consts)
     # The contrib domain is imported by every case, as by every model onnxruntime's optimizer
     # writes; the node tests take it to mean that the expected outputs are onnxruntime's.
     imports = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
@@ -42,11 +45,11 @@ def one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs)
 
 
 def case(out, name, op, inputs, attrs, outputs=("y",), domain="com.microsoft", opset=17, int_outputs=(),
-         oracle_inputs=None):
+         oracle_inputs=None, initializers=()):
     """One `op` node of `inputs` (one_node_model), its expected outputs onnxruntime's for it, or for
     the same node of `oracle_inputs` (the same values in another layout, where onnxruntime's CPU
     kernel does not implement the form written)."""
-    model, given = one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs)
+    model, given = one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs, initializers)
     run_model, run_given = model, given
     if oracle_inputs is not None:
         run_model, run_given = one_node_model(name, op, oracle_inputs, attrs, outputs, domain, opset, int_outputs)
@@ -133,6 +136,41 @@ def main():
          {"num_heads": heads, "unidirectional": 1}, outputs=("y", "present"))
     multi_head_attention(out, B, S, H)
     rotary_embedding(out, B, S, H)
+    matmul_nbits(out, B, S)
+
+
+def matmul_nbits(out, B, S):
+    """MatMulNBits: random packed weights (their values are any integers of the width), per-block
+    scales, zero points absent, packed or float; K not a multiple of the block in the first."""
+    N = 8
+    def weights(K, bits, block):
+        blocks = (K + block - 1) // block
+        packed = RNG.integers(0, 256, (N, blocks, block * bits // 8)).astype(np.uint8)
+        scales = (RNG.random((N, blocks)) * 0.1 + 0.01).astype(np.float32)
+        return blocks, packed, scales
+    K = 40
+    blocks, packed, scales = weights(K, 4, 16)
+    case(out, "test_contrib_matmul_nbits_4bit_bias", "MatMulNBits",
+         [("A", f32(B, S, K)), ("B", packed), ("scales", scales), ("zero_points", None), ("g_idx", None),
+          ("bias", f32(N))], {"K": K, "N": N, "bits": 4, "block_size": 16}, initializers=("B", "scales", "bias"))
+    zp = RNG.integers(0, 256, (N, (blocks * 4 + 7) // 8)).astype(np.uint8)
+    case(out, "test_contrib_matmul_nbits_4bit_packed_zero_points", "MatMulNBits",
+         [("A", f32(B, S, K)), ("B", packed), ("scales", scales), ("zero_points", zp)],
+         {"K": K, "N": N, "bits": 4, "block_size": 16}, initializers=("B", "scales", "zero_points"))
+    case(out, "test_contrib_matmul_nbits_4bit_float_zero_points", "MatMulNBits",
+         [("A", f32(B, S, K)), ("B", packed), ("scales", scales),
+          ("zero_points", (RNG.random((N, blocks)) * 15).astype(np.float32))],
+         {"K": K, "N": N, "bits": 4, "block_size": 16}, initializers=("B", "scales", "zero_points"))
+    K = 64
+    blocks, packed, scales = weights(K, 8, 32)
+    case(out, "test_contrib_matmul_nbits_8bit", "MatMulNBits",
+         [("A", f32(B * S, K)), ("B", packed), ("scales", scales),
+          ("zero_points", RNG.integers(0, 256, (N, blocks)).astype(np.uint8))],
+         {"K": K, "N": N, "bits": 8, "block_size": 32}, initializers=("B", "scales", "zero_points"))
+    blocks, packed, scales = weights(K, 2, 16)
+    case(out, "test_contrib_matmul_nbits_2bit", "MatMulNBits",
+         [("A", f32(B, S, K)), ("B", packed), ("scales", scales)], {"K": K, "N": N, "bits": 2, "block_size": 16},
+         initializers=("B", "scales"))
 
 
 def rotary_embedding(out, B, S, H):

@@ -184,6 +184,16 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
     *g->add_input() = tensor_info("cache", 1, {"8", "2"});
     return add_node(g, "RotaryEmbedding", {"x", "ids", "cache", "cache"}, {"y"}, "attn", "com.microsoft");
   };
+  auto nbits = [](onnx::GraphProto* g, int64_t bits) {
+    *g->add_input() = tensor_info("packed", 2, {"4", "1", "8"});  // uint8
+    *g->add_input() = tensor_info("scales", 1, {"4", "1"});
+    auto* n = add_node(g, "MatMulNBits", {"x", "packed", "scales"}, {"y"}, "attn", "com.microsoft");
+    set_int(n, "K", 8);
+    set_int(n, "N", 4);
+    set_int(n, "bits", bits);
+    set_int(n, "block_size", 16);
+    return n;
+  };
   const std::vector<Case> cases = {
       {"a rotary embedding inside Attention",
        [&](onnx::GraphProto* g) {
@@ -282,6 +292,12 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
       {"RotaryEmbedding with rotary_embedding_dim but no num_heads",
        [&](onnx::GraphProto* g) { set_int(rotary(g), "rotary_embedding_dim", 2); },
        "rotary_embedding_dim is given without num_heads"},
+      {"MatMulNBits whose packed weight is a graph input, not an initializer",
+       [&](onnx::GraphProto* g) { nbits(g, 4); }, "its B, scales and zero_points must be initializers"},
+      {"MatMulNBits of 3 bits", [&](onnx::GraphProto* g) { nbits(g, 3); }, "bits=3 is not 2, 4 or 8"},
+      {"MatMulNBits prepacked for a GPU kernel",
+       [&](onnx::GraphProto* g) { set_int(nbits(g, 4), "weight_prepacked", 1); },
+       "weight_prepacked (a GPU kernel's layout) is not read"},
       {"SkipSimplifiedLayerNormalization's undefined mean read",
        [](onnx::GraphProto* g) {
          add_node(g, "SkipSimplifiedLayerNormalization", {"x", "x", "g"}, {"y", "mean"}, "attn",
