@@ -16,28 +16,24 @@ namespace {
 // float32: 0 where a key is seen, mask_filter_value where not.
 StatusOr<Value*> key_mask(Writer& w, const Node& c, Value* mask, Value* total) {
   const double filter = c.attr_float("mask_filter_value", -10000.0f);
-  const auto rank = known_rank(mask);
-  if (!rank)
-    return refuse(c, fmt::format("the rank of its key mask '{}' is not known before shape inference (a "
-                                 "graph input with a declared shape, or a Cast or ReduceSum of one, is)",
-                                 mask->name));
+  ASSIGN_OR_RETURN(const size_t rank, rank_or_refuse(c, mask, "key mask"));
   Value* keep = nullptr;
-  if (*rank == 1) {
+  if (rank == 1) {
     Value* keys = w.op("Range", "key_positions", {w.i64("key_start", 0), total, w.i64("key_step", 1)});
     Value* end = w.op("Cast", "mask_end", {mask}, {{"to", int64_t{7}}});  // int64
     keep =
         w.op("Less", "key_seen", {keys, w.op("Unsqueeze", "mask_column", {end, w.ints("column_axis", {1})})});
-  } else if (*rank == 2 || *rank == 3) {
+  } else if (rank == 2 || rank == 3) {
     Value* m = w.op("Cast", "mask_float", {mask}, {{"to", int64_t{1}}});  // float
     keep = w.op("Greater", "key_seen", {m, w.f32("mask_zero", 0)});
   } else {
     return refuse(c, fmt::format("its key mask '{}' is {}-D; stitch reads the 1-D (end positions), 2-D and "
                                  "3-D forms",
-                                 mask->name, *rank));
+                                 mask->name, rank));
   }
   Value* add = w.op("Where", "key_mask", {keep, w.f32("seen", 0), w.f32("filter", filter)});
   return w.op("Unsqueeze", "key_mask_heads",
-              {add, w.ints("head_axes", *rank == 3 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2})});
+              {add, w.ints("head_axes", rank == 3 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2})});
 }
 
 // Query i (at position past + i) sees keys up to past + i: onnxruntime leaves the later ones out
@@ -144,15 +140,6 @@ Status multi_head_attention(Writer& w, const Node& c) {
         c, "unidirectional=1 is not read (a causal mask given as attention_bias or key_padding_mask is)");
   if ((past_k == nullptr) != (past_v == nullptr))
     return refuse(c, "past_key and past_value (inputs 6 and 7) are given together or not at all");
-  auto rank = [&](Value* x, const char* what) -> StatusOr<size_t> {
-    const auto r = known_rank(x);
-    if (!r)
-      return refuse(c,
-                    fmt::format("the rank of its {} '{}' is not known before shape inference (a graph input "
-                                "with a declared shape, or a MatMul, Add, Reshape or norm of one, is)",
-                                what, x->name));
-    return *r;
-  };
   // [B, L, N, parts, H] as `parts` values [B, L, N * H].
   auto unpack = [&](Value* x, int64_t parts, const std::string& name) {
     std::vector<Value*> outs;
@@ -163,7 +150,7 @@ Status multi_head_attention(Writer& w, const Node& c) {
                                           {outs[static_cast<size_t>(i)], w.ints(name + "_flat", {0, 0, -1})});
     return outs;
   };
-  ASSIGN_OR_RETURN(const size_t qr, rank(q, "query"));
+  ASSIGN_OR_RETURN(const size_t qr, rank_or_refuse(c, q, "query"));
   bool heads_first = false;  // K and V [B, N, L, H]
   if (qr == 5) {
     if (k || v)
@@ -174,7 +161,7 @@ Status multi_head_attention(Writer& w, const Node& c) {
     q = qkv[0], k = qkv[1], v = qkv[2];
   } else if (qr == 3) {
     if (!k) return refuse(c, "needs key (input 1) with a 3-D query");
-    ASSIGN_OR_RETURN(const size_t kr, rank(k, "key"));
+    ASSIGN_OR_RETURN(const size_t kr, rank_or_refuse(c, k, "key"));
     if (kr == 5) {
       if (v)
         return refuse(
@@ -183,7 +170,7 @@ Status multi_head_attention(Writer& w, const Node& c) {
       k = kv[0], v = kv[1];
     } else if (kr == 3 || kr == 4) {
       if (!v) return refuse(c, "needs value (input 2) with a 3-D or 4-D key");
-      ASSIGN_OR_RETURN(const size_t vr, rank(v, "value"));
+      ASSIGN_OR_RETURN(const size_t vr, rank_or_refuse(c, v, "value"));
       if (vr != kr) return refuse(c, fmt::format("its key is {}-D and its value {}-D", kr, vr));
       heads_first = kr == 4;
     } else {

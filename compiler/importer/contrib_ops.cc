@@ -138,13 +138,15 @@ Status rotary_embedding(Writer& w, const Node& c) {
     return refuse(c, "a scale other than 1 is not read (onnxruntime's CPU kernel leaves it unused)");
   const int64_t heads = c.attr_int("num_heads", 0), rot = c.attr_int("rotary_embedding_dim", 0);
   if (rot != 0 && heads == 0) return refuse(c, "rotary_embedding_dim is given without num_heads");
-  const auto xr = contrib::known_rank(x), pr = contrib::known_rank(pos);
-  if (!xr || (*xr != 3 && *xr != 4) || !pr || (*pr != 1 && *pr != 2))
-    return refuse(c, fmt::format("its input '{}' must be 3-D or 4-D and its position_ids '{}' 1-D or 2-D, "
-                                 "known before shape inference",
-                                 x->name, pos->name));
-  const bool four = *xr == 4;
-  if (*pr == 1) {  // an offset: positions offset + 0 .. S - 1, the same in every batch
+  ASSIGN_OR_RETURN(const size_t xr, contrib::rank_or_refuse(c, x, "input"));
+  ASSIGN_OR_RETURN(const size_t pr, contrib::rank_or_refuse(c, pos, "position_ids"));
+  if ((xr != 3 && xr != 4) || (pr != 1 && pr != 2))
+    return refuse(c,
+                  fmt::format("its input '{}' is {}-D and its position_ids '{}' {}-D; stitch reads a 3-D or "
+                              "4-D input and 1-D or 2-D position ids",
+                              x->name, xr, pos->name, pr));
+  const bool four = xr == 4;
+  if (pr == 1) {  // an offset: positions offset + 0 .. S - 1, the same in every batch
     Value* len = w.dim(x, four ? 2 : 1, "sequence");
     Value* steps = w.op("Range", "positions", {w.i64("first", 0), len, w.i64("step", 1)});
     Value* at = w.op("Add", "offset_positions", {steps, w.op("Cast", "offset", {pos}, {{"to", int64_t{7}}})});

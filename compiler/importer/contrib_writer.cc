@@ -101,4 +101,12 @@ std::optional<size_t> known_rank(const Value* v) {
   return rank_of(v, memo);
 }
 
+StatusOr<size_t> rank_or_refuse(const Node& c, const Value* v, const std::string& what) {
+  if (const auto r = known_rank(v)) return *r;
+  return refuse(c, fmt::format("the rank of its {} '{}' is not known before shape inference (a graph input "
+                               "with a declared shape, or a MatMul, element-wise op, norm, Gather or Reshape "
+                               "of one, is)",
+                               what, v->name));
+}
+
 }  // namespace stitch::contrib

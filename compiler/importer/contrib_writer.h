@@ -29,6 +29,8 @@ Status refuse(const Node& n, const std::string& why);
 // Shape(x), Unsqueeze, and ReduceSum and Squeeze of constant axes (onnxruntime's mask index, this
 // file's too). None where a link is not one of those.
 std::optional<size_t> known_rank(const Value* v);
+// known_rank(v), or a refusal of `c` naming `what` (its input's role) and `v`.
+StatusOr<size_t> rank_or_refuse(const Node& c, const Value* v, const std::string& what);
 
 // Adds the nodes one contrib node is written as, named "<node>/<part>"; the one that writes its
 // main output keeps the node's own name, so that --explain-fusion and the fusion overrides name it.
