@@ -1,6 +1,7 @@
 // onnxruntime's attention ops (contrib_ops.h): Attention (packed QKV weights) and
 // MultiHeadAttention (projected Q, K and V), each written as ONNX's Attention of opset 23 over an
-// additive mask built as onnxruntime builds it.
+// additive mask built as onnxruntime builds it; GroupQueryAttention (a decoder's, with its KV
+// cache) as TensorScatter (opset 24) and Attention.
 #include <fmt/format.h>
 
 #include <limits>
@@ -64,6 +65,64 @@ StatusOr<Value*> scores_mask(Writer& w, const Node& c, Value* mask, Value* bias,
   if (m) m = w.op("CastLike", "mask_cast", {m, like});
   if (bias) m = m ? w.op("Add", "attention_bias_add", {m, bias}) : bias;
   return m;
+}
+
+// A scalar as a vector of one value.
+Value* as_vector(Writer& w, Value* x, const std::string& name) {
+  return w.op("Unsqueeze", name, {x, w.ints(name + "_axis", {0})});
+}
+
+// GroupQueryAttention's present K or V: `past` [B, Nkv, P, H] grown by zero rows to
+// max(P, total) (without a past, zeros of `total` rows), `update` [B, Nkv, S, H] written at each
+// batch's `at` (TensorScatter). Where the buffer holds the rows already the growth is a zero Pad,
+// which the TensorScatter expansion reads through: the update goes into the past's storage.
+Value* present_cache(Writer& w, Value* past, Value* update, Value* at, Value* total, Value* out,
+                     const std::string& name) {
+  Value* base = nullptr;
+  if (past) {
+    Value* rows = w.dim(past, 2, name + "_past_rows");
+    Value* grow = w.op("Sub", name + "_growth", {w.op("Max", name + "_rows", {rows, total}), rows});
+    Value* pads = w.op("Concat", name + "_pads",
+                       {w.ints(name + "_pads_before", {0, 0, 0, 0, 0, 0}),
+                        as_vector(w, grow, name + "_pad_rows"), w.ints(name + "_pads_after", {0})},
+                       {{"axis", int64_t{0}}});
+    base = w.op("Pad", name + "_grown", {past, pads});
+  } else {
+    Value* shape = w.op("Shape", name + "_new_shape", {update});
+    Value* dims =
+        w.op("Concat", name + "_zeros_shape",
+             {w.op("Slice", name + "_lead", {shape, w.ints(name + "_l0", {0}), w.ints(name + "_l1", {2})}),
+              as_vector(w, total, name + "_length"),
+              w.op("Slice", name + "_head", {shape, w.ints(name + "_h0", {3}), w.ints(name + "_h1", {4})})},
+             {{"axis", int64_t{0}}});
+    base = w.op("Expand", name + "_zeros",
+                {w.op("CastLike", name + "_zero", {w.f32(name + "_0", 0), update}), dims});
+  }
+  return w.op("TensorScatter", name, {base, update, at}, {{"axis", int64_t{2}}}, out, 24);
+}
+
+// The keys each query of GroupQueryAttention sees, as onnxruntime's kernel (measured): key j of
+// batch b below its count `lens` [B]; for query s, at position past_b + s (`past` [B]), not after
+// it (`causal`) and within the window of `window` keys that ends at it. [B, 1, S, rows] booleans.
+Value* keys_seen(Writer& w, Value* rows, Value* lens, Value* past, Value* seq, int64_t causal,
+                 int64_t window) {
+  Value* keys = w.op(
+      "Reshape", "key_positions",
+      {w.op("Range", "keys", {w.i64("key0", 0), rows, w.i64("key1", 1)}), w.ints("key_row", {1, 1, 1, -1})});
+  Value* seen = w.op("Less", "key_written",
+                     {keys, w.op("Reshape", "key_ends", {lens, w.ints("per_batch", {-1, 1, 1, 1})})});
+  if (causal == 0) return seen;
+  Value* steps = w.op("Reshape", "query_steps",
+                      {w.op("Range", "queries", {w.i64("query0", 0), seq, w.i64("query1", 1)}),
+                       w.ints("query_column", {1, 1, -1, 1})});
+  Value* at =
+      w.op("Add", "query_positions",
+           {w.op("Reshape", "query_starts", {past, w.ints("start_per_batch", {-1, 1, 1, 1})}), steps});
+  seen = w.op("And", "causal", {seen, w.op("LessOrEqual", "not_after", {keys, at})});
+  if (window <= 0) return seen;
+  return w.op("And", "windowed",
+              {seen, w.op("Greater", "in_window",
+                          {keys, w.op("Sub", "window_start", {at, w.i64("window", window)})})});
 }
 
 }  // namespace
@@ -218,6 +277,134 @@ Status multi_head_attention(Writer& w, const Node& c) {
                    {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   Value* y = w.fresh("heads_first");
   w.node("Attention", "", {qh, k, v, mask}, {y, c.output(1), c.output(2)}, std::move(attrs));
+  Value* yt = w.op("Transpose", "heads_back", {y}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  w.op("Reshape", "output", {yt, w.ints("output_shape", {0, 0, -1})}, {}, c.output(0));
+  return Status::ok();
+}
+
+// GroupQueryAttention, as onnxruntime's model builder writes every decoder layer of LLaMA, Mistral,
+// Phi, Qwen, Gemma and the others (onnxruntime-genai's models): query [B, S, N * H] (or Q, K and V
+// packed [B, S, (N + 2 Nkv) H] with no key), key and value [B, S, Nkv * H]; the cache past_key and
+// past_value [B, Nkv, P, H], heads first; seqlens_k [B] each batch's key count after this step
+// less one (T_b - 1); total_sequence_length, the largest T_b. Written as onnxruntime's CPU kernel
+// computes it (measured):
+//  - A first prompt (S == total_sequence_length) has no past; otherwise batch b's new keys follow
+//    its past_b = T_b - S cached ones.
+//  - With do_rotary, Q and K rotate (RotaryEmbedding, opset 23) at positions past_b + s, or at
+//    position_ids (a first prompt reads only its first value, an offset); the caches' width gives
+//    the rotated part.
+//  - present_key and present_value [B, Nkv, max(P, total_sequence_length), H]: the past (zeros
+//    after it up to that length) with the new K and V written at past_b (TensorScatter, opset 24,
+//    which writes into the past's storage when the past is an input read by nothing else). Rows at
+//    or past T_b are unspecified (the op's definition); onnxruntime's CPU kernel zeroes them.
+//  - Attention (opset 23) of Q over the present K and V, a boolean mask of the keys each query
+//    sees: key j below T_b and, causal unless causal=0, query s at position past_b + s sees the
+//    keys up to it, the last local_window_size of them with a window; attention_bias added after
+//    the softcap. (Attention's nonpad_kv_seqlen places query s at T_b - S + s, which is the same
+//    but in a right-padded first prompt, where onnxruntime puts it at s.)
+// Refused, naming the node: what changes the softmax (smooth_softmax, head_sink), a quantized or
+// window-sized cache, right-padded chunks (query_seqlens), Q and K norms (onnxruntime's CPU kernel
+// does not implement them, so there is no reference to check them against), the QK output.
+Status group_query_attention(Writer& w, const Node& c) {
+  Value *q = c.input(0), *k = c.input(1), *v = c.input(2), *past_k = c.input(3), *past_v = c.input(4),
+        *seqlens = c.input(5), *total_in = c.input(6), *cos = c.input(7), *sin = c.input(8),
+        *pos = c.input(9), *bias = c.input(10);
+  if (!q || !seqlens || !total_in)
+    return refuse(c, "needs query, seqlens_k and total_sequence_length (inputs 0, 5 and 6)");
+  const int64_t heads = c.attr_int("num_heads", 0), kv_heads = c.attr_int("kv_num_heads", 0);
+  if (heads < 1 || kv_heads < 1 || heads % kv_heads != 0)
+    return refuse(c, "needs num_heads and kv_num_heads positive, num_heads a multiple of kv_num_heads");
+  if (c.input(11)) return refuse(c, "head_sink (input 11, a sink added to each head's softmax) is not read");
+  if (c.input(12) || c.input(13) || c.attr_int("kv_cache_bit_width", 0) != 0 ||
+      c.attr_string("k_quant_type", "NONE") != "NONE" || c.attr_string("v_quant_type", "NONE") != "NONE")
+    return refuse(c,
+                  "a quantized KV cache (k_scale, v_scale, kv_cache_bit_width, k_quant_type, v_quant_type) "
+                  "is not read");
+  if (c.input(14) || c.input(15))
+    return refuse(c,
+                  "q_norm_weight and k_norm_weight (inputs 14 and 15) are not read; write the per-head norms "
+                  "as SimplifiedLayerNormalization nodes before it");
+  if (c.input(16)) return refuse(c, "query_seqlens (input 16, right-padded chunks) is not read");
+  if (c.attr_int("smooth_softmax", 0) != 0) return refuse(c, "smooth_softmax=1 is not read");
+  if (c.attr_int("sliding_window_cache", 0) != 0)
+    return refuse(c, "sliding_window_cache=1 (a cache that evicts inside the op) is not read");
+  if (c.attr_int("qk_output", 0) != 0 || c.output(3))
+    return refuse(c, "its QK output (output 3, qk_output) is not written");
+  const int64_t causal = c.attr_int("causal", 1), window = c.attr_int("local_window_size", -1);
+  if (causal != 0 && causal != 1) return refuse(c, fmt::format("causal={} is not 0 or 1", causal));
+  if (causal == 0 && window != -1) return refuse(c, "local_window_size is given with causal=0");
+  if ((past_k == nullptr) != (past_v == nullptr))
+    return refuse(c, "past_key and past_value (inputs 3 and 4) are given together or not at all");
+  const bool rotary = c.attr_int("do_rotary", 0) != 0;
+  if (rotary && (!cos || !sin))
+    return refuse(c, "do_rotary=1 needs cos_cache and sin_cache (inputs 7 and 8)");
+  if (!k) {  // packed [B, S, (N + 2 Nkv) H]: H from the width
+    if (v) return refuse(c, "its value is given without a key (packed Q, K and V come as the query alone)");
+    Value* head =
+        w.op("Div", "head_size", {w.dim(q, 2, "packed_width"), w.i64("head_count", heads + 2 * kv_heads)});
+    Value* kv_width = as_vector(w, w.op("Mul", "kv_width", {head, w.i64("kv_heads", kv_heads)}), "kv_part");
+    Value* sizes = w.op(
+        "Concat", "qkv_sizes",
+        {as_vector(w, w.op("Mul", "q_width", {head, w.i64("q_heads", heads)}), "q_part"), kv_width, kv_width},
+        {{"axis", int64_t{0}}});
+    q = w.fresh("q"), k = w.fresh("k"), v = w.fresh("v");
+    w.node("Split", "qkv_split", {c.input(0), sizes}, {q, k, v}, {{"axis", int64_t{-1}}});
+  } else if (!v) {
+    return refuse(c, "its key is given without a value");
+  }
+  auto heads_first = [&](Value* x, int64_t n, const std::string& name) {
+    Value* split = w.op("Reshape", name + "_split", {x, w.ints(name + "_shape", {0, 0, n, -1})});
+    return w.op("Transpose", name, {split}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  };
+  Value* qh = heads_first(q, heads, "q_heads");
+  Value* kh = heads_first(k, kv_heads, "k_heads");
+  Value* vh = heads_first(v, kv_heads, "v_heads");
+  // Each batch's key count T_b, and past_b: 0 in a first prompt, T_b - S after.
+  Value* seq = w.dim(q, 1, "sequence");
+  const std::map<std::string, AttrValue> to_i64 = {{"to", int64_t{7}}};
+  Value* total = w.op("Reshape", "total_length",
+                      {w.op("Cast", "total_i64", {total_in}, to_i64), w.ints("scalar_shape", {})});
+  Value* lens = w.op("Add", "key_counts", {w.op("Cast", "seqlens_i64", {seqlens}, to_i64), w.i64("one", 1)});
+  Value* first = w.op("Equal", "first_prompt", {seq, total});
+  Value* past_len =
+      w.op("Where", "past_lengths", {first, w.i64("no_past", 0), w.op("Sub", "cached", {lens, seq})});
+  if (rotary) {
+    Value* steps = w.op("Range", "steps", {w.i64("step0", 0), seq, w.i64("step1", 1)});
+    Value* at = w.op("Add", "positions",
+                     {w.op("Unsqueeze", "past_column", {past_len, w.ints("column_axis", {1})}), steps});
+    if (pos) {  // a first prompt reads only the first value: an offset
+      Value* given = w.op("Cast", "position_ids_i64", {pos}, to_i64);
+      Value* p0 =
+          w.op("Gather", "first_position",
+               {w.op("Reshape", "position_list", {given, w.ints("list_shape", {-1})}), w.i64("at0", 0)},
+               {{"axis", int64_t{0}}});
+      at = w.op("Where", "rotary_positions", {first, w.op("Add", "offset_positions", {steps, p0}), given});
+    }
+    std::map<std::string, AttrValue> attrs = {{"interleaved", c.attr_int("rotary_interleaved", 0)}};
+    if (cos->constant && cos->constant->dims().size() == 2)  // a part of each head rotates
+      attrs["rotary_embedding_dim"] = 2 * cos->constant->dims()[1];
+    qh = w.op("RotaryEmbedding", "q_rotary", {qh, cos, sin, at}, attrs);
+    kh = w.op("RotaryEmbedding", "k_rotary", {kh, cos, sin, at}, attrs);
+  }
+  Value* pk = present_cache(w, past_k, kh, past_len, total, c.output(1), "present_key");
+  Value* pv = present_cache(w, past_v, vh, past_len, total, c.output(2), "present_value");
+  Value* rows = w.dim(pk, 2, "present_rows");
+  Value* mask = keys_seen(w, rows, lens, past_len, seq, causal, window);
+  if (bias) {  // added after the softcap, as the mask is; [.., S, total_sequence_length] grown to the rows
+    Value* pads = w.op("Concat", "bias_pads",
+                       {w.ints("bias_pads_before", {0, 0, 0, 0, 0, 0, 0}),
+                        as_vector(w, w.op("Sub", "bias_growth", {rows, total}), "bias_pad_keys")},
+                       {{"axis", int64_t{0}}});
+    Value* zero = w.op("CastLike", "seen_zero", {w.f32("zero", 0), bias});
+    Value* unseen = w.op("CastLike", "unseen", {w.f32("lowest", std::numeric_limits<float>::lowest()), bias});
+    mask = w.op("Add", "bias_masked",
+                {w.op("Where", "keys_mask", {mask, zero, unseen}), w.op("Pad", "bias_grown", {bias, pads})});
+  }
+  std::map<std::string, AttrValue> attrs;
+  if (c.attr_float("scale", 0.0f) != 0.0f) attrs["scale"] = c.attr_float("scale", 0.0f);
+  if (c.attr_float("softcap", 0.0f) != 0.0f) attrs["softcap"] = c.attr_float("softcap", 0.0f);
+  Value* y = w.fresh("heads_first");
+  w.node("Attention", "", {qh, pk, pv, mask}, {y}, std::move(attrs));
   Value* yt = w.op("Transpose", "heads_back", {y}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   w.op("Reshape", "output", {yt, w.ints("output_shape", {0, 0, -1})}, {}, c.output(0));
   return Status::ok();

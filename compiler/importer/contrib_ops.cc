@@ -21,6 +21,7 @@ const std::set<std::string, std::less<>>& microsoft_ops() {
                                                          "EmbedLayerNormalization",
                                                          "FastGelu",
                                                          "Gelu",
+                                                         "GroupQueryAttention",
                                                          "MatMulNBits",
                                                          "MultiHeadAttention",
                                                          "QuickGelu",
@@ -34,7 +35,7 @@ const std::set<std::string, std::less<>>& microsoft_ops() {
 // alternatives: 0 int, 1 float, 3 ints). Any other, or one of another kind, is refused: read as
 // absent, it would change the op's meaning without a word.
 Status check_attributes(const Node& c) {
-  constexpr size_t kInt = 0, kFloat = 1, kInts = 3;
+  constexpr size_t kInt = 0, kFloat = 1, kString = 2, kInts = 3;
   static const std::map<std::string, std::map<std::string, size_t>, std::less<>> defined = {
       {"SkipLayerNormalization", {{"epsilon", kFloat}}},
       {"SkipSimplifiedLayerNormalization", {{"epsilon", kFloat}}},
@@ -67,7 +68,25 @@ Status check_attributes(const Node& c) {
         {"rotary_embedding_dim", kInt},
         {"past_present_share_buffer", kInt}}},
       {"MultiHeadAttention",
-       {{"num_heads", kInt}, {"unidirectional", kInt}, {"mask_filter_value", kFloat}, {"scale", kFloat}}}};
+       {{"num_heads", kInt}, {"unidirectional", kInt}, {"mask_filter_value", kFloat}, {"scale", kFloat}}},
+      {"GroupQueryAttention",
+       {{"num_heads", kInt},
+        {"kv_num_heads", kInt},
+        {"scale", kFloat},
+        {"softcap", kFloat},
+        {"local_window_size", kInt},
+        {"do_rotary", kInt},
+        {"rotary_interleaved", kInt},
+        {"smooth_softmax", kInt},
+        {"causal", kInt},
+        {"qk_output", kInt},
+        {"sliding_window_cache", kInt},
+        {"kv_cache_bit_width", kInt},
+        {"k_quant_type", kString},
+        {"v_quant_type", kString},
+        {"qk_norm_epsilon", kFloat},
+        {"q_norm_epsilon", kFloat},
+        {"k_norm_epsilon", kFloat}}}};
   const auto it = defined.find(c.op_type);
   if (it == defined.end()) return Status::ok();
   for (const auto& [name, value] : c.attrs) {
@@ -76,9 +95,10 @@ Status check_attributes(const Node& c) {
       return refuse(c, fmt::format("'{}' is not an attribute of onnxruntime's {}", name, c.op_type));
     if (value.index() != a->second)
       return refuse(c, fmt::format("its attribute '{}' is not {}", name,
-                                   a->second == kInt     ? "an int"
-                                   : a->second == kFloat ? "a float"
-                                                         : "a list of ints"));
+                                   a->second == kInt      ? "an int"
+                                   : a->second == kFloat  ? "a float"
+                                   : a->second == kString ? "a string"
+                                                          : "a list of ints"));
   }
   return Status::ok();
 }
@@ -230,6 +250,14 @@ Status embed_layer_norm(Writer& w, const Node& c) {
 
 }  // namespace
 
+std::string contrib_op_list() {
+  std::string list;
+  size_t i = 0;
+  for (const std::string& op : microsoft_ops())
+    list += (i++ == 0 ? "" : i == microsoft_ops().size() ? " and " : ", ") + op;
+  return list;
+}
+
 bool is_contrib_op(const Node& n) {
   if (n.domain == "com.microsoft") return microsoft_ops().count(n.op_type) != 0;
   if (!n.domain.empty()) return false;
@@ -279,6 +307,8 @@ Status expand_contrib_ops(Graph& g) {
       st = rotary_embedding(w, c);
     else if (op == "MultiHeadAttention")
       st = contrib::multi_head_attention(w, c);
+    else if (op == "GroupQueryAttention")
+      st = contrib::group_query_attention(w, c);
     RETURN_IF_ERROR(st);
   }
   return Status::ok();

@@ -19,6 +19,12 @@
 //                                              K and V heads first with Q put heads first too),
 //                                              the same key masks, the past and present as K
 //                                              and V apart (contrib_attention.cc)
+//   com.microsoft::GroupQueryAttention         TensorScatter (opset 24) of the new K and V into
+//                                              the cache at each batch's past length, then
+//                                              Attention (opset 23) under a mask of the keys
+//                                              each query sees (the batch's count, causal, a
+//                                              local window); Q and K rotated first when
+//                                              do_rotary (contrib_attention.cc)
 //   com.microsoft::RotaryEmbedding             RotaryEmbedding (opset 23): its inputs reordered,
 //                                              an offset position made each batch's positions
 //   com.microsoft::MatMulNBits                 MatMul (+ Add of its bias) of the weight
@@ -27,13 +33,14 @@
 //   LayerNormalization below opset 17, SimplifiedLayerNormalization (onnxruntime registers both
 //   in the default domain)                     LayerNormalization, RMSNormalization
 //
-// Every node written is of opset 23 (RMSNormalization's and Attention's first), whatever the
-// model's: each node carries its own opset, and the passes that expand these nodes write theirs at
-// it (passes/graph_builder.h).
-// Forms with no such definition (rotary attention, a shared past buffer, Megatron's 4-D mask,
-// MultiHeadAttention's unidirectional flag and beam-search cache, outputs onnxruntime leaves
-// undefined) are refused naming the node. Semantics are onnxruntime's
-// CPU kernels', which the node tests (tests/onnx_node/contrib) take their expected outputs from.
+// Every node written is of opset 23 (RMSNormalization's and Attention's first) or, where a
+// later input or attribute is used, the opset that defines it, whatever the model's: each node
+// carries its own opset, and the passes that expand these nodes write theirs at it
+// (passes/graph_builder.h). Forms with no such definition (rotary attention, a shared past
+// buffer, Megatron's 4-D mask, MultiHeadAttention's unidirectional flag and beam-search cache,
+// GroupQueryAttention's quantized or window-sized cache and softmax sinks, outputs onnxruntime
+// leaves undefined) are refused naming the node. Semantics are onnxruntime's CPU kernels', which
+// the node tests (tests/onnx_node/contrib) take their expected outputs from.
 #pragma once
 
 #include "ir/graph.h"
@@ -44,6 +51,8 @@ namespace stitch {
 // Whether a node with no op-table row (domain, op type and opset read) is one the importer writes
 // as default-domain ops (above).
 bool is_contrib_op(const Node& n);
+// The com.microsoft ops read, "A, B and C", for messages.
+std::string contrib_op_list();
 
 // Writes every node of `g` that is_contrib_op as the ops it is defined by, in topological order
 // (the graph's nodes sorted, inputs and outputs resolved). The nodes it adds are appended; the

@@ -12,7 +12,8 @@ namespace stitch::contrib {
 Status refuse(const Node& n, const std::string& why) {
   return Status::user(
       fmt::format("{}: {}; stitch reads this onnxruntime contrib op only in the forms "
-                  "onnxruntime's transformer optimizer writes (or export the model "
+                  "onnxruntime's transformer optimizer and onnxruntime-genai's model builder "
+                  "write (or export the model "
                   "without those optimizations)",
                   n.describe(), why));
 }

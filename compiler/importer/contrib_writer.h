@@ -15,8 +15,9 @@
 
 namespace stitch::contrib {
 
-// Every node written here is of this opset: Attention, RMSNormalization and Split's num_outputs
-// exist at it, and Gelu (20) and LayerNormalization (17) are unchanged since.
+// Every node written here is of this opset unless it asks for a later one (GroupQueryAttention's
+// TensorScatter, 24): Attention, RMSNormalization and Split's num_outputs exist at it, and Gelu
+// (20) and LayerNormalization (17) are unchanged since.
 constexpr int kOpset = 23;
 
 // A user error naming `n`: `why`, and what stitch reads instead.
@@ -50,12 +51,12 @@ class Writer {
 
   // A node writing `outs` (null: omitted); `name` empty gives it the contrib node's name.
   void node(const std::string& op, const std::string& name, std::vector<Value*> in, std::vector<Value*> outs,
-            std::map<std::string, AttrValue> attrs = {}) {
+            std::map<std::string, AttrValue> attrs = {}, int opset = kOpset) {
     auto n = std::make_unique<Node>();
     n->name = name.empty() ? c_.name : c_.name + "/" + name;
     n->op_type = op;
-    n->opset = kOpset;
-    n->def = find_op("", op, kOpset);
+    n->opset = opset;
+    n->def = find_op("", op, opset);
     n->inputs = std::move(in);
     while (!n->inputs.empty() && !n->inputs.back()) n->inputs.pop_back();
     n->outputs = std::move(outs);  // trailing omitted ones dropped: a one-output norm is a row op
@@ -68,9 +69,9 @@ class Writer {
   }
   // A one-output node; its output is `out` when given, else a new value.
   Value* op(const std::string& op, const std::string& name, std::vector<Value*> in,
-            std::map<std::string, AttrValue> attrs = {}, Value* out = nullptr) {
+            std::map<std::string, AttrValue> attrs = {}, Value* out = nullptr, int opset = kOpset) {
     Value* y = out ? out : fresh(name);
-    node(op, name, std::move(in), {y}, std::move(attrs));
+    node(op, name, std::move(in), {y}, std::move(attrs), opset);
     return y;
   }
   // Element `i` of x's shape, a scalar.
@@ -88,6 +89,7 @@ class Writer {
 // The attention ops (contrib_attention.cc).
 Status attention(Writer& w, const Node& c);
 Status multi_head_attention(Writer& w, const Node& c);
+Status group_query_attention(Writer& w, const Node& c);
 // MatMulNBits, its weight dequantized at compile time (contrib_matmul_nbits.cc).
 Status matmul_nbits(Writer& w, const Node& c);
 

@@ -270,11 +270,11 @@ class Importer {
     if (n.op_type == "Loop" || n.op_type == "Scan")
       return "control flow is not supported; export with static control flow (trace, not script)";
     if (n.domain == "com.microsoft")
-      return "an onnxruntime contrib op stitch does not read (it reads Attention, BiasGelu, "
-             "EmbedLayerNormalization, FastGelu, Gelu, QuickGelu, SkipLayerNormalization and "
-             "SkipSimplifiedLayerNormalization, as onnxruntime's transformer optimizer writes them); "
-             "optimize "
-             "without the fusion that wrote it, or export with standard ONNX ops";
+      return fmt::format(
+          "an onnxruntime contrib op stitch does not read (it reads {}, as onnxruntime's transformer "
+          "optimizer and onnxruntime-genai's model builder write them); optimize without the fusion "
+          "that wrote it, or export with standard ONNX ops",
+          contrib_op_list());
     if (!n.domain.empty()) return "custom-domain ops are not supported; export with standard ONNX ops";
     for (const auto& d : all_ops())
       if (d.name == n.op_type)

@@ -164,6 +164,10 @@ expect "onnxruntime's Attention with a rotary embedding inside" 2 "node 'attenti
   "$STITCHC" compile "$B/attention_contrib_rotary.onnx" -o "$TMP/bad25" --no-nvcc
 expect "onnxruntime's MultiHeadAttention with unidirectional=1" 2 "node 'mha' \(com.microsoft::MultiHeadAttention\): unidirectional=1 is not read" -- \
   "$STITCHC" compile "$B/mha_contrib_unidirectional.onnx" -o "$TMP/bad26" --no-nvcc
+expect "onnxruntime's GroupQueryAttention with head sinks" 2 "node 'gqa' \(com.microsoft::GroupQueryAttention\): head_sink \(input 11, a sink added to each head's softmax\) is not read" -- \
+  "$STITCHC" compile "$B/gqa_contrib_head_sink.onnx" -o "$TMP/bad27" --no-nvcc
+expect "a GroupQueryAttention whose total length is an input's value" 2 "node 'gqa/present_key_zeros' \(Expand\): its target shape .* follows the values of input 'total'" -- \
+  "$STITCHC" compile "$B/gqa_contrib_total_input.onnx" -o "$TMP/bad28" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

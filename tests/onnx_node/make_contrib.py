@@ -2,8 +2,8 @@
 """Writes node tests in ONNX's layout (model.onnx, test_data_set_0/) for the onnxruntime contrib ops
 stitch reads (compiler/importer/contrib_ops.h): SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization, Attention, MultiHeadAttention,
-RotaryEmbedding and MatMulNBits of the com.microsoft domain, and onnxruntime's default-domain LayerNormalization below opset 17 and
-SimplifiedLayerNormalization. Expected outputs come from onnxruntime's CPU kernels, the ops'
+RotaryEmbedding, MatMulNBits and GroupQueryAttention of the com.microsoft domain, and onnxruntime's
+default-domain LayerNormalization below opset 17 and SimplifiedLayerNormalization. Expected outputs come from onnxruntime's CPU kernels, the ops'
 definition, never from stitch. Tooling only; the files are committed.
 
     python3 -m venv venv && venv/bin/pip install onnx numpy onnxruntime
@@ -137,6 +137,7 @@ def main():
     multi_head_attention(out, B, S, H)
     rotary_embedding(out, B, S, H)
     matmul_nbits(out, B, S)
+    group_query_attention(out)
 
 
 def matmul_nbits(out, B, S):
@@ -235,6 +236,69 @@ def multi_head_attention(out, B, S, H):
          oracle_inputs=[("query", q), ("key", packed_kv[:, :, :, 0].reshape(B, L, H)),
                         ("value", packed_kv[:, :, :, 1].reshape(B, L, H)), ("bias", None),
                         ("key_padding_mask", mask)])
+
+
+def group_query_attention(out):
+    """GroupQueryAttention: 4 query heads over 2 KV heads. A first prompt without a past; a decode
+    step of ragged batches (past rows at and after each batch's length zero: onnxruntime zeroes
+    those rows of the present, which the op leaves unspecified); a cache longer than the keys (a
+    shared buffer) with a local window, softcap and scale; packed Q, K and V with a partial rotary
+    embedding in a later chunk of one batch; a first prompt with position ids (their first value
+    the offset), an attention bias, interleaved rotation and softcap; a prompt with a local window;
+    a bidirectional prompt; a right-padded prompt. total_sequence_length and the caches are constants, as in the model
+    builder's files (there the length is read from the attention mask's shape)."""
+    N, Nkv = 4, 2
+    gqa = {"num_heads": N, "kv_num_heads": Nkv}
+    present = ("y", "present_key", "present_value")
+    consts = ("total_sequence_length", "cos_cache", "sin_cache")
+
+    def inputs(q, k, v, past, seqlens, total, *rest):
+        pk, pv = past if past is not None else (None, None)
+        return [("query", q), ("key", k), ("value", v), ("past_key", pk), ("past_value", pv),
+                ("seqlens_k", np.array(seqlens, np.int32)), ("total_sequence_length", np.array(total, np.int32)),
+                *rest]
+
+    def qkv(B, S, H):
+        return f32(B, S, N * H), f32(B, S, Nkv * H), f32(B, S, Nkv * H)
+
+    def past(lengths, P, H):
+        pk, pv = f32(len(lengths), Nkv, P, H), f32(len(lengths), Nkv, P, H)
+        for b, n in enumerate(lengths):
+            pk[b, :, n:] = 0
+            pv[b, :, n:] = 0
+        return pk, pv
+
+    B, S, H = 2, 5, 16
+    case(out, "test_contrib_gqa_prompt", "GroupQueryAttention", inputs(*qkv(B, S, H), None, [S - 1] * B, S), gqa,
+         outputs=present, initializers=consts)
+    case(out, "test_contrib_gqa_decode_ragged", "GroupQueryAttention",
+         inputs(*qkv(B, 1, H), past([6, 3], 6, H), [6, 3], 7), gqa, outputs=present, initializers=consts)
+    case(out, "test_contrib_gqa_shared_buffer_window_softcap", "GroupQueryAttention",
+         inputs(*qkv(B, 1, H), past([5, 2], 8, H), [5, 2], 6), {**gqa, "local_window_size": 3, "softcap": 2.0,
+                                                                 "scale": 0.3},
+         outputs=present, initializers=consts)
+    H = 32  # the caches rotate 16 of each head's 32 values
+    rot = [("cos_cache", f32(16, 8)), ("sin_cache", f32(16, 8))]
+    case(out, "test_contrib_gqa_packed_rotary_chunk", "GroupQueryAttention",
+         inputs(f32(1, 3, (N + 2 * Nkv) * H), None, None, past([4], 4, H), [6], 7, *rot),
+         {**gqa, "do_rotary": 1}, outputs=present, initializers=consts)
+    H, S = 16, 4
+    case(out, "test_contrib_gqa_position_ids_bias", "GroupQueryAttention",
+         inputs(*qkv(B, S, H), past([0, 0], 0, H), [S - 1] * B, S, *rot,
+                ("position_ids", np.array([[2, 3, 4, 5], [7, 1, 1, 1]], np.int64)),
+                ("attention_bias", f32(B, 1, S, S))),
+         {**gqa, "do_rotary": 1, "rotary_interleaved": 1, "softcap": 1.5}, outputs=present, initializers=consts)
+    S = 6
+    case(out, "test_contrib_gqa_prompt_window", "GroupQueryAttention", inputs(*qkv(B, S, H), None, [S - 1] * B, S),
+         {**gqa, "local_window_size": 2}, initializers=consts)
+    case(out, "test_contrib_gqa_bidirectional", "GroupQueryAttention", inputs(*qkv(B, S, H), None, [S - 1] * B, S),
+         {**gqa, "causal": 0}, initializers=consts)
+    # A batched first prompt, right-padded: batch 1's 3 tokens, then 2 of padding (whose rows see
+    # the 3 keys); rotated, with a window of 2.
+    S = 5
+    case(out, "test_contrib_gqa_prompt_right_padded", "GroupQueryAttention",
+         inputs(*qkv(B, S, H), None, [S - 1, 2], S, *rot), {**gqa, "do_rotary": 1, "local_window_size": 2},
+         outputs=present, initializers=consts)
 
 
 if __name__ == "__main__":

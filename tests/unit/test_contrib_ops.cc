@@ -14,6 +14,7 @@
 #include "importer/onnx_importer.h"
 #include "ir/text.h"
 #include "onnx_model_util.h"
+#include "ops/op_util.h"
 
 using namespace stitch;
 using test::add_node;
@@ -161,6 +162,55 @@ TEST_CASE("onnxruntime's MultiHeadAttention imports as Attention, heads first wh
   }
 }
 
+TEST_CASE("onnxruntime's GroupQueryAttention imports as TensorScatter into the cache and Attention",
+          "[importer][contrib]") {
+  // A decoding step: 2 query heads of 4 over 1 KV head, a cache buffer of 8 rows holding up to
+  // total_sequence_length = 6 keys (a shared buffer: no rows to grow), a local window of 3.
+  onnx::ModelProto m = contrib_model(17);
+  auto* g = m.mutable_graph();
+  *g->add_input() = tensor_info("q", 1, {"2", "1", "8"});
+  *g->add_input() = tensor_info("kv", 1, {"2", "1", "4"});
+  *g->add_input() = tensor_info("past_k", 1, {"2", "1", "8", "4"});
+  *g->add_input() = tensor_info("past_v", 1, {"2", "1", "8", "4"});
+  *g->add_input() = tensor_info("lens", 6, {"2"});  // int32
+  auto* total = g->add_initializer();
+  total->set_name("total");
+  total->set_data_type(6);
+  total->add_int32_data(6);
+  auto* a = add_node(g, "GroupQueryAttention", {"q", "kv", "kv", "past_k", "past_v", "lens", "total"},
+                     {"y", "present_k", "present_v"}, "attn", "com.microsoft");
+  set_int(a, "num_heads", 2);
+  set_int(a, "kv_num_heads", 1);
+  set_int(a, "local_window_size", 3);
+  for (const char* o : {"y", "present_k", "present_v"}) *g->add_output() = tensor_info(o, 1, {});
+  auto imported = import(m);
+  INFO(imported.status().message());
+  REQUIRE(imported.is_ok());
+  Graph& graph = **imported;
+  const Node* attn = nullptr;
+  for (const auto& n : graph.nodes())
+    if (n->op_type == "Attention") attn = n.get();
+  REQUIRE(attn != nullptr);
+  CHECK(attn->name == "attn");
+  // The keys each query sees as one boolean mask (the window and causal bounds in it), not
+  // Attention's own causal flag or valid lengths, which place a padded prompt's queries elsewhere.
+  REQUIRE(attn->input(3) != nullptr);
+  CHECK(attn->input(3)->producer->op_type == "And");
+  CHECK(attn->input(6) == nullptr);
+  CHECK(attn->attr_int("is_causal", 0) == 0);
+  test::run_frontend_or_die(graph);
+  CHECK(*graph.find_value("y")->dims == Dims{2, 1, 8});
+  for (const char* name : {"present_k", "present_v"}) {
+    INFO(name);
+    const Node* scatter = graph.find_value(name)->producer;
+    REQUIRE(scatter->op_type == "TensorScatter");
+    CHECK(*graph.find_value(name)->dims == Dims{2, 1, 8, 4});
+    // The buffer needs no rows: its zero Pad is gone, and the update is written in its storage.
+    CHECK(scatter->input(0) == graph.find_value(std::string("past_") + name[8]));
+    CHECK(ops::tensor_scatter_in_place(graph, *scatter));
+  }
+}
+
 TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the node",
           "[importer][contrib]") {
   struct Case {
@@ -194,7 +244,70 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
     set_int(n, "block_size", 16);
     return n;
   };
+  // GroupQueryAttention of x as Q, K and V (2 heads over 1), no past, seqlens and total given.
+  auto gqa = [](onnx::GraphProto* g, std::vector<std::string> extra = {},
+                std::vector<std::string> out = {"y"}) {
+    *g->add_input() = tensor_info("lens", 6, {"2"});  // int32
+    *g->add_input() = tensor_info("total", 6, {});
+    std::vector<std::string> in = {"x", "x", "x", "", "", "lens", "total"};
+    in.insert(in.end(), extra.begin(), extra.end());
+    auto* n = add_node(g, "GroupQueryAttention", in, std::move(out), "attn", "com.microsoft");
+    set_int(n, "num_heads", 2);
+    set_int(n, "kv_num_heads", 1);
+    return n;
+  };
   const std::vector<Case> cases = {
+      {"GroupQueryAttention's smooth softmax",
+       [&](onnx::GraphProto* g) { set_int(gqa(g), "smooth_softmax", 1); }, "smooth_softmax=1 is not read"},
+      {"GroupQueryAttention's head sinks",
+       [&](onnx::GraphProto* g) {
+         gqa(g, {"", "", "", "", "g"});
+       },
+       "head_sink (input 11, a sink added to each head's softmax) is not read"},
+      {"GroupQueryAttention's quantized cache",
+       [&](onnx::GraphProto* g) { set_int(gqa(g), "kv_cache_bit_width", 8); }, "a quantized KV cache"},
+      {"GroupQueryAttention's Q and K norms, which onnxruntime's CPU kernel does not implement",
+       [&](onnx::GraphProto* g) {
+         gqa(g, {"", "", "", "", "", "", "", "g", "g"});
+       },
+       "q_norm_weight and k_norm_weight (inputs 14 and 15) are not read"},
+      {"GroupQueryAttention's right-padded chunks",
+       [&](onnx::GraphProto* g) {
+         gqa(g, {"", "", "", "", "", "", "", "", "", "lens"});
+       },
+       "query_seqlens (input 16, right-padded chunks) is not read"},
+      {"GroupQueryAttention's window-sized cache",
+       [&](onnx::GraphProto* g) { set_int(gqa(g), "sliding_window_cache", 1); },
+       "sliding_window_cache=1 (a cache that evicts inside the op) is not read"},
+      {"GroupQueryAttention's QK output",
+       [&](onnx::GraphProto* g) {
+         gqa(g, {}, {"y", "", "", "qk"});
+         *g->add_output() = tensor_info("qk", 1, {});
+       },
+       "its QK output (output 3, qk_output) is not written"},
+      {"GroupQueryAttention with a window and no causal mask",
+       [&](onnx::GraphProto* g) {
+         auto* n = gqa(g);
+         set_int(n, "causal", 0);
+         set_int(n, "local_window_size", 4);
+       },
+       "local_window_size is given with causal=0"},
+      {"GroupQueryAttention with a rotary embedding and no caches",
+       [&](onnx::GraphProto* g) { set_int(gqa(g), "do_rotary", 1); },
+       "do_rotary=1 needs cos_cache and sin_cache"},
+      {"GroupQueryAttention whose query heads are not a multiple of the KV heads",
+       [&](onnx::GraphProto* g) { set_int(gqa(g), "kv_num_heads", 3); },
+       "num_heads a multiple of kv_num_heads"},
+      {"GroupQueryAttention with a past key and no past value",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("lens", 6, {"2"});
+         *g->add_input() = tensor_info("total", 6, {});
+         auto* n = add_node(g, "GroupQueryAttention", {"x", "x", "x", "x", "", "lens", "total"}, {"y"},
+                            "attn", "com.microsoft");
+         set_int(n, "num_heads", 2);
+         set_int(n, "kv_num_heads", 1);
+       },
+       "past_key and past_value (inputs 3 and 4) are given together or not at all"},
       {"a rotary embedding inside Attention",
        [&](onnx::GraphProto* g) {
          set_int(attention(g, {"x", "w"}), "do_rotary", 1);
