@@ -930,6 +930,29 @@ def models():
         "llama_int4": quantized(t["llama_ts"], "int4"),
     })
 
+    # onnxruntime-genai's model builder (tried 2026-11-28, bench/exports/genai_export.py): a LLaMA
+    # decoder as genai runs it, GroupQueryAttention with its KV cache; PyTorch's logits and caches.
+    def genai(make, precision="fp32", provider="cpu"):
+        def run(out):
+            from genai_export import export_genai
+            export_genai(make, save_case, out, precision, provider)
+        return run
+    t.update({
+        "llama_genai": genai(lambda: tf.LlamaForCausalLM(tf.LlamaConfig(**llama))),
+        "llama_genai_int4": genai(lambda: tf.LlamaForCausalLM(tf.LlamaConfig(**llama)), "int4"),
+        "llama_genai_f16": genai(lambda: tf.LlamaForCausalLM(tf.LlamaConfig(**llama)), "fp16"),
+        "llama_genai_cuda_f16": genai(lambda: tf.LlamaForCausalLM(tf.LlamaConfig(**llama)), "fp16", "cuda"),
+        # Qwen2's Q, K and V biases; Qwen3's per-head Q and K norms (written before the op); Phi-3;
+        # Gemma's scaled embeddings and (1 + w) norms.
+        "qwen2_genai": genai(lambda: tf.Qwen2ForCausalLM(tf.Qwen2Config(**small, num_key_value_heads=2))),
+        "qwen3_genai": genai(lambda: tf.Qwen3ForCausalLM(tf.Qwen3Config(**small, num_key_value_heads=2,
+                                                                           head_dim=32))),
+        "phi3_genai": genai(lambda: tf.Phi3ForCausalLM(tf.Phi3Config(**small, num_key_value_heads=2,
+                                                                        pad_token_id=0))),
+        "gemma_genai": genai(lambda: tf.GemmaForCausalLM(tf.GemmaConfig(**small, num_key_value_heads=2,
+                                                                           head_dim=32))),
+    })
+
     # Optimized by onnxruntime's transformer optimizer (tried 2026-11-27): its contrib ops
     # (SkipLayerNormalization, BiasGelu, FastGelu, SkipSimplifiedLayerNormalization, Attention,
     # EmbedLayerNormalization), PyTorch's outputs as expected.

@@ -1,0 +1,141 @@
+"""onnxruntime-genai's model builder (onnxruntime_genai.models.builder), as a user turns a Hugging Face
+decoder into the files onnxruntime-genai runs: each layer's attention one GroupQueryAttention (packed
+QKV, rotary inside, the KV cache heads first), its norms SkipSimplifiedLayerNormalization. The model
+is seeded random and saved with a word-level tokenizer of its vocabulary (the builder reads one);
+the test data sets are PyTorch's logits and caches for the same steps:
+
+    0  a prompt: batch 2, sequence 32, an empty cache (past length 0)
+    1  a decoding step: batch 2, one token after that prompt's cache
+    2  a later chunk of a prompt: batch 1, 5 tokens after 7 cached
+    3  data set 1's step with the cache in a buffer of 64 rows, as onnxruntime-genai runs the
+       model on CUDA (past and present share one buffer): the rows past each batch's length are
+       zeros in the past, and the present's are expected zero too (the op leaves them unspecified;
+       onnxruntime's CPU kernel zeroes them, and a kernel that writes the new rows in place keeps
+       the past's)
+
+With `precision` "fp16" the builder writes float16 weights, caches and logits; the expected
+outputs are PyTorch's for the model in float16. Its file for `provider` "cuda" is the one
+onnxruntime-genai runs on NVIDIA GPUs: GroupQueryAttention in float16 over a cache buffer shared
+by past and present (genai_config.json's past_present_share_buffer), data set 3's form. Its CPU
+file writes attention as MultiHeadAttention and RotaryEmbedding over a causal mask of ONNX ops
+instead (onnxruntime 1.32 fails on that file's decoding step: "Shape mismatch attempting to
+re-use buffer"), and has data sets 0 and 1 only: its causal mask, [S, S] expanded to the keys,
+and its attention mask over the past's rows do not admit a later chunk or a cache buffer (its
+graph's own shapes fail).
+With `precision` "int4" the builder quantizes every MatMul's weight to MatMulNBits (4 bits, blocks of
+32), as genai's int4 files ship, and each data set's expected outputs are onnxruntime's for the file
+(with its graph optimizations off, each node as written, and the MatMulNBits at accuracy level 1,
+float32 products: below), not PyTorch's.
+
+Without padding: the builder's attention reads each batch's length from the mask and takes the
+cached keys as the first ones, which a left-padded Hugging Face cache is not.
+Needs `pip install onnxruntime-genai` next to export.py's packages. Tooling only."""
+import copy
+import os
+import subprocess
+import sys
+import tempfile
+
+import onnx
+import torch
+from transformers import DynamicCache
+
+
+def save_tokenizer(path, vocab):
+    import transformers as tf
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    words = {f"t{i}": i for i in range(vocab)}
+    tok = Tokenizer(models.WordLevel(words, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tf.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", bos_token="t1",
+                               eos_token="t2").save_pretrained(path)
+
+
+def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
+    torch.manual_seed(0)
+    model = make_model().eval()
+    cfg = model.config
+    with tempfile.TemporaryDirectory() as tmp:
+        hf = os.path.join(tmp, "hf")
+        model.save_pretrained(hf)
+        save_tokenizer(hf, cfg.vocab_size)
+        subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-m", "local", "-i", hf,
+                        "-o", out, "-p", precision, "-e", provider, "-c", os.path.join(tmp, "cache")],
+                       check=True, stdout=subprocess.DEVNULL)
+    graph = onnx.load(os.path.join(out, "model.onnx"), load_external_data=False).graph
+    names_in = [i.name for i in graph.input]
+    half = {i.name for i in graph.input if i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
+    names_out = [o.name for o in graph.output]
+    layers = cfg.num_hidden_layers
+    heads_kv = cfg.num_key_value_heads
+    head = cfg.hidden_size // cfg.num_attention_heads
+
+    oracle = None  # PyTorch's outputs; else onnxruntime's
+    if precision == "fp16":
+        model = model.half()  # the builder's float16 weights are these roundings
+    elif precision != "fp32":
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        # The builder asks for accuracy_level 4, which lets onnxruntime quantize A to int8 blocks
+        # (1.6e-2 apart from the float product on these logits, measured); the op's value is the
+        # float product of A and the dequantized weight: onnxruntime's at level 1 (float32).
+        file = onnx.load(os.path.join(out, "model.onnx"))
+        for node in file.graph.node:
+            for a in node.attribute:
+                if node.op_type == "MatMulNBits" and a.name == "accuracy_level":
+                    a.i = 1
+        oracle = ort.InferenceSession(file.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+    def cache_of(c):
+        kv = {}
+        for i in range(layers):
+            kv[f"key.{i}"], kv[f"value.{i}"] = c.layers[i].keys, c.layers[i].values
+        return kv
+
+    def grown(t, rows):  # [B, Nkv, T, H] with zero rows after it up to `rows`
+        return t if rows is None else torch.nn.functional.pad(t, (0, 0, 0, rows - t.shape[2]))
+
+    def step(k, ids, past, rows=None):
+        """Runs `ids` after `past` (a DynamicCache or None) and saves data set k; with `rows`, the
+        past and present caches are given in buffers of that many rows."""
+        batch, seq = ids.shape
+        cached = 0 if past is None else past.get_seq_length()
+        mask = torch.ones(batch, cached + seq, dtype=torch.int64)
+        empty = torch.zeros(batch, heads_kv, 0, head, dtype=model.dtype)
+        before = cache_of(past) if past is not None else {}
+        with torch.no_grad():
+            r = model(input_ids=ids, attention_mask=mask, past_key_values=past if past is not None else DynamicCache(),
+                      use_cache=True)
+        after = cache_of(r.past_key_values)
+        # position_ids: read by the float16 files (attention as MultiHeadAttention there)
+        feeds = {"input_ids": ids, "attention_mask": mask,
+                 "position_ids": torch.arange(cached, cached + seq).expand(batch, seq).contiguous()}
+        for i in range(layers):
+            for part in ("key", "value"):
+                feeds[f"past_key_values.{i}.{part}"] = grown(before.get(f"{part}.{i}", empty), rows)
+        feeds = {n: t.half() if n in half else t for n, t in feeds.items()}
+        results = {"logits": r.logits}
+        for i in range(layers):
+            for part in ("key", "value"):
+                results[f"present.{i}.{part}"] = grown(after[f"{part}.{i}"], rows)
+        outs = [results[n] for n in names_out]
+        if oracle is not None:
+            outs = oracle.run(None, {n: feeds[n].numpy() for n in names_in})
+        save_case(out, names_in, [feeds[n] for n in names_in], names_out, outs, k)
+        return r.past_key_values
+
+    g = torch.Generator().manual_seed(1)
+    tokens = lambda b, s: torch.randint(0, cfg.vocab_size, (b, s), generator=g)  # noqa: E731
+    prompt = tokens(2, 32)
+    with torch.no_grad():
+        cache = model(input_ids=prompt, use_cache=True).past_key_values
+    step(0, prompt, None)
+    token = tokens(2, 1)
+    step(1, token, copy.deepcopy(cache))
+    with torch.no_grad():
+        chunk_cache = model(input_ids=tokens(1, 7), use_cache=True).past_key_values
+    if not any(n.op_type == "GroupQueryAttention" for n in graph.node):
+        return  # the float16 CPU file: its mask is [S, S] expanded to the keys, over the past's rows
+    step(2, tokens(1, 5), chunk_cache)
+    step(3, token, cache, rows=64)
