@@ -90,7 +90,8 @@ StatusOr<Kernel> lower_map(const Node& n, int index, IndexWidth ix);
 // ScatterElements and ScatterND; TensorScatter (`in_place`: only its update is written).
 // (lower_scatter.cc)
 StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix);
-StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, bool in_place);
+StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, bool in_place,
+                                      const std::string& part_name = "");
 // A Transpose `n` (permutation `perm`) through 32x32 shared-memory tiles when it moves the
 // input's inner axis and both sides of the tile are long enough; nothing otherwise.
 std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std::vector<int64_t>& perm,

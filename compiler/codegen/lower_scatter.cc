@@ -114,7 +114,8 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
 // circular; a linear write past the cache's end is dropped (the reference interpreter reports it).
 // Otherwise one thread per cache element takes the update at (c - write index) where that is
 // inside the update, else the past value.
-StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, bool in_place) {
+StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, bool in_place,
+                                      const std::string& part_name) {
   const Value *past = n.input(0), *update = n.input(1), *start = n.inputs.size() > 2 ? n.input(2) : nullptr,
               *out = n.output(0);
   const Dims &pd = dims(past), &ud = dims(update);
@@ -140,8 +141,9 @@ StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, b
     const std::string x = b.param(update, false);
     b.line(fmt::format("{}[{} + {} * {}] = {}[i];", b.param(out, true), rest, narrow(ix, "c"),
                        b.lit(ps[axis]), x));
-    Kernel k = b.finish(
-        fmt::format(", the update written in place along axis {} of a {}-position cache", axis, len));
+    Kernel k =
+        b.finish(fmt::format(", the update written in place along axis {} of a {}-position cache", axis, len),
+                 part_name);
     k.bytes_moved = 2 * num_elements(ud) * dtype_size(update->dtype) + (start ? dims(start)[0] * 8 : 0);
     return k;
   }
@@ -150,7 +152,7 @@ StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, b
   const std::string x = b.param(update, false), p = b.param(past, false), y = b.param(out, true);
   b.line(fmt::format("{}[i] = (s >= 0 && s < {}LL) ? {}[{} + {} * {}] : {}[i];", y, count, x, rest,
                      narrow(ix, "s"), b.lit(us[axis]), p));
-  return b.finish(fmt::format(", the update gathered along axis {}", axis));
+  return b.finish(fmt::format(", the update gathered along axis {}", axis), part_name);
 }
 
 StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, bool in_place, int64_t index32_limit) {

@@ -81,20 +81,29 @@ class MapBuilder {
   void line(const std::string& s) { body_.push_back(std::string(static_cast<size_t>(2 * depth_), ' ') + s); }
   void indent(int delta) { depth_ += delta; }
 
-  Kernel finish(const std::string& mapping_extra = "") {
+  // The kernel; with `part_name`, a part of a packed kernel (lower_packed) instead: a static
+  // __device__ function of that name taking the parameters, then its block index and count.
+  Kernel finish(const std::string& mapping_extra = "", const std::string& part_name = "") {
     const int64_t n = num_elements(domain_);
     k_.block = {kMapBlock, 1, 1};
     k_.grid = {std::clamp<int64_t>((n + kMapBlock - 1) / kMapBlock, 1, kMaxMapBlocks), 1, 1};
     k_.mapping = fmt::format("grid-stride loop, one thread per element of {} ({} elements){}",
                              dims_to_string(domain_), n, mapping_extra);
     CudaWriter w;
-    w.raw_line(kernel_header(k_));
-    open_kernel(w, k_, kMapBlock);
     const char* t = ix_.type();
+    std::string first = fmt::format("({})blockIdx.x", t), blocks = fmt::format("({})gridDim.x", t);
+    if (part_name.empty()) {
+      w.raw_line(kernel_header(k_));
+      open_kernel(w, k_, kMapBlock);
+    } else {
+      k_.name = part_name;
+      w.line("// {}: {}", k_.name, k_.mapping);
+      w.open("static __device__ __forceinline__ void {}({}, const long long bid, const long long nblk)",
+             k_.name, kernel_signature(k_));
+      first = fmt::format("({})bid", t), blocks = fmt::format("({})nblk", t);
+    }
     w.line("const {} n = {};", t, lit(n));
-    w.open(
-        "for ({0} i = ({0})blockIdx.x * blockDim.x + threadIdx.x; i < n; i += ({0})gridDim.x * blockDim.x)",
-        t);
+    w.open("for ({0} i = {1} * blockDim.x + threadIdx.x; i < n; i += {2} * blockDim.x)", t, first, blocks);
     if (n == 0) {
       w.comment("empty domain: nothing to compute");
     } else {

@@ -78,6 +78,13 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
   };
   std::map<int, const Value*> in_place_input;  // step -> input it may overwrite (scalar kernels)
   std::set<const Value*> written_in_place;     // outputs sharing a graph input's storage
+  // A TensorScatter's update written into past_cache's storage (a graph input), which present_cache
+  // then shares: the cache is not copied.
+  auto written_into_input = [&](const Node& n) {
+    producer_step.erase(n.output(0));
+    root[n.output(0)] = n.input(0);
+    written_in_place.insert(n.output(0));
+  };
 
   NodeGroups units;
   if (groups) units = *groups;
@@ -110,10 +117,17 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
     if (packs && (*packs)[ui] >= 0) {  // consecutive groups of one pack: one launch
       std::vector<StitchPart> parts;
       size_t end = ui;
-      for (; end < units.size() && (*packs)[end] == (*packs)[ui]; ++end) parts.push_back({units[end], escaping_of(units[end])});
+      for (; end < units.size() && (*packs)[end] == (*packs)[ui]; ++end) {
+        const auto& u = units[end];
+        const bool in_place = u.size() == 1 && u.front()->op_type == "TensorScatter" &&
+                              ops::tensor_scatter_in_place(g, *u.front());
+        parts.push_back({u, escaping_of(u), in_place});
+      }
       if (parts.size() > 1) {
         ASSIGN_OR_RETURN(Kernel k, lower_packed(parts, kernel_index++));
         push_kernel(std::move(k));
+        for (const StitchPart& part : parts)
+          if (part.scatter_in_place) written_into_input(*part.nodes.front());
         ui = end - 1;
         continue;
       }
@@ -131,13 +145,9 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
         break;
       case NodeLowering::kKernel: {
         if (n.op_type == "TensorScatter" && ops::tensor_scatter_in_place(g, n)) {
-          // The update written into past_cache's storage (a graph input), which present_cache
-          // then shares: the cache is not copied.
           ASSIGN_OR_RETURN(Kernel k, lower_tensor_scatter(n, kernel_index++, true));
           push_kernel(std::move(k));
-          producer_step.erase(n.output(0));
-          root[n.output(0)] = n.input(0);
-          written_in_place.insert(n.output(0));
+          written_into_input(n);
           break;
         }
         if (split_row_op(n)) {  // few long rows: the stitcher's split mapping (global stitching)

@@ -207,6 +207,9 @@ std::set<const Value*> group_outputs(const Graph& g,
 struct StitchPart {
   std::vector<const Node*> nodes;
   std::set<const Value*> stored;
+  // A TensorScatter alone that writes its update into its cache input's storage
+  // (ops::tensor_scatter_in_place): lowered by lower_tensor_scatter, not the stitcher.
+  bool scatter_in_place = false;
 };
 StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index);
 // One part of a packed kernel (for lower_packed): a static __device__ function `part_name`

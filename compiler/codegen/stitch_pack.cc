@@ -18,9 +18,18 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   out.name =
       fmt::format("k{:03d}_pack{}_{}", index, parts.size(), snake(parts.front().nodes.front()->op_type));
   for (size_t i = 0; i < parts.size(); ++i) {
-    ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(parts[i].nodes, parts[i].stored));
     const std::string name =
         fmt::format("{}_part{}", out.name, i);  // the kernel's name first: renaming it renames these
+    if (parts[i].scatter_in_place) {            // a KV cache's update, written into the cache's storage
+      const Node& n = *parts[i].nodes.front();
+      ASSIGN_OR_RETURN(Kernel k,
+                       lower_tensor_scatter(n, index, index_width({&n}, kIndex32Limit), true, name));
+      if (!ks.empty() && k.block != ks.front().block)
+        return Status::internal(fmt::format("packed kernel {}: parts with different block sizes", index));
+      ks.push_back(std::move(k));
+      continue;
+    }
+    ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(parts[i].nodes, parts[i].stored));
     ASSIGN_OR_RETURN(Kernel k, lower_stitched_part(parts[i].nodes, info, index, true, name));
     if (smem + k.static_smem_bytes > kRowCacheBudget + 1024) {  // the parts' caches share one block's budget
       ASSIGN_OR_RETURN(k, lower_stitched_part(parts[i].nodes, info, index, false, name));

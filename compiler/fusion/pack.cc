@@ -4,6 +4,7 @@
 
 #include "codegen/lower.h"
 #include "fusion/planner.h"
+#include "ops/op_util.h"
 #include "support/check.h"
 
 namespace stitch::fusion {
@@ -17,6 +18,8 @@ int64_t Planner::stitched_block(const std::vector<int>& m) {
     return rm.split() ? 0 : rm.block;  // a cooperative kernel's grid barriers admit no other parts
   }
   const Node* n = nodes_[m[0]];
+  // A KV cache's update written into the cache input: a grid-stride loop over the update.
+  if (n->op_type == "TensorScatter" && ops::tensor_scatter_in_place(g_, *n)) return codegen::kMapBlock;
   if (!fusible_[m[0]] || codegen::classify_node(*n) != codegen::NodeLowering::kKernel) return 0;
   auto info = codegen::analyze_stitch({n}, escaping({n}));
   if (!info.is_ok()) return 0;

@@ -348,8 +348,8 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
         grp.reason = !fusible_[m[0]]
                          ? (o_.no_fuse.count(n->name) ? "in --no-fuse"
                             : ops::tensor_scatter_in_place(g_, *n)
-                                ? fmt::format("the update written into input '{}' in place (own kernel; the "
-                                              "present cache is that input's buffer)",
+                                ? fmt::format("the update written into input '{}' in place (not stitched "
+                                              "with other ops; the present cache is that input's buffer)",
                                               n->input(0)->name)
                                 : "an op the stitcher does not take (own kernel)")
                          : "no merge with a neighbour is legal and cheaper (see rejected merges)";

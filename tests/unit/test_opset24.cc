@@ -296,8 +296,8 @@ TEST_CASE("bad opset-24 to 28 input is an error naming the node", "[errors]") {
 
 TEST_CASE("a decoding loop writes its KV caches in place and carries them between steps without copies",
           "[runtime][emu]") {
-  // TensorScatter into cache inputs read by nothing else: the kernel writes the step's K and V into
-  // the inputs' buffers, the present caches are those buffers (manifest: in_place_of_input), and
+  // TensorScatter into cache inputs read by nothing else: one packed kernel writes the step's K and
+  // V into the inputs' buffers, the present caches are those buffers (manifest: in_place_of_input), and
   // Session::carry of them costs nothing. Three steps, each against the reference interpreter
   // given the reference's caches of the step before.
   auto g = parse_or_die(R"(graph "decode" opset 24 {
@@ -328,10 +328,18 @@ TEST_CASE("a decoding loop writes its KV caches in place and carries them betwee
   REQUIRE(s.is_ok());
   CHECK(s->outputs_in_inputs == std::map<int, int>{{1, 3}, {2, 4}});
   for (const codegen::Step& st : s->steps) CHECK(st.kind != codegen::Step::kCopy);
-  int in_place = 0;
-  for (const codegen::Kernel& k : s->kernels)
-    in_place += k.mapping.find("written in place") != std::string::npos;
+  // Both writes in one launch: the two scatters have no path between them and pack.
+  int in_place = 0, packed = 0;
+  for (const codegen::Kernel& k : s->kernels) {
+    int here = 0;
+    for (size_t at = k.mapping.find("written in place"); at != std::string::npos;
+         at = k.mapping.find("written in place", at + 1))
+      ++here;
+    in_place += here;
+    packed += here == 2 && k.scheme == "independent";
+  }
   CHECK(in_place == 2);
+  CHECK(packed == 1);
   codegen::CompileOptions o;
   o.run_nvcc = false;
   o.model_path = "/dev/null";
