@@ -369,22 +369,28 @@ Status group_query_attention(Writer& w, const Node& c) {
   Value* past_len =
       w.op("Where", "past_lengths", {first, w.i64("no_past", 0), w.op("Sub", "cached", {lens, seq})});
   if (rotary) {
+    // Each rotation computes its positions itself: one value read by both would be a kernel of
+    // its own, ahead of the two that rotate (they are cheap to compute twice).
     Value* steps = w.op("Range", "steps", {w.i64("step0", 0), seq, w.i64("step1", 1)});
-    Value* at = w.op("Add", "positions",
-                     {w.op("Unsqueeze", "past_column", {past_len, w.ints("column_axis", {1})}), steps});
-    if (pos) {  // a first prompt reads only the first value: an offset
-      Value* given = w.op("Cast", "position_ids_i64", {pos}, to_i64);
-      Value* p0 =
-          w.op("Gather", "first_position",
-               {w.op("Reshape", "position_list", {given, w.ints("list_shape", {-1})}), w.i64("at0", 0)},
-               {{"axis", int64_t{0}}});
-      at = w.op("Where", "rotary_positions", {first, w.op("Add", "offset_positions", {steps, p0}), given});
-    }
+    Value* column = w.op("Unsqueeze", "past_column", {past_len, w.ints("column_axis", {1})});
+    Value* p0 = nullptr;
+    if (pos)  // a first prompt reads only the first value: an offset
+      p0 = w.op("Gather", "first_position",
+                {w.op("Reshape", "position_list",
+                      {w.op("Cast", "position_ids_i64", {pos}, to_i64), w.ints("list_shape", {-1})}),
+                 w.i64("at0", 0)},
+                {{"axis", int64_t{0}}});
+    auto positions = [&](const std::string& part) {
+      if (!pos) return w.op("Add", part + "_positions", {column, steps});
+      Value* given = w.op("Cast", part + "_position_ids", {pos}, to_i64);
+      return w.op("Where", part + "_positions",
+                  {first, w.op("Add", part + "_offset_positions", {steps, p0}), given});
+    };
     std::map<std::string, AttrValue> attrs = {{"interleaved", c.attr_int("rotary_interleaved", 0)}};
     if (cos->constant && cos->constant->dims().size() == 2)  // a part of each head rotates
       attrs["rotary_embedding_dim"] = 2 * cos->constant->dims()[1];
-    qh = w.op("RotaryEmbedding", "q_rotary", {qh, cos, sin, at}, attrs);
-    kh = w.op("RotaryEmbedding", "k_rotary", {kh, cos, sin, at}, attrs);
+    qh = w.op("RotaryEmbedding", "q_rotary", {qh, cos, sin, positions("q")}, attrs);
+    kh = w.op("RotaryEmbedding", "k_rotary", {kh, cos, sin, positions("k")}, attrs);
   }
   Value* pk = present_cache(w, past_k, kh, past_len, total, c.output(1), "present_key");
   Value* pv = present_cache(w, past_v, vh, past_len, total, c.output(2), "present_value");

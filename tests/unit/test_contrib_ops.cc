@@ -57,6 +57,31 @@ std::multiset<std::string> ops_of(const Graph& g) {
   return ops;
 }
 
+// A decoding step of GroupQueryAttention (2 query heads over 1 KV head of `head` values each): Q
+// [2, 1, 2 * head], one K and V input [2, 1, head], a cache buffer of 8 rows holding up to
+// total_sequence_length = 6 keys (a shared buffer: no rows to grow), the key counts an input;
+// `extra` inputs after those (the rotary caches). The caller sets attributes beyond the heads.
+onnx::NodeProto* gqa_decoding_step(onnx::ModelProto& m, int head, std::vector<std::string> extra = {}) {
+  auto* g = m.mutable_graph();
+  const std::string h = std::to_string(head);
+  *g->add_input() = tensor_info("q", 1, {"2", "1", std::to_string(2 * head)});
+  *g->add_input() = tensor_info("kv", 1, {"2", "1", h});
+  *g->add_input() = tensor_info("past_k", 1, {"2", "1", "8", h});
+  *g->add_input() = tensor_info("past_v", 1, {"2", "1", "8", h});
+  *g->add_input() = tensor_info("lens", 6, {"2"});  // int32
+  auto* total = g->add_initializer();
+  total->set_name("total");
+  total->set_data_type(6);
+  total->add_int32_data(6);
+  std::vector<std::string> in = {"q", "kv", "kv", "past_k", "past_v", "lens", "total"};
+  in.insert(in.end(), extra.begin(), extra.end());
+  auto* a = add_node(g, "GroupQueryAttention", in, {"y", "present_k", "present_v"}, "attn", "com.microsoft");
+  set_int(a, "num_heads", 2);
+  set_int(a, "kv_num_heads", 1);
+  for (const char* o : {"y", "present_k", "present_v"}) *g->add_output() = tensor_info(o, 1, {});
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("onnxruntime's normalizations and GELUs import as the ONNX ops they are defined by",
@@ -164,25 +189,9 @@ TEST_CASE("onnxruntime's MultiHeadAttention imports as Attention, heads first wh
 
 TEST_CASE("onnxruntime's GroupQueryAttention imports as TensorScatter into the cache and Attention",
           "[importer][contrib]") {
-  // A decoding step: 2 query heads of 4 over 1 KV head, a cache buffer of 8 rows holding up to
-  // total_sequence_length = 6 keys (a shared buffer: no rows to grow), a local window of 3.
+  // A decoding step (gqa_decoding_step, heads of 4) with a local window of 3.
   onnx::ModelProto m = contrib_model(17);
-  auto* g = m.mutable_graph();
-  *g->add_input() = tensor_info("q", 1, {"2", "1", "8"});
-  *g->add_input() = tensor_info("kv", 1, {"2", "1", "4"});
-  *g->add_input() = tensor_info("past_k", 1, {"2", "1", "8", "4"});
-  *g->add_input() = tensor_info("past_v", 1, {"2", "1", "8", "4"});
-  *g->add_input() = tensor_info("lens", 6, {"2"});  // int32
-  auto* total = g->add_initializer();
-  total->set_name("total");
-  total->set_data_type(6);
-  total->add_int32_data(6);
-  auto* a = add_node(g, "GroupQueryAttention", {"q", "kv", "kv", "past_k", "past_v", "lens", "total"},
-                     {"y", "present_k", "present_v"}, "attn", "com.microsoft");
-  set_int(a, "num_heads", 2);
-  set_int(a, "kv_num_heads", 1);
-  set_int(a, "local_window_size", 3);
-  for (const char* o : {"y", "present_k", "present_v"}) *g->add_output() = tensor_info(o, 1, {});
+  set_int(gqa_decoding_step(m, 4), "local_window_size", 3);
   auto imported = import(m);
   INFO(imported.status().message());
   REQUIRE(imported.is_ok());
@@ -209,6 +218,46 @@ TEST_CASE("onnxruntime's GroupQueryAttention imports as TensorScatter into the c
     CHECK(scatter->input(0) == graph.find_value(std::string("past_") + name[8]));
     CHECK(ops::tensor_scatter_in_place(graph, *scatter));
   }
+}
+
+TEST_CASE("GroupQueryAttention's rotary positions are computed in the kernels that rotate",
+          "[importer][contrib][fusion]") {
+  // A decoding step (gqa_decoding_step, heads of 16) with the rotary embedding inside: Q's and
+  // K's rotations each compute their positions (past length + step), so no kernel computes only
+  // them ahead of the two (one launch more per layer, measured on onnxruntime-genai's files).
+  onnx::ModelProto m = contrib_model(17);
+  for (const char* name : {"cos", "sin"}) {
+    auto* cache = m.mutable_graph()->add_initializer();
+    cache->set_name(name);
+    cache->set_data_type(1);
+    cache->add_dims(16);
+    cache->add_dims(8);
+    for (int i = 0; i < 16 * 8; ++i) cache->add_float_data(0.01f * static_cast<float>(i % 7));
+  }
+  set_int(gqa_decoding_step(m, 16, {"cos", "sin"}), "do_rotary", 1);
+  auto imported = import(m);
+  INFO(imported.status().message());
+  REQUIRE(imported.is_ok());
+  Graph& graph = **imported;
+  test::run_frontend_or_die(graph);
+  auto plan = fusion::make_plan(graph, test::opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  // Each rotation's cos gather is in the group that computes the positions it gathers at.
+  std::map<const Node*, size_t> group_of;
+  const auto groups = test::groups_of(*plan);
+  for (size_t i = 0; i < groups.size(); ++i)
+    for (const Node* n : groups[i]) group_of[n] = i;
+  int rotations = 0;
+  for (const auto& [n, i] : group_of) {
+    if (n->name.find("_rotary/cos_at_positions") == std::string::npos) continue;
+    ++rotations;
+    INFO(n->name);
+    const Node* at = n->input(1)->producer;
+    REQUIRE(at != nullptr);
+    CHECK(group_of.at(at) == i);
+  }
+  CHECK(rotations == 2);
 }
 
 TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the node",
