@@ -119,9 +119,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
       size_t end = ui;
       for (; end < units.size() && (*packs)[end] == (*packs)[ui]; ++end) {
         const auto& u = units[end];
-        const bool in_place = u.size() == 1 && u.front()->op_type == "TensorScatter" &&
-                              ops::tensor_scatter_in_place(g, *u.front());
-        parts.push_back({u, escaping_of(u), in_place});
+        parts.push_back({u, escaping_of(u), u.size() == 1 && ops::tensor_scatter_in_place(g, *u.front())});
       }
       if (parts.size() > 1) {
         ASSIGN_OR_RETURN(Kernel k, lower_packed(parts, kernel_index++));
@@ -144,7 +142,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
         ++s.views;
         break;
       case NodeLowering::kKernel: {
-        if (n.op_type == "TensorScatter" && ops::tensor_scatter_in_place(g, n)) {
+        if (ops::tensor_scatter_in_place(g, n)) {
           ASSIGN_OR_RETURN(Kernel k, lower_tensor_scatter(n, kernel_index++, true));
           push_kernel(std::move(k));
           written_into_input(n);

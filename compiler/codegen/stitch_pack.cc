@@ -10,6 +10,25 @@
 
 namespace stitch::codegen {
 
+namespace {
+
+// One part of a packed kernel named `name`: a KV cache's update written into the cache's storage
+// (lower_tensor_scatter), or a stitched kernel whose row caches stay out when they would not fit
+// next to the `smem` bytes the parts before it take (they share one block's budget).
+StatusOr<Kernel> lower_part(const StitchPart& part, int index, const std::string& name, int64_t smem) {
+  if (part.scatter_in_place) {
+    const Node& n = *part.nodes.front();
+    return lower_tensor_scatter(n, index, index_width({&n}, kIndex32Limit), true, name);
+  }
+  ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(part.nodes, part.stored));
+  ASSIGN_OR_RETURN(Kernel k, lower_stitched_part(part.nodes, info, index, true, name));
+  if (smem + k.static_smem_bytes > kRowCacheBudget + 1024)
+    return lower_stitched_part(part.nodes, info, index, false, name);
+  return k;
+}
+
+}  // namespace
+
 StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   STITCH_CHECK(parts.size() >= 2, "a packed kernel needs two parts");
   std::vector<Kernel> ks;
@@ -20,20 +39,7 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string name =
         fmt::format("{}_part{}", out.name, i);  // the kernel's name first: renaming it renames these
-    if (parts[i].scatter_in_place) {            // a KV cache's update, written into the cache's storage
-      const Node& n = *parts[i].nodes.front();
-      ASSIGN_OR_RETURN(Kernel k,
-                       lower_tensor_scatter(n, index, index_width({&n}, kIndex32Limit), true, name));
-      if (!ks.empty() && k.block != ks.front().block)
-        return Status::internal(fmt::format("packed kernel {}: parts with different block sizes", index));
-      ks.push_back(std::move(k));
-      continue;
-    }
-    ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(parts[i].nodes, parts[i].stored));
-    ASSIGN_OR_RETURN(Kernel k, lower_stitched_part(parts[i].nodes, info, index, true, name));
-    if (smem + k.static_smem_bytes > kRowCacheBudget + 1024) {  // the parts' caches share one block's budget
-      ASSIGN_OR_RETURN(k, lower_stitched_part(parts[i].nodes, info, index, false, name));
-    }
+    ASSIGN_OR_RETURN(Kernel k, lower_part(parts[i], index, name, smem));
     smem += k.static_smem_bytes;
     if (!ks.empty() && k.block != ks.front().block)
       return Status::internal(fmt::format("packed kernel {}: parts with different block sizes", index));

@@ -19,7 +19,7 @@ int64_t Planner::stitched_block(const std::vector<int>& m) {
   }
   const Node* n = nodes_[m[0]];
   // A KV cache's update written into the cache input: a grid-stride loop over the update.
-  if (n->op_type == "TensorScatter" && ops::tensor_scatter_in_place(g_, *n)) return codegen::kMapBlock;
+  if (ops::tensor_scatter_in_place(g_, *n)) return codegen::kMapBlock;
   if (!fusible_[m[0]] || codegen::classify_node(*n) != codegen::NodeLowering::kKernel) return 0;
   auto info = codegen::analyze_stitch({n}, escaping({n}));
   if (!info.is_ok()) return 0;
