@@ -275,9 +275,8 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index, IndexWidth ix) {
   const bool is_max = op == "ReduceMax" || op == "GlobalMaxPool", is_min = op == "ReduceMin";
   std::string result;
   if (is_max || is_min) {
-    std::string init = is_int(x->dtype) ? (is_max ? "(long long)(-9223372036854775807LL - 1)" : "9223372036854775807LL")
-                                        : literal(is_max ? -INFINITY : INFINITY, ct);
-    k.reduce_pass(ct, "acc", init, is_max ? "stitch_dev::Max()" : "stitch_dev::Min()", v);
+    k.reduce_pass(ct, "acc", extreme_literal(is_max, ct), is_max ? "stitch_dev::Max()" : "stitch_dev::Min()",
+                  v);
     result = "acc";
   } else if (op == "ReduceProd") {
     k.reduce_pass(ct, "acc", literal(1, ct), "stitch_dev::Prod()", v);
@@ -289,7 +288,7 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index, IndexWidth ix) {
     result = fmt::format("{}(acc) + shift", fnm(ct, "log"));
   } else {
     std::string elem = v;
-    if (op == "ReduceL1") elem = fmt::format("{}({})", is_int(x->dtype) ? "llabs" : fnm(ct, "fabs"), v);
+    if (op == "ReduceL1") elem = magnitude(v, ct);
     if (op == "ReduceL2" || op == "ReduceSumSquare") elem = fmt::format("({0}) * ({0})", v);
     k.reduce_pass(ct, "acc", literal(0, ct), "stitch_dev::Sum()", elem);
     result = "acc";

@@ -189,6 +189,18 @@ std::string literal(double v, const std::string& ct) {
   return ct == "float" ? s + "f" : s;
 }
 
+std::string extreme_literal(bool max, const std::string& ct) {
+  if (ct == "unsigned long long") return max ? "0ULL" : "18446744073709551615ULL";
+  if (is_int_type(ct)) return max ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  return literal(max ? -INFINITY : INFINITY, ct);
+}
+
+std::string magnitude(const std::string& e, const std::string& ct) {
+  if (ct == "unsigned long long") return e;
+  if (ct == "long long") return fmt::format("llabs({})", e);
+  return fmt::format("{}({})", ct == "float" ? "fabsf" : "fabs", e);
+}
+
 bool reads_operand(const Node& n, size_t i) {
   if (i >= n.inputs.size() || n.input(i) == nullptr) return false;
   if (n.op_type == "CastLike" && i == 1) return false;

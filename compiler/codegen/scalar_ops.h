@@ -40,4 +40,11 @@ int op_instructions(const Node& n);
 // A literal of `v` in compute type `ct` ("float": 0.5f, "double": 0.5, integers: 5LL).
 std::string literal(double v, const std::string& ct);
 
+// The first value of a maximum (`max`) or minimum reduction in compute type `ct`: an infinity for
+// floating point, the type's lowest or highest value for integers (0 or all ones unsigned).
+std::string extreme_literal(bool max, const std::string& ct);
+
+// |e| in compute type `ct` (ReduceL1's terms): e itself for unsigned integers.
+std::string magnitude(const std::string& e, const std::string& ct);
+
 }  // namespace stitch::codegen

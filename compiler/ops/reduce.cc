@@ -126,19 +126,27 @@ Status eval_reduce(const Node& n, std::span<const Tensor* const> in, std::vector
                          (op == "ReduceSum" || op == "ReduceProd" || op == "ReduceMax" ||
                           op == "ReduceMin");
   if (exact_int) {
-    std::vector<int64_t> acc(m, op == "ReduceProd" ? 1
-                                : op == "ReduceMax" ? std::numeric_limits<int64_t>::min()
-                                : op == "ReduceMin" ? std::numeric_limits<int64_t>::max()
-                                                    : 0);
+    // Sums and products wrap (in unsigned arithmetic, which has the same bits); uint64's maximum
+    // and minimum compare as unsigned.
+    const bool u64 = x.dtype() == DType::kU64;
+    std::vector<uint64_t> acc(m, op == "ReduceProd"  ? 1
+                                 : op == "ReduceMax" ? (u64 ? 0 : uint64_t{1} << 63)
+                                 : op == "ReduceMin" ? (u64 ? ~uint64_t{0} : ~(uint64_t{1} << 63))
+                                                     : 0);
+    auto less = [u64](uint64_t a, uint64_t b) {
+      return u64 ? a < b : static_cast<int64_t>(a) < static_cast<int64_t>(b);
+    };
     for (int64_t i = 0; i < x.size(); ++i) {
-      int64_t v = x.get_i64(i);
-      int64_t& a = acc[offs[i]];
+      const uint64_t v = static_cast<uint64_t>(x.get_i64(i));
+      uint64_t& a = acc[offs[i]];
       if (op == "ReduceSum") a += v;
       else if (op == "ReduceProd") a *= v;
-      else if (op == "ReduceMax") a = std::max(a, v);
-      else a = std::min(a, v);
+      else if (op == "ReduceMax")
+        a = less(a, v) ? v : a;
+      else
+        a = less(v, a) ? v : a;
     }
-    for (size_t i = 0; i < m; ++i) y.set_i64(static_cast<int64_t>(i), acc[i]);
+    for (size_t i = 0; i < m; ++i) y.set_i64(static_cast<int64_t>(i), static_cast<int64_t>(acc[i]));
     out[0] = std::move(y);
     return Status::ok();
   }

@@ -9,7 +9,8 @@ writes for transformers: RMSNormalization, RotaryEmbedding and Attention; Conv p
 end than the other; DFT's one-sided, inverse one-sided, cut and padded forms and its opset-20 axis;
 DepthToSpace and SpaceToDepth at blocksize 3 and SpaceToDepth's opset-28 CRD mode; ConvTranspose
 with a bias, groups, output_padding, SAME_UPPER and large pads; LSTM, GRU and RNN in both
-directions, batch first, with linear_before_reset, Relu and sequence_lens. Expected outputs come from ONNX's
+directions, batch first, with linear_before_reset, Relu and sequence_lens; integer reductions (uint64
+maxima and minima past 2^63, int32 sums that wrap, signed products). Expected outputs come from ONNX's
 reference implementation (onnx.reference.ReferenceEvaluator), or PyTorch where that is wrong (a
 grouped ConvTranspose) or does not apply (recurrences' activations and lengths), never from stitch. Tooling only; the files are committed.
 
@@ -25,7 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
-        np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL}
+        np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL, np.uint64: TensorProto.UINT64}
 
 
 def resize_case(out, name, x, opset, attrs, roi=None, scales=None, sizes=None):
@@ -301,6 +302,21 @@ def main():
               [u(5, 3, 2), u(1, 4, 2), u(1, 4, 4), u(1, 8), np.array([5, 3, 1], np.int32), u(1, 3, 4)], 14,
               dict(hidden_size=4, direction="reverse", activations=["Relu"]), outputs=("y", "y_h"),
               oracle=torch_rnn)
+
+
+    # Integer reductions (ONNX 1.12's reduce tests are float, its ReduceSum ones int64 at most):
+    # uint64 maxima and minima past 2^63, int32 sums that wrap, int64 products of signed values
+    # and int32 means (the reference truncates toward zero).
+    big = np.array([[1, 2**63 + 5, 3], [4, 5, 6], [2**64 - 1, 2**63, 7]], np.uint64)
+    node_case(out, "test_reduce_max_stitch_uint64_upper_half", "ReduceMax", [big], 17, dict(axes=[1]))
+    node_case(out, "test_reduce_min_stitch_uint64_upper_half", "ReduceMin", [big], 17, dict(axes=[1], keepdims=0))
+    wrap = rng.integers(-2**31, 2**31, (3, 40)).astype(np.int32)
+    node_case(out, "test_reduce_sum_stitch_int32_wraps", "ReduceSum", [wrap, np.array([1], np.int64)], 17, {},
+              oracle=lambda x, a: [x.sum(axis=1, keepdims=True, dtype=np.int32)])
+    signed = rng.integers(-4, 5, (2, 3, 9)).astype(np.int64)
+    node_case(out, "test_reduce_prod_stitch_int64_signed", "ReduceProd", [signed], 17, dict(axes=[2], keepdims=0))
+    node_case(out, "test_reduce_mean_stitch_int32_truncates", "ReduceMean",
+              [rng.integers(-50, 50, (4, 7)).astype(np.int32)], 17, dict(axes=[1]))
 
 
 if __name__ == "__main__":
