@@ -71,5 +71,10 @@ inline IndexWidth index_width(const std::vector<const Node*>& nodes, int64_t lim
 // (half and bfloat16 compute in float, integers in 64 bits).
 std::string storage_type(DType t);
 std::string compute_type(DType t);
+// Bytes of one value of compute type `ct` in shared memory: 8 for double and the 64-bit integers,
+// 4 for float (and for bool, an over-estimate).
+int compute_bytes(const std::string& ct);
+// A letter naming compute type `ct` in a kernel's shared buffers (scratch_f, tile_d, outer_i...).
+std::string type_tag(const std::string& ct);
 
 }  // namespace stitch::codegen

@@ -44,6 +44,18 @@ std::string compute_type(DType t) {
   }
 }
 
+int compute_bytes(const std::string& ct) {
+  return ct == "double" || ct == "long long" || ct == "unsigned long long" ? 8 : 4;
+}
+
+std::string type_tag(const std::string& ct) {
+  if (ct == "double") return "d";
+  if (ct == "long long") return "i";
+  if (ct == "unsigned long long") return "u";
+  if (ct == "bool") return "b";
+  return "f";
+}
+
 std::string snake(const std::string& s) {
   std::string r;
   for (char c : s)

@@ -37,7 +37,7 @@ RowMapping row_mapping(const StitchInfo& info, bool allow_split) {
         1, std::min((per_thread + kWideLoadsPerThread - 1) / kWideLoadsPerThread, kWideMaxBlocks / blocks));
     return m;
   }
-  return row_mapping(info.rows, info.cols, allow_split);
+  return row_mapping(info.rows, info.cols, allow_split && !info.mixed_partials);
 }
 
 int64_t wide_chunk(const RowMapping& m, int64_t width) {
@@ -61,7 +61,7 @@ std::string row_mapping_text(const RowMapping& m) {
 }
 
 int64_t a_row_cache_bytes(const RowMapping& m, int64_t len, DType t) {
-  return (m.warp_per_row ? m.rows_per_block : 1) * len * (compute_type(t) == "double" ? 8 : 4);
+  return (m.warp_per_row ? m.rows_per_block : 1) * len * compute_bytes(compute_type(t));
 }
 
 int64_t row_cache_bytes(const RowMapping& m, int64_t cols, int64_t elem_bytes) {

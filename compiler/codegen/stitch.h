@@ -111,6 +111,9 @@ struct StitchInfo {
   std::vector<bool> reduced;  // row kernels: the axes of `domain` a row runs along
   int64_t rows = 1, cols = 1;
   int passes = 1;         // loops over each row (row kernels), 1 for element kernels
+  // Row kernels: reductions of integers and of floating point over the kernel's rows together. A
+  // row split over blocks keeps its partials in one type, so such a kernel is not split.
+  bool mixed_partials = false;
   // Row kernels: the extents per row of the wide values it stores (analyze_stitch), ascending; a
   // store loop each after the passes. They set the blocks per row (RowMapping::replicas).
   std::vector<int64_t> wide_widths;

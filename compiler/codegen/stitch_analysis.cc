@@ -37,8 +37,13 @@ bool is_gather(const Node& n) {
   return n.op_type == "Gather" || n.op_type == "GatherElements" || n.op_type == "GatherND";
 }
 
-// Row ops reduce in floating point only (integer reductions keep their own kernels).
-bool float_compute(const Value* v) { return is_float(v->dtype); }
+// Row ops reduce floating point, and integers in these reductions only. A row kernel runs them in
+// the integers' compute type (long long, or unsigned long long for uint64) as the own-kernel
+// reduction does: sums and products wrap, a mean divides the sum by the count (truncating).
+bool stitched_integer_reduction(const std::string& op) {
+  return op == "ReduceSum" || op == "ReduceProd" || op == "ReduceMax" || op == "ReduceMin" ||
+         op == "ReduceMean" || op == "ReduceSumSquare" || op == "ReduceL1";
+}
 
 // What one step of a fine-grained GEMM evaluates for operand `v`: views cost no operation; a
 // layout op reads its data input only (its starts, shapes and sizes are compile-time constants),
@@ -199,7 +204,11 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
   const Value* x = n.input(0);
   if (x == nullptr || n.output(0) == nullptr || !x->has_static_shape())
     return Status::user(fmt::format("{} has no static input", n.describe()));
-  if (!float_compute(x)) return Status::user(fmt::format("{} reduces integers", n.describe()));
+  if (!is_float(x->dtype) && !stitched_integer_reduction(op))
+    return Status::user(
+        fmt::format("{} reduces integers through a square root, logarithm or exponential (row kernels "
+                    "take integer sums, products, means, L1 norms, maxima and minima)",
+                    n.describe()));
   const Dims& in = dims(x);
   const int64_t r = static_cast<int64_t>(in.size());
   if (num_elements(in) == 0) return Status::user(fmt::format("{} has an empty input", n.describe()));
@@ -456,6 +465,7 @@ StatusOr<StitchInfo> row_kernel(const std::vector<const Node*>& nodes, const std
   };
   const std::map<const Value*, const Node*> producer = producers(nodes);
   std::vector<std::string> other_rows;  // the message for each row op over other rows
+  bool ints = false, floats = false;
   for (const Node* n : rows) {
     ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*n));
     if (ri.in != info.domain || ri.reduced != info.reduced) {
@@ -468,7 +478,9 @@ StatusOr<StitchInfo> row_kernel(const std::vector<const Node*>& nodes, const std
       continue;
     }
     info.passes += ri.passes;
+    (is_float(n->input(0)->dtype) ? floats : ints) = true;
   }
+  info.mixed_partials = ints && floats;
   Dims kept;
   for (int64_t k = 0; k < r; ++k)
     if (!info.reduced[k]) kept.push_back(info.domain[k]);

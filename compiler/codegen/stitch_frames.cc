@@ -30,7 +30,10 @@ const Dims& dims(const Value* v) { return *v->dims; }
 using Frame = std::vector<RowPiece>;
 class RowFrames {
  public:
-  explicit RowFrames(const StitchInfo& info) : info_(info), r_(static_cast<int64_t>(info.domain.size())) {}
+  explicit RowFrames(const StitchInfo& info) : info_(info), r_(static_cast<int64_t>(info.domain.size())) {
+    for (int64_t k = 0; k < r_; ++k)
+      if (!info.reduced[k]) kept_.push_back(info.domain[k]);
+  }
 
   const Frame* find(const Value* v) const {
     auto it = frame_.find(v);
@@ -47,12 +50,24 @@ class RowFrames {
   Status add(const Node& n) {
     const StitchRole role = stitch_role(n);
     bool after = false;
+    const Value* bare = nullptr;
     for (const Value* in : n.inputs) {
       if (!in) continue;
-      if (bare_.count(in))
-        return Status::user(fmt::format("{} reads '{}', a reduction without keepdims, inside the group",
-                                        n.describe(), in->name));
+      if (bare_.count(in)) bare = in;
       after |= frame_.count(in) > 0;
+    }
+    if (bare) {
+      // A row's result without keepdims holds the kept axes alone; element-wise ops at that shape,
+      // reading no value of the rows' shape from the group, give per-row values of the same form
+      // (the kernel pulls them at the row's kept coordinates).
+      const Value* y = n.output(0);
+      if (role != StitchRole::kPointwise || after || y == nullptr || dims(bare) != kept_ || dims(y) != kept_)
+        return Status::user(fmt::format(
+            "{} reads '{}', a reduction without keepdims, inside the group: in a row kernel only "
+            "element-wise ops at its shape {} read one (with other such values and values from outside)",
+            n.describe(), bare->name, dims_to_string(dims(bare))));
+      bare_.insert(y);
+      return Status::ok();
     }
     if (role == StitchRole::kRow) {
       bool moved = false;
@@ -265,7 +280,8 @@ class RowFrames {
   const StitchInfo& info_;
   int64_t r_;
   std::map<const Value*, Frame> frame_;
-  std::set<const Value*> bare_;  // row ops' results without keepdims
+  std::set<const Value*> bare_;  // row ops' results without keepdims, and element-wise ops over them
+  Dims kept_;                    // the domain's kept axes: the shape of those values
 };
 
 }  // namespace

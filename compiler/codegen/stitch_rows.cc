@@ -27,7 +27,7 @@ StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& i
   line(0, fmt::format("  {0} = {1}({0}, {2});", acc, op, e));
   line(0, "}");
   if (g > 1) {  // each warp's partial, then the group's in warp order (the same in every warp)
-    const std::string tag = ct == "double" ? "d" : "f", sh = "outer_" + tag;
+    const std::string sh = "outer_" + type_tag(ct);
     outer_scratch_.insert(ct);
     line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
     line(0, fmt::format("if (lane == 0) {}[threadIdx.x >> 5] = {};", sh, acc));
@@ -42,15 +42,13 @@ StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& i
     return tot;
   }
   if (map_.column) {
-    const std::string tag = ct == "double" ? "d" : "f";
     scratch_.insert(ct);
-    line(0, fmt::format("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, op, tag));
+    line(0, fmt::format("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, op, type_tag(ct)));
   } else if (map_.warp_per_row) {
     line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
   } else {
-    const std::string tag = ct == "double" ? "d" : "f";
     scratch_.insert(ct);
-    line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, tag));
+    line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, type_tag(ct)));
   }
   if (map_.split() && cols < 0) {  // global stitching: this pass's partials of every row, then a grid barrier
     line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, ws + {2} + row * {3}, seg, {3});", acc,
@@ -148,7 +146,7 @@ StatusOr<Stitcher::Stats> Stitcher::row_stats(const Node& n, const Coords& xc, i
     std::string result;
     if (op == "ReduceMax" || op == "ReduceMin" || op == "GlobalMaxPool") {
       const bool mx = op != "ReduceMin";
-      ASSIGN_OR_RETURN(result, pass(ct, literal(mx ? -INFINITY : INFINITY, ct),
+      ASSIGN_OR_RETURN(result, pass(ct, extreme_literal(mx, ct),
                                     mx ? "stitch_dev::Max()" : "stitch_dev::Min()", xv, pass_cols));
     } else if (op == "ReduceProd") {
       ASSIGN_OR_RETURN(result, pass(ct, literal(1, ct), "stitch_dev::Prod()", xv, pass_cols));
@@ -164,8 +162,7 @@ StatusOr<Stitcher::Stats> Stitcher::row_stats(const Node& n, const Coords& xc, i
       result = fmt::format("{}({}) + {}", fnm(ct, "log"), sum, shift);
     } else {
       std::function<std::string(const std::string&)> f = [](const std::string& e) { return e; };
-      if (op == "ReduceL1")
-        f = [ct](const std::string& e) { return fmt::format("{}({})", fnm(ct, "fabs"), e); };
+      if (op == "ReduceL1") f = [ct](const std::string& e) { return magnitude(e, ct); };
       if (op == "ReduceL2" || op == "ReduceSumSquare")
         f = [](const std::string& e) { return fmt::format("{0} * {0}", e); };
       ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xf(f), pass_cols));
@@ -238,8 +235,12 @@ Status Stitcher::emit_rows() {
   const Dims& d = info_.domain;
   const int64_t r = static_cast<int64_t>(d.size());
   map_ = row_mapping(info_, !part_);
+  // A split kernel's partials: double if a pass reduces doubles; 64-bit integers if the passes
+  // reduce integers (then all do: StitchInfo::mixed_partials).
   for (const Node* n : nodes_)
-    if (stitch_role(*n) == StitchRole::kRow && compute_type(n->input(0)->dtype) == "double")
+    if (stitch_role(*n) == StitchRole::kRow && !info_.is_outer(n) && !is_float(n->input(0)->dtype))
+      ws_type_ = "long long";
+    else if (stitch_role(*n) == StitchRole::kRow && compute_type(n->input(0)->dtype) == "double")
       ws_type_ = "double";
   // Row coordinates from `row` (the kept axes in order), in-row coordinates from `j` (the
   // reduced axes in order).
@@ -311,8 +312,7 @@ Status Stitcher::emit_rows() {
   }
   int64_t smem = 0;
   for (const auto& [x, count] : readers) {
-    const int64_t bytes =
-        row_cache_bytes(map_, info_.cols, static_cast<int64_t>(compute_type(x->dtype) == "double" ? 8 : 4));
+    const int64_t bytes = row_cache_bytes(map_, info_.cols, compute_bytes(compute_type(x->dtype)));
     if (!cache_allowed_ || count < 2 || bytes == 0 || smem + bytes > kRowCacheBudget) continue;
     const std::string name = fmt::format("cache{}", cache_.size());
     cache_[x] = name;
@@ -458,7 +458,7 @@ Status Stitcher::emit_rows() {
     // precedes its reads, so the buffer needs no initialisation and no reuse between passes.
     auto ws = std::make_shared<Value>();
     ws->name = k_.name + "/grid_partials";
-    ws->dtype = ws_type_ == "double" ? DType::kF64 : DType::kF32;
+    ws->dtype = ws_type_ == "double" ? DType::kF64 : ws_type_ == "long long" ? DType::kI64 : DType::kF32;
     ws->dims = Dims{split_passes_ * info_.rows * map_.segments};
     k_.params.push_back({"ws", ws.get(), true});
     k_.bytes_moved += 2 * num_elements(*ws->dims) * dtype_size(ws->dtype);
@@ -489,7 +489,7 @@ Status Stitcher::emit_rows() {
     k_.mapping += fmt::format("; '{}' stored {} (the rows moved by a Transpose or Reshape)", v->name,
                               dims_to_string(dims(v)));
   for (const std::string& ct : scratch_)
-    k_.static_smem_bytes += (map_.column ? map_.block : 32) * (ct == "double" ? 8 : 4);
+    k_.static_smem_bytes += (map_.column ? map_.block : 32) * compute_bytes(ct);
   CudaWriter w;
   open_entry(w,
              map_.split()
@@ -499,14 +499,14 @@ Status Stitcher::emit_rows() {
              map_.block);
   for (const std::string& ct : scratch_) {
     if (map_.column)
-      w.line("__shared__ {} tile_{}[{}];", ct, ct == "double" ? "d" : "f", map_.block);
+      w.line("__shared__ {} tile_{}[{}];", ct, type_tag(ct), map_.block);
     else
-      w.line("__shared__ {} scratch_{}[32];", ct, ct == "double" ? "d" : "f");
+      w.line("__shared__ {} scratch_{}[32];", ct, type_tag(ct));
   }
   for (const std::string& l : cache_decl_) w.line("{}", l);
   for (const std::string& ct : outer_scratch_) {
-    w.line("__shared__ {} outer_{}[{}];", ct, ct == "double" ? "d" : "f", map_.rows_per_block);
-    k_.static_smem_bytes += map_.rows_per_block * (ct == "double" ? 8 : 4);
+    w.line("__shared__ {} outer_{}[{}];", ct, type_tag(ct), map_.rows_per_block);
+    k_.static_smem_bytes += map_.rows_per_block * compute_bytes(ct);
   }
   if (map_.column) {
     open_tile(w, block_index(), "row", info_.rows, ix());
