@@ -951,6 +951,10 @@ def models():
                                                                         pad_token_id=0))),
         "gemma_genai": genai(lambda: tf.GemmaForCausalLM(tf.GemmaConfig(**small, num_key_value_heads=2,
                                                                            head_dim=32))),
+        # Gemma 2: its sliding layer's cache is a window-sized buffer (sliding_window_cache=1), the
+        # expected outputs onnxruntime's (genai_export.py); softcaps on scores and logits.
+        "gemma2_genai": genai(lambda: tf.Gemma2ForCausalLM(tf.Gemma2Config(**small, num_key_value_heads=2,
+                                                                              head_dim=32, sliding_window=16))),
     })
 
     # Optimized by onnxruntime's transformer optimizer (tried 2026-11-27): its contrib ops

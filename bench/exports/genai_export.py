@@ -27,6 +27,13 @@ With `precision` "int4" the builder quantizes every MatMul's weight to MatMulNBi
 (with its graph optimizations off, each node as written, and the MatMulNBits at accuracy level 1,
 float32 products: below), not PyTorch's.
 
+Where the builder gives a layer a window-sized cache (Gemma 2's sliding layers: GroupQueryAttention
+with sliding_window_cache=1), that layer's past and present are buffers of the window's rows in
+onnxruntime's layout (the keys from position T - W on once T > W keys were seen), its past filled
+from the Hugging Face cache (which keeps the last W - 1 keys), and the expected outputs are
+onnxruntime's for the file, the present's rows after its keys zero (the op leaves them
+unspecified).
+
 Without padding: the builder's attention reads each batch's length from the mask and takes the
 cached keys as the first ones, which a left-padded Hugging Face cache is not.
 Needs `pip install onnxruntime-genai` next to export.py's packages. Tooling only."""
@@ -70,10 +77,18 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
     heads_kv = cfg.num_key_value_heads
     head = cfg.hidden_size // cfg.num_attention_heads
 
+    # Layers with a window-sized cache: their past and present names, and the window.
+    windowed = {}
+    for node in graph.node:
+        attrs = {a.name: a.i for a in node.attribute}
+        if node.op_type == "GroupQueryAttention" and attrs.get("sliding_window_cache", 0):
+            for past_name, present_name in zip(node.input[3:5], node.output[1:3]):
+                windowed[past_name] = (present_name, attrs["local_window_size"])
+
     oracle = None  # PyTorch's outputs; else onnxruntime's
     if precision == "fp16":
         model = model.half()  # the builder's float16 weights are these roundings
-    elif precision != "fp32":
+    elif precision != "fp32" or windowed:
         import onnxruntime as ort
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -96,6 +111,15 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
     def grown(t, rows):  # [B, Nkv, T, H] with zero rows after it up to `rows`
         return t if rows is None else torch.nn.functional.pad(t, (0, 0, 0, rows - t.shape[2]))
 
+    def window_buffer(t, seen, window):
+        """The last keys of `seen` (t [B, Nkv, n, H], positions seen - n on) in a buffer of `window`
+        rows holding the positions from max(seen - window, 0) on, zeros after them."""
+        first, start = seen - t.shape[2], max(seen - window, 0)
+        buf = torch.zeros(t.shape[0], t.shape[1], window, t.shape[3], dtype=t.dtype)
+        for p in range(max(first, start), seen):
+            buf[:, :, p - start] = t[:, :, p - first]
+        return buf
+
     def step(k, ids, past, rows=None):
         """Runs `ids` after `past` (a DynamicCache or None) and saves data set k; with `rows`, the
         past and present caches are given in buffers of that many rows."""
@@ -113,7 +137,8 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
                  "position_ids": torch.arange(cached, cached + seq).expand(batch, seq).contiguous()}
         for i in range(layers):
             for part in ("key", "value"):
-                feeds[f"past_key_values.{i}.{part}"] = grown(before.get(f"{part}.{i}", empty), rows)
+                name, t = f"past_key_values.{i}.{part}", before.get(f"{part}.{i}", empty)
+                feeds[name] = window_buffer(t, cached, windowed[name][1]) if name in windowed else grown(t, rows)
         feeds = {n: t.half() if n in half else t for n, t in feeds.items()}
         results = {"logits": r.logits}
         for i in range(layers):
@@ -122,6 +147,9 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
         outs = [results[n] for n in names_out]
         if oracle is not None:
             outs = oracle.run(None, {n: feeds[n].numpy() for n in names_in})
+            for present_name, window in windowed.values():
+                o = names_out.index(present_name)
+                outs[o][:, :, min(cached + seq, window):] = 0
         save_case(out, names_in, [feeds[n] for n in names_in], names_out, outs, k)
         return r.past_key_values
 

@@ -72,6 +72,16 @@ Value* as_vector(Writer& w, Value* x, const std::string& name) {
   return w.op("Unsqueeze", name, {x, w.ints(name + "_axis", {0})});
 }
 
+// The shape of `x` [B, N, *, H] with `rows` (a scalar) as its axis 2, for an Expand.
+Value* with_rows(Writer& w, Value* x, Value* rows, const std::string& name) {
+  Value* shape = w.op("Shape", name + "_of", {x});
+  return w.op("Concat", name,
+              {w.op("Slice", name + "_lead", {shape, w.ints(name + "_l0", {0}), w.ints(name + "_l1", {2})}),
+               as_vector(w, rows, name + "_rows"),
+               w.op("Slice", name + "_head", {shape, w.ints(name + "_h0", {3}), w.ints(name + "_h1", {4})})},
+              {{"axis", int64_t{0}}});
+}
+
 // GroupQueryAttention's present K or V: `past` [B, Nkv, P, H] grown by zero rows to
 // max(P, total) (without a past, zeros of `total` rows), `update` [B, Nkv, S, H] written at each
 // batch's `at` (TensorScatter). Where the buffer holds the rows already the growth is a zero Pad,
@@ -88,15 +98,9 @@ Value* present_cache(Writer& w, Value* past, Value* update, Value* at, Value* to
                        {{"axis", int64_t{0}}});
     base = w.op("Pad", name + "_grown", {past, pads});
   } else {
-    Value* shape = w.op("Shape", name + "_new_shape", {update});
-    Value* dims =
-        w.op("Concat", name + "_zeros_shape",
-             {w.op("Slice", name + "_lead", {shape, w.ints(name + "_l0", {0}), w.ints(name + "_l1", {2})}),
-              as_vector(w, total, name + "_length"),
-              w.op("Slice", name + "_head", {shape, w.ints(name + "_h0", {3}), w.ints(name + "_h1", {4})})},
-             {{"axis", int64_t{0}}});
     base = w.op("Expand", name + "_zeros",
-                {w.op("CastLike", name + "_zero", {w.f32(name + "_0", 0), update}), dims});
+                {w.op("CastLike", name + "_zero", {w.f32(name + "_0", 0), update}),
+                 with_rows(w, update, total, name + "_zeros_shape")});
   }
   return w.op("TensorScatter", name, {base, update, at}, {{"axis", int64_t{2}}}, out, 24);
 }
@@ -123,6 +127,105 @@ Value* keys_seen(Writer& w, Value* rows, Value* lens, Value* past, Value* seq, i
   return w.op("And", "windowed",
               {seen, w.op("Greater", "in_window",
                           {keys, w.op("Sub", "window_start", {at, w.i64("window", window)})})});
+}
+
+// onnxruntime's window-sized cache (sliding_window_cache=1; measured on its CPU kernel, 1.32): a
+// buffer of C rows, C at least the window W, holding the keys from position start(x) on once x keys
+// have been seen: start(x) = 0 while x <= C, else x - W - (x - C - 1) mod (C - W + 1). When the
+// buffer would overflow it keeps the last W - 1 keys, moved to its front, and appends after them.
+// The period is at least 1 here, so a buffer narrower than the window (which onnxruntime refuses)
+// computes something defined.
+Value* window_start(Writer& w, Value* x, Value* cap, Value* period, int64_t window, const std::string& name) {
+  Value* over =
+      w.op("Sub", name + "_over", {w.op("Sub", name + "_past_cap", {x, cap}), w.i64(name + "_1", 1)});
+  Value* shift = w.op("Mod", name + "_phase", {over, period});
+  Value* late =
+      w.op("Sub", name + "_late", {w.op("Sub", name + "_behind", {x, w.i64(name + "_w", window)}), shift});
+  return w.op("Where", name, {w.op("LessOrEqual", name + "_fits", {x, cap}), w.i64(name + "_0", 0), late});
+}
+
+// GroupQueryAttention over a window-sized cache: the keys attended are the past buffer's rows
+// followed by the new ones ([B, Nkv, C + S, H]), each at its position (a past row r at
+// start(past_b) + r, valid below past_b - start(past_b); new row i at past_b + i), seen by query s
+// (at past_b + s) when not after it and within the window of W keys that ends at it. The present
+// [B, Nkv, C, H] holds positions start(T_b) on, gathered from the past and from `kh_present` and
+// `vh_present` (the new K and V again); rows past T_b are zero (onnxruntime leaves them unspecified).
+struct WindowCache {
+  Value *keys, *values, *mask;
+};
+WindowCache window_cache(Writer& w, Value* past_k, Value* past_v, Value* kh, Value* vh, Value* kh_present,
+                         Value* vh_present, Value* lens, Value* past_len, Value* seq, int64_t window,
+                         Value* present_k, Value* present_v) {
+  Value* cap = w.dim(past_k, 2, "cache_rows");
+  Value* period =
+      w.op("Max", "cache_period",
+           {w.op("Add", "cache_free",
+                 {w.op("Sub", "cache_slack", {cap, w.i64("cache_w", window)}), w.i64("cache_1", 1)}),
+            w.i64("period_min", 1)});
+  Value* past_start = window_start(w, past_len, cap, period, window, "past_start");
+  Value* now_start = window_start(w, lens, cap, period, window, "present_start");
+  auto per_batch = [&](Value* x, const std::string& name) {
+    return w.op("Reshape", name, {x, w.ints(name + "_shape", {-1, 1, 1, 1})});
+  };
+  Value* ps = per_batch(past_start, "past_start_b");
+  Value* pl = per_batch(past_len, "past_length_b");
+  // The rows attended: their positions and which hold a key.
+  Value* all = w.op("Add", "window_rows", {cap, seq});
+  Value* r = w.op(
+      "Reshape", "row_index",
+      {w.op("Range", "rows", {w.i64("row0", 0), all, w.i64("row1", 1)}), w.ints("row_shape", {1, 1, 1, -1})});
+  Value* in_past = w.op("Less", "row_in_past", {r, cap});
+  Value* pos = w.op("Where", "row_positions",
+                    {in_past, w.op("Add", "past_row_positions", {ps, r}),
+                     w.op("Add", "new_row_positions", {pl, w.op("Sub", "new_row_index", {r, cap})})});
+  Value* held = w.op("Or", "row_held",
+                     {w.op("Not", "row_new", {in_past}),
+                      w.op("Less", "past_row_held", {r, w.op("Sub", "past_held", {pl, ps})})});
+  Value* steps = w.op("Reshape", "window_query_steps",
+                      {w.op("Range", "window_queries", {w.i64("wq0", 0), seq, w.i64("wq1", 1)}),
+                       w.ints("wq_column", {1, 1, -1, 1})});
+  Value* at = w.op("Add", "window_query_positions", {pl, steps});
+  Value* seen = w.op(
+      "And", "window_seen",
+      {w.op("And", "window_causal", {held, w.op("LessOrEqual", "window_not_after", {pos, at})}),
+       w.op("Greater", "window_in", {pos, w.op("Sub", "window_first", {at, w.i64("window_size", window)})})});
+  // The present's row i: position start(T_b) + i, from a new row or a past one, each read by a
+  // gather of its own (the present's kernels read the inputs, not the rows attended). K's and V's
+  // presents compute their rows' sources each, so that their kernels share nothing.
+  auto present = [&](Value* past, Value* fresh, Value* out, const std::string& name) {
+    Value* i =
+        w.op("Reshape", name + "_row_index",
+             {w.op("Range", name + "_rows_range", {w.i64(name + "_r0", 0), cap, w.i64(name + "_r1", 1)}),
+              w.ints(name + "_row_shape", {1, 1, -1, 1})});
+    Value* q = w.op("Add", name + "_positions", {per_batch(now_start, name + "_start_b"), i});
+    Value* from_new = w.op("GreaterOrEqual", name + "_from_new_rows", {q, pl});
+    Value* filled = w.op("Less", name + "_filled", {q, per_batch(lens, name + "_key_counts_b")});
+    Value* zero_row = w.i64(name + "_row0", 0);
+    // Rows read out of range are clamped (their values are not taken).
+    Value* new_row =
+        w.op("Min", name + "_new_row",
+             {w.op("Max", name + "_new_low", {w.op("Sub", name + "_new_index", {q, pl}), zero_row}),
+              w.op("Sub", name + "_new_last", {seq, w.i64(name + "_1", 1)})});
+    Value* past_row =
+        w.op("Min", name + "_past_row",
+             {w.op("Max", name + "_past_low", {w.op("Sub", name + "_past_index", {q, ps}), zero_row}),
+              w.op("Sub", name + "_past_last", {cap, w.i64(name + "_1b", 1)})});
+    Value* full = with_rows(w, past, cap, name + "_index_shape");
+    Value* from_fresh =
+        w.op("GatherElements", name + "_from_new",
+             {fresh, w.op("Expand", name + "_new_rows", {new_row, full})}, {{"axis", int64_t{2}}});
+    Value* from_past =
+        w.op("GatherElements", name + "_from_past",
+             {past, w.op("Expand", name + "_past_rows", {past_row, full})}, {{"axis", int64_t{2}}});
+    Value* zero = w.op("CastLike", name + "_zero", {w.f32(name + "_0", 0), past});
+    Value* picked = w.op("Where", name + "_picked", {from_new, from_fresh, from_past});
+    return w.op("Where", name, {filled, picked, zero}, {}, out);
+  };
+  present(past_k, kh_present, present_k, "present_key");
+  present(past_v, vh_present, present_v, "present_value");
+  Value* keys_k = w.op("Concat", "window_keys", {past_k, kh}, {{"axis", int64_t{2}}});
+  Value* keys_v = w.op("Concat", "window_values", {past_v, vh}, {{"axis", int64_t{2}}});
+  return {keys_k, keys_v, seen};
 }
 
 }  // namespace
@@ -302,9 +405,10 @@ Status multi_head_attention(Writer& w, const Node& c) {
 //    keys up to it, the last local_window_size of them with a window; attention_bias added after
 //    the softcap. (Attention's nonpad_kv_seqlen places query s at T_b - S + s, which is the same
 //    but in a right-padded first prompt, where onnxruntime puts it at s.)
-// Refused, naming the node: what changes the softmax (smooth_softmax, head_sink), a quantized or
-// window-sized cache, right-padded chunks (query_seqlens), Q and K norms (onnxruntime's CPU kernel
-// does not implement them, so there is no reference to check them against), the QK output.
+// Refused, naming the node: what changes the softmax (smooth_softmax, head_sink), a quantized
+// cache, a window-sized cache with a bias or position ids, right-padded chunks (query_seqlens), Q
+// and K norms (onnxruntime's CPU kernel does not implement them, so there is no reference to check
+// them against), the QK output.
 Status group_query_attention(Writer& w, const Node& c) {
   Value *q = c.input(0), *k = c.input(1), *v = c.input(2), *past_k = c.input(3), *past_v = c.input(4),
         *seqlens = c.input(5), *total_in = c.input(6), *cos = c.input(7), *sin = c.input(8),
@@ -326,8 +430,6 @@ Status group_query_attention(Writer& w, const Node& c) {
                   "as SimplifiedLayerNormalization nodes before it");
   if (c.input(16)) return refuse(c, "query_seqlens (input 16, right-padded chunks) is not read");
   if (c.attr_int("smooth_softmax", 0) != 0) return refuse(c, "smooth_softmax=1 is not read");
-  if (c.attr_int("sliding_window_cache", 0) != 0)
-    return refuse(c, "sliding_window_cache=1 (a cache that evicts inside the op) is not read");
   if (c.attr_int("qk_output", 0) != 0 || c.output(3))
     return refuse(c, "its QK output (output 3, qk_output) is not written");
   const int64_t causal = c.attr_int("causal", 1), window = c.attr_int("local_window_size", -1);
@@ -335,9 +437,19 @@ Status group_query_attention(Writer& w, const Node& c) {
   if (causal == 0 && window != -1) return refuse(c, "local_window_size is given with causal=0");
   if ((past_k == nullptr) != (past_v == nullptr))
     return refuse(c, "past_key and past_value (inputs 3 and 4) are given together or not at all");
+  const bool sliding = c.attr_int("sliding_window_cache", 0) != 0;
+  if (sliding && (window <= 0 || !past_k))
+    return refuse(
+        c,
+        "sliding_window_cache=1 needs local_window_size positive and a past buffer of at least that "
+        "many rows (inputs 3 and 4)");
+  if (sliding && (bias || pos))
+    return refuse(c,
+                  "sliding_window_cache=1 with attention_bias or position_ids (inputs 10 and 9) is not read");
   const bool rotary = c.attr_int("do_rotary", 0) != 0;
   if (rotary && (!cos || !sin))
     return refuse(c, "do_rotary=1 needs cos_cache and sin_cache (inputs 7 and 8)");
+  Value *k_for_present = k, *v_for_present = v;
   if (!k) {  // packed [B, S, (N + 2 Nkv) H]: H from the width
     if (v) return refuse(c, "its value is given without a key (packed Q, K and V come as the query alone)");
     Value* head =
@@ -349,6 +461,11 @@ Status group_query_attention(Writer& w, const Node& c) {
         {{"axis", int64_t{0}}});
     q = w.fresh("q"), k = w.fresh("k"), v = w.fresh("v");
     w.node("Split", "qkv_split", {c.input(0), sizes}, {q, k, v}, {{"axis", int64_t{-1}}});
+    if (sliding) {  // the present's own K and V (below)
+      k_for_present = w.fresh("k_present"), v_for_present = w.fresh("v_present");
+      w.node("Split", "qkv_split_present", {c.input(0), sizes},
+             {w.fresh("q_unused"), k_for_present, v_for_present}, {{"axis", int64_t{-1}}});
+    }
   } else if (!v) {
     return refuse(c, "its key is given without a value");
   }
@@ -359,6 +476,11 @@ Status group_query_attention(Writer& w, const Node& c) {
   Value* qh = heads_first(q, heads, "q_heads");
   Value* kh = heads_first(k, kv_heads, "k_heads");
   Value* vh = heads_first(v, kv_heads, "v_heads");
+  // A window-sized cache's present is gathered from the new K and V by kernels of its own: they
+  // compute them again (a copy of the split, the heads' transposes and the rotation), so that they
+  // do not wait for the attention's and run beside them.
+  Value* kh_present = sliding ? heads_first(k_for_present, kv_heads, "k_heads_present") : nullptr;
+  Value* vh_present = sliding ? heads_first(v_for_present, kv_heads, "v_heads_present") : nullptr;
   // Each batch's key count T_b, and past_b: 0 in a first prompt, T_b - S after.
   Value* seq = w.dim(q, 1, "sequence");
   const std::map<std::string, AttrValue> to_i64 = {{"to", int64_t{7}}};
@@ -391,11 +513,21 @@ Status group_query_attention(Writer& w, const Node& c) {
       attrs["rotary_embedding_dim"] = 2 * cos->constant->dims()[1];
     qh = w.op("RotaryEmbedding", "q_rotary", {qh, cos, sin, positions("q")}, attrs);
     kh = w.op("RotaryEmbedding", "k_rotary", {kh, cos, sin, positions("k")}, attrs);
+    if (sliding)
+      kh_present =
+          w.op("RotaryEmbedding", "k_rotary_present", {kh_present, cos, sin, positions("k_present")}, attrs);
   }
-  Value* pk = present_cache(w, past_k, kh, past_len, total, c.output(1), "present_key");
-  Value* pv = present_cache(w, past_v, vh, past_len, total, c.output(2), "present_value");
-  Value* rows = w.dim(pk, 2, "present_rows");
-  Value* mask = keys_seen(w, rows, lens, past_len, seq, causal, window);
+  Value *pk = nullptr, *pv = nullptr, *mask = nullptr, *rows = nullptr;
+  if (sliding) {
+    const WindowCache wc = window_cache(w, past_k, past_v, kh, vh, kh_present, vh_present, lens, past_len,
+                                        seq, window, c.output(1), c.output(2));
+    pk = wc.keys, pv = wc.values, mask = wc.mask;
+  } else {
+    pk = present_cache(w, past_k, kh, past_len, total, c.output(1), "present_key");
+    pv = present_cache(w, past_v, vh, past_len, total, c.output(2), "present_value");
+    rows = w.dim(pk, 2, "present_rows");
+    mask = keys_seen(w, rows, lens, past_len, seq, causal, window);
+  }
   if (bias) {  // added after the softcap, as the mask is; [.., S, total_sequence_length] grown to the rows
     Value* pads = w.op("Concat", "bias_pads",
                        {w.ints("bias_pads_before", {0, 0, 0, 0, 0, 0, 0}),

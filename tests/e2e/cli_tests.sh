@@ -168,6 +168,8 @@ expect "onnxruntime's GroupQueryAttention with head sinks" 2 "node 'gqa' \(com.m
   "$STITCHC" compile "$B/gqa_contrib_head_sink.onnx" -o "$TMP/bad27" --no-nvcc
 expect "a GroupQueryAttention whose total length is an input's value" 2 "node 'gqa/present_key_zeros' \(Expand\): its target shape .* follows the values of input 'total'" -- \
   "$STITCHC" compile "$B/gqa_contrib_total_input.onnx" -o "$TMP/bad28" --no-nvcc
+expect "a GroupQueryAttention window-sized cache without a window" 2 "node 'gqa' \(com.microsoft::GroupQueryAttention\): sliding_window_cache=1 needs local_window_size positive and a past buffer" -- \
+  "$STITCHC" compile "$B/gqa_contrib_window_cache_no_window.onnx" -o "$TMP/bad29" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

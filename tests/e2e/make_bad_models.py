@@ -181,6 +181,14 @@ def main(out):
                              domain="com.microsoft", num_heads=2, kv_num_heads=2),
             [x(2, 4, 8), helper.make_tensor_value_info("lens", TensorProto.INT32, [2]),
              helper.make_tensor_value_info("total", TensorProto.INT32, [])]),
+        # A window-sized cache (sliding_window_cache=1) without a window or a past buffer:
+        # onnxruntime refuses it too (the buffer must hold the window).
+        "gqa_contrib_window_cache_no_window": model(
+            "gqa_contrib_window_cache_no_window",
+            helper.make_node("GroupQueryAttention", ["x", "x", "x", "", "", "lens", "total"], ["y"], "gqa",
+                             domain="com.microsoft", num_heads=2, kv_num_heads=2, sliding_window_cache=1),
+            [x(2, 4, 8), helper.make_tensor_value_info("lens", TensorProto.INT32, [2])],
+            initializers=[helper.make_tensor("total", TensorProto.INT32, [], [4])]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))

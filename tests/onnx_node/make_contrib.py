@@ -45,10 +45,11 @@ def one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs,
 
 
 def case(out, name, op, inputs, attrs, outputs=("y",), domain="com.microsoft", opset=17, int_outputs=(),
-         oracle_inputs=None, initializers=()):
+         oracle_inputs=None, initializers=(), unspecified=None):
     """One `op` node of `inputs` (one_node_model), its expected outputs onnxruntime's for it, or for
     the same node of `oracle_inputs` (the same values in another layout, where onnxruntime's CPU
-    kernel does not implement the form written)."""
+    kernel does not implement the form written). `unspecified`, when given, zeroes the parts of
+    the outputs that the op leaves unspecified (a function of the list of outputs, in place)."""
     model, given = one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs, initializers)
     run_model, run_given = model, given
     if oracle_inputs is not None:
@@ -56,6 +57,8 @@ def case(out, name, op, inputs, attrs, outputs=("y",), domain="com.microsoft", o
     outs = [o for o in outputs if o]
     sess = ort.InferenceSession(run_model.SerializeToString(), providers=["CPUExecutionProvider"])
     ys = sess.run(None, dict(run_given))
+    if unspecified:
+        unspecified(ys)
     d = os.path.join(out, name, "test_data_set_0")
     os.makedirs(d, exist_ok=True)
     onnx.save(model, os.path.join(out, name, "model.onnx"))
@@ -138,6 +141,7 @@ def main():
     rotary_embedding(out, B, S, H)
     matmul_nbits(out, B, S)
     group_query_attention(out)
+    window_cache(out)
 
 
 def matmul_nbits(out, B, S):
@@ -299,6 +303,52 @@ def group_query_attention(out):
     case(out, "test_contrib_gqa_prompt_right_padded", "GroupQueryAttention",
          inputs(*qkv(B, S, H), None, [S - 1, 2], S, *rot), {**gqa, "do_rotary": 1, "local_window_size": 2},
          outputs=present, initializers=consts)
+
+
+def window_cache(out):
+    """GroupQueryAttention with sliding_window_cache=1: the caches are buffers of C rows (at least the
+    window W) that hold the keys from position start(T) on, T the keys seen: 0 while T <= C, else
+    T - W - (T - C - 1) mod (C - W + 1) (measured: onnxruntime keeps the last W - 1 keys, moved to
+    the front, when the buffer would overflow). The pasts are written in that layout, rows after
+    the keys zero; the present's rows after its keys are zero in the expected outputs, since
+    onnxruntime leaves them unspecified (uninitialised memory in some runs). Cases: a first prompt
+    longer than the buffer; a decoding step of ragged batches, one past the eviction; a rotated
+    chunk with softcap that evicts; a buffer exactly the window's size."""
+    N, Nkv = 4, 2
+    present = ("y", "present_key", "present_value")
+    consts = ("total_sequence_length", "cos_cache", "sin_cache")
+
+    def start(T, C, W):
+        return 0 if T <= C else T - W - (T - C - 1) % (C - W + 1)
+
+    def run(name, B, S, H, C, W, lens, extra=(), attrs=None):
+        past = [n - S for n in lens] if S != max(lens) else [0] * B
+        pk, pv = f32(B, Nkv, C, H), f32(B, Nkv, C, H)
+        for b, L in enumerate(past):
+            held = L - start(L, C, W)
+            pk[b, :, held:] = 0
+            pv[b, :, held:] = 0
+
+        def blank(ys):
+            for b, T in enumerate(lens):
+                held = T - start(T, C, W)
+                ys[1][b, :, held:] = 0
+                ys[2][b, :, held:] = 0
+
+        inputs = [("query", f32(B, S, N * H)), ("key", f32(B, S, Nkv * H)), ("value", f32(B, S, Nkv * H)),
+                  ("past_key", pk), ("past_value", pv), ("seqlens_k", np.array([n - 1 for n in lens], np.int32)),
+                  ("total_sequence_length", np.array(max(lens), np.int32)), *extra]
+        case(out, name, "GroupQueryAttention", inputs,
+             {"num_heads": N, "kv_num_heads": Nkv, "local_window_size": W, "sliding_window_cache": 1,
+              **(attrs or {})},
+             outputs=present, initializers=consts, unspecified=blank)
+
+    H = 16
+    run("test_contrib_gqa_window_cache_prompt", 2, 8, H, 6, 4, [8, 8])
+    run("test_contrib_gqa_window_cache_decode_ragged", 2, 1, H, 6, 4, [10, 6])
+    rot = [("cos_cache", f32(16, 8)), ("sin_cache", f32(16, 8))]
+    run("test_contrib_gqa_window_cache_rotary_chunk", 1, 3, H, 6, 4, [10], rot, {"do_rotary": 1, "softcap": 2.0})
+    run("test_contrib_gqa_window_cache_window_sized", 2, 1, H, 4, 4, [10, 3])
 
 
 if __name__ == "__main__":

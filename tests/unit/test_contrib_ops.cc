@@ -82,6 +82,25 @@ onnx::NodeProto* gqa_decoding_step(onnx::ModelProto& m, int head, std::vector<st
   return a;
 }
 
+// The graph's Attention node, or null.
+const Node* attention_of(const Graph& g) {
+  for (const auto& n : g.nodes())
+    if (n->op_type == "Attention") return n.get();
+  return nullptr;
+}
+
+// cos and sin caches of 16 positions x 8 (a rotation of 16 values per head), as initializers.
+void add_rotary_caches(onnx::ModelProto& m) {
+  for (const char* name : {"cos", "sin"}) {
+    auto* cache = m.mutable_graph()->add_initializer();
+    cache->set_name(name);
+    cache->set_data_type(1);
+    cache->add_dims(16);
+    cache->add_dims(8);
+    for (int i = 0; i < 16 * 8; ++i) cache->add_float_data(0.01f * static_cast<float>(i % 7));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("onnxruntime's normalizations and GELUs import as the ONNX ops they are defined by",
@@ -196,9 +215,7 @@ TEST_CASE("onnxruntime's GroupQueryAttention imports as TensorScatter into the c
   INFO(imported.status().message());
   REQUIRE(imported.is_ok());
   Graph& graph = **imported;
-  const Node* attn = nullptr;
-  for (const auto& n : graph.nodes())
-    if (n->op_type == "Attention") attn = n.get();
+  const Node* attn = attention_of(graph);
   REQUIRE(attn != nullptr);
   CHECK(attn->name == "attn");
   // The keys each query sees as one boolean mask (the window and causal bounds in it), not
@@ -226,14 +243,7 @@ TEST_CASE("GroupQueryAttention's rotary positions are computed in the kernels th
   // K's rotations each compute their positions (past length + step), so no kernel computes only
   // them ahead of the two (one launch more per layer, measured on onnxruntime-genai's files).
   onnx::ModelProto m = contrib_model(17);
-  for (const char* name : {"cos", "sin"}) {
-    auto* cache = m.mutable_graph()->add_initializer();
-    cache->set_name(name);
-    cache->set_data_type(1);
-    cache->add_dims(16);
-    cache->add_dims(8);
-    for (int i = 0; i < 16 * 8; ++i) cache->add_float_data(0.01f * static_cast<float>(i % 7));
-  }
+  add_rotary_caches(m);
   set_int(gqa_decoding_step(m, 16, {"cos", "sin"}), "do_rotary", 1);
   auto imported = import(m);
   INFO(imported.status().message());
@@ -258,6 +268,52 @@ TEST_CASE("GroupQueryAttention's rotary positions are computed in the kernels th
     CHECK(group_of.at(at) == i);
   }
   CHECK(rotations == 2);
+}
+
+TEST_CASE("GroupQueryAttention over a window-sized cache: its present is written beside the attention",
+          "[importer][contrib][fusion][emu]") {
+  // A decoding step (gqa_decoding_step, heads of 16, a past buffer of 8 rows) with
+  // sliding_window_cache=1, a window of 4 and the rotary embedding inside: the attention reads the
+  // buffer's rows and the new one (a Concat), the present gathers the rows from position start(T)
+  // on; the kernels writing the present compute the new K and V again, so the attention's kernel
+  // and theirs run in one launch.
+  onnx::ModelProto m = contrib_model(17);
+  add_rotary_caches(m);
+  auto* a = gqa_decoding_step(m, 16, {"cos", "sin"});
+  set_int(a, "do_rotary", 1);
+  set_int(a, "local_window_size", 4);
+  set_int(a, "sliding_window_cache", 1);
+  auto imported = import(m);
+  INFO(imported.status().message());
+  REQUIRE(imported.is_ok());
+  Graph& graph = **imported;
+  const Node* attn = attention_of(graph);
+  REQUIRE(attn != nullptr);
+  REQUIRE(attn->input(1)->producer != nullptr);
+  CHECK(attn->input(1)->producer->op_type == "Concat");  // the buffer's rows and the new one
+  const Value* keys = attn->input(1);
+  test::run_frontend_or_die(graph);
+  CHECK(*keys->dims == Dims{2, 1, 9, 16});
+  for (const char* name : {"present_k", "present_v"}) {
+    INFO(name);
+    CHECK(graph.find_value(name)->producer->op_type == "Where");
+    CHECK(*graph.find_value(name)->dims == Dims{2, 1, 8, 16});
+  }
+  auto plan = fusion::make_plan(graph, test::opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  std::map<const Node*, int> pack_of;
+  for (const auto& grp : plan->groups)
+    for (const Node* n : grp.nodes) pack_of[n] = grp.pack;
+  const Node* softmax = nullptr;
+  for (const auto& [n, pack] : pack_of)
+    if (n->op_type == "Softmax" || n->op_type == "Exp") softmax = n;
+  REQUIRE(softmax != nullptr);
+  const int pack = pack_of.at(softmax);
+  CHECK(pack >= 0);
+  CHECK(pack_of.at(graph.find_value("present_k")->producer) == pack);
+  CHECK(pack_of.at(graph.find_value("present_v")->producer) == pack);
+  CHECK(test::fused_matches_reference(graph, 17) >= 1);
 }
 
 TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the node",
@@ -325,9 +381,9 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
          gqa(g, {"", "", "", "", "", "", "", "", "", "lens"});
        },
        "query_seqlens (input 16, right-padded chunks) is not read"},
-      {"GroupQueryAttention's window-sized cache",
+      {"GroupQueryAttention's window-sized cache without a window or a past buffer",
        [&](onnx::GraphProto* g) { set_int(gqa(g), "sliding_window_cache", 1); },
-       "sliding_window_cache=1 (a cache that evicts inside the op) is not read"},
+       "sliding_window_cache=1 needs local_window_size positive and a past buffer"},
       {"GroupQueryAttention's QK output",
        [&](onnx::GraphProto* g) {
          gqa(g, {}, {"y", "", "", "qk"});
