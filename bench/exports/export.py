@@ -955,6 +955,8 @@ def models():
         # expected outputs onnxruntime's (genai_export.py); softcaps on scores and logits.
         "gemma2_genai": genai(lambda: tf.Gemma2ForCausalLM(tf.Gemma2Config(**small, num_key_value_heads=2,
                                                                               head_dim=32, sliding_window=16))),
+        "gemma2_genai_cuda_f16": genai(lambda: tf.Gemma2ForCausalLM(tf.Gemma2Config(
+            **small, num_key_value_heads=2, head_dim=32, sliding_window=16)), "fp16", "cuda"),
     })
 
     # Optimized by onnxruntime's transformer optimizer (tried 2026-11-27): its contrib ops

@@ -30,9 +30,10 @@ float32 products: below), not PyTorch's.
 Where the builder gives a layer a window-sized cache (Gemma 2's sliding layers: GroupQueryAttention
 with sliding_window_cache=1), that layer's past and present are buffers of the window's rows in
 onnxruntime's layout (the keys from position T - W on once T > W keys were seen), its past filled
-from the Hugging Face cache (which keeps the last W - 1 keys), and the expected outputs are
-onnxruntime's for the file, the present's rows after its keys zero (the op leaves them
-unspecified).
+from the Hugging Face cache (which keeps the last W - 1 keys). The expected outputs are
+onnxruntime's for the file (at fp32), or PyTorch's with the present in that layout (at fp16: the
+file for CUDA runs on onnxruntime's CUDA kernels only); the present's rows after its keys are zero
+(the op leaves them unspecified).
 
 Without padding: the builder's attention reads each batch's length from the mask and takes the
 cached keys as the first ones, which a left-padded Hugging Face cache is not.
@@ -88,7 +89,7 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
     oracle = None  # PyTorch's outputs; else onnxruntime's
     if precision == "fp16":
         model = model.half()  # the builder's float16 weights are these roundings
-    elif precision != "fp32" or windowed:
+    elif precision != "fp32" or windowed:  # fp32 with window-sized caches: onnxruntime's layout
         import onnxruntime as ort
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -143,7 +144,12 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
         results = {"logits": r.logits}
         for i in range(layers):
             for part in ("key", "value"):
-                results[f"present.{i}.{part}"] = grown(after[f"{part}.{i}"], rows)
+                name = f"past_key_values.{i}.{part}"
+                if name in windowed:  # the past's keys and this step's, in the window's layout
+                    t = torch.cat([before.get(f"{part}.{i}", empty), after[f"{part}.{i}"][:, :, -seq:]], 2)
+                    results[windowed[name][0]] = window_buffer(t, cached + seq, windowed[name][1])
+                else:
+                    results[f"present.{i}.{part}"] = grown(after[f"{part}.{i}"], rows)
         outs = [results[n] for n in names_out]
         if oracle is not None:
             outs = oracle.run(None, {n: feeds[n].numpy() for n in names_in})
