@@ -22,9 +22,9 @@
 //  - TensorScatter (opset 24) into a cache computed in the graph: each cache position c reads the
 //    update at (c - write index) (mod the cache length when circular) where that is inside the
 //    update, else keeps the past value: GatherElements of the update and a Where. A linear write
-//    past the cache's end is dropped (the reference interpreter reports it). A cache read through
-//    a no-op (a zero Pad) is read directly. A cache that is a graph input read by nothing else
-//    stays a TensorScatter: the back end writes the update into
+//    past the cache's end is dropped (the reference interpreter reports it). A cache that is a
+//    graph input read by nothing else stays a TensorScatter (a zero Pad growing it by no rows is
+//    gone by then: remove_noops runs before the expansions): the back end writes the update into
 //    the input's storage (ops::tensor_scatter_in_place).
 //  - SwiGLU (opset 28): Swish of A, times B.
 // Each runs after fold_constants and leaves nodes without static shapes alone; the last node writes
@@ -340,17 +340,7 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
 StatusOr<bool> expand_tensor_scatter(Graph& g, Node& n) {
   Value *past = n.input(0), *update = n.input(1), *start = n.input(2), *y = n.output(0);
   if (!past || !update || !y || !static_inputs(n)) return false;
-  // A cache grown by no rows (GroupQueryAttention's Pad to max(buffer, total length) rows where
-  // the buffer holds them: importer/contrib_attention.cc) is the cache itself: read it, so that
-  // the update may be written into its storage.
-  bool reread = false;
-  if (Node* p = past->producer; p && p->def && p->def->is_noop && p->def->is_noop(*p) && p->input(0) &&
-                                !g.is_graph_output(past) && g.users()[past].size() == 1) {
-    n.inputs[0] = past = p->input(0);
-    g.remove_nodes({p});
-    reread = true;
-  }
-  if (ops::tensor_scatter_in_place(g, n)) return reread;  // the back end writes the update in place
+  if (ops::tensor_scatter_in_place(g, n)) return false;  // the back end writes the update in place
   NodeBuilder b{g, n};
   const Dims pd = *past->dims;
   const int64_t r = static_cast<int64_t>(pd.size());
