@@ -932,10 +932,10 @@ def models():
 
     # onnxruntime-genai's model builder (tried 2026-11-28, bench/exports/genai_export.py): a LLaMA
     # decoder as genai runs it, GroupQueryAttention with its KV cache; PyTorch's logits and caches.
-    def genai(make, precision="fp32", provider="cpu"):
+    def genai(make, precision="fp32", provider="cpu", expect="pytorch"):
         def run(out):
             from genai_export import export_genai
-            export_genai(make, save_case, out, precision, provider)
+            export_genai(make, save_case, out, precision, provider, expect)
         return run
     t.update({
         "llama_genai": genai(lambda: tf.LlamaForCausalLM(tf.LlamaConfig(**llama))),
@@ -957,6 +957,25 @@ def models():
                                                                               head_dim=32, sliding_window=16))),
         "gemma2_genai_cuda_f16": genai(lambda: tf.Gemma2ForCausalLM(tf.Gemma2Config(
             **small, num_key_value_heads=2, head_dim=32, sliding_window=16)), "fp16", "cuda"),
+        # (tried 2026-11-28) Phi-2 (partial rotary, LayerNormalization, attention and MLP in
+        # parallel) and Nemotron (relu^2, (1 + w) LayerNorm) at the epsilon the builder writes;
+        # OLMo, whose LayerNorm the builder writes as an RMSNorm, against onnxruntime
+        # (genai_export.py). Granite's multipliers, SmolLM3, Mistral, ERNIE 4.5 (head_dim 128 of
+        # hidden 128), LFM2's attention layers (Q/K norms). Not here: Gemma 3 (the builder reads a
+        # flat rope_parameters, transformers 5 writes one per layer type), gpt-oss
+        # (com.microsoft::MoE), LFM2's convolution layers (com.microsoft::CausalConvWithState).
+        "phi_genai": genai(lambda: tf.PhiForCausalLM(tf.PhiConfig(**small, num_key_value_heads=2,
+                                                                    partial_rotary_factor=0.5, layer_norm_eps=1e-6))),
+        "nemotron_genai": genai(lambda: tf.NemotronForCausalLM(tf.NemotronConfig(**small, num_key_value_heads=2,
+                                                                                    norm_eps=1e-6))),
+        "olmo_genai": genai(lambda: tf.OlmoForCausalLM(tf.OlmoConfig(**small, num_key_value_heads=2)),
+                            expect="onnxruntime"),
+        "granite_genai": genai(lambda: tf.GraniteForCausalLM(tf.GraniteConfig(**small, num_key_value_heads=2))),
+        "smollm3_genai": genai(lambda: tf.SmolLM3ForCausalLM(tf.SmolLM3Config(**small, num_key_value_heads=2,
+                                                                                pad_token_id=0))),
+        "mistral_genai": genai(lambda: tf.MistralForCausalLM(tf.MistralConfig(**small, num_key_value_heads=2))),
+        "ernie_genai": genai(lambda: tf.Ernie4_5ForCausalLM(tf.Ernie4_5Config(**small, num_key_value_heads=2))),
+        "lfm2_genai": genai(lambda: tf.Lfm2ForCausalLM(tf.Lfm2Config(**small, num_key_value_heads=2))),
     })
 
     # Optimized by onnxruntime's transformer optimizer (tried 2026-11-27): its contrib ops

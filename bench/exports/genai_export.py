@@ -27,6 +27,13 @@ With `precision` "int4" the builder quantizes every MatMul's weight to MatMulNBi
 (with its graph optimizations off, each node as written, and the MatMulNBits at accuracy level 1,
 float32 products: below), not PyTorch's.
 
+With `expect` "onnxruntime" the expected outputs are onnxruntime's for the file: for a model the
+builder writes other than the Hugging Face model computes (OLMo's parameter-free LayerNorm written as
+SimplifiedLayerNormalization, an RMSNorm: onnxruntime's logits 0.19 from PyTorch's on the prompt,
+measured). The builder also writes every norm's epsilon as 1e-6 where it does not find the config's
+(Phi-2's layer_norm_eps, Nemotron's norm_eps: 8.3e-3 and 2.7e-2 from PyTorch's at their default
+1e-5), so export.py gives those models epsilon 1e-6 and keeps PyTorch's outputs.
+
 Where the builder gives a layer a window-sized cache (Gemma 2's sliding layers: GroupQueryAttention
 with sliding_window_cache=1), that layer's past and present are buffers of the window's rows in
 onnxruntime's layout (the keys from position T - W on once T > W keys were seen), its past filled
@@ -59,7 +66,7 @@ def save_tokenizer(path, vocab):
                                eos_token="t2").save_pretrained(path)
 
 
-def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
+def export_genai(make_model, save_case, out, precision="fp32", provider="cpu", expect="pytorch"):
     torch.manual_seed(0)
     model = make_model().eval()
     cfg = model.config
@@ -76,7 +83,7 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
     names_out = [o.name for o in graph.output]
     layers = cfg.num_hidden_layers
     heads_kv = cfg.num_key_value_heads
-    head = cfg.hidden_size // cfg.num_attention_heads
+    head = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
 
     # Layers with a window-sized cache: their past and present names, and the window.
     windowed = {}
@@ -89,7 +96,7 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu"):
     oracle = None  # PyTorch's outputs; else onnxruntime's
     if precision == "fp16":
         model = model.half()  # the builder's float16 weights are these roundings
-    elif precision != "fp32" or windowed:  # fp32 with window-sized caches: onnxruntime's layout
+    elif precision != "fp32" or windowed or expect == "onnxruntime":  # fp32 window caches: its layout
         import onnxruntime as ort
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
