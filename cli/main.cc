@@ -108,7 +108,9 @@ int main(int argc, char** argv) {
       "--no-fuse", ca.no_fuse,
       "keep this node (by name) out of every fused group and every graph rewrite (sibling GEMM "
       "merge, scale fold, Splits and constant Gathers as Slices, row scales past GEMMs); repeatable");
-  compile->add_option("--max-group-size", ca.max_group_size, "at most this many nodes per fused group")
+  compile
+      ->add_option("--max-group-size", ca.max_group_size,
+                   "at most this many nodes per fused group (views, which emit no code, not counted)")
       ->default_val(64);
   compile->add_flag("--no-pack", ca.no_pack, "do not pack independent stitched kernels into one launch");
   compile->add_flag(

@@ -35,6 +35,7 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
     const Node* x = nodes_[i];
     folded_.push_back(folds_.folded.count(x) > 0);
     const codegen::StitchRole role = codegen::stitch_role(*x);
+    sized_.push_back(role != codegen::StitchRole::kView);
     fusible_[i] = role != codegen::StitchRole::kNone &&
                   ((role != codegen::StitchRole::kContraction && role != codegen::StitchRole::kTiledGemm) ||
                    contract_.count(x)) &&
@@ -104,6 +105,11 @@ std::vector<std::vector<int>> Planner::components() const {
   return out;
 }
 
+int Planner::group_size(const std::vector<int>& m) const {
+  return static_cast<int>(
+      std::count_if(m.begin(), m.end(), [&](int i) { return sized_[static_cast<size_t>(i)]; }));
+}
+
 const Eval& Planner::eval(const std::vector<int>& m) {
   work_ += kLookStep;
   if (auto it = memo_.find(m); it != memo_.end()) return it->second;
@@ -114,8 +120,9 @@ const Eval& Planner::eval(const std::vector<int>& m) {
     e.cost = single_[m[0]];
     return memo_[m] = e;
   }
-  if (static_cast<int>(m.size()) > o_.max_group_size) {
-    e.why = fmt::format("the group would exceed --max-group-size {}", o_.max_group_size);
+  if (group_size(m) > o_.max_group_size) {
+    e.why =
+        fmt::format("the group would exceed --max-group-size {} (nodes other than views)", o_.max_group_size);
     return memo_[m] = e;
   }
   std::vector<const Node*> ns;

@@ -56,6 +56,8 @@ class Planner {
   std::vector<std::vector<int>> components() const;
   // Legality and cost of one group (sorted member indices), memoised.
   const Eval& eval(const std::vector<int>& m);
+  // Nodes of `m` that count toward FusionOptions::max_group_size.
+  int group_size(const std::vector<int>& m) const;
   // Outputs of `ns` read outside it (or graph outputs): what its kernel stores.
   std::set<const Value*> escaping(const std::vector<const Node*>& ns) const;
   static std::vector<int> merged(const std::vector<int>& a, const std::vector<int>& b);
@@ -120,6 +122,7 @@ class Planner {
   std::unordered_map<const Value*, std::vector<Node*>> users_;
   std::vector<std::vector<int>> succ_, pred_;
   std::vector<bool> fusible_;
+  std::vector<bool> sized_;  // counts toward --max-group-size: every node but a view (no code in a kernel)
   std::set<const Node*> contract_;
   codegen::GemmFolds folds_;
   std::vector<bool> folded_;  // nodes a GEMM call takes over (codegen::find_gemm_folds)

@@ -182,8 +182,6 @@ std::vector<std::vector<int>> Planner::candidate_groups(const Part& p, const std
   std::vector<std::vector<int>> out;
   for (uint32_t mask = 1; mask < (1u << n); ++mask) {
     if (out_of_time()) break;
-    const int size = __builtin_popcount(mask);
-    if (size > o_.max_group_size) continue;
     uint32_t reach = mask & (~mask + 1), frontier = reach;
     while (frontier) {
       uint32_t next = 0;
@@ -198,7 +196,7 @@ std::vector<std::vector<int>> Planner::candidate_groups(const Part& p, const std
     for (size_t i = 0; i < n; ++i)
       if (mask & (1u << i)) m.push_back(comp[i]);
     if (!eval(m).ok) continue;
-    if (size > 1) {  // convex on its own: no path out of the group and back
+    if (m.size() > 1) {  // convex on its own: no path out of the group and back
       Part q = p;
       for (size_t i = 1; i < m.size(); ++i)
         if (q.gid[m[0]] != q.gid[m[i]]) apply(q, q.gid[m[0]], q.gid[m[i]], 0);

@@ -146,6 +146,39 @@ TEST_CASE("the no-fuse list and the group size cap are honoured, and bad values 
   CHECK(!fusion::make_plan(*g, opts("beam", {}, 0)).is_ok());
 }
 
+TEST_CASE("views do not count toward the group size cap", "[fusion]") {
+  // Three element-wise nodes with views between them: a cap of 3 holds the five nodes in one
+  // kernel (a view emits no code in a kernel); a cap of 1 leaves each element-wise node a kernel
+  // of its own, and greedy's reason says what the cap counts.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[4,8]
+  const %flat: i64[1] = [32]
+  const %first: i64[1] = [0]
+  %a = Relu(%x) @"a"
+  %r = Reshape(%a, %flat) @"r"
+  %b = Neg(%r) @"b"
+  %u = Unsqueeze(%b, %first) @"u"
+  %c = Abs(%u) @"c"
+  output %c
+}
+)");
+  test::run_frontend_or_die(*g);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto three = fusion::make_plan(*g, opts(mode, {}, 3));
+    REQUIRE(three.is_ok());
+    const auto groups = groups_of(*three);
+    REQUIRE(groups.size() == 1);
+    CHECK(groups[0].size() == 5);
+    auto one = fusion::make_plan(*g, opts(mode, {}, 1));
+    REQUIRE(one.is_ok());
+    CHECK(one->cost.kernels == 3);
+    if (std::string(mode) == "greedy")  // beam's boundaries here are views, named as such
+      CHECK(fusion::explain(*one).find("exceed --max-group-size 1 (nodes other than views)") !=
+            std::string::npos);
+  }
+}
+
 TEST_CASE("a merge that would make a cycle is rejected", "[fusion]") {
   // c reads a and m, and m reads a through a library call: fusing a with c would need the GEMM
   // both before and after the group. (A Mul: an Add would be the GEMM's residual, folded.)
