@@ -12,6 +12,7 @@
 #include "cli/common.h"
 #include "cli/subcommands.h"
 #include "codegen/artifact.h"
+#include "codegen/lower.h"
 #include "codegen/schedule.h"
 #include "codegen/stitch.h"
 #include "fusion/plan.h"
@@ -95,6 +96,8 @@ int run_compile(const CompileArgs& a) {
   StatusOr<codegen::Schedule> sched = Status::internal("not scheduled");
   codegen::ArtifactSummary summary;
   std::vector<std::string> replans;
+  codegen::RegisterRoom room;
+  room.registers = a.max_registers;
   for (int round = 0;; ++round) {
     plan = fusion::make_plan(**g, fo);
     if (!plan.is_ok()) return report(plan.status());
@@ -111,7 +114,7 @@ int run_compile(const CompileArgs& a) {
     o.plan_text += rewrites->text();
     o.plan_text += fusion::explain(*plan);
     for (const std::string& r : replans) o.plan_text += "re-planned after ptxas: " + r + "\n";
-    sched = codegen::build_schedule(**g, &groups, &packs, plan->gemm_folds);
+    sched = codegen::build_schedule(**g, &groups, &packs, plan->gemm_folds, &room);
     if (!sched.is_ok()) return report(sched.status().with_context(a.model));
     summary = {};
     Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);
@@ -125,6 +128,22 @@ int run_compile(const CompileArgs& a) {
       if (k == sched->kernels.end() || k->nodes.size() < 2) continue;
       std::set<std::string> names;
       for (const Node* n : k->nodes) names.insert(n->name);
+      // Spilled below the budget: ptxas aimed at more resident blocks than the kernel fits. Room
+      // for the budget first (the same kernel, declared with fewer blocks per SM); split after.
+      const int64_t block = k->block[0] * k->block[1] * k->block[2];
+      const int64_t min_blocks = std::max<int64_t>(1, codegen::kRegistersPerSm / (block * a.max_registers));
+      if (spilled > 0 && r.registers < a.max_registers &&
+          (k->min_blocks_per_sm == 0 || k->min_blocks_per_sm > min_blocks) &&
+          std::find(room.kernels.begin(), room.kernels.end(), names) == room.kernels.end()) {
+        room.kernels.push_back(names);
+        replans.push_back(
+            fmt::format("kernel {} ({} nodes) used {} registers and spilled {} bytes on {} (budget {} "
+                        "registers, no spills): compiled again with room for {} registers "
+                        "(__launch_bounds__({}, {}))",
+                        r.kernel, names.size(), r.registers, spilled, r.arch, a.max_registers,
+                        a.max_registers, block, min_blocks));
+        continue;
+      }
       const bool packed = k->name.find("_pack") != std::string::npos;
       if (packed ? std::includes(fo.no_pack.begin(), fo.no_pack.end(), names.begin(), names.end())
                  : std::find(fo.keep_apart.begin(), fo.keep_apart.end(), names) != fo.keep_apart.end())

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "codegen/cuda_writer.h"
@@ -10,6 +11,7 @@
 #include "codegen/scalar_ops.h"
 #include "ir/op_table.h"
 #include "ops/op_params.h"
+#include "support/check.h"
 
 namespace stitch::codegen {
 
@@ -198,10 +200,29 @@ std::string kernel_signature(const Kernel& k) {
   return sig;
 }
 
-void open_kernel(CudaWriter& w, const Kernel& k, int64_t block) {
+namespace {
+std::string launch_bounds(const Kernel& k, int64_t block) {
   const std::string bounds =
       k.min_blocks_per_sm > 0 ? fmt::format("{}, {}", block, k.min_blocks_per_sm) : std::to_string(block);
-  w.open("extern \"C\" __global__ void __launch_bounds__({}) {}({})", bounds, k.name, kernel_signature(k));
+  return fmt::format("__launch_bounds__({}) {}(", bounds, k.name);
+}
+}  // namespace
+
+void open_kernel(CudaWriter& w, const Kernel& k, int64_t block) {
+  w.open("extern \"C\" __global__ void {}{})", launch_bounds(k, block), kernel_signature(k));
+}
+
+bool give_register_room(Kernel& k, int registers) {
+  const int64_t block = k.block[0] * k.block[1] * k.block[2];
+  const int64_t min_blocks = std::max<int64_t>(1, kRegistersPerSm / (block * registers));
+  if (k.min_blocks_per_sm > 0 && k.min_blocks_per_sm <= min_blocks) return false;
+  const std::string was = launch_bounds(k, k.block[0]);
+  const size_t at = k.source.find(was);
+  STITCH_CHECK(at != std::string::npos && k.source.find(was, at + 1) == std::string::npos,
+               "kernel {}: its entry's launch bounds not found once", k.name);
+  k.min_blocks_per_sm = min_blocks;
+  k.source.replace(at, was.size(), launch_bounds(k, k.block[0]));
+  return true;
 }
 
 void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count,

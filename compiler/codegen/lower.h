@@ -39,6 +39,14 @@ std::string kernel_header(const Kernel& k, const std::string& extra = "");
 // restrict pointer per parameter (const for inputs), in k.params order.
 class CudaWriter;
 void open_kernel(CudaWriter& w, const Kernel& k, int64_t block);
+// ptxas feedback: ptxas may spill a kernel declared with its block size alone while using fewer
+// registers than it could (measured with nvcc 13.0 for sm_90: a packed kernel whose parts took
+// 32 to 40 registers each compiled at 32 registers with 24 bytes spilled, and at 48 with none
+// given a minimum of 2 blocks of 256 per SM). Declares k's entry with the minimum number of
+// blocks per SM that leaves each thread `registers` (kRegistersPerSm / (block x registers), at
+// least 1), rewriting its launch bounds in k.source. False when k already allows that many.
+inline constexpr int64_t kRegistersPerSm = 65536;  // sm_80 and sm_90 (CUDA C programming guide)
+bool give_register_room(Kernel& k, int registers);
 // The parameter list of k's entry: "const float* __restrict__ x0, float* __restrict__ y0".
 std::string kernel_signature(const Kernel& k);
 // A C identifier fragment from an op type: "LayerNormalization" -> "layernormalization".

@@ -50,7 +50,7 @@ bool split_row_op(const Node& n) {
 }  // namespace
 
 StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, const std::vector<int>* packs,
-                                  const FoldOptions& fold_gemms) {
+                                  const FoldOptions& fold_gemms, const RegisterRoom* room) {
   // 1. Everything the back end cannot do, at once.
   std::vector<std::string> problems;
   for (const auto& np : g.nodes()) {
@@ -94,6 +94,12 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
   const auto users = g.users();
   auto escaping_of = [&](const std::vector<const Node*>& unit) { return group_outputs(g, users, unit); };
   auto push_kernel = [&](Kernel k) {
+    if (room && k.nodes.size() > 1) {
+      std::set<std::string> names;
+      for (const Node* n : k.nodes) names.insert(n->name);
+      if (std::find(room->kernels.begin(), room->kernels.end(), names) != room->kernels.end())
+        give_register_room(k, room->registers);
+    }
     for (const KernelParam& p : k.params)
       if (!p.output) reads(p.value);
     for (const KernelParam& p : k.params)

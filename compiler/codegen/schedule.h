@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,15 @@ using NodeGroups = std::vector<std::vector<const Node*>>;
 // packs (optional, one id per group): consecutive groups with the same id >= 0 become one
 // packed kernel (independent stitching, lower_packed); the caller guarantees they are independent.
 // fold_gemms: GEMM calls take over the work find_gemm_folds finds (a fusion plan's gemm_folds).
+// room (ptxas feedback): the kernels, by their nodes' names, declared with room for
+// room->registers per thread (give_register_room in lower.h).
+struct RegisterRoom {
+  std::vector<std::set<std::string>> kernels;
+  int registers = 128;
+};
 StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups = nullptr,
-                                  const std::vector<int>* packs = nullptr, const FoldOptions& fold_gemms = {});
+                                  const std::vector<int>* packs = nullptr, const FoldOptions& fold_gemms = {},
+                                  const RegisterRoom* room = nullptr);
 
 // The storage reference of value `v` (must be in the schedule).
 const BufferRef& buffer_of(const Schedule& s, const Value* v);

@@ -46,6 +46,11 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
     ks.push_back(std::move(k));
   }
   out.block = ks.front().block;
+  // A part that asks for fewer resident blocks (a tiled GEMM's accumulators) keeps its room.
+  for (const Kernel& k : ks)
+    if (k.min_blocks_per_sm > 0 &&
+        (out.min_blocks_per_sm == 0 || k.min_blocks_per_sm < out.min_blocks_per_sm))
+      out.min_blocks_per_sm = k.min_blocks_per_sm;
   out.scheme = "independent";
   out.static_smem_bytes = smem;
   int64_t blocks = 0;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "codegen/gemm_folds.h"
+#include "codegen/lower.h"
 #include "codegen/stitch.h"
 #include "fusion_test_util.h"
 
@@ -48,6 +49,55 @@ TEST_CASE("independent kernels are packed into one launch when no path joins the
   REQUIRE(plan.is_ok());
   CHECK(plan->packs.empty());
   CHECK(plan->cost.kernels == 3);
+}
+
+TEST_CASE("ptxas feedback: a kernel given register room is declared with fewer blocks per SM",
+          "[fusion][emu]") {
+  // The pack of the test above, scheduled with and without room for 128 and 64 registers per
+  // thread: __launch_bounds__(256) becomes (256, 2) and (256, 4), and the kernel still matches.
+  auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[37,770]
+  input %y: f32[5,770]
+  input %c: f32[770]
+  %a = Add(%x, %c) @"add"
+  %r = Relu(%a) @"relu"
+  %p = Softmax(%y) {axis = -1} @"softmax"
+  output %r
+  output %p
+}
+)");
+  test::run_frontend_or_die(*g);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  REQUIRE(plan->packs.size() == 1);
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  auto plain = codegen::build_schedule(*g, &groups, &packs);
+  REQUIRE(plain.is_ok());
+  REQUIRE(plain->kernels.size() == 1);
+  const codegen::Kernel& k = plain->kernels[0];
+  CHECK(k.min_blocks_per_sm == 0);
+  CHECK_THAT(k.source, Catch::Contains(fmt::format("__launch_bounds__(256) {}(", k.name)));
+  std::set<std::string> names;
+  for (const Node* n : k.nodes) names.insert(n->name);
+  for (const auto& [registers, blocks] : {std::pair{128, 2}, std::pair{64, 4}}) {
+    INFO(registers);
+    codegen::RegisterRoom room{{names}, registers};
+    auto roomy = codegen::build_schedule(*g, &groups, &packs, {}, &room);
+    REQUIRE(roomy.is_ok());
+    codegen::Kernel r = roomy->kernels[0];
+    CHECK(r.min_blocks_per_sm == blocks);
+    CHECK_THAT(r.source, Catch::Contains(fmt::format("__launch_bounds__(256, {}) {}(", blocks, r.name)));
+    CHECK(r.source.find("__launch_bounds__(256) ") == std::string::npos);
+    CHECK_FALSE(codegen::give_register_room(r, registers));
+    auto widen = [&](codegen::Schedule& s) { REQUIRE(codegen::give_register_room(s.kernels[0], registers)); };
+    CHECK(test::emu_matches_reference(*g, &groups, 3, kEmuF32, &packs, {}, widen) == 1);
+  }
+  // Kernels it does not name keep their bounds.
+  codegen::RegisterRoom other{{{"relu"}}, 128};
+  auto same = codegen::build_schedule(*g, &groups, &packs, {}, &other);
+  REQUIRE(same.is_ok());
+  CHECK(same->kernels[0].source == k.source);
 }
 
 TEST_CASE("kernels joined by a path are never packed, even through a library call", "[fusion]") {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/gemm_tile.h"
+#include "codegen/lower.h"
 #include "codegen/stitch.h"
 #include "fusion/cost.h"
 #include "fusion_test_util.h"
@@ -208,6 +209,43 @@ TEST_CASE(
     REQUIRE(s->kernels[0].mapping.rfind("tiled GEMM", 0) == 0);
     std::filesystem::remove_all(test::compile_without_spills(*x, *s, fmt::format("tiled{}", index++), 128));
   }
+}
+
+TEST_CASE("a packed kernel keeps its tiled GEMM parts' launch bounds", "[stitch][tiled]") {
+  // Two independent projections with their activations, packed into one launch: the entry keeps
+  // the minimum of 2 blocks per SM that leaves each tile's accumulators their registers.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[64,300]
+  input %w: f32[300,96]
+  input %y: f32[64,300]
+  input %v: f32[300,96]
+  %h = MatMul(%x, %w) @"proj_x"
+  %a = Relu(%h) @"act_x"
+  %k = MatMul(%y, %v) @"proj_y"
+  %b = Sigmoid(%k) @"act_y"
+  output %a
+  output %b
+}
+)");
+  test::run_frontend_or_die(*g);
+  std::vector<codegen::StitchPart> parts;
+  for (const auto& [mm, act] : {std::pair{"proj_x", "act_x"}, std::pair{"proj_y", "act_y"}}) {
+    const auto ns = named(*g, {mm, act});
+    parts.push_back({ns, {ns.back()->output(0)}});
+  }
+  auto alone = codegen::lower_stitched(parts[0].nodes, parts[0].stored, 0);
+  REQUIRE(alone.is_ok());
+  REQUIRE(alone->mapping.rfind("tiled GEMM", 0) == 0);
+  CHECK(alone->min_blocks_per_sm == codegen::kTileBlocksPerSm);
+  auto packed = codegen::lower_packed(parts, 0);
+  REQUIRE(packed.is_ok());
+  INFO(packed->source);
+  CHECK(packed->min_blocks_per_sm == codegen::kTileBlocksPerSm);
+  CHECK_THAT(packed->source,
+             Catch::Contains(fmt::format("__launch_bounds__({}, {}) {}(", codegen::kTileThreads,
+                                         codegen::kTileBlocksPerSm, packed->name)));
+  // More room than that is none to give.
+  CHECK_FALSE(codegen::give_register_room(*packed, 128));
 }
 
 TEST_CASE("tiled GEMM groups: operands from memory, an element-wise epilogue at the product's shape",
