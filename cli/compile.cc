@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -130,10 +131,8 @@ int run_compile(const CompileArgs& a) {
       for (const Node* n : k->nodes) names.insert(n->name);
       // Spilled below the budget: ptxas aimed at more resident blocks than the kernel fits. Room
       // for the budget first (the same kernel, declared with fewer blocks per SM); split after.
-      const int64_t block = k->block[0] * k->block[1] * k->block[2];
-      const int64_t min_blocks = std::max<int64_t>(1, codegen::kRegistersPerSm / (block * a.max_registers));
-      if (spilled > 0 && r.registers < a.max_registers &&
-          (k->min_blocks_per_sm == 0 || k->min_blocks_per_sm > min_blocks) &&
+      const std::optional<int64_t> min_blocks = codegen::register_room(*k, a.max_registers);
+      if (spilled > 0 && r.registers < a.max_registers && min_blocks &&
           std::find(room.kernels.begin(), room.kernels.end(), names) == room.kernels.end()) {
         room.kernels.push_back(names);
         replans.push_back(
@@ -141,7 +140,7 @@ int run_compile(const CompileArgs& a) {
                         "registers, no spills): compiled again with room for {} registers "
                         "(__launch_bounds__({}, {}))",
                         r.kernel, names.size(), r.registers, spilled, r.arch, a.max_registers,
-                        a.max_registers, block, min_blocks));
+                        a.max_registers, k->block[0], *min_blocks));
         continue;
       }
       const bool packed = k->name.find("_pack") != std::string::npos;

@@ -212,15 +212,21 @@ void open_kernel(CudaWriter& w, const Kernel& k, int64_t block) {
   w.open("extern \"C\" __global__ void {}{})", launch_bounds(k, block), kernel_signature(k));
 }
 
-bool give_register_room(Kernel& k, int registers) {
+std::optional<int64_t> register_room(const Kernel& k, int registers) {
   const int64_t block = k.block[0] * k.block[1] * k.block[2];
   const int64_t min_blocks = std::max<int64_t>(1, kRegistersPerSm / (block * registers));
-  if (k.min_blocks_per_sm > 0 && k.min_blocks_per_sm <= min_blocks) return false;
+  if (k.min_blocks_per_sm > 0 && k.min_blocks_per_sm <= min_blocks) return std::nullopt;
+  return min_blocks;
+}
+
+bool give_register_room(Kernel& k, int registers) {
+  const std::optional<int64_t> min_blocks = register_room(k, registers);
+  if (!min_blocks) return false;
   const std::string was = launch_bounds(k, k.block[0]);
   const size_t at = k.source.find(was);
   STITCH_CHECK(at != std::string::npos && k.source.find(was, at + 1) == std::string::npos,
                "kernel {}: its entry's launch bounds not found once", k.name);
-  k.min_blocks_per_sm = min_blocks;
+  k.min_blocks_per_sm = *min_blocks;
   k.source.replace(at, was.size(), launch_bounds(k, k.block[0]));
   return true;
 }

@@ -42,10 +42,12 @@ void open_kernel(CudaWriter& w, const Kernel& k, int64_t block);
 // ptxas feedback: ptxas may spill a kernel declared with its block size alone while using fewer
 // registers than it could (measured with nvcc 13.0 for sm_90: a packed kernel whose parts took
 // 32 to 40 registers each compiled at 32 registers with 24 bytes spilled, and at 48 with none
-// given a minimum of 2 blocks of 256 per SM). Declares k's entry with the minimum number of
-// blocks per SM that leaves each thread `registers` (kRegistersPerSm / (block x registers), at
-// least 1), rewriting its launch bounds in k.source. False when k already allows that many.
+// given a minimum of 2 blocks of 256 per SM). register_room: the minimum number of blocks per SM
+// that leaves each of k's threads `registers` (kRegistersPerSm / (block x registers), at least
+// 1), or none when k's launch bounds already allow that many. give_register_room declares k's
+// entry with it, rewriting its launch bounds in k.source; false when there is none.
 inline constexpr int64_t kRegistersPerSm = 65536;  // sm_80 and sm_90 (CUDA C programming guide)
+std::optional<int64_t> register_room(const Kernel& k, int registers);
 bool give_register_room(Kernel& k, int registers);
 // The parameter list of k's entry: "const float* __restrict__ x0, float* __restrict__ y0".
 std::string kernel_signature(const Kernel& k);

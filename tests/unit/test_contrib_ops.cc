@@ -51,6 +51,14 @@ StatusOr<std::unique_ptr<Graph>> import(const onnx::ModelProto& m) {
   return import_onnx_bytes(m.SerializeAsString(), ".", "m.onnx");
 }
 
+// import(m), required to succeed (its message shown when it does not).
+std::unique_ptr<Graph> import_ok(const onnx::ModelProto& m) {
+  auto imported = import(m);
+  INFO(imported.status().message());
+  REQUIRE(imported.is_ok());
+  return std::move(*imported);
+}
+
 std::multiset<std::string> ops_of(const Graph& g) {
   std::multiset<std::string> ops;
   for (const auto& n : g.nodes()) ops.insert(n->op_type);
@@ -114,10 +122,8 @@ TEST_CASE("onnxruntime's normalizations and GELUs import as the ONNX ops they ar
   add_node(g, "SimplifiedLayerNormalization", {"y", "g"}, {"z"}, "rms");
   *g->add_output() = tensor_info("z", 1, {});
   *g->add_output() = tensor_info("sum", 1, {});
-  auto imported = import(m);
-  INFO(imported.status().message());
-  REQUIRE(imported.is_ok());
-  Graph& graph = **imported;
+  auto imported = import_ok(m);
+  Graph& graph = *imported;
   CHECK(ops_of(graph) == std::multiset<std::string>{"Add", "Add", "Add", "Gelu", "LayerNormalization",
                                                     "LayerNormalization", "RMSNormalization"});
   for (const auto& n : graph.nodes()) {
@@ -150,10 +156,8 @@ TEST_CASE("onnxruntime's Attention imports as a packed MatMul, a Split and Atten
   set_int(a, "num_heads", 2);
   set_int(a, "unidirectional", 1);
   *g->add_output() = tensor_info("y", 1, {});
-  auto imported = import(m);
-  INFO(imported.status().message());
-  REQUIRE(imported.is_ok());
-  Graph& graph = **imported;
+  auto imported = import_ok(m);
+  Graph& graph = *imported;
   const Node* attn = graph.find_value("y")->producer;
   REQUIRE(attn->op_type == "Attention");
   CHECK(attn->opset == 23);
@@ -185,10 +189,8 @@ TEST_CASE("onnxruntime's MultiHeadAttention imports as Attention, heads first wh
                        "com.microsoft");
     set_int(a, "num_heads", 2);
     *g->add_output() = tensor_info("y", 1, {});
-    auto imported = import(m);
-    INFO(imported.status().message());
-    REQUIRE(imported.is_ok());
-    Graph& graph = **imported;
+    auto imported = import_ok(m);
+    Graph& graph = *imported;
     const Node* out = graph.find_value("y")->producer;
     const Node* attn = heads_first ? out->input(0)->producer->input(0)->producer : out;
     REQUIRE(attn->op_type == "Attention");
@@ -211,10 +213,8 @@ TEST_CASE("onnxruntime's GroupQueryAttention imports as TensorScatter into the c
   // A decoding step (gqa_decoding_step, heads of 4) with a local window of 3.
   onnx::ModelProto m = contrib_model(17);
   set_int(gqa_decoding_step(m, 4), "local_window_size", 3);
-  auto imported = import(m);
-  INFO(imported.status().message());
-  REQUIRE(imported.is_ok());
-  Graph& graph = **imported;
+  auto imported = import_ok(m);
+  Graph& graph = *imported;
   const Node* attn = attention_of(graph);
   REQUIRE(attn != nullptr);
   CHECK(attn->name == "attn");
@@ -245,10 +245,8 @@ TEST_CASE("GroupQueryAttention's rotary positions are computed in the kernels th
   onnx::ModelProto m = contrib_model(17);
   add_rotary_caches(m);
   set_int(gqa_decoding_step(m, 16, {"cos", "sin"}), "do_rotary", 1);
-  auto imported = import(m);
-  INFO(imported.status().message());
-  REQUIRE(imported.is_ok());
-  Graph& graph = **imported;
+  auto imported = import_ok(m);
+  Graph& graph = *imported;
   test::run_frontend_or_die(graph);
   auto plan = fusion::make_plan(graph, test::opts("beam"));
   REQUIRE(plan.is_ok());
@@ -283,10 +281,8 @@ TEST_CASE("GroupQueryAttention over a window-sized cache: its present is written
   set_int(a, "do_rotary", 1);
   set_int(a, "local_window_size", 4);
   set_int(a, "sliding_window_cache", 1);
-  auto imported = import(m);
-  INFO(imported.status().message());
-  REQUIRE(imported.is_ok());
-  Graph& graph = **imported;
+  auto imported = import_ok(m);
+  Graph& graph = *imported;
   const Node* attn = attention_of(graph);
   REQUIRE(attn != nullptr);
   REQUIRE(attn->input(1)->producer != nullptr);
