@@ -99,7 +99,7 @@ class RowFrames {
     if (role == StitchRole::kPointwise || (role == StitchRole::kLayout && n.op_type == "Concat")) {
       if (info_.column && role != StitchRole::kPointwise) return Status::user(changes);
       ASSIGN_OR_RETURN(of, merged(n, od.size()));
-      if (n.op_type == "Concat") RETURN_IF_ERROR(along_row(n, of, changes));
+      if (n.op_type == "Concat") RETURN_IF_ERROR(interleaved(n, of, changes));
     } else if (info_.column || !frame_.count(data)) {
       return Status::user(changes);
     } else if (role == StitchRole::kView) {
@@ -199,6 +199,28 @@ class RowFrames {
     ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0),
                                                   static_cast<int64_t>(dims(n.output(0)).size())));
     if (!reduced(f[axis])) return Status::user(fmt::format("{} along axis {}, across rows", changes, axis));
+    return Status::ok();
+  }
+  // A Concat along an axis its inputs hold one element of (Unsqueezed halves, as an interleaved
+  // rotary embedding pairs them: [.., D/2, 1] twice into [.., D/2, 2], then a Reshape to [.., D])
+  // makes that axis the innermost piece of the row piece just outside it: element (j, p) is the
+  // row's (j E + p) d, for the outer piece's divisor d and the Concat's extent E. Only as the
+  // innermost axis of more than one element. Any other Concat moves values along a piece of the
+  // row (along_row).
+  Status interleaved(const Node& n, Frame& of, const std::string& changes) const {
+    const Dims& od = dims(n.output(0));
+    const int64_t r = static_cast<int64_t>(od.size());
+    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+    if (of[axis].axis >= 0 || od[axis] == 1) return along_row(n, of, changes);
+    int64_t outer = axis;
+    while (--outer >= 0 && od[outer] == 1) {
+    }
+    bool innermost = true;
+    for (int64_t k = axis + 1; k < r; ++k) innermost &= od[k] == 1;
+    if (outer < 0 || !innermost || !reduced(of[outer]))
+      return Status::user(fmt::format("{} along axis {}, across rows", changes, axis));
+    of[axis] = of[outer];
+    of[outer].div *= od[axis];
     return Status::ok();
   }
   // An element-wise op's (or a Concat's) frame from its inputs computed from a row op, aligned on

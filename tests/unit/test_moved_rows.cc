@@ -99,6 +99,81 @@ TEST_CASE("a Transpose after a row op whose kept axes have one extent stores the
   }
 }
 
+// A per-head norm, the head transpose and the interleaved rotary embedding (GPT-J's, ERNIE 4.5's: the
+// even and odd elements of each head rotated as pairs, stacked along a new axis `pair_axis` of the
+// [2, 4, 6, 8] halves, then viewed as [2, 4, 6, 16]).
+std::string qk_norm_interleaved(int pair_axis) {
+  const std::string pairs = pair_axis == 4 ? "2,4,6,8,1" : "2,4,6,1,8";
+  return fmt::format(R"(graph "interleaved" opset 18 {{
+  input %q: f32[2,6,4,16]
+  input %w: f32[16]
+  input %cos: f32[6,8]
+  input %sin: f32[6,8]
+  const %ax: i64[1] = [-1]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %s0: i64[1] = [0]
+  const %s1: i64[1] = [1]
+  const %s16: i64[1] = [16]
+  const %a3: i64[1] = [3]
+  const %st2: i64[1] = [2]
+  const %pa: i64[1] = [{0}]
+  const %heads: i64[4] = [2, 4, 6, 16]
+{1}  %t = Transpose(%y) {{perm = ints[0, 2, 1, 3]}} @"transpose"
+  %ev = Slice(%t, %s0, %s16, %a3, %st2) @"even"
+  %od = Slice(%t, %s1, %s16, %a3, %st2) @"odd"
+  %ec = Mul(%ev, %cos) @"even_cos"
+  %os = Mul(%od, %sin) @"odd_sin"
+  %re = Sub(%ec, %os) @"real"
+  %es = Mul(%ev, %sin) @"even_sin"
+  %oc = Mul(%od, %cos) @"odd_cos"
+  %im = Add(%es, %oc) @"imag"
+  %re1 = Unsqueeze(%re, %pa) @"real_pairs"
+  %im1 = Unsqueeze(%im, %pa) @"imag_pairs"
+  %pr = Concat(%re1, %im1) {{axis = {0}}} @"pairs"
+  %o = Reshape(%pr, %heads) @"interleave"
+  output %o
+}}
+)",
+                     pair_axis, rms_lines("q"));
+}
+
+TEST_CASE("a per-head norm, its head transpose and the interleaved rotary embedding are one row kernel",
+          "[fusion][emu]") {
+  // The pairs' Concat stacks the halves along a new innermost axis: element (j, p) of a head's pairs
+  // is its element 2 j + p, so the pairs hold whole rows moved, which the view back to 16 values
+  // shares. `pairs_info` analyzes the nodes up to the pairs, storing them.
+  auto pairs_info = [](const Graph& g) {
+    std::vector<const Node*> nodes;
+    const Value* pairs = nullptr;
+    for (const Node* n : all_nodes(g)) {
+      if (n->name == "interleave") continue;
+      nodes.push_back(n);
+      if (n->name == "pairs") pairs = n->output(0);
+    }
+    return std::make_pair(codegen::analyze_stitch(nodes, {pairs}), pairs);
+  };
+  auto g = test::parse_or_die(qk_norm_interleaved(4));
+  test::run_frontend_or_die(*g);
+  auto [info, pairs] = pairs_info(*g);
+  INFO(info.status().message());
+  REQUIRE(info.is_ok());
+  REQUIRE(info->permuted.count(pairs) == 1);
+  CHECK(info->permuted.at(pairs) == std::vector<codegen::RowPiece>{{0, 1}, {2, 1}, {1, 1}, {3, 2}, {3, 1}});
+  uint32_t seed = 150;
+  one_kernel_in_every_planner(*g, seed);
+  // Stacked along a new axis outside the halves ([re; im], as a non-interleaved rotation), the
+  // Concat's axis is not the row's innermost piece: it stays out of the kernel, as before.
+  auto h = test::parse_or_die(qk_norm_interleaved(3));
+  test::run_frontend_or_die(*h);
+  auto [bad, unused] = pairs_info(*h);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find(
+            "node 'pairs' (Concat) changes the layout of a value computed from a row op "
+            "in the group along axis 3, across rows") != std::string::npos);
+  CHECK(fused_matches_reference(*h, seed, "beam") >= 2);
+}
+
 TEST_CASE(
     "after a row op, Transposes that move the row axis and Concats across rows stay out of the row kernel",
     "[fusion]") {
