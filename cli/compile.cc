@@ -90,6 +90,7 @@ int run_compile(const CompileArgs& a) {
   switches.hoist_row_scales = !a.no_hoist_row_scales;
   switches.hoist_layer_norms = !a.no_hoist_layer_norms;
   switches.split_group_norms = !a.no_split_group_norms;
+  switches.split_head_rows = !a.no_split_head_rows;
   auto rewrites = fusion::rewrite_for_planning(*g, fo, switches);
   if (!rewrites.is_ok()) return report(rewrites.status().with_context(a.model));
   constexpr int kMaxReplans = 3;
@@ -194,6 +195,7 @@ int run_compile(const CompileArgs& a) {
                      {"merged_gemms", rewrites->merges},
                      {"folded_scales", rewrites->scale_folds},
                      {"split_group_norms", rewrites->group_norms},
+                     {"split_head_rows", rewrites->head_rows},
                      {"fused_groups", groups},
                      {"fine_grained_matmuls", plan->contraction_note},
                      {"tiled_gemms_not_used", plan->tiled_notes},

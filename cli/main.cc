@@ -140,6 +140,11 @@ int main(int argc, char** argv) {
       "channels right after it (by default each group's channels become an axis of their own and the "
       "Reshape moves past the weight, bias and activation, so that they join the norm's kernel)");
   compile->add_flag(
+      "--no-split-head-rows", ca.no_split_head_rows,
+      "keep a norm over rows that a Reshape merged ([B, S*H, D], a token's heads among the tokens, as "
+      "onnxruntime-genai writes Q/K norms) in that shape (by default it runs over [B, S, H, D], the same "
+      "rows, so that its kernel can tell a token's heads apart and take the token's own statistics)");
+  compile->add_flag(
       "--no-gemms-as-matmuls", ca.no_gemms_as_matmuls,
       "keep Gemm nodes whole (by default each becomes a MatMul with its transposes, alpha and C as "
       "nodes around it, so a small projection can be a loop in a stitched kernel, when the plan's "

@@ -34,6 +34,7 @@ struct CompileArgs {
   bool no_hoist_row_scales = false;
   bool no_hoist_layer_norms = false;
   bool no_split_group_norms = false;
+  bool no_split_head_rows = false;
   bool no_split_slices = false;
   bool no_relayout_copies = false;
   bool no_output_copies = false;

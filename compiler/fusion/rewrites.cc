@@ -5,6 +5,7 @@
 #include "fusion/fold_scales.h"
 #include "fusion/gemm_matmul.h"
 #include "fusion/group_norms.h"
+#include "fusion/head_rows.h"
 #include "fusion/hoist_scales.h"
 #include "fusion/merge_gemms.h"
 #include "fusion/output_copies.h"
@@ -20,6 +21,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (o.mode == "none") return r;
   if (on.split_group_norms) {
     ASSIGN_OR_RETURN(r.group_norms, split_group_norms(*g, o.no_fuse));
+  }
+  if (on.split_head_rows) {
+    ASSIGN_OR_RETURN(r.head_rows, split_head_rows(*g, o.no_fuse));
   }
   if (on.gemms_as_matmuls) {
     ASSIGN_OR_RETURN(r.gemms, gemms_as_matmuls_if_cheaper(g, o));
@@ -99,6 +103,11 @@ std::string Rewrites::text() const {
         "GroupNorms with each group's channels as an axis (the Reshape back to channels moved past the "
         "element-wise nodes after the norm)",
         group_norms);
+  if (!head_rows.empty())
+    section(
+        "norms over rows a Reshape merged computed with the merged axes apart (a token's heads apart "
+        "from the tokens)",
+        head_rows);
   if (!gemms.verdict.empty()) section("Gemms as MatMuls (" + gemms.verdict + ")", gemms.lines);
   if (!unflattened.empty())
     section("GEMMs of flattened activations read them unflattened (the views around them gone)", unflattened);

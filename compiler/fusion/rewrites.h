@@ -1,5 +1,6 @@
 // The graph rewrites before planning, in their one order (what `stitchc compile` runs and what
 // the ONNX node tests run when they plan): GroupNorms with their channels apart (group_norms.h),
+// per-head norms over merged rows with the heads apart (head_rows.h),
 // Gemms as MatMuls (gemm_matmul.h), MatMuls of flattening views reading the activation itself
 // (unflatten_gemms.h: after the Gemms, which onnxruntime writes between such views), constant scales after
 // a GEMM folded into its weights (fold_scales.h), sibling GEMMs merged (merge_gemms.h), Splits and
@@ -8,10 +9,10 @@
 // LayerNorms moved past GEMMs (hoist_scales.h), graph outputs computed again for their readers
 // (output_copies.h: last, since it keeps only the copies the final plan does not store). Gemms go
 // first so that the MatMul rewrites see them too, and the fold before the merge, whose weights it
-// changes. The GroupNorms, the unflattening, the fold and the merge always apply (each leaves less work);
-// every other rewrite is kept only when the plan of the rewritten graph is estimated no slower. Slices that
-// are not cheaper by themselves are judged once more together with the relayout copies they leave room for
-// (Falcon's K and V, picked out of one Transpose), against the copies alone. None runs for
+// changes. The GroupNorms, the head rows, the unflattening, the fold and the merge always apply (each leaves
+// less work); every other rewrite is kept only when the plan of the rewritten graph is estimated no slower.
+// Slices that are not cheaper by themselves are judged once more together with the relayout copies they leave
+// room for (Falcon's K and V, picked out of one Transpose), against the copies alone. None runs for
 // --fusion none (the unfused baseline is the graph as imported).
 #pragma once
 
@@ -36,6 +37,7 @@ struct RewriteSwitches {  // each off with its --no-... flag
   bool hoist_row_scales = true;
   bool hoist_layer_norms = true;
   bool split_group_norms = true;
+  bool split_head_rows = true;
 };
 
 struct Rewrites {
@@ -44,6 +46,7 @@ struct Rewrites {
   std::vector<std::string> merges;       // merge_sibling_gemms' lines
   std::vector<std::string> unflattened;  // unflatten_gemms' lines
   std::vector<std::string> group_norms;  // split_group_norms' lines
+  std::vector<std::string> head_rows;    // split_head_rows' lines
   RewriteResult slices, copies, outputs, hoists, norm_hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
