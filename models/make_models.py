@@ -44,12 +44,17 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               layer), FastGelu and onnxruntime's LayerNormalization below opset 17 (gpt2_tiny is
               opset 14); SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization
               (llama_tiny's RMSNorms); PyTorch's outputs, as for the models they are made from
+  qwen3_tiny_genai  a Qwen3 of llama_tiny's size (per-head Q/K RMSNorms) through onnxruntime-genai's
+              model builder: GroupQueryAttention (packed QKV, rotary inside, a KV cache),
+              SkipSimplifiedLayerNormalization, logits; data sets for a prompt (2 x 32, empty cache)
+              and a decoding step after it, PyTorch's outputs
   bert_legacy_ort  a BERT of bert_tiny's size written as transformers wrote it before its mask
               rewrites (an additive -10000 mask), TorchScript at opset 14, through the same
               optimizer, which recognises its attention and embeddings: EmbedLayerNormalization
               (its mask index read by both layers), Attention, SkipLayerNormalization, BiasGelu
 
 Needs (tooling only, not the compiler): pip install torch transformers onnx onnxscript onnxruntime
+onnxruntime-genai
 Run: python3 models/make_models.py [--out models] [--only NAME ...]
 """
 import argparse
@@ -73,8 +78,8 @@ def to_numpy(t):
     return t.numpy()
 
 
-def save_test_data(out_dir, name, inputs, input_names, outputs, output_names):
-    d = os.path.join(out_dir, name, "test_data_set_0")
+def save_test_data(out_dir, name, inputs, input_names, outputs, output_names, k=0):
+    d = os.path.join(out_dir, name, f"test_data_set_{k}")
     os.makedirs(d, exist_ok=True)
     for i, (n, t) in enumerate(zip(input_names, inputs)):
         onnx.save_tensor(numpy_helper.from_array(to_numpy(t), n), os.path.join(d, f"input_{i}.pb"))
@@ -515,6 +520,40 @@ def main():
             export(LegacyWrapper(legacy), [ids, mask], tmp, "bert_legacy", ["input_ids", "attention_mask"],
                    ["last_hidden_state"], seq_axes, 14)
             ort_optimized(os.path.join(tmp, "bert_legacy"), os.path.join(args.out, "bert_legacy_ort"), "bert")
+
+    # onnxruntime-genai's model builder, the file onnxruntime-genai runs for a Hugging Face decoder.
+    if want("qwen3_tiny_genai"):
+        genai_model(args.out, "qwen3_tiny_genai")
+
+
+def genai_model(out_dir, name):
+    """A Qwen3 of llama_tiny's size (head_dim 16, per-head Q/K RMSNorms) through onnxruntime-genai's
+    builder (bench/exports/genai_export.py): GroupQueryAttention with rotary inside and packed QKV,
+    SkipSimplifiedLayerNormalization, the norms of Q and K over [B, S*H, D]. Data sets 0 (a prompt of
+    2 x 32, an empty cache) and 1 (a decoding step after it) with PyTorch's logits and caches; the
+    builder's other files (tokenizer, genai_config.json) and data sets are not shipped."""
+    import shutil
+    import sys
+    import tempfile
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "exports"))
+    from genai_export import export_genai
+
+    def save_case(out, names_in, inputs, names_out, outputs, k=0):  # genai_export.py's form
+        save_test_data(os.path.dirname(out), os.path.basename(out), inputs, names_in, outputs, names_out, k)
+
+    cfg = Qwen3Config(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64)
+    with tempfile.TemporaryDirectory() as tmp:
+        export_genai(lambda: Qwen3ForCausalLM(cfg), save_case, tmp)
+        d = os.path.join(out_dir, name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        # One file: the builder's weights moved inside the model (onnx.load reads model.onnx.data).
+        onnx.save(onnx.load(os.path.join(tmp, "model.onnx")), os.path.join(d, "model.onnx"))
+        for k in (0, 1):
+            shutil.copytree(os.path.join(tmp, f"test_data_set_{k}"), os.path.join(d, f"test_data_set_{k}"))
 
 
 if __name__ == "__main__":

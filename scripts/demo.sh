@@ -16,6 +16,9 @@ for m in models/*/; do
   case $name in
     cnn_small | cnn_small_qdq | cnn_small_qop | seg_small | unet_small) ;;
     llama_tiny_dec) shapes+=(--shape past=16) ;;
+    qwen3_tiny_genai) # onnxruntime-genai's dims are named per input: a prompt of 32, an empty cache
+      shapes=(--shape input_ids=2x32 --shape attention_mask=2x32)
+      for i in 0 1; do shapes+=(--shape "past_key_values.$i.key=2x2x0x16" --shape "past_key_values.$i.value=2x2x0x16"); done ;;
     *) shapes+=(--shape sequence=16) ;;
   esac
   echo

@@ -14,10 +14,19 @@ C_API_TEST=$5
 source "$(dirname "$0")/lib.sh"
 
 # --- every shipped model: compile (nvcc sm_90 + emulation library), run on emu, match PyTorch ---
+# onnxruntime-genai's files name their dims per input: a batch of $1, $2 new tokens after $3 cached.
+genai_shapes() {
+  local s="--shape input_ids=$1x$2 --shape attention_mask=$1x$(($2 + $3))" i
+  for i in 0 1; do
+    s="$s --shape past_key_values.$i.key=$1x2x$3x16 --shape past_key_values.$i.value=$1x2x$3x16"
+  done
+  echo "$s"
+}
 shapes_for() {
   case $1 in
     cnn_small | cnn_small_qdq | cnn_small_qop | seg_small | unet_small) echo "--shape batch=2" ;;
     llama_tiny_dec) echo "--shape batch=2 --shape past=16" ;;
+    qwen3_tiny_genai) genai_shapes 2 32 0 ;;
     *) echo "--shape batch=2 --shape sequence=16" ;;
   esac
 }
@@ -41,9 +50,10 @@ done
 # The per-layer target as a plan test: at most 3 memory-intensive kernels per transformer layer (2
 # layers each, plus the embedding's or the final norm, and bert_tiny's pooler Tanh after its GEMM
 # call); GEMMs as loops or tiles are not counted.
-for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec; do
+for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec qwen3_tiny_genai; do
   extra=1
-  [ "$name" = bert_tiny ] && extra=2
+  # qwen3_tiny_genai: the embedding's kernel (with the mask's lengths) and the final norm's
+  [ "$name" = bert_tiny ] || [ "$name" = qwen3_tiny_genai ] && extra=2
   check "$name: at most 3 memory-intensive kernels per layer, each kernel of one kind" python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -52,6 +62,25 @@ mi = kinds.count('memory-intensive')
 print(f'{mi} memory-intensive kernels, {kinds.count(\"gemm\")} GEMMs', file=sys.stderr)
 sys.exit(0 if mi == r['memory_intensive_kernels'] and mi + kinds.count('gemm') == r['kernel_launches'] and mi <= 3 * 2 + int(sys.argv[2]) else 1)" "$TMP/$name.json" "$extra"
 done
+# onnxruntime-genai's Qwen3: its Q/K norms over [B, S*H, D] run over [B, S, H, D], so that the
+# second layer's Q and K kernels compute the input norm's statistics themselves; without that
+# rewrite those statistics are a kernel more. And its decoding step, on emu against PyTorch.
+Q3="$ROOT/models/qwen3_tiny_genai"
+# shellcheck disable=SC2046
+"$STITCHC" compile "$Q3/model.onnx" -o "$TMP/q3_nosplit" $(genai_shapes 2 32 0) --no-split-head-rows --no-nvcc \
+  --report-json "$TMP/q3_nosplit.json" >/dev/null
+check "qwen3_tiny_genai: --no-split-head-rows leaves one kernel more (the second layer's input norm)" python3 -c "
+import json, sys
+a, b = (json.load(open(f))['memory_intensive_kernels'] for f in sys.argv[1:3])
+print(a, b, file=sys.stderr)
+sys.exit(0 if b == a + 1 else 1)" "$TMP/qwen3_tiny_genai.json" "$TMP/q3_nosplit.json"
+check "qwen3_tiny_genai: the plan names the rows split" grep -q "q_norm/Reshape_1' (Reshape): rows 2x128x16 as 2x32x4x16" \
+  "$TMP/qwen3_tiny_genai/plan.txt"
+# shellcheck disable=SC2046
+expect "compile qwen3_tiny_genai's decoding step (a token after 32 cached)" 0 "compiled" -- \
+  "$STITCHC" compile "$Q3/model.onnx" -o "$TMP/q3_step" $(genai_shapes 2 1 32) --no-nvcc
+expect "run qwen3_tiny_genai's decoding step on emu" 0 "all 5 output\(s\) match" -- \
+  "$STITCHC" run "$TMP/q3_step" --backend emu --inputs "$Q3/test_data_set_1" --expect "$Q3/test_data_set_1"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step
 # that adds the block's input and applies ReLU; its stem's ReLU is its convolution's. A plan test:
 # it fails when those kernels come back.
