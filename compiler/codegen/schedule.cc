@@ -131,7 +131,8 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
         ASSIGN_OR_RETURN(Kernel k, lower_packed(parts, kernel_index++));
         push_kernel(std::move(k));
         for (const StitchPart& part : parts)
-          if (part.scatter_in_place) written_into_input(*part.nodes.front());
+          for (const Node* n : part.nodes)
+            if (ops::tensor_scatter_in_place(g, *n)) written_into_input(*n);
         ui = end - 1;
         continue;
       }
@@ -139,6 +140,8 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
     if (unit.size() > 1) {
       ASSIGN_OR_RETURN(Kernel k, lower_stitched(unit, escaping_of(unit), kernel_index++));
       push_kernel(std::move(k));
+      for (const Node* n : unit)  // a cache's update stored into the cache input by the kernel
+        if (ops::tensor_scatter_in_place(g, *n)) written_into_input(*n);
       continue;
     }
     const Node& n = *unit.front();

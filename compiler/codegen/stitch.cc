@@ -435,7 +435,7 @@ bool Stitcher::vectorizable(const Dims& d) const {
       inner = d[k];
       break;
     }
-  if (part_ || n < 4 || n % 4 != 0 || inner % 4 != 0) return false;
+  if (part_ || n < 4 || n % 4 != 0 || inner % 4 != 0 || !info_.scattered.empty()) return false;
   for (const Value* v : info_.stored)
     if (is_word(v->dtype)) return true;
   for (const Node* node : nodes_)
@@ -491,6 +491,10 @@ Status Stitcher::emit_elements() {
     if (vec_ && is_word(v->dtype)) {
       store4(v, "i", x, 1);
       ++vec_stores;
+      continue;
+    }
+    if (info_.scattered.count(v)) {  // not vectorised (vectorizable): one lane at the domain's coordinates
+      RETURN_IF_ERROR(store_at(v, dom_, "i", x[0], 1));
       continue;
     }
     for (int lane = 0; lane < lanes; ++lane)

@@ -171,6 +171,12 @@ struct StitchInfo {
     int64_t group = 1;
   };
   std::vector<Outer> outer;
+  // In-place TensorScatters in the group (a KV cache's update written into the storage of the
+  // cache, a graph input: ops::tensor_scatter_in_place): each one's update, computed in the group,
+  // is stored into the cache at the write position along the op's axis (the write index of its
+  // batch plus its own coordinate; dropped past the cache's end, wrapped when circular) instead of
+  // a tensor of its own. Keyed by the update; the TensorScatter itself computes nothing.
+  std::map<const Value*, const Node*> scattered;
   bool is_outer(const Node* n) const {
     for (const Outer& o : outer)
       if (o.node == n) return true;
@@ -179,8 +185,16 @@ struct StitchInfo {
 };
 
 // Whether `nodes` (in topological order) can be one stitched kernel that stores `stored` (the
-// group's values read outside it); the reason when not (a user-facing Status).
+// group's values read outside it); the reason when not (a user-facing Status). A TensorScatter
+// among them writes its update in place (StitchInfo::scattered): the caller (the planner, which
+// sees the graph) lets only ops::tensor_scatter_in_place ones in.
 StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored);
+
+// analyze_stitch of a group without in-place TensorScatters (stitch_scatter.cc splits them off):
+// the updates in `scattered` are stored values, which may be views' results.
+StatusOr<StitchInfo> analyze_members(const std::vector<const Node*>& nodes,
+                                     const std::set<const Value*>& stored,
+                                     const std::map<const Value*, const Node*>& scattered);
 
 // The kernel for such a group. `cache` lets a row kernel keep a value read by several passes in
 // shared memory (the cost model's choice). It indexes in 32 bits when its tensors have at most

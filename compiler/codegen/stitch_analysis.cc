@@ -393,7 +393,9 @@ StatusOr<StitchInfo> row_kernel(const std::vector<const Node*>& nodes, const std
 
 }  // namespace
 
-StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored) {
+StatusOr<StitchInfo> analyze_members(const std::vector<const Node*>& nodes,
+                                     const std::set<const Value*>& stored,
+                                     const std::map<const Value*, const Node*>& scattered) {
   StitchInfo info;
   bool tiled = false;
   std::set<const Value*> made;
@@ -401,7 +403,8 @@ StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const
   for (const Node* n : nodes) {
     const StitchRole role = stitch_role(*n);
     if (role == StitchRole::kNone) return Status::user(fmt::format("{} cannot be stitched with other ops", n->describe()));
-    if (role == StitchRole::kView && stored.count(n->output(0)))
+    // A view's result is stored only into a cache (an update pulled through the view's index map).
+    if (role == StitchRole::kView && stored.count(n->output(0)) && !scattered.count(n->output(0)))
       return Status::user(fmt::format("{} is a view whose result is read outside the group", n->describe()));
     if (role == StitchRole::kRow) rows.push_back(n);
     tiled |= role == StitchRole::kTiledGemm;

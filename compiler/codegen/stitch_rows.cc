@@ -189,6 +189,7 @@ bool Stitcher::wide_vectorizable(const std::vector<const Value*>& vs, int64_t wi
   for (const Value* v : vs) {
     const Dims& vd = dims(v);
     if (info_.permuted.count(v)) return false;  // moved: its lanes' elements are not neighbours
+    if (info_.scattered.count(v)) return false;  // written into a cache one element at a time
     if (!is_word(v->dtype) || vd != dims(vs.front()) || vd.size() != static_cast<size_t>(r) ||
         vd.back() % 4 != 0)
       return false;
@@ -355,7 +356,7 @@ Status Stitcher::emit_rows() {
       }
       ASSIGN_OR_RETURN(SExpr val, at(v, c));
       if (map_.column) line(1, "if (live) {");  // threads past the last column store nothing
-      store(v, off, val.s, 1);
+      RETURN_IF_ERROR(store_at(v, c, off, val.s, 1));
       if (map_.column) line(1, "}");
     }
     std::vector<std::string> body = std::move(scopes_[1].lines);
@@ -410,7 +411,7 @@ Status Stitcher::emit_rows() {
       const std::vector<std::string>& x = values.at(v);
       const std::string off = offset(v, first.at(v)).s;
       if (!vec) {
-        store(v, off, x[0], 1);
+        RETURN_IF_ERROR(store_at(v, first.at(v), off, x[0], 1));
         continue;
       }
       store4(v, "(" + off + ")", x, 1);
@@ -438,11 +439,17 @@ Status Stitcher::emit_rows() {
     }
     ASSIGN_OR_RETURN(SExpr val, at(v, c));
     STITCH_CHECK(val.level == 0, "per-row value '{}' depends on the loop", v->name);
-    const std::string p = param(v, true), ct = compute_type(v->dtype), stt = storage_type(v->dtype);
     const std::string first = map_.split()        ? "lane == 0 && seg == 0"
                               : map_.column       ? "lane == 0 && live"
                               : map_.replicas > 1 ? "lane == 0 && rep == 0"
                                                   : "lane == 0";
+    if (info_.scattered.count(v)) {  // a cache's update of one element per row
+      line(0, fmt::format("if ({}) {{", first));
+      RETURN_IF_ERROR(store_at(v, c, "row", val.s, 0));
+      line(0, "}");
+      continue;
+    }
+    const std::string p = param(v, true), ct = compute_type(v->dtype), stt = storage_type(v->dtype);
     line(0, ct == stt ? fmt::format("if ({}) {}[row] = {};", first, p, val.s)
                       : fmt::format("if ({}) {}[row] = stitch_dev::cvt<{}>({});", first, p, stt, val.s));
   }

@@ -90,8 +90,8 @@ class Stitcher {
   // __device__ function of that name taking the block index and block count as bid and nblk.
   Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache,
            const std::string& part_name = "", int64_t index32_limit = kIndex32Limit)
-      : nodes_(nodes), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
-    for (const Node* n : nodes) {
+      : nodes_(computed(nodes, info)), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
+    for (const Node* n : nodes_) {
       for (const Value* v : n->outputs)
         if (v) producer_[v] = n;
       rounds_ = rounds_ || n->op_type == "Round";
@@ -188,6 +188,17 @@ class Stitcher {
     scopes_[level].memo[k] = r;
     return r;
   }
+  // The members the kernel computes: an in-place TensorScatter's update is stored into its cache
+  // (StitchInfo::scattered), the op itself computes nothing.
+  static std::vector<const Node*> computed(const std::vector<const Node*>& nodes, const StitchInfo& info) {
+    std::vector<const Node*> out;
+    for (const Node* n : nodes)
+      if (info.scattered.empty() || n->op_type != "TensorScatter") out.push_back(n);
+    return out;
+  }
+  // Stored value `v` at coordinates `c` (`off` in its own layout) = `val`; an in-place TensorScatter's
+  // update goes into its cache instead.
+  Status store_at(const Value* v, const Coords& c, const std::string& off, const std::string& val, int level);
   void store(const Value* v, const std::string& off, const std::string& val, int level) {
     const std::string p = param(v, true), ct = compute_type(v->dtype), st = storage_type(v->dtype);
     if (ct == st)
@@ -366,7 +377,7 @@ class Stitcher {
     std::string a, b;
   };
 
-  const std::vector<const Node*>& nodes_;
+  const std::vector<const Node*> nodes_;
   const StitchInfo& info_;
   bool cache_allowed_;
   bool part_;

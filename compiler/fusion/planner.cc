@@ -36,7 +36,9 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
     folded_.push_back(folds_.folded.count(x) > 0);
     const codegen::StitchRole role = codegen::stitch_role(*x);
     sized_.push_back(role != codegen::StitchRole::kView);
-    fusible_[i] = role != codegen::StitchRole::kNone &&
+    // An in-place TensorScatter (a KV cache's update written into the cache input) may join the
+    // kernel that computes its update, which then stores it into the cache (StitchInfo::scattered).
+    fusible_[i] = (role != codegen::StitchRole::kNone || ops::tensor_scatter_in_place(g, *x)) &&
                   ((role != codegen::StitchRole::kContraction && role != codegen::StitchRole::kTiledGemm) ||
                    contract_.count(x)) &&
                   !o.no_fuse.count(x->name) && !folded_[i];

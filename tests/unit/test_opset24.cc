@@ -383,3 +383,87 @@ TEST_CASE("a decoding loop writes its KV caches in place and carries them betwee
   }
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+// A decoding step's K and V computed by a row kernel (an RMSNorm of the step's hidden x [2, S, 16],
+// its heads moved in front of the sequence) and written into fixed-length caches of 6 positions
+// read by nothing else, K's at positions 3 and 2, V's circular at 5 and 4 (a chunk wraps around).
+// `also_k` makes K a graph output too.
+std::string cache_write_step(int s, bool also_k) {
+  return fmt::format(R"(graph "cache_writes" opset 24 {{
+  input %x: f32[2,{0},16]
+  input %kc: f32[2,2,6,8]
+  input %vc: f32[2,2,6,8]
+  const %at: i64[2] = [3, 2]
+  const %atv: i64[2] = [5, 4]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %last: i64[1] = [-1]
+  const %heads: i64[4] = [2, {0}, 2, 8]
+  const %half: f32[] = [0.5]
+  %p = Pow(%x, %two) @"pow"
+  %m = ReduceMean(%p, %last) {{keepdims = 1}} @"mean"
+  %a = Add(%m, %eps) @"add_eps"
+  %q = Sqrt(%a) @"sqrt"
+  %r = Reciprocal(%q) @"rsqrt"
+  %n = Mul(%x, %r) @"norm"
+  %kh = Reshape(%n, %heads) @"k_heads_split"
+  %k = Transpose(%kh) {{perm = ints[0, 2, 1, 3]}} @"k_heads"
+  %xv = Mul(%x, %half) @"v_scale"
+  %vh = Reshape(%xv, %heads) @"v_heads_split"
+  %v = Transpose(%vh) {{perm = ints[0, 2, 1, 3]}} @"v_heads"
+  %kn = TensorScatter(%kc, %k, %at) @"k_cache"
+  %vn = TensorScatter(%vc, %v, %atv) {{mode = "circular"}} @"v_cache"
+  output %kn
+  output %vn{1}
+}})",
+                     s, also_k ? "\n  output %k" : "");
+}
+
+}  // namespace
+
+TEST_CASE("a kernel that computes a cache's update writes it into the cache in place", "[fusion][emu]") {
+  // The step's norm, K's and V's head layouts and both caches' writes: one launch (one token, whose
+  // head split is a view, and a chunk of 3, whose transposes move the rows); V's writes past the
+  // cache's end wrap around. The present caches are the inputs' buffers, with no copy.
+  uint32_t seed = 40;
+  for (int s : {1, 3}) {
+    INFO("S = " << s);
+    auto g = parse_or_die(cache_write_step(s, false));
+    run_frontend_or_die(*g);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      auto plan = fusion::make_plan(*g, opts(mode));
+      REQUIRE(plan.is_ok());
+      INFO(fusion::explain(*plan));
+      CHECK(plan->cost.kernels == 1);
+      CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+    }
+    auto plan = fusion::make_plan(*g, opts("beam"));
+    REQUIRE(plan.is_ok());
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
+    auto sched = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+    REQUIRE(sched.is_ok());
+    CHECK(sched->outputs_in_inputs == std::map<int, int>{{0, 1}, {1, 2}});
+    for (const codegen::Step& st : sched->steps) CHECK(st.kind != codegen::Step::kCopy);
+    REQUIRE(sched->kernels.size() == 1);
+    const std::string& src = sched->kernels.front().source;
+    INFO(src);
+    CHECK(src.find("written into 'kn' in place (node 'k_cache' (TensorScatter))") != std::string::npos);
+    CHECK(src.find("written into 'vn' in place (node 'v_cache' (TensorScatter))") != std::string::npos);
+    CHECK(src.find("%= 6LL") != std::string::npos);  // V's circular cache
+  }
+  // K's update also returned: it is stored as a tensor of its own, and its cache written by a
+  // kernel of its own, as before.
+  auto g = parse_or_die(cache_write_step(1, true));
+  run_frontend_or_die(*g);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  CHECK(fusion::explain(*plan).find(
+            "node 'k_cache' (TensorScatter) writes 'k' in place, which is also read outside "
+            "the group") != std::string::npos);
+  CHECK(fused_matches_reference(*g, seed, "beam") == static_cast<size_t>(plan->cost.kernels));
+}
