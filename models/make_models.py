@@ -46,8 +46,9 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               (llama_tiny's RMSNorms); PyTorch's outputs, as for the models they are made from
   qwen3_tiny_genai  a Qwen3 of llama_tiny's size (per-head Q/K RMSNorms) through onnxruntime-genai's
               model builder: GroupQueryAttention (packed QKV, rotary inside, a KV cache),
-              SkipSimplifiedLayerNormalization, logits; data sets for a prompt (2 x 32, empty cache)
-              and a decoding step after it, PyTorch's outputs
+              SkipSimplifiedLayerNormalization, logits; data sets for a prompt (2 x 32, empty cache),
+              a decoding step after it, a chunk after a cache, and the step with past and present
+              in one 64-row buffer (the KV cache written in place), PyTorch's outputs
   bert_legacy_ort  a BERT of bert_tiny's size written as transformers wrote it before its mask
               rewrites (an additive -10000 mask), TorchScript at opset 14, through the same
               optimizer, which recognises its attention and embeddings: EmbedLayerNormalization
@@ -529,9 +530,11 @@ def main():
 def genai_model(out_dir, name):
     """A Qwen3 of llama_tiny's size (head_dim 16, per-head Q/K RMSNorms) through onnxruntime-genai's
     builder (bench/exports/genai_export.py): GroupQueryAttention with rotary inside and packed QKV,
-    SkipSimplifiedLayerNormalization, the norms of Q and K over [B, S*H, D]. Data sets 0 (a prompt of
-    2 x 32, an empty cache) and 1 (a decoding step after it) with PyTorch's logits and caches; the
-    builder's other files (tokenizer, genai_config.json) and data sets are not shipped."""
+    SkipSimplifiedLayerNormalization, the norms of Q and K over [B, S*H, D]. genai_export.py's four
+    data sets with PyTorch's logits and caches: 0 a prompt of 2 x 32 (an empty cache), 1 a decoding
+    step after it, 2 a chunk of 5 after 7 cached, 3 data set 1's step with past and present in one
+    buffer of 64 rows (as onnxruntime-genai runs the file on CUDA). The builder's other files
+    (tokenizer, genai_config.json) are not shipped."""
     import shutil
     import sys
     import tempfile
@@ -552,7 +555,7 @@ def genai_model(out_dir, name):
         os.makedirs(d)
         # One file: the builder's weights moved inside the model (onnx.load reads model.onnx.data).
         onnx.save(onnx.load(os.path.join(tmp, "model.onnx")), os.path.join(d, "model.onnx"))
-        for k in (0, 1):
+        for k in range(4):
             shutil.copytree(os.path.join(tmp, f"test_data_set_{k}"), os.path.join(d, f"test_data_set_{k}"))
 
 

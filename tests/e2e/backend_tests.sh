@@ -14,11 +14,12 @@ C_API_TEST=$5
 source "$(dirname "$0")/lib.sh"
 
 # --- every shipped model: compile (nvcc sm_90 + emulation library), run on emu, match PyTorch ---
-# onnxruntime-genai's files name their dims per input: a batch of $1, $2 new tokens after $3 cached.
+# onnxruntime-genai's files name their dims per input: a batch of $1, $2 new tokens after $3 cached,
+# in a cache buffer of $4 rows (default $3).
 genai_shapes() {
-  local s="--shape input_ids=$1x$2 --shape attention_mask=$1x$(($2 + $3))" i
+  local s="--shape input_ids=$1x$2 --shape attention_mask=$1x$(($2 + $3))" i rows=${4:-$3}
   for i in 0 1; do
-    s="$s --shape past_key_values.$i.key=$1x2x$3x16 --shape past_key_values.$i.value=$1x2x$3x16"
+    s="$s --shape past_key_values.$i.key=$1x2x${rows}x16 --shape past_key_values.$i.value=$1x2x${rows}x16"
   done
   echo "$s"
 }
@@ -76,11 +77,29 @@ print(a, b, file=sys.stderr)
 sys.exit(0 if b == a + 1 else 1)" "$TMP/qwen3_tiny_genai.json" "$TMP/q3_nosplit.json"
 check "qwen3_tiny_genai: the plan names the rows split" grep -q "q_norm/Reshape_1' (Reshape): rows 2x128x16 as 2x32x4x16" \
   "$TMP/qwen3_tiny_genai/plan.txt"
-# shellcheck disable=SC2046
-expect "compile qwen3_tiny_genai's decoding step (a token after 32 cached)" 0 "compiled" -- \
-  "$STITCHC" compile "$Q3/model.onnx" -o "$TMP/q3_step" $(genai_shapes 2 1 32) --no-nvcc
-expect "run qwen3_tiny_genai's decoding step on emu" 0 "all 5 output\(s\) match" -- \
-  "$STITCHC" run "$TMP/q3_step" --backend emu --inputs "$Q3/test_data_set_1" --expect "$Q3/test_data_set_1"
+# Its other data sets: a decoding step, a chunk of 5 after 7 cached, and the step with past and
+# present in one 64-row buffer (onnxruntime-genai's form on CUDA), whose caches the kernel computing
+# K and V writes in place: 3 memory-intensive kernels a layer there too.
+for c in "1 step 2 1 32" "2 chunk 1 5 7" "3 buffer 2 1 32 64"; do
+  # shellcheck disable=SC2086
+  set -- $c
+  k=$1 what=$2
+  shift 2
+  # shellcheck disable=SC2046
+  expect "compile qwen3_tiny_genai's data set $k ($what)" 0 "compiled" -- \
+    "$STITCHC" compile "$Q3/model.onnx" -o "$TMP/q3_$what" $(genai_shapes "$@") --no-nvcc \
+    --report-json "$TMP/q3_$what.json"
+  expect "run qwen3_tiny_genai's data set $k ($what) on emu" 0 "all 5 output\(s\) match" -- \
+    "$STITCHC" run "$TMP/q3_$what" --backend emu --inputs "$Q3/test_data_set_$k" --expect "$Q3/test_data_set_$k"
+done
+check "qwen3_tiny_genai, one 64-row buffer: the caches written in place by the kernel of K and V" \
+  bash -c "grep -q \"written into 'present.1.key' in place\" '$TMP'/q3_buffer/kernels/k*.cu && \
+    grep -q '\"in_place_of_input\"' '$TMP/q3_buffer/manifest.json'"
+check "qwen3_tiny_genai, one 64-row buffer: at most 3 memory-intensive kernels per layer" python3 -c "
+import json, sys
+mi = json.load(open(sys.argv[1]))['memory_intensive_kernels']
+print(mi, file=sys.stderr)
+sys.exit(0 if mi <= 3 * 2 + 2 else 1)" "$TMP/q3_buffer.json"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step
 # that adds the block's input and applies ReLU; its stem's ReLU is its convolution's. A plan test:
 # it fails when those kernels come back.
