@@ -467,3 +467,37 @@ TEST_CASE("a kernel that computes a cache's update writes it into the cache in p
             "the group") != std::string::npos);
   CHECK(fused_matches_reference(*g, seed, "beam") == static_cast<size_t>(plan->cost.kernels));
 }
+
+TEST_CASE("a row kernel writes a per-row value into a cache in place", "[fusion][emu]") {
+  // Each row's mean (one value per row of 8) written into a cache of 6 positions at each batch's
+  // index, next to the centered rows: the per-row store path of a row kernel, into the cache.
+  auto g = parse_or_die(R"(graph "row_cache" opset 24 {
+  input %x: f32[2,3,1,8]
+  input %c: f32[2,3,6,1]
+  const %at: i64[2] = [4, 0]
+  const %last: i64[1] = [-1]
+  %m = ReduceMean(%x, %last) {keepdims = 1} @"mean"
+  %y = Sub(%x, %m) @"centered"
+  %cn = TensorScatter(%c, %m, %at) @"cache"
+  output %y
+  output %cn
+})");
+  run_frontend_or_die(*g);
+  uint32_t seed = 60;
+  one_kernel_in_every_planner(*g, seed);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  auto sched = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+  REQUIRE(sched.is_ok());
+  CHECK(sched->outputs_in_inputs == std::map<int, int>{{1, 1}});
+  REQUIRE(sched->kernels.size() == 1);
+  const std::string& src = sched->kernels.front().source;
+  INFO(src);
+  // Once per row, by its first lane, after the row's store pass.
+  const size_t guard = src.find("if (lane == 0) {"),
+               write = src.find("written into 'cn' in place (node 'cache' (TensorScatter))");
+  REQUIRE(write != std::string::npos);
+  CHECK(guard < write);
+}
