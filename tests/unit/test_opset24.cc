@@ -442,9 +442,7 @@ TEST_CASE("a kernel that computes a cache's update writes it into the cache in p
     }
     auto plan = fusion::make_plan(*g, opts("beam"));
     REQUIRE(plan.is_ok());
-    const auto groups = groups_of(*plan);
-    const auto packs = packs_of(*plan);
-    auto sched = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+    auto sched = schedule_of(*g, *plan);
     REQUIRE(sched.is_ok());
     CHECK(sched->outputs_in_inputs == std::map<int, int>{{0, 1}, {1, 2}});
     for (const codegen::Step& st : sched->steps) CHECK(st.kind != codegen::Step::kCopy);
@@ -487,9 +485,7 @@ TEST_CASE("a row kernel writes a per-row value into a cache in place", "[fusion]
   one_kernel_in_every_planner(*g, seed);
   auto plan = fusion::make_plan(*g, opts("beam"));
   REQUIRE(plan.is_ok());
-  const auto groups = groups_of(*plan);
-  const auto packs = packs_of(*plan);
-  auto sched = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+  auto sched = schedule_of(*g, *plan);
   REQUIRE(sched.is_ok());
   CHECK(sched->outputs_in_inputs == std::map<int, int>{{1, 1}});
   REQUIRE(sched->kernels.size() == 1);
