@@ -349,17 +349,17 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
   int64_t bytes = 0, in_bytes = 0, narrow_bytes = 0;
   double flops = static_cast<double>(info.recompute_elements);
   for (const Node* n : nodes) {
-    for (size_t i = 0; i < n->inputs.size(); ++i) {
+    // An in-place TensorScatter (StitchInfo::scattered) computes nothing and reads its write
+    // indices, not the cache.
+    const bool scatter = n->op_type == "TensorScatter" && info.scattered.count(n->input(1));
+    for (size_t i = scatter ? 1 : 0; i < n->inputs.size(); ++i) {
       const Value* v = n->inputs[i];
-      // An in-place TensorScatter (StitchInfo::scattered) reads its write indices, not the cache.
-      if (i == 0 && n->op_type == "TensorScatter" && info.scattered.count(n->input(1))) continue;
       if (v && !made.count(v) && read.insert(v).second) {
         in_bytes += read_bytes(v);
         if (num_elements(*v->dims) <= num_elements(info.domain)) narrow_bytes += read_bytes(v);
       }
     }
-    if (codegen::stitch_role(*n) != codegen::StitchRole::kView &&
-        !(n->op_type == "TensorScatter" && info.scattered.count(n->input(1))))
+    if (codegen::stitch_role(*n) != codegen::StitchRole::kView && !scatter)
       flops += static_cast<double>(num_elements(*n->output(0)->dims)) * codegen::op_instructions(*n);
   }
   bytes = in_bytes;
