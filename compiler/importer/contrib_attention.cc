@@ -405,10 +405,12 @@ Status multi_head_attention(Writer& w, const Node& c) {
 //    keys up to it, the last local_window_size of them with a window; attention_bias added after
 //    the softcap. (Attention's nonpad_kv_seqlen places query s at T_b - S + s, which is the same
 //    but in a right-padded first prompt, where onnxruntime puts it at s.)
-// Refused, naming the node: what changes the softmax (smooth_softmax, head_sink), a quantized
-// cache, a window-sized cache with a bias or position ids, right-padded chunks (query_seqlens), Q
-// and K norms (onnxruntime's CPU kernel does not implement them, so there is no reference to check
-// them against), the QK output.
+//  - head_sink [N] (input 11), a logit per head that joins each row of its softmax with no value,
+//    or smooth_softmax=1 (sinks of 0 where head_sink is not given): Attention's input 7, which
+//    stitch adds to the op (ops/attention.cc).
+// Refused, naming the node: a quantized cache, a window-sized cache with a bias or position ids, right-padded
+// chunks (query_seqlens), Q and K norms (onnxruntime's CPU kernel does not implement them, so there is no
+// reference to check them against), the QK output.
 Status group_query_attention(Writer& w, const Node& c) {
   Value *q = c.input(0), *k = c.input(1), *v = c.input(2), *past_k = c.input(3), *past_v = c.input(4),
         *seqlens = c.input(5), *total_in = c.input(6), *cos = c.input(7), *sin = c.input(8),
@@ -418,7 +420,6 @@ Status group_query_attention(Writer& w, const Node& c) {
   const int64_t heads = c.attr_int("num_heads", 0), kv_heads = c.attr_int("kv_num_heads", 0);
   if (heads < 1 || kv_heads < 1 || heads % kv_heads != 0)
     return refuse(c, "needs num_heads and kv_num_heads positive, num_heads a multiple of kv_num_heads");
-  if (c.input(11)) return refuse(c, "head_sink (input 11, a sink added to each head's softmax) is not read");
   if (c.input(12) || c.input(13) || c.attr_int("kv_cache_bit_width", 0) != 0 ||
       c.attr_string("k_quant_type", "NONE") != "NONE" || c.attr_string("v_quant_type", "NONE") != "NONE")
     return refuse(c,
@@ -429,7 +430,6 @@ Status group_query_attention(Writer& w, const Node& c) {
                   "q_norm_weight and k_norm_weight (inputs 14 and 15) are not read; write the per-head norms "
                   "as SimplifiedLayerNormalization nodes before it");
   if (c.input(16)) return refuse(c, "query_seqlens (input 16, right-padded chunks) is not read");
-  if (c.attr_int("smooth_softmax", 0) != 0) return refuse(c, "smooth_softmax=1 is not read");
   if (c.attr_int("qk_output", 0) != 0 || c.output(3))
     return refuse(c, "its QK output (output 3, qk_output) is not written");
   const int64_t causal = c.attr_int("causal", 1), window = c.attr_int("local_window_size", -1);
@@ -541,8 +541,16 @@ Status group_query_attention(Writer& w, const Node& c) {
   std::map<std::string, AttrValue> attrs;
   if (c.attr_float("scale", 0.0f) != 0.0f) attrs["scale"] = c.attr_float("scale", 0.0f);
   if (c.attr_float("softcap", 0.0f) != 0.0f) attrs["softcap"] = c.attr_float("softcap", 0.0f);
+  // A sink per head (head_sink; smooth_softmax's are 0 where no head_sink is given, as onnxruntime
+  // reads them): Attention's input 7, stitch's own (ops/attention.cc).
+  Value* sink = c.input(11);
+  if (!sink && c.attr_int("smooth_softmax", 0) != 0)
+    sink = w.op(
+        "CastLike", "smooth_sinks",
+        {w.constant("zero_sinks", Tensor::from_f64(DType::kF32, {heads}, std::vector<double>(heads, 0.0))),
+         c.input(0)});
   Value* y = w.fresh("heads_first");
-  w.node("Attention", "", {qh, pk, pv, mask}, {y}, std::move(attrs));
+  w.node("Attention", "", {qh, pk, pv, mask, nullptr, nullptr, nullptr, sink}, {y}, std::move(attrs));
   Value* yt = w.op("Transpose", "heads_back", {y}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   w.op("Reshape", "output", {yt, w.ints("output_shape", {0, 0, -1})}, {}, c.output(0));
   return Status::ok();

@@ -4,6 +4,13 @@
 // KV cache of fixed length. The front end writes them as the ops they are defined by
 // (passes/expand_attention.cc) before planning; the rules here check their inputs and the
 // reference implementations evaluate them in double.
+//
+// Attention takes one input beyond ONNX's, written only by the front end's expansion of
+// onnxruntime's GroupQueryAttention (importer/contrib_attention.cc): input 7, a sink logit per
+// query head ([q_num_heads], Q's type) that joins every row of that head's softmax as one more
+// score with no value, so a row's weights sum to less than 1 (gpt-oss's head sinks, onnxruntime's
+// smooth_softmax with sinks of 0). A model's own Attention node has at most 7 inputs (the
+// importer's schema check refuses more).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -113,7 +120,7 @@ Status infer_attention(InferContext& ctx) {
     return ctx.error("expects floating-point Q, K and V, Q and K of one type");
   const Dims* pk = ctx.has_input(4) ? &ctx.dims(4) : nullptr;
   const Dims* pv = ctx.has_input(5) ? &ctx.dims(5) : nullptr;
-  if (n.inputs.size() > 7) return ctx.error("has more than 7 inputs");
+  if (n.inputs.size() > 8) return ctx.error("has more than 8 inputs");
   if (ctx.has_input(6) && n.opset < 24)
     return ctx.error(
         fmt::format("nonpad_kv_seqlen (input 6) is an opset-24 input; the model's opset is {}", n.opset));
@@ -124,6 +131,15 @@ Status infer_attention(InferContext& ctx) {
                     n.opset));
   ASSIGN_OR_RETURN(AttentionShape s, attention_shape(n, ctx.dims(0), ctx.dims(1), ctx.dims(2), pk, pv));
   const Dims scores{s.batch, s.q_heads, s.q_len, s.total()};
+  if (ctx.has_input(7)) {  // the head sinks (above)
+    const Dims& h = ctx.dims(7);
+    if (ctx.dtype(7) != ctx.dtype(0) || h.size() != 1 ||
+        (known(h[0]) && known(s.q_heads) && h[0] != s.q_heads))
+      return ctx.error(fmt::format(
+          "the head sinks (input 7; GroupQueryAttention's head_sink) must be Q's type, one per query "
+          "head: [{}], got {} of shape {}",
+          s.q_heads, dtype_name(ctx.dtype(7)), dims_to_string(h)));
+  }
   if (ctx.has_input(6)) {
     if (pk)
       return ctx.error("nonpad_kv_seqlen (an external cache) must not be given with past_key and past_value");
@@ -198,6 +214,7 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
   const Tensor* pk = in.size() > 4 ? in[4] : nullptr;
   const Tensor* pv = in.size() > 5 ? in[5] : nullptr;
   const Tensor* nonpad = in.size() > 6 ? in[6] : nullptr;
+  const std::vector<double> sinks = in.size() > 7 && in[7] ? in[7]->to_f64() : std::vector<double>{};
   ASSIGN_OR_RETURN(AttentionShape s, attention_shape(n, q.dims(), k.dims(), v.dims(),
                                                      pk ? &pk->dims() : nullptr, pv ? &pv->dims() : nullptr));
   const int64_t B = s.batch, Hq = s.q_heads, Hk = s.kv_heads, Sq = s.q_len, P = s.past, T = s.total(),
@@ -263,6 +280,12 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
           mx = std::max(mx, row[j]);
         }
         double sum = 0;
+        if (!sinks.empty()) {  // one more score, with no value: a fully masked row is zero
+          const double sink = sinks[static_cast<size_t>(h)];
+          mx = std::max(mx, sink);
+          sum = std::exp(sink - mx);
+          any = true;
+        }
         for (int64_t j = 0; j < T; ++j) sum += (row[j] = any ? std::exp(row[j] - mx) : 0.0);
         for (int64_t j = 0; j < T; ++j) {
           if (any) row[j] /= sum;  // a fully masked row is zero

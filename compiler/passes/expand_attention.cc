@@ -15,6 +15,9 @@
 //    (a boolean one as Where(mask, 0, -inf)) and the causal mask (a constant, bottom-right
 //    aligned to the past) added; Softmax over the keys, in softmax_precision when given; rows
 //    whose every key is masked set to zero (IsNaN, Where); MatMul by V; back to 3-D when Q was.
+//    With head sinks (input 7, ops/attention.cc) the softmax is written out: ReduceMax of the
+//    scores, Max with the head's sink, Exp of both shifted by it, ReduceSum plus the sink's term,
+//    Div (a fully masked row is zero there, without the IsNaN).
 //    A mask shorter than the keys (opset 24) is padded with -inf. A sliding window (opset 25)
 //    joins the causal bound in that constant. With nonpad_kv_seqlen (opset 24: K and V are a
 //    whole cache, each batch's first L keys valid), the bias is computed at run time from L:
@@ -208,7 +211,7 @@ StatusOr<bool> expand_rotary(Graph& g, Node& n) {
 
 StatusOr<bool> expand_attention(Graph& g, Node& n) {
   Value *q = n.input(0), *k = n.input(1), *v = n.input(2), *mask = n.input(3), *past_k = n.input(4),
-        *past_v = n.input(5), *nonpad = n.input(6), *y = n.output(0);
+        *past_v = n.input(5), *nonpad = n.input(6), *sink = n.input(7), *y = n.output(0);
   if (!q || !k || !v || !y || !static_inputs(n)) return false;
   NodeBuilder b{g, n};
   const bool three = q->dims->size() == 3;
@@ -314,9 +317,26 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
   if (n.has_attr("softmax_precision"))
     st = dtype_from_onnx(static_cast<int>(n.attr_int("softmax_precision", 1))).value_or(t);
   if (st != t) scores = b.cast(scores, st, "to_softmax_type");
-  Value* p = b.node("Softmax", "softmax", {scores}, st, sd, {{"axis", int64_t{-1}}});
-  if (mask || nonpad ||
-      window.bounded()) {  // a row with every key masked: NaN from the softmax, zero by definition
+  Value* p = nullptr;
+  if (sink) {  // one more score per row, with no value: exp(s - m) / (sum exp(x - m) + exp(sink - m))
+    Value* hs = b.reshape(sink, {1, hq, 1, 1}, "sinks");
+    if (st != t) hs = b.cast(hs, st, "sinks_to_softmax_type");
+    const Dims rd{batch, hq, sq, 1};
+    // Axes as an input: the nodes are of the Attention's opset (23 or later).
+    Value* last = ints(b, "keys_axis", {-1});
+    const std::map<std::string, AttrValue> keep = {{"keepdims", int64_t{1}}};
+    Value* m = binary(b, "Max", b.node("ReduceMax", "scores_max", {scores, last}, st, rd, keep), hs,
+                      "with_sink_max");
+    Value* e = b.node("Exp", "scores_exp", {binary(b, "Sub", scores, m, "scores_shifted")}, st, sd);
+    Value* rest = b.node("Exp", "sink_exp", {binary(b, "Sub", hs, m, "sink_shifted")}, st, rd);
+    Value* sum =
+        binary(b, "Add", b.node("ReduceSum", "scores_sum", {e, last}, st, rd, keep), rest, "with_sink_sum");
+    p = binary(b, "Div", e, sum, "softmax");
+  } else {
+    p = b.node("Softmax", "softmax", {scores}, st, sd, {{"axis", int64_t{-1}}});
+  }
+  if (!sink && (mask || nonpad ||
+                window.bounded())) {  // a row with every key masked: NaN from the softmax, zero by definition
     Value* nan = b.node("IsNaN", "fully_masked", {p}, DType::kBool, sd);
     p = b.node("Where", "masked_rows_zero", {nan, scalar(b, st, 0.0, "zero_p"), p}, st, sd);
   }

@@ -164,7 +164,7 @@ expect "onnxruntime's Attention with a rotary embedding inside" 2 "node 'attenti
   "$STITCHC" compile "$B/attention_contrib_rotary.onnx" -o "$TMP/bad25" --no-nvcc
 expect "onnxruntime's MultiHeadAttention with unidirectional=1" 2 "node 'mha' \(com.microsoft::MultiHeadAttention\): unidirectional=1 is not read" -- \
   "$STITCHC" compile "$B/mha_contrib_unidirectional.onnx" -o "$TMP/bad26" --no-nvcc
-expect "onnxruntime's GroupQueryAttention with head sinks" 2 "node 'gqa' \(com.microsoft::GroupQueryAttention\): head_sink \(input 11, a sink added to each head's softmax\) is not read" -- \
+expect "onnxruntime's GroupQueryAttention with 3 head sinks for 2 heads" 2 "node 'gqa' \(Attention\): the head sinks \(input 7; GroupQueryAttention's head_sink\) must be Q's type, one per query head: \[2\], got f32 of shape 3" -- \
   "$STITCHC" compile "$B/gqa_contrib_head_sink.onnx" -o "$TMP/bad27" --no-nvcc
 expect "a GroupQueryAttention whose total length is an input's value" 2 "node 'gqa/present_key_zeros' \(Expand\): its target shape .* follows the values of input 'total'" -- \
   "$STITCHC" compile "$B/gqa_contrib_total_input.onnx" -o "$TMP/bad28" --no-nvcc

@@ -165,7 +165,7 @@ def main(out):
             helper.make_node("MultiHeadAttention", ["x", "x", "x"], ["y"], "mha", domain="com.microsoft",
                              num_heads=2, unidirectional=1),
             [x(2, 4, 8)]),
-        # onnxruntime's GroupQueryAttention with head sinks, which stitch does not read; and one whose
+        # onnxruntime's GroupQueryAttention with 3 head sinks for 2 heads; and one whose
         # total_sequence_length is a graph input, not read from the attention mask's shape: the
         # present cache's length would follow a value.
         "gqa_contrib_head_sink": model(
@@ -173,7 +173,7 @@ def main(out):
             helper.make_node("GroupQueryAttention", ["x", "x", "x", "", "", "lens", "total", "", "", "", "", "sink"],
                              ["y"], "gqa", domain="com.microsoft", num_heads=2, kv_num_heads=2),
             [x(2, 4, 8), helper.make_tensor_value_info("lens", TensorProto.INT32, [2]),
-             helper.make_tensor_value_info("sink", TensorProto.FLOAT, [2])],
+             helper.make_tensor_value_info("sink", TensorProto.FLOAT, [3])],
             initializers=[helper.make_tensor("total", TensorProto.INT32, [], [4])]),
         "gqa_contrib_total_input": model(
             "gqa_contrib_total_input",

@@ -142,6 +142,7 @@ def main():
     matmul_nbits(out, B, S)
     group_query_attention(out)
     window_cache(out)
+    head_sinks(out)
 
 
 def matmul_nbits(out, B, S):
@@ -349,6 +350,64 @@ def window_cache(out):
     rot = [("cos_cache", f32(16, 8)), ("sin_cache", f32(16, 8))]
     run("test_contrib_gqa_window_cache_rotary_chunk", 1, 3, H, 6, 4, [10], rot, {"do_rotary": 1, "softcap": 2.0})
     run("test_contrib_gqa_window_cache_window_sized", 2, 1, H, 4, 4, [10, 3])
+
+
+def head_sinks(out):
+    """GroupQueryAttention with head sinks (gpt-oss): a logit per head that joins each row of its
+    softmax with no value, so the row's weights sum to less than 1; smooth_softmax=1's sinks are 0.
+    A prompt; a decoding step of ragged batches with a window over a shared buffer; smooth_softmax;
+    gpt-oss's sliding layers (a window-sized cache, rotated)."""
+    N, Nkv, B = 4, 2, 2
+    gqa = {"num_heads": N, "kv_num_heads": Nkv}
+    present = ("y", "present_key", "present_value")
+    consts = ("total_sequence_length", "cos_cache", "sin_cache", "head_sink")
+
+    def sinks():
+        return [("position_ids", None), ("attention_bias", None),
+                ("head_sink", (2 * RNG.standard_normal(N)).astype(np.float32))]
+
+    def inputs(S, H, P, lens, total, rest):
+        pk = pv = None
+        if P:
+            pk, pv = f32(B, Nkv, P, H), f32(B, Nkv, P, H)
+            for b, n in enumerate(lens):
+                pk[b, :, n:] = 0
+                pv[b, :, n:] = 0
+        return [("query", f32(B, S, N * H)), ("key", f32(B, S, Nkv * H)), ("value", f32(B, S, Nkv * H)),
+                ("past_key", pk), ("past_value", pv), ("seqlens_k", np.array(lens, np.int32)),
+                ("total_sequence_length", np.array(total, np.int32)), *rest]
+
+    H, S = 16, 5
+    none = [("cos_cache", None), ("sin_cache", None)]
+    case(out, "test_contrib_gqa_head_sink_prompt", "GroupQueryAttention",
+         inputs(S, H, 0, [S - 1] * B, S, none + sinks()), gqa, outputs=present, initializers=consts)
+    case(out, "test_contrib_gqa_head_sink_decode_window", "GroupQueryAttention",
+         inputs(1, H, 8, [5, 2], 6, none + sinks()), {**gqa, "local_window_size": 3}, outputs=present,
+         initializers=consts)
+    case(out, "test_contrib_gqa_smooth_softmax", "GroupQueryAttention", inputs(S, H, 0, [S - 1] * B, S, []),
+         {**gqa, "smooth_softmax": 1}, initializers=consts)
+    # A window-sized cache of 6 rows, a window of 4: the layout window_cache() describes.
+    C, W, lens = 6, 4, [10, 6]
+    start = [0 if T <= C else T - W - (T - C - 1) % (C - W + 1) for T in lens]
+    pk, pv = f32(B, Nkv, C, H), f32(B, Nkv, C, H)
+    for b, T in enumerate(lens):
+        L = T - 1
+        held = L - (0 if L <= C else L - W - (L - C - 1) % (C - W + 1))
+        pk[b, :, held:] = 0
+        pv[b, :, held:] = 0
+
+    def blank(ys):
+        for b, T in enumerate(lens):
+            ys[1][b, :, T - start[b]:] = 0
+            ys[2][b, :, T - start[b]:] = 0
+
+    case(out, "test_contrib_gqa_window_cache_head_sink", "GroupQueryAttention",
+         [("query", f32(B, 1, N * H)), ("key", f32(B, 1, Nkv * H)), ("value", f32(B, 1, Nkv * H)),
+          ("past_key", pk), ("past_value", pv), ("seqlens_k", np.array([n - 1 for n in lens], np.int32)),
+          ("total_sequence_length", np.array(max(lens), np.int32)), ("cos_cache", f32(16, 8)),
+          ("sin_cache", f32(16, 8)), *sinks()],
+         {**gqa, "local_window_size": W, "sliding_window_cache": 1, "do_rotary": 1}, outputs=present,
+         initializers=consts, unspecified=blank)
 
 
 if __name__ == "__main__":

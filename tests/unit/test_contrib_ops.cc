@@ -358,13 +358,6 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
     return n;
   };
   const std::vector<Case> cases = {
-      {"GroupQueryAttention's smooth softmax",
-       [&](onnx::GraphProto* g) { set_int(gqa(g), "smooth_softmax", 1); }, "smooth_softmax=1 is not read"},
-      {"GroupQueryAttention's head sinks",
-       [&](onnx::GraphProto* g) {
-         gqa(g, {"", "", "", "", "g"});
-       },
-       "head_sink (input 11, a sink added to each head's softmax) is not read"},
       {"GroupQueryAttention's quantized cache",
        [&](onnx::GraphProto* g) { set_int(gqa(g), "kv_cache_bit_width", 8); }, "a quantized KV cache"},
       {"GroupQueryAttention's Q and K norms, which onnxruntime's CPU kernel does not implement",
