@@ -23,6 +23,7 @@ const std::set<std::string, std::less<>>& microsoft_ops() {
                                                          "Gelu",
                                                          "GroupQueryAttention",
                                                          "MatMulNBits",
+                                                         "MoE",
                                                          "MultiHeadAttention",
                                                          "QuickGelu",
                                                          "RotaryEmbedding",
@@ -69,6 +70,16 @@ Status check_attributes(const Node& c) {
         {"past_present_share_buffer", kInt}}},
       {"MultiHeadAttention",
        {{"num_heads", kInt}, {"unidirectional", kInt}, {"mask_filter_value", kFloat}, {"scale", kFloat}}},
+      {"MoE",
+       {{"activation_type", kString},
+        {"k", kInt},
+        {"normalize_routing_weights", kInt},
+        {"use_sparse_mixer", kInt},
+        {"swiglu_fusion", kInt},
+        {"swiglu_limit", kFloat},
+        {"swiglu_limit_after_activation", kInt},
+        {"activation_alpha", kFloat},
+        {"activation_beta", kFloat}}},
       {"GroupQueryAttention",
        {{"num_heads", kInt},
         {"kv_num_heads", kInt},
@@ -303,6 +314,8 @@ Status expand_contrib_ops(Graph& g) {
       st = contrib::attention(w, c);
     else if (op == "MatMulNBits")
       st = contrib::matmul_nbits(w, c);
+    else if (op == "MoE")
+      st = contrib::moe(w, c);
     else if (op == "RotaryEmbedding")
       st = rotary_embedding(w, c);
     else if (op == "MultiHeadAttention")

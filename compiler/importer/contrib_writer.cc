@@ -61,20 +61,18 @@ std::optional<size_t> compute_rank(const Value* v, Ranks& memo) {
   }
   if (op == "Shape") return 1;
   if (op == "Attention") return v == p->output(0) ? r : std::optional<size_t>(4);  // Q's; present K and V 4-D
-  if (op == "ConstantOfShape") {  // as many axes as its shape has values: a constant's, or Shape(x)'s
-    const Value* shape = p->input(0);
+  // As many axes as a shape operand has values: a constant's, or Shape(x)'s.
+  auto shape_length = [&](const Value* shape) -> std::optional<size_t> {
+    if (!shape) return std::nullopt;
     if (shape->constant) return static_cast<size_t>(shape->constant->size());
     const Node* sp = shape->producer;
     if (sp && sp->domain.empty() && sp->op_type == "Shape" && sp->input(0) && !sp->has_attr("start") &&
         !sp->has_attr("end"))
       return known_rank(sp->input(0));
     return std::nullopt;
-  }
-  if (op == "Reshape") {
-    const Value* shape = p->input(1);
-    if (shape && shape->constant) return static_cast<size_t>(shape->constant->size());
-    return std::nullopt;
-  }
+  };
+  if (op == "ConstantOfShape") return shape_length(p->input(0));
+  if (op == "Reshape") return shape_length(p->input(1));
   if (op == "Unsqueeze") {
     const auto axes = axes_count(*p);
     if (r && axes) return *r + *axes;

@@ -26,8 +26,8 @@ Status refuse(const Node& n, const std::string& why);
 // The rank of `v` where the model says it before shape inference: a graph input's or constant's
 // declared shape, through the ops that keep their input's rank (element-wise ones, casts, norms,
 // Transpose, Slice, Concat, Attention), broadcasting ops and MatMul (the largest of their
-// inputs'), Gather, a Reshape to a constant shape, Shape, ConstantOfShape of a constant or of
-// Shape(x), Unsqueeze, and ReduceSum and Squeeze of constant axes (onnxruntime's mask index, this
+// inputs'), Gather, Shape, a Reshape to and a ConstantOfShape of a constant or of Shape(x)
+// (MoE's output), Unsqueeze, and ReduceSum and Squeeze of constant axes (onnxruntime's mask index, this
 // file's too). None where a link is not one of those.
 std::optional<size_t> known_rank(const Value* v);
 // known_rank(v), or a refusal of `c` naming `what` (its input's role) and `v`.
@@ -92,5 +92,7 @@ Status multi_head_attention(Writer& w, const Node& c);
 Status group_query_attention(Writer& w, const Node& c);
 // MatMulNBits, its weight dequantized at compile time (contrib_matmul_nbits.cc).
 Status matmul_nbits(Writer& w, const Node& c);
+// MoE, every expert on every token, weighted by the routing (contrib_moe.cc).
+Status moe(Writer& w, const Node& c);
 
 }  // namespace stitch::contrib

@@ -2,7 +2,7 @@
 """Writes node tests in ONNX's layout (model.onnx, test_data_set_0/) for the onnxruntime contrib ops
 stitch reads (compiler/importer/contrib_ops.h): SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 BiasGelu, Gelu, FastGelu, QuickGelu, EmbedLayerNormalization, Attention, MultiHeadAttention,
-RotaryEmbedding, MatMulNBits and GroupQueryAttention of the com.microsoft domain, and onnxruntime's
+RotaryEmbedding, MatMulNBits, GroupQueryAttention and MoE of the com.microsoft domain, and onnxruntime's
 default-domain LayerNormalization below opset 17 and SimplifiedLayerNormalization. Expected outputs come from onnxruntime's CPU kernels, the ops'
 definition, never from stitch. Tooling only; the files are committed.
 
@@ -45,15 +45,17 @@ def one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs,
 
 
 def case(out, name, op, inputs, attrs, outputs=("y",), domain="com.microsoft", opset=17, int_outputs=(),
-         oracle_inputs=None, initializers=(), unspecified=None):
+         oracle_inputs=None, initializers=(), unspecified=None, oracle_attrs=None):
     """One `op` node of `inputs` (one_node_model), its expected outputs onnxruntime's for it, or for
     the same node of `oracle_inputs` (the same values in another layout, where onnxruntime's CPU
-    kernel does not implement the form written). `unspecified`, when given, zeroes the parts of
+    kernel does not implement the form written; with `oracle_attrs` in place of `attrs` when that
+    layout is an attribute's). `unspecified`, when given, zeroes the parts of
     the outputs that the op leaves unspecified (a function of the list of outputs, in place)."""
     model, given = one_node_model(name, op, inputs, attrs, outputs, domain, opset, int_outputs, initializers)
     run_model, run_given = model, given
     if oracle_inputs is not None:
-        run_model, run_given = one_node_model(name, op, oracle_inputs, attrs, outputs, domain, opset, int_outputs)
+        run_model, run_given = one_node_model(name, op, oracle_inputs, oracle_attrs or attrs, outputs, domain, opset,
+                                              int_outputs)
     outs = [o for o in outputs if o]
     sess = ort.InferenceSession(run_model.SerializeToString(), providers=["CPUExecutionProvider"])
     ys = sess.run(None, dict(run_given))
@@ -143,6 +145,7 @@ def main():
     group_query_attention(out)
     window_cache(out)
     head_sinks(out)
+    mixture_of_experts(out)
 
 
 def matmul_nbits(out, B, S):
@@ -408,6 +411,51 @@ def head_sinks(out):
           ("sin_cache", f32(16, 8)), *sinks()],
          {**gqa, "local_window_size": W, "sliding_window_cache": 1, "do_rotary": 1}, outputs=present,
          initializers=consts, unspecified=blank)
+
+
+def mixture_of_experts(out):
+    """MoE: 4 experts of hidden 8, intermediate 6. gpt-oss's form (swiglu interleaved, clamped at a
+    limit low enough to bind, alpha 1.702, beta 1, the top 2 normalized, biases; 3-D input, the
+    weights constants as the model builder writes them); relu with the top 1 and no biases; gelu;
+    silu over all 4 experts, unnormalized; identity; swiglu's concatenated [g | l] (swiglu_fusion=2)
+    and fc3 forms (0), whose expected outputs are onnxruntime's for the same weights interleaved
+    (its CPU kernel reads only swiglu_fusion=1)."""
+    E, H, F = 4, 8, 6
+    weights = ("fc1_experts_weights", "fc1_experts_bias", "fc2_experts_weights", "fc2_experts_bias",
+               "fc3_experts_weights", "fc3_experts_bias")
+
+    def inputs(x, F1, bias=True, fc3=None):
+        T = x.shape[0] * (x.shape[1] if x.ndim == 3 else 1)
+        return [("input", x), ("router_probs", f32(T, E, scale=2)), ("fc1_experts_weights", f32(E, F1, H, scale=0.5)),
+                ("fc1_experts_bias", f32(E, F1) if bias else None), ("fc2_experts_weights", f32(E, H, F, scale=0.5)),
+                ("fc2_experts_bias", f32(E, H) if bias else None), *(fc3 or [])]
+
+    def interleaved(g, l):  # [.., F, ..] twice as [.., 2F, ..]: g0, l0, g1, l1, ..
+        return np.stack([g, l], axis=2).reshape(g.shape[0], 2 * g.shape[1], *g.shape[2:])
+
+    gptoss = {"activation_type": "swiglu", "swiglu_fusion": 1, "swiglu_limit": 1.5, "activation_alpha": 1.702,
+              "activation_beta": 1.0, "k": 2, "normalize_routing_weights": 1}
+    case(out, "test_contrib_moe_swiglu_interleaved", "MoE", inputs(f32(2, 3, H), 2 * F), gptoss,
+         initializers=weights)
+    case(out, "test_contrib_moe_relu_top1", "MoE", inputs(f32(5, H), F, bias=False), {"k": 1})
+    case(out, "test_contrib_moe_gelu", "MoE", inputs(f32(5, H), F), {"k": 2, "activation_type": "gelu"},
+         initializers=weights)
+    case(out, "test_contrib_moe_silu_all_experts", "MoE", inputs(f32(5, H), F),
+         {"k": E, "activation_type": "silu"}, initializers=weights)
+    case(out, "test_contrib_moe_identity", "MoE", inputs(f32(5, H), F), {"k": 3, "activation_type": "identity",
+                                                                        "normalize_routing_weights": 1})
+    concat = inputs(f32(2, 3, H), 2 * F)
+    w1, b1 = concat[2][1], concat[3][1]
+    as_pairs = [concat[0], concat[1], ("fc1_experts_weights", interleaved(w1[:, :F], w1[:, F:])),
+                ("fc1_experts_bias", interleaved(b1[:, :F], b1[:, F:])), concat[4], concat[5]]
+    case(out, "test_contrib_moe_swiglu_concatenated", "MoE", concat, {**gptoss, "swiglu_fusion": 2},
+         initializers=weights, oracle_inputs=as_pairs, oracle_attrs=gptoss)
+    split = inputs(f32(5, H), F, fc3=[("fc3_experts_weights", f32(E, F, H, scale=0.5)),
+                                       ("fc3_experts_bias", f32(E, F))])
+    fused = [split[0], split[1], ("fc1_experts_weights", interleaved(split[2][1], split[6][1])),
+             ("fc1_experts_bias", interleaved(split[3][1], split[7][1])), split[4], split[5]]
+    case(out, "test_contrib_moe_swiglu_fc3", "MoE", split, {**gptoss, "swiglu_fusion": 0}, initializers=weights,
+         oracle_inputs=fused, oracle_attrs=gptoss)
 
 
 if __name__ == "__main__":

@@ -312,6 +312,57 @@ TEST_CASE("GroupQueryAttention over a window-sized cache: its present is written
   CHECK(test::fused_matches_reference(graph, 17) >= 1);
 }
 
+TEST_CASE("onnxruntime's MoE: the routing joins the softmax's row kernel, the activation its weights",
+          "[importer][contrib][fusion]") {
+  // gpt-oss's form over x [2, 5, 8]: 4 experts, the top 2 normalized, swiglu interleaved and clamped,
+  // fc1 [4, 12, 8] and fc2 [4, 8, 6] with biases.
+  onnx::ModelProto m = contrib_model(17);
+  auto* g = m.mutable_graph();
+  *g->add_input() = tensor_info("r", 1, {"10", "4"});
+  *g->add_input() = tensor_info("w1", 1, {"4", "12", "8"});
+  *g->add_input() = tensor_info("b1", 1, {"4", "12"});
+  *g->add_input() = tensor_info("w2", 1, {"4", "8", "6"});
+  *g->add_input() = tensor_info("b2", 1, {"4", "8"});
+  auto* n = add_node(g, "MoE", {"x", "r", "w1", "b1", "w2", "b2"}, {"y"}, "moe", "com.microsoft");
+  auto* a = n->add_attribute();
+  a->set_name("activation_type");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s("swiglu");
+  set_int(n, "k", 2);
+  set_int(n, "swiglu_fusion", 1);
+  set_int(n, "normalize_routing_weights", 1);
+  auto* limit = n->add_attribute();
+  limit->set_name("swiglu_limit");
+  limit->set_type(onnx::AttributeProto::FLOAT);
+  limit->set_f(1.0f);
+  *g->add_output() = tensor_info("y", 1, {});
+  auto imported = import_ok(m);
+  Graph& graph = *imported;
+  const std::multiset<std::string> ops = ops_of(graph);
+  CHECK(ops.count("TopK") == 0);    // the top 2 as row reductions, not a kernel of their own
+  CHECK(ops.count("MatMul") == 3);  // fc1 and fc2 over all experts, and fc2's biases by the weights
+  test::run_frontend_or_die(graph);
+  CHECK(*graph.find_value("y")->dims == Dims{2, 5, 8});
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(graph, test::opts(mode));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    std::map<std::string, int> group_of;
+    for (size_t i = 0; i < plan->groups.size(); ++i)
+      for (const Node* node : plan->groups[i].nodes) group_of[node->name] = static_cast<int>(i);
+    // The softmax and every round of the top 2 in one kernel; the activation and its multiplication
+    // by the expert's weight in one kernel.
+    const int routing = group_of.at("moe/routing_softmax");
+    for (const char* part : {"moe/routing_round0_max", "moe/routing_round0_first", "moe/routing_round1_max",
+                             "moe/routing_round1_first", "moe/routing_round1_chosen"})
+      CHECK(group_of.at(part) == routing);
+    CHECK(group_of.at("moe/activation") == group_of.at("moe/weighted_activation"));
+    CHECK(group_of.at("moe/swiglu_gate_clamped") == group_of.at("moe/weighted_activation"));
+    CHECK(test::fused_matches_reference(graph, 23, mode) >= 1);
+  }
+}
+
 TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the node",
           "[importer][contrib]") {
   struct Case {
@@ -357,7 +408,47 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
     set_int(n, "kv_num_heads", 1);
     return n;
   };
+  // MoE of x [2, 5, 8] over 4 experts (router r [10, 4], fc1 w1 [4, F1, 8], fc2 w2 [4, 8, 6]), the
+  // activation given.
+  auto moe = [](onnx::GraphProto* g, const std::string& act, std::vector<std::string> extra = {},
+                int64_t k = 2) {
+    *g->add_input() = tensor_info("r", 1, {"10", "4"});
+    *g->add_input() = tensor_info("w1", 1, {"4", act == "swiglu" ? "12" : "6", "8"});
+    *g->add_input() = tensor_info("w2", 1, {"4", "8", "6"});
+    std::vector<std::string> in = {"x", "r", "w1", "", "w2"};
+    in.insert(in.end(), extra.begin(), extra.end());
+    auto* n = add_node(g, "MoE", in, {"y"}, "attn", "com.microsoft");
+    auto* a = n->add_attribute();
+    a->set_name("activation_type");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(act);
+    set_int(n, "k", k);
+    return n;
+  };
   const std::vector<Case> cases = {
+      {"MoE with Phi-3.5-MoE's sparse mixer routing",
+       [&](onnx::GraphProto* g) { set_int(moe(g, "relu"), "use_sparse_mixer", 1); },
+       "use_sparse_mixer=1 (Phi-3.5-MoE's routing) is not read"},
+      {"MoE with geglu, which onnxruntime computes on CUDA only",
+       [&](onnx::GraphProto* g) { moe(g, "geglu"); }, "activation_type 'geglu' is not read"},
+      {"MoE clamping after the activation (CUDA only)",
+       [&](onnx::GraphProto* g) { set_int(moe(g, "swiglu"), "swiglu_limit_after_activation", 1); },
+       "swiglu_limit_after_activation=1 (onnxruntime's CUDA kernels only) is not read"},
+      {"MoE with swiglu_fusion=0 and no fc3", [&](onnx::GraphProto* g) { moe(g, "swiglu"); },
+       "swiglu_fusion=0 takes l from fc3"},
+      {"MoE with fc3 beside a fused swiglu",
+       [&](onnx::GraphProto* g) {
+         set_int(moe(g, "swiglu", {"", "w1"}), "swiglu_fusion", 1);
+       },
+       "fc3 (inputs 6 and 7) is read only as swiglu's l with swiglu_fusion=0"},
+      {"MoE choosing no expert", [&](onnx::GraphProto* g) { moe(g, "relu", {}, 0); },
+       "k=0 is not a positive count of experts"},
+      {"MoE of a 1-D input",
+       [&](onnx::GraphProto* g) {
+         auto* n = moe(g, "relu");
+         n->set_input(0, "g");
+       },
+       "its input 'g' is 1-D"},
       {"GroupQueryAttention's quantized cache",
        [&](onnx::GraphProto* g) { set_int(gqa(g), "kv_cache_bit_width", 8); }, "a quantized KV cache"},
       {"GroupQueryAttention's Q and K norms, which onnxruntime's CPU kernel does not implement",
