@@ -49,6 +49,10 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               SkipSimplifiedLayerNormalization, logits; data sets for a prompt (2 x 32, empty cache),
               a decoding step after it, a chunk after a cache, and the step with past and present
               in one 64-row buffer (the KV cache written in place), PyTorch's outputs
+  gptoss_tiny_genai  a gpt-oss of the same size through the same builder: its experts one
+              com.microsoft::MoE per layer (4 of them, the top 2, a clamped swiglu with biases),
+              head sinks in GroupQueryAttention, a window-sized cache (8 rows) in its first layer;
+              the same four data sets, onnxruntime's outputs (its window-sized cache's layout)
   bert_legacy_ort  a BERT of bert_tiny's size written as transformers wrote it before its mask
               rewrites (an additive -10000 mask), TorchScript at opset 14, through the same
               optimizer, which recognises its attention and embeddings: EmbedLayerNormalization
@@ -71,7 +75,10 @@ warnings.filterwarnings("ignore")
 
 
 def to_numpy(t):
-    """numpy has no bfloat16: through ml_dtypes' (onnx's own dependency), which onnx saves as BFLOAT16."""
+    """numpy has no bfloat16: through ml_dtypes' (onnx's own dependency), which onnx saves as BFLOAT16.
+    Arrays (onnxruntime's outputs) pass as they are."""
+    if isinstance(t, np.ndarray):
+        return t
     t = t.detach()
     if t.dtype == torch.bfloat16:
         import ml_dtypes
@@ -524,21 +531,28 @@ def main():
 
     # onnxruntime-genai's model builder, the file onnxruntime-genai runs for a Hugging Face decoder.
     if want("qwen3_tiny_genai"):
-        genai_model(args.out, "qwen3_tiny_genai")
+        from transformers import Qwen3Config, Qwen3ForCausalLM
+        cfg = Qwen3Config(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64)
+        genai_model(args.out, "qwen3_tiny_genai", lambda: Qwen3ForCausalLM(cfg))
+    if want("gptoss_tiny_genai"):
+        from transformers import GptOssConfig, GptOssForCausalLM
+        cfg = GptOssConfig(vocab_size=100, hidden_size=64, intermediate_size=32, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+                           num_local_experts=4, num_experts_per_tok=2, sliding_window=8)
+        genai_model(args.out, "gptoss_tiny_genai", lambda: GptOssForCausalLM(cfg))
 
 
-def genai_model(out_dir, name):
-    """A Qwen3 of llama_tiny's size (head_dim 16, per-head Q/K RMSNorms) through onnxruntime-genai's
-    builder (bench/exports/genai_export.py): GroupQueryAttention with rotary inside and packed QKV,
-    SkipSimplifiedLayerNormalization, the norms of Q and K over [B, S*H, D]. genai_export.py's four
-    data sets with PyTorch's logits and caches: 0 a prompt of 2 x 32 (an empty cache), 1 a decoding
-    step after it, 2 a chunk of 5 after 7 cached, 3 data set 1's step with past and present in one
-    buffer of 64 rows (as onnxruntime-genai runs the file on CUDA). The builder's other files
+def genai_model(out_dir, name, make):
+    """The model `make` returns through onnxruntime-genai's builder (bench/exports/genai_export.py),
+    with genai_export.py's four data sets: 0 a prompt of 2 x 32 (an empty cache), 1 a decoding step
+    after it, 2 a chunk of 5 after 7 cached, 3 data set 1's step with past and present in one buffer
+    of 64 rows (as onnxruntime-genai runs the file on CUDA); PyTorch's logits and caches, or
+    onnxruntime's where a layer's cache is window-sized (genai_export.py). The builder's other files
     (tokenizer, genai_config.json) are not shipped."""
     import shutil
     import sys
     import tempfile
-    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "exports"))
     from genai_export import export_genai
@@ -546,10 +560,8 @@ def genai_model(out_dir, name):
     def save_case(out, names_in, inputs, names_out, outputs, k=0):  # genai_export.py's form
         save_test_data(os.path.dirname(out), os.path.basename(out), inputs, names_in, outputs, names_out, k)
 
-    cfg = Qwen3Config(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64)
     with tempfile.TemporaryDirectory() as tmp:
-        export_genai(lambda: Qwen3ForCausalLM(cfg), save_case, tmp)
+        export_genai(make, save_case, tmp)
         d = os.path.join(out_dir, name)
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)

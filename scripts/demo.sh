@@ -19,6 +19,10 @@ for m in models/*/; do
     qwen3_tiny_genai) # onnxruntime-genai's dims are named per input: a prompt of 32, an empty cache
       shapes=(--shape input_ids=2x32 --shape attention_mask=2x32)
       for i in 0 1; do shapes+=(--shape "past_key_values.$i.key=2x2x0x16" --shape "past_key_values.$i.value=2x2x0x16"); done ;;
+    gptoss_tiny_genai) # the same, its first layer's cache a window-sized buffer of 8 rows
+      shapes=(--shape input_ids=2x32 --shape attention_mask=2x32)
+      shapes+=(--shape past_key_values.0.key=2x2x8x16 --shape past_key_values.0.value=2x2x8x16)
+      shapes+=(--shape past_key_values.1.key=2x2x0x16 --shape past_key_values.1.value=2x2x0x16) ;;
     *) shapes+=(--shape sequence=16) ;;
   esac
   echo

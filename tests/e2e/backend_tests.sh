@@ -23,11 +23,18 @@ genai_shapes() {
   done
   echo "$s"
 }
+# gpt-oss's: its first layer's cache a window-sized buffer of 8 rows whatever the step.
+gptoss_shapes() {
+  local s="--shape input_ids=$1x$2 --shape attention_mask=$1x$(($2 + $3))" rows=${4:-$3}
+  s="$s --shape past_key_values.0.key=$1x2x8x16 --shape past_key_values.0.value=$1x2x8x16"
+  echo "$s --shape past_key_values.1.key=$1x2x${rows}x16 --shape past_key_values.1.value=$1x2x${rows}x16"
+}
 shapes_for() {
   case $1 in
     cnn_small | cnn_small_qdq | cnn_small_qop | seg_small | unet_small) echo "--shape batch=2" ;;
     llama_tiny_dec) echo "--shape batch=2 --shape past=16" ;;
     qwen3_tiny_genai) genai_shapes 2 32 0 ;;
+    gptoss_tiny_genai) gptoss_shapes 2 32 0 ;;
     *) echo "--shape batch=2 --shape sequence=16" ;;
   esac
 }
@@ -100,6 +107,30 @@ import json, sys
 mi = json.load(open(sys.argv[1]))['memory_intensive_kernels']
 print(mi, file=sys.stderr)
 sys.exit(0 if mi <= 3 * 2 + 2 else 1)" "$TMP/q3_buffer.json"
+# onnxruntime-genai's gpt-oss: onnxruntime's MoE over all 4 experts (the top 2 picked in the
+# routing's row kernel, no TopK), head sinks, a window-sized cache; its other data sets on emu
+# against onnxruntime, and the prompt's plan: at most 4 memory-intensive kernels a layer (the
+# attention, the routing, the activation weighted by it, the residual and next norm).
+G="$ROOT/models/gptoss_tiny_genai"
+for c in "1 step 2 1 32" "2 chunk 1 5 7" "3 buffer 2 1 32 64"; do
+  # shellcheck disable=SC2086
+  set -- $c
+  k=$1 what=$2
+  shift 2
+  # shellcheck disable=SC2046
+  expect "compile gptoss_tiny_genai's data set $k ($what)" 0 "compiled" -- \
+    "$STITCHC" compile "$G/model.onnx" -o "$TMP/go_$what" $(gptoss_shapes "$@") --no-nvcc
+  expect "run gptoss_tiny_genai's data set $k ($what) on emu" 0 "all 5 output\(s\) match" -- \
+    "$STITCHC" run "$TMP/go_$what" --backend emu --inputs "$G/test_data_set_$k" --expect "$G/test_data_set_$k"
+done
+check "gptoss_tiny_genai: no TopK, at most 4 memory-intensive kernels per layer" python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+mi = r['memory_intensive_kernels']
+print(mi, file=sys.stderr)
+sys.exit(0 if mi <= 4 * 2 + 1 else 1)" "$TMP/gptoss_tiny_genai.json"
+check "gptoss_tiny_genai: the routing's rounds in the softmax's kernel" bash -c \
+  "! grep -q \"(TopK)\" '$TMP/gptoss_tiny_genai/plan.txt' && grep -q \"routing_round1_first' (ReduceMin)\" '$TMP/gptoss_tiny_genai/plan.txt'"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step
 # that adds the block's input and applies ReLU; its stem's ReLU is its convolution's. A plan test:
 # it fails when those kernels come back.
