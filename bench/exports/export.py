@@ -962,8 +962,7 @@ def models():
         # OLMo, whose LayerNorm the builder writes as an RMSNorm, against onnxruntime
         # (genai_export.py). Granite's multipliers, SmolLM3, Mistral, ERNIE 4.5 (head_dim 128 of
         # hidden 128), LFM2's attention layers (Q/K norms). Not here: Gemma 3 (the builder reads a
-        # flat rope_parameters, transformers 5 writes one per layer type), LFM2's convolution layers
-        # (com.microsoft::CausalConvWithState).
+        # flat rope_parameters, transformers 5 writes one per layer type).
         "phi_genai": genai(lambda: tf.PhiForCausalLM(tf.PhiConfig(**small, num_key_value_heads=2,
                                                                     partial_rotary_factor=0.5, layer_norm_eps=1e-6))),
         "nemotron_genai": genai(lambda: tf.NemotronForCausalLM(tf.NemotronConfig(**small, num_key_value_heads=2,
@@ -979,6 +978,10 @@ def models():
         # (tried 2026-11-28) gpt-oss: its experts one com.microsoft::MoE per layer (8 of them, the top
         # 2, clamped swiglu), head sinks in GroupQueryAttention, a window-sized cache in its sliding
         # layers; onnxruntime's outputs (genai_export.py).
+        # (tried 2026-11-28) LFM2 with a convolution layer first (com.microsoft::CausalConvWithState,
+        # its carry state an input and an output of the file) and an attention layer.
+        "lfm2_conv_genai": genai(lambda: tf.Lfm2ForCausalLM(tf.Lfm2Config(**small, num_key_value_heads=2,
+                                                                          layer_types=["conv", "full_attention"]))),
         "gptoss_genai": genai(lambda: tf.GptOssForCausalLM(tf.GptOssConfig(
             **small, num_key_value_heads=2, head_dim=32, num_local_experts=8, num_experts_per_tok=2,
             sliding_window=16))),

@@ -44,6 +44,10 @@ file for CUDA runs on onnxruntime's CUDA kernels only); the present's rows after
 
 Without padding: the builder's attention reads each batch's length from the mask and takes the
 cached keys as the first ones, which a left-padded Hugging Face cache is not.
+
+A convolution layer's carry state (LFM2: CausalConvWithState, past.i.conv and present.i.conv) is
+the last k - 1 inputs of its convolution; the Hugging Face cache keeps the last k (updated in place
+by the next step, so it is copied when read), and starts from zeros.
 Needs `pip install onnxruntime-genai` next to export.py's packages. Tooling only."""
 import copy
 import os
@@ -110,10 +114,21 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu", e
                     a.i = 1
         oracle = ort.InferenceSession(file.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
+    # Convolution layers' carry states (LFM2: CausalConvWithState), [B, C, k - 1] as declared.
+    conv_state = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
+                  for i in graph.input if i.name.startswith("past.") and i.name.endswith(".conv")}
+
+    def fresh_cache():  # layers of their own kinds where some hold convolution states
+        return DynamicCache(config=cfg) if conv_state else DynamicCache()
+
     def cache_of(c):
         kv = {}
         for i in range(layers):
-            kv[f"key.{i}"], kv[f"value.{i}"] = c.layers[i].keys, c.layers[i].values
+            layer = c.layers[i]
+            if hasattr(layer, "conv_states"):  # PyTorch keeps the last k inputs; the state is the last k - 1
+                kv[f"conv.{i}"] = layer.conv_states[0][..., 1:].clone()  # the step updates it in place
+            else:
+                kv[f"key.{i}"], kv[f"value.{i}"] = layer.keys, layer.values
         return kv
 
     def grown(t, rows):  # [B, Nkv, T, H] with zero rows after it up to `rows`
@@ -137,7 +152,7 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu", e
         empty = torch.zeros(batch, heads_kv, 0, head, dtype=model.dtype)
         before = cache_of(past) if past is not None else {}
         with torch.no_grad():
-            r = model(input_ids=ids, attention_mask=mask, past_key_values=past if past is not None else DynamicCache(),
+            r = model(input_ids=ids, attention_mask=mask, past_key_values=past if past is not None else fresh_cache(),
                       use_cache=True)
         after = cache_of(r.past_key_values)
         # position_ids: read by the float16 files (attention as MultiHeadAttention there)
@@ -147,9 +162,15 @@ def export_genai(make_model, save_case, out, precision="fp32", provider="cpu", e
             for part in ("key", "value"):
                 name, t = f"past_key_values.{i}.{part}", before.get(f"{part}.{i}", empty)
                 feeds[name] = window_buffer(t, cached, windowed[name][1]) if name in windowed else grown(t, rows)
+            if f"past.{i}.conv" in conv_state:  # zeros before the first input
+                _, channels, held = conv_state[f"past.{i}.conv"]
+                feeds[f"past.{i}.conv"] = before.get(f"conv.{i}", torch.zeros(batch, channels, held, dtype=model.dtype))
         feeds = {n: t.half() if n in half else t for n, t in feeds.items()}
         results = {"logits": r.logits}
         for i in range(layers):
+            if f"conv.{i}" in after:
+                results[f"present.{i}.conv"] = after[f"conv.{i}"]
+                continue
             for part in ("key", "value"):
                 name = f"past_key_values.{i}.{part}"
                 if name in windowed:  # the past's keys and this step's, in the window's layout

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -18,6 +19,7 @@ using contrib::Writer;
 const std::set<std::string, std::less<>>& microsoft_ops() {
   static const std::set<std::string, std::less<>> ops = {"Attention",
                                                          "BiasGelu",
+                                                         "CausalConvWithState",
                                                          "EmbedLayerNormalization",
                                                          "FastGelu",
                                                          "Gelu",
@@ -70,6 +72,17 @@ Status check_attributes(const Node& c) {
         {"past_present_share_buffer", kInt}}},
       {"MultiHeadAttention",
        {{"num_heads", kInt}, {"unidirectional", kInt}, {"mask_filter_value", kFloat}, {"scale", kFloat}}},
+      {"CausalConvWithState",
+       {{"ndim", kInt},
+        {"activation", kString},
+        {"dilation", kInt},
+        {"channels_last", kInt},
+        {"state_window", kInt},
+        {"state_update_capacity", kInt},
+        {"state_channels_last", kInt},
+        {"state_length", kInt},
+        {"input_channel_offset", kInt},
+        {"input_channels", kInt}}},
       {"MoE",
        {{"activation_type", kString},
         {"k", kInt},
@@ -259,6 +272,91 @@ Status embed_layer_norm(Writer& w, const Node& c) {
   return Status::ok();
 }
 
+// CausalConvWithState (LFM2's convolution layers; Mamba's and Gated DeltaNet's preprocessing): a
+// depthwise convolution of each channel along the sequence, causal, its carry state the last
+// P = (k - 1) * dilation positions. Written out as element-wise work the planner fuses with its
+// neighbours (not a grouped convolution call): the past state (zeros without one) and the input
+// joined along the sequence, then k taps, each a Slice of that at its offset j * dilation times the
+// channel's weight, summed, plus the bias, SiLU when asked; the present state is the joined
+// sequence's last P positions (joined again, so that no kernel stores the whole of it). ndim 1, channels
+// first [B, C, S] (state [B, C, P]) or channels last [B, S, C] (state [B, P, C]). Refused: more spatial dims,
+// a window of states, onnxruntime's CUDA-only state layouts and channel slices, a weight whose kernel size is
+// not known.
+Status causal_conv_with_state(Writer& w, const Node& c) {
+  Value *x = c.input(0), *weight = c.input(1), *bias = c.input(2), *past = c.input(3);
+  if (!x || !weight) return refuse(c, "needs input and weight (inputs 0 and 1)");
+  if (c.attr_int("ndim", 1) != 1)
+    return refuse(c, "ndim other than 1 (a 2-D or 3-D convolution) is not read");
+  if (c.attr_int("state_window", 0) != 0)
+    return refuse(c, "state_window (a window of carry states) is not read");
+  if (c.attr_int("state_update_capacity", 0) != 0 || c.attr_int("state_channels_last", -1) != -1 ||
+      c.attr_int("state_length", 0) != 0 || c.attr_int("input_channel_offset", 0) != 0 ||
+      c.attr_int("input_channels", 0) != 0 || c.output(2))
+    return refuse(c,
+                  "state_update_capacity, state_channels_last, state_length, input_channel_offset and "
+                  "input_channels (onnxruntime's CUDA-only forms) are not read");
+  const std::string act = c.attr_string("activation", "none");
+  if (act != "none" && act != "silu" && act != "swish")
+    return refuse(c, fmt::format("activation '{}' is not none, silu or swish", act));
+  const int64_t dilation = c.attr_int("dilation", 1);
+  if (dilation < 1) return refuse(c, fmt::format("dilation={} is below 1", dilation));
+  if (!weight->constant || weight->constant->dims().size() != 3)
+    return refuse(c, fmt::format("its weight '{}' must be an initializer [channels, 1, k]", weight->name));
+  const int64_t k = weight->constant->dims()[2], held = (k - 1) * dilation;
+  const bool last = c.attr_int("channels_last", 0) != 0;
+  if (last) {
+    ASSIGN_OR_RETURN(const size_t rank, contrib::rank_or_refuse(c, x, "input"));
+    if (rank != 3) return refuse(c, "channels_last=1 is read for a 3-D input [batch, sequence, channels]");
+  }
+  const int64_t axis = last ? 1 : -1;
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  // The past (or P zeros: a Pad of x's 3 axes) and x along the sequence. The present state joins
+  // them again: then no kernel stores the joined sequence, and the taps' kernel reads x and the past.
+  auto join = [&](const std::string& name) {
+    if (past) return w.op("Concat", name, {past, x}, {{"axis", axis}});
+    std::vector<int64_t> pads(6, 0);
+    pads[last ? 1 : 2] = held;
+    return w.op("Pad", name, {x, w.ints(name + "_zeros_before", pads)});
+  };
+  Value* joined = join("with_past");
+  // The channel's weight for tap j, broadcast along the sequence: [C, 1] first, [C] last.
+  auto tap = [&](int64_t j) {
+    const std::string n = fmt::format("tap{}", j);
+    Value* wj = w.op("Slice", n + "_weight",
+                     {weight, w.ints(n + "_w0", {j}), w.ints(n + "_w1", {j + 1}), w.ints(n + "_waxis", {2})});
+    return w.op("Reshape", n + "_channel",
+                {wj, w.ints(n + "_shape", last ? std::vector<int64_t>{-1} : std::vector<int64_t>{-1, 1})});
+  };
+  Value* y = nullptr;
+  for (int64_t j = 0; j < k; ++j) {
+    const std::string n = fmt::format("tap{}", j);
+    const int64_t from = j * dilation, to = held - from;  // positions [from, length - to)
+    Value* part = w.op("Slice", n,
+                       {joined, w.ints(n + "_start", {from}), w.ints(n + "_end", {to > 0 ? -to : kEnd}),
+                        w.ints(n + "_axis", {axis})});
+    Value* term = w.op("Mul", n + "_weighted", {part, tap(j)});
+    y = y ? w.op("Add", n + "_sum", {y, term}) : term;
+  }
+  const bool silu = act != "none";
+  if (bias)
+    y = w.op("Add", silu ? "bias_add" : "",
+             {y, w.op("Reshape", "bias_channel",
+                      {bias,
+                       w.ints("bias_shape", last ? std::vector<int64_t>{-1} : std::vector<int64_t>{-1, 1})})},
+             {}, silu ? nullptr : c.output(0));
+  if (silu) {
+    w.op("Mul", "", {y, w.op("Sigmoid", "silu_sigmoid", {y})}, {}, c.output(0));
+  } else if (!bias) {
+    w.op("Identity", "", {y}, {}, c.output(0));
+  }
+  if (c.output(1))  // the last P positions
+    w.op("Slice", "present_state",
+         {join("present_joined"), w.ints("state_start", {held > 0 ? -held : kEnd}),
+          w.ints("state_end", {kEnd}), w.ints("state_axis", {axis})},
+         {}, c.output(1));
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string contrib_op_list() {
@@ -316,6 +414,8 @@ Status expand_contrib_ops(Graph& g) {
       st = contrib::matmul_nbits(w, c);
     else if (op == "MoE")
       st = contrib::moe(w, c);
+    else if (op == "CausalConvWithState")
+      st = causal_conv_with_state(w, c);
     else if (op == "RotaryEmbedding")
       st = rotary_embedding(w, c);
     else if (op == "MultiHeadAttention")

@@ -146,6 +146,7 @@ def main():
     window_cache(out)
     head_sinks(out)
     mixture_of_experts(out)
+    causal_conv_with_state(out)
 
 
 def matmul_nbits(out, B, S):
@@ -456,6 +457,26 @@ def mixture_of_experts(out):
              ("fc1_experts_bias", interleaved(split[3][1], split[7][1])), split[4], split[5]]
     case(out, "test_contrib_moe_swiglu_fc3", "MoE", split, {**gptoss, "swiglu_fusion": 0}, initializers=weights,
          oracle_inputs=fused, oracle_attrs=gptoss)
+
+
+def causal_conv_with_state(out):
+    """CausalConvWithState (LFM2's convolution layers, Mamba's and Gated DeltaNet's preprocessing): a
+    depthwise causal convolution over the last axis, its carry state the last (k - 1) * dilation
+    positions. A prompt with a bias and no past; a decoding step after a past, SiLU; a dilated
+    chunk; the channels-last layout with swish."""
+    state = ("y", "present_state")
+
+    def conv(name, x, k, attrs, past=None, bias=True, channels=None):
+        C = channels or x.shape[1]
+        case(out, name, "CausalConvWithState",
+             [("input", x), ("weight", f32(C, 1, k)), ("bias", f32(C) if bias else None), ("past_state", past)],
+             {"ndim": 1, **attrs}, outputs=state, initializers=("weight", "bias"))
+
+    conv("test_contrib_causal_conv_prompt", f32(2, 6, 5), 3, {})
+    conv("test_contrib_causal_conv_step_silu", f32(2, 6, 1), 3, {"activation": "silu"}, past=f32(2, 6, 2), bias=False)
+    conv("test_contrib_causal_conv_dilated_chunk", f32(1, 4, 5), 3, {"dilation": 2}, past=f32(1, 4, 4))
+    conv("test_contrib_causal_conv_channels_last", f32(2, 5, 6), 3, {"channels_last": 1, "activation": "swish"},
+         past=f32(2, 2, 6), channels=6)
 
 
 if __name__ == "__main__":

@@ -363,6 +363,48 @@ TEST_CASE("onnxruntime's MoE: the routing joins the softmax's row kernel, the ac
   }
 }
 
+TEST_CASE("CausalConvWithState: its taps and their weights in one kernel, the state joined apart",
+          "[importer][contrib][fusion]") {
+  // LFM2's form: x [2, 5, 8] as channels [2, C=5, S=8] with a past state [2, 5, 2], k = 3, a bias.
+  onnx::ModelProto m = contrib_model(17);
+  auto* g = m.mutable_graph();
+  *g->add_input() = tensor_info("past", 1, {"2", "5", "2"});
+  *g->add_input() = tensor_info("bias", 1, {"5"});
+  auto* weight = g->add_initializer();
+  weight->set_name("weight");
+  weight->set_data_type(1);
+  for (int64_t d : {5, 1, 3}) weight->add_dims(d);
+  for (int i = 0; i < 15; ++i) weight->add_float_data(0.1f * static_cast<float>(i % 7) - 0.3f);
+  auto* n = add_node(g, "CausalConvWithState", {"x", "weight", "bias", "past"}, {"y", "state"}, "conv",
+                     "com.microsoft");
+  auto* a = n->add_attribute();
+  a->set_name("activation");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s("silu");
+  *g->add_output() = tensor_info("y", 1, {});
+  *g->add_output() = tensor_info("state", 1, {});
+  auto imported = import_ok(m);
+  Graph& graph = *imported;
+  CHECK(ops_of(graph).count("Conv") == 0);  // element-wise taps, not a grouped convolution call
+  test::run_frontend_or_die(graph);
+  CHECK(*graph.find_value("y")->dims == Dims{2, 5, 8});
+  CHECK(*graph.find_value("state")->dims == Dims{2, 5, 2});
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(graph, test::opts(mode));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    std::map<std::string, int> group_of;
+    for (size_t i = 0; i < plan->groups.size(); ++i)
+      for (const Node* node : plan->groups[i].nodes) group_of[node->name] = static_cast<int>(i);
+    // The joined sequence, the 3 taps and the SiLU in one kernel: nothing stores the joined sequence.
+    for (const char* part : {"conv/with_past", "conv/tap0_weighted", "conv/tap2_sum", "conv/silu_sigmoid"})
+      CHECK(group_of.at(part) == group_of.at("conv"));
+    CHECK(group_of.at("conv/present_state") != group_of.at("conv"));
+    CHECK(test::fused_matches_reference(graph, 29, mode) >= 1);
+  }
+}
+
 TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the node",
           "[importer][contrib]") {
   struct Case {
@@ -425,7 +467,30 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
     set_int(n, "k", k);
     return n;
   };
+  // CausalConvWithState of x with an initializer weight [5, 1, 3].
+  auto conv = [](onnx::GraphProto* g) {
+    auto* weight = g->add_initializer();
+    weight->set_name("cw");
+    weight->set_data_type(1);
+    for (int64_t d : {5, 1, 3}) weight->add_dims(d);
+    for (int i = 0; i < 15; ++i) weight->add_float_data(0.5f);
+    return add_node(g, "CausalConvWithState", {"x", "cw"}, {"y"}, "attn", "com.microsoft");
+  };
   const std::vector<Case> cases = {
+      {"CausalConvWithState over 2 spatial dims", [&](onnx::GraphProto* g) { set_int(conv(g), "ndim", 2); },
+       "ndim other than 1"},
+      {"CausalConvWithState with a window of carry states",
+       [&](onnx::GraphProto* g) { set_int(conv(g), "state_window", 2); },
+       "state_window (a window of carry states)"},
+      {"CausalConvWithState's CUDA-only state layout",
+       [&](onnx::GraphProto* g) { set_int(conv(g), "state_channels_last", 1); },
+       "onnxruntime's CUDA-only forms"},
+      {"CausalConvWithState whose weight is not an initializer",
+       [&](onnx::GraphProto* g) {
+         *g->add_input() = tensor_info("w", 1, {"5", "1", "3"});
+         add_node(g, "CausalConvWithState", {"x", "w"}, {"y"}, "attn", "com.microsoft");
+       },
+       "its weight 'w' must be an initializer [channels, 1, k]"},
       {"MoE with Phi-3.5-MoE's sparse mixer routing",
        [&](onnx::GraphProto* g) { set_int(moe(g, "relu"), "use_sparse_mixer", 1); },
        "use_sparse_mixer=1 (Phi-3.5-MoE's routing) is not read"},
