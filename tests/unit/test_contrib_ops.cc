@@ -47,6 +47,24 @@ void set_int(onnx::NodeProto* n, const std::string& name, int64_t v) {
   a->set_i(v);
 }
 
+void set_string(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+// Each node's group in `graph`'s plan by `mode`, by node name (after the plan's own checks).
+std::map<std::string, int> plan_groups(const Graph& graph, const char* mode) {
+  auto plan = fusion::make_plan(graph, test::opts(mode));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  std::map<std::string, int> group_of;
+  for (size_t i = 0; i < plan->groups.size(); ++i)
+    for (const Node* node : plan->groups[i].nodes) group_of[node->name] = static_cast<int>(i);
+  return group_of;
+}
+
 StatusOr<std::unique_ptr<Graph>> import(const onnx::ModelProto& m) {
   return import_onnx_bytes(m.SerializeAsString(), ".", "m.onnx");
 }
@@ -324,10 +342,7 @@ TEST_CASE("onnxruntime's MoE: the routing joins the softmax's row kernel, the ac
   *g->add_input() = tensor_info("w2", 1, {"4", "8", "6"});
   *g->add_input() = tensor_info("b2", 1, {"4", "8"});
   auto* n = add_node(g, "MoE", {"x", "r", "w1", "b1", "w2", "b2"}, {"y"}, "moe", "com.microsoft");
-  auto* a = n->add_attribute();
-  a->set_name("activation_type");
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s("swiglu");
+  set_string(n, "activation_type", "swiglu");
   set_int(n, "k", 2);
   set_int(n, "swiglu_fusion", 1);
   set_int(n, "normalize_routing_weights", 1);
@@ -345,12 +360,7 @@ TEST_CASE("onnxruntime's MoE: the routing joins the softmax's row kernel, the ac
   CHECK(*graph.find_value("y")->dims == Dims{2, 5, 8});
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     INFO(mode);
-    auto plan = fusion::make_plan(graph, test::opts(mode));
-    REQUIRE(plan.is_ok());
-    INFO(fusion::explain(*plan));
-    std::map<std::string, int> group_of;
-    for (size_t i = 0; i < plan->groups.size(); ++i)
-      for (const Node* node : plan->groups[i].nodes) group_of[node->name] = static_cast<int>(i);
+    const std::map<std::string, int> group_of = plan_groups(graph, mode);
     // The softmax and every round of the top 2 in one kernel; the activation and its multiplication
     // by the expert's weight in one kernel.
     const int routing = group_of.at("moe/routing_softmax");
@@ -377,10 +387,7 @@ TEST_CASE("CausalConvWithState: its taps and their weights in one kernel, the st
   for (int i = 0; i < 15; ++i) weight->add_float_data(0.1f * static_cast<float>(i % 7) - 0.3f);
   auto* n = add_node(g, "CausalConvWithState", {"x", "weight", "bias", "past"}, {"y", "state"}, "conv",
                      "com.microsoft");
-  auto* a = n->add_attribute();
-  a->set_name("activation");
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s("silu");
+  set_string(n, "activation", "silu");
   *g->add_output() = tensor_info("y", 1, {});
   *g->add_output() = tensor_info("state", 1, {});
   auto imported = import_ok(m);
@@ -391,12 +398,7 @@ TEST_CASE("CausalConvWithState: its taps and their weights in one kernel, the st
   CHECK(*graph.find_value("state")->dims == Dims{2, 5, 2});
   for (const char* mode : {"greedy", "beam", "ilp"}) {
     INFO(mode);
-    auto plan = fusion::make_plan(graph, test::opts(mode));
-    REQUIRE(plan.is_ok());
-    INFO(fusion::explain(*plan));
-    std::map<std::string, int> group_of;
-    for (size_t i = 0; i < plan->groups.size(); ++i)
-      for (const Node* node : plan->groups[i].nodes) group_of[node->name] = static_cast<int>(i);
+    const std::map<std::string, int> group_of = plan_groups(graph, mode);
     // The joined sequence, the 3 taps and the SiLU in one kernel: nothing stores the joined sequence.
     for (const char* part : {"conv/with_past", "conv/tap0_weighted", "conv/tap2_sum", "conv/silu_sigmoid"})
       CHECK(group_of.at(part) == group_of.at("conv"));
@@ -460,10 +462,7 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
     std::vector<std::string> in = {"x", "r", "w1", "", "w2"};
     in.insert(in.end(), extra.begin(), extra.end());
     auto* n = add_node(g, "MoE", in, {"y"}, "attn", "com.microsoft");
-    auto* a = n->add_attribute();
-    a->set_name("activation_type");
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(act);
+    set_string(n, "activation_type", act);
     set_int(n, "k", k);
     return n;
   };
