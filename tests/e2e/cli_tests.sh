@@ -170,6 +170,10 @@ expect "a GroupQueryAttention whose total length is an input's value" 2 "node 'g
   "$STITCHC" compile "$B/gqa_contrib_total_input.onnx" -o "$TMP/bad28" --no-nvcc
 expect "a GroupQueryAttention window-sized cache without a window" 2 "node 'gqa' \(com.microsoft::GroupQueryAttention\): sliding_window_cache=1 needs local_window_size positive and a past buffer" -- \
   "$STITCHC" compile "$B/gqa_contrib_window_cache_no_window.onnx" -o "$TMP/bad29" --no-nvcc
+expect "onnxruntime's MoE with the sparse mixer routing" 2 "node 'moe' \(com.microsoft::MoE\): use_sparse_mixer=1 \(Phi-3.5-MoE's routing\) is not read" -- \
+  "$STITCHC" compile "$B/moe_contrib_sparse_mixer.onnx" -o "$TMP/bad29b" --no-nvcc
+expect "onnxruntime's CausalConvWithState whose weight is an input" 2 "node 'conv' \(com.microsoft::CausalConvWithState\): its weight 'w' must be an initializer" -- \
+  "$STITCHC" compile "$B/causal_conv_contrib_weight_input.onnx" -o "$TMP/bad29c" --no-nvcc
 check "no directory left after a malformed node" test ! -e "$TMP/bad1"
 check "no directory left after a scatter out of range" test ! -e "$TMP/bad4"
 # A decoding step's mask is [batch, past + 1] (torch.export writes the length as an expression):

@@ -189,6 +189,18 @@ def main(out):
                              domain="com.microsoft", num_heads=2, kv_num_heads=2, sliding_window_cache=1),
             [x(2, 4, 8), helper.make_tensor_value_info("lens", TensorProto.INT32, [2])],
             initializers=[helper.make_tensor("total", TensorProto.INT32, [], [4])]),
+        # onnxruntime's MoE with Phi-3.5-MoE's sparse mixer routing, which stitch does not read; and
+        # CausalConvWithState whose weight is a graph input (its kernel size not known).
+        "moe_contrib_sparse_mixer": model(
+            "moe_contrib_sparse_mixer",
+            helper.make_node("MoE", ["x", "r", "w1", "", "w2"], ["y"], "moe", domain="com.microsoft", k=2,
+                             use_sparse_mixer=1),
+            [x(2, 4, 8), helper.make_tensor_value_info("r", TensorProto.FLOAT, [8, 4])],
+            initializers=[zeros("w1", 4, 6, 8), zeros("w2", 4, 8, 6)]),
+        "causal_conv_contrib_weight_input": model(
+            "causal_conv_contrib_weight_input",
+            helper.make_node("CausalConvWithState", ["x", "w"], ["y"], "conv", domain="com.microsoft"),
+            [x(2, 4, 8), helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 1, 3])]),
     }
     for name, m in cases.items():
         onnx.save(m, os.path.join(out, name + ".onnx"))
