@@ -985,6 +985,9 @@ def models():
         "gptoss_genai": genai(lambda: tf.GptOssForCausalLM(tf.GptOssConfig(
             **small, num_key_value_heads=2, head_dim=32, num_local_experts=8, num_experts_per_tok=2,
             sliding_window=16))),
+        "gptoss_genai_cuda_f16": genai(lambda: tf.GptOssForCausalLM(tf.GptOssConfig(
+            **small, num_key_value_heads=2, head_dim=32, num_local_experts=8, num_experts_per_tok=2,
+            sliding_window=16)), "fp16", "cuda"),
     })
 
     # Optimized by onnxruntime's transformer optimizer (tried 2026-11-27): its contrib ops
