@@ -19,8 +19,9 @@
 //  - fc1 of all experts is one MatMul, x [.., H] by the weights as [H, E * F1], plus the biases as
 //    [E * F1]; the activation runs on it viewed [.., E, F1] and is multiplied by the token's weight
 //    for the expert, [.., E, 1] as the routing's kernel stores it; fc2 of all experts, weighted and
-//    summed, is then one MatMul of that [.., E * F] by fc2's weights as [E * F, H], plus the weights
-//    [.., E] by fc2's biases [E, H]. x keeps its shape ([T, H] or [B, S, H]) throughout.
+//    summed, is then one MatMul of that [.., E * F] by fc2's weights as [E * F, H]; with fc2's biases
+//    each expert's part carries its weight as one more column and the weights its bias as one more
+//    row, so the same GEMM adds them. x keeps its shape ([T, H] or [B, S, H]) throughout.
 // That computes E / k times the products of the chosen experts' alone, but reads each expert's
 // weights once, however many tokens chose it; a step that chooses few experts (decoding) reads the
 // weights of those it did not choose too. A token whose unchosen expert gives inf or NaN gets NaN
@@ -130,8 +131,8 @@ Status moe(Writer& w, const Node& c) {
     chosen = chosen ? w.op("Or", n + "_chosen", {chosen, pick}) : pick;
     if (r + 1 < k) left = w.op("Where", n + "_left", {pick, w.f32(n + "_below", -1), left});
   }
-  // Each expert's weight as a column [.., E, 1] (the activation's multiplier, stored by the routing's
-  // kernel as it is read), and as a row [.., E] (a view of it) for the biases' sum.
+  // Each expert's weight as a column [.., E, 1]: the activation's multiplier, stored by the routing's
+  // kernel as it is read.
   auto column = [&](Value* v, const std::string& name) {
     return w.op("Unsqueeze", name, {v, w.ints(name + "_axis", {-1})});
   };
@@ -194,20 +195,23 @@ Status moe(Writer& w, const Node& c) {
              {gate, w.op("Add", "swiglu_beta_linear",
                          {l, constant("swiglu_beta", c.attr_float("activation_beta", 0.0f))})});
   }
-  // Weighted by the routing and viewed [.., E * F], times fc2's weights [E, H, F] as [E * F, H]: the
-  // weighted sum over the experts; plus the weighted sum of their biases.
+  // Weighted by the routing, times fc2's weights [E, H, F] as [E * F, H]: the weighted sum over the
+  // experts. With biases, each expert's part gets one more column, its weight, and fc2's weights one
+  // more row, its bias: [.., E, F + 1] by [E * (F + 1), H] adds the weighted sum of the biases in the
+  // same GEMM.
   Value* weighted = w.op("Mul", "weighted_activation", {a, weights});
-  Value* fc2_rows =
-      w.op("Flatten", "fc2_weights",
-           {w.op("Transpose", "fc2_weights_by_input", {fc2}, {{"perm", std::vector<int64_t>{0, 2, 1}}})},
-           {{"axis", int64_t{2}}});
+  Value* fc2_by_input =
+      w.op("Transpose", "fc2_weights_by_input", {fc2}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  if (fc2_bias) {
+    weighted = w.op("Concat", "weighted_with_bias_weight", {weighted, weights}, {{"axis", int64_t{-1}}});
+    fc2_by_input =
+        w.op("Concat", "fc2_weights_with_bias",
+             {fc2_by_input, w.op("Unsqueeze", "fc2_bias_row", {fc2_bias, w.ints("bias_row_axis", {1})})},
+             {{"axis", int64_t{1}}});
+  }
+  Value* fc2_rows = w.op("Flatten", "fc2_weights", {fc2_by_input}, {{"axis", int64_t{2}}});
   Value* y =
       w.op("MatMul", "fc2", {shaped(weighted, {w.ints("rows_rest", {-1})}, "weighted_rows"), fc2_rows});
-  if (fc2_bias)
-    y = w.op(
-        "Add", "fc2_bias_add",
-        {y, w.op("MatMul", "fc2_bias",
-                 {w.op("Squeeze", "routing_weights_row", {weights, w.ints("row_axis", {-1})}), fc2_bias})});
   // x's shape again (a Reshape that changes nothing, gone before planning): the output's rank is then
   // known to the contrib ops after it, as a Shape's length.
   w.op("Reshape", "", {y, w.op("Shape", "output_shape", {x})}, {}, c.output(0));
