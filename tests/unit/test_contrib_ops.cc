@@ -5,10 +5,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <catch2/catch.hpp>
-#include <functional>
 #include <set>
 
 #include "codegen/schedule.h"
+#include "contrib_test_util.h"
 #include "fusion/rewrites.h"
 #include "fusion_test_util.h"
 #include "importer/onnx_importer.h"
@@ -18,70 +18,13 @@
 
 using namespace stitch;
 using test::add_node;
+using test::contrib_model;
+using test::import_ok;
+using test::ops_of;
+using test::set_int;
 using test::tensor_info;
 
 namespace {
-
-// A model of default-domain `opset` importing com.microsoft, with graph input x: f32[2,5,8] and
-// the vectors g and b: f32[8]; the caller adds nodes and outputs.
-onnx::ModelProto contrib_model(int opset) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* d = m.add_opset_import();
-  d->set_version(opset);
-  auto* ms = m.add_opset_import();
-  ms->set_domain("com.microsoft");
-  ms->set_version(1);
-  auto* g = m.mutable_graph();
-  g->set_name("contrib");
-  *g->add_input() = tensor_info("x", 1, {"2", "5", "8"});
-  *g->add_input() = tensor_info("g", 1, {"8"});
-  *g->add_input() = tensor_info("b", 1, {"8"});
-  return m;
-}
-
-void set_int(onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void set_string(onnx::NodeProto* n, const std::string& name, const std::string& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
-// Each node's group in `graph`'s plan by `mode`, by node name (after the plan's own checks).
-std::map<std::string, int> plan_groups(const Graph& graph, const char* mode) {
-  auto plan = fusion::make_plan(graph, test::opts(mode));
-  REQUIRE(plan.is_ok());
-  INFO(fusion::explain(*plan));
-  std::map<std::string, int> group_of;
-  for (size_t i = 0; i < plan->groups.size(); ++i)
-    for (const Node* node : plan->groups[i].nodes) group_of[node->name] = static_cast<int>(i);
-  return group_of;
-}
-
-StatusOr<std::unique_ptr<Graph>> import(const onnx::ModelProto& m) {
-  return import_onnx_bytes(m.SerializeAsString(), ".", "m.onnx");
-}
-
-// import(m), required to succeed (its message shown when it does not).
-std::unique_ptr<Graph> import_ok(const onnx::ModelProto& m) {
-  auto imported = import(m);
-  INFO(imported.status().message());
-  REQUIRE(imported.is_ok());
-  return std::move(*imported);
-}
-
-std::multiset<std::string> ops_of(const Graph& g) {
-  std::multiset<std::string> ops;
-  for (const auto& n : g.nodes()) ops.insert(n->op_type);
-  return ops;
-}
 
 // A decoding step of GroupQueryAttention (2 query heads over 1 KV head of `head` values each): Q
 // [2, 1, 2 * head], one K and V input [2, 1, head], a cache buffer of 8 rows holding up to
@@ -117,14 +60,9 @@ const Node* attention_of(const Graph& g) {
 
 // cos and sin caches of 16 positions x 8 (a rotation of 16 values per head), as initializers.
 void add_rotary_caches(onnx::ModelProto& m) {
-  for (const char* name : {"cos", "sin"}) {
-    auto* cache = m.mutable_graph()->add_initializer();
-    cache->set_name(name);
-    cache->set_data_type(1);
-    cache->add_dims(16);
-    cache->add_dims(8);
-    for (int i = 0; i < 16 * 8; ++i) cache->add_float_data(0.01f * static_cast<float>(i % 7));
-  }
+  for (const char* name : {"cos", "sin"})
+    test::add_f32_initializer(m.mutable_graph(), name, {16, 8},
+                              [](int i) { return 0.01f * static_cast<float>(i % 7); });
 }
 
 }  // namespace
@@ -330,92 +268,8 @@ TEST_CASE("GroupQueryAttention over a window-sized cache: its present is written
   CHECK(test::fused_matches_reference(graph, 17) >= 1);
 }
 
-TEST_CASE("onnxruntime's MoE: the routing joins the softmax's row kernel, the activation its weights",
-          "[importer][contrib][fusion]") {
-  // gpt-oss's form over x [2, 5, 8]: 4 experts, the top 2 normalized, swiglu interleaved and clamped,
-  // fc1 [4, 12, 8] and fc2 [4, 8, 6] with biases.
-  onnx::ModelProto m = contrib_model(17);
-  auto* g = m.mutable_graph();
-  *g->add_input() = tensor_info("r", 1, {"10", "4"});
-  *g->add_input() = tensor_info("w1", 1, {"4", "12", "8"});
-  *g->add_input() = tensor_info("b1", 1, {"4", "12"});
-  *g->add_input() = tensor_info("w2", 1, {"4", "8", "6"});
-  *g->add_input() = tensor_info("b2", 1, {"4", "8"});
-  auto* n = add_node(g, "MoE", {"x", "r", "w1", "b1", "w2", "b2"}, {"y"}, "moe", "com.microsoft");
-  set_string(n, "activation_type", "swiglu");
-  set_int(n, "k", 2);
-  set_int(n, "swiglu_fusion", 1);
-  set_int(n, "normalize_routing_weights", 1);
-  auto* limit = n->add_attribute();
-  limit->set_name("swiglu_limit");
-  limit->set_type(onnx::AttributeProto::FLOAT);
-  limit->set_f(1.0f);
-  *g->add_output() = tensor_info("y", 1, {});
-  auto imported = import_ok(m);
-  Graph& graph = *imported;
-  const std::multiset<std::string> ops = ops_of(graph);
-  CHECK(ops.count("TopK") == 0);    // the top 2 as row reductions, not a kernel of their own
-  CHECK(ops.count("MatMul") == 2);  // fc1 and fc2 over all experts, fc2's biases inside fc2
-  test::run_frontend_or_die(graph);
-  CHECK(*graph.find_value("y")->dims == Dims{2, 5, 8});
-  for (const char* mode : {"greedy", "beam", "ilp"}) {
-    INFO(mode);
-    const std::map<std::string, int> group_of = plan_groups(graph, mode);
-    // The softmax and every round of the top 2 in one kernel; the activation and its multiplication
-    // by the expert's weight in one kernel.
-    const int routing = group_of.at("moe/routing_softmax");
-    for (const char* part : {"moe/routing_round0_max", "moe/routing_round0_first", "moe/routing_round1_max",
-                             "moe/routing_round1_first", "moe/routing_round1_chosen"})
-      CHECK(group_of.at(part) == routing);
-    CHECK(group_of.at("moe/activation") == group_of.at("moe/weighted_activation"));
-    CHECK(group_of.at("moe/swiglu_gate_clamped") == group_of.at("moe/weighted_activation"));
-    // Each expert's weight joined after its part as the column that takes fc2's bias, in that kernel.
-    CHECK(group_of.at("moe/weighted_with_bias_weight") == group_of.at("moe/weighted_activation"));
-    CHECK(test::fused_matches_reference(graph, 23, mode) >= 1);
-  }
-}
-
-TEST_CASE("CausalConvWithState: its taps and their weights in one kernel, the state joined apart",
-          "[importer][contrib][fusion]") {
-  // LFM2's form: x [2, 5, 8] as channels [2, C=5, S=8] with a past state [2, 5, 2], k = 3, a bias.
-  onnx::ModelProto m = contrib_model(17);
-  auto* g = m.mutable_graph();
-  *g->add_input() = tensor_info("past", 1, {"2", "5", "2"});
-  *g->add_input() = tensor_info("bias", 1, {"5"});
-  auto* weight = g->add_initializer();
-  weight->set_name("weight");
-  weight->set_data_type(1);
-  for (int64_t d : {5, 1, 3}) weight->add_dims(d);
-  for (int i = 0; i < 15; ++i) weight->add_float_data(0.1f * static_cast<float>(i % 7) - 0.3f);
-  auto* n = add_node(g, "CausalConvWithState", {"x", "weight", "bias", "past"}, {"y", "state"}, "conv",
-                     "com.microsoft");
-  set_string(n, "activation", "silu");
-  *g->add_output() = tensor_info("y", 1, {});
-  *g->add_output() = tensor_info("state", 1, {});
-  auto imported = import_ok(m);
-  Graph& graph = *imported;
-  CHECK(ops_of(graph).count("Conv") == 0);  // element-wise taps, not a grouped convolution call
-  test::run_frontend_or_die(graph);
-  CHECK(*graph.find_value("y")->dims == Dims{2, 5, 8});
-  CHECK(*graph.find_value("state")->dims == Dims{2, 5, 2});
-  for (const char* mode : {"greedy", "beam", "ilp"}) {
-    INFO(mode);
-    const std::map<std::string, int> group_of = plan_groups(graph, mode);
-    // The joined sequence, the 3 taps and the SiLU in one kernel: nothing stores the joined sequence.
-    for (const char* part : {"conv/with_past", "conv/tap0_weighted", "conv/tap2_sum", "conv/silu_sigmoid"})
-      CHECK(group_of.at(part) == group_of.at("conv"));
-    CHECK(group_of.at("conv/present_state") != group_of.at("conv"));
-    CHECK(test::fused_matches_reference(graph, 29, mode) >= 1);
-  }
-}
-
 TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the node",
           "[importer][contrib]") {
-  struct Case {
-    const char* what;
-    std::function<void(onnx::GraphProto*)> build;
-    const char* message;
-  };
   auto attention = [](onnx::GraphProto* g, std::vector<std::string> in) {
     *g->add_input() = tensor_info("w", 1, {"8", "24"});
     auto* a = add_node(g, "Attention", std::move(in), {"y"}, "attn", "com.microsoft");
@@ -454,67 +308,7 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
     set_int(n, "kv_num_heads", 1);
     return n;
   };
-  // MoE of x [2, 5, 8] over 4 experts (router r [10, 4], fc1 w1 [4, F1, 8], fc2 w2 [4, 8, 6]), the
-  // activation given.
-  auto moe = [](onnx::GraphProto* g, const std::string& act, std::vector<std::string> extra = {},
-                int64_t k = 2) {
-    *g->add_input() = tensor_info("r", 1, {"10", "4"});
-    *g->add_input() = tensor_info("w1", 1, {"4", act == "swiglu" ? "12" : "6", "8"});
-    *g->add_input() = tensor_info("w2", 1, {"4", "8", "6"});
-    std::vector<std::string> in = {"x", "r", "w1", "", "w2"};
-    in.insert(in.end(), extra.begin(), extra.end());
-    auto* n = add_node(g, "MoE", in, {"y"}, "attn", "com.microsoft");
-    set_string(n, "activation_type", act);
-    set_int(n, "k", k);
-    return n;
-  };
-  // CausalConvWithState of x with an initializer weight [5, 1, 3].
-  auto conv = [](onnx::GraphProto* g) {
-    auto* weight = g->add_initializer();
-    weight->set_name("cw");
-    weight->set_data_type(1);
-    for (int64_t d : {5, 1, 3}) weight->add_dims(d);
-    for (int i = 0; i < 15; ++i) weight->add_float_data(0.5f);
-    return add_node(g, "CausalConvWithState", {"x", "cw"}, {"y"}, "attn", "com.microsoft");
-  };
-  const std::vector<Case> cases = {
-      {"CausalConvWithState over 2 spatial dims", [&](onnx::GraphProto* g) { set_int(conv(g), "ndim", 2); },
-       "ndim other than 1"},
-      {"CausalConvWithState with a window of carry states",
-       [&](onnx::GraphProto* g) { set_int(conv(g), "state_window", 2); },
-       "state_window (a window of carry states)"},
-      {"CausalConvWithState's CUDA-only state layout",
-       [&](onnx::GraphProto* g) { set_int(conv(g), "state_channels_last", 1); },
-       "onnxruntime's CUDA-only forms"},
-      {"CausalConvWithState whose weight is not an initializer",
-       [&](onnx::GraphProto* g) {
-         *g->add_input() = tensor_info("w", 1, {"5", "1", "3"});
-         add_node(g, "CausalConvWithState", {"x", "w"}, {"y"}, "attn", "com.microsoft");
-       },
-       "its weight 'w' must be an initializer [channels, 1, k]"},
-      {"MoE with Phi-3.5-MoE's sparse mixer routing",
-       [&](onnx::GraphProto* g) { set_int(moe(g, "relu"), "use_sparse_mixer", 1); },
-       "use_sparse_mixer=1 (Phi-3.5-MoE's routing) is not read"},
-      {"MoE with geglu, which onnxruntime computes on CUDA only",
-       [&](onnx::GraphProto* g) { moe(g, "geglu"); }, "activation_type 'geglu' is not read"},
-      {"MoE clamping after the activation (CUDA only)",
-       [&](onnx::GraphProto* g) { set_int(moe(g, "swiglu"), "swiglu_limit_after_activation", 1); },
-       "swiglu_limit_after_activation=1 (onnxruntime's CUDA kernels only) is not read"},
-      {"MoE with swiglu_fusion=0 and no fc3", [&](onnx::GraphProto* g) { moe(g, "swiglu"); },
-       "swiglu_fusion=0 takes l from fc3"},
-      {"MoE with fc3 beside a fused swiglu",
-       [&](onnx::GraphProto* g) {
-         set_int(moe(g, "swiglu", {"", "w1"}), "swiglu_fusion", 1);
-       },
-       "fc3 (inputs 6 and 7) is read only as swiglu's l with swiglu_fusion=0"},
-      {"MoE choosing no expert", [&](onnx::GraphProto* g) { moe(g, "relu", {}, 0); },
-       "k=0 is not a positive count of experts"},
-      {"MoE of a 1-D input",
-       [&](onnx::GraphProto* g) {
-         auto* n = moe(g, "relu");
-         n->set_input(0, "g");
-       },
-       "its input 'g' is 1-D"},
+  const std::vector<test::RefusalCase> cases = {
       {"GroupQueryAttention's quantized cache",
        [&](onnx::GraphProto* g) { set_int(gqa(g), "kv_cache_bit_width", 8); }, "a quantized KV cache"},
       {"GroupQueryAttention's Q and K norms, which onnxruntime's CPU kernel does not implement",
@@ -678,18 +472,7 @@ TEST_CASE("onnxruntime contrib forms stitch does not read are refused naming the
        },
        "segment_ids and segment_embedding (inputs 1 and 4) must be given together"},
   };
-  for (const auto& c : cases) {
-    SECTION(c.what) {
-      onnx::ModelProto m = contrib_model(17);
-      c.build(m.mutable_graph());
-      *m.mutable_graph()->add_output() = tensor_info("y", 1, {});
-      auto imported = import(m);
-      REQUIRE(!imported.is_ok());
-      CHECK(imported.status().code() == Code::kUser);
-      CHECK_THAT(imported.status().message(),
-                 Catch::Contains("node 'attn' (com.microsoft::") && Catch::Contains(c.message));
-    }
-  }
+  test::check_refusals(cases);
 }
 
 TEST_CASE("the shipped onnxruntime-optimized models plan as the exports they were made from",
