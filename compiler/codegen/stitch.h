@@ -96,8 +96,12 @@ bool row_op_keeps_shape(const Node& n);
 // Where an axis of a value computed from a row op lies in a row kernel's domain: `axis` is a kept
 // axis of the domain (the whole of it), or a reduced one of which this axis is a piece: the row's
 // coordinate along it divided by `div`, modulo the value's extent (a Reshape splitting the row into
-// heads makes two pieces). -1: an axis of one element whose place is not known.
+// heads makes two pieces). -1: an axis of one element whose place is not known. kOwn: an axis of
+// the value's own, outside the domain, that an element-wise op broadcast the row's values over
+// (each expert's routing weight over that expert's activations): the value holds, per row, its
+// elements along the row's pieces times those along its own axes, stored by a wide loop.
 struct RowPiece {
+  static constexpr int64_t kOwn = -2;
   int64_t axis = -1;
   int64_t div = 1;
   bool operator==(const RowPiece&) const = default;
@@ -123,18 +127,28 @@ struct StitchInfo {
   // (or, for a moved wide value, its width's store loop) writes each element of the row at those
   // coordinates. Other stored values are in the domain's order.
   std::map<const Value*, std::vector<RowPiece>> permuted;
-  // Row kernels: the elements per row of a moved value: its extents along pieces of reduced axes.
+  // Row kernels: the elements per row of a moved value: its extents along pieces of reduced axes
+  // and along axes of its own (RowPiece::kOwn).
   int64_t moved_width(const Value* v) const {
     int64_t w = 1;
     const auto& pieces = permuted.at(v);
     for (size_t k = 0; k < pieces.size(); ++k)
-      if (pieces[k].axis >= 0 && reduced[pieces[k].axis]) w *= (*v->dims)[k];
+      if (pieces[k].axis == RowPiece::kOwn || (pieces[k].axis >= 0 && reduced[pieces[k].axis]))
+        w *= (*v->dims)[k];
     return w;
+  }
+  // Row kernels: whether moved value `v` has axes of its own of more than one element.
+  bool has_own_axes(const Value* v) const {
+    auto it = permuted.find(v);
+    if (it == permuted.end()) return false;
+    for (size_t k = 0; k < it->second.size(); ++k)
+      if (it->second[k].axis == RowPiece::kOwn && (*v->dims)[k] != 1) return true;
+    return false;
   }
   // Row kernels: whether the store pass over the rows writes `v` (the rows' shape, maybe moved);
   // else a wide store loop (wide_widths) or the per-row store does.
   bool full_row(const Value* v) const {
-    return permuted.count(v) ? moved_width(v) == cols : *v->dims == domain;
+    return permuted.count(v) ? moved_width(v) == cols && !has_own_axes(v) : *v->dims == domain;
   }
   int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element, in
                                    // instructions (op_instructions)

@@ -516,7 +516,7 @@ StatusOr<StitchInfo> row_kernel(const std::vector<const Node*>& nodes, const std
   for (const Value* v : info.stored) {
     if (info.permuted.count(v)) {
       const int64_t width = info.moved_width(v);
-      if (width == info.cols) {
+      if (info.full_row(v)) {
         full = true;
       } else {
         if (info.column)
@@ -542,6 +542,28 @@ StatusOr<StitchInfo> row_kernel(const std::vector<const Node*>& nodes, const std
   }
   if (full) ++info.passes;
   info.wide_widths.assign(widths.begin(), widths.end());
+  // A value with axes of its own reads the row's values it broadcasts once per element of its own:
+  // its wide loop evaluates them again for each (a routing weight per activation of its expert).
+  for (const Value* v : info.stored) {
+    if (!info.has_own_axes(v)) continue;
+    const int64_t e = num_elements(dims(v));
+    std::set<const Value*> seen;
+    std::vector<const Value*> stack{v};
+    while (!stack.empty()) {
+      const Value* u = stack.back();
+      stack.pop_back();
+      auto it = producer.find(u);
+      if (it == producer.end() || !seen.insert(u).second || info.is_outer(it->second)) continue;
+      const Node& p = *it->second;
+      const StitchRole role = stitch_role(p);
+      if (role == StitchRole::kRow && !row_op_keeps_shape(p)) continue;  // a register of the row
+      const int64_t pe = num_elements(dims(p.output(0)));
+      if (role != StitchRole::kView && role != StitchRole::kLayout && pe < e)
+        info.recompute_elements += (e - pe) * op_instructions(p);
+      for (const Value* in : p.inputs)
+        if (in) stack.push_back(in);
+    }
+  }
   for (const Node* n : nodes) {  // row kernels evaluate each value once per element and pass
     if (!contraction_length(*n)) continue;
     const int64_t e = num_elements(dims(n->output(0)));

@@ -20,7 +20,10 @@ const Dims& dims(const Value* v) { return *v->dims; }
 // Row ops' results are in the domain's frame. After them:
 // - element-wise ops keep their inputs' frame; along a kept axis a value has the domain's extent or
 //   1 (a broadcast of a per-row value), along a reduced one any extent (a per-row value scaling a
-//   product wider than the row: RMSNorm moved past its GEMM);
+//   product wider than the row: RMSNorm moved past its GEMM); an axis that no input computed from
+//   a row op holds (more than one element there) becomes the value's own (RowPiece::kOwn: each
+//   expert's routing weight over its activations), not in column kernels, and stored only after
+//   the kept axes (check_moved);
 // - Slices, Splits and Concats move values along the row only (a rotary embedding's halves);
 // - Reshapes split or merge the row's pieces (hidden into heads), never across kept axes;
 // - Transposes reorder axes but keep the row's innermost piece innermost (a head transpose), so the
@@ -74,10 +77,10 @@ class RowFrames {
       for (const Value* in : n.inputs)
         if (const Frame* f = in ? find(in) : nullptr) moved |= !in_domain(*f);
       if (moved)
-        return Status::user(fmt::format(
-            "{} reduces a value computed from a row op through a Transpose or Reshape: its rows are not the "
-            "group's",
-            n.describe()));
+        return Status::user(
+            fmt::format("{} reduces a value computed from a row op through a Transpose or Reshape, or "
+                        "broadcast over axes the rows lack: its rows are not the group's",
+                        n.describe()));
       const Value* y = n.output(0);
       if (static_cast<int64_t>(dims(y).size()) == r_)
         frame_[y] = domain_frame();
@@ -100,6 +103,10 @@ class RowFrames {
       if (info_.column && role != StitchRole::kPointwise) return Status::user(changes);
       ASSIGN_OR_RETURN(of, merged(n, od.size()));
       if (n.op_type == "Concat") RETURN_IF_ERROR(interleaved(n, of, changes));
+      // An axis the row's values are broadcast over, which the domain lacks, is the value's own.
+      if (!info_.column)
+        for (size_t k = 0; k < od.size(); ++k)
+          if (od[k] != 1 && of[k].axis == -1) of[k] = {RowPiece::kOwn, 1};
     } else if (info_.column || !frame_.count(data)) {
       return Status::user(changes);
     } else if (role == StitchRole::kView) {
@@ -122,7 +129,7 @@ class RowFrames {
       const Dims& in = dims(data);
       const Dims st = ops::strides_of(in);
       for (size_t k = 0; k < in.size(); ++k)
-        if (!reduced(of[k]) && in[k] != 1 &&
+        if (!reduced(of[k]) && of[k].axis != RowPiece::kOwn && in[k] != 1 &&
             (spec.out[k] != in[k] || spec.strides[k] != st[k] || (spec.base / st[k]) % in[k] != 0))
           return Status::user(changes + ": it slices across rows");
     } else if (n.op_type == "Split") {
@@ -135,7 +142,7 @@ class RowFrames {
       if (!o) continue;
       const Dims& d = dims(o);
       for (size_t k = 0; k < d.size(); ++k) {
-        if (d[k] == 1) continue;
+        if (d[k] == 1 || (of[k].axis == RowPiece::kOwn && !info_.column)) continue;
         // Column kernels hold nothing wider or narrower than their columns.
         if (of[k].axis < 0 || ((!reduced(of[k]) || info_.column) && d[k] != info_.domain[of[k].axis]))
           return Status::user(
@@ -160,6 +167,19 @@ class RowFrames {
         "it would store '{}' ({}), computed from a row op through a Transpose or Reshape, other than as "
         "whole rows of {} moved",
         v.name, dims_to_string(d), dims_to_string(info_.domain));
+    // Axes of its own after the row's kept axes only: each row's elements one contiguous run.
+    bool inner = false, own = false;
+    for (size_t k = 0; k < d.size(); ++k) own |= d[k] != 1 && f[k].axis == RowPiece::kOwn;
+    for (size_t k = 0; k < d.size() && own; ++k) {
+      if (d[k] == 1) continue;
+      const bool kept = f[k].axis >= 0 && !info_.reduced[f[k].axis];
+      if (!kept) inner = true;
+      if (kept && inner)
+        return Status::user(fmt::format(
+            "it would store '{}' ({}), the row's values over axes of its own, with a kept axis of the rows "
+            "inside them: each row's elements would not be one contiguous run",
+            v.name, dims_to_string(d)));
+    }
     int64_t reduced_axes = 0;
     for (int64_t a = 0; a < r_; ++a) reduced_axes += info_.reduced[a] && info_.domain[a] != 1;
     for (int64_t a = 0; a < r_; ++a) {
@@ -198,7 +218,8 @@ class RowFrames {
   Status along_row(const Node& n, const Frame& f, const std::string& changes) const {
     ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0),
                                                   static_cast<int64_t>(dims(n.output(0)).size())));
-    if (!reduced(f[axis])) return Status::user(fmt::format("{} along axis {}, across rows", changes, axis));
+    if (!reduced(f[axis]) && f[axis].axis != RowPiece::kOwn)
+      return Status::user(fmt::format("{} along axis {}, across rows", changes, axis));
     return Status::ok();
   }
   // A Concat along an axis its inputs hold one element of (Unsqueezed halves, as an interleaved
@@ -211,7 +232,8 @@ class RowFrames {
     const Dims& od = dims(n.output(0));
     const int64_t r = static_cast<int64_t>(od.size());
     ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
-    if (of[axis].axis >= 0 || od[axis] == 1) return along_row(n, of, changes);
+    if (of[axis].axis >= 0 || of[axis].axis == RowPiece::kOwn || od[axis] == 1)
+      return along_row(n, of, changes);
     int64_t outer = axis;
     while (--outer >= 0 && od[outer] == 1) {
     }
@@ -281,8 +303,8 @@ class RowFrames {
         }
       }
       const RowPiece& last = f[ib.back()];
-      if (!reduced(last)) {
-        if (ib.size() != 1 || ob.size() != 1 || last.axis < 0)
+      if (!reduced(last)) {  // a kept axis or one of the value's own, unchanged
+        if (ib.size() != 1 || ob.size() != 1 || last.axis == -1)
           return Status::user(changes + ": it merges or splits kept axes");
         of[ob[0]] = last;
         continue;

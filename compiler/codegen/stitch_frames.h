@@ -1,5 +1,6 @@
 // Row kernels: the values computed from a row op's result whose rows a Transpose or Reshape moved
-// (a head transpose after a norm, a rotary embedding after Q/K norms), for analyze_stitch.
+// (a head transpose after a norm, a rotary embedding after Q/K norms) or that are broadcast over
+// axes of their own (an MoE's routing weights over the experts' activations), for analyze_stitch.
 #pragma once
 
 #include <cstdint>

@@ -262,6 +262,26 @@ Status Stitcher::emit_rows() {
     }
     return c;
   };
+  // A value with axes of its own (RowPiece::kOwn) at element j of its `width` per row: kept axes
+  // the row's, every other axis (its own, and pieces of the row) a digit of j in its own order, so
+  // that neighbouring j store neighbouring elements.
+  auto own_coords = [&](const Value* v, int64_t width) {
+    const Dims& vd = dims(v);
+    const std::vector<RowPiece>& pieces = info_.permuted.at(v);
+    Coords c(vd.size(), SExpr{"0", 0});
+    int64_t inner = 1;
+    for (size_t k = vd.size(); k-- > 0;) {
+      if (vd[k] == 1) continue;
+      const RowPiece& p = pieces[k];
+      if (p.axis >= 0 && !info_.reduced[p.axis]) {
+        c[k] = dom_[p.axis];
+        continue;
+      }
+      c[k] = index_piece("j", 1, width, inner, vd[k], ll());
+      inner *= vd[k];
+    }
+    return c;
+  };
   for (int64_t k = r; k-- > 0;) {
     const bool red = info_.reduced[k];
     int64_t& inner = red ? inner_col : inner_row;
@@ -384,7 +404,9 @@ Status Stitcher::emit_rows() {
         // The kept axes as the domain's; the reduced ones from j over this value's extents (a
         // moved value's pieces of the row from j).
         Coords c;
-        if (info_.permuted.count(v)) {
+        if (info_.has_own_axes(v)) {
+          c = own_coords(v, width);
+        } else if (info_.permuted.count(v)) {
           c = moved_coords(v, width);
         } else {
           const Dims& vd = dims(v);
@@ -493,8 +515,9 @@ Status Stitcher::emit_rows() {
                               o.node->describe(), o.cols,
                               o.group > 1 ? fmt::format(", by {} warps together", o.group) : "");
   for (const auto& [v, f] : info_.permuted)
-    k_.mapping += fmt::format("; '{}' stored {} (the rows moved by a Transpose or Reshape)", v->name,
-                              dims_to_string(dims(v)));
+    k_.mapping += fmt::format("; '{}' stored {} ({})", v->name, dims_to_string(dims(v)),
+                              info_.has_own_axes(v) ? "the row's values over axes of its own"
+                                                    : "the rows moved by a Transpose or Reshape");
   for (const std::string& ct : scratch_)
     k_.static_smem_bytes += (map_.column ? map_.block : 32) * compute_bytes(ct);
   CudaWriter w;

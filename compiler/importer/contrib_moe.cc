@@ -18,7 +18,8 @@
 //    kernel. An expert's weight is its probability where picked, else 0.
 //  - fc1 of all experts is one MatMul, x [.., H] by the weights as [H, E * F1], plus the biases as
 //    [E * F1]; the activation runs on it viewed [.., E, F1] and is multiplied by the token's weight
-//    for the expert, [.., E, 1] as the routing's kernel stores it; fc2 of all experts, weighted and
+//    for the expert, [.., E, 1], in the routing's kernel (the activations an axis of their own beside
+//    the routing's rows of E: RowPiece::kOwn); fc2 of all experts, weighted and
 //    summed, is then one MatMul of that [.., E * F] by fc2's weights as [E * F, H]; with fc2's biases
 //    each expert's part carries its weight as one more column and the weights its bias as one more
 //    row, so the same GEMM adds them. x keeps its shape ([T, H] or [B, S, H]) throughout.
@@ -131,8 +132,8 @@ Status moe(Writer& w, const Node& c) {
     chosen = chosen ? w.op("Or", n + "_chosen", {chosen, pick}) : pick;
     if (r + 1 < k) left = w.op("Where", n + "_left", {pick, w.f32(n + "_below", -1), left});
   }
-  // Each expert's weight as a column [.., E, 1]: the activation's multiplier, stored by the routing's
-  // kernel as it is read.
+  // Each expert's weight as a column [.., E, 1]: the activation's multiplier, which the routing's
+  // kernel computes again beside each activation it stores.
   auto column = [&](Value* v, const std::string& name) {
     return w.op("Unsqueeze", name, {v, w.ints(name + "_axis", {-1})});
   };
