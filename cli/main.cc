@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
   compile->add_option(
       "--no-fuse", ca.no_fuse,
       "keep this node (by name) out of every fused group and every graph rewrite (sibling GEMM "
-      "merge, scale fold, Splits and constant Gathers as Slices, row scales past GEMMs); repeatable");
+      "merge, scale fold, Splits and constant Gathers as Slices, row scales past GEMMs, gathered "
+      "expert GEMMs as GEMMs of every expert's weights); repeatable");
   compile
       ->add_option("--max-group-size", ca.max_group_size,
                    "at most this many nodes per fused group (views, which emit no code, not counted)")
@@ -149,6 +150,12 @@ int main(int argc, char** argv) {
       "keep Gemm nodes whole (by default each becomes a MatMul with its transposes, alpha and C as "
       "nodes around it, so a small projection can be a loop in a stitched kernel, when the plan's "
       "estimate is lower; a call takes them back either way)");
+  compile->add_flag(
+      "--no-all-expert-gemms", ca.no_all_expert_gemms,
+      "keep a MatMul of expert weights gathered per routed token (transformers' MoE exports: a "
+      "GatherND of [experts, m, k] by each slot's expert, then a batched MatMul) as it is (by default "
+      "each slot is multiplied by every expert's weights in one GEMM that reads them once, and its "
+      "expert's part of the product is picked after, when the plan's estimate is lower)");
   compile->add_flag(
       "--no-split-slices", ca.no_split_slices,
       "keep Splits and Gathers whole (by default a Split becomes one Slice per output, and a Gather "

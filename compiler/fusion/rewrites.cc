@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "fusion/expert_gemms.h"
 #include "fusion/fold_scales.h"
 #include "fusion/gemm_matmul.h"
 #include "fusion/group_norms.h"
@@ -27,6 +28,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   }
   if (on.gemms_as_matmuls) {
     ASSIGN_OR_RETURN(r.gemms, gemms_as_matmuls_if_cheaper(g, o));
+  }
+  if (on.all_expert_gemms) {
+    ASSIGN_OR_RETURN(r.experts, all_expert_gemms_if_cheaper(g, o));
   }
   if (on.unflatten_gemms) {
     ASSIGN_OR_RETURN(r.unflattened, unflatten_gemms(*g, o.no_fuse));
@@ -109,6 +113,10 @@ std::string Rewrites::text() const {
         "from the tokens)",
         head_rows);
   if (!gemms.verdict.empty()) section("Gemms as MatMuls (" + gemms.verdict + ")", gemms.lines);
+  if (!experts.verdict.empty())
+    section("GEMMs of expert weights gathered per slot as GEMMs of every expert's weights (" +
+                experts.verdict + ")",
+            experts.lines);
   if (!unflattened.empty())
     section("GEMMs of flattened activations read them unflattened (the views around them gone)", unflattened);
   if (!scale_folds.empty())

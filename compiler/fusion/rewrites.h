@@ -1,7 +1,8 @@
 // The graph rewrites before planning, in their one order (what `stitchc compile` runs and what
 // the ONNX node tests run when they plan): GroupNorms with their channels apart (group_norms.h),
 // per-head norms over merged rows with the heads apart (head_rows.h),
-// Gemms as MatMuls (gemm_matmul.h), MatMuls of flattening views reading the activation itself
+// Gemms as MatMuls (gemm_matmul.h), GEMMs of expert weights gathered per slot as GEMMs of all the
+// experts' weights (expert_gemms.h), MatMuls of flattening views reading the activation itself
 // (unflatten_gemms.h: after the Gemms, which onnxruntime writes between such views), constant scales after
 // a GEMM folded into its weights (fold_scales.h), sibling GEMMs merged (merge_gemms.h), Splits and
 // constant Gathers as Slices (split_slices.h), shared relayouts copied per reader
@@ -28,6 +29,7 @@ namespace stitch::fusion {
 
 struct RewriteSwitches {  // each off with its --no-... flag
   bool gemms_as_matmuls = true;
+  bool all_expert_gemms = true;
   bool fold_scales = true;
   bool merge_gemms = true;
   bool unflatten_gemms = true;
@@ -47,7 +49,7 @@ struct Rewrites {
   std::vector<std::string> unflattened;  // unflatten_gemms' lines
   std::vector<std::string> group_norms;  // split_group_norms' lines
   std::vector<std::string> head_rows;    // split_head_rows' lines
-  RewriteResult slices, copies, outputs, hoists, norm_hoists;
+  RewriteResult experts, slices, copies, outputs, hoists, norm_hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
 };

@@ -1,0 +1,118 @@
+#include "fusion/expert_gemms.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstring>
+
+#include "fusion/graph_edit.h"
+
+namespace stitch::fusion {
+
+namespace {
+
+// Constant `w` of dims [d0, d1, d2] with its axes in the order `perm` (out axis i is w's axis
+// perm[i]), as a contiguous tensor.
+Tensor permuted3(const Tensor& w, const std::array<int, 3>& perm) {
+  const Dims& d = w.dims();
+  const Dims od{d[static_cast<size_t>(perm[0])], d[static_cast<size_t>(perm[1])],
+                d[static_cast<size_t>(perm[2])]};
+  Tensor out(w.dtype(), od);
+  const int64_t esz = dtype_size(w.dtype());
+  const std::array<int64_t, 3> stride{d[1] * d[2], d[2], 1};
+  int64_t o = 0;
+  for (int64_t i = 0; i < od[0]; ++i)
+    for (int64_t j = 0; j < od[1]; ++j)
+      for (int64_t k = 0; k < od[2]; ++k, ++o) {
+        const int64_t src = i * stride[static_cast<size_t>(perm[0])] +
+                            j * stride[static_cast<size_t>(perm[1])] +
+                            k * stride[static_cast<size_t>(perm[2])];
+        std::memcpy(out.data() + o * esz, w.data() + src * esz, static_cast<size_t>(esz));
+      }
+  return out;
+}
+
+// The GatherND feeding input `i` of MatMul `n` that the rewrite takes: batch_dims 0, floating-point
+// constant weights of rank 3 gathered along axis 0 by indices [S, 1], its output read by `n` alone.
+Node* expert_gather(const Graph& g, const std::unordered_map<const Value*, std::vector<Node*>>& users,
+                    const Node& n, size_t i, const std::set<std::string>& keep) {
+  const Value* v = n.input(i);
+  Node* p = v ? v->producer : nullptr;
+  if (p == nullptr || p->op_type != "GatherND" || !p->domain.empty() || keep.count(p->name) ||
+      p->attr_int("batch_dims", 0) != 0 || sole_reader(g, users, v) != &n)
+    return nullptr;
+  const Value *w = p->input(0), *idx = p->input(1);
+  if (w == nullptr || idx == nullptr || !w->is_constant() || !w->has_static_shape() || w->dims->size() != 3 ||
+      !is_float(w->dtype) || !idx->has_static_shape() || idx->dims->size() != 2 || (*idx->dims)[1] != 1 ||
+      !is_int(idx->dtype))
+    return nullptr;
+  return p;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std::string>& keep) {
+  std::vector<std::string> log;
+  const auto users = g.users();
+  std::vector<Node*> matmuls;  // collected first: the rewrite adds nodes
+  for (const auto& np : g.nodes())
+    if (np->op_type == "MatMul" && np->domain.empty() && !keep.count(np->name)) matmuls.push_back(np.get());
+  std::vector<Node*> dead;
+  for (Node* n : matmuls) {
+    Value *a = n->input(0), *b = n->input(1), *out = n->output(0);
+    if (a == nullptr || b == nullptr || out == nullptr || !a->has_static_shape() || !b->has_static_shape() ||
+        !out->has_static_shape() || a->dims->size() != 3 || b->dims->size() != 3 || out->dtype != a->dtype ||
+        a->dtype != b->dtype)
+      continue;
+    // left: weights [E, M, K] gathered, times [S, K, 1]; else the activation [S, 1, K] times weights
+    // [E, K, N] gathered.
+    Node* p = expert_gather(g, users, *n, 0, keep);
+    const bool left = p != nullptr;
+    if (!left) p = expert_gather(g, users, *n, 1, keep);
+    if (p == nullptr) continue;
+    Value* w = p->input(0);
+    Value* idx = p->input(1);
+    Value* x = left ? b : a;
+    const Dims &wd = *w->dims, &xd = *x->dims;
+    const int64_t s = (*idx->dims)[0], e = wd[0];
+    const int64_t k = left ? wd[2] : wd[1], m = left ? wd[1] : wd[2];
+    const Dims x_want = left ? Dims{s, k, 1} : Dims{s, 1, k};
+    const Dims out_want = left ? Dims{s, m, 1} : Dims{s, 1, m};
+    if (xd != x_want || *out->dims != out_want || w->dtype != out->dtype || s < 1) continue;
+    const std::string base = n->name + "/all_experts";
+    Value* rows = add_op(g, "Reshape", base + "/rows",
+                         {x, add_shape_constant(g, base + "/rows_shape", {s, k})}, x->dtype, {s, k});
+    // [E, M, K] -> [K, E, M] (left) or [E, K, N] -> [K, E, N], then [K, E * M].
+    Value* wt = add_typed_value(g, w->name + "/by_input", w->dtype, {k, e * m});
+    wt->constant = permuted3(*w->constant, left ? std::array<int, 3>{2, 0, 1} : std::array<int, 3>{1, 0, 2})
+                       .reshaped({k, e * m});
+    Value* y = add_op(g, "MatMul", base, {rows, wt}, out->dtype, {s, e * m});
+    Value* per_expert =
+        add_op(g, "Reshape", base + "/per_expert",
+               {y, add_shape_constant(g, base + "/per_expert_shape", {s, e, m})}, out->dtype, {s, e, m});
+    Value* picked = add_op(g, "GatherND", base + "/picked", {per_expert, idx}, out->dtype, {s, m});
+    picked->producer->attrs["batch_dims"] = int64_t{1};
+    Node* back = add_op_node(g, "Reshape", g.unique_name(base + "/back"));
+    back->inputs = {picked, add_shape_constant(g, base + "/back_shape", out_want)};
+    back->outputs = {out};
+    out->producer = back;
+    n->outputs.assign(n->outputs.size(), nullptr);
+    dead.push_back(n);
+    dead.push_back(p);
+    log.push_back(fmt::format(
+        "{}: every expert's weights '{}' [{}] in one GEMM, [{}, {}] by [{}, {}], the slot's expert's part of "
+        "the product picked by {} (was {} copying an expert's weights for each of {} slots)",
+        n->describe(), w->name, dims_to_string(wd), s, k, k, e * m, picked->producer->describe(),
+        p->describe(), s));
+  }
+  if (dead.empty()) return log;
+  RETURN_IF_ERROR(remove_and_sort(g, dead));
+  return log;
+}
+
+StatusOr<RewriteResult> all_expert_gemms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+  return rewrite_if_cheaper(
+      g, o, [&](Graph& c) { return all_expert_gemms(c, o.no_fuse); }, "--no-all-expert-gemms");
+}
+
+}  // namespace stitch::fusion
