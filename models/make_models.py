@@ -14,6 +14,9 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               exporter, opset 18 (the TorchScript exporter casts a half GPT-2 to float32 after
               its first layer norm and declares a float32 output)
   llama_tiny_bf16 llama_tiny's config in bfloat16, torch.export-based exporter, opset 18
+  mixtral_tiny  a Mixtral of llama_tiny's size with 4 experts a layer (the top 2 of each token's
+              router softmax), torch.export-based exporter, opset 18: transformers gathers each
+              routed token's expert weights (GatherND) for a batched MatMul; PyTorch's outputs
   llama_tiny_dec  llama_tiny's config, one step of incremental decoding: the next token, the
               attention mask [batch, past + 1] (so torch.export names its length) and each
               layer's cached keys and values from a prefill of 16 tokens -> the last hidden state
@@ -497,6 +500,21 @@ def main():
                                      max_position_embeddings=64)).to(torch.bfloat16)
     if want("llama_tiny_bf16"):
         export(HFWrapper(llama_b, ["last_hidden_state"]), [ids, gmask], args.out, "llama_tiny_bf16",
+               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+
+    # A mixture of experts as transformers writes it (Mixtral: 4 experts a layer, the top 2) in its
+    # batched_mm form (its default, grouped_mm, is a custom op the ONNX exporter cannot translate):
+    # each routed token's expert weights gathered with GatherND and multiplied in a batched MatMul.
+    if want("mixtral_tiny"):
+        from transformers import MixtralConfig, MixtralModel
+        rng = torch.get_rng_state()  # the models after it draw as they did before it was added
+        torch.manual_seed(6)
+        mixtral = MixtralModel(MixtralConfig(vocab_size=100, hidden_size=64, intermediate_size=64,
+                                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                             num_local_experts=4, num_experts_per_tok=2,
+                                             max_position_embeddings=64, experts_implementation="batched_mm"))
+        torch.set_rng_state(rng)
+        export(HFWrapper(mixtral, ["last_hidden_state"]), [ids, gmask], args.out, "mixtral_tiny",
                ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
 
     # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.

@@ -138,6 +138,18 @@ groups = re.split(r'\n  group ', text)
 both = [g for g in groups if \"routing_round1_first' (ReduceMin)\" in g and \"weighted_activation' (Mul)\" in g]
 print(len(both), file=sys.stderr)
 sys.exit(0 if len(both) == 2 else 1)" "$TMP/gptoss_tiny_genai/plan.txt"
+# transformers' Mixtral in its batched_mm form gathers each routed token's expert weights
+# (GatherND) for a batched MatMul; each such GEMM becomes one GEMM of every expert's weights, read
+# once, with the token's expert's part picked from the product. --no-all-expert-gemms keeps the
+# gathers (the plan then has no such section).
+check "mixtral_tiny: its 4 expert GEMMs read every expert's weights once" bash -c \
+  "[ \$(grep -c \"copying an expert's weights for each of 64 slots\" '$TMP/mixtral_tiny/plan.txt') = 4 ] && \
+    grep -q \"as GEMMs of every expert's weights (estimated\" '$TMP/mixtral_tiny/plan.txt'"
+check "--no-all-expert-gemms keeps mixtral_tiny's per-token weight gathers" \
+  bash -c 'out=$("$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --no-nvcc --no-emu \
+    --no-all-expert-gemms --explain-fusion) && grep -q "^fusion plan" <<<"$out" && ! grep -q "every expert" <<<"$out" && \
+    grep -q "(GatherND) -> f32\[64x128x64\]" <<<"$out"' \
+  "$STITCHC" "$ROOT/models/mixtral_tiny/model.onnx" "$TMP/mixtral_gathered"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step
 # that adds the block's input and applies ReLU; its stem's ReLU is its convolution's. A plan test:
 # it fails when those kernels come back.
