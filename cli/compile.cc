@@ -86,6 +86,7 @@ int run_compile(const CompileArgs& a) {
   switches.fold_scales = !a.no_fold_scales;
   switches.split_slices = !a.no_split_slices;
   switches.all_expert_gemms = !a.no_all_expert_gemms;
+  switches.topk_rounds = !a.no_topk_rounds;
   switches.relayout_copies = !a.no_relayout_copies;
   switches.output_copies = !a.no_output_copies;
   switches.hoist_row_scales = !a.no_hoist_row_scales;

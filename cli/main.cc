@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
       "--no-fuse", ca.no_fuse,
       "keep this node (by name) out of every fused group and every graph rewrite (sibling GEMM "
       "merge, scale fold, Splits and constant Gathers as Slices, row scales past GEMMs, gathered "
-      "expert GEMMs as GEMMs of every expert's weights); repeatable");
+      "expert GEMMs as GEMMs of every expert's weights, TopKs as rounds); repeatable");
   compile
       ->add_option("--max-group-size", ca.max_group_size,
                    "at most this many nodes per fused group (views, which emit no code, not counted)")
@@ -156,6 +156,12 @@ int main(int argc, char** argv) {
       "GatherND of [experts, m, k] by each slot's expert, then a batched MatMul) as it is (by default "
       "each slot is multiplied by every expert's weights in one GEMM that reads them once, and its "
       "expert's part of the product is picked after, when the plan's estimate is lower)");
+  compile->add_flag(
+      "--no-topk-rounds", ca.no_topk_rounds,
+      "keep each TopK a kernel of its own (by default a TopK of at most 8 along a float tensor's last "
+      "axis becomes that many rounds of row reductions, the largest value left and its first index, "
+      "so that it joins the kernel of the rows it reads, such as an MoE router's softmax, when the "
+      "plan's estimate is lower)");
   compile->add_flag(
       "--no-split-slices", ca.no_split_slices,
       "keep Splits and Gathers whole (by default a Split becomes one Slice per output, and a Gather "

@@ -37,6 +37,7 @@ struct CompileArgs {
   bool no_split_head_rows = false;
   bool no_split_slices = false;
   bool no_all_expert_gemms = false;
+  bool no_topk_rounds = false;
   bool no_relayout_copies = false;
   bool no_output_copies = false;
   bool no_gemms_as_matmuls = false;

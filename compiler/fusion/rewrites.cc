@@ -12,6 +12,7 @@
 #include "fusion/output_copies.h"
 #include "fusion/relayout_copies.h"
 #include "fusion/split_slices.h"
+#include "fusion/topk_rounds.h"
 #include "fusion/unflatten_gemms.h"
 
 namespace stitch::fusion {
@@ -90,6 +91,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.hoist_layer_norms) {
     ASSIGN_OR_RETURN(r.norm_hoists, hoist_layer_norms_if_cheaper(g, o));
   }
+  if (on.topk_rounds) {
+    ASSIGN_OR_RETURN(r.topks, topk_as_rounds_if_cheaper(g, o));
+  }
   if (on.output_copies) {
     ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o));
   }
@@ -133,6 +137,8 @@ std::string Rewrites::text() const {
   if (!hoists.verdict.empty()) section("row scales moved past GEMMs (" + hoists.verdict + ")", hoists.lines);
   if (!norm_hoists.verdict.empty())
     section("LayerNorms moved past GEMMs (" + norm_hoists.verdict + ")", norm_hoists.lines);
+  if (!topks.verdict.empty())
+    section("TopKs as rounds of row reductions (" + topks.verdict + ")", topks.lines);
   if (!outputs.verdict.empty())
     section("graph outputs computed again for their readers (" + outputs.verdict + ")", outputs.lines);
   return s;

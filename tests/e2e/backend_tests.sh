@@ -150,6 +150,13 @@ check "--no-all-expert-gemms keeps mixtral_tiny's per-token weight gathers" \
     --no-all-expert-gemms --explain-fusion) && grep -q "^fusion plan" <<<"$out" && ! grep -q "every expert" <<<"$out" && \
     grep -q "(GatherND) -> f32\[64x128x64\]" <<<"$out"' \
   "$STITCHC" "$ROOT/models/mixtral_tiny/model.onnx" "$TMP/mixtral_gathered"
+# Its routers' TopKs are judged as rounds of row reductions in the softmax's kernel (at this size not
+# kept: the estimate is a tie); --no-topk-rounds skips the comparison.
+check "mixtral_tiny: its TopKs judged as rounds, --no-topk-rounds skips that" \
+  bash -c 'grep -q "^TopKs as rounds of row reductions (" "$2/mixtral_tiny/plan.txt" && out=$("$0" compile "$1" -o "$2/mixtral_rounds" \
+    --shape batch=2 --shape sequence=16 --no-nvcc --no-emu --no-topk-rounds --explain-fusion) && \
+    grep -q "^fusion plan" <<<"$out" && ! grep -q "TopKs as rounds" <<<"$out"' \
+  "$STITCHC" "$ROOT/models/mixtral_tiny/model.onnx" "$TMP"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step
 # that adds the block's input and applies ReLU; its stem's ReLU is its convolution's. A plan test:
 # it fails when those kernels come back.

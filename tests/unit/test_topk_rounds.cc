@@ -1,0 +1,148 @@
+// TopK as rounds of row reductions (fusion::topk_as_rounds): the rounds pick what TopK picks, in
+// its order (ties to the lower index, NaN above every number, infinities), for the largest and the
+// smallest; the forms the rewrite does not take stay; and a router's softmax with its top 2 become
+// one row kernel in every planner, run on emu against the reference.
+#include <fmt/format.h>
+
+#include "fusion/topk_rounds.h"
+#include "fusion_test_util.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+// TopK of `k` along the last axis of a [4, 6] tensor holding ties, NaNs and infinities exactly (a
+// random input times 0 plus the pattern, so that nothing folds it).
+std::string special_rows(int64_t k, bool largest) {
+  return fmt::format(R"(graph "topk" opset 18 {{
+  input %r: f32[4,6]
+  const %zero: f32[] = [0.0]
+  const %p: f32[4,6] = [1, 3, 3, 2, 3, 0, nan, 1, inf, nan, -inf, 2, -inf, -inf, -inf, -inf, -inf, -inf, inf, nan, inf, 5, -1, nan]
+  const %k: i64[1] = [{}]
+  %z = Mul(%r, %zero) @"zeroed"
+  %x = Add(%z, %p) @"pattern"
+  %v, %i = TopK(%x, %k) {{axis = -1, largest = {}, sorted = 1}} @"topk"
+  output %v
+  output %i
+}}
+)",
+                     k, largest ? 1 : 0);
+}
+
+}  // namespace
+
+TEST_CASE("TopK as rounds picks what TopK picks: ties to the lower index, NaN above every number",
+          "[fusion][emu]") {
+  uint32_t seed = 800;
+  for (const bool largest : {true, false})
+    for (const int64_t k : {1, 3, 6}) {
+      INFO(fmt::format("k {} {}", k, largest ? "largest" : "smallest"));
+      auto g = parse_or_die(special_rows(k, largest));
+      run_frontend_or_die(*g);
+      auto original = clone_graph(*g);
+      auto lines = fusion::topk_as_rounds(*g);
+      REQUIRE(lines.is_ok());
+      REQUIRE(lines->size() == 1);
+      CHECK(lines->front() ==
+            fmt::format("node 'topk' (TopK): {} rounds over rows of 6 ({} first), 2 row reductions each", k,
+                        largest ? "the largest" : "the smallest"));
+      CHECK(count_op(*g, "TopK") == 0);
+      same_as_original(*original, *g, seed++);  // values copied, indices compared exactly
+      for (const char* mode : {"greedy", "beam", "ilp"}) {
+        INFO(mode);
+        CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+      }
+    }
+}
+
+TEST_CASE("TopKs the rounds do not take stay as they are", "[fusion]") {
+  struct Case {
+    const char* what;
+    const char* text;
+  };
+  const Case cases[] = {
+      {"along an axis other than the last", R"(graph "g" opset 18 {
+  input %x: f32[6,4]
+  const %k: i64[1] = [2]
+  %v, %i = TopK(%x, %k) {axis = 0} @"topk"
+  output %v
+  output %i
+})"},
+      {"of integers", R"(graph "g" opset 18 {
+  input %x: i64[4,6]
+  const %k: i64[1] = [2]
+  %v, %i = TopK(%x, %k) {axis = -1} @"topk"
+  output %v
+  output %i
+})"},
+      {"of more than 8", R"(graph "g" opset 18 {
+  input %x: f32[4,16]
+  const %k: i64[1] = [9]
+  %v, %i = TopK(%x, %k) {axis = -1} @"topk"
+  output %v
+  output %i
+})"},
+      {"of a K known only at run time", R"(graph "g" opset 18 {
+  input %x: f32[4,6]
+  input %k: i64[1]
+  %v, %i = TopK(%x, %k) {axis = -1} @"topk"
+  output %v
+  output %i
+})"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto g = parse_or_die(c.text);
+    PassContext ctx;
+    if (!run_frontend(*g, ctx).is_ok()) continue;  // a K known at run time may leave no static shape
+    auto lines = fusion::topk_as_rounds(*g);
+    REQUIRE(lines.is_ok());
+    CHECK(lines->empty());
+    CHECK(count_op(*g, "TopK") == 1);
+  }
+  SECTION("--no-fuse on the TopK") {
+    auto g = parse_or_die(special_rows(2, true));
+    run_frontend_or_die(*g);
+    auto lines = fusion::topk_as_rounds(*g, {"topk"});
+    REQUIRE(lines.is_ok());
+    CHECK(lines->empty());
+  }
+}
+
+TEST_CASE("a router's softmax and its top 2 as rounds are one row kernel", "[fusion][emu]") {
+  // Mixtral's routing: the softmax of 40 tokens' logits over 8 experts, the top 2 with their
+  // experts, the 2 weights normalized by their sum (rows of 2: a kernel of their own). Two kernels,
+  // where the TopK would make three.
+  auto g = parse_or_die(R"(graph "router" opset 18 {
+  input %logits: f32[40,8]
+  const %k: i64[1] = [2]
+  const %last: i64[1] = [-1]
+  %p = Softmax(%logits) {axis = -1} @"softmax"
+  %v, %i = TopK(%p, %k) {axis = -1} @"topk"
+  %s = ReduceSum(%v, %last) @"sum"
+  %w = Div(%v, %s) @"normalized"
+  output %w
+  output %i
+})");
+  run_frontend_or_die(*g);
+  auto lines = fusion::topk_as_rounds(*g);
+  REQUIRE(lines.is_ok());
+  REQUIRE(lines->size() == 1);
+  uint32_t seed = 820;
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(*g, opts(mode));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    std::map<std::string, size_t> group_of;
+    for (size_t i = 0; i < plan->groups.size(); ++i)
+      for (const Node* n : plan->groups[i].nodes) group_of[n->name] = i;
+    // The rounds and the indices with the softmax; the values may go with the normalization, which
+    // reads them (rows of 2).
+    for (const char* part : {"topk/round0_first", "topk/round1_first", "topk/round1_extreme", "topk/indices"})
+      CHECK(group_of.at(part) == group_of.at("softmax"));
+    CHECK(plan->groups.size() == 2);
+    CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+  }
+}
