@@ -87,6 +87,24 @@ inline codegen::Kernel lower_whole_graph(const Graph& g) {
   return std::move(k).value();
 }
 
+// What analyze_stitch says of every node of `g` as one group storing the graph's outputs.
+inline StatusOr<codegen::StitchInfo> whole_graph_analysis(const Graph& g) {
+  const std::set<const Value*> out(g.outputs.begin(), g.outputs.end());
+  return codegen::analyze_stitch(all_nodes(g), out);
+}
+// The same, which must be one stitched kernel.
+inline codegen::StitchInfo whole_graph_info(const Graph& g) {
+  auto info = whole_graph_analysis(g);
+  INFO(info.status().message());
+  REQUIRE(info.is_ok());
+  return std::move(info).value();
+}
+// Why every node of `g` cannot be one stitched kernel ("" when it can).
+inline std::string whole_graph_refusal(const Graph& g) {
+  auto info = whole_graph_analysis(g);
+  return info.is_ok() ? "" : info.status().message();
+}
+
 // `g` compiled as one group of every node, run on emu against the reference: true when it matches
 // and is one kernel.
 inline bool one_group_matches_reference(const Graph& g, uint32_t seed, const Tolerance& tol = kEmuF32) {

@@ -13,16 +13,6 @@ using namespace stitch;
 using namespace stitch::test;
 namespace {
 
-// What analyze_stitch says of every node of `g` as one group storing the graph's outputs; it must
-// be one stitched kernel.
-codegen::StitchInfo whole_graph_info(const Graph& g) {
-  const std::set<const Value*> out(g.outputs.begin(), g.outputs.end());
-  auto info = codegen::analyze_stitch(all_nodes(g), out);
-  INFO(info.status().message());
-  REQUIRE(info.is_ok());
-  return std::move(info).value();
-}
-
 // Qwen3's query path: an RMSNorm over each head's 16 values, the head transpose, then the rotary
 // embedding (halves swapped along the head dimension). `perm` is the transpose; `rot_axis` the
 // axis the halves are cut along.
