@@ -78,7 +78,9 @@ StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std
     const int64_t k = left ? wd[2] : wd[1], m = left ? wd[1] : wd[2];
     const Dims x_want = left ? Dims{s, k, 1} : Dims{s, 1, k};
     const Dims out_want = left ? Dims{s, m, 1} : Dims{s, 1, m};
-    if (xd != x_want || *out->dims != out_want || w->dtype != out->dtype || s < 1) continue;
+    if (xd != x_want || *out->dims != out_want || w->dtype != out->dtype || num_elements(*out->dims) == 0 ||
+        k < 1)
+      continue;
     const std::string base = n->name + "/all_experts";
     Value* rows = add_op(g, "Reshape", base + "/rows",
                          {x, add_shape_constant(g, base + "/rows_shape", {s, k})}, x->dtype, {s, k});

@@ -47,7 +47,7 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
   for (Node* n : topks) {
     Value *x = n->input(0), *kv = n->input(1);
     if (x == nullptr || kv == nullptr || !kv->is_constant() || kv->constant->size() != 1 ||
-        !x->has_static_shape() || x->dims->empty() || !is_float(x->dtype))
+        !x->has_static_shape() || x->dims->empty() || num_elements(*x->dims) == 0 || !is_float(x->dtype))
       continue;
     const int64_t rank = static_cast<int64_t>(x->dims->size());
     auto axis = ops::norm_axis(*n, n->attr_int("axis", -1), rank);
