@@ -101,19 +101,24 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
                      add_op(g, "Where", hr + "_held_keys",
                             {holders, keys, lit(hr + "_none", DType::kF32, kInf)}, DType::kF32, d));
       Value* past = bools("GreaterOrEqual", hr + "_past_len", {first, lenv}, row);
-      Value* nan_picked = largest ? bools("Not", hr + "_nan_picked", {past}, row) : past;
-      values.push_back(
-          add_op(g, "Where", hr + "_value",
-                 {nan_picked, lit(hr + "_nan_value", t, std::numeric_limits<double>::quiet_NaN()), extreme},
-                 t, row));
-      Value* index =
-          add_op(g, "Cast", hr + "_index",
-                 {add_op(g, "Where", hr + "_position",
-                         {past, add_op(g, "Sub", hr + "_less_len", {first, lenv}, DType::kF32, row), first},
-                         DType::kF32, row)},
-                 DType::kI64, row);
-      index->producer->attrs["to"] = int64_t{7};
-      indices.push_back(index);
+      Value* nan_picked = !want_values ? nullptr
+                          : largest    ? bools("Not", hr + "_nan_picked", {past}, row)
+                                       : past;
+      if (want_values)  // (nodes only for the outputs read: an unread one would be computed for nothing)
+        values.push_back(
+            add_op(g, "Where", hr + "_value",
+                   {nan_picked, lit(hr + "_nan_value", t, std::numeric_limits<double>::quiet_NaN()), extreme},
+                   t, row));
+      if (want_indices) {
+        Value* index =
+            add_op(g, "Cast", hr + "_index",
+                   {add_op(g, "Where", hr + "_position",
+                           {past, add_op(g, "Sub", hr + "_less_len", {first, lenv}, DType::kF32, row), first},
+                           DType::kF32, row)},
+                   DType::kI64, row);
+        index->producer->attrs["to"] = int64_t{7};
+        indices.push_back(index);
+      }
       if (r + 1 < k) {
         Value* pick = bools("Equal", hr + "_pick", {keys, first}, d);
         taken = taken ? bools("Or", hr + "_taken", {taken, pick}, d) : pick;
