@@ -49,6 +49,41 @@ Node* expert_gather(const Graph& g, const std::unordered_map<const Value*, std::
   return p;
 }
 
+// When activation `x` ([S, K, 1] or [S, 1, K]) of MatMul `n` repeats each of T rows of K values
+// r > 1 times in a row: an Expand of [T, 1, K] to [T, r, K] read through views that keep the element
+// order (transformers' repeat_interleave of each token over its k slots). Returns that Expand's
+// input and r, and adds to `dead` the nodes from x back to the Expand that nothing but the next of
+// them (and `n`) reads; else {nullptr, 0}.
+std::pair<Value*, int64_t> repeated_rows(const Graph& g,
+                                         const std::unordered_map<const Value*, std::vector<Node*>>& users,
+                                         const Node& n, Value* x, int64_t s, int64_t k,
+                                         std::vector<Node*>& dead) {
+  std::vector<Node*> chain;  // x's producer first, the Expand last
+  Value* v = x;
+  while (v->producer && (v->producer->op_type == "Reshape" || v->producer->op_type == "Unsqueeze" ||
+                         v->producer->op_type == "Squeeze" || v->producer->op_type == "Flatten")) {
+    chain.push_back(v->producer);
+    v = v->producer->input(0);
+  }
+  Node* e = v->producer;
+  if (e == nullptr || e->op_type != "Expand" || !e->domain.empty() || !v->has_static_shape())
+    return {nullptr, 0};
+  chain.push_back(e);
+  Value* in = e->input(0);
+  if (in == nullptr || !in->has_static_shape() || in->dims->size() != 3) return {nullptr, 0};
+  const Dims &id = *in->dims, &od = *v->dims;
+  if (od.size() != 3 || id[1] != 1 || id[0] != od[0] || id[2] != k || od[2] != k || od[1] < 2 ||
+      od[0] * od[1] != s)
+    return {nullptr, 0};
+  const Node* reader = &n;
+  for (Node* c : chain) {
+    if (sole_reader(g, users, c->output(0)) != reader) break;
+    dead.push_back(c);
+    reader = c;
+  }
+  return {in, od[1]};
+}
+
 }  // namespace
 
 StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std::string>& keep) {
@@ -82,17 +117,27 @@ StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std
         k < 1)
       continue;
     const std::string base = n->name + "/all_experts";
-    Value* rows = add_op(g, "Reshape", base + "/rows",
-                         {x, add_shape_constant(g, base + "/rows_shape", {s, k})}, x->dtype, {s, k});
+    // A token's slots repeat its row: the product once per token, each slot's part picked from its
+    // token's ([T, E, M] by indices [T, r, 1]).
+    const auto [token_rows, r] = repeated_rows(g, users, *n, x, s, k, dead);
+    const int64_t t = r ? s / r : s;
+    Value* rows =
+        add_op(g, "Reshape", base + "/rows",
+               {r ? token_rows : x, add_shape_constant(g, base + "/rows_shape", {t, k})}, x->dtype, {t, k});
     // [E, M, K] -> [K, E, M] (left) or [E, K, N] -> [K, E, N], then [K, E * M].
     Value* wt = add_typed_value(g, w->name + "/by_input", w->dtype, {k, e * m});
     wt->constant = permuted3(*w->constant, left ? std::array<int, 3>{2, 0, 1} : std::array<int, 3>{1, 0, 2})
                        .reshaped({k, e * m});
-    Value* y = add_op(g, "MatMul", base, {rows, wt}, out->dtype, {s, e * m});
+    Value* y = add_op(g, "MatMul", base, {rows, wt}, out->dtype, {t, e * m});
     Value* per_expert =
         add_op(g, "Reshape", base + "/per_expert",
-               {y, add_shape_constant(g, base + "/per_expert_shape", {s, e, m})}, out->dtype, {s, e, m});
-    Value* picked = add_op(g, "GatherND", base + "/picked", {per_expert, idx}, out->dtype, {s, m});
+               {y, add_shape_constant(g, base + "/per_expert_shape", {t, e, m})}, out->dtype, {t, e, m});
+    Value* slot_idx =
+        r ? add_op(g, "Reshape", base + "/slot_experts",
+                   {idx, add_shape_constant(g, base + "/slots_shape", {t, r, 1})}, idx->dtype, {t, r, 1})
+          : idx;
+    Value* picked = add_op(g, "GatherND", base + "/picked", {per_expert, slot_idx}, out->dtype,
+                           r ? Dims{t, r, m} : Dims{s, m});
     picked->producer->attrs["batch_dims"] = int64_t{1};
     Node* back = add_op_node(g, "Reshape", g.unique_name(base + "/back"));
     back->inputs = {picked, add_shape_constant(g, base + "/back_shape", out_want)};
@@ -101,11 +146,13 @@ StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std
     n->outputs.assign(n->outputs.size(), nullptr);
     dead.push_back(n);
     dead.push_back(p);
-    log.push_back(fmt::format(
-        "{}: every expert's weights '{}' [{}] in one GEMM, [{}, {}] by [{}, {}], the slot's expert's part of "
-        "the product picked by {} (was {} copying an expert's weights for each of {} slots)",
-        n->describe(), w->name, dims_to_string(wd), s, k, k, e * m, picked->producer->describe(),
-        p->describe(), s));
+    log.push_back(
+        fmt::format("{}: every expert's weights '{}' [{}] in one GEMM, [{}, {}] by [{}, {}]{}, the slot's "
+                    "expert's part of "
+                    "the product picked by {} (was {} copying an expert's weights for each of {} slots)",
+                    n->describe(), w->name, dims_to_string(wd), t, k, k, e * m,
+                    r ? fmt::format(" once per token, its {} slots' rows being its row", r) : "",
+                    picked->producer->describe(), p->describe(), s));
   }
   if (dead.empty()) return log;
   RETURN_IF_ERROR(remove_and_sort(g, dead));

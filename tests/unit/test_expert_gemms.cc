@@ -1,9 +1,10 @@
 // GEMMs of expert weights gathered per slot as GEMMs of every expert's weights
 // (fusion::all_expert_gemms): transformers' MoE exports gather a whole expert's weight [M, K] for
-// each routed slot and multiply it by the slot's activation. Rewritten, the reference interpreter
-// computes the same outputs, the plan runs on emu, and stitchc keeps it when the estimate is lower:
-// many slots over few experts, but not a step of two slots over 64 experts, whose gathered
-// weights are fewer bytes than all of them.
+// each routed slot and multiply it by the slot's activation (for the first projection, its token's
+// row repeated over the token's slots: then the GEMM runs once per token). Rewritten, the reference
+// interpreter computes the same outputs, the plan runs on emu, and stitchc keeps it when the estimate is
+// lower: many slots over few experts, but not a step of two slots over 64 experts, whose gathered weights are
+// fewer bytes than all of them.
 #include <fmt/format.h>
 
 #include "fusion/expert_gemms.h"
@@ -70,6 +71,50 @@ TEST_CASE("gathered expert GEMMs as one GEMM of every expert's weights compute t
     REQUIRE(mm->input(1)->is_constant());
     CHECK(*mm->input(1)->dims == Dims{6, 32});
     CHECK(*g->outputs[0]->dims == (left ? Dims{12, 8, 1} : Dims{12, 1, 8}));
+    same_as_original(*original, *g, seed++);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+    }
+  }
+}
+
+TEST_CASE("a token's slots repeating its row: the GEMM of every expert's weights once per token",
+          "[fusion][emu]") {
+  // 6 tokens, each repeated over its 2 slots (transformers' repeat_interleave: an Expand of
+  // [6, 1, K] to [6, 2, K] read as [12, K, 1]); with the repeated rows read elsewhere too, the
+  // Expand stays for that reader.
+  uint32_t seed = 760;
+  for (const bool shared : {false, true}) {
+    INFO(std::string(shared ? "the repeated rows read elsewhere too" : "read by the GEMM alone"));
+    auto g = parse_or_die(fmt::format(R"(graph "slots" opset 18 {{
+  input %logits: f32[12,4]
+  input %x: f32[6,6]
+  const %w: f32[4,8,6] = {}
+  const %one: i64[1] = [1]
+  const %last: i64[1] = [-1]
+  const %repeat: i64[3] = [6, 2, 6]
+  const %flat: i64[2] = [12, 6]
+  %idx = ArgMax(%logits) {{axis = 1, keepdims = 1}} @"route"
+  %u = Unsqueeze(%x, %one) @"token_axis"
+  %e = Expand(%u, %repeat) @"repeat"
+  %r = Reshape(%e, %flat) @"repeat_interleave"
+  %b = Unsqueeze(%r, %last) @"column"
+  %g = GatherND(%w, %idx) @"gather"
+  %y = MatMul(%g, %b) @"bmm"
+  output %y
+{}}}
+)",
+                                      lcg_values(seed, 4 * 8 * 6), shared ? "  output %r\n" : ""));
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    auto lines = fusion::all_expert_gemms(*g);
+    REQUIRE(lines.is_ok());
+    REQUIRE(lines->size() == 1);
+    CHECK_THAT(
+        lines->front(),
+        Catch::Contains("in one GEMM, [6, 6] by [6, 32] once per token, its 2 slots' rows being its row"));
+    CHECK(count_op(*g, "Expand") == (shared ? 1 : 0));
     same_as_original(*original, *g, seed++);
     for (const char* mode : {"greedy", "beam", "ilp"}) {
       INFO(mode);
