@@ -5,36 +5,16 @@
 #include "fusion/graph_edit.h"
 
 namespace stitch::fusion {
-namespace {
-
-// ReduceMean over the last axis, kept (axes an attribute before opset 18, an input from it).
-Value* add_row_mean(Graph& g, const std::string& hint, Value* x) {
-  Dims d = *x->dims;
-  d.back() = 1;
-  Value* m = add_op(g, "ReduceMean", hint, {x}, x->dtype, d);
-  Node* n = m->producer;
-  n->attrs["keepdims"] = int64_t{1};
-  if (g.opset >= 18) {
-    Value* axes = add_typed_value(g, hint + "_axes", DType::kI64, {1});
-    axes->constant = Tensor::vector_i64({-1});
-    n->inputs.push_back(axes);
-  } else {
-    n->attrs["axes"] = std::vector<int64_t>{-1};
-  }
-  return m;
-}
-
-}  // namespace
-
 void decompose_layer_norm(Graph& g, Node& ln) {
   Value* x = ln.input(0);
   Value* out = ln.output(0);
   const DType t = x->dtype;
   const Dims& d = *x->dims;
   const std::string h = ln.name + "/decomposed";
-  Value* mean = add_row_mean(g, h + "_mean", x);
+  Value* mean = add_row_reduce(g, "ReduceMean", h + "_mean", x);
   Value* dev = add_op(g, "Sub", h + "_centered", {x, mean}, t, d);
-  Value* var = add_row_mean(g, h + "_variance", add_op(g, "Mul", h + "_squared", {dev, dev}, t, d));
+  Value* var =
+      add_row_reduce(g, "ReduceMean", h + "_variance", add_op(g, "Mul", h + "_squared", {dev, dev}, t, d));
   Value* eps = add_constant(g, h + "_epsilon", t, {}, {ln.attr_float("epsilon", 1e-5f)});
   Value* sd = add_op(g, "Sqrt", h + "_std",
                      {add_op(g, "Add", h + "_variance_eps", {var, eps}, t, *var->dims)}, t, *var->dims);

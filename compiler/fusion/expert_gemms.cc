@@ -2,35 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <array>
-#include <cstring>
-
 #include "fusion/graph_edit.h"
+#include "ops/op_util.h"
 
 namespace stitch::fusion {
 
 namespace {
-
-// Constant `w` of dims [d0, d1, d2] with its axes in the order `perm` (out axis i is w's axis
-// perm[i]), as a contiguous tensor.
-Tensor permuted3(const Tensor& w, const std::array<int, 3>& perm) {
-  const Dims& d = w.dims();
-  const Dims od{d[static_cast<size_t>(perm[0])], d[static_cast<size_t>(perm[1])],
-                d[static_cast<size_t>(perm[2])]};
-  Tensor out(w.dtype(), od);
-  const int64_t esz = dtype_size(w.dtype());
-  const std::array<int64_t, 3> stride{d[1] * d[2], d[2], 1};
-  int64_t o = 0;
-  for (int64_t i = 0; i < od[0]; ++i)
-    for (int64_t j = 0; j < od[1]; ++j)
-      for (int64_t k = 0; k < od[2]; ++k, ++o) {
-        const int64_t src = i * stride[static_cast<size_t>(perm[0])] +
-                            j * stride[static_cast<size_t>(perm[1])] +
-                            k * stride[static_cast<size_t>(perm[2])];
-        std::memcpy(out.data() + o * esz, w.data() + src * esz, static_cast<size_t>(esz));
-      }
-  return out;
-}
 
 // The GatherND feeding input `i` of MatMul `n` that the rewrite takes: batch_dims 0, floating-point
 // constant weights of rank 3 gathered along axis 0 by indices [S, 1], its output read by `n` alone.
@@ -126,7 +103,9 @@ StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std
                {r ? token_rows : x, add_shape_constant(g, base + "/rows_shape", {t, k})}, x->dtype, {t, k});
     // [E, M, K] -> [K, E, M] (left) or [E, K, N] -> [K, E, N], then [K, E * M].
     Value* wt = add_typed_value(g, w->name + "/by_input", w->dtype, {k, e * m});
-    wt->constant = permuted3(*w->constant, left ? std::array<int, 3>{2, 0, 1} : std::array<int, 3>{1, 0, 2})
+    const Dims ws = ops::strides_of(wd);
+    wt->constant = ops::copy_strided(*w->constant, {k, e, m}, 0,
+                                     left ? Dims{ws[2], ws[0], ws[1]} : Dims{ws[1], ws[0], ws[2]})
                        .reshaped({k, e * m});
     Value* y = add_op(g, "MatMul", base, {rows, wt}, out->dtype, {t, e * m});
     Value* per_expert =

@@ -93,6 +93,29 @@ inline Node* sole_reader(const Graph& g, const std::unordered_map<const Value*, 
   return it->second.front();
 }
 
+// Whether `v` is read: a graph output, or some node's input (per `users`, Graph::users()).
+inline bool is_read(const Graph& g, const std::unordered_map<const Value*, std::vector<Node*>>& users,
+                    const Value* v) {
+  if (v == nullptr) return false;
+  auto it = users.find(v);
+  return g.is_graph_output(v) || (it != users.end() && !it->second.empty());
+}
+
+// Reduction `op` (ReduceMean, ReduceMax, ...) of `x` over its last axis, kept: axes an attribute
+// before opset 18, an input from it.
+inline Value* add_row_reduce(Graph& g, const char* op, const std::string& hint, Value* x) {
+  Dims d = *x->dims;
+  d.back() = 1;
+  Value* r = add_op(g, op, hint, {x}, x->dtype, d);
+  Node* n = r->producer;
+  n->attrs["keepdims"] = int64_t{1};
+  if (g.opset >= 18)
+    n->inputs.push_back(add_shape_constant(g, hint + "_axes", {-1}));
+  else
+    n->attrs["axes"] = std::vector<int64_t>{-1};
+  return r;
+}
+
 // The end of a rewrite: the replaced nodes go, then the values nothing reads any more, and the
 // graph is put back in topological order.
 inline Status remove_and_sort(Graph& g, const std::vector<Node*>& dead) {

@@ -99,8 +99,7 @@ StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std:
     std::string parts;
     for (Value* v : n->outputs) {
       const int64_t len = (*v->dims)[static_cast<size_t>(*axis)];
-      const auto it = users.find(v);
-      if ((it != users.end() && !it->second.empty()) || g.is_graph_output(v)) {
+      if (is_read(g, users, v)) {
         add_slice(g, n->name + "/" + v->name, x, *axis, start, start + len, v, axes);
         parts += fmt::format("{}'{}' [{}, {})", parts.empty() ? "" : ", ", v->name, start, start + len);
       } else {

@@ -10,30 +10,7 @@
 namespace stitch::fusion {
 
 namespace {
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// `op` over the last axis, kept (axes an attribute before opset 18, an input from it).
-Value* row_reduce(Graph& g, const char* op, const std::string& hint, Value* x) {
-  Dims d = *x->dims;
-  d.back() = 1;
-  Value* r = add_op(g, op, hint, {x}, x->dtype, d);
-  Node* n = r->producer;
-  n->attrs["keepdims"] = int64_t{1};
-  if (g.opset >= 18) {
-    n->inputs.push_back(add_shape_constant(g, hint + "_axes", {-1}));
-  } else {
-    n->attrs["axes"] = std::vector<int64_t>{-1};
-  }
-  return r;
-}
-
-bool read(const Graph& g, const std::unordered_map<const Value*, std::vector<Node*>>& users, const Value* v) {
-  if (v == nullptr) return false;
-  auto it = users.find(v);
-  return g.is_graph_output(v) || (it != users.end() && !it->second.empty());
-}
-
 }  // namespace
 
 StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::string>& keep) {
@@ -56,7 +33,7 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
     if (k < 1 || k > kMaxTopKRounds || k > len) continue;
     Value* values_out = n->output(0);
     Value* indices_out = n->outputs.size() > 1 ? n->output(1) : nullptr;
-    const bool want_values = read(g, users, values_out), want_indices = read(g, users, indices_out);
+    const bool want_values = is_read(g, users, values_out), want_indices = is_read(g, users, indices_out);
     if (!want_values && !want_indices) continue;
     const bool largest = n->attr_int("largest", 1) != 0;
     const DType t = x->dtype;
@@ -92,14 +69,14 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
       const std::string hr = fmt::format("{}{}", h, r);
       Value* masked =
           taken ? add_op(g, "Where", hr + "_left", {taken, lit(hr + "_past", t, inf), y}, t, d) : y;
-      Value* extreme = row_reduce(g, largest ? "ReduceMax" : "ReduceMin", hr + "_extreme", masked);
+      Value* extreme = add_row_reduce(g, largest ? "ReduceMax" : "ReduceMin", hr + "_extreme", masked);
       Value* holders = bools("Equal", hr + "_holds", {y, extreme}, d);
       if (taken)
         holders = bools("And", hr + "_holders", {holders, bools("Not", hr + "_free", {taken}, d)}, d);
       Value* first =
-          row_reduce(g, "ReduceMin", hr + "_first",
-                     add_op(g, "Where", hr + "_held_keys",
-                            {holders, keys, lit(hr + "_none", DType::kF32, kInf)}, DType::kF32, d));
+          add_row_reduce(g, "ReduceMin", hr + "_first",
+                         add_op(g, "Where", hr + "_held_keys",
+                                {holders, keys, lit(hr + "_none", DType::kF32, kInf)}, DType::kF32, d));
       Value* past = bools("GreaterOrEqual", hr + "_past_len", {first, lenv}, row);
       Value* nan_picked = !want_values ? nullptr
                           : largest    ? bools("Not", hr + "_nan_picked", {past}, row)
