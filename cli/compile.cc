@@ -87,6 +87,7 @@ int run_compile(const CompileArgs& a) {
   switches.split_slices = !a.no_split_slices;
   switches.all_expert_gemms = !a.no_all_expert_gemms;
   switches.topk_rounds = !a.no_topk_rounds;
+  switches.short_reductions = !a.no_short_reductions;
   switches.relayout_copies = !a.no_relayout_copies;
   switches.output_copies = !a.no_output_copies;
   switches.hoist_row_scales = !a.no_hoist_row_scales;

@@ -163,6 +163,11 @@ int main(int argc, char** argv) {
       "so that it joins the kernel of the rows it reads, such as an MoE router's softmax, when the "
       "plan's estimate is lower)");
   compile->add_flag(
+      "--no-short-reductions", ca.no_short_reductions,
+      "keep a ReduceSum or ReduceMean over 2 to 8 elements of one axis a row op (by default it becomes "
+      "that many Slices added up, element-wise, so that any kernel can take it, such as the sum of an "
+      "MoE token's expert outputs over its slots, when the plan's estimate is lower)");
+  compile->add_flag(
       "--no-split-slices", ca.no_split_slices,
       "keep Splits and Gathers whole (by default a Split becomes one Slice per output, and a Gather "
       "of a constant run of indices a Slice, so that each part can be read in place by a GEMM or "

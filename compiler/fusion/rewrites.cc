@@ -11,6 +11,7 @@
 #include "fusion/merge_gemms.h"
 #include "fusion/output_copies.h"
 #include "fusion/relayout_copies.h"
+#include "fusion/short_reductions.h"
 #include "fusion/split_slices.h"
 #include "fusion/topk_rounds.h"
 #include "fusion/unflatten_gemms.h"
@@ -91,6 +92,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.hoist_layer_norms) {
     ASSIGN_OR_RETURN(r.norm_hoists, hoist_layer_norms_if_cheaper(g, o));
   }
+  if (on.short_reductions) {
+    ASSIGN_OR_RETURN(r.short_sums, short_reductions_as_adds_if_cheaper(g, o));
+  }
   if (on.topk_rounds) {
     ASSIGN_OR_RETURN(r.topks, topk_as_rounds_if_cheaper(g, o));
   }
@@ -137,6 +141,8 @@ std::string Rewrites::text() const {
   if (!hoists.verdict.empty()) section("row scales moved past GEMMs (" + hoists.verdict + ")", hoists.lines);
   if (!norm_hoists.verdict.empty())
     section("LayerNorms moved past GEMMs (" + norm_hoists.verdict + ")", norm_hoists.lines);
+  if (!short_sums.verdict.empty())
+    section("sums over a few elements as Adds of Slices (" + short_sums.verdict + ")", short_sums.lines);
   if (!topks.verdict.empty())
     section("TopKs as rounds of row reductions (" + topks.verdict + ")", topks.lines);
   if (!outputs.verdict.empty())

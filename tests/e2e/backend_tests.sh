@@ -157,6 +157,18 @@ check "mixtral_tiny: its TopKs judged as rounds, --no-topk-rounds skips that" \
     --shape batch=2 --shape sequence=16 --no-nvcc --no-emu --no-topk-rounds --explain-fusion) && \
     grep -q "^fusion plan" <<<"$out" && ! grep -q "TopKs as rounds" <<<"$out"' \
   "$STITCHC" "$ROOT/models/mixtral_tiny/model.onnx" "$TMP"
+# The sum of each token's expert outputs over its 2 slots (a ReduceSum over the middle axis: a
+# kernel of its own as a row op) is written as Adds of Slices, which join the residual and the next
+# RMSNorm's kernel. A plan test: it fails when those kernels come apart or the count grows.
+check "mixtral_tiny: a token's sum over its slots in the next norm's kernel, 13 kernels at most" python3 -c "
+import json, re, sys
+text = open(sys.argv[1]).read()
+assert 'sums over a few elements as Adds of Slices (estimated' in text
+groups = re.split(r'\n  group ', text)
+both = [g for g in groups if \"node_sum_2/elements_to\" in g and \"node_mean_2' (ReduceMean)\" in g]
+mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+print(len(both), mi, file=sys.stderr)
+sys.exit(0 if len(both) == 1 and mi <= 13 else 1)" "$TMP/mixtral_tiny/plan.txt" "$TMP/mixtral_tiny.json"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step
 # that adds the block's input and applies ReLU; its stem's ReLU is its convolution's. A plan test:
 # it fails when those kernels come back.

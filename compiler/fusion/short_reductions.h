@@ -1,0 +1,37 @@
+// Reductions over a few elements as element-wise ops. A ReduceSum or ReduceMean over one axis of
+// 2 to kMaxShortReduction elements is a row op to the stitcher, and its rows fix the rows of the
+// kernel it joins: transformers' MoE exports sum each token's expert outputs over its 2 slots
+// ([tokens, slots, hidden] over the slots), a column reduction that neither the slots' element
+// kernel nor the next norm's row kernel (rows of hidden) can take, so it is a kernel of its own.
+// Written as the sum of one Slice per element of the axis, the reduction is element-wise at its
+// output's coordinates: any kernel takes it, each of its elements a few loads and adds. The
+// elements are added in the axis's order, from the first (as the reference interpreter does); a
+// mean divides that sum by the count.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fusion/plan.h"
+#include "ir/graph.h"
+#include "support/status.h"
+
+namespace stitch::fusion {
+
+inline constexpr int64_t kMaxShortReduction = 8;
+
+// Rewrites every ReduceSum (of a float or integer tensor) and ReduceMean (of a float tensor) of
+// static shapes with constant axes that reduce one axis of 2 to kMaxShortReduction elements (any
+// other axes they name of one element) into Slices and Adds (then a Div by the count for a mean,
+// and a Reshape when the axes are not kept); its output keeps its value. Returns one line per
+// reduction. Those named in `keep` (--no-fuse) stay.
+StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std::set<std::string>& keep = {});
+
+// short_reductions_as_adds through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten
+// graph is estimated no slower.
+StatusOr<RewriteResult> short_reductions_as_adds_if_cheaper(std::unique_ptr<Graph>& g,
+                                                            const FusionOptions& o);
+
+}  // namespace stitch::fusion

@@ -1,0 +1,193 @@
+// Sums and means over a few elements as Adds of Slices (fusion::short_reductions_as_adds): the
+// rewritten graph computes what the reduction did (kept axes or not, the axes an attribute or an
+// input, integers exactly), the forms it does not take stay, and an MoE token's sum over its slots
+// joins the next RMSNorm's row kernel in every planner, run on emu against the reference.
+#include <fmt/format.h>
+
+#include "fusion/short_reductions.h"
+#include "fusion_test_util.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+TEST_CASE("short sums and means as Adds of Slices compute what the reduction did", "[fusion][emu]") {
+  struct Case {
+    const char* what;
+    const char* text;
+    const char* line;
+  };
+  const Case cases[] = {
+      {"a sum over a middle axis, not kept", R"(graph "g" opset 18 {
+  input %x: f32[6,3,10]
+  const %axes: i64[1] = [1]
+  %y = ReduceSum(%x, %axes) {keepdims = 0} @"sum"
+  output %y
+})",
+       "node 'sum' (ReduceSum): 3 elements along axis 1 as 3 Slices and 2 Adds"},
+      {"a mean over the first axis, kept", R"(graph "g" opset 18 {
+  input %x: f32[5,7]
+  const %axes: i64[1] = [0]
+  %y = ReduceMean(%x, %axes) @"mean"
+  output %y
+})",
+       "node 'mean' (ReduceMean): 5 elements along axis 0 as 5 Slices and 4 Adds, then a Div by the count"},
+      {"a sum over 8, the last axis", R"(graph "g" opset 18 {
+  input %x: f32[9,8]
+  const %axes: i64[1] = [-1]
+  %y = ReduceSum(%x, %axes) @"sum"
+  output %y
+})",
+       "node 'sum' (ReduceSum): 8 elements along axis 1 as 8 Slices and 7 Adds"},
+      {"an integer sum", R"(graph "g" opset 18 {
+  input %x: i64[4,2,5]
+  const %axes: i64[1] = [1]
+  %y = ReduceSum(%x, %axes) {keepdims = 0} @"sum"
+  output %y
+})",
+       "node 'sum' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Adds"},
+      {"a mean whose axes are an attribute, one of them of one element", R"(graph "g" opset 13 {
+  input %x: f32[3,1,4]
+  %y = ReduceMean(%x) {axes = ints[1, 2], keepdims = 0} @"mean"
+  output %y
+})",
+       "node 'mean' (ReduceMean): 4 elements along axis 2 as 4 Slices and 3 Adds, then a Div by the count"},
+      {"a sum of a model at opset 9 (its Slices at the graph's opset, which takes their bounds as inputs)",
+       R"(graph "g" opset 9 {
+  input %x: f32[4,2]
+  %y = ReduceSum(%x) {axes = ints[1]} @"r"
+  output %y
+})",
+       "node 'r' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Adds"},
+  };
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto g = parse_or_die(c.text);
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    auto lines = fusion::short_reductions_as_adds(*g);
+    REQUIRE(lines.is_ok());
+    REQUIRE(lines->size() == 1);
+    CHECK(lines->front() == c.line);
+    CHECK(count_op(*g, "ReduceSum") + count_op(*g, "ReduceMean") == 0);
+    CHECK(*g->outputs.front()->dims == *original->outputs.front()->dims);
+    same_as_original(*original, *g, seed++);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+    }
+  }
+}
+
+TEST_CASE("reductions the Adds do not take stay as they are", "[fusion]") {
+  struct Case {
+    const char* what;
+    const char* text;
+  };
+  const Case cases[] = {
+      {"over 9 elements", R"(graph "g" opset 18 {
+  input %x: f32[4,9]
+  const %axes: i64[1] = [1]
+  %y = ReduceSum(%x, %axes) @"r"
+  output %y
+})"},
+      {"over two axes of more than one element", R"(graph "g" opset 18 {
+  input %x: f32[3,2,2]
+  const %axes: i64[2] = [1, 2]
+  %y = ReduceSum(%x, %axes) @"r"
+  output %y
+})"},
+      {"a maximum", R"(graph "g" opset 18 {
+  input %x: f32[4,2]
+  const %axes: i64[1] = [1]
+  %y = ReduceMax(%x, %axes) @"r"
+  output %y
+})"},
+      {"a mean of integers (truncating)", R"(graph "g" opset 18 {
+  input %x: i32[4,3]
+  const %axes: i64[1] = [1]
+  %y = ReduceMean(%x, %axes) @"r"
+  output %y
+})"},
+      {"no axes with noop_with_empty_axes", R"(graph "g" opset 18 {
+  input %x: f32[4,2]
+  %y = ReduceSum(%x) {noop_with_empty_axes = 1} @"r"
+  output %y
+})"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto g = parse_or_die(c.text);
+    run_frontend_or_die(*g);
+    const size_t nodes = g->nodes().size();
+    auto lines = fusion::short_reductions_as_adds(*g);
+    REQUIRE(lines.is_ok());
+    CHECK(lines->empty());
+    CHECK(g->nodes().size() == nodes);
+  }
+  SECTION("--no-fuse on the reduction") {
+    auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[4,2]
+  const %axes: i64[1] = [1]
+  %y = ReduceSum(%x, %axes) @"r"
+  output %y
+})");
+    run_frontend_or_die(*g);
+    auto lines = fusion::short_reductions_as_adds(*g, {"r"});
+    REQUIRE(lines.is_ok());
+    CHECK(lines->empty());
+    CHECK(count_op(*g, "ReduceSum") == 1);
+  }
+}
+
+TEST_CASE("an MoE token's sum over its slots joins the residual and the next RMSNorm", "[fusion][emu]") {
+  // transformers' MoE: each slot's expert output weighted by the slot's routing weight, summed over
+  // the token's 2 slots (a column reduction: a kernel of its own), added to the residual, then the
+  // next layer's RMSNorm (rows of 24). With the sum as Adds, one row kernel.
+  const std::string text = R"(graph "combine" opset 18 {
+  input %experts: f32[20,2,24]
+  input %weights: f32[20,2]
+  input %residual: f32[20,24]
+  const %last: i64[1] = [-1]
+  const %slots: i64[1] = [1]
+  const %eps: f32[] = [0.00001]
+  const %gamma: f32[24] = [)" +
+                           [] {
+                             std::string s;
+                             for (int i = 0; i < 24; ++i)
+                               s += fmt::format("{}{}", i ? ", " : "", 0.5 + 0.05 * i);
+                             return s;
+                           }() +
+                           R"(]
+  %w = Unsqueeze(%weights, %last) @"column"
+  %weighted = Mul(%experts, %w) @"weighted"
+  %moe = ReduceSum(%weighted, %slots) {keepdims = 0} @"slot_sum"
+  %h = Add(%residual, %moe) @"residual"
+  %sq = Mul(%h, %h) @"square"
+  %ms = ReduceMean(%sq, %last) @"mean_square"
+  %e = Add(%ms, %eps) @"eps"
+  %root = Sqrt(%e) @"root"
+  %inv = Reciprocal(%root) @"inverse"
+  %n = Mul(%h, %inv) @"normalized"
+  %y = Mul(%n, %gamma) @"scaled"
+  output %h
+  output %y
+})";
+  auto g = parse_or_die(text);
+  run_frontend_or_die(*g);
+  {
+    auto before = fusion::make_plan(*g, opts("beam"));
+    REQUIRE(before.is_ok());
+    INFO(fusion::explain(*before));
+    CHECK(before->cost.kernels == 2);
+  }
+  auto original = clone_graph(*g);
+  auto kept = fusion::short_reductions_as_adds_if_cheaper(g, opts("beam"));
+  REQUIRE(kept.is_ok());
+  INFO(kept->verdict);
+  REQUIRE(kept->lines.size() == 1);  // the RMSNorm's mean (over 24) stays a row op
+  CHECK(kept->lines.front() == "node 'slot_sum' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Adds");
+  same_as_original(*original, *g, 950);
+  uint32_t seed = 951;
+  one_kernel_in_every_planner(*g, seed, [](const fusion::FusionPlan& p) { CHECK(p.cost.kernels == 1); });
+}
