@@ -421,7 +421,7 @@ Status Stitcher::emit_rows() {
         }
         if (lane == 0) {
           first[v] = c;
-          vec_base_ = c[r - 1].s;
+          if (vec) vec_base_ = c[r - 1].s;  // (vectorised values have the domain's rank; a moved one may not)
         } else {
           c[r - 1] = {fmt::format("({} + {})", c[r - 1].s, lit(lane)), 1};
         }
