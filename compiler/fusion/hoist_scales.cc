@@ -152,7 +152,10 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     return readers == NormReaders::kAll || (readers == NormReaders::kAttention) == feeds_attention(y, 0);
   };
   std::vector<Node*> dead;
-  std::unordered_set<const Node*> kept;  // chains left for A's other readers (kNorms)
+  std::unordered_set<const Node*> kept;  // chains left for A's other readers
+  // Lines of MatMuls whose A others read too, with the node computing A: the chain stays for
+  // those readers unless they were rewritten too (the line says so when it stays).
+  std::vector<std::pair<size_t, const Node*>> shared;
   const std::vector<Node*> matmuls = [&] {
     std::vector<Node*> out;
     for (const auto& np : g.nodes())
@@ -174,15 +177,14 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     // closer to the exact value.
     std::vector<Factor> factors;
     std::vector<Node*> chain;
-    // kNorms: A itself may have other readers (a post-norm residual): the chain then stays for
-    // them, and the MatMul alone reads the norm's input.
+    // A itself may have other readers (a post-norm residual, an MoE's experts beside its router):
+    // the chain then stays for them, and the MatMul alone reads the norm's input.
     const bool shared_top = !only_reader(a, mm);
-    if (mode == Mode::kScales && shared_top) continue;
     if (mode == Mode::kNorms && y->dtype != DType::kF32 && y->dtype != DType::kF64) continue;
     std::function<void(Value*, const Node*, bool)> split = [&](Value* v, const Node* reader, bool inv) {
       Node* p = v->producer;
       const bool through =
-          p && (only_reader(v, reader) || (v == a && mode == Mode::kNorms)) && p->domain.empty() &&
+          p && (only_reader(v, reader) || v == a) && p->domain.empty() &&
           (((p->op_type == "Mul" || p->op_type == "Div") && p->inputs.size() == 2) ||
            (p->op_type == "Cast" && p->input(0) && is_float(p->input(0)->dtype) && is_float(v->dtype)));
       if (!through) {
@@ -500,7 +502,7 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     mm->outputs[0] = nullptr;
     dead.push_back(mm);
     // Each chain node is read only by the next, so no other MatMul's chain shares one; a shared
-    // top (kNorms) keeps the chain for A's other readers.
+    // top keeps the chain for A's other readers.
     if (!shared_top)
       dead.insert(dead.end(), chain.begin(), chain.end());
     else
@@ -523,10 +525,10 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
         what.push_back(fmt::format("{} column scale(s) folded into its weight", columns.size()));
       if (beta) what.push_back(fmt::format("'{}' times the weight added", beta->name));
       if (bias_add) what.push_back(fmt::format("{}'s bias added after", bias_add->describe()));
-      log.push_back(fmt::format("{}: {}; it reads '{}' (node '{}'){}", mm->describe(), fmt::join(what, ", "),
-                                x->name, m2->name,
-                                shared_top ? ", the norm stays for its other readers" : ""));
+      log.push_back(fmt::format("{}: {}; it reads '{}' (node '{}')", mm->describe(), fmt::join(what, ", "),
+                                x->name, m2->name));
     }
+    if (shared_top) shared.emplace_back(log.size() - 1, a->producer);
   }
   if (dead.empty()) return log;
   // A chain left for other readers that were themselves rewritten (two MatMuls of one norm) is
@@ -535,6 +537,10 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
   g.remove_dead_nodes(&kept);
   g.remove_unused_values();
   RETURN_IF_ERROR(g.topo_sort());
+  std::unordered_set<const Node*> live;
+  for (const auto& np : g.nodes()) live.insert(np.get());
+  for (const auto& [line, top] : shared)
+    if (live.count(top)) log[line] += ", the norm stays for its other readers";
   return log;
 }
 

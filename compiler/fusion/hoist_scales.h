@@ -22,6 +22,10 @@ namespace stitch::fusion {
 // of A's shape, at least one row factor (last dim 1, the others 1 or A's) and any number of
 // constant column factors ([k] or [1, ..., k], or scalars): the MatMul reads that value with the
 // column factors folded into its weight, and Mul/Div nodes apply the row factors to its product.
+// A itself may have other readers (an MoE's router and its experts' GEMM read one norm): the chain
+// then stays for them, and the kernel after this GEMM computes the row factors again from the
+// norm's input, so it no longer waits for the norm's kernel (the two can share a launch; the
+// estimate decides, hoist_row_scales_if_cheaper).
 // Only where every reader of the product (through views and Slices) is a kernel op, none a GEMM
 // or convolution (those would need the scaled product stored, which is what the norm did), and
 // the product is not a graph output; or, for a reader, where every path from it to a GEMM of two
