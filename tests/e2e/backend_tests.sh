@@ -174,6 +174,11 @@ mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
 print(len(both), router, mi, file=sys.stderr)
 packed = len(router) == 2 and all('pack' in r for r in router) and router[0].split('pack')[1] == router[1].split('pack')[1]
 sys.exit(0 if len(both) == 1 and packed and mi <= 11 else 1)" "$TMP/mixtral_tiny/plan.txt" "$TMP/mixtral_tiny.json"
+check "--no-short-reductions keeps mixtral_tiny's slot sums ReduceSums" \
+  bash -c 'out=$("$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --no-nvcc --no-emu \
+    --no-short-reductions --explain-fusion) && grep -q "^fusion plan" <<<"$out" && ! grep -q "sums over a few" <<<"$out" && \
+    [ $(grep -c "(ReduceSum) -> f32\[32x64\]" <<<"$out") = 2 ]' \
+  "$STITCHC" "$ROOT/models/mixtral_tiny/model.onnx" "$TMP/mixtral_sums"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step
 # that adds the block's input and applies ReLU; its stem's ReLU is its convolution's. A plan test:
 # it fails when those kernels come back.
