@@ -21,6 +21,14 @@ using namespace stitch::test;
 
 namespace {
 
+// RMSNorm's row scale %rs of %h over its last axis (from constants %two and %eps).
+constexpr const char* kRowScale = R"(  %sq = Pow(%h, %two) @"pow"
+  %ms = ReduceMean(%sq) {axes = ints[-1], keepdims = 1} @"mean"
+  %ve = Add(%ms, %eps) @"add_eps"
+  %sd = Sqrt(%ve) @"sqrt"
+  %rs = Reciprocal(%sd) @"rsqrt"
+)";
+
 // LLaMA's MLP input: RMSNorm of %h (rows of 16) in the exporter spelling `norm` (it reads %h,
 // writes %y), the gate and up projections (merged into one GEMM of n = 48 by
 // merge_sibling_gemms), the SiLU gate; `tail` may add more.
@@ -154,12 +162,8 @@ TEST_CASE("row scales stay in front of GEMMs whose product is read by another GE
   input %c: f32[16]
   const %two: f32[] = [2.0]
   const %eps: f32[] = [0.000001]
-)" + consts + R"(  %sq = Pow(%h, %two) @"pow"
-  %ms = ReduceMean(%sq) {axes = ints[-1], keepdims = 1} @"mean"
-  %ve = Add(%ms, %eps) @"add_eps"
-  %sd = Sqrt(%ve) @"sqrt"
-  %rs = Reciprocal(%sd) @"rsqrt"
-)" + body + outputs + "}\n");
+)" + consts + kRowScale + body +
+                          outputs + "}\n");
     run_frontend_or_die(*g);
     return g;
   };
@@ -204,12 +208,7 @@ TEST_CASE("a row scale moves past a GEMM whose activation others read too; the n
   input %h: f32[2,6,16]
   const %two: f32[] = [2.0]
   const %eps: f32[] = [0.000001]
-)" + consts + R"(  %sq = Pow(%h, %two) @"pow"
-  %ms = ReduceMean(%sq) {axes = ints[-1], keepdims = 1} @"mean"
-  %ve = Add(%ms, %eps) @"add_eps"
-  %sd = Sqrt(%ve) @"sqrt"
-  %rs = Reciprocal(%sd) @"rsqrt"
-  %xn = Mul(%h, %rs) @"normalized"
+)" + consts + kRowScale + R"(  %xn = Mul(%h, %rs) @"normalized"
   %y = Mul(%xn, %gamma) @"weighted"
 )" + body + outputs + "}\n");
     run_frontend_or_die(*g);
@@ -274,12 +273,8 @@ TEST_CASE("a wide value flattened after the row scale is stored by the row kerne
   const %w: f32[8,16] = )" +
                         lcg_values(state, 8 * 16) + R"(
   const %rows: i64[2] = [6, 16]
-  %sq = Pow(%h, %two) @"pow"
-  %ms = ReduceMean(%sq) {axes = ints[-1], keepdims = 1} @"mean"
-  %ve = Add(%ms, %eps) @"add_eps"
-  %sd = Sqrt(%ve) @"sqrt"
-  %rs = Reciprocal(%sd) @"rsqrt"
-  %xn = Mul(%h, %rs) @"normalized"
+)" + std::string(kRowScale) +
+                        R"(  %xn = Mul(%h, %rs) @"normalized"
   %y = Mul(%xn, %gamma) @"weighted"
   %p = MatMul(%y, %w) @"mm"
   %f = Reshape(%p, %rows) @"flattened"
