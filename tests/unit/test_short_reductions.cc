@@ -51,6 +51,20 @@ TEST_CASE("short sums and means as Adds of Slices compute what the reduction did
   output %y
 })",
        "node 'mean' (ReduceMean): 4 elements along axis 2 as 4 Slices and 3 Adds, then a Div by the count"},
+      {"a sum of a vector to a scalar", R"(graph "g" opset 18 {
+  input %x: f32[3]
+  const %axes: i64[1] = [0]
+  %y = ReduceSum(%x, %axes) {keepdims = 0} @"sum"
+  output %y
+})",
+       "node 'sum' (ReduceSum): 3 elements along axis 0 as 3 Slices and 2 Adds"},
+      {"a float16 mean", R"(graph "g" opset 18 {
+  input %x: f16[4,6,2]
+  const %axes: i64[1] = [2]
+  %y = ReduceMean(%x, %axes) @"mean"
+  output %y
+})",
+       "node 'mean' (ReduceMean): 2 elements along axis 2 as 2 Slices and 1 Adds, then a Div by the count"},
       {"a sum of a model at opset 9 (its Slices at the graph's opset, which takes their bounds as inputs)",
        R"(graph "g" opset 9 {
   input %x: f32[4,2]
