@@ -56,8 +56,8 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
     y->producer = out;
     n->outputs = {nullptr};
     dead.push_back(n);
-    log.push_back(fmt::format("{}: {} elements along axis {} as {} Slices and {} Adds{}", n->describe(), len,
-                              axis, len, len - 1,
+    log.push_back(fmt::format("{}: {} elements along axis {} as {} Slices and {} Add{}{}", n->describe(), len,
+                              axis, len, len - 1, len > 2 ? "s" : "",
                               n->op_type == "ReduceMean" ? ", then a Div by the count" : ""));
   }
   if (dead.empty()) return log;

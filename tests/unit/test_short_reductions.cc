@@ -44,7 +44,7 @@ TEST_CASE("short sums and means as Adds of Slices compute what the reduction did
   %y = ReduceSum(%x, %axes) {keepdims = 0} @"sum"
   output %y
 })",
-       "node 'sum' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Adds"},
+       "node 'sum' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Add"},
       {"a mean whose axes are an attribute, one of them of one element", R"(graph "g" opset 13 {
   input %x: f32[3,1,4]
   %y = ReduceMean(%x) {axes = ints[1, 2], keepdims = 0} @"mean"
@@ -64,14 +64,14 @@ TEST_CASE("short sums and means as Adds of Slices compute what the reduction did
   %y = ReduceMean(%x, %axes) @"mean"
   output %y
 })",
-       "node 'mean' (ReduceMean): 2 elements along axis 2 as 2 Slices and 1 Adds, then a Div by the count"},
+       "node 'mean' (ReduceMean): 2 elements along axis 2 as 2 Slices and 1 Add, then a Div by the count"},
       {"a sum of a model at opset 9 (its Slices at the graph's opset, which takes their bounds as inputs)",
        R"(graph "g" opset 9 {
   input %x: f32[4,2]
   %y = ReduceSum(%x) {axes = ints[1]} @"r"
   output %y
 })",
-       "node 'r' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Adds"},
+       "node 'r' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Add"},
   };
   uint32_t seed = 900;
   for (const Case& c : cases) {
@@ -200,7 +200,7 @@ TEST_CASE("an MoE token's sum over its slots joins the residual and the next RMS
   REQUIRE(kept.is_ok());
   INFO(kept->verdict);
   REQUIRE(kept->lines.size() == 1);  // the RMSNorm's mean (over 24) stays a row op
-  CHECK(kept->lines.front() == "node 'slot_sum' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Adds");
+  CHECK(kept->lines.front() == "node 'slot_sum' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Add");
   same_as_original(*original, *g, 950);
   uint32_t seed = 951;
   one_kernel_in_every_planner(*g, seed, [](const fusion::FusionPlan& p) { CHECK(p.cost.kernels == 1); });
