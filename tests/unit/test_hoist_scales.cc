@@ -196,7 +196,7 @@ TEST_CASE("row scales stay in front of GEMMs whose product is read by another GE
   }
 }
 
-TEST_CASE("a row scale moves past a GEMM whose activation others read too; the norm stays for them",
+TEST_CASE("a row scale moves past a GEMM whose activation others read too, the norm staying for them",
           "[fusion][emu]") {
   uint32_t state = 123;
   const std::string consts = "  const %w: f32[16,16] = " + lcg_values(state, 16 * 16) +
