@@ -88,6 +88,7 @@ int run_compile(const CompileArgs& a) {
   switches.all_expert_gemms = !a.no_all_expert_gemms;
   switches.topk_rounds = !a.no_topk_rounds;
   switches.short_reductions = !a.no_short_reductions;
+  switches.arg_reductions = !a.no_arg_reductions;
   switches.relayout_copies = !a.no_relayout_copies;
   switches.output_copies = !a.no_output_copies;
   switches.hoist_row_scales = !a.no_hoist_row_scales;

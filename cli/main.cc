@@ -168,6 +168,12 @@ int main(int argc, char** argv) {
       "that many Slices added up, element-wise, so that any kernel can take it, such as the sum of an "
       "MoE token's expert outputs over its slots, when the plan's estimate is lower)");
   compile->add_flag(
+      "--no-arg-reductions", ca.no_arg_reductions,
+      "keep each ArgMax and ArgMin a kernel of its own, and each ScatterElements of one index per row "
+      "(by default an ArgMax or ArgMin along a float tensor's last axis becomes the row's extreme and "
+      "its first position, two row reductions, and such a scatter a select, so that they join the "
+      "kernel of the rows they read, such as PhiMoE's router, when the plan's estimate is lower)");
+  compile->add_flag(
       "--no-split-slices", ca.no_split_slices,
       "keep Splits and Gathers whole (by default a Split becomes one Slice per output, and a Gather "
       "of a constant run of indices a Slice, so that each part can be read in place by a GEMM or "

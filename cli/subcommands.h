@@ -39,6 +39,7 @@ struct CompileArgs {
   bool no_all_expert_gemms = false;
   bool no_topk_rounds = false;
   bool no_short_reductions = false;
+  bool no_arg_reductions = false;
   bool no_relayout_copies = false;
   bool no_output_copies = false;
   bool no_gemms_as_matmuls = false;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "fusion/arg_reductions.h"
 #include "fusion/expert_gemms.h"
 #include "fusion/fold_scales.h"
 #include "fusion/gemm_matmul.h"
@@ -92,6 +93,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.hoist_layer_norms) {
     ASSIGN_OR_RETURN(r.norm_hoists, hoist_layer_norms_if_cheaper(g, o));
   }
+  if (on.arg_reductions) {
+    ASSIGN_OR_RETURN(r.args, arg_extremes_as_reductions_if_cheaper(g, o));
+  }
   if (on.short_reductions) {
     ASSIGN_OR_RETURN(r.short_sums, short_reductions_as_adds_if_cheaper(g, o));
   }
@@ -141,6 +145,10 @@ std::string Rewrites::text() const {
   if (!hoists.verdict.empty()) section("row scales moved past GEMMs (" + hoists.verdict + ")", hoists.lines);
   if (!norm_hoists.verdict.empty())
     section("LayerNorms moved past GEMMs (" + norm_hoists.verdict + ")", norm_hoists.lines);
+  if (!args.verdict.empty())
+    section("ArgMax and ArgMin as row reductions, scatters of one index per row as selects (" + args.verdict +
+                ")",
+            args.lines);
   if (!short_sums.verdict.empty())
     section("sums over a few elements as Adds of Slices (" + short_sums.verdict + ")", short_sums.lines);
   if (!topks.verdict.empty())

@@ -7,8 +7,9 @@
 // a GEMM folded into its weights (fold_scales.h), sibling GEMMs merged (merge_gemms.h), Splits and
 // constant Gathers as Slices (split_slices.h), shared relayouts copied per reader
 // (relayout_copies.h: after the Slices, which make such chains), row scales moved past GEMMs, then
-// LayerNorms moved past GEMMs (hoist_scales.h), sums over a few elements as Adds (short_reductions.h: after
-// the rewrites that read a norm's ReduceMean), TopKs of a few as rounds of row reductions
+// LayerNorms moved past GEMMs (hoist_scales.h), ArgMax and ArgMin as row reductions with scatters of one
+// index per row as selects (arg_reductions.h), sums over a few elements as Adds (short_reductions.h:
+// after the rewrites that read a norm's ReduceMean), TopKs of a few as rounds of row reductions
 // (topk_rounds.h: late, judged on a plan close to the final one, since the rewrites before it change
 // the kernels its rounds would join), graph outputs computed again for their readers
 // (output_copies.h: last, since it keeps only the copies the final plan does not store). Gemms go
@@ -35,6 +36,7 @@ struct RewriteSwitches {  // each off with its --no-... flag
   bool all_expert_gemms = true;
   bool topk_rounds = true;
   bool short_reductions = true;
+  bool arg_reductions = true;
   bool fold_scales = true;
   bool merge_gemms = true;
   bool unflatten_gemms = true;
@@ -54,7 +56,7 @@ struct Rewrites {
   std::vector<std::string> unflattened;  // unflatten_gemms' lines
   std::vector<std::string> group_norms;  // split_group_norms' lines
   std::vector<std::string> head_rows;    // split_head_rows' lines
-  RewriteResult experts, short_sums, topks, slices, copies, outputs, hoists, norm_hoists;
+  RewriteResult experts, args, short_sums, topks, slices, copies, outputs, hoists, norm_hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
 };

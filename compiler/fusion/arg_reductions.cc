@@ -1,0 +1,89 @@
+#include "fusion/arg_reductions.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "fusion/graph_edit.h"
+#include "fusion/scatter_selects.h"
+#include "ops/op_util.h"
+
+namespace stitch::fusion {
+
+StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const std::set<std::string>& keep) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<std::string> log;
+  std::vector<Node*> args;  // collected first: the rewrite adds nodes
+  for (const auto& np : g.nodes())
+    if ((np->op_type == "ArgMax" || np->op_type == "ArgMin") && np->domain.empty() && !keep.count(np->name))
+      args.push_back(np.get());
+  std::vector<Node*> dead;
+  for (Node* n : args) {
+    Value *x = n->input(0), *y = n->output(0);
+    if (!x || !y || !x->has_static_shape() || !y->has_static_shape() || x->dims->empty() ||
+        num_elements(*x->dims) == 0 || !is_float(x->dtype) || n->attr_int("select_last_index", 0) != 0)
+      continue;
+    const int64_t rank = static_cast<int64_t>(x->dims->size());
+    auto axis = ops::norm_axis(*n, n->attr_int("axis", 0), rank);
+    const int64_t len = x->dims->back();
+    if (!axis.is_ok() || *axis != rank - 1 || len > (int64_t{1} << 24)) continue;
+    const bool mx = n->op_type == "ArgMax";
+    const DType t = x->dtype;
+    const Dims& d = *x->dims;
+    const std::string h = n->name + "/extreme";
+    auto lit = [&](const std::string& name, DType type, double v) {
+      return add_constant(g, h + name, type, {}, {v});
+    };
+    std::vector<double> pos(static_cast<size_t>(len)), first(static_cast<size_t>(len), 0.0);
+    for (int64_t j = 0; j < len; ++j) pos[static_cast<size_t>(j)] = static_cast<double>(j);
+    first[0] = 1.0;
+    Value* positions = add_constant(g, h + "_positions", DType::kF32, {len}, pos);
+    Value* at_first = add_constant(g, h + "_at_first", DType::kBool, {len}, first);
+    Value* nan = add_op(g, "IsNaN", h + "_nan", {x}, DType::kBool, d);
+    Value* later_nan =
+        add_op(g, "And", h + "_later_nan",
+               {nan, add_op(g, "Not", h + "_not_first", {at_first}, DType::kBool, {len})}, DType::kBool, d);
+    // A NaN after the first element: beyond no number; a NaN first element: beyond every number.
+    Value* z = add_op(g, "Where", h + "_first_nan", {nan, lit("_beyond", t, mx ? kInf : -kInf), x}, t, d);
+    z = add_op(g, "Where", h + "_read", {later_nan, lit("_short", t, mx ? -kInf : kInf), z}, t, d);
+    Value* extreme = add_row_reduce(g, mx ? "ReduceMax" : "ReduceMin", h + "_value", z);
+    Value* holds = add_op(g, "And", h + "_holds",
+                          {add_op(g, "Equal", h + "_equal", {z, extreme}, DType::kBool, d),
+                           add_op(g, "Not", h + "_number", {later_nan}, DType::kBool, d)},
+                          DType::kBool, d);
+    Value* held =
+        add_op(g, "Where", h + "_held",
+               {holds, positions, lit("_none", DType::kF32, static_cast<double>(len))}, DType::kF32, d);
+    // The position at the node's own shape (its keepdims), cast into its output: no view between.
+    Value* at = add_row_reduce(g, "ReduceMin", h + "_position", held);
+    at->dims = *y->dims;
+    at->producer->attrs["keepdims"] = n->attr_int("keepdims", 1);
+    Node* cast = add_op_node(g, "Cast", g.unique_name(h + "_index"));
+    cast->attrs["to"] = int64_t{7};
+    cast->inputs = {at};
+    cast->outputs = {y};
+    y->producer = cast;
+    n->outputs = {nullptr};
+    dead.push_back(n);
+    log.push_back(fmt::format("{}: over rows of {}, the {} and its first position", n->describe(), len,
+                              mx ? "largest" : "smallest"));
+  }
+  if (dead.empty()) return log;
+  RETURN_IF_ERROR(remove_and_sort(g, dead));
+  return log;
+}
+
+StatusOr<RewriteResult> arg_extremes_as_reductions_if_cheaper(std::unique_ptr<Graph>& g,
+                                                              const FusionOptions& o) {
+  return rewrite_if_cheaper(
+      g, o,
+      [&](Graph& c) -> StatusOr<std::vector<std::string>> {
+        ASSIGN_OR_RETURN(std::vector<std::string> lines, arg_extremes_as_reductions(c, o.no_fuse));
+        ASSIGN_OR_RETURN(std::vector<std::string> selects, scatter_selects(c, o.no_fuse));
+        lines.insert(lines.end(), selects.begin(), selects.end());
+        return lines;
+      },
+      "--no-arg-reductions");
+}
+
+}  // namespace stitch::fusion

@@ -1,0 +1,220 @@
+// ArgMax and ArgMin as row reductions (fusion::arg_extremes_as_reductions) and ScatterElements of
+// one index per row as selects (fusion::scatter_selects): the rewritten graphs compute what the ops
+// did on the reference (ties to the first position, NaNs where the reference's scan leaves them,
+// infinities, negative and int32 indices, reduction add and mul), the forms they do not take stay,
+// and PhiMoE's two picks around a masked logit become one row kernel in every planner, run on emu.
+#include <fmt/format.h>
+
+#include "fusion/arg_reductions.h"
+#include "fusion/scatter_selects.h"
+#include "fusion_test_util.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+// `op` along the last axis of a [5, 6] tensor holding ties, NaNs (first and later) and infinities
+// exactly (a random input times 0 plus the pattern, so that nothing folds it).
+std::string special_rows(const std::string& op, int keepdims) {
+  return fmt::format(R"(graph "arg" opset 18 {{
+  input %r: f32[5,6]
+  const %zero: f32[] = [0.0]
+  const %p: f32[5,6] = [1, 3, 3, 2, 3, 0, nan, 1, inf, nan, -inf, 2, -inf, nan, -inf, -inf, nan, -inf, 2, nan, inf, 5, inf, nan, nan, nan, nan, nan, nan, nan]
+  %z = Mul(%r, %zero) @"zeroed"
+  %x = Add(%z, %p) @"pattern"
+  %i = {}(%x) {{axis = -1, keepdims = {}}} @"arg"
+  output %i
+}}
+)",
+                     op, keepdims);
+}
+
+}  // namespace
+
+TEST_CASE("ArgMax and ArgMin as row reductions pick what the op picks, NaNs and ties included",
+          "[fusion][emu]") {
+  uint32_t seed = 700;
+  for (const char* op : {"ArgMax", "ArgMin"})
+    for (const int keepdims : {1, 0}) {
+      INFO(fmt::format("{} keepdims {}", op, keepdims));
+      auto g = parse_or_die(special_rows(op, keepdims));
+      run_frontend_or_die(*g);
+      auto original = clone_graph(*g);
+      auto lines = fusion::arg_extremes_as_reductions(*g);
+      REQUIRE(lines.is_ok());
+      REQUIRE(lines->size() == 1);
+      CHECK(lines->front() == fmt::format("node 'arg' ({}): over rows of 6, the {} and its first position",
+                                          op, std::string(op) == "ArgMax" ? "largest" : "smallest"));
+      CHECK(count_op(*g, op) == 0);
+      same_as_original(*original, *g, seed++);  // indices compared exactly
+      for (const char* mode : {"greedy", "beam", "ilp"}) {
+        INFO(mode);
+        CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+      }
+    }
+}
+
+TEST_CASE("ScatterElements of one index per row as a select writes what the scatter writes",
+          "[fusion][emu]") {
+  struct Case {
+    const char* what;
+    const char* text;
+    const char* line;
+  };
+  // The indices are computed at run time (a constant index would be folded by the front end):
+  // floor(r * (len / 2 - a little)) of r in [-2, 2), every index from -len to len - 1.
+  const Case cases[] = {
+      {"along the last axis, negative indices", R"(graph "g" opset 18 {
+  input %data: f32[6,5]
+  input %upd: f32[6,1]
+  input %r: f32[6,1]
+  const %len: f32[] = [2.4995]
+  %m = Mul(%r, %len)
+  %f = Floor(%m)
+  %idx = Cast(%f) {to = 7}
+  %y = ScatterElements(%data, %idx, %upd) {axis = 1} @"scatter"
+  output %y
+})",
+       "node 'scatter' (ScatterElements): one index per row along axis 1 of 5, as a Where"},
+      {"along the first axis, int32 indices, reduction add", R"(graph "g" opset 18 {
+  input %data: f32[4,3,2]
+  input %upd: f32[1,3,2]
+  input %r: f32[1,3,2]
+  const %len: f32[] = [1.9995]
+  %m = Mul(%r, %len)
+  %f = Floor(%m)
+  %idx = Cast(%f) {to = 6}
+  %y = ScatterElements(%data, %idx, %upd) {axis = 0, reduction = "add"} @"scatter"
+  output %y
+})",
+       "node 'scatter' (ScatterElements): one index per row along axis 0 of 4, as a Where of the data plus "
+       "the "
+       "update"},
+      {"a middle axis, reduction mul", R"(graph "g" opset 18 {
+  input %data: f32[2,3,4]
+  input %upd: f32[2,1,4]
+  input %r: f32[2,1,4]
+  const %len: f32[] = [1.4995]
+  %m = Mul(%r, %len)
+  %f = Floor(%m)
+  %idx = Cast(%f) {to = 7}
+  %y = ScatterElements(%data, %idx, %upd) {axis = 1, reduction = "mul"} @"scatter"
+  output %y
+})",
+       "node 'scatter' (ScatterElements): one index per row along axis 1 of 3, as a Where of the data times "
+       "the "
+       "update"},
+  };
+  uint32_t seed = 720;
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto g = parse_or_die(c.text);
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    auto lines = fusion::scatter_selects(*g);
+    REQUIRE(lines.is_ok());
+    REQUIRE(lines->size() == 1);
+    CHECK(lines->front() == c.line);
+    CHECK(count_op(*g, "ScatterElements") == 0);
+    same_as_original(*original, *g, seed++);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      CHECK(fused_matches_reference(*g, seed++, mode) == 1);
+    }
+  }
+}
+
+TEST_CASE("ArgMax, ArgMin and scatters the rewrites do not take stay as they are", "[fusion]") {
+  struct Case {
+    const char* what;
+    const char* text;
+  };
+  const Case cases[] = {
+      {"an ArgMax along an axis other than the last", R"(graph "g" opset 18 {
+  input %x: f32[6,4]
+  %i = ArgMax(%x) {axis = 0} @"n"
+  output %i
+})"},
+      {"an ArgMax of integers", R"(graph "g" opset 18 {
+  input %x: i64[4,6]
+  %i = ArgMax(%x) {axis = -1} @"n"
+  output %i
+})"},
+      {"an ArgMin of the last index", R"(graph "g" opset 18 {
+  input %x: f32[4,6]
+  %i = ArgMin(%x) {axis = -1, select_last_index = 1} @"n"
+  output %i
+})"},
+      {"a scatter of two indices per row", R"(graph "g" opset 18 {
+  input %data: f32[3,5]
+  input %upd: f32[3,2]
+  input %idx: i64[3,2]
+  %y = ScatterElements(%data, %idx, %upd) {axis = 1} @"n"
+  output %y
+})"},
+      {"a scatter taking the maximum", R"(graph "g" opset 18 {
+  input %data: f32[3,5]
+  input %upd: f32[3,1]
+  input %idx: i64[3,1]
+  %y = ScatterElements(%data, %idx, %upd) {axis = 1, reduction = "max"} @"n"
+  output %y
+})"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto g = parse_or_die(c.text);
+    run_frontend_or_die(*g);
+    const size_t nodes = g->nodes().size();
+    auto args = fusion::arg_extremes_as_reductions(*g);
+    auto selects = fusion::scatter_selects(*g);
+    REQUIRE(args.is_ok());
+    REQUIRE(selects.is_ok());
+    CHECK(args->empty());
+    CHECK(selects->empty());
+    CHECK(g->nodes().size() == nodes);
+  }
+  SECTION("--no-fuse on the node") {
+    auto g = parse_or_die(special_rows("ArgMax", 1));
+    run_frontend_or_die(*g);
+    auto lines = fusion::arg_extremes_as_reductions(*g, {"arg"});
+    REQUIRE(lines.is_ok());
+    CHECK(lines->empty());
+    CHECK(count_op(*g, "ArgMax") == 1);
+  }
+}
+
+TEST_CASE("PhiMoE's two picks around a masked logit are one row kernel", "[fusion][emu]") {
+  // The router's logits of 24 tokens over 8 experts: the first pick (an ArgMax), its logit masked
+  // to -inf by a scatter, the second pick from what is left, and both picks side by side. As ops of
+  // their own: 3 kernels; as reductions and a select, one.
+  auto g = parse_or_die(R"(graph "sparsemixer" opset 18 {
+  input %logits: f32[24,8]
+  const %minus_inf: f32[24,1] = )" +
+                        [] {
+                          std::string s = "[";
+                          for (int i = 0; i < 24; ++i) s += i ? ", -inf" : "-inf";
+                          return s + "]";
+                        }() +
+                        R"(
+  %first = ArgMax(%logits) {axis = -1} @"first"
+  %masked = ScatterElements(%logits, %first, %minus_inf) {axis = 1} @"mask"
+  %second = ArgMax(%masked) {axis = -1} @"second"
+  %picks = Concat(%first, %second) {axis = 1} @"picks"
+  output %picks
+})");
+  run_frontend_or_die(*g);
+  {
+    auto before = fusion::make_plan(*g, opts("beam"));
+    REQUIRE(before.is_ok());
+    CHECK(before->cost.kernels >= 3);
+  }
+  auto original = clone_graph(*g);
+  auto kept = fusion::arg_extremes_as_reductions_if_cheaper(g, opts("beam"));
+  REQUIRE(kept.is_ok());
+  INFO(kept->verdict);
+  CHECK(kept->lines.size() == 3);
+  same_as_original(*original, *g, 740);
+  uint32_t seed = 741;
+  one_kernel_in_every_planner(*g, seed);
+}
