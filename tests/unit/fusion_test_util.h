@@ -258,6 +258,16 @@ inline void same_as_original(const Graph& original, const Graph& rewritten, uint
   }
 }
 
+// A rewrite's graph `g` computes what `original` did on the reference, and every planner makes it
+// one kernel that matches the reference on emu (a seed each, from `seed` on).
+inline void rewritten_is_one_kernel(const Graph& original, const Graph& g, uint32_t& seed) {
+  same_as_original(original, g, seed++);
+  for (const char* mode : {"greedy", "beam", "ilp"}) {
+    INFO(mode);
+    CHECK(fused_matches_reference(g, seed++, mode) == 1);
+  }
+}
+
 // Whether the group holds a node of op type `op`; the plan's groups that hold every op in `ops`.
 inline bool has_op(const fusion::FusionGroup& grp, const std::string& op) {
   for (const Node* n : grp.nodes)
