@@ -85,8 +85,7 @@ TEST_CASE("ScatterElements of one index per row as a select writes what the scat
   output %y
 })",
        "node 'scatter' (ScatterElements): one index per row along axis 0 of 4, as a Where of the data plus "
-       "the "
-       "update"},
+       "the update"},
       {"a middle axis, reduction mul", R"(graph "g" opset 18 {
   input %data: f32[2,3,4]
   input %upd: f32[2,1,4]
@@ -99,8 +98,7 @@ TEST_CASE("ScatterElements of one index per row as a select writes what the scat
   output %y
 })",
        "node 'scatter' (ScatterElements): one index per row along axis 1 of 3, as a Where of the data times "
-       "the "
-       "update"},
+       "the update"},
   };
   uint32_t seed = 720;
   for (const Case& c : cases) {
