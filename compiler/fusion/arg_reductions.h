@@ -29,8 +29,9 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g,
                                                               const std::set<std::string>& keep = {});
 
 // arg_extremes_as_reductions and scatter_selects (scatter_selects.h) through rewrite_if_cheaper
-// (plan.h), judged together (PhiMoE's second pick reads the first through a scatter, and neither
-// pays alone): kept when the plan of the rewritten graph is estimated no slower.
+// (plan.h), judged together: kept when the plan of the rewritten graph is estimated no slower.
+// PhiMoE's second pick reads the first through a scatter, and the picks alone are estimated no
+// faster there (the scatter, a kernel of its own, stays between them).
 StatusOr<RewriteResult> arg_extremes_as_reductions_if_cheaper(std::unique_ptr<Graph>& g,
                                                               const FusionOptions& o);
 
