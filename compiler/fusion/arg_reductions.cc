@@ -34,10 +34,9 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
     auto lit = [&](const std::string& name, DType type, double v) {
       return add_constant(g, h + name, type, {}, {v});
     };
-    std::vector<double> pos(static_cast<size_t>(len)), first(static_cast<size_t>(len), 0.0);
-    for (int64_t j = 0; j < len; ++j) pos[static_cast<size_t>(j)] = static_cast<double>(j);
+    std::vector<double> first(static_cast<size_t>(len), 0.0);
     first[0] = 1.0;
-    Value* positions = add_constant(g, h + "_positions", DType::kF32, {len}, pos);
+    Value* positions = add_positions(g, h + "_positions", DType::kF32, len);
     Value* at_first = add_constant(g, h + "_at_first", DType::kBool, {len}, first);
     Value* nan = add_op(g, "IsNaN", h + "_nan", {x}, DType::kBool, d);
     Value* later_nan =
@@ -55,14 +54,9 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
         add_op(g, "Where", h + "_held",
                {holds, positions, lit("_none", DType::kF32, static_cast<double>(len))}, DType::kF32, d);
     // The position at the node's own shape (its keepdims), cast into its output: no view between.
-    Value* at = add_row_reduce(g, "ReduceMin", h + "_position", held);
-    at->dims = *y->dims;
-    at->producer->attrs["keepdims"] = n->attr_int("keepdims", 1);
-    Node* cast = add_op_node(g, "Cast", g.unique_name(h + "_index"));
-    cast->attrs["to"] = int64_t{7};
-    cast->inputs = {at};
-    cast->outputs = {y};
-    y->producer = cast;
+    Value* at = add_row_reduce(g, "ReduceMin", h + "_position", held, n->attr_int("keepdims", 1) != 0);
+    add_op_writing(g, "Cast", h + "_index", {at}, y)->attrs["to"] =
+        static_cast<int64_t>(dtype_to_onnx(y->dtype));
     n->outputs = {nullptr};
     dead.push_back(n);
     log.push_back(fmt::format("{}: over rows of {}, the {} and its first position", n->describe(), len,

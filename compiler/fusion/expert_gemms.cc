@@ -118,10 +118,8 @@ StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std
     Value* picked = add_op(g, "GatherND", base + "/picked", {per_expert, slot_idx}, out->dtype,
                            r ? Dims{t, r, m} : Dims{s, m});
     picked->producer->attrs["batch_dims"] = int64_t{1};
-    Node* back = add_op_node(g, "Reshape", g.unique_name(base + "/back"));
-    back->inputs = {picked, add_shape_constant(g, base + "/back_shape", out_want)};
-    back->outputs = {out};
-    out->producer = back;
+    add_op_writing(g, "Reshape", base + "/back",
+                   {picked, add_shape_constant(g, base + "/back_shape", out_want)}, out);
     n->outputs.assign(n->outputs.size(), nullptr);
     dead.push_back(n);
     dead.push_back(p);

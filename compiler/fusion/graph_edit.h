@@ -69,6 +69,34 @@ inline Value* add_op(Graph& g, const std::string& op, const std::string& hint, s
   return out;
 }
 
+// A new node `op` named after `name` (made unique) of `inputs` writing `out`, an existing value
+// whose old producer the caller retires: a rewrite's last node, writing the replaced node's output.
+inline Node* add_op_writing(Graph& g, const std::string& op, const std::string& name,
+                            std::vector<Value*> inputs, Value* out) {
+  Node* n = add_op_node(g, op, g.unique_name(name));
+  n->inputs = std::move(inputs);
+  n->outputs = {out};
+  out->producer = n;
+  return n;
+}
+
+// The positions 0 .. len-1 along an axis as a constant of type `t`, shaped [len] followed by
+// `trailing` axes of one element, so that it broadcasts along the axis `trailing` from the end.
+inline Value* add_positions(Graph& g, const std::string& hint, DType t, int64_t len, int64_t trailing = 0) {
+  std::vector<double> pos(static_cast<size_t>(len));
+  for (int64_t j = 0; j < len; ++j) pos[static_cast<size_t>(j)] = static_cast<double>(j);
+  Dims d{len};
+  d.insert(d.end(), static_cast<size_t>(trailing), 1);
+  return add_constant(g, hint, t, std::move(d), pos);
+}
+
+// `x` cast to `to` (a new Cast node and value).
+inline Value* add_cast(Graph& g, const std::string& hint, Value* x, DType to) {
+  Value* c = add_op(g, "Cast", hint, {x}, to, *x->dims);
+  c->producer->attrs["to"] = static_cast<int64_t>(dtype_to_onnx(to));
+  return c;
+}
+
 // The Slice node `name` (made unique) writing `out` = x[start, end) along `axis`, its starts and
 // ends int64 constants named after it, its axes `shared_axes` (one constant for the parts of one
 // split) or a new constant; `out` is typed by the caller.
@@ -101,14 +129,18 @@ inline bool is_read(const Graph& g, const std::unordered_map<const Value*, std::
   return g.is_graph_output(v) || (it != users.end() && !it->second.empty());
 }
 
-// Reduction `op` (ReduceMean, ReduceMax, ...) of `x` over its last axis, kept: axes an attribute
-// before opset 18, an input from it.
-inline Value* add_row_reduce(Graph& g, const char* op, const std::string& hint, Value* x) {
+// Reduction `op` (ReduceMean, ReduceMax, ...) of `x` over its last axis, kept (or dropped, without
+// `keepdims`): axes an attribute before opset 18, an input from it.
+inline Value* add_row_reduce(Graph& g, const char* op, const std::string& hint, Value* x,
+                             bool keepdims = true) {
   Dims d = *x->dims;
-  d.back() = 1;
+  if (keepdims)
+    d.back() = 1;
+  else
+    d.pop_back();
   Value* r = add_op(g, op, hint, {x}, x->dtype, d);
   Node* n = r->producer;
-  n->attrs["keepdims"] = int64_t{1};
+  n->attrs["keepdims"] = int64_t{keepdims ? 1 : 0};
   if (g.opset >= 18)
     n->inputs.push_back(add_shape_constant(g, hint + "_axes", {-1}));
   else

@@ -34,11 +34,7 @@ StatusOr<std::vector<std::string>> scatter_selects(Graph& g, const std::set<std:
     const DType it = ind->dtype;
     const std::string h = n->name + "/select";
     // The positions along the axis, shaped to broadcast there: [len, 1, ..., 1].
-    Dims pos_dims{len};
-    for (int64_t k = *axis + 1; k < rank; ++k) pos_dims.push_back(1);
-    std::vector<double> pos(static_cast<size_t>(len));
-    for (int64_t j = 0; j < len; ++j) pos[static_cast<size_t>(j)] = static_cast<double>(j);
-    Value* positions = add_constant(g, h + "_positions", it, pos_dims, pos);
+    Value* positions = add_positions(g, h + "_positions", it, len, rank - 1 - *axis);
     auto lit = [&](const std::string& name, double v) { return add_constant(g, h + name, it, {}, {v}); };
     Value* negative = add_op(g, "Less", h + "_negative", {ind, lit("_zero", 0)}, DType::kBool, *ind->dims);
     Value* wrapped = add_op(
@@ -51,10 +47,7 @@ StatusOr<std::vector<std::string>> scatter_selects(Graph& g, const std::set<std:
     Value* value = upd;
     if (red != "none")
       value = add_op(g, red == "add" ? "Add" : "Mul", h + "_combined", {data, upd}, data->dtype, d);
-    Node* w = add_op_node(g, "Where", g.unique_name(h));
-    w->inputs = {at, value, data};
-    w->outputs = {y};
-    y->producer = w;
+    add_op_writing(g, "Where", h, {at, value, data}, y);
     n->outputs = {nullptr};
     dead.push_back(n);
     log.push_back(fmt::format(

@@ -50,10 +50,8 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
       sum = add_op(g, "Div", n->name + "/mean",
                    {sum, add_constant(g, n->name + "/count", t, {}, {static_cast<double>(len)})}, t, part);
     // The reduction's output, kept or not, is the sum's elements in their order: a view of it.
-    Node* out = add_op_node(g, "Reshape", g.unique_name(n->name + "/shape"));
-    out->inputs = {sum, add_shape_constant(g, n->name + "/dims", *y->dims)};
-    out->outputs = {y};
-    y->producer = out;
+    add_op_writing(g, "Reshape", n->name + "/shape",
+                   {sum, add_shape_constant(g, n->name + "/dims", *y->dims)}, y);
     n->outputs = {nullptr};
     dead.push_back(n);
     log.push_back(fmt::format("{}: {} elements along axis {} as {} Slices and {} Add{}{}", n->describe(), len,

@@ -54,9 +54,7 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
     const double inf = largest ? -kInf : kInf;  // what a value taken becomes: past every value left
     Value* nan = bools("IsNaN", h + "_nan", {x}, d);
     Value* y = add_op(g, "Where", h + "_nan_as_inf", {nan, lit(h + "_inf", t, kInf), x}, t, d);
-    std::vector<double> positions(static_cast<size_t>(len));
-    for (int64_t i = 0; i < len; ++i) positions[static_cast<size_t>(i)] = static_cast<double>(i);
-    Value* ids = add_constant(g, h + "_ids", DType::kF32, {len}, positions);
+    Value* ids = add_positions(g, h + "_ids", DType::kF32, len);
     Value* shift = add_op(g, "Where", h + "_key_shift",
                           {nan, lit(h + "_nan_shift", DType::kF32, largest ? 0.0 : static_cast<double>(len)),
                            lit(h + "_number_shift", DType::kF32, largest ? static_cast<double>(len) : 0.0)},
@@ -87,14 +85,12 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
                    {nan_picked, lit(hr + "_nan_value", t, std::numeric_limits<double>::quiet_NaN()), extreme},
                    t, row));
       if (want_indices) {
-        Value* index =
-            add_op(g, "Cast", hr + "_index",
-                   {add_op(g, "Where", hr + "_position",
-                           {past, add_op(g, "Sub", hr + "_less_len", {first, lenv}, DType::kF32, row), first},
-                           DType::kF32, row)},
-                   DType::kI64, row);
-        index->producer->attrs["to"] = int64_t{7};
-        indices.push_back(index);
+        indices.push_back(add_cast(
+            g, hr + "_index",
+            add_op(g, "Where", hr + "_position",
+                   {past, add_op(g, "Sub", hr + "_less_len", {first, lenv}, DType::kF32, row), first},
+                   DType::kF32, row),
+            DType::kI64));
       }
       if (r + 1 < k) {
         Value* pick = bools("Equal", hr + "_pick", {keys, first}, d);
@@ -102,11 +98,7 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
       }
     }
     auto join = [&](const std::vector<Value*>& parts, Value* out, const char* what) {
-      Node* c = add_op_node(g, "Concat", g.unique_name(n->name + what));
-      c->attrs["axis"] = int64_t{-1};
-      c->inputs = parts;
-      c->outputs = {out};
-      out->producer = c;
+      add_op_writing(g, "Concat", n->name + what, parts, out)->attrs["axis"] = int64_t{-1};
     };
     if (want_values) join(values, values_out, "/values");
     if (want_indices) join(indices, indices_out, "/indices");
