@@ -70,11 +70,19 @@ Status write_file(const fs::path& p, const std::string& text) {
   return Status::ok();
 }
 
-std::string read_all(const fs::path& p) {
+// A file's size and FNV-1a, read a chunk at a time (a model can be gigabytes).
+std::pair<size_t, uint64_t> file_digest(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::vector<char> chunk(size_t{1} << 20);
+  size_t n = 0;
+  uint64_t h = artifact::fnv1a(nullptr, 0);
+  while (f) {
+    f.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<size_t>(f.gcount());
+    h = artifact::fnv1a(chunk.data(), got, h);
+    n += got;
+  }
+  return {n, h};
 }
 
 std::string hex64(uint64_t h) { return fmt::format("{:016x}", h); }
@@ -283,14 +291,36 @@ struct Writer {
     return Status::ok();
   }
 
+  // The weights file, written in offset order as it is hashed: no second copy of every weight in
+  // memory (a model's weights can be most of the machine's).
   Status weights() {
-    std::string blob(static_cast<size_t>(s.weights_bytes), '\0');
+    const fs::path path = tmp / artifact::kWeightsFile;
+    std::ofstream f(path, std::ios::binary);
+    uint64_t h = artifact::fnv1a(nullptr, 0);
+    int64_t at = 0;
+    const std::vector<char> zeros(static_cast<size_t>(artifact::kAlignment), '\0');
+    auto emit = [&](const void* p, int64_t n) {
+      f.write(static_cast<const char*>(p), n);
+      h = artifact::fnv1a(p, static_cast<size_t>(n), h);
+      at += n;
+    };
+    auto pad_to = [&](int64_t offset) {
+      STITCH_CHECK(offset >= at, "weights out of order: offset {} after {} bytes", offset, at);
+      while (at < offset) emit(zeros.data(), std::min<int64_t>(offset - at, artifact::kAlignment));
+    };
     for (const Value* v : s.weights) {
       const BufferRef& r = buffer_of(s, v);
       const Tensor& t = *v->constant;
-      std::memcpy(blob.data() + r.offset, t.data(), static_cast<size_t>(t.byte_size()));
+      pad_to(r.offset);
+      emit(t.data(), t.byte_size());
     }
-    return put(artifact::kWeightsFile, blob);
+    pad_to(s.weights_bytes);
+    f.close();
+    if (!f)
+      return Status::user(fmt::format(
+          "cannot write '{}': check the output directory is writable and has room", path.string()));
+    written[artifact::kWeightsFile] = {static_cast<size_t>(at), h};
+    return Status::ok();
   }
 
   ordered_json gemm_json(const LibraryCall& c) {
@@ -433,7 +463,7 @@ struct Writer {
                        {"dims", dims_json(f.value.dims())},
                        {"data", hex}});
     }
-    std::string model = read_all(o.model_path);
+    const auto [model_bytes, model_fnv1a] = file_digest(o.model_path);
     ordered_json files = ordered_json::object();
     std::vector<fs::path> all;
     for (const auto& e : fs::recursive_directory_iterator(tmp))
@@ -442,10 +472,8 @@ struct Writer {
     for (const fs::path& p : all) {
       const std::string rel = p.generic_string();
       auto it = written.find(rel);
-      if (it == written.end()) {  // made by nvcc or the host compiler
-        const std::string data = read_all(tmp / p);
-        it = written.emplace(rel, std::pair{data.size(), artifact::fnv1a(data.data(), data.size())}).first;
-      }
+      if (it == written.end())  // made by nvcc or the host compiler
+        it = written.emplace(rel, file_digest(tmp / p)).first;
       files[rel] = {{"bytes", it->second.first}, {"fnv1a", hex64(it->second.second)}};
     }
     ordered_json backends = ordered_json::array();
@@ -455,10 +483,7 @@ struct Writer {
         {"format", artifact::kFormatName},
         {"version", artifact::kArtifactVersion},
         {"compiler", "stitchc 0.1.0"},
-        {"model",
-         {{"path", o.model_path},
-          {"bytes", model.size()},
-          {"fnv1a", hex64(artifact::fnv1a(model.data(), model.size()))}}},
+        {"model", {{"path", o.model_path}, {"bytes", model_bytes}, {"fnv1a", hex64(model_fnv1a)}}},
         {"inputs", ins},
         {"outputs", outs},
         {"fixed_inputs", fixed},

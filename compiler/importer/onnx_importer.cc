@@ -21,14 +21,16 @@ namespace {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& m, std::string base_dir)
+  // `m` loses its initializers' raw bytes as they become constants (one copy of the weights in
+  // memory, not two).
+  Importer(onnx::ModelProto& m, std::string base_dir)
       : model_(m), base_dir_(std::move(base_dir)), g_(std::make_unique<Graph>()) {}
 
   StatusOr<std::unique_ptr<Graph>> run() {
     RETURN_IF_ERROR(read_opsets());
     const onnx::GraphProto& gp = model_.graph();
     g_->name = gp.name().empty() ? "main" : gp.name();
-    RETURN_IF_ERROR(read_initializers(gp));
+    RETURN_IF_ERROR(read_initializers(*model_.mutable_graph()));
     RETURN_IF_ERROR(read_inputs(gp));
     RETURN_IF_ERROR(read_nodes(gp));
     RETURN_IF_ERROR(read_outputs(gp));
@@ -60,12 +62,13 @@ class Importer {
     return Status::ok();
   }
 
-  Status read_initializers(const onnx::GraphProto& gp) {
-    for (const auto& init : gp.initializer()) {
+  Status read_initializers(onnx::GraphProto& gp) {
+    for (auto& init : *gp.mutable_initializer()) {
       if (init.name().empty()) return Status::user("an initializer has no name");
       if (g_->find_value(init.name()))
         return Status::user(fmt::format("initializer '{}' is defined twice", init.name()));
       ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_, "initializer '" + init.name() + "'"));
+      if (init.has_raw_data()) std::string().swap(*init.mutable_raw_data());
       Value* v = g_->add_value(init.name());
       v->dtype = t.dtype();
       v->dims = t.dims();
@@ -293,7 +296,7 @@ class Importer {
     return Status::ok();
   }
 
-  const onnx::ModelProto& model_;
+  onnx::ModelProto& model_;
   std::string base_dir_;
   std::unique_ptr<Graph> g_;
   std::map<std::string, int64_t> domain_opset_;
@@ -302,13 +305,11 @@ class Importer {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const std::string& base_dir,
-                                                   const std::string& display, const ImportOptions& options) {
-  onnx::ModelProto m;
-  if (bytes.empty()) return Status::user(fmt::format("{}: the file is empty", display));
-  if (!m.ParseFromString(bytes))
-    return Status::user(fmt::format("{}: not a valid ONNX model (the protobuf does not parse: the file is "
-                                    "truncated, corrupt, or not ONNX)", display));
+namespace {
+
+// A parsed model into the IR; `m` is edited (fixed inputs, decided Ifs inlined).
+StatusOr<std::unique_ptr<Graph>> import_model(onnx::ModelProto& m, const std::string& base_dir,
+                                              const std::string& display, const ImportOptions& options) {
   if (!m.has_graph() || m.ir_version() <= 0 || m.opset_import_size() == 0)
     return Status::user(fmt::format("{}: not an ONNX model (no graph, IR version or opset import found)", display));
   if (m.graph().node_size() == 0 && m.graph().output_size() == 0)
@@ -325,6 +326,23 @@ StatusOr<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, con
   return g;
 }
 
+Status not_parsed(const std::string& display) {
+  return Status::user(
+      fmt::format("{}: not a valid ONNX model (the protobuf does not parse: the file is "
+                  "truncated, corrupt, or not ONNX)",
+                  display));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const std::string& base_dir,
+                                                   const std::string& display, const ImportOptions& options) {
+  onnx::ModelProto m;
+  if (bytes.empty()) return Status::user(fmt::format("{}: the file is empty", display));
+  if (!m.ParseFromString(bytes)) return not_parsed(display);
+  return import_model(m, base_dir, display, options);
+}
+
 StatusOr<std::unique_ptr<Graph>> import_onnx_file(const std::string& path, const ImportOptions& options) {
   std::error_code ec;
   if (!fs::exists(path, ec))
@@ -333,8 +351,11 @@ StatusOr<std::unique_ptr<Graph>> import_onnx_file(const std::string& path, const
     return Status::user(fmt::format("{}: is a directory, not an .onnx file", path));
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::user(fmt::format("{}: cannot be opened (permissions?)", path));
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return import_onnx_bytes(bytes, fs::path(path).parent_path().string(), path, options);
+  if (fs::file_size(path, ec) == 0 && !ec) return Status::user(fmt::format("{}: the file is empty", path));
+  // Parsed from the stream: the file's bytes are not held beside the parsed model.
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f)) return not_parsed(path);
+  return import_model(m, fs::path(path).parent_path().string(), path, options);
 }
 
 }  // namespace stitch

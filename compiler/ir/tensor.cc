@@ -24,9 +24,17 @@ std::string dims_to_string(const Dims& dims) {
 }
 
 Tensor::Tensor(DType dtype, Dims dims)
-    : dtype_(dtype), dims_(std::move(dims)),
-      bytes_(static_cast<size_t>(num_elements(dims_) * dtype_size(dtype))) {
+    : dtype_(dtype),
+      dims_(std::move(dims)),
+      bytes_(std::make_shared<std::vector<uint8_t>>(
+          static_cast<size_t>(num_elements(dims_) * dtype_size(dtype)))) {
   for (int64_t d : dims_) STITCH_CHECK(d >= 0, "negative dim in {}", dims_to_string(dims_));
+}
+
+uint8_t* Tensor::own() {
+  if (!bytes_) return nullptr;
+  if (bytes_.use_count() > 1) bytes_ = std::make_shared<std::vector<uint8_t>>(*bytes_);
+  return bytes_->data();
 }
 
 Tensor Tensor::reshaped(Dims dims) const {
@@ -38,7 +46,7 @@ Tensor Tensor::reshaped(Dims dims) const {
 }
 
 double Tensor::get_f64(int64_t i) const {
-  const uint8_t* p = bytes_.data();
+  const uint8_t* p = data();
   switch (dtype_) {
     case DType::kF32: return reinterpret_cast<const float*>(p)[i];
     case DType::kF64: return reinterpret_cast<const double*>(p)[i];
@@ -50,7 +58,7 @@ double Tensor::get_f64(int64_t i) const {
 }
 
 int64_t Tensor::get_i64(int64_t i) const {
-  const uint8_t* p = bytes_.data();
+  const uint8_t* p = data();
   switch (dtype_) {
     case DType::kI64: return reinterpret_cast<const int64_t*>(p)[i];
     case DType::kI32: return reinterpret_cast<const int32_t*>(p)[i];
@@ -72,7 +80,7 @@ int64_t Tensor::get_i64(int64_t i) const {
 }
 
 void Tensor::set_f64(int64_t i, double v) {
-  uint8_t* p = bytes_.data();
+  uint8_t* p = own();
   switch (dtype_) {
     case DType::kF32: reinterpret_cast<float*>(p)[i] = static_cast<float>(v); return;
     case DType::kF64: reinterpret_cast<double*>(p)[i] = v; return;
@@ -98,7 +106,7 @@ void Tensor::set_f64(int64_t i, double v) {
 }
 
 void Tensor::set_i64(int64_t i, int64_t v) {
-  uint8_t* p = bytes_.data();
+  uint8_t* p = own();
   switch (dtype_) {
     case DType::kI64: reinterpret_cast<int64_t*>(p)[i] = v; return;
     case DType::kI32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); return;

@@ -4,10 +4,18 @@
 // Element access for computation goes through two widened views: floating
 // types as double, integer and bool types as int64. The reference kernels
 // compute in those and store back, which keeps them simple and exact.
+//
+// Copies share their bytes until one of them is written (copy on write): a
+// graph's clone (clone_graph) costs no copy of its weights, and the judged
+// rewrites clone the whole graph. Every non-const accessor (data(),
+// data_as<T>(), set_f64, set_i64) takes a private copy first when the bytes
+// are shared, so a pointer from a non-const accessor must not outlive a copy
+// of its tensor made after it; read through a const Tensor to avoid the copy.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,14 +38,20 @@ class Tensor {
   const Dims& dims() const { return dims_; }
   int64_t rank() const { return static_cast<int64_t>(dims_.size()); }
   int64_t size() const { return num_elements(dims_); }
-  int64_t byte_size() const { return static_cast<int64_t>(bytes_.size()); }
+  int64_t byte_size() const { return bytes_ ? static_cast<int64_t>(bytes_->size()) : 0; }
 
-  uint8_t* data() { return bytes_.data(); }
-  const uint8_t* data() const { return bytes_.data(); }
+  uint8_t* data() { return own(); }
+  const uint8_t* data() const { return bytes_ ? bytes_->data() : nullptr; }
   template <typename T>
-  T* data_as() { return reinterpret_cast<T*>(bytes_.data()); }
+  T* data_as() {
+    return reinterpret_cast<T*>(own());
+  }
   template <typename T>
-  const T* data_as() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  const T* data_as() const {
+    return reinterpret_cast<const T*>(data());
+  }
+  // Whether this tensor and `o` read the same bytes (a copy not written since).
+  bool shares_bytes_with(const Tensor& o) const { return bytes_ && bytes_ == o.bytes_; }
 
   // Same bytes, new dims with the same element count.
   Tensor reshaped(Dims dims) const;
@@ -58,13 +72,18 @@ class Tensor {
   }
 
   bool same_as(const Tensor& o) const {
-    return dtype_ == o.dtype_ && dims_ == o.dims_ && bytes_ == o.bytes_;
+    if (dtype_ != o.dtype_ || dims_ != o.dims_ || byte_size() != o.byte_size()) return false;
+    return bytes_ == o.bytes_ || byte_size() == 0 ||
+           std::memcmp(data(), o.data(), static_cast<size_t>(byte_size())) == 0;
   }
 
  private:
+  // The bytes for writing: a private copy first when another tensor shares them.
+  uint8_t* own();
+
   DType dtype_ = DType::kUndefined;
   Dims dims_;
-  std::vector<uint8_t> bytes_;
+  std::shared_ptr<std::vector<uint8_t>> bytes_;  // null for a default-constructed tensor
 };
 
 }  // namespace stitch

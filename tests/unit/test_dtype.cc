@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ir/dtype.h"
+#include "ir/graph.h"
 #include "ir/tensor.h"
 
 using namespace stitch;
@@ -38,6 +39,47 @@ TEST_CASE("tensor widened access converts like C casts") {
   Tensor b(DType::kBool, {1});
   b.set_f64(0, 0.5);
   CHECK(b.get_i64(0) == 1);
+}
+
+TEST_CASE("tensor copies share their bytes until one is written") {
+  const Tensor a = Tensor::from_f64(DType::kF32, {2, 2}, {1, 2, 3, 4});
+  Tensor b = a;
+  CHECK(b.shares_bytes_with(a));
+  CHECK(b.reshaped({4}).shares_bytes_with(a));
+  b.set_f64(1, 20);  // a private copy first: the original keeps its value
+  CHECK_FALSE(b.shares_bytes_with(a));
+  CHECK(a.get_f64(1) == 2);
+  CHECK(b.get_f64(1) == 20);
+  CHECK(b.get_f64(3) == 4);
+  Tensor c = a;
+  c.data_as<float>()[0] = 10;  // the same through a pointer
+  CHECK(a.get_f64(0) == 1);
+  CHECK(c.get_f64(0) == 10);
+  Tensor d = a;
+  d.set_i64(2, 7);
+  CHECK(a.get_i64(2) == 3);
+  // Equality reads the values, shared or not.
+  CHECK(Tensor(a).same_as(a));
+  CHECK(Tensor::from_f64(DType::kF32, {2, 2}, {1, 2, 3, 4}).same_as(a));
+  CHECK_FALSE(b.same_as(a));
+  CHECK(Tensor().same_as(Tensor()));
+  CHECK(Tensor().data() == nullptr);
+  CHECK(Tensor(DType::kF32, {0}).same_as(Tensor(DType::kF32, {0})));
+}
+
+TEST_CASE("a cloned graph shares its constants' bytes until it writes them") {
+  Graph g;
+  Value* w = g.add_value("w");
+  w->dtype = DType::kF32;
+  w->dims = Dims{3};
+  w->constant = Tensor::from_f64(DType::kF32, {3}, {1, 2, 3});
+  auto copy = clone_graph(g);
+  Value* cw = copy->values().front().get();
+  REQUIRE(cw->constant);
+  CHECK(cw->constant->shares_bytes_with(*w->constant));
+  cw->constant->set_f64(0, -1);
+  CHECK(w->constant->get_f64(0) == 1);
+  CHECK(cw->constant->get_f64(0) == -1);
 }
 
 TEST_CASE("dtype names and ONNX codes round-trip") {
