@@ -514,8 +514,11 @@ Status Stitcher::emit_rows() {
     k_.mapping += fmt::format("; {} over rows of {} of its own, each row's in the row (an outer reduction{})",
                               o.node->describe(), o.cols,
                               o.group > 1 ? fmt::format(", by {} warps together", o.group) : "");
-  for (const auto& [v, f] : info_.permuted)
-    k_.mapping += fmt::format("; '{}' stored {} ({})", v->name, dims_to_string(dims(v)),
+  // By name, not by address: the kernel's text must not depend on where the values were allocated.
+  std::map<std::string, const Value*> moved;
+  for (const auto& [v, f] : info_.permuted) moved[v->name] = v;
+  for (const auto& [name, v] : moved)
+    k_.mapping += fmt::format("; '{}' stored {} ({})", name, dims_to_string(dims(v)),
                               info_.has_own_axes(v) ? "the row's values over axes of its own"
                                                     : "the rows moved by a Transpose or Reshape");
   for (const std::string& ct : scratch_)
