@@ -68,7 +68,8 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
 }
 
 StatusOr<RewriteResult> arg_extremes_as_reductions_if_cheaper(std::unique_ptr<Graph>& g,
-                                                              const FusionOptions& o) {
+                                                              const FusionOptions& o,
+                                                              const std::optional<Cost>& before) {
   return rewrite_if_cheaper(
       g, o,
       [&](Graph& c) -> StatusOr<std::vector<std::string>> {
@@ -77,7 +78,7 @@ StatusOr<RewriteResult> arg_extremes_as_reductions_if_cheaper(std::unique_ptr<Gr
         lines.insert(lines.end(), selects.begin(), selects.end());
         return lines;
       },
-      "--no-arg-reductions");
+      "--no-arg-reductions", /*strict=*/false, before);
 }
 
 }  // namespace stitch::fusion

@@ -32,7 +32,7 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g,
 // (plan.h), judged together: kept when the plan of the rewritten graph is estimated no slower.
 // PhiMoE's second pick reads the first through a scatter, and the picks alone are estimated no
 // faster there (the scatter, a kernel of its own, stays between them).
-StatusOr<RewriteResult> arg_extremes_as_reductions_if_cheaper(std::unique_ptr<Graph>& g,
-                                                              const FusionOptions& o);
+StatusOr<RewriteResult> arg_extremes_as_reductions_if_cheaper(
+    std::unique_ptr<Graph>& g, const FusionOptions& o, const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

@@ -136,9 +136,11 @@ StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std
   return log;
 }
 
-StatusOr<RewriteResult> all_expert_gemms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+StatusOr<RewriteResult> all_expert_gemms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                    const std::optional<Cost>& before) {
   return rewrite_if_cheaper(
-      g, o, [&](Graph& c) { return all_expert_gemms(c, o.no_fuse); }, "--no-all-expert-gemms");
+      g, o, [&](Graph& c) { return all_expert_gemms(c, o.no_fuse); }, "--no-all-expert-gemms",
+      /*strict=*/false, before);
 }
 
 }  // namespace stitch::fusion

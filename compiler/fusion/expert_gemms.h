@@ -40,6 +40,7 @@ StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std
 
 // all_expert_gemms through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph is
 // estimated no slower.
-StatusOr<RewriteResult> all_expert_gemms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+StatusOr<RewriteResult> all_expert_gemms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                    const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

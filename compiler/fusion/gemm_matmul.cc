@@ -134,9 +134,11 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
   return log;
 }
 
-StatusOr<RewriteResult> gemms_as_matmuls_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+StatusOr<RewriteResult> gemms_as_matmuls_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                    const std::optional<Cost>& before) {
   return rewrite_if_cheaper(
-      g, o, [&](Graph& c) { return gemms_as_matmuls(c, o.no_fuse); }, "--no-gemms-as-matmuls");
+      g, o, [&](Graph& c) { return gemms_as_matmuls(c, o.no_fuse); }, "--no-gemms-as-matmuls",
+      /*strict=*/false, before);
 }
 
 }  // namespace stitch::fusion

@@ -31,6 +31,7 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
 
 // gemms_as_matmuls through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten
 // graph is estimated no slower.
-StatusOr<RewriteResult> gemms_as_matmuls_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+StatusOr<RewriteResult> gemms_as_matmuls_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                    const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

@@ -19,11 +19,15 @@ namespace {
 StatusOr<RewriteResult> decide_twice(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&, NormReaders)>& rewrite,
-    const std::string& skip_flag, const char* other, const char* attention) {
+    const std::string& skip_flag, const char* other, const char* attention,
+    const std::optional<Cost>& before) {
   RewriteResult out;
+  std::optional<Cost> known = before;  // the estimate of *g as it stands, once a step planned it
   auto decide = [&](NormReaders r, const std::string& name) -> StatusOr<bool> {
-    ASSIGN_OR_RETURN(RewriteResult step, rewrite_if_cheaper(
-                                             g, o, [&](Graph& c) { return rewrite(c, r); }, skip_flag));
+    ASSIGN_OR_RETURN(RewriteResult step,
+                     rewrite_if_cheaper(
+                         g, o, [&](Graph& c) { return rewrite(c, r); }, skip_flag, /*strict=*/false, known));
+    if (step.kept) known = out.kept = step.kept;
     if (step.verdict.empty()) return false;
     out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ", name, step.verdict);
     out.lines.insert(out.lines.end(), step.lines.begin(), step.lines.end());
@@ -40,15 +44,17 @@ StatusOr<RewriteResult> decide_twice(
 
 }  // namespace
 
-StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                     const std::optional<Cost>& before) {
   // The norms whose products feed other work (an activation, a residual), then those feeding
   // attention, whose products a kernel must store for Q.K^T anyway.
   return decide_twice(
       g, o, [&](Graph& c, NormReaders r) { return hoist_layer_norms(c, o.no_fuse, r); },
-      "--no-hoist-layer-norms", "feeding other work", "feeding attention");
+      "--no-hoist-layer-norms", "feeding other work", "feeding attention", before);
 }
 
-StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                    const std::optional<Cost>& before) {
   // The products only kernels read, then those attention's GEMMs read (the row scale moved onto
   // Q.K^T and P). A row scale whose scaled products per-head norms reduce (Qwen3's Q and K) is
   // computed again for each (row_statistics.h), judged with the move.
@@ -61,7 +67,7 @@ StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, c
         lines.insert(lines.end(), copies.begin(), copies.end());
         return lines;
       },
-      "--no-hoist-row-scales", "read by kernels", "read by attention");
+      "--no-hoist-row-scales", "read by kernels", "read by attention", before);
 }
 
 }  // namespace stitch::fusion

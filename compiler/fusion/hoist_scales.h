@@ -72,11 +72,13 @@ StatusOr<std::vector<std::string>> hoist_layer_norms(Graph& g, const std::set<st
 
 // hoist_layer_norms through rewrite_if_cheaper, twice: the norms feeding other work first, then
 // those feeding attention, each kept when the plan's estimate is no slower.
-StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+StatusOr<RewriteResult> hoist_layer_norms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                     const std::optional<Cost>& before = std::nullopt);
 
 // hoist_row_scales through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph
 // is estimated no slower, since a row scale applied in a kernel that would not otherwise exist
 // costs a launch.
-StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+StatusOr<RewriteResult> hoist_row_scales_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                    const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

@@ -104,7 +104,8 @@ StatusOr<std::vector<std::string>> copy_output_cones(Graph& g, const std::set<st
   return log;
 }
 
-StatusOr<RewriteResult> copy_output_cones_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+StatusOr<RewriteResult> copy_output_cones_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                     const std::optional<Cost>& before) {
   std::unique_ptr<Graph> trial = clone_graph(*g);
   std::map<std::string, std::string> copies, kinds;
   ASSIGN_OR_RETURN(std::vector<std::string> lines,
@@ -164,7 +165,7 @@ StatusOr<RewriteResult> copy_output_cones_if_cheaper(std::unique_ptr<Graph>& g, 
       RewriteResult r,
       rewrite_if_cheaper(
           g, o, [&](Graph& c) { return copy_output_cones(c, o.no_fuse, &useful); }, "--no-output-copies",
-          /*strict=*/true));
+          /*strict=*/true, before));
   if (!r.lines.empty()) r.verdict += left_out;
   return r;
 }

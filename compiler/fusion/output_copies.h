@@ -41,6 +41,7 @@ StatusOr<std::vector<std::string>> copy_output_cones(Graph& g, const std::set<st
 // decoding step's present values may cost P.V's kernel more than the store they save) and the set
 // estimated fastest goes on; it goes through rewrite_if_cheaper (plan.h): kept only when the plan
 // of the rewritten graph is estimated faster.
-StatusOr<RewriteResult> copy_output_cones_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+StatusOr<RewriteResult> copy_output_cones_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                     const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

@@ -352,14 +352,20 @@ std::string explain(const FusionPlan& plan) {
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,
-    bool strict) {
+    bool strict, const std::optional<Cost>& before) {
   RewriteResult out;
   std::unique_ptr<Graph> copy = clone_graph(*g);
   ASSIGN_OR_RETURN(std::vector<std::string> lines, rewrite(*copy));
   if (lines.empty()) return out;
-  ASSIGN_OR_RETURN(FusionPlan before, make_plan(*g, o));
+  Cost c0;
+  if (before) {
+    c0 = *before;
+  } else {
+    ASSIGN_OR_RETURN(FusionPlan p0, make_plan(*g, o));
+    c0 = p0.cost;
+  }
   ASSIGN_OR_RETURN(FusionPlan after, make_plan(*copy, o));
-  const double t0 = before.cost.time * 1e6, t1 = after.cost.time * 1e6;
+  const double t0 = c0.time * 1e6, t1 = after.cost.time * 1e6;
   // Enough digits that the two estimates read differently when they differ.
   const int digits = fmt::format("{:.1f}", t0) == fmt::format("{:.1f}", t1) && t0 != t1 ? 3 : 1;
   if (strict ? t1 < t0 : t1 <= t0) {
@@ -367,9 +373,9 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
     out.kept = after.cost;
     out.lines = std::move(lines);
     out.verdict = fmt::format("estimated {:.{}f} us against {:.{}f} us without, {} kernels against {}", t1,
-                              digits, t0, digits, after.cost.kernels, before.cost.kernels);
+                              digits, t0, digits, after.cost.kernels, c0.kernels);
   } else {
-    out.kept = before.cost;
+    out.kept = c0;
     out.verdict = fmt::format(
         "not applied: estimated {:.{}f} us against {:.{}f} us without ({} candidates; {} skips "
         "the comparison)",

@@ -115,7 +115,9 @@ std::string explain(const FusionPlan& plan);
 // `strict`: for a rewrite that only adds nodes, a tie means it gained nothing). `lines` are the
 // rewrite's lines when kept; `verdict` says what was compared, naming `skip_flag` when not kept
 // (empty when the rewrite found nothing to do); `kept` is the estimate of the graph as left (with
-// the rewrite or without), unset when nothing was compared.
+// the rewrite or without), unset when nothing was compared. `before`, when set, is the estimate
+// of `g` as it is (the `kept` of the judged rewrite before, with no other rewrite since): only the
+// copy is planned then.
 struct RewriteResult {
   std::vector<std::string> lines;
   std::string verdict;
@@ -124,6 +126,6 @@ struct RewriteResult {
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,
-    bool strict = false);
+    bool strict = false, const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

@@ -82,10 +82,11 @@ StatusOr<std::vector<std::string>> copy_shared_relayouts(Graph& g, const std::se
   return log;
 }
 
-StatusOr<RewriteResult> copy_shared_relayouts_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+StatusOr<RewriteResult> copy_shared_relayouts_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                         const std::optional<Cost>& before) {
   return rewrite_if_cheaper(
       g, o, [&](Graph& c) { return copy_shared_relayouts(c, o.no_fuse); }, "--no-relayout-copies",
-      /*strict=*/true);
+      /*strict=*/true, before);
 }
 
 }  // namespace stitch::fusion

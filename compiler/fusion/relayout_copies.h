@@ -31,6 +31,7 @@ StatusOr<std::vector<std::string>> copy_shared_relayouts(Graph& g, const std::se
 // copy_shared_relayouts through rewrite_if_cheaper (plan.h): kept only when the plan of the
 // rewritten graph is estimated faster (a copy whose readers all store it anyway only adds a
 // kernel, and one that changes nothing only adds nodes to read in the plan).
-StatusOr<RewriteResult> copy_shared_relayouts_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+StatusOr<RewriteResult> copy_shared_relayouts_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                         const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

@@ -23,6 +23,15 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
                                         const RewriteSwitches& on) {
   Rewrites r;
   if (o.mode == "none") return r;
+  // The estimate of *g as it stands, from the last judged rewrite that planned it (its kept graph's),
+  // unset once an unjudged rewrite changes the graph: each judged rewrite then plans only its copy.
+  std::optional<Cost> known;
+  auto judged = [&](const RewriteResult& step) {
+    if (step.kept) known = step.kept;
+  };
+  auto changed = [&](const std::vector<std::string>& lines) {
+    if (!lines.empty()) known.reset();
+  };
   if (on.split_group_norms) {
     ASSIGN_OR_RETURN(r.group_norms, split_group_norms(*g, o.no_fuse));
   }
@@ -31,21 +40,27 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   }
   if (on.gemms_as_matmuls) {
     ASSIGN_OR_RETURN(r.gemms, gemms_as_matmuls_if_cheaper(g, o));
+    judged(r.gemms);
   }
   if (on.all_expert_gemms) {
-    ASSIGN_OR_RETURN(r.experts, all_expert_gemms_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.experts, all_expert_gemms_if_cheaper(g, o, known));
+    judged(r.experts);
   }
   if (on.unflatten_gemms) {
     ASSIGN_OR_RETURN(r.unflattened, unflatten_gemms(*g, o.no_fuse));
+    changed(r.unflattened);
   }
   if (on.fold_scales) {
     ASSIGN_OR_RETURN(r.scale_folds, fold_column_scales(*g, o.no_fuse));
+    changed(r.scale_folds);
   }
   if (on.merge_gemms) {
     ASSIGN_OR_RETURN(r.merges, merge_sibling_gemms(*g, o.no_fuse));
+    changed(r.merges);
   }
   if (on.split_slices) {
-    ASSIGN_OR_RETURN(r.slices, split_to_slices_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.slices, split_to_slices_if_cheaper(g, o, known));
+    judged(r.slices);
   }
   bool copies_done = false;
   if (on.split_slices && on.relayout_copies && r.slices.lines.empty() && !r.slices.verdict.empty()) {
@@ -53,13 +68,15 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     // shared (Falcon's K and V, Gathers of one Transpose of the fused QKV product): judged
     // together, against the copies alone (each as copy_shared_relayouts_if_cheaper keeps it).
     std::unique_ptr<Graph> alone = clone_graph(*g), both = clone_graph(*g);
-    ASSIGN_OR_RETURN(RewriteResult copies_alone, copy_shared_relayouts_if_cheaper(alone, o));
+    ASSIGN_OR_RETURN(RewriteResult copies_alone, copy_shared_relayouts_if_cheaper(alone, o, known));
     ASSIGN_OR_RETURN(std::vector<std::string> slice_lines, split_to_slices(*both, o.no_fuse));
     ASSIGN_OR_RETURN(RewriteResult copies_both, copy_shared_relayouts_if_cheaper(both, o));
     if (!copies_both.lines.empty()) {  // then copies_both.kept is the plan of `both`
       Cost c_alone;
       if (copies_alone.kept) {
         c_alone = *copies_alone.kept;
+      } else if (known) {  // `alone` is a copy of g as it stands
+        c_alone = *known;
       } else {
         ASSIGN_OR_RETURN(FusionPlan p_alone, make_plan(*alone, o));
         c_alone = p_alone.cost;
@@ -67,6 +84,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
       const Cost& c_both = *copies_both.kept;
       const double t_alone = c_alone.time * 1e6, t_both = c_both.time * 1e6;
       if (t_both < t_alone) {
+        known = c_both;
         g = std::move(both);
         const std::string by_themselves = r.slices.verdict.rfind("not applied: ", 0) == 0
                                               ? r.slices.verdict.substr(std::string("not applied: ").size())
@@ -78,6 +96,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
         r.slices.lines = std::move(slice_lines);
         r.copies = std::move(copies_both);
       } else {
+        known = c_alone;
         g = std::move(alone);
         r.copies = std::move(copies_alone);
       }
@@ -85,25 +104,31 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     }
   }
   if (on.relayout_copies && !copies_done) {
-    ASSIGN_OR_RETURN(r.copies, copy_shared_relayouts_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.copies, copy_shared_relayouts_if_cheaper(g, o, known));
+    judged(r.copies);
   }
   if (on.hoist_row_scales) {
-    ASSIGN_OR_RETURN(r.hoists, hoist_row_scales_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.hoists, hoist_row_scales_if_cheaper(g, o, known));
+    judged(r.hoists);
   }
   if (on.hoist_layer_norms) {
-    ASSIGN_OR_RETURN(r.norm_hoists, hoist_layer_norms_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.norm_hoists, hoist_layer_norms_if_cheaper(g, o, known));
+    judged(r.norm_hoists);
   }
   if (on.arg_reductions) {
-    ASSIGN_OR_RETURN(r.args, arg_extremes_as_reductions_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.args, arg_extremes_as_reductions_if_cheaper(g, o, known));
+    judged(r.args);
   }
   if (on.short_reductions) {
-    ASSIGN_OR_RETURN(r.short_sums, short_reductions_as_adds_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.short_sums, short_reductions_as_adds_if_cheaper(g, o, known));
+    judged(r.short_sums);
   }
   if (on.topk_rounds) {
-    ASSIGN_OR_RETURN(r.topks, topk_as_rounds_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.topks, topk_as_rounds_if_cheaper(g, o, known));
+    judged(r.topks);
   }
   if (on.output_copies) {
-    ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o));
+    ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o, known));
   }
   return r;
 }

@@ -63,10 +63,11 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
   return log;
 }
 
-StatusOr<RewriteResult> short_reductions_as_adds_if_cheaper(std::unique_ptr<Graph>& g,
-                                                            const FusionOptions& o) {
+StatusOr<RewriteResult> short_reductions_as_adds_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                            const std::optional<Cost>& before) {
   return rewrite_if_cheaper(
-      g, o, [&](Graph& c) { return short_reductions_as_adds(c, o.no_fuse); }, "--no-short-reductions");
+      g, o, [&](Graph& c) { return short_reductions_as_adds(c, o.no_fuse); }, "--no-short-reductions",
+      /*strict=*/false, before);
 }
 
 }  // namespace stitch::fusion

@@ -31,7 +31,7 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
 
 // short_reductions_as_adds through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten
 // graph is estimated no slower.
-StatusOr<RewriteResult> short_reductions_as_adds_if_cheaper(std::unique_ptr<Graph>& g,
-                                                            const FusionOptions& o);
+StatusOr<RewriteResult> short_reductions_as_adds_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                            const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

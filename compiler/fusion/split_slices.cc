@@ -126,9 +126,11 @@ StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std:
   return log;
 }
 
-StatusOr<RewriteResult> split_to_slices_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+StatusOr<RewriteResult> split_to_slices_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                   const std::optional<Cost>& before) {
   return rewrite_if_cheaper(
-      g, o, [&](Graph& c) { return split_to_slices(c, o.no_fuse); }, "--no-split-slices");
+      g, o, [&](Graph& c) { return split_to_slices(c, o.no_fuse); }, "--no-split-slices", /*strict=*/false,
+      before);
 }
 
 }  // namespace stitch::fusion

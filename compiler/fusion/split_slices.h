@@ -38,6 +38,7 @@ StatusOr<std::vector<std::string>> split_to_slices(Graph& g, const std::set<std:
 // split_to_slices through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph
 // is estimated no slower (a Split whose outputs all need kernels of their own is one launch;
 // its Slices would be several).
-StatusOr<RewriteResult> split_to_slices_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+StatusOr<RewriteResult> split_to_slices_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                   const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

@@ -114,9 +114,11 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
   return log;
 }
 
-StatusOr<RewriteResult> topk_as_rounds_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o) {
+StatusOr<RewriteResult> topk_as_rounds_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                  const std::optional<Cost>& before) {
   return rewrite_if_cheaper(
-      g, o, [&](Graph& c) { return topk_as_rounds(c, o.no_fuse); }, "--no-topk-rounds");
+      g, o, [&](Graph& c) { return topk_as_rounds(c, o.no_fuse); }, "--no-topk-rounds", /*strict=*/false,
+      before);
 }
 
 }  // namespace stitch::fusion

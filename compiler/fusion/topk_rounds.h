@@ -31,6 +31,7 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
 
 // topk_as_rounds through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph is
 // estimated no slower (k rounds over a long row, a vocabulary's, cost more than one TopK kernel).
-StatusOr<RewriteResult> topk_as_rounds_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o);
+StatusOr<RewriteResult> topk_as_rounds_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                  const std::optional<Cost>& before = std::nullopt);
 
 }  // namespace stitch::fusion

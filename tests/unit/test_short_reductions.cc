@@ -150,11 +150,13 @@ TEST_CASE("reductions the Adds do not take stay as they are", "[fusion]") {
   }
 }
 
-TEST_CASE("an MoE token's sum over its slots joins the residual and the next RMSNorm", "[fusion][emu]") {
-  // transformers' MoE: each slot's expert output weighted by the slot's routing weight, summed over
-  // the token's 2 slots (a column reduction: a kernel of its own), added to the residual, then the
-  // next layer's RMSNorm (rows of 24). With the sum as Adds, one row kernel.
-  const std::string text = R"(graph "combine" opset 18 {
+namespace {
+
+// transformers' MoE: each slot's expert output weighted by the slot's routing weight, summed over
+// the token's 2 slots (a column reduction: a kernel of its own), added to the residual, then the
+// next layer's RMSNorm (rows of 24). With the sum as Adds, one row kernel.
+std::string moe_combine_text() {
+  return R"(graph "combine" opset 18 {
   input %experts: f32[20,2,24]
   input %weights: f32[20,2]
   input %residual: f32[20,24]
@@ -162,13 +164,12 @@ TEST_CASE("an MoE token's sum over its slots joins the residual and the next RMS
   const %slots: i64[1] = [1]
   const %eps: f32[] = [0.00001]
   const %gamma: f32[24] = [)" +
-                           [] {
-                             std::string s;
-                             for (int i = 0; i < 24; ++i)
-                               s += fmt::format("{}{}", i ? ", " : "", 0.5 + 0.05 * i);
-                             return s;
-                           }() +
-                           R"(]
+         [] {
+           std::string s;
+           for (int i = 0; i < 24; ++i) s += fmt::format("{}{}", i ? ", " : "", 0.5 + 0.05 * i);
+           return s;
+         }() +
+         R"(]
   %w = Unsqueeze(%weights, %last) @"column"
   %weighted = Mul(%experts, %w) @"weighted"
   %moe = ReduceSum(%weighted, %slots) {keepdims = 0} @"slot_sum"
@@ -183,7 +184,12 @@ TEST_CASE("an MoE token's sum over its slots joins the residual and the next RMS
   output %h
   output %y
 })";
-  auto g = parse_or_die(text);
+}
+
+}  // namespace
+
+TEST_CASE("an MoE token's sum over its slots joins the residual and the next RMSNorm", "[fusion][emu]") {
+  auto g = parse_or_die(moe_combine_text());
   run_frontend_or_die(*g);
   {
     auto before = fusion::make_plan(*g, opts("beam"));
@@ -200,4 +206,32 @@ TEST_CASE("an MoE token's sum over its slots joins the residual and the next RMS
   same_as_original(*original, *g, 950);
   uint32_t seed = 951;
   one_kernel_in_every_planner(*g, seed, [](const fusion::FusionPlan& p) { CHECK(p.cost.kernels == 1); });
+}
+
+TEST_CASE("a judged rewrite given the estimate of the graph as it stands plans only its copy", "[fusion]") {
+  // rewrite_for_planning hands each judged rewrite the estimate its predecessor kept: the verdict
+  // must read the same as when the rewrite plans the graph itself, and the estimate handed in is
+  // what the copy is judged against.
+  auto g = parse_or_die(moe_combine_text());
+  run_frontend_or_die(*g);
+  auto planned = clone_graph(*g), handed = clone_graph(*g), free = clone_graph(*g);
+  auto own = fusion::short_reductions_as_adds_if_cheaper(planned, opts("beam"));
+  REQUIRE(own.is_ok());
+  REQUIRE(own->lines.size() == 1);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  auto given = fusion::short_reductions_as_adds_if_cheaper(handed, opts("beam"), plan->cost);
+  REQUIRE(given.is_ok());
+  CHECK(given->verdict == own->verdict);
+  CHECK(given->lines == own->lines);
+  REQUIRE(given->kept);
+  CHECK(given->kept->time == own->kept->time);
+  // An estimate of no time for the graph as it stands: the copy cannot beat it, and g stays.
+  fusion::Cost nothing;
+  auto lost = fusion::short_reductions_as_adds_if_cheaper(free, opts("beam"), nothing);
+  REQUIRE(lost.is_ok());
+  INFO(lost->verdict);
+  CHECK(lost->lines.empty());
+  CHECK(lost->verdict.find("against 0.0 us without") != std::string::npos);
+  CHECK(lost->kept->time == 0);
 }
