@@ -210,8 +210,54 @@ bool reads_operand(const Node& n, size_t i) {
 bool has_scalar_expr(const Node& n) {
   const std::string& op = n.op_type;
   return unary_table().count(op) || is_binary(op) || is_variadic(op) || op == "Where" || op == "Clip" ||
-         op == "Cast" || op == "CastLike" || op == "BatchNormalization";
+         op == "Cast" || op == "CastLike" || op == "BitCast" || op == "BatchNormalization";
 }
+
+namespace {
+
+// BitCast between types of one width, from and to their compute types (float for 32- and 16-bit
+// floats, double, long long for signed integers and uint8/16/32, unsigned long long for uint64,
+// bool): through CUDA's bit reinterpretations, or the integers' C types of that width.
+StatusOr<std::string> bit_cast(const Node& n, DType from, DType to, const std::string& a) {
+  auto c_int = [](DType t) -> const char* {
+    switch (t) {
+      case DType::kI8: return "signed char";
+      case DType::kU8: case DType::kBool: return "unsigned char";
+      case DType::kI16: return "short";
+      case DType::kU16: return "unsigned short";
+      case DType::kI32: return "int";
+      case DType::kU32: return "unsigned";
+      case DType::kI64: return "long long";
+      case DType::kU64: return "unsigned long long";
+      default: return nullptr;
+    }
+  };
+  const std::string ct = compute_type(to);
+  if (from == to) return a;
+  if (from == DType::kF32 && c_int(to))
+    return fmt::format("(({})__float_as_{}({}))", ct, to == DType::kU32 ? "uint" : "int", a);
+  if (to == DType::kF32 && c_int(from))
+    return fmt::format("__{}_as_float(({}){})", from == DType::kU32 ? "uint" : "int", c_int(from), a);
+  if (from == DType::kF64 && c_int(to)) return fmt::format("(({})__double_as_longlong({}))", ct, a);
+  if (to == DType::kF64 && c_int(from)) return fmt::format("__longlong_as_double((long long){})", a);
+  if (c_int(from) && c_int(to)) {
+    if (to == DType::kBool) return fmt::format("(({})({}) != 0)", c_int(from), a);
+    return fmt::format("(({})({})({}))", ct, c_int(to), a);
+  }
+  // 16-bit floats compute as float: their bits are those of the value rounded back (exactly).
+  std::string bits16 = c_int(from) ? fmt::format("((unsigned short){})", a)
+                       : from == DType::kF16
+                           ? fmt::format("__half_as_ushort(__float2half_rn({}))", a)
+                           : fmt::format("__bfloat16_as_ushort(__float2bfloat16_rn({}))", a);
+  if (to == DType::kF16) return fmt::format("__half2float(__ushort_as_half({}))", bits16);
+  if (to == DType::kBF16) return fmt::format("__bfloat162float(__ushort_as_bfloat16({}))", bits16);
+  if (!c_int(to) || (from != DType::kF16 && from != DType::kBF16))
+    return Status::internal(fmt::format("{}: no BitCast from {} to {}", n.describe(), dtype_name(from),
+                                        dtype_name(to)));
+  return fmt::format("(({})({}){})", ct, c_int(to), bits16);
+}
+
+}  // namespace
 
 StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a) {
   const std::string& op = n.op_type;
@@ -243,6 +289,7 @@ StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>&
     if (out_t == DType::kBool) return fmt::format("({} != 0)", a[0]);
     return fmt::format("(({}){})", ct, a[0]);
   }
+  if (op == "BitCast") return bit_cast(n, n.input(0)->dtype, out_t, a[0]);
   if (op == "BatchNormalization") {
     // y = (x - mean) / sqrt(var + eps) * scale + B, inference form.
     return fmt::format("(({0} - {3}) * ({1} / {5}({4} + {6})) + {2})", a[0], a[1], a[2], a[3], a[4], fn(ct, "sqrt"),

@@ -3,6 +3,7 @@
 // Cast/CastLike. Floating types compute in double, integer and bool types in
 // int64, then store back to the output type.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -520,6 +521,32 @@ Status eval_cast(const Node& n, std::span<const Tensor* const> in, std::vector<T
   return Status::ok();
 }
 
+// BitCast (opset 26): the same bytes read as another type of the same width.
+Status infer_bitcast(InferContext& ctx) {
+  const int64_t code = ctx.node().attr_int("to", 0);
+  auto to = dtype_from_onnx(static_cast<int>(code));
+  if (!to)
+    return ctx.error(fmt::format("bit-casts to {}, which stitch does not support",
+                                 onnx_dtype_name(static_cast<int>(code))));
+  const DType from = ctx.dtype(0);
+  if (dtype_size(from) != dtype_size(*to))
+    return ctx.error(fmt::format("bit-casts {} ({} bytes) to {} ({} bytes): BitCast needs types of one width",
+                                 dtype_name(from), dtype_size(from), dtype_name(*to), dtype_size(*to)));
+  ctx.set_output(0, *to, ctx.dims(0));
+  return Status::ok();
+}
+
+Status eval_bitcast(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const DType to = *dtype_from_onnx(static_cast<int>(n.attr_int("to", 0)));
+  const Tensor& x = *in[0];
+  Tensor y(to, x.dims());
+  if (x.byte_size() > 0) std::memcpy(y.data(), x.data(), static_cast<size_t>(x.byte_size()));
+  if (to == DType::kBool)  // a byte read as a bool: any bit set is true
+    for (int64_t i = 0; i < y.size(); ++i) y.data()[i] = y.data()[i] != 0;
+  out[0] = std::move(y);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_elementwise(std::vector<OpDef>& t) {
@@ -535,6 +562,8 @@ void register_elementwise(std::vector<OpDef>& t) {
   t.push_back({"Clip", kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_clip, eval_clip});
   t.push_back({"Cast", kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_cast, eval_cast, same_type_as_input0});
   t.push_back({"CastLike", 15, kMaxOpset, OpCategory::kElementwise, infer_cast, eval_cast, same_type_as_input0});
+  t.push_back({"BitCast", 26, kMaxOpset, OpCategory::kElementwise, infer_bitcast, eval_bitcast,
+               same_type_as_input0});
 }
 
 }  // namespace stitch::ops

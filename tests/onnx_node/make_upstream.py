@@ -23,7 +23,7 @@ from onnx import TensorProto, numpy_helper
 from onnx.backend.test.case import node
 
 # Test-name prefixes: the opset-23 transformer ops, then the ops and op versions of opsets 24 to 28
-# that the op table claims, then Col2Im (opset 18), TopK's newer cases (ties, integer types) and
+# that the op table claims (BitCast: opset 26), then Col2Im (opset 18), TopK's newer cases (ties, integer types) and
 # QuantizeLinear and DequantizeLinear's newest versions (int16, blocked scales, output_dtype) and
 # GridSample's (opset 22: N-D, the modes linear and cubic), and QLinearMatMul's (opset 21: int8
 # operands, float16 scales).
@@ -37,6 +37,7 @@ PREFIXES = [
     "test_range",
     "test_mod",
     "test_swiglu",
+    "test_bitcast",
     "test_col2im",
     "test_top_k",
     "test_quantizelinear",
