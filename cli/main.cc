@@ -158,10 +158,10 @@ int main(int argc, char** argv) {
       "expert's part of the product is picked after, when the plan's estimate is lower)");
   compile->add_flag(
       "--no-topk-rounds", ca.no_topk_rounds,
-      "keep each TopK a kernel of its own (by default a TopK of at most 8 along a float tensor's last "
-      "axis becomes that many rounds of row reductions, the largest value left and its first index, "
-      "so that it joins the kernel of the rows it reads, such as an MoE router's softmax, when the "
-      "plan's estimate is lower)");
+      "keep each TopK a kernel of its own (by default a TopK of at most 8 along a float32, float16 or "
+      "bfloat16 tensor's last axis becomes that many rounds of one row reduction each, the largest key "
+      "left holding the value and its first index, so that it joins the kernel of the rows it reads, "
+      "such as an MoE router's softmax, when the plan's estimate is lower)");
   compile->add_flag(
       "--no-short-reductions", ca.no_short_reductions,
       "keep a ReduceSum or ReduceMean over 2 to 8 elements of one axis a row op (by default it becomes "

@@ -1,14 +1,18 @@
 // TopK as rounds of row reductions. A TopK of a few (k <= kMaxTopKRounds) along the last axis of a
 // floating-point tensor is a kernel of its own to the stitcher. The routers of transformers' MoE
 // exports pick each token's top 2 experts that way, right after their softmax's row kernel. Written
-// as k rounds over the row, each a few reductions, the TopK joins the kernel of the rows it reads
-// (importer/contrib_moe.cc picks onnxruntime's MoE's top k the same way). Round r takes the largest
-// value not yet taken and the lowest index holding it, as TopK orders them (ties to the lower
-// index; NaN above every number, as the reference interpreter and PyTorch put it): a NaN left in
-// the row is taken first (its value NaN), else the largest number (ReduceMax with the taken ones
-// and the NaNs set to -inf) at its first index (ReduceMin of the indices holding it); the smallest
-// (largest = 0) mirror that, NaN last. The values and indices of the rounds are concatenated into
-// TopK's outputs ([.., k]: a value of k per row, stored by the row kernel's wide loop).
+// as k rounds over the row, each one ReduceMax, the TopK joins the kernel of the rows it reads
+// (importer/contrib_moe.cc picks onnxruntime's MoE's top k the same way).
+//
+// Each element gets an int64 key: its value's order in the high bits, its position's (reversed) in
+// the low 24, so that the largest key left is the round's pick: the largest value, at its lowest
+// position (TopK's ties). The value's order is its float32 bits (BitCast) read as an int32 with the
+// magnitude bits flipped when negative; NaN is first made one quiet NaN (above +inf, as the
+// reference interpreter and PyTorch put it) and -0 made +0 (TopK ties them, so a -0 is reported as
+// +0). For the smallest (largest = 0) the order is reversed, NaN last. A round's value and index
+// come back out of its key; the picks are masked below every key for the next round. The values
+// and indices of the rounds are concatenated into TopK's outputs ([.., k]: a value of k per row,
+// stored by the row kernel's wide loop). float64 inputs stay TopKs (a key holds a float32's order).
 #pragma once
 
 #include <memory>
@@ -24,9 +28,10 @@ namespace stitch::fusion {
 
 inline constexpr int64_t kMaxTopKRounds = 8;
 
-// Rewrites every TopK of static shapes along its input's last axis, of a float tensor, with a
-// constant K from 1 to kMaxTopKRounds (and at most the axis's extent), into those rounds; its
-// outputs keep their values. Returns one line per TopK. Those named in `keep` (--no-fuse) stay.
+// Rewrites every TopK of static shapes along its input's last axis (at most 2^24 long), of a
+// float32, float16 or bfloat16 tensor, with a constant K from 1 to kMaxTopKRounds (and at most the
+// axis's extent), into those rounds; its outputs keep their values (a -0 value reads +0). Returns
+// one line per TopK. Those named in `keep` (--no-fuse) stay.
 StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::string>& keep = {});
 
 // topk_as_rounds through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten graph is

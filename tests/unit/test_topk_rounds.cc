@@ -1,7 +1,8 @@
 // TopK as rounds of row reductions (fusion::topk_as_rounds): the rounds pick what TopK picks, in
-// its order (ties to the lower index, NaN above every number, infinities), for the largest and the
-// smallest; the forms the rewrite does not take stay; and a router's softmax with its top 2 become
-// one row kernel in every planner, run on emu against the reference.
+// its order (ties to the lower index, NaN above every number, infinities, zeros of either sign),
+// for the largest and the smallest, of float32, float16 and bfloat16; the forms the rewrite does not
+// take stay; and a router's softmax with its top 2 become one row kernel in every planner, run on
+// emu against the reference.
 #include <fmt/format.h>
 
 #include "fusion/topk_rounds.h"
@@ -12,22 +13,22 @@ using namespace stitch::test;
 
 namespace {
 
-// TopK of `k` along the last axis of a [4, 6] tensor holding ties, NaNs and infinities exactly (a
-// random input times 0 plus the pattern, so that nothing folds it).
-std::string special_rows(int64_t k, bool largest) {
+// TopK of `k` along the last axis of a [5, 6] tensor of `type` holding ties, NaNs, infinities and
+// zeros of both signs exactly (a random input times 0 plus the pattern, so that nothing folds it).
+std::string special_rows(int64_t k, bool largest, const char* type = "f32") {
   return fmt::format(R"(graph "topk" opset 18 {{
-  input %r: f32[4,6]
-  const %zero: f32[] = [0.0]
-  const %p: f32[4,6] = [1, 3, 3, 2, 3, 0, nan, 1, inf, nan, -inf, 2, -inf, -inf, -inf, -inf, -inf, -inf, inf, nan, inf, 5, -1, nan]
-  const %k: i64[1] = [{}]
+  input %r: {2}[5,6]
+  const %zero: {2}[] = [0.0]
+  const %p: {2}[5,6] = [1, 3, 3, 2, 3, 0, nan, 1, inf, nan, -inf, 2, -inf, -inf, -inf, -inf, -inf, -inf, inf, nan, inf, 5, -1, nan, -0.0, 0.0, -0.0, -1, 1, 0.0]
+  const %k: i64[1] = [{0}]
   %z = Mul(%r, %zero) @"zeroed"
   %x = Add(%z, %p) @"pattern"
-  %v, %i = TopK(%x, %k) {{axis = -1, largest = {}, sorted = 1}} @"topk"
+  %v, %i = TopK(%x, %k) {{axis = -1, largest = {1}, sorted = 1}} @"topk"
   output %v
   output %i
 }}
 )",
-                     k, largest ? 1 : 0);
+                     k, largest ? 1 : 0, type);
 }
 
 }  // namespace
@@ -35,25 +36,27 @@ std::string special_rows(int64_t k, bool largest) {
 TEST_CASE("TopK as rounds picks what TopK picks: ties to the lower index, NaN above every number",
           "[fusion][emu]") {
   uint32_t seed = 800;
-  for (const bool largest : {true, false})
-    for (const int64_t k : {1, 3, 6}) {
-      INFO(fmt::format("k {} {}", k, largest ? "largest" : "smallest"));
-      auto g = parse_or_die(special_rows(k, largest));
-      run_frontend_or_die(*g);
-      auto original = clone_graph(*g);
-      auto lines = fusion::topk_as_rounds(*g);
-      REQUIRE(lines.is_ok());
-      REQUIRE(lines->size() == 1);
-      CHECK(lines->front() ==
-            fmt::format("node 'topk' (TopK): {} rounds over rows of 6 ({} first), 2 row reductions each", k,
-                        largest ? "the largest" : "the smallest"));
-      CHECK(count_op(*g, "TopK") == 0);
-      same_as_original(*original, *g, seed++);  // values copied, indices compared exactly
-      for (const char* mode : {"greedy", "beam", "ilp"}) {
-        INFO(mode);
-        CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+  for (const char* type : {"f32", "f16", "bf16"})
+    for (const bool largest : {true, false})
+      for (const int64_t k : {1, 3, 6}) {
+        INFO(fmt::format("{} k {} {}", type, k, largest ? "largest" : "smallest"));
+        auto g = parse_or_die(special_rows(k, largest, type));
+        run_frontend_or_die(*g);
+        auto original = clone_graph(*g);
+        auto lines = fusion::topk_as_rounds(*g);
+        REQUIRE(lines.is_ok());
+        REQUIRE(lines->size() == 1);
+        CHECK(lines->front() ==
+              fmt::format(
+                  "node 'topk' (TopK): {} rounds over rows of 6 ({} first), one row reduction of keys each",
+                  k, largest ? "the largest" : "the smallest"));
+        CHECK(count_op(*g, "TopK") == 0);
+        same_as_original(*original, *g, seed++);  // values copied, indices compared exactly
+        for (const char* mode : {"greedy", "beam", "ilp"}) {
+          INFO(mode);
+          CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+        }
       }
-    }
 }
 
 TEST_CASE("TopKs the rounds do not take stay as they are", "[fusion]") {
@@ -154,7 +157,7 @@ TEST_CASE("a router's softmax and its top 2 as rounds are one row kernel", "[fus
       for (const Node* n : plan->groups[i].nodes) group_of[n->name] = i;
     // The rounds and the indices with the softmax; the values may go with the normalization, which
     // reads them (rows of 2).
-    for (const char* part : {"topk/round0_first", "topk/round1_first", "topk/round1_extreme", "topk/indices"})
+    for (const char* part : {"topk/round0_best", "topk/round1_best", "topk/round1_index", "topk/indices"})
       CHECK(group_of.at(part) == group_of.at("softmax"));
     CHECK(plan->groups.size() == 2);
     CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
