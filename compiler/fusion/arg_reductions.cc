@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "fusion/graph_edit.h"
+#include "fusion/order_keys.h"
 #include "fusion/scatter_selects.h"
 #include "ops/op_util.h"
 
@@ -26,7 +27,7 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
     const int64_t rank = static_cast<int64_t>(x->dims->size());
     auto axis = ops::norm_axis(*n, n->attr_int("axis", 0), rank);
     const int64_t len = x->dims->back();
-    if (!axis.is_ok() || *axis != rank - 1 || len > (int64_t{1} << 24)) continue;
+    if (!axis.is_ok() || *axis != rank - 1 || len > kMaxKeyedRow) continue;
     const bool mx = n->op_type == "ArgMax";
     const DType t = x->dtype;
     const Dims& d = *x->dims;
@@ -36,7 +37,6 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
     };
     std::vector<double> first(static_cast<size_t>(len), 0.0);
     first[0] = 1.0;
-    Value* positions = add_positions(g, h + "_positions", DType::kF32, len);
     Value* at_first = add_constant(g, h + "_at_first", DType::kBool, {len}, first);
     Value* nan = add_op(g, "IsNaN", h + "_nan", {x}, DType::kBool, d);
     Value* later_nan =
@@ -45,6 +45,24 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
     // A NaN after the first element: beyond no number; a NaN first element: beyond every number.
     Value* z = add_op(g, "Where", h + "_first_nan", {nan, lit("_beyond", t, mx ? kInf : -kInf), x}, t, d);
     z = add_op(g, "Where", h + "_read", {later_nan, lit("_short", t, mx ? -kInf : kInf), z}, t, d);
+    const bool keepdims = n->attr_int("keepdims", 1) != 0;
+    if (t != DType::kF64) {
+      // One ReduceMax of keys (order_keys.h): the extreme at its first position in one pass. A later
+      // NaN, read as the farthest number, never beats the first element, which is no farther.
+      const OrderKeys keys =
+          add_order_keys(g, h, t == DType::kF32 ? z : add_cast(g, h + "_f32", z, DType::kF32), mx);
+      Value* best = add_row_reduce(g, "ReduceMax", h + "_best", keys.keys, keepdims);
+      // The position at the node's own shape (its keepdims), into its output: no view between.
+      key_position(g, keys, h + "_index", key_low_bits(g, keys, h + "_low_bits", best), y);
+      n->outputs = {nullptr};
+      dead.push_back(n);
+      log.push_back(
+          fmt::format("{}: over rows of {}, one row reduction of keys for the {} at its first position",
+                      n->describe(), len, mx ? "largest" : "smallest"));
+      continue;
+    }
+    // float64: the extreme, then the least position holding it.
+    Value* positions = add_positions(g, h + "_positions", DType::kF32, len);
     Value* extreme = add_row_reduce(g, mx ? "ReduceMax" : "ReduceMin", h + "_value", z);
     Value* holds = add_op(g, "And", h + "_holds",
                           {add_op(g, "Equal", h + "_equal", {z, extreme}, DType::kBool, d),
@@ -54,7 +72,7 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
         add_op(g, "Where", h + "_held",
                {holds, positions, lit("_none", DType::kF32, static_cast<double>(len))}, DType::kF32, d);
     // The position at the node's own shape (its keepdims), cast into its output: no view between.
-    Value* at = add_row_reduce(g, "ReduceMin", h + "_position", held, n->attr_int("keepdims", 1) != 0);
+    Value* at = add_row_reduce(g, "ReduceMin", h + "_position", held, keepdims);
     add_op_writing(g, "Cast", h + "_index", {at}, y)->attrs["to"] =
         static_cast<int64_t>(dtype_to_onnx(y->dtype));
     n->outputs = {nullptr};

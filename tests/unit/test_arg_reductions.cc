@@ -1,7 +1,8 @@
 // ArgMax and ArgMin as row reductions (fusion::arg_extremes_as_reductions) and ScatterElements of
 // one index per row as selects (fusion::scatter_selects): the rewritten graphs compute what the ops
-// did on the reference (ties to the first position, NaNs where the reference's scan leaves them,
-// infinities, negative and int32 indices, reduction add and mul), the forms they do not take stay,
+// did on the reference (ties to the first position, zeros of both signs tied, NaNs where the
+// reference's scan leaves them, infinities, float32, float16, bfloat16 and float64, negative and
+// int32 indices, reduction add and mul), the forms they do not take stay,
 // and PhiMoE's two picks around a masked logit become one row kernel in every planner, run on emu.
 #include <fmt/format.h>
 
@@ -14,20 +15,21 @@ using namespace stitch::test;
 
 namespace {
 
-// `op` along the last axis of a [5, 6] tensor holding ties, NaNs (first and later) and infinities
-// exactly (a random input times 0 plus the pattern, so that nothing folds it).
-std::string special_rows(const std::string& op, int keepdims) {
+// `op` along the last axis of a [7, 6] tensor of `type` holding ties, NaNs (first and later),
+// infinities and zeros of both signs exactly (a random input times 0 plus the pattern, so that
+// nothing folds it).
+std::string special_rows(const std::string& op, int keepdims, const char* type = "f32") {
   return fmt::format(R"(graph "arg" opset 18 {{
-  input %r: f32[5,6]
-  const %zero: f32[] = [0.0]
-  const %p: f32[5,6] = [1, 3, 3, 2, 3, 0, nan, 1, inf, nan, -inf, 2, -inf, nan, -inf, -inf, nan, -inf, 2, nan, inf, 5, inf, nan, nan, nan, nan, nan, nan, nan]
+  input %r: {2}[7,6]
+  const %zero: {2}[] = [0.0]
+  const %p: {2}[7,6] = [1, 3, 3, 2, 3, 0, nan, 1, inf, nan, -inf, 2, -inf, nan, -inf, -inf, nan, -inf, 2, nan, inf, 5, inf, nan, nan, nan, nan, nan, nan, nan, -0.0, 0.0, -0.0, -1, -2, 0.0, 0.0, -0.0, 0.0, 1, 2, -0.0]
   %z = Mul(%r, %zero) @"zeroed"
   %x = Add(%z, %p) @"pattern"
-  %i = {}(%x) {{axis = -1, keepdims = {}}} @"arg"
+  %i = {0}(%x) {{axis = -1, keepdims = {1}}} @"arg"
   output %i
 }}
 )",
-                     op, keepdims);
+                     op, keepdims, type);
 }
 
 }  // namespace
@@ -35,20 +37,28 @@ std::string special_rows(const std::string& op, int keepdims) {
 TEST_CASE("ArgMax and ArgMin as row reductions pick what the op picks, NaNs and ties included",
           "[fusion][emu]") {
   uint32_t seed = 700;
-  for (const char* op : {"ArgMax", "ArgMin"})
-    for (const int keepdims : {1, 0}) {
-      INFO(fmt::format("{} keepdims {}", op, keepdims));
-      auto g = parse_or_die(special_rows(op, keepdims));
-      run_frontend_or_die(*g);
-      auto original = clone_graph(*g);
-      auto lines = fusion::arg_extremes_as_reductions(*g);
-      REQUIRE(lines.is_ok());
-      REQUIRE(lines->size() == 1);
-      CHECK(lines->front() == fmt::format("node 'arg' ({}): over rows of 6, the {} and its first position",
-                                          op, std::string(op) == "ArgMax" ? "largest" : "smallest"));
-      CHECK(count_op(*g, op) == 0);
-      rewritten_is_one_kernel(*original, *g, seed);  // indices compared exactly
-    }
+  for (const char* type : {"f32", "f16", "bf16", "f64"})
+    for (const char* op : {"ArgMax", "ArgMin"})
+      for (const int keepdims : {1, 0}) {
+        INFO(fmt::format("{} {} keepdims {}", type, op, keepdims));
+        auto g = parse_or_die(special_rows(op, keepdims, type));
+        run_frontend_or_die(*g);
+        auto original = clone_graph(*g);
+        auto lines = fusion::arg_extremes_as_reductions(*g);
+        REQUIRE(lines.is_ok());
+        REQUIRE(lines->size() == 1);
+        const char* which = std::string(op) == "ArgMax" ? "largest" : "smallest";
+        // float64 values do not fit a key: the extreme, then its first position.
+        CHECK(lines->front() ==
+              (std::string(type) == "f64"
+                   ? fmt::format("node 'arg' ({}): over rows of 6, the {} and its first position", op, which)
+                   : fmt::format(
+                         "node 'arg' ({}): over rows of 6, one row reduction of keys for the {} at its first "
+                         "position",
+                         op, which)));
+        CHECK(count_op(*g, op) == 0);
+        rewritten_is_one_kernel(*original, *g, seed);  // indices compared exactly
+      }
 }
 
 TEST_CASE("ScatterElements of one index per row as a select writes what the scatter writes",
