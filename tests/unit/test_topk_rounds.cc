@@ -163,3 +163,34 @@ TEST_CASE("a router's softmax and its top 2 as rounds are one row kernel", "[fus
     CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
   }
 }
+
+TEST_CASE("TopK rounds over rows long enough to split over blocks match in every planner", "[fusion][emu]") {
+  // A vocabulary's logits: rows of 100000, their softmax and its top 2 as rounds of keys (int64
+  // reductions beside the softmax's float ones), whatever the planners make of them.
+  auto g = parse_or_die(R"(graph "vocab" opset 18 {
+  input %logits: f32[3,100000]
+  const %k: i64[1] = [2]
+  %p = Softmax(%logits) {axis = -1} @"softmax"
+  %v, %i = TopK(%p, %k) {axis = -1} @"topk"
+  output %v
+  output %i
+})");
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  auto lines = fusion::topk_as_rounds(*g);
+  REQUIRE(lines.is_ok());
+  REQUIRE(lines->size() == 1);
+  uint32_t seed = 850;
+  same_as_original(*original, *g, seed++);
+  for (const char* mode : {"greedy", "beam"}) {
+    INFO(mode);
+    auto plan = fusion::make_plan(*g, opts(mode));
+    REQUIRE(plan.is_ok());
+    INFO(fusion::explain(*plan));
+    // Rows split over blocks: the keys' int64 partials meet at grid barriers beside the softmax's.
+    CHECK(std::any_of(plan->groups.begin(), plan->groups.end(), [](const fusion::FusionGroup& grp) {
+      return grp.scheme == "global" && has_op(grp, "ReduceMax");
+    }));
+    CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+  }
+}
