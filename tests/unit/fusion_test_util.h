@@ -268,6 +268,24 @@ inline void rewritten_is_one_kernel(const Graph& original, const Graph& g, uint3
   }
 }
 
+// `text` through the front end, then a fusion rewrite (one of fusion/'s graph rewrites, its no_fuse
+// set empty): the rewritten graph, the graph before it, and the rewrite's lines.
+struct FusionRewrite {
+  std::unique_ptr<Graph> g, original;
+  std::vector<std::string> lines;
+};
+inline FusionRewrite rewritten(const std::string& text,
+                               const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite) {
+  FusionRewrite r;
+  r.g = parse_or_die(text);
+  run_frontend_or_die(*r.g);
+  r.original = clone_graph(*r.g);
+  auto lines = rewrite(*r.g);
+  REQUIRE(lines.is_ok());
+  r.lines = *lines;
+  return r;
+}
+
 // Whether the group holds a node of op type `op`; the plan's groups that hold every op in `ops`.
 inline bool has_op(const fusion::FusionGroup& grp, const std::string& op) {
   for (const Node* n : grp.nodes)

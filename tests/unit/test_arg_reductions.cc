@@ -41,15 +41,12 @@ TEST_CASE("ArgMax and ArgMin as row reductions pick what the op picks, NaNs and 
     for (const char* op : {"ArgMax", "ArgMin"})
       for (const int keepdims : {1, 0}) {
         INFO(fmt::format("{} {} keepdims {}", type, op, keepdims));
-        auto g = parse_or_die(special_rows(op, keepdims, type));
-        run_frontend_or_die(*g);
-        auto original = clone_graph(*g);
-        auto lines = fusion::arg_extremes_as_reductions(*g);
-        REQUIRE(lines.is_ok());
-        REQUIRE(lines->size() == 1);
+        auto [g, original, lines] = rewritten(special_rows(op, keepdims, type),
+                                              [](Graph& x) { return fusion::arg_extremes_as_reductions(x); });
+        REQUIRE(lines.size() == 1);
         const char* which = std::string(op) == "ArgMax" ? "largest" : "smallest";
         // float64 values do not fit a key: the extreme, then its first position.
-        CHECK(lines->front() ==
+        CHECK(lines.front() ==
               (std::string(type) == "f64"
                    ? fmt::format("node 'arg' ({}): over rows of 6, the {} and its first position", op, which)
                    : fmt::format(
@@ -113,13 +110,9 @@ TEST_CASE("ScatterElements of one index per row as a select writes what the scat
   uint32_t seed = 720;
   for (const Case& c : cases) {
     INFO(c.what);
-    auto g = parse_or_die(c.text);
-    run_frontend_or_die(*g);
-    auto original = clone_graph(*g);
-    auto lines = fusion::scatter_selects(*g);
-    REQUIRE(lines.is_ok());
-    REQUIRE(lines->size() == 1);
-    CHECK(lines->front() == c.line);
+    auto [g, original, lines] = rewritten(c.text, [](Graph& x) { return fusion::scatter_selects(x); });
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front() == c.line);
     CHECK(count_op(*g, "ScatterElements") == 0);
     rewritten_is_one_kernel(*original, *g, seed);
   }

@@ -76,13 +76,10 @@ TEST_CASE("short sums and means as Adds of Slices compute what the reduction did
   uint32_t seed = 900;
   for (const Case& c : cases) {
     INFO(c.what);
-    auto g = parse_or_die(c.text);
-    run_frontend_or_die(*g);
-    auto original = clone_graph(*g);
-    auto lines = fusion::short_reductions_as_adds(*g);
-    REQUIRE(lines.is_ok());
-    REQUIRE(lines->size() == 1);
-    CHECK(lines->front() == c.line);
+    auto [g, original, lines] =
+        rewritten(c.text, [](Graph& x) { return fusion::short_reductions_as_adds(x); });
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front() == c.line);
     CHECK(count_op(*g, "ReduceSum") + count_op(*g, "ReduceMean") == 0);
     CHECK(*g->outputs.front()->dims == *original->outputs.front()->dims);
     rewritten_is_one_kernel(*original, *g, seed);

@@ -31,23 +31,7 @@ std::string special_rows(int64_t k, bool largest, const char* type = "f32") {
                      k, largest ? 1 : 0, type);
 }
 
-// `text` through the front end, then its TopK as rounds: the rewritten graph, the original, and the
-// rewrite's lines (one expected).
-struct Rounds {
-  std::unique_ptr<Graph> g, original;
-  std::vector<std::string> lines;
-};
-Rounds rounds_of(const std::string& text) {
-  Rounds r;
-  r.g = parse_or_die(text);
-  run_frontend_or_die(*r.g);
-  r.original = clone_graph(*r.g);
-  auto lines = fusion::topk_as_rounds(*r.g);
-  REQUIRE(lines.is_ok());
-  r.lines = *lines;
-  CHECK(r.lines.size() == 1);
-  return r;
-}
+StatusOr<std::vector<std::string>> rounds(Graph& g) { return fusion::topk_as_rounds(g); }
 
 }  // namespace
 
@@ -58,7 +42,7 @@ TEST_CASE("TopK as rounds picks what TopK picks: ties to the lower index, NaN ab
     for (const bool largest : {true, false})
       for (const int64_t k : {1, 3, 6}) {
         INFO(fmt::format("{} k {} {}", type, k, largest ? "largest" : "smallest"));
-        auto [g, original, lines] = rounds_of(special_rows(k, largest, type));
+        auto [g, original, lines] = rewritten(special_rows(k, largest, type), rounds);
         REQUIRE(lines.size() == 1);
         CHECK(lines.front() ==
               fmt::format(
@@ -111,12 +95,14 @@ TEST_CASE("TopKs the rounds do not take stay as they are", "[fusion]") {
     CHECK(count_op(*g, "TopK") == 1);
   }
   SECTION("only the indices read: no node computes the values") {
-    auto [g, original, lines] = rounds_of(R"(graph "g" opset 18 {
+    auto [g, original, lines] = rewritten(R"(graph "g" opset 18 {
   input %x: f32[5,6]
   const %k: i64[1] = [2]
   %v, %i = TopK(%x, %k) {axis = -1} @"topk"
   output %i
-})");
+})",
+                                          rounds);
+    CHECK(lines.size() == 1);
     const auto users = g->users();
     for (const auto& n : g->nodes())
       for (const Value* o : n->outputs) {
@@ -176,14 +162,16 @@ TEST_CASE("a router's softmax and its top 2 as rounds are one row kernel", "[fus
 TEST_CASE("TopK rounds over rows long enough to split over blocks match in every planner", "[fusion][emu]") {
   // A vocabulary's logits: rows of 100000, their softmax and its top 2 as rounds of keys (int64
   // reductions beside the softmax's float ones), whatever the planners make of them.
-  auto [g, original, lines] = rounds_of(R"(graph "vocab" opset 18 {
+  auto [g, original, lines] = rewritten(R"(graph "vocab" opset 18 {
   input %logits: f32[3,100000]
   const %k: i64[1] = [2]
   %p = Softmax(%logits) {axis = -1} @"softmax"
   %v, %i = TopK(%p, %k) {axis = -1} @"topk"
   output %v
   output %i
-})");
+})",
+                                        rounds);
+  REQUIRE(lines.size() == 1);
   uint32_t seed = 850;
   same_as_original(*original, *g, seed++);
   for (const char* mode : {"greedy", "beam"}) {
