@@ -46,6 +46,7 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
     Value* z = add_op(g, "Where", h + "_first_nan", {nan, lit("_beyond", t, mx ? kInf : -kInf), x}, t, d);
     z = add_op(g, "Where", h + "_read", {later_nan, lit("_short", t, mx ? -kInf : kInf), z}, t, d);
     const bool keepdims = n->attr_int("keepdims", 1) != 0;
+    std::string how;
     if (t != DType::kF64) {
       // One ReduceMax of keys (order_keys.h): the extreme at its first position in one pass. A later
       // NaN, read as the farthest number, never beats the first element, which is no farther.
@@ -54,31 +55,27 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
       Value* best = add_row_reduce(g, "ReduceMax", h + "_best", keys.keys, keepdims);
       // The position at the node's own shape (its keepdims), into its output: no view between.
       key_position(g, keys, h + "_index", key_low_bits(g, keys, h + "_low_bits", best), y);
-      n->outputs = {nullptr};
-      dead.push_back(n);
-      log.push_back(
-          fmt::format("{}: over rows of {}, one row reduction of keys for the {} at its first position",
-                      n->describe(), len, mx ? "largest" : "smallest"));
-      continue;
+      how = fmt::format("one row reduction of keys for the {} at its first position",
+                        mx ? "largest" : "smallest");
+    } else {  // float64 does not fit a key: the extreme, then the least position holding it
+      Value* positions = add_positions(g, h + "_positions", DType::kF32, len);
+      Value* extreme = add_row_reduce(g, mx ? "ReduceMax" : "ReduceMin", h + "_value", z);
+      Value* holds = add_op(g, "And", h + "_holds",
+                            {add_op(g, "Equal", h + "_equal", {z, extreme}, DType::kBool, d),
+                             add_op(g, "Not", h + "_number", {later_nan}, DType::kBool, d)},
+                            DType::kBool, d);
+      Value* held =
+          add_op(g, "Where", h + "_held",
+                 {holds, positions, lit("_none", DType::kF32, static_cast<double>(len))}, DType::kF32, d);
+      // The position at the node's own shape (its keepdims), cast into its output: no view between.
+      Value* at = add_row_reduce(g, "ReduceMin", h + "_position", held, keepdims);
+      add_op_writing(g, "Cast", h + "_index", {at}, y)->attrs["to"] =
+          static_cast<int64_t>(dtype_to_onnx(y->dtype));
+      how = fmt::format("the {} and its first position", mx ? "largest" : "smallest");
     }
-    // float64: the extreme, then the least position holding it.
-    Value* positions = add_positions(g, h + "_positions", DType::kF32, len);
-    Value* extreme = add_row_reduce(g, mx ? "ReduceMax" : "ReduceMin", h + "_value", z);
-    Value* holds = add_op(g, "And", h + "_holds",
-                          {add_op(g, "Equal", h + "_equal", {z, extreme}, DType::kBool, d),
-                           add_op(g, "Not", h + "_number", {later_nan}, DType::kBool, d)},
-                          DType::kBool, d);
-    Value* held =
-        add_op(g, "Where", h + "_held",
-               {holds, positions, lit("_none", DType::kF32, static_cast<double>(len))}, DType::kF32, d);
-    // The position at the node's own shape (its keepdims), cast into its output: no view between.
-    Value* at = add_row_reduce(g, "ReduceMin", h + "_position", held, keepdims);
-    add_op_writing(g, "Cast", h + "_index", {at}, y)->attrs["to"] =
-        static_cast<int64_t>(dtype_to_onnx(y->dtype));
     n->outputs = {nullptr};
     dead.push_back(n);
-    log.push_back(fmt::format("{}: over rows of {}, the {} and its first position", n->describe(), len,
-                              mx ? "largest" : "smallest"));
+    log.push_back(fmt::format("{}: over rows of {}, {}", n->describe(), len, how));
   }
   if (dead.empty()) return log;
   RETURN_IF_ERROR(remove_and_sort(g, dead));
