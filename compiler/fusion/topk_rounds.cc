@@ -37,32 +37,28 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
     const DType t = x->dtype;
     const Dims& d = *x->dims;
     const std::string h = n->name + "/round";
-    auto lit = [&](const std::string& name, DType type, double v) {
-      return add_constant(g, name, type, {}, {v});
-    };
     auto bools = [&](const char* op, const std::string& name, std::vector<Value*> in, const Dims& dims) {
       return add_op(g, op, name, std::move(in), DType::kBool, dims);
     };
     // One key an element (order_keys.h), NaN first made one quiet NaN: above +inf for the largest,
     // as the reference interpreter and PyTorch order it, and last for the smallest.
     Value* xf = t == DType::kF32 ? x : add_cast(g, h + "_f32", x, DType::kF32);
-    Value* y = add_op(g, "Where", h + "_nan",
-                      {bools("IsNaN", h + "_is_nan", {xf}, d),
-                       lit(h + "_quiet_nan", DType::kF32, std::numeric_limits<double>::quiet_NaN()), xf},
-                      DType::kF32, d);
+    Value* y = add_op(
+        g, "Where", h + "_nan",
+        {bools("IsNaN", h + "_is_nan", {xf}, d),
+         add_constant(g, h + "_quiet_nan", DType::kF32, {}, {std::numeric_limits<double>::quiet_NaN()}), xf},
+        DType::kF32, d);
     const OrderKeys keys = add_order_keys(g, h, y, largest);
+    // Past the first round: each position's index, and the key a pick is masked to.
     Value* positions = k > 1 ? add_positions(g, h + "_positions", DType::kI64, len) : nullptr;
+    Value* none =
+        k > 1 ? add_constant(g, h + "_none", DType::kI64, {}, {static_cast<double>(kKeyBelowAll)}) : nullptr;
     Value* taken = nullptr;
     std::vector<Value*> values, indices;
     for (int64_t r = 0; r < k; ++r) {
       const std::string hr = fmt::format("{}{}", h, r);
       Value* left =
-          taken ? add_op(g, "Where", hr + "_left",
-                         {taken,
-                          add_constant(g, hr + "_none", DType::kI64, {}, {static_cast<double>(kKeyBelowAll)}),
-                          keys.keys},
-                         DType::kI64, d)
-                : keys.keys;
+          taken ? add_op(g, "Where", hr + "_left", {taken, none, keys.keys}, DType::kI64, d) : keys.keys;
       Value* best = add_row_reduce(g, "ReduceMax", hr + "_best", left);
       Value* low = key_low_bits(g, keys, hr + "_low_bits", best);
       Value* index = key_position(g, keys, hr + "_index", low);
