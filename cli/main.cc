@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   compile
       ->add_option("--max-group-size", ca.max_group_size,
                    "at most this many nodes per fused group (views, which emit no code, not counted)")
-      ->default_val(64);
+      ->default_val(128);
   compile->add_flag("--no-pack", ca.no_pack, "do not pack independent stitched kernels into one launch");
   compile->add_flag(
       "--no-merge-gemms", ca.no_merge_gemms,

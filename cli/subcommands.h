@@ -24,7 +24,7 @@ int run_run(const RunArgs& a);
 struct CompileArgs {
   std::string model, out, arch = "sm_90", fusion = "beam", report_json, dump_dir, device_spec;
   std::vector<std::string> shapes, no_fuse, constant_inputs;
-  int max_group_size = 64, beam_width = 8;
+  int max_group_size = 128, beam_width = 8;
   bool no_pack = false;
   bool approximate_gelu = false;
   bool no_stitch_matmul = false;

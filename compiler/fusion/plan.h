@@ -47,7 +47,7 @@ namespace stitch::fusion {
 struct FusionOptions {
   std::string mode = "beam";             // none | greedy | beam | ilp
   std::set<std::string> no_fuse;         // node names that stay alone
-  int max_group_size = 64;               // nodes per group, views not counted
+  int max_group_size = 128;              // nodes per group, views not counted
   int beam_width = 8;
   int beam_window = 64;
   bool horizontal = true;                // pack independent stitched kernels into one launch
