@@ -86,6 +86,7 @@ int run_compile(const CompileArgs& a) {
   switches.fold_scales = !a.no_fold_scales;
   switches.split_slices = !a.no_split_slices;
   switches.all_expert_gemms = !a.no_all_expert_gemms;
+  switches.expert_sums = !a.no_expert_sums;
   switches.topk_rounds = !a.no_topk_rounds;
   switches.short_reductions = !a.no_short_reductions;
   switches.arg_reductions = !a.no_arg_reductions;

@@ -157,6 +157,13 @@ int main(int argc, char** argv) {
       "each slot is multiplied by every expert's weights in one GEMM that reads them once, and its "
       "expert's part of the product is picked after, when the plan's estimate is lower)");
   compile->add_flag(
+      "--no-expert-sums", ca.no_expert_sums,
+      "keep an MoE token's sum over its routed slots as it is (by default, after the GEMMs of every "
+      "expert's weights, the activation runs on every expert's part of the first projection, times "
+      "the token's routing weight for the expert, 0 where not chosen, and the second projection of "
+      "every expert, weighted and summed, is one GEMM, as onnxruntime's MoE op is read, when the "
+      "plan's estimate is lower)");
+  compile->add_flag(
       "--no-topk-rounds", ca.no_topk_rounds,
       "keep each TopK a kernel of its own (by default a TopK of at most 8 along a float32, float16 or "
       "bfloat16 tensor's last axis becomes that many rounds of one row reduction each, the largest key "

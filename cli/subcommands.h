@@ -37,6 +37,7 @@ struct CompileArgs {
   bool no_split_head_rows = false;
   bool no_split_slices = false;
   bool no_all_expert_gemms = false;
+  bool no_expert_sums = false;
   bool no_topk_rounds = false;
   bool no_short_reductions = false;
   bool no_arg_reductions = false;

@@ -4,6 +4,7 @@
 
 #include "fusion/arg_reductions.h"
 #include "fusion/expert_gemms.h"
+#include "fusion/expert_sums.h"
 #include "fusion/fold_scales.h"
 #include "fusion/gemm_matmul.h"
 #include "fusion/group_norms.h"
@@ -45,6 +46,10 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.all_expert_gemms) {
     ASSIGN_OR_RETURN(r.experts, all_expert_gemms_if_cheaper(g, o, known));
     judged(r.experts);
+  }
+  if (on.expert_sums && on.all_expert_gemms) {
+    ASSIGN_OR_RETURN(r.expert_sums, expert_sums_as_gemms_if_cheaper(g, o, known));
+    judged(r.expert_sums);
   }
   if (on.unflatten_gemms) {
     ASSIGN_OR_RETURN(r.unflattened, unflatten_gemms(*g, o.no_fuse));
@@ -154,6 +159,9 @@ std::string Rewrites::text() const {
     section("GEMMs of expert weights gathered per slot as GEMMs of every expert's weights (" +
                 experts.verdict + ")",
             experts.lines);
+  if (!expert_sums.verdict.empty())
+    section("MoE tokens' sums over their slots as one GEMM over every expert (" + expert_sums.verdict + ")",
+            expert_sums.lines);
   if (!unflattened.empty())
     section("GEMMs of flattened activations read them unflattened (the views around them gone)", unflattened);
   if (!scale_folds.empty())

@@ -34,6 +34,7 @@ namespace stitch::fusion {
 struct RewriteSwitches {  // each off with its --no-... flag
   bool gemms_as_matmuls = true;
   bool all_expert_gemms = true;
+  bool expert_sums = true;
   bool topk_rounds = true;
   bool short_reductions = true;
   bool arg_reductions = true;
@@ -56,7 +57,7 @@ struct Rewrites {
   std::vector<std::string> unflattened;  // unflatten_gemms' lines
   std::vector<std::string> group_norms;  // split_group_norms' lines
   std::vector<std::string> head_rows;    // split_head_rows' lines
-  RewriteResult experts, args, short_sums, topks, slices, copies, outputs, hoists, norm_hoists;
+  RewriteResult experts, expert_sums, args, short_sums, topks, slices, copies, outputs, hoists, norm_hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
 };

@@ -58,7 +58,7 @@ done
 # The per-layer target as a plan test: at most 3 memory-intensive kernels per transformer layer (2
 # layers each, plus the embedding's or the final norm, and bert_tiny's pooler Tanh after its GEMM
 # call); GEMMs as loops or tiles are not counted.
-for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec qwen3_tiny_genai; do
+for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec qwen3_tiny_genai mixtral_tiny; do
   extra=1
   # qwen3_tiny_genai: the embedding's kernel (with the mask's lengths) and the final norm's
   [ "$name" = bert_tiny ] || [ "$name" = qwen3_tiny_genai ] && extra=2
@@ -157,16 +157,38 @@ check "mixtral_tiny: its TopKs judged as rounds, --no-topk-rounds skips that" \
     --shape batch=2 --shape sequence=16 --no-nvcc --no-emu --no-topk-rounds --explain-fusion) && \
     grep -q "^fusion plan" <<<"$out" && ! grep -q "TopKs as rounds" <<<"$out"' \
   "$STITCHC" "$ROOT/models/mixtral_tiny/model.onnx" "$TMP"
-# The sum of each token's expert outputs over its 2 slots (a ReduceSum over the middle axis: a
-# kernel of its own as a row op) is written as Adds of Slices, which join the residual and the next
-# RMSNorm's kernel; the post-attention norm's row scale moves past the router's GEMM, whose softmax
-# kernel then computes the statistic itself and shares a launch with the norm's kernel (the experts'
-# GEMM reads the norm). The router's top 2, as rounds of keys, join its softmax's kernel. A plan
-# test: it fails when those kernels come apart or the count grows.
-check "mixtral_tiny: a token's slot sum in the next norm's kernel, the router and its top 2 beside the norm, 9 kernels" python3 -c "
+# A token's weighted sum over its slots becomes one GEMM over every expert (onnxruntime's MoE op's
+# form): the activation runs on every expert's part of the first projection, times the token's
+# routing weight for each expert, 0 where not chosen, and the second projection of every expert,
+# weighted and summed, is one GEMM with the residual as its C. The router's GEMM and the first
+# projection are then siblings of one input, whose norm's row scale moves past both; the router's
+# softmax, its top 2 (rounds of keys), the routing weights and the activation are one kernel,
+# which computes the norm's statistics itself. A plan test: it fails when those come apart or the
+# count grows (3 a layer, above).
+check "mixtral_tiny: the router, its top 2 and every expert's weighted activation in one kernel, 7 kernels" python3 -c "
+import json, re, sys
+text = open(sys.argv[1]).read()
+assert \"MoE tokens' sums over their slots as one GEMM over every expert (estimated\" in text
+groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
+one = [g for g in groups if all(n in g for n in (\"node_softmax' (Softmax)\", \"node_topk__1/round1_best' (ReduceMax)\",
+       \"node_sum_2/every_expert/weighted' (Mul)\", \"node_Sigmoid_203/per_expert' (Sigmoid)\"))]
+mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+print(len(one), mi, file=sys.stderr)
+sys.exit(0 if len(one) == 1 and \"picked' (GatherND) ->\" not in text and '(TopK) ->' not in text and mi <= 7 else 1)" "$TMP/mixtral_tiny/plan.txt" "$TMP/mixtral_tiny.json"
+# With --no-expert-sums the slot form stays: the sum of each token's expert outputs over its 2
+# slots (a ReduceSum over the middle axis: a kernel of its own as a row op) is written as Adds of
+# Slices, which join the residual and the next RMSNorm's kernel; the post-attention norm's row scale
+# moves past the router's GEMM, whose softmax kernel then computes the statistic itself and shares
+# a launch with the norm's kernel (the experts' GEMM reads the norm). The router's top 2, as rounds
+# of keys, join its softmax's kernel. A plan test: it fails when those kernels come apart or the
+# count grows.
+"$STITCHC" compile "$ROOT/models/mixtral_tiny/model.onnx" -o "$TMP/mixtral_slots" --shape batch=2 --shape sequence=16 \
+  --no-nvcc --no-emu --no-expert-sums --report-json "$TMP/mixtral_slots.json" >/dev/null
+check "--no-expert-sums: mixtral_tiny's slot sum in the next norm's kernel, the router and its top 2 beside the norm, 9 kernels" python3 -c "
 import json, re, sys
 text = open(sys.argv[1]).read()
 assert 'sums over a few elements as Adds of Slices (estimated' in text
+assert \"MoE tokens' sums\" not in text
 assert \"node 'node_linear_4' (MatMul): row scale 'rsqrt_1' applied to the product\" in text
 groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
 both = [g for g in groups if \"node_sum_2/elements_to\" in g and \"node_mean_2' (ReduceMean)\" in g]
@@ -175,10 +197,10 @@ picks = [g for g in groups if \"node_softmax' (Softmax)\" in g and \"node_topk__
 mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
 print(len(both), router, len(picks), mi, file=sys.stderr)
 packed = len(router) == 2 and all('pack' in r for r in router) and router[0].split('pack')[1] == router[1].split('pack')[1]
-sys.exit(0 if len(both) == 1 and packed and len(picks) == 1 and '(TopK) ->' not in text and mi <= 9 else 1)" "$TMP/mixtral_tiny/plan.txt" "$TMP/mixtral_tiny.json"
-check "--no-short-reductions keeps mixtral_tiny's slot sums ReduceSums" \
+sys.exit(0 if len(both) == 1 and packed and len(picks) == 1 and '(TopK) ->' not in text and mi <= 9 else 1)" "$TMP/mixtral_slots/plan.txt" "$TMP/mixtral_slots.json"
+check "--no-short-reductions keeps mixtral_tiny's slot sums ReduceSums (with --no-expert-sums)" \
   bash -c 'out=$("$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --no-nvcc --no-emu \
-    --no-short-reductions --explain-fusion) && grep -q "^fusion plan" <<<"$out" && ! grep -q "sums over a few" <<<"$out" && \
+    --no-short-reductions --no-expert-sums --explain-fusion) && grep -q "^fusion plan" <<<"$out" && ! grep -q "sums over a few" <<<"$out" && \
     [ $(grep -c "(ReduceSum) -> f32\[32x64\]" <<<"$out") = 2 ]' \
   "$STITCHC" "$ROOT/models/mixtral_tiny/model.onnx" "$TMP/mixtral_sums"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step

@@ -1,0 +1,445 @@
+// expert_sums_as_gemms (see expert_sums.h): match the per-slot sum back to the first projection's
+// pick, clone the activation at [T, E, ..] in place of [S, ..], weight it per expert and multiply
+// by the second projection's weights laid out [E * F, H].
+#include "fusion/expert_sums.h"
+
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "codegen/stitch.h"
+#include "fusion/graph_edit.h"
+#include "ops/op_params.h"
+#include "ops/op_util.h"
+
+namespace stitch::fusion {
+namespace {
+
+bool is_view(const Node* n) {
+  return n && n->domain.empty() &&
+         (n->op_type == "Reshape" || n->op_type == "Squeeze" || n->op_type == "Unsqueeze" ||
+          n->op_type == "Flatten");
+}
+
+// The nearest of `v` and the values it is a view of (element order kept) with dims `want`, or null.
+Value* viewed_as(Value* v, const Dims& want) {
+  for (Value* cur = v; cur && cur->has_static_shape();) {
+    if (*cur->dims == want) return cur;
+    Node* p = cur->producer;
+    if (!is_view(p) || !p->input(0)) return nullptr;
+    cur = p->input(0);
+  }
+  return nullptr;
+}
+
+// `v` as dims `want`: a value it is a view of, else a new Reshape.
+Value* as_dims(Graph& g, Value* v, const Dims& want, const std::string& hint) {
+  if (Value* a = viewed_as(v, want)) return a;
+  return add_op(g, "Reshape", hint, {v, add_shape_constant(g, hint + "_shape", want)}, v->dtype, want);
+}
+
+std::optional<std::vector<int64_t>> constant_ints(const Value* v) {
+  if (!v || !v->is_constant() || !is_int(v->dtype)) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < v->constant->size(); ++i) out.push_back(v->constant->get_i64(i));
+  return out;
+}
+
+// The axes an activation node names (Split's attribute, Slice's, Squeeze's and Unsqueeze's axes),
+// normalized against `rank`, or nullopt when they are not known at compile time.
+std::optional<std::vector<int64_t>> node_axes(const Node& n, int64_t rank) {
+  std::optional<std::vector<int64_t>> axes;
+  if (n.op_type == "Split") {
+    axes = std::vector<int64_t>{n.attr_int("axis", 0)};
+  } else if (n.op_type == "Slice") {
+    if (n.inputs.size() < 4 || !n.input(3)) return std::nullopt;
+    axes = constant_ints(n.input(3));
+  } else if (n.has_attr("axes")) {
+    axes = n.attr_ints("axes");
+  } else if (n.inputs.size() > 1 && n.input(1)) {
+    axes = constant_ints(n.input(1));
+  }
+  if (!axes || axes->empty()) return std::nullopt;
+  for (int64_t& a : *axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    if (a < 0) a += rank;
+  }
+  return axes;
+}
+
+// The TopK whose indices `idx` views (its k the slots per token, its axis the last), or null.
+const Node* topk_of(const Value* idx) {
+  for (const Value* cur = idx; cur;) {
+    const Node* p = cur->producer;
+    if (p && p->op_type == "TopK" && p->domain.empty() && p->outputs.size() > 1 && p->output(1) == cur)
+      return p;
+    if (!is_view(p) || !p->input(0)) return nullptr;
+    cur = p->input(0);
+  }
+  return nullptr;
+}
+
+struct Match {
+  Node* sum = nullptr;            // the ReduceSum over the slots
+  Value* slot_weight = nullptr;   // S values
+  Node* second = nullptr;         // the per-slot MatMul [S, F] by [F, E * H]
+  Node* second_pick = nullptr;    // its GatherND
+  Node* first_pick = nullptr;     // the first projection's GatherND, [T, E, M] by [T, k, 1]
+  Value* start = nullptr;         // the activation's input: the first pick viewed [S, ..]
+  Value* experts = nullptr;       // the slots' experts [S, 1]
+  Node* first = nullptr;          // the first projection's MatMul, [T, K] by [K, E * M]
+  Value* tokens = nullptr;        // the rows it reads, as the value they view (last axis K)
+  std::vector<Node*> activation;  // in graph order
+  std::vector<Node*> candidates;  // matched nodes that go when nothing reads them any more
+  int64_t t = 0, k = 0, e = 0, f = 0, h = 0;
+};
+
+using Users = std::unordered_map<const Value*, std::vector<Node*>>;
+
+// Whether every non-constant input of the activation's nodes is on the chain, every constant
+// broadcasts along the trailing axes only, and every axis a node names is past the slot axis.
+bool activation_node_ok(const Node& n, const std::unordered_set<const Value*>& chain, int64_t s) {
+  if (!n.domain.empty()) return false;
+  const Value* x = n.input(0);
+  if (!x || !chain.count(x) || !x->has_static_shape() || x->dims->empty() || (*x->dims)[0] != s) return false;
+  for (const Value* o : n.outputs)
+    if (o && (!o->has_static_shape() || o->dims->empty() || (*o->dims)[0] != s)) return false;
+  const int64_t rank = static_cast<int64_t>(x->dims->size());
+  if (n.op_type == "Reshape") return n.inputs.size() == 2 && n.input(1) && n.input(1)->is_constant();
+  if (n.op_type == "Split" || n.op_type == "Slice" || n.op_type == "Squeeze" || n.op_type == "Unsqueeze") {
+    const int64_t axes_rank =
+        n.op_type == "Unsqueeze" ? static_cast<int64_t>(n.output(0)->dims->size()) : rank;
+    auto axes = node_axes(n, axes_rank);
+    if (!axes) return false;
+    for (int64_t a : *axes)
+      if (a == 0) return false;
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      if (n.input(i) && !n.input(i)->is_constant()) return false;
+    return true;
+  }
+  if (codegen::stitch_role(n) != codegen::StitchRole::kPointwise) return false;
+  for (const Value* in : n.inputs) {
+    if (!in || chain.count(in)) continue;
+    if (!in->is_constant() || !in->has_static_shape()) return false;
+    const Dims& d = *in->dims;
+    if (static_cast<int64_t>(d.size()) == rank && d[0] != 1) return false;
+    if (static_cast<int64_t>(d.size()) > rank) return false;
+  }
+  return true;
+}
+
+std::optional<Match> match(const Graph& g, const Users& users, Node* red, const std::set<std::string>& keep) {
+  Match m;
+  m.sum = red;
+  Value *in = red->input(0), *out = red->output(0);
+  if (!in || !out || !in->has_static_shape() || !out->has_static_shape() || in->dims->size() < 2 ||
+      !is_float(in->dtype))
+    return std::nullopt;
+  const Dims& d = *in->dims;
+  const int64_t rank = static_cast<int64_t>(d.size());
+  auto axes = ops::constant_reduce_axes(*red, rank);
+  if (!axes.is_ok() || axes->identity) return std::nullopt;
+  for (int64_t a = 0; a < rank; ++a)
+    if (axes->reduced[static_cast<size_t>(a)] != (a == rank - 2)) return std::nullopt;
+  m.k = d[static_cast<size_t>(rank - 2)];
+  m.h = d.back();
+  m.t = num_elements(d) / (m.k * m.h);
+  const int64_t s = m.t * m.k;
+  if (m.k < 2 || m.h < 1) return std::nullopt;
+  // Back from the sum: views and one Mul by the slots' weights, to the second pick.
+  Node* next = red;
+  Value* cur = in;
+  for (;;) {
+    if (sole_reader(g, users, cur) != next) return std::nullopt;
+    Node* p = cur->producer;
+    if (is_view(p) && p->input(0)) {
+      m.candidates.push_back(p);
+      next = p;
+      cur = p->input(0);
+      continue;
+    }
+    if (p && p->op_type == "Mul" && p->domain.empty() && !m.slot_weight && p->inputs.size() == 2) {
+      for (size_t i = 0; i < 2 && !m.slot_weight; ++i) {
+        Value *a = p->input(i), *w = p->input(1 - i);
+        if (!a || !w || !a->has_static_shape() || !w->has_static_shape() || a->dtype != in->dtype ||
+            w->dtype != in->dtype || a->dims->size() != w->dims->size() || a->dims->back() != m.h ||
+            w->dims->back() != 1 || num_elements(*a->dims) != s * m.h || num_elements(*w->dims) != s ||
+            a == w)
+          continue;
+        bool rows = true;
+        for (size_t j = 0; j + 1 < a->dims->size(); ++j) rows &= (*a->dims)[j] == (*w->dims)[j];
+        if (!rows) continue;
+        m.slot_weight = w;
+        m.candidates.push_back(p);
+        next = p;
+        cur = a;
+      }
+      if (m.slot_weight) continue;
+    }
+    break;
+  }
+  Node* p2 = cur->producer;
+  if (!m.slot_weight || !p2 || p2->op_type != "GatherND" || !p2->domain.empty() ||
+      p2->attr_int("batch_dims", 0) != 1 || !p2->input(0) || !p2->input(1))
+    return std::nullopt;
+  Value *per2 = p2->input(0), *idx2 = p2->input(1);
+  if (!per2->has_static_shape() || per2->dims->size() != 3 || (*per2->dims)[0] != s ||
+      (*per2->dims)[2] != m.h || !idx2->has_static_shape() || *idx2->dims != Dims{s, 1} ||
+      sole_reader(g, users, per2) != p2 || !is_view(per2->producer))
+    return std::nullopt;
+  m.e = (*per2->dims)[1];
+  Node* r2 = per2->producer;
+  Value* y2 = r2->input(0);
+  if (!y2 || sole_reader(g, users, y2) != r2 || !y2->producer || y2->producer->op_type != "MatMul" ||
+      !y2->producer->domain.empty())
+    return std::nullopt;
+  Node* mm2 = y2->producer;
+  Value *a2 = mm2->input(0), *b2 = mm2->input(1);
+  if (!a2 || !b2 || !b2->is_constant() || !a2->has_static_shape() || a2->dims->size() != 2 ||
+      (*a2->dims)[0] != s || b2->dims->size() != 2 || (*b2->dims)[1] != m.e * m.h ||
+      (*b2->dims)[0] != (*a2->dims)[1] || *y2->dims != Dims{s, m.e * m.h} || b2->dtype != in->dtype ||
+      a2->dtype != in->dtype || sole_reader(g, users, a2) != mm2)
+    return std::nullopt;
+  m.f = (*a2->dims)[1];
+  m.second = mm2;
+  m.second_pick = p2;
+  m.experts = idx2;
+  const Node* topk = topk_of(idx2);
+  if (!topk || !topk->input(1) || constant_ints(topk->input(1)) != std::vector<int64_t>{m.k} ||
+      !topk->output(1)->has_static_shape() || topk->output(1)->dims->back() != m.k ||
+      !ops::norm_axis(*topk, topk->attr_int("axis", -1), static_cast<int64_t>(topk->output(1)->dims->size()))
+           .is_ok() ||
+      *ops::norm_axis(*topk, topk->attr_int("axis", -1),
+                      static_cast<int64_t>(topk->output(1)->dims->size())) !=
+          static_cast<int64_t>(topk->output(1)->dims->size()) - 1)
+    return std::nullopt;
+  m.candidates.insert(m.candidates.end(), {p2, r2, mm2});
+  // Back from the second projection's operand to the first pick: the activation.
+  std::unordered_set<const Value*> chain_values;
+  std::unordered_set<Node*> nodes;
+  std::vector<Value*> todo = {a2};
+  while (!todo.empty()) {
+    Value* v = todo.back();
+    todo.pop_back();
+    if (chain_values.count(v)) continue;
+    chain_values.insert(v);
+    Node* p = v->producer;
+    if (!p) return std::nullopt;
+    // The start: the first pick [T, k, M] viewed [S, ..] (all_expert_gemms' Reshape back).
+    if (is_view(p) && p->input(0) && p->input(0)->producer && p->input(0)->producer->op_type == "GatherND" &&
+        p->input(0)->producer->attr_int("batch_dims", 0) == 1) {
+      if (m.start && m.start != v) return std::nullopt;
+      m.start = v;
+      m.first_pick = p->input(0)->producer;
+      if (sole_reader(g, users, p->input(0)) != p) return std::nullopt;
+      m.candidates.insert(m.candidates.end(), {p, m.first_pick});
+      continue;
+    }
+    if (nodes.insert(p).second)
+      for (Value* i : p->inputs)
+        if (i && !i->is_constant()) todo.push_back(i);
+  }
+  if (!m.start || !m.start->has_static_shape() || m.start->dims->empty() || (*m.start->dims)[0] != s)
+    return std::nullopt;
+  for (const auto& np : g.nodes())
+    if (nodes.count(np.get())) m.activation.push_back(np.get());
+  for (Node* n : m.activation) {
+    if (!activation_node_ok(*n, chain_values, s)) return std::nullopt;
+    for (const Value* o : n->outputs) {  // read on the chain only
+      if (!o) continue;
+      if (g.is_graph_output(o)) return std::nullopt;
+      if (auto it = users.find(o); it != users.end())
+        for (const Node* r : it->second)
+          if (!nodes.count(const_cast<Node*>(r)) && !(o == a2 && r == mm2)) return std::nullopt;
+    }
+  }
+  if (auto it = users.find(m.start); it != users.end())
+    for (const Node* r : it->second)
+      if (!nodes.count(const_cast<Node*>(r))) return std::nullopt;
+  m.candidates.insert(m.candidates.end(), m.activation.begin(), m.activation.end());
+  // The first pick: every expert's part of the first product per token, [T, E, M], by the same
+  // slots' experts viewed [T, k, 1].
+  Node* p1 = m.first_pick;
+  Value *per1 = p1->input(0), *idx1 = p1->input(1);
+  if (!per1 || !idx1 || !per1->has_static_shape() || per1->dims->size() != 3 || (*per1->dims)[0] != m.t ||
+      (*per1->dims)[1] != m.e || !idx1->has_static_shape() || *idx1->dims != Dims{m.t, m.k, 1} ||
+      viewed_as(idx1, {s, 1}) != idx2 || num_elements(*m.start->dims) != s * (*per1->dims)[2] ||
+      m.start->dtype != per1->dtype)
+    return std::nullopt;
+  if (is_view(idx1->producer)) m.candidates.push_back(idx1->producer);
+  // The first projection: a MatMul by constant weights [K, E * M] of the tokens' rows, read by the
+  // view per expert alone. The new one reads the rows as the value they view whose last axis is K
+  // (a norm's output [B, S, K], not flattened), so that a row scale can move past it as past the
+  // router's projection.
+  Node* r1 = per1->producer;
+  if (!is_view(r1) || !r1->input(0) || sole_reader(g, users, per1) != p1) return std::nullopt;
+  Value* y1 = r1->input(0);
+  Node* mm1 = y1->producer;
+  if (!mm1 || mm1->op_type != "MatMul" || !mm1->domain.empty() || sole_reader(g, users, y1) != r1 ||
+      !mm1->input(0) || !mm1->input(1) || !mm1->input(1)->is_constant() || !y1->has_static_shape() ||
+      num_elements(*y1->dims) != m.t * m.e * (*per1->dims)[2] || !mm1->input(0)->has_static_shape())
+    return std::nullopt;
+  m.first = mm1;
+  m.tokens = mm1->input(0);
+  for (Node* p = m.tokens->producer; is_view(p) && p->input(0) && p->input(0)->has_static_shape() &&
+                                     p->input(0)->dims->back() == m.tokens->dims->back();
+       p = m.tokens->producer) {
+    m.tokens = p->input(0);
+  }
+  m.candidates.insert(m.candidates.end(), {r1, mm1});
+  for (Node* p = mm1->input(0)->producer; is_view(p); p = p->input(0)->producer) m.candidates.push_back(p);
+  // The views from the TopK's indices and from the weights to their per-slot shapes go with the
+  // slot form when nothing else reads them (the new weights read the [T, k] values).
+  for (const Value* v : {m.experts, m.slot_weight})
+    for (Node* p = v->producer; is_view(p); p = p->input(0)->producer) m.candidates.push_back(p);
+  for (const Node* n : m.candidates)
+    if (keep.count(n->name)) return std::nullopt;
+  if (keep.count(red->name)) return std::nullopt;
+  return m;
+}
+
+// The activation node `n` cloned at [T, E, ..] (every value's slot axis split into tokens and
+// experts), its inputs mapped through `now`.
+void clone_activation(Graph& g, const Node& n, std::unordered_map<const Value*, Value*>& now, int64_t t,
+                      int64_t e) {
+  Node* c = add_copy_node(g, n, g.unique_name(n.name + "/per_expert"));
+  auto wide = [&](const Dims& d) {
+    Dims w{t, e};
+    w.insert(w.end(), d.begin() + 1, d.end());
+    return w;
+  };
+  const int64_t rank = static_cast<int64_t>(n.input(0)->dims->size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    Value* in = n.inputs[i];
+    if (in && now.count(in)) {
+      c->inputs.push_back(now.at(in));
+      continue;
+    }
+    c->inputs.push_back(in);
+  }
+  auto shifted = [&](int64_t axes_rank) {
+    std::vector<int64_t> axes = *node_axes(n, axes_rank);
+    for (int64_t& a : axes) ++a;
+    return axes;
+  };
+  auto axes_constant = [&](const std::vector<int64_t>& axes) {
+    Value* v =
+        add_typed_value(g, n.name + "/per_expert_axes", DType::kI64, {static_cast<int64_t>(axes.size())});
+    v->constant = Tensor::vector_i64(axes);
+    return v;
+  };
+  if (n.op_type == "Reshape") {
+    c->inputs[1] = add_shape_constant(g, n.name + "/per_expert_shape", wide(*n.output(0)->dims));
+  } else if (n.op_type == "Split") {
+    c->attrs["axis"] = shifted(rank).front();
+  } else if (n.op_type == "Slice") {
+    c->inputs[3] = axes_constant(shifted(rank));
+  } else if (n.op_type == "Squeeze" || n.op_type == "Unsqueeze") {
+    const std::vector<int64_t> axes =
+        shifted(n.op_type == "Unsqueeze" ? static_cast<int64_t>(n.output(0)->dims->size()) : rank);
+    if (n.has_attr("axes"))
+      c->attrs["axes"] = axes;
+    else
+      c->inputs[1] = axes_constant(axes);
+  }
+  for (const Value* o : n.outputs) {
+    if (!o) {
+      c->outputs.push_back(nullptr);
+      continue;
+    }
+    Value* w = add_typed_value(g, o->name + "/per_expert", o->dtype, wide(*o->dims));
+    w->producer = c;
+    c->outputs.push_back(w);
+    now[o] = w;
+  }
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set<std::string>& keep) {
+  std::vector<std::string> log;
+  std::vector<Match> matches;
+  {
+    const Users users = g.users();
+    std::unordered_set<const Node*> taken;
+    for (const auto& np : g.nodes()) {
+      if (np->op_type != "ReduceSum" || !np->domain.empty()) continue;
+      auto m = match(g, users, np.get(), keep);
+      if (!m) continue;
+      bool overlap = false;
+      for (const Node* c : m->candidates) overlap |= !taken.insert(c).second;
+      if (!overlap) matches.push_back(std::move(*m));
+    }
+  }
+  std::vector<Node*> dead;
+  std::unordered_set<const Node*> candidates;
+  for (Match& m : matches) {
+    const std::string base = m.sum->name + "/every_expert";
+    const DType wt = m.slot_weight->dtype;
+    // The token's weight for each expert: the slot's where the expert is the slot's, summed.
+    Value* experts = as_dims(g, m.experts, {m.t, m.k}, base + "/slot_experts");
+    Value* weights = as_dims(g, m.slot_weight, {m.t, m.k}, base + "/slot_weights");
+    Value* ids = add_positions(g, base + "/expert_ids", experts->dtype, m.e);
+    Value* zero = add_constant(g, base + "/zero", wt, {}, {0.0});
+    Value* per_expert = nullptr;
+    for (int64_t j = 0; j < m.k; ++j) {
+      const std::string hj = fmt::format("{}/slot{}", base, j);
+      Value* ej = add_typed_value(g, hj + "_expert", experts->dtype, {m.t, 1});
+      add_slice(g, hj + "_expert", experts, 1, j, j + 1, ej);
+      Value* wj = add_typed_value(g, hj + "_weight", wt, {m.t, 1});
+      add_slice(g, hj + "_weight", weights, 1, j, j + 1, wj);
+      Value* is = add_op(g, "Equal", hj + "_is_expert", {ej, ids}, DType::kBool, {m.t, m.e});
+      Value* term = add_op(g, "Where", hj + "_per_expert", {is, wj, zero}, wt, {m.t, m.e});
+      per_expert = per_expert ? add_op(g, "Add", hj + "_sum", {per_expert, term}, wt, {m.t, m.e}) : term;
+    }
+    // The activation on every expert's part of the first product.
+    std::unordered_map<const Value*, Value*> now;
+    Dims first_dims = *m.tokens->dims;
+    first_dims.back() = (*m.first->input(1)->dims)[1];
+    Value* first = add_op(g, "MatMul", m.first->name + "/tokens", {m.tokens, m.first->input(1)},
+                          m.first->output(0)->dtype, first_dims);
+    Dims start_dims{m.t, m.e};
+    start_dims.insert(start_dims.end(), m.start->dims->begin() + 1, m.start->dims->end());
+    now[m.start] = as_dims(g, first, start_dims, base + "/first_product");
+    for (const Node* n : m.activation) clone_activation(g, *n, now, m.t, m.e);
+    Value* act = now.at(m.second->input(0));
+    Dims col{m.t, m.e};
+    col.insert(col.end(), act->dims->size() - 2, 1);
+    Value* weight_col = as_dims(g, per_expert, col, base + "/weights");
+    Value* weighted = add_op(g, "Mul", base + "/weighted", {act, weight_col}, act->dtype, *act->dims);
+    Value* rows = as_dims(g, weighted, {m.t, m.e * m.f}, base + "/rows");
+    // fc2's weights [F, E * H] (each expert's columns side by side) as [E * F, H].
+    const Value* b2 = m.second->input(1);
+    Value* w2 = add_typed_value(g, b2->name + "/per_expert_rows", b2->dtype, {m.e * m.f, m.h});
+    w2->constant =
+        ops::copy_strided(*b2->constant, {m.e, m.f, m.h}, 0, {m.h, m.e * m.h, 1}).reshaped({m.e * m.f, m.h});
+    Value* y = add_op(g, "MatMul", base, {rows, w2}, act->dtype, {m.t, m.h});
+    Value* out = m.sum->output(0);
+    add_op_writing(g, "Reshape", base + "/back", {y, add_shape_constant(g, base + "/back_shape", *out->dims)},
+                   out);
+    m.sum->outputs[0] = nullptr;
+    dead.push_back(m.sum);
+    candidates.insert(m.candidates.begin(), m.candidates.end());
+    log.push_back(fmt::format(
+        "{}: the {} slots of each of {} tokens as one GEMM over every expert, [{}, {}] by '{}' as [{}, {}]; "
+        "the activation ({} nodes) on each of the {} experts' part of {}'s product, times the token's "
+        "weight for the expert (was {} over each slot, {} picking its expert's part)",
+        m.sum->describe(), m.k, m.t, m.t, m.e * m.f, b2->name, m.e * m.f, m.h, m.activation.size(), m.e,
+        m.first->describe(), m.second->describe(), m.second_pick->describe()));
+  }
+  if (dead.empty()) return log;
+  g.remove_nodes(dead);
+  g.remove_dead_nodes(&candidates);
+  g.remove_unused_values();
+  RETURN_IF_ERROR(g.topo_sort());
+  return log;
+}
+
+StatusOr<RewriteResult> expert_sums_as_gemms_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                        const std::optional<Cost>& before) {
+  return rewrite_if_cheaper(
+      g, o, [&](Graph& c) { return expert_sums_as_gemms(c, o.no_fuse); }, "--no-expert-sums",
+      /*strict=*/false, before);
+}
+
+}  // namespace stitch::fusion

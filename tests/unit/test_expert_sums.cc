@@ -1,0 +1,206 @@
+// An MoE token's weighted sum over its routed slots as one GEMM over every expert
+// (fusion::expert_sums_as_gemms), after the GEMMs of every expert's weights (all_expert_gemms): the
+// activation runs on every expert's part of the first projection, times the token's weight for
+// the expert, and the second projection of every expert, weighted and summed, is one GEMM. The
+// rewritten graph computes what the slot form did on the reference interpreter, its plan runs on
+// emu, the router's softmax, its top k and the activation share one kernel, and the forms the
+// rewrite does not take stay.
+#include <fmt/format.h>
+
+#include "fusion/expert_gemms.h"
+#include "fusion/expert_sums.h"
+#include "fusion/short_reductions.h"
+#include "fusion/topk_rounds.h"
+#include "fusion_test_util.h"
+
+using namespace stitch;
+using namespace stitch::test;
+
+namespace {
+
+struct Moe {
+  int64_t tokens = 6, experts = 4, k = 2, hidden = 8, ffn = 5;
+  bool left = true;       // weights [E, M, K] by x [S, K, 1] (Mixtral's); else x [S, 1, K] by [E, K, M]
+  bool topk = true;       // else the slots' experts and weights are graph inputs
+  bool act_read = false;  // the activation also a graph output
+};
+
+// transformers' MoE layer as it exports it: the router's softmax, its top k normalized, each
+// token's row repeated over its k slots, each slot times its expert's gathered weights (gate and up
+// in one, split), SiLU gating, the second projection per slot, each slot weighted and the token's
+// slots summed, plus the residual.
+std::string moe(const Moe& c, uint32_t seed) {
+  const int64_t t = c.tokens, e = c.experts, k = c.k, h = c.hidden, f = c.ffn, s = t * k;
+  const std::string w1 = c.left ? fmt::format("{},{},{}", e, 2 * f, h) : fmt::format("{},{},{}", e, h, 2 * f);
+  const std::string w2 = c.left ? fmt::format("{},{},{}", e, h, f) : fmt::format("{},{},{}", e, f, h);
+  const std::string route =
+      c.topk ? R"(  %top, %idx = TopK(%probs, %k) {axis = -1, largest = 1, sorted = 1} @"topk"
+  %top_sum = ReduceSum(%top, %last) {keepdims = 1} @"top_sum"
+  %weights = Div(%top, %top_sum) @"normalize"
+)"
+             : "";
+  const std::string inputs =
+      c.topk ? "" : fmt::format("  input %idx: i64[{0},{1}]\n  input %weights: f32[{0},{1}]\n", t, k);
+  return fmt::format(
+      R"(graph "moe" opset 18 {{
+  input %x: f32[{t},{h}]
+  input %logits: f32[{t},{e}]
+{inputs}  const %w1: f32[{w1}] = {w1v}
+  const %w2: f32[{w2}] = {w2v}
+  const %k: i64[1] = [{k}]
+  const %last: i64[1] = [-1]
+  const %one: i64[1] = [1]
+  const %slots_flat: i64[1] = [{s}]
+  const %repeat: i64[3] = [{t}, {k}, {h}]
+  const %rows: i64[2] = [{s}, {h}]
+  const %per_token: i64[3] = [{t}, {k}, {h}]
+  %probs = Softmax(%logits) {{axis = -1}} @"router_softmax"
+{route}  %flat_idx = Reshape(%idx, %slots_flat) @"flat_idx"
+  %slot_idx = Unsqueeze(%flat_idx, %one) @"slot_idx"
+  %flat_w = Reshape(%weights, %slots_flat) @"flat_weights"
+  %slot_w = Unsqueeze(%flat_w, %one) @"slot_weights"
+  %xu = Unsqueeze(%x, %one) @"token_axis"
+  %xe = Expand(%xu, %repeat) @"repeat"
+  %xr = Reshape(%xe, %rows) @"repeat_interleave"
+  %xs = Unsqueeze(%xr, {x_axis}) @"slot_column"
+  %g1 = GatherND(%w1, %slot_idx) @"gather_up"
+  %y1 = MatMul({mm1}) @"bmm_up"
+  %y1s = Squeeze(%y1, {x_axis}) @"squeeze_up"
+  %gate, %up = Split(%y1s) {{axis = 1, num_outputs = 2}} @"chunk"
+  %sig = Sigmoid(%gate) @"sigmoid"
+  %silu = Mul(%gate, %sig) @"silu"
+  %act = Mul(%silu, %up) @"gated"
+  %acts = Unsqueeze(%act, {x_axis}) @"act_column"
+  %g2 = GatherND(%w2, %slot_idx) @"gather_down"
+  %y2 = MatMul({mm2}) @"bmm_down"
+  %y2s = Squeeze(%y2, {x_axis}) @"squeeze_down"
+  %weighted = Mul(%y2s, %slot_w) @"weigh"
+  %by_token = Reshape(%weighted, %per_token) @"by_token"
+  %sum = ReduceSum(%by_token, %one) {{keepdims = 0}} @"slot_sum"
+  %out = Add(%sum, %x) @"residual"
+  output %out
+{extra}}}
+)",
+      fmt::arg("t", t), fmt::arg("h", h), fmt::arg("e", e), fmt::arg("k", k), fmt::arg("s", s),
+      fmt::arg("w1", w1), fmt::arg("w2", w2), fmt::arg("w1v", lcg_values(seed, e * 2 * f * h)),
+      fmt::arg("w2v", lcg_values(seed, e * f * h)), fmt::arg("route", route), fmt::arg("inputs", inputs),
+      fmt::arg("x_axis", c.left ? "%last" : "%one"), fmt::arg("mm1", c.left ? "%g1, %xs" : "%xs, %g1"),
+      fmt::arg("mm2", c.left ? "%g2, %acts" : "%acts, %g2"),
+      fmt::arg("extra", c.act_read ? "  output %act\n" : ""));
+}
+
+std::vector<std::string> expert_sums(Graph& g, const std::set<std::string>& keep = {}) {
+  auto experts = fusion::all_expert_gemms(g);
+  REQUIRE(experts.is_ok());
+  REQUIRE(experts->size() == 2);
+  auto lines = fusion::expert_sums_as_gemms(g, keep);
+  REQUIRE(lines.is_ok());
+  return *lines;
+}
+
+}  // namespace
+
+TEST_CASE("an MoE token's sum over its slots as one GEMM over every expert computes the same outputs",
+          "[fusion][emu]") {
+  uint32_t seed = 900;
+  for (const bool left : {true, false}) {
+    INFO(std::string(left ? "weights [E, M, K] by x [S, K, 1]" : "x [S, 1, K] by weights [E, K, M]"));
+    Moe c;
+    c.left = left;
+    auto g = parse_or_die(moe(c, seed++));
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    const auto lines = expert_sums(*g);
+    REQUIRE(lines.size() == 1);
+    CHECK(
+        lines.front() ==
+        "node 'slot_sum' (ReduceSum): the 2 slots of each of 6 tokens as one GEMM over every expert, [6, 20] "
+        "by 'w2/by_input' as [20, 8]; the activation (7 nodes) on each of the 4 experts' part of node "
+        "'bmm_up/all_experts' (MatMul)'s product, times the token's weight for the expert (was node "
+        "'bmm_down/all_experts' (MatMul) over each slot, node 'bmm_down/all_experts/picked' (GatherND) "
+        "picking its expert's part)");
+    // No per-slot pick or product is left: one GEMM per projection, over every expert.
+    CHECK(count_op(*g, "GatherND") == 0);
+    CHECK(count_op(*g, "ReduceSum") == 1);  // the router's normalization
+    CHECK(count_op(*g, "MatMul") == 2);
+    for (const auto& n : g->nodes())
+      if (n->op_type == "MatMul") {
+        REQUIRE(n->input(1)->is_constant());
+        CHECK((*n->input(1)->dims == Dims{8, 40} || *n->input(1)->dims == Dims{20, 8}));
+      }
+    same_as_original(*original, *g, seed++);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+    }
+  }
+}
+
+TEST_CASE("the router's top k and the weighted activation of every expert share one kernel",
+          "[fusion][emu]") {
+  // With the TopK as rounds of row reductions and the sum of its k values as Adds, the softmax,
+  // the picks, the token's weight for each expert and the activation it multiplies are one row
+  // kernel over the tokens' rows of experts: one memory-intensive kernel between the two GEMMs (the
+  // residual in the second's epilogue).
+  uint32_t seed = 930;
+  auto g = parse_or_die(moe(Moe{}, seed++));
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  REQUIRE(expert_sums(*g).size() == 1);
+  auto rounds = fusion::topk_as_rounds(*g);
+  REQUIRE(rounds.is_ok());
+  REQUIRE(rounds->size() == 1);
+  auto sums = fusion::short_reductions_as_adds(*g);  // the top k's sum, which normalizes them
+  REQUIRE(sums.is_ok());
+  REQUIRE(sums->size() == 1);
+  same_as_original(*original, *g, seed++);
+  auto plan = fusion::make_plan(*g, opts("beam", {}, 128));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  CHECK(plan->cost.kernels == 1);
+  const auto with = groups_with(*plan, {"Softmax", "Sigmoid", "ReduceMax"});
+  CHECK(with.size() == 1);
+  CHECK(plan_matches_reference(*g, *plan, seed++) == 1);
+}
+
+TEST_CASE("MoE sums the rewrite does not take stay as they are", "[fusion]") {
+  uint32_t seed = 960;
+  SECTION("experts that are not a TopK's (an input's, which may name one expert twice for a token)") {
+    Moe c;
+    c.topk = false;
+    auto g = parse_or_die(moe(c, seed++));
+    run_frontend_or_die(*g);
+    CHECK(expert_sums(*g).empty());
+    CHECK(count_op(*g, "GatherND") == 2);
+  }
+  SECTION("an activation read elsewhere too") {
+    Moe c;
+    c.act_read = true;
+    auto g = parse_or_die(moe(c, seed++));
+    run_frontend_or_die(*g);
+    CHECK(expert_sums(*g).empty());
+    CHECK(count_op(*g, "GatherND") == 2);
+  }
+  SECTION("--no-fuse on the sum, on the second projection or on the activation") {
+    for (const char* name : {"slot_sum", "bmm_down/all_experts", "sigmoid"}) {
+      INFO(name);
+      auto g = parse_or_die(moe(Moe{}, seed++));
+      run_frontend_or_die(*g);
+      CHECK(expert_sums(*g, {name}).empty());
+    }
+  }
+}
+
+TEST_CASE("the sum as one GEMM over every expert is kept when the plan's estimate is lower", "[fusion]") {
+  uint32_t seed = 990;
+  std::unique_ptr<Graph> g = parse_or_die(moe(Moe{}, seed++));
+  run_frontend_or_die(*g);
+  auto experts = fusion::all_expert_gemms(*g);
+  REQUIRE(experts.is_ok());
+  auto r = fusion::expert_sums_as_gemms_if_cheaper(g, opts("beam"));
+  REQUIRE(r.is_ok());
+  INFO(r->verdict);
+  CHECK(r->lines.size() == 1);
+  CHECK(r->verdict.rfind("estimated ", 0) == 0);
+  CHECK(count_op(*g, "GatherND") == 0);
+}
