@@ -356,6 +356,14 @@ def models():
     small = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
                  vocab_size=1000)
 
+    def random_expert_biases(model):
+        g = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if ".experts." in name and name.endswith("_bias"):
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+        return model
+
     def hf(name, cfg, model, **extra):
         return text(name, lambda: model(cfg(**{**small, **extra})))
 
@@ -600,6 +608,10 @@ def models():
         "olmoe": hf("olmoe", tf.OlmoeConfig, tf.OlmoeModel, **moe, **gqa, num_experts=4),
         "gpt_oss": hf("gpt_oss", tf.GptOssConfig, tf.GptOssModel, **moe, **gqa, num_local_experts=4, head_dim=32,
                       sliding_window=16),
+        # gpt-oss with its experts' biases drawn at random (transformers starts them at zero, which
+        # would leave the biases' path through the rewrites unchecked).
+        "gpt_oss_biased": text("gpt_oss_biased", lambda: random_expert_biases(tf.GptOssModel(tf.GptOssConfig(
+            **{**small, **moe, **gqa, "num_local_experts": 4, "head_dim": 32, "sliding_window": 16})))),
         "megatron_bert": hf("megatron_bert", tf.MegatronBertConfig, tf.MegatronBertModel),
         "convbert": hf("convbert", tf.ConvBertConfig, tf.ConvBertModel, embedding_size=128),
         "lfm2": hf("lfm2", tf.Lfm2Config, tf.Lfm2Model, **gqa, layer_types=["conv", "full_attention"]),

@@ -79,6 +79,21 @@ const Node* topk_of(const Value* idx) {
   return nullptr;
 }
 
+// When `v` is a GatherND (batch_dims 0) of constant per-expert rows [E, ..] by indices [S, 1]:
+// that constant and the indices; else nulls.
+std::pair<Value*, Value*> gathered_rows(const Value* v, int64_t e, int64_t s) {
+  const Node* p = v ? v->producer : nullptr;
+  if (!p || p->op_type != "GatherND" || !p->domain.empty() || p->attr_int("batch_dims", 0) != 0 ||
+      !p->input(0) || !p->input(1) || !p->input(0)->is_constant() || !v->has_static_shape())
+    return {nullptr, nullptr};
+  Value *data = p->input(0), *idx = p->input(1);
+  const Dims& d = *data->dims;
+  if (d.size() < 2 || d[0] != e || !idx->has_static_shape() || *idx->dims != Dims{s, 1} || v->dims->empty() ||
+      (*v->dims)[0] != s || !std::equal(d.begin() + 1, d.end(), v->dims->begin() + 1, v->dims->end()))
+    return {nullptr, nullptr};
+  return {data, idx};
+}
+
 struct Match {
   Node* sum = nullptr;            // the ReduceSum over the slots
   Value* slot_weight = nullptr;   // S values
@@ -91,6 +106,10 @@ struct Match {
   Value* tokens = nullptr;        // the rows it reads, as the value they view (last axis K)
   std::vector<Node*> activation;  // in graph order
   std::vector<Node*> candidates;  // matched nodes that go when nothing reads them any more
+  // Per-expert biases gathered per slot (gpt-oss's): in the activation, each such value and its
+  // expert's rows [E, ..]; after the second projection, the bias rows [E, H] added before the weight.
+  std::unordered_map<const Value*, Value*> first_biases;
+  Value* second_bias = nullptr;
   int64_t t = 0, k = 0, e = 0, f = 0, h = 0;
 };
 
@@ -98,7 +117,8 @@ using Users = std::unordered_map<const Value*, std::vector<Node*>>;
 
 // Whether every non-constant input of the activation's nodes is on the chain, every constant
 // broadcasts along the trailing axes only, and every axis a node names is past the slot axis.
-bool activation_node_ok(const Node& n, const std::unordered_set<const Value*>& chain, int64_t s) {
+bool activation_node_ok(const Node& n, const std::unordered_set<const Value*>& chain,
+                        const std::unordered_map<const Value*, Value*>& biases, int64_t s) {
   if (!n.domain.empty()) return false;
   const Value* x = n.input(0);
   if (!x || !chain.count(x) || !x->has_static_shape() || x->dims->empty() || (*x->dims)[0] != s) return false;
@@ -120,6 +140,11 @@ bool activation_node_ok(const Node& n, const std::unordered_set<const Value*>& c
   if (codegen::stitch_role(n) != codegen::StitchRole::kPointwise) return false;
   for (const Value* in : n.inputs) {
     if (!in || chain.count(in)) continue;
+    // A bias gathered per slot: its expert's rows broadcast along the tokens.
+    if (biases.count(in)) {
+      if (n.outputs.size() != 1 || *in->dims != *n.output(0)->dims) return false;
+      continue;
+    }
     if (!in->is_constant() || !in->has_static_shape()) return false;
     const Dims& d = *in->dims;
     if (static_cast<int64_t>(d.size()) == rank && d[0] != 1) return false;
@@ -146,9 +171,12 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
   m.t = num_elements(d) / (m.k * m.h);
   const int64_t s = m.t * m.k;
   if (m.k < 2 || m.h < 1) return std::nullopt;
-  // Back from the sum: views and one Mul by the slots' weights, to the second pick.
+  // Back from the sum: views, one Mul by the slots' weights and maybe one Add of a bias per slot, to
+  // the second pick.
   Node* next = red;
   Value* cur = in;
+  Node* second_bias_add = nullptr;
+  Value* second_bias = nullptr;
   for (;;) {
     if (sole_reader(g, users, cur) != next) return std::nullopt;
     Node* p = cur->producer;
@@ -176,6 +204,23 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
       }
       if (m.slot_weight) continue;
     }
+    // The second projection's bias per slot, added before the weight.
+    if (p && p->op_type == "Add" && p->domain.empty() && m.slot_weight && !second_bias_add &&
+        p->inputs.size() == 2 && p->output(0)->has_static_shape()) {
+      for (size_t i = 0; i < 2 && !second_bias_add; ++i) {
+        Value *a = p->input(i), *b = p->input(1 - i);
+        if (!a || !b || a == b || !b->has_static_shape() || *b->dims != *p->output(0)->dims ||
+            !a->has_static_shape() || *a->dims != *b->dims || b->dims->size() != 2 || b->dtype != in->dtype ||
+            !b->producer || b->producer->op_type != "GatherND")
+          continue;
+        second_bias_add = p;
+        second_bias = b;
+        m.candidates.push_back(p);
+        next = p;
+        cur = a;
+      }
+      if (second_bias_add) continue;
+    }
     break;
   }
   Node* p2 = cur->producer;
@@ -188,6 +233,14 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
       sole_reader(g, users, per2) != p2 || !is_view(per2->producer))
     return std::nullopt;
   m.e = (*per2->dims)[1];
+  if (second_bias) {
+    auto [rows, idx] = gathered_rows(second_bias, m.e, s);
+    if (!rows || viewed_as(idx, {s, 1}) != idx2 || *rows->dims != Dims{m.e, m.h} ||
+        sole_reader(g, users, second_bias) != second_bias_add)
+      return std::nullopt;
+    m.second_bias = rows;
+    m.candidates.push_back(second_bias->producer);
+  }
   Node* r2 = per2->producer;
   Value* y2 = r2->input(0);
   if (!y2 || sole_reader(g, users, y2) != r2 || !y2->producer || y2->producer->op_type != "MatMul" ||
@@ -221,7 +274,13 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
   while (!todo.empty()) {
     Value* v = todo.back();
     todo.pop_back();
-    if (chain_values.count(v)) continue;
+    if (chain_values.count(v) || m.first_biases.count(v)) continue;
+    if (auto [rows, idx] = gathered_rows(v, m.e, s);
+        rows && viewed_as(idx, {s, 1}) == idx2 && rows->dtype == v->dtype) {
+      m.first_biases[v] = rows;
+      m.candidates.push_back(v->producer);
+      continue;
+    }
     chain_values.insert(v);
     Node* p = v->producer;
     if (!p) return std::nullopt;
@@ -244,7 +303,7 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
   for (const auto& np : g.nodes())
     if (nodes.count(np.get())) m.activation.push_back(np.get());
   for (Node* n : m.activation) {
-    if (!activation_node_ok(*n, chain_values, s)) return std::nullopt;
+    if (!activation_node_ok(*n, chain_values, m.first_biases, s)) return std::nullopt;
     for (const Value* o : n->outputs) {  // read on the chain only
       if (!o) continue;
       if (g.is_graph_output(o)) return std::nullopt;
@@ -300,8 +359,8 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
 
 // The activation node `n` cloned at [T, E, ..] (every value's slot axis split into tokens and
 // experts), its inputs mapped through `now`.
-void clone_activation(Graph& g, const Node& n, std::unordered_map<const Value*, Value*>& now, int64_t t,
-                      int64_t e) {
+void clone_activation(Graph& g, const Node& n, std::unordered_map<const Value*, Value*>& now,
+                      const std::unordered_map<const Value*, Value*>& biases, int64_t t, int64_t e) {
   Node* c = add_copy_node(g, n, g.unique_name(n.name + "/per_expert"));
   auto wide = [&](const Dims& d) {
     Dims w{t, e};
@@ -313,6 +372,10 @@ void clone_activation(Graph& g, const Node& n, std::unordered_map<const Value*, 
     Value* in = n.inputs[i];
     if (in && now.count(in)) {
       c->inputs.push_back(now.at(in));
+      continue;
+    }
+    if (in && biases.count(in)) {
+      c->inputs.push_back(biases.at(in));
       continue;
     }
     c->inputs.push_back(in);
@@ -401,18 +464,40 @@ StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set
     Dims start_dims{m.t, m.e};
     start_dims.insert(start_dims.end(), m.start->dims->begin() + 1, m.start->dims->end());
     now[m.start] = as_dims(g, first, start_dims, base + "/first_product");
-    for (const Node* n : m.activation) clone_activation(g, *n, now, m.t, m.e);
+    for (const Node* n : m.activation) clone_activation(g, *n, now, m.first_biases, m.t, m.e);
     Value* act = now.at(m.second->input(0));
     Dims col{m.t, m.e};
     col.insert(col.end(), act->dims->size() - 2, 1);
     Value* weight_col = as_dims(g, per_expert, col, base + "/weights");
     Value* weighted = add_op(g, "Mul", base + "/weighted", {act, weight_col}, act->dtype, *act->dims);
-    Value* rows = as_dims(g, weighted, {m.t, m.e * m.f}, base + "/rows");
-    // fc2's weights [F, E * H] (each expert's columns side by side) as [E * F, H].
+    // fc2's weights [F, E * H] (each expert's columns side by side) as [E * F, H]; with a bias,
+    // each expert's part of the rows carries its weight as one more column and the weights its bias
+    // rows as one more row each, [E * (F + 1), H]: the same GEMM adds the weighted biases.
     const Value* b2 = m.second->input(1);
-    Value* w2 = add_typed_value(g, b2->name + "/per_expert_rows", b2->dtype, {m.e * m.f, m.h});
-    w2->constant =
-        ops::copy_strided(*b2->constant, {m.e, m.f, m.h}, 0, {m.h, m.e * m.h, 1}).reshaped({m.e * m.f, m.h});
+    const int64_t fb = m.second_bias ? m.f + 1 : m.f;
+    Value* rows = nullptr;
+    Value* w2 = add_typed_value(g, b2->name + "/per_expert_rows", b2->dtype, {m.e * fb, m.h});
+    if (m.second_bias) {
+      Value* parts = add_op(g, "Concat", base + "/with_bias_weight",
+                            {as_dims(g, weighted, {m.t, m.e, m.f}, base + "/weighted_rows"),
+                             as_dims(g, per_expert, {m.t, m.e, 1}, base + "/bias_weights")},
+                            act->dtype, {m.t, m.e, fb});
+      parts->producer->attrs["axis"] = int64_t{2};
+      rows = as_dims(g, parts, {m.t, m.e * fb}, base + "/rows");
+      const std::vector<double> wv = b2->constant->to_f64(), bv = m.second_bias->constant->to_f64();
+      std::vector<double> out(static_cast<size_t>(m.e * fb * m.h));
+      for (int64_t x = 0; x < m.e; ++x)
+        for (int64_t y = 0; y < fb; ++y)
+          for (int64_t z = 0; z < m.h; ++z)
+            out[static_cast<size_t>((x * fb + y) * m.h + z)] =
+                y < m.f ? wv[static_cast<size_t>(y * m.e * m.h + x * m.h + z)]
+                        : bv[static_cast<size_t>(x * m.h + z)];
+      w2->constant = Tensor::from_f64(b2->dtype, {m.e * fb, m.h}, out);
+    } else {
+      rows = as_dims(g, weighted, {m.t, m.e * m.f}, base + "/rows");
+      w2->constant = ops::copy_strided(*b2->constant, {m.e, m.f, m.h}, 0, {m.h, m.e * m.h, 1})
+                         .reshaped({m.e * m.f, m.h});
+    }
     Value* y = add_op(g, "MatMul", base, {rows, w2}, act->dtype, {m.t, m.h});
     Value* out = m.sum->output(0);
     add_op_writing(g, "Reshape", base + "/back", {y, add_shape_constant(g, base + "/back_shape", *out->dims)},
@@ -421,10 +506,14 @@ StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set
     dead.push_back(m.sum);
     candidates.insert(m.candidates.begin(), m.candidates.end());
     log.push_back(fmt::format(
-        "{}: the {} slots of each of {} tokens as one GEMM over every expert, [{}, {}] by '{}' as [{}, {}]; "
-        "the activation ({} nodes) on each of the {} experts' part of {}'s product, times the token's "
+        "{}: the {} slots of each of {} tokens as one GEMM over every expert, [{}, {}] by '{}'{} as [{}, "
+        "{}]; "
+        "the activation ({} nodes{}) on each of the {} experts' part of {}'s product, times the token's "
         "weight for the expert (was {} over each slot, {} picking its expert's part)",
-        m.sum->describe(), m.k, m.t, m.t, m.e * m.f, b2->name, m.e * m.f, m.h, m.activation.size(), m.e,
+        m.sum->describe(), m.k, m.t, m.t, m.e * fb, b2->name,
+        m.second_bias ? fmt::format(" with the biases '{}'", m.second_bias->name) : "", m.e * fb, m.h,
+        m.activation.size(),
+        m.first_biases.empty() ? "" : fmt::format(", {} bias(es) per expert", m.first_biases.size()), m.e,
         m.first->describe(), m.second->describe(), m.second_pick->describe()));
   }
   if (dead.empty()) return log;

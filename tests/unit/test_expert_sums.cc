@@ -23,7 +23,19 @@ struct Moe {
   bool left = true;       // weights [E, M, K] by x [S, K, 1] (Mixtral's); else x [S, 1, K] by [E, K, M]
   bool topk = true;       // else the slots' experts and weights are graph inputs
   bool act_read = false;  // the activation also a graph output
+  bool biases = false;    // each expert's biases gathered per slot (gpt-oss's), after each projection
 };
+
+// After projection `which`'s squeeze: each expert's bias gathered per slot and added (gpt-oss's), or
+// nothing (an Identity, which the front end removes).
+std::string bias(bool on, int which) {
+  const char* name = which == 1 ? "up" : "down";
+  if (!on) return fmt::format("  %y{0}s = Identity(%y{0}q) @\"{1}_as_is\"\n", which, name);
+  return fmt::format(
+      "  %gb{0} = GatherND(%b{0}, %slot_idx) @\"gather_{1}_bias\"\n  %y{0}s = Add(%y{0}q, %gb{0}) "
+      "@\"{1}_bias\"\n",
+      which, name);
+}
 
 // transformers' MoE layer as it exports it: the router's softmax, its top k normalized, each
 // token's row repeated over its k slots, each slot times its expert's gathered weights (gate and up
@@ -47,7 +59,7 @@ std::string moe(const Moe& c, uint32_t seed) {
   input %logits: f32[{t},{e}]
 {inputs}  const %w1: f32[{w1}] = {w1v}
   const %w2: f32[{w2}] = {w2v}
-  const %k: i64[1] = [{k}]
+{bias_constants}  const %k: i64[1] = [{k}]
   const %last: i64[1] = [-1]
   const %one: i64[1] = [1]
   const %slots_flat: i64[1] = [{s}]
@@ -65,16 +77,16 @@ std::string moe(const Moe& c, uint32_t seed) {
   %xs = Unsqueeze(%xr, {x_axis}) @"slot_column"
   %g1 = GatherND(%w1, %slot_idx) @"gather_up"
   %y1 = MatMul({mm1}) @"bmm_up"
-  %y1s = Squeeze(%y1, {x_axis}) @"squeeze_up"
-  %gate, %up = Split(%y1s) {{axis = 1, num_outputs = 2}} @"chunk"
+  %y1q = Squeeze(%y1, {x_axis}) @"squeeze_up"
+{bias1}  %gate, %up = Split(%y1s) {{axis = 1, num_outputs = 2}} @"chunk"
   %sig = Sigmoid(%gate) @"sigmoid"
   %silu = Mul(%gate, %sig) @"silu"
   %act = Mul(%silu, %up) @"gated"
   %acts = Unsqueeze(%act, {x_axis}) @"act_column"
   %g2 = GatherND(%w2, %slot_idx) @"gather_down"
   %y2 = MatMul({mm2}) @"bmm_down"
-  %y2s = Squeeze(%y2, {x_axis}) @"squeeze_down"
-  %weighted = Mul(%y2s, %slot_w) @"weigh"
+  %y2q = Squeeze(%y2, {x_axis}) @"squeeze_down"
+{bias2}  %weighted = Mul(%y2s, %slot_w) @"weigh"
   %by_token = Reshape(%weighted, %per_token) @"by_token"
   %sum = ReduceSum(%by_token, %one) {{keepdims = 0}} @"slot_sum"
   %out = Add(%sum, %x) @"residual"
@@ -86,7 +98,12 @@ std::string moe(const Moe& c, uint32_t seed) {
       fmt::arg("w2v", lcg_values(seed, e * f * h)), fmt::arg("route", route), fmt::arg("inputs", inputs),
       fmt::arg("x_axis", c.left ? "%last" : "%one"), fmt::arg("mm1", c.left ? "%g1, %xs" : "%xs, %g1"),
       fmt::arg("mm2", c.left ? "%g2, %acts" : "%acts, %g2"),
-      fmt::arg("extra", c.act_read ? "  output %act\n" : ""));
+      fmt::arg("extra", c.act_read ? "  output %act\n" : ""), fmt::arg("bias1", bias(c.biases, 1)),
+      fmt::arg("bias2", bias(c.biases, 2)),
+      fmt::arg("bias_constants",
+               c.biases ? fmt::format("  const %b1: f32[{},{}] = {}\n  const %b2: f32[{},{}] = {}\n", e,
+                                      2 * f, lcg_values(seed, e * 2 * f), e, h, lcg_values(seed, e * h))
+                        : ""));
 }
 
 std::vector<std::string> expert_sums(Graph& g, const std::set<std::string>& keep = {}) {
@@ -103,37 +120,44 @@ std::vector<std::string> expert_sums(Graph& g, const std::set<std::string>& keep
 TEST_CASE("an MoE token's sum over its slots as one GEMM over every expert computes the same outputs",
           "[fusion][emu]") {
   uint32_t seed = 900;
-  for (const bool left : {true, false}) {
-    INFO(std::string(left ? "weights [E, M, K] by x [S, K, 1]" : "x [S, 1, K] by weights [E, K, M]"));
-    Moe c;
-    c.left = left;
-    auto g = parse_or_die(moe(c, seed++));
-    run_frontend_or_die(*g);
-    auto original = clone_graph(*g);
-    const auto lines = expert_sums(*g);
-    REQUIRE(lines.size() == 1);
-    CHECK(
-        lines.front() ==
-        "node 'slot_sum' (ReduceSum): the 2 slots of each of 6 tokens as one GEMM over every expert, [6, 20] "
-        "by 'w2/by_input' as [20, 8]; the activation (7 nodes) on each of the 4 experts' part of node "
-        "'bmm_up/all_experts' (MatMul)'s product, times the token's weight for the expert (was node "
-        "'bmm_down/all_experts' (MatMul) over each slot, node 'bmm_down/all_experts/picked' (GatherND) "
-        "picking its expert's part)");
-    // No per-slot pick or product is left: one GEMM per projection, over every expert.
-    CHECK(count_op(*g, "GatherND") == 0);
-    CHECK(count_op(*g, "ReduceSum") == 1);  // the router's normalization
-    CHECK(count_op(*g, "MatMul") == 2);
-    for (const auto& n : g->nodes())
-      if (n->op_type == "MatMul") {
-        REQUIRE(n->input(1)->is_constant());
-        CHECK((*n->input(1)->dims == Dims{8, 40} || *n->input(1)->dims == Dims{20, 8}));
+  for (const bool biases : {false, true})
+    for (const bool left : {true, false}) {
+      INFO(std::string(left ? "weights [E, M, K] by x [S, K, 1]" : "x [S, 1, K] by weights [E, K, M]"));
+      INFO((biases ? "with" : "without") << " biases per expert");
+      Moe c;
+      c.left = left;
+      c.biases = biases;
+      auto g = parse_or_die(moe(c, seed++));
+      run_frontend_or_die(*g);
+      auto original = clone_graph(*g);
+      const auto lines = expert_sums(*g);
+      REQUIRE(lines.size() == 1);
+      // With biases, each expert's rows carry its weight as one more column, fc2's its bias as a row.
+      const int64_t rows = biases ? 24 : 20;
+      CHECK(lines.front() ==
+            fmt::format(
+                "node 'slot_sum' (ReduceSum): the 2 slots of each of 6 tokens as one GEMM over every "
+                "expert, [6, {0}] by 'w2/by_input'{1} as [{0}, 8]; the activation ({2}) on each of the 4 "
+                "experts' part of node 'bmm_up/all_experts' (MatMul)'s product, times the token's weight "
+                "for the expert (was node 'bmm_down/all_experts' (MatMul) over each slot, node "
+                "'bmm_down/all_experts/picked' (GatherND) picking its expert's part)",
+                rows, biases ? " with the biases 'b2'" : "",
+                biases ? "8 nodes, 1 bias(es) per expert" : "7 nodes"));
+      // No per-slot pick or product is left: one GEMM per projection, over every expert.
+      CHECK(count_op(*g, "GatherND") == 0);
+      CHECK(count_op(*g, "ReduceSum") == 1);  // the router's normalization
+      CHECK(count_op(*g, "MatMul") == 2);
+      for (const auto& n : g->nodes())
+        if (n->op_type == "MatMul") {
+          REQUIRE(n->input(1)->is_constant());
+          CHECK((*n->input(1)->dims == Dims{8, 40} || *n->input(1)->dims == Dims{rows, 8}));
+        }
+      same_as_original(*original, *g, seed++);
+      for (const char* mode : {"greedy", "beam", "ilp"}) {
+        INFO(mode);
+        CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
       }
-    same_as_original(*original, *g, seed++);
-    for (const char* mode : {"greedy", "beam", "ilp"}) {
-      INFO(mode);
-      CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
     }
-  }
 }
 
 TEST_CASE("the router's top k and the weighted activation of every expert share one kernel",
