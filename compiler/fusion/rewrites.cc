@@ -183,7 +183,8 @@ std::string Rewrites::text() const {
                 ")",
             args.lines);
   if (!short_sums.verdict.empty())
-    section("sums over a few elements as Adds of Slices (" + short_sums.verdict + ")", short_sums.lines);
+    section("sums and softmaxes over a few elements as element-wise ops (" + short_sums.verdict + ")",
+            short_sums.lines);
   if (!topks.verdict.empty())
     section("TopKs as rounds of row reductions (" + topks.verdict + ")", topks.lines);
   if (!outputs.verdict.empty())

@@ -1,24 +1,26 @@
-// The graph rewrites before planning, in their one order (what `stitchc compile` runs and what
-// the ONNX node tests run when they plan): GroupNorms with their channels apart (group_norms.h),
-// per-head norms over merged rows with the heads apart (head_rows.h),
-// Gemms as MatMuls (gemm_matmul.h), GEMMs of expert weights gathered per slot as GEMMs of all the
-// experts' weights (expert_gemms.h), MatMuls of flattening views reading the activation itself
-// (unflatten_gemms.h: after the Gemms, which onnxruntime writes between such views), constant scales after
-// a GEMM folded into its weights (fold_scales.h), sibling GEMMs merged (merge_gemms.h), Splits and
-// constant Gathers as Slices (split_slices.h), shared relayouts copied per reader
-// (relayout_copies.h: after the Slices, which make such chains), row scales moved past GEMMs, then
-// LayerNorms moved past GEMMs (hoist_scales.h), ArgMax and ArgMin as row reductions with scatters of one
-// index per row as selects (arg_reductions.h), sums over a few elements as Adds (short_reductions.h:
-// after the rewrites that read a norm's ReduceMean), TopKs of a few as rounds of row reductions
-// (topk_rounds.h: late, judged on a plan close to the final one, since the rewrites before it change
-// the kernels its rounds would join), graph outputs computed again for their readers
-// (output_copies.h: last, since it keeps only the copies the final plan does not store). Gemms go
-// first so that the MatMul rewrites see them too, and the fold before the merge, whose weights it
-// changes. The GroupNorms, the head rows, the unflattening, the fold and the merge always apply (each leaves
-// less work); every other rewrite is kept only when the plan of the rewritten graph is estimated no slower.
-// Slices that are not cheaper by themselves are judged once more together with the relayout copies they leave
-// room for (Falcon's K and V, picked out of one Transpose), against the copies alone. None runs for
-// --fusion none (the unfused baseline is the graph as imported).
+// The graph rewrites before planning, in their one order (what `stitchc compile` runs and what the
+// ONNX node tests run when they plan): GroupNorms with their channels apart (group_norms.h),
+// per-head norms over merged rows with the heads apart (head_rows.h), Gemms as MatMuls
+// (gemm_matmul.h), GEMMs of expert weights gathered per slot as GEMMs of all the experts' weights
+// (expert_gemms.h), an MoE token's sum over its slots as one GEMM over every expert (expert_sums.h:
+// right after, on their form), MatMuls of flattening views reading the activation itself
+// (unflatten_gemms.h: after the Gemms, which onnxruntime writes between such views), constant
+// scales after a GEMM folded into its weights (fold_scales.h), sibling GEMMs merged
+// (merge_gemms.h), Splits and constant Gathers as Slices (split_slices.h), shared relayouts copied
+// per reader (relayout_copies.h: after the Slices, which make such chains), row scales moved past
+// GEMMs, then LayerNorms moved past GEMMs (hoist_scales.h), ArgMax and ArgMin as row reductions
+// with scatters of one index per row as selects (arg_reductions.h), sums and softmaxes over a few
+// elements as element-wise ops (short_reductions.h: after the rewrites that read a norm's
+// ReduceMean), TopKs of a few as rounds of row reductions (topk_rounds.h: late, judged on a plan
+// close to the final one, since the rewrites before it change the kernels its rounds would join),
+// graph outputs computed again for their readers (output_copies.h: last, since it keeps only the
+// copies the final plan does not store). Gemms go first so that the MatMul rewrites see them too,
+// and the fold before the merge, whose weights it changes. The GroupNorms, the head rows, the
+// unflattening, the fold and the merge always apply (each leaves less work); every other rewrite is
+// kept only when the plan of the rewritten graph is estimated no slower. Slices that are not
+// cheaper by themselves are judged once more together with the relayout copies they leave room for
+// (Falcon's K and V, picked out of one Transpose), against the copies alone. None runs for --fusion
+// none (the unfused baseline is the graph as imported).
 #pragma once
 
 #include <memory>

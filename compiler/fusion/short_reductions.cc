@@ -6,16 +6,78 @@
 #include "ops/op_params.h"
 
 namespace stitch::fusion {
+namespace {
+
+// The elements of `x` along `axis` (len of them) combined by `op` (Add, Max) in the axis's order:
+// one Slice each, shaped as `x` with that axis 1.
+Value* combine_slices(Graph& g, Value* x, int64_t axis, int64_t len, const char* op, const std::string& h) {
+  Dims part = *x->dims;
+  part[static_cast<size_t>(axis)] = 1;
+  Value* shared_axes = add_constant(g, h + "_axes", DType::kI64, {1}, {static_cast<double>(axis)});
+  Value* acc = nullptr;
+  for (int64_t i = 0; i < len; ++i) {
+    Value* e = add_typed_value(g, fmt::format("{}{}", h, i), x->dtype, part);
+    add_slice(g, fmt::format("{}{}", h, i), x, axis, i, i + 1, e, shared_axes);
+    acc = acc ? add_op(g, op, fmt::format("{}s_to_{}", h, i), {acc, e}, x->dtype, part) : e;
+  }
+  return acc;
+}
+
+// A Softmax over one axis of 2 to kMaxShortReduction elements: the largest by Max, the exponentials
+// of the differences, their sum by Adds, and the quotients, each element-wise. Returns its line, or
+// empty when the node is not such a Softmax.
+std::string short_softmax(Graph& g, Node& n, std::vector<Node*>& dead) {
+  Value* x = n.input(0);
+  Value* y = n.output(0);
+  if (x == nullptr || y == nullptr || !x->has_static_shape() || !is_float(x->dtype) || x->dims->empty() ||
+      num_elements(*x->dims) == 0 || n.outputs.size() != 1)
+    return "";
+  const int64_t rank = static_cast<int64_t>(x->dims->size());
+  int64_t axis = n.attr_int("axis", n.opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  // Before opset 13 the axis splits the input into 2-D rows: one axis only when it is the last.
+  if (axis < 0 || axis >= rank || (n.opset < 13 && axis != rank - 1)) return "";
+  const int64_t len = (*x->dims)[static_cast<size_t>(axis)];
+  if (len < 2 || len > kMaxShortReduction) return "";
+  const std::string h = n.name + "/short";
+  // Half types compute in float32 and round once, as the Softmax's own kernels do.
+  const bool half = x->dtype == DType::kF16 || x->dtype == DType::kBF16;
+  const DType t = half ? DType::kF32 : x->dtype;
+  Value* xc = half ? add_cast(g, h + "_f32", x, t) : x;
+  Value* top = combine_slices(g, xc, axis, len, "Max", h + "_element");
+  Value* e =
+      add_op(g, "Exp", h + "_exp", {add_op(g, "Sub", h + "_shifted", {xc, top}, t, *x->dims)}, t, *x->dims);
+  Value* sum = combine_slices(g, e, axis, len, "Add", h + "_exp_element");
+  if (half) {
+    Value* q = add_op(g, "Div", h + "_quotient", {e, sum}, t, *x->dims);
+    add_op_writing(g, "Cast", h + "_back", {q}, y)->attrs["to"] =
+        static_cast<int64_t>(dtype_to_onnx(y->dtype));
+  } else {
+    add_op_writing(g, "Div", h + "_quotient", {e, sum}, y);
+  }
+  n.outputs = {nullptr};
+  dead.push_back(&n);
+  return fmt::format(
+      "{}: {} elements along axis {} as element-wise ops (the largest by {} Max, the sum of the "
+      "exponentials by {} Add{}){}",
+      n.describe(), len, axis, len - 1, len - 1, len > 2 ? "s" : "", half ? ", in float32" : "");
+}
+
+}  // namespace
 
 StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std::set<std::string>& keep) {
   std::vector<std::string> log;
   std::vector<Node*> sums;  // collected first: the rewrite adds nodes
   for (const auto& np : g.nodes())
-    if ((np->op_type == "ReduceSum" || np->op_type == "ReduceMean") && np->domain.empty() &&
-        !keep.count(np->name))
+    if ((np->op_type == "ReduceSum" || np->op_type == "ReduceMean" || np->op_type == "Softmax") &&
+        np->domain.empty() && !keep.count(np->name))
       sums.push_back(np.get());
   std::vector<Node*> dead;
   for (Node* n : sums) {
+    if (n->op_type == "Softmax") {
+      if (std::string line = short_softmax(g, *n, dead); !line.empty()) log.push_back(std::move(line));
+      continue;
+    }
     Value* x = n->input(0);
     Value* y = n->output(0);
     if (x == nullptr || y == nullptr || !x->has_static_shape() || !y->has_static_shape() ||
@@ -38,14 +100,7 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
     if (len < 2 || len > kMaxShortReduction) continue;
     Dims part = d;
     part[static_cast<size_t>(axis)] = 1;
-    const std::string h = n->name + "/element";
-    Value* shared_axes = add_constant(g, h + "_axes", DType::kI64, {1}, {static_cast<double>(axis)});
-    Value* sum = nullptr;
-    for (int64_t i = 0; i < len; ++i) {
-      Value* e = add_typed_value(g, fmt::format("{}{}", h, i), t, part);
-      add_slice(g, fmt::format("{}{}", h, i), x, axis, i, i + 1, e, shared_axes);
-      sum = sum ? add_op(g, "Add", fmt::format("{}s_to_{}", h, i), {sum, e}, t, part) : e;
-    }
+    Value* sum = combine_slices(g, x, axis, len, "Add", n->name + "/element");
     if (n->op_type == "ReduceMean")
       sum = add_op(g, "Div", n->name + "/mean",
                    {sum, add_constant(g, n->name + "/count", t, {}, {static_cast<double>(len)})}, t, part);

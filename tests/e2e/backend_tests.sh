@@ -162,7 +162,8 @@ check "mixtral_tiny: its TopKs judged as rounds, --no-topk-rounds skips that" \
 # routing weight for each expert, 0 where not chosen, and the second projection of every expert,
 # weighted and summed, is one GEMM with the residual as its C. The router's GEMM and the first
 # projection are then siblings of one input, whose norm's row scale moves past both; the router's
-# softmax, its top 2 (rounds of keys), the routing weights and the activation are one kernel,
+# softmax (over 4 experts: element-wise ops), its top 2 (rounds of keys), the routing weights and
+# the activation are one kernel,
 # which computes the norm's statistics itself. A plan test: it fails when those come apart or the
 # count grows (3 a layer, above).
 check "mixtral_tiny: the router, its top 2 and every expert's weighted activation in one kernel, 7 kernels" python3 -c "
@@ -170,7 +171,7 @@ import json, re, sys
 text = open(sys.argv[1]).read()
 assert \"MoE tokens' sums over their slots as one GEMM over every expert (estimated\" in text
 groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
-one = [g for g in groups if all(n in g for n in (\"node_softmax' (Softmax)\", \"node_topk__1/round1_best' (ReduceMax)\",
+one = [g for g in groups if all(n in g for n in (\"node_softmax/short_exp' (Exp)\", \"node_topk__1/round1_best' (ReduceMax)\",
        \"node_sum_2/every_expert/weighted' (Mul)\", \"node_Sigmoid_203/per_expert' (Sigmoid)\"))]
 mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
 print(len(one), mi, file=sys.stderr)
@@ -187,20 +188,20 @@ sys.exit(0 if len(one) == 1 and \"picked' (GatherND) ->\" not in text and '(TopK
 check "--no-expert-sums: mixtral_tiny's slot sum in the next norm's kernel, the router and its top 2 beside the norm, 9 kernels" python3 -c "
 import json, re, sys
 text = open(sys.argv[1]).read()
-assert 'sums over a few elements as Adds of Slices (estimated' in text
+assert 'sums and softmaxes over a few elements as element-wise ops (estimated' in text
 assert \"MoE tokens' sums\" not in text
 assert \"node 'node_linear_4' (MatMul): row scale 'rsqrt_1' applied to the product\" in text
 groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
 both = [g for g in groups if \"node_sum_2/elements_to\" in g and \"node_mean_2' (ReduceMean)\" in g]
-router = [g.split(':')[0] for g in groups if \"node_softmax' (Softmax)\" in g or \"node_mean_1' (ReduceMean)\" in g]
-picks = [g for g in groups if \"node_softmax' (Softmax)\" in g and \"node_topk__1/round1_best' (ReduceMax)\" in g]
+router = [g.split(':')[0] for g in groups if \"node_softmax/short_exp' (Exp)\" in g or \"node_mean_1' (ReduceMean)\" in g]
+picks = [g for g in groups if \"node_softmax/short_exp' (Exp)\" in g and \"node_topk__1/round1_best' (ReduceMax)\" in g]
 mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
 print(len(both), router, len(picks), mi, file=sys.stderr)
 packed = len(router) == 2 and all('pack' in r for r in router) and router[0].split('pack')[1] == router[1].split('pack')[1]
 sys.exit(0 if len(both) == 1 and packed and len(picks) == 1 and '(TopK) ->' not in text and mi <= 9 else 1)" "$TMP/mixtral_slots/plan.txt" "$TMP/mixtral_slots.json"
 check "--no-short-reductions keeps mixtral_tiny's slot sums ReduceSums (with --no-expert-sums)" \
   bash -c 'out=$("$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --no-nvcc --no-emu \
-    --no-short-reductions --no-expert-sums --explain-fusion) && grep -q "^fusion plan" <<<"$out" && ! grep -q "sums over a few" <<<"$out" && \
+    --no-short-reductions --no-expert-sums --explain-fusion) && grep -q "^fusion plan" <<<"$out" && ! grep -q "sums and softmaxes over a few" <<<"$out" && \
     [ $(grep -c "(ReduceSum) -> f32\[32x64\]" <<<"$out") = 2 ]' \
   "$STITCHC" "$ROOT/models/mixtral_tiny/model.onnx" "$TMP/mixtral_sums"
 # Convolution epilogues (cuDNN's fused call): cnn_small's residual block ends in one conv step

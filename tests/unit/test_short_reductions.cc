@@ -1,6 +1,7 @@
-// Sums and means over a few elements as Adds of Slices (fusion::short_reductions_as_adds): the
-// rewritten graph computes what the reduction did (kept axes or not, the axes an attribute or an
-// input, integers exactly), the forms it does not take stay, and an MoE token's sum over its slots
+// Sums and means over a few elements as Adds of Slices (fusion::short_reductions_as_adds), and
+// softmaxes over a few elements as element-wise ops: the rewritten graph computes what the
+// reduction did (kept axes or not, the axes an attribute or an input, integers exactly), the forms
+// it does not take stay, and an MoE token's sum over its slots
 // joins the next RMSNorm's row kernel in every planner, run on emu against the reference.
 #include <fmt/format.h>
 
@@ -86,6 +87,81 @@ TEST_CASE("short sums and means as Adds of Slices compute what the reduction did
   }
 }
 
+TEST_CASE("a softmax over a few elements as element-wise ops computes what the Softmax did",
+          "[fusion][emu]") {
+  // A router's softmax over its top 2 (gpt-oss's, GraniteMoE's): rows of 2, which no kernel with
+  // rows of the experts takes as a row op. Rows holding infinities and equal values too.
+  struct Case {
+    const char* what;
+    const char* text;
+    const char* line;
+  };
+  const Case cases[] = {
+      {"over the last axis of 2", R"(graph "g" opset 18 {
+  input %x: f32[9,2]
+  %y = Softmax(%x) {axis = -1} @"softmax"
+  output %y
+})",
+       "node 'softmax' (Softmax): 2 elements along axis 1 as element-wise ops (the largest by 1 Max, the sum "
+       "of the "
+       "exponentials by 1 Add)"},
+      {"over a middle axis of 8 (opset 13 and later: one axis)", R"(graph "g" opset 13 {
+  input %x: f32[3,8,5]
+  %y = Softmax(%x) {axis = 1} @"softmax"
+  output %y
+})",
+       "node 'softmax' (Softmax): 8 elements along axis 1 as element-wise ops (the largest by 7 Max, the sum "
+       "of the "
+       "exponentials by 7 Adds)"},
+      {"float16 over 4", R"(graph "g" opset 18 {
+  input %x: f16[6,4]
+  %y = Softmax(%x) @"softmax"
+  output %y
+})",
+       "node 'softmax' (Softmax): 4 elements along axis 1 as element-wise ops (the largest by 3 Max, the sum "
+       "of the "
+       "exponentials by 3 Adds), in float32"},
+      {"opset 11, the last axis", R"(graph "g" opset 11 {
+  input %x: f32[2,3,3]
+  %y = Softmax(%x) {axis = 2} @"softmax"
+  output %y
+})",
+       "node 'softmax' (Softmax): 3 elements along axis 2 as element-wise ops (the largest by 2 Max, the sum "
+       "of the "
+       "exponentials by 2 Adds)"},
+  };
+  uint32_t seed = 950;
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto [g, original, lines] =
+        rewritten(c.text, [](Graph& x) { return fusion::short_reductions_as_adds(x); });
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front() == c.line);
+    CHECK(count_op(*g, "Softmax") == 0);
+    rewritten_is_one_kernel(*original, *g, seed);
+  }
+  SECTION("rows of equal values, infinities and large values") {
+    auto [g, original, lines] = rewritten(R"(graph "g" opset 18 {
+  input %x: f32[5,3]
+  %y = Softmax(%x) @"softmax"
+  output %y
+})",
+                                          [](Graph& x) { return fusion::short_reductions_as_adds(x); });
+    REQUIRE(lines.size() == 1);
+    TensorMap feed;
+    feed["x"] = Tensor::from_f64(DType::kF32, {5, 3},
+                                 {1, 1, 1, 1000, 999, -1000, -INFINITY, 0, 2, 80, 88, 87, -3, -3, -2.5});
+    auto want = run_reference(*original, feed);
+    auto got = run_reference(*g, feed);
+    REQUIRE(want.is_ok());
+    REQUIRE(got.is_ok());
+    const CompareResult r =
+        compare_tensors(got->at("y"), want->at("y"), kRewriteReference.rtol, kRewriteReference.atol);
+    INFO(r.max_abs << " " << r.problem);
+    CHECK(r.ok);
+  }
+}
+
 TEST_CASE("reductions the Adds do not take stay as they are", "[fusion]") {
   struct Case {
     const char* what;
@@ -119,6 +195,17 @@ TEST_CASE("reductions the Adds do not take stay as they are", "[fusion]") {
       {"no axes with noop_with_empty_axes", R"(graph "g" opset 18 {
   input %x: f32[4,2]
   %y = ReduceSum(%x) {noop_with_empty_axes = 1} @"r"
+  output %y
+})"},
+      {"a softmax over 9 elements", R"(graph "g" opset 18 {
+  input %x: f32[4,9]
+  %y = Softmax(%x) @"r"
+  output %y
+})"},
+      {"a softmax before opset 13 over an axis that is not the last (rows of the axes after it)",
+       R"(graph "g" opset 11 {
+  input %x: f32[4,2,3]
+  %y = Softmax(%x) {axis = 1} @"r"
   output %y
 })"},
   };
