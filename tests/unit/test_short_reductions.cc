@@ -93,50 +93,33 @@ TEST_CASE("a softmax over a few elements as element-wise ops computes what the S
   // rows of the experts takes as a row op. Rows holding infinities and equal values too.
   struct Case {
     const char* what;
-    const char* text;
-    const char* line;
+    int opset;
+    const char* input;  // type and dims
+    const char* attrs;
+    int64_t axis, len;
+    bool half;
   };
   const Case cases[] = {
-      {"over the last axis of 2", R"(graph "g" opset 18 {
-  input %x: f32[9,2]
-  %y = Softmax(%x) {axis = -1} @"softmax"
-  output %y
-})",
-       "node 'softmax' (Softmax): 2 elements along axis 1 as element-wise ops (the largest by 1 Max, the sum "
-       "of the "
-       "exponentials by 1 Add)"},
-      {"over a middle axis of 8 (opset 13 and later: one axis)", R"(graph "g" opset 13 {
-  input %x: f32[3,8,5]
-  %y = Softmax(%x) {axis = 1} @"softmax"
-  output %y
-})",
-       "node 'softmax' (Softmax): 8 elements along axis 1 as element-wise ops (the largest by 7 Max, the sum "
-       "of the "
-       "exponentials by 7 Adds)"},
-      {"float16 over 4", R"(graph "g" opset 18 {
-  input %x: f16[6,4]
-  %y = Softmax(%x) @"softmax"
-  output %y
-})",
-       "node 'softmax' (Softmax): 4 elements along axis 1 as element-wise ops (the largest by 3 Max, the sum "
-       "of the "
-       "exponentials by 3 Adds), in float32"},
-      {"opset 11, the last axis", R"(graph "g" opset 11 {
-  input %x: f32[2,3,3]
-  %y = Softmax(%x) {axis = 2} @"softmax"
-  output %y
-})",
-       "node 'softmax' (Softmax): 3 elements along axis 2 as element-wise ops (the largest by 2 Max, the sum "
-       "of the "
-       "exponentials by 2 Adds)"},
+      {"over the last axis of 2", 18, "f32[9,2]", " {axis = -1}", 1, 2, false},
+      {"over a middle axis of 8 (opset 13 and later: one axis)", 13, "f32[3,8,5]", " {axis = 1}", 1, 8,
+       false},
+      {"float16 over 4", 18, "f16[6,4]", "", 1, 4, true},
+      {"opset 11, the last axis", 11, "f32[2,3,3]", " {axis = 2}", 2, 3, false},
   };
   uint32_t seed = 950;
   for (const Case& c : cases) {
     INFO(c.what);
-    auto [g, original, lines] =
-        rewritten(c.text, [](Graph& x) { return fusion::short_reductions_as_adds(x); });
+    auto [g, original, lines] = rewritten(
+        fmt::format(
+            "graph \"g\" opset {} {{\n  input %x: {}\n  %y = Softmax(%x){} @\"softmax\"\n  output %y\n}}",
+            c.opset, c.input, c.attrs),
+        [](Graph& x) { return fusion::short_reductions_as_adds(x); });
     REQUIRE(lines.size() == 1);
-    CHECK(lines.front() == c.line);
+    CHECK(lines.front() ==
+          fmt::format("node 'softmax' (Softmax): {} elements along axis {} as element-wise ops "
+                      "(the largest by {} Max, the sum of the exponentials by {} Add{}){}",
+                      c.len, c.axis, c.len - 1, c.len - 1, c.len > 2 ? "s" : "",
+                      c.half ? ", in float32" : ""));
     CHECK(count_op(*g, "Softmax") == 0);
     rewritten_is_one_kernel(*original, *g, seed);
   }
