@@ -23,7 +23,7 @@ Value* combine_slices(Graph& g, Value* x, int64_t axis, int64_t len, const char*
   return acc;
 }
 
-// A Softmax over one axis of 2 to kMaxShortReduction elements: the largest by Max, the exponentials
+// A Softmax over a last axis of 2 to kMaxShortReduction elements: the largest by Max, the exponentials
 // of the differences, their sum by Adds, and the quotients, each element-wise. Returns its line, or
 // empty when the node is not such a Softmax.
 std::string short_softmax(Graph& g, Node& n, std::vector<Node*>& dead) {
@@ -35,8 +35,11 @@ std::string short_softmax(Graph& g, Node& n, std::vector<Node*>& dead) {
   const int64_t rank = static_cast<int64_t>(x->dims->size());
   int64_t axis = n.attr_int("axis", n.opset >= 13 ? -1 : 1);
   if (axis < 0) axis += rank;
-  // Before opset 13 the axis splits the input into 2-D rows: one axis only when it is the last.
-  if (axis < 0 || axis >= rank || (n.opset < 13 && axis != rank - 1)) return "";
+  // The last axis only: before opset 13 another axis splits the input into 2-D rows, and from 13
+  // a softmax over another axis (an image's classes over its channels) is a column reduction its
+  // kernel tiles, where the element-wise form would compute the producers again for every element
+  // of the axis at every output (seg_small's bicubic upsample: nvcc ran for minutes on that kernel).
+  if (axis != rank - 1) return "";
   const int64_t len = (*x->dims)[static_cast<size_t>(axis)];
   if (len < 2 || len > kMaxShortReduction) return "";
   const std::string h = n.name + "/short";

@@ -6,7 +6,7 @@
 // Written as the sum of one Slice per element of the axis, the reduction is element-wise at its
 // output's coordinates: any kernel takes it, each of its elements a few loads and adds. The
 // elements are added in the axis's order, from the first (as the reference interpreter does); a
-// mean divides that sum by the count. A Softmax over one axis of 2 to kMaxShortReduction elements
+// mean divides that sum by the count. A Softmax over a last axis of 2 to kMaxShortReduction elements
 // is likewise a row op whose rows of a few elements no wider kernel takes (an MoE router's softmax
 // over its top 2, after a TopK over the experts): written as the largest element by Max, the
 // exponentials of the differences, their sum by Adds and the quotients (half types in float32,
@@ -30,7 +30,7 @@ inline constexpr int64_t kMaxShortReduction = 8;
 // static shapes with constant axes that reduce one axis of 2 to kMaxShortReduction elements (any
 // other axes they name of one element) into Slices and Adds (then a Div by the count for a mean,
 // and a Reshape when the axes are not kept); its output keeps its value; and every float Softmax
-// of static shape over one such axis (before opset 13, only the last). Returns one line per
+// of static shape over such a last axis. Returns one line per
 // reduction. Those named in `keep` (--no-fuse) stay.
 StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std::set<std::string>& keep = {});
 
