@@ -171,8 +171,9 @@ int main(int argc, char** argv) {
       "such as an MoE router's softmax, when the plan's estimate is lower)");
   compile->add_flag(
       "--no-short-reductions", ca.no_short_reductions,
-      "keep a ReduceSum or ReduceMean over 2 to 8 elements of one axis, and a Softmax over 2 to 8, a row "
-      "op (by default the sum becomes that many Slices added up, and the softmax Max, Exp, Adds and Div, "
+      "keep a ReduceSum or ReduceMean over 2 to 8 elements of one axis, and a Softmax over a last axis of "
+      "2 to 8, a row op (by default the sum becomes that many Slices added up, and the softmax Max, Exp, "
+      "Adds and Div, "
       "element-wise, so that any kernel can take them, such as the sum of an MoE token's expert outputs "
       "over its slots or a router's softmax over its top 2, when the plan's estimate is lower)");
   compile->add_flag(
