@@ -161,8 +161,9 @@ int main(int argc, char** argv) {
       "keep an MoE token's sum over its routed slots as it is (by default, after the GEMMs of every "
       "expert's weights, the activation runs on every expert's part of the first projection, times "
       "the token's routing weight for the expert, 0 where not chosen, and the second projection of "
-      "every expert, weighted and summed, is one GEMM, as onnxruntime's MoE op is read, when the "
-      "plan's estimate is lower)");
+      "every expert, weighted and summed, is one GEMM, as onnxruntime's MoE op is read, a shared "
+      "expert added to the sum, maybe times a gate per token, more rows of that GEMM, when the plan's "
+      "estimate is lower)");
   compile->add_flag(
       "--no-topk-rounds", ca.no_topk_rounds,
       "keep each TopK a kernel of its own (by default a TopK of at most 8 along a float32, float16 or "

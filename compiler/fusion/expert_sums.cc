@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <unordered_set>
 
 #include "codegen/stitch.h"
@@ -110,6 +111,13 @@ struct Match {
   // expert's rows [E, ..]; after the second projection, the bias rows [E, H] added before the weight.
   std::unordered_map<const Value*, Value*> first_biases;
   Value* second_bias = nullptr;
+  // A shared expert's output added to the sum (Qwen2-MoE's, gated per token; DeepSeek's): the Add,
+  // the shared second projection's rows [T, Fs] (as read), its constant weights [Fs, H] and the
+  // gate (T values, or null).
+  Node* shared_add = nullptr;
+  Value* shared_rows = nullptr;
+  Value* shared_weights = nullptr;
+  Value* shared_gate = nullptr;
   int64_t t = 0, k = 0, e = 0, f = 0, h = 0;
 };
 
@@ -151,6 +159,68 @@ bool activation_node_ok(const Node& n, const std::unordered_set<const Value*>& c
     if (static_cast<int64_t>(d.size()) > rank) return false;
   }
   return true;
+}
+
+// Whether `a` and `b` have the same leading dims and `b` one element along the last axis.
+bool per_row_of(const Dims& a, const Dims& b) {
+  return !a.empty() && a.size() == b.size() && b.back() == 1 && std::equal(a.begin(), a.end() - 1, b.begin());
+}
+
+// A shared expert added to the sum's output `out` (through views): an Add, no broadcast, of it and
+// a MatMul of rows [.., Fs] (T rows) by constant weights [Fs, H], maybe times a gate of one value
+// per token, each read by the next alone. Fills m.shared_* and the nodes that go. Neither its rows
+// nor its gate can be computed from the sum, which only the views to the Add read, so the GEMM over
+// every expert, which takes the Add's place, can read them.
+void match_shared(const Graph& g, const Users& users, Value* out, Match& m) {
+  const int64_t th = m.t * m.h;
+  std::vector<Node*> views;
+  Value* cur = out;
+  Node* add = sole_reader(g, users, cur);
+  while (is_view(add) && add->output(0)) {
+    views.push_back(add);
+    cur = add->output(0);
+    add = sole_reader(g, users, cur);
+  }
+  if (!add || add->op_type != "Add" || !add->domain.empty() || add->inputs.size() != 2 || !add->output(0) ||
+      !add->output(0)->has_static_shape())
+    return;
+  const Dims& od = *add->output(0)->dims;
+  if (num_elements(od) != th || od.empty() || od.back() != m.h) return;
+  Value* z = add->input(0) == cur ? add->input(1) : add->input(0);
+  if (!z || z == cur || !z->has_static_shape() || *z->dims != od || !cur->has_static_shape() ||
+      *cur->dims != od || z->dtype != out->dtype || sole_reader(g, users, z) != add || !z->producer ||
+      !z->producer->domain.empty())
+    return;
+  Node* mul = nullptr;
+  Value* gate = nullptr;
+  Value* y = z;
+  if (z->producer->op_type == "Mul" && z->producer->inputs.size() == 2) {
+    mul = z->producer;
+    for (size_t i = 0; i < 2 && !gate; ++i) {
+      Value *a = mul->input(i), *b = mul->input(1 - i);
+      if (a && b && a != b && a->has_static_shape() && *a->dims == od && b->has_static_shape() &&
+          b->dtype == z->dtype && per_row_of(od, *b->dims) && a->producer &&
+          a->producer->op_type == "MatMul") {
+        y = a;
+        gate = b;
+      }
+    }
+    if (!gate || sole_reader(g, users, y) != mul) return;
+  }
+  Node* mm = y->producer;
+  if (!mm || mm->op_type != "MatMul" || !mm->domain.empty() || !mm->input(0) || !mm->input(1)) return;
+  Value *a = mm->input(0), *w = mm->input(1);
+  if (!w->is_constant() || w->dims->size() != 2 || (*w->dims)[1] != m.h || w->dtype != z->dtype ||
+      !a->has_static_shape() || a->dims->empty() || a->dims->back() != (*w->dims)[0] ||
+      a->dtype != z->dtype || num_elements(*a->dims) != m.t * (*w->dims)[0])
+    return;
+  m.shared_add = add;
+  m.shared_rows = a;
+  m.shared_weights = w;
+  m.shared_gate = gate;
+  m.candidates.insert(m.candidates.end(), views.begin(), views.end());
+  m.candidates.push_back(mm);
+  if (mul) m.candidates.push_back(mul);
 }
 
 std::optional<Match> match(const Graph& g, const Users& users, Node* red, const std::set<std::string>& keep) {
@@ -354,6 +424,14 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
   for (const Node* n : m.candidates)
     if (keep.count(n->name)) return std::nullopt;
   if (keep.count(red->name)) return std::nullopt;
+  Match with_shared = m;
+  match_shared(g, users, out, with_shared);
+  if (with_shared.shared_add) {
+    bool kept = keep.count(with_shared.shared_add->name) > 0;
+    for (size_t i = m.candidates.size(); i < with_shared.candidates.size(); ++i)
+      kept |= keep.count(with_shared.candidates[i]->name) > 0;
+    if (!kept) return with_shared;
+  }
   return m;
 }
 
@@ -475,7 +553,7 @@ StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set
     // rows as one more row each, [E * (F + 1), H]: the same GEMM adds the weighted biases.
     const Value* b2 = m.second->input(1);
     const int64_t fb = m.second_bias ? m.f + 1 : m.f;
-    Value* rows = nullptr;
+    Value* per_expert_rows = weighted;  // [T, E, ..] of fb elements per expert
     Value* w2 = add_typed_value(g, b2->name + "/per_expert_rows", b2->dtype, {m.e * fb, m.h});
     if (m.second_bias) {
       Value* parts = add_op(g, "Concat", base + "/with_bias_weight",
@@ -483,7 +561,7 @@ StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set
                              as_dims(g, per_expert, {m.t, m.e, 1}, base + "/bias_weights")},
                             act->dtype, {m.t, m.e, fb});
       parts->producer->attrs["axis"] = int64_t{2};
-      rows = as_dims(g, parts, {m.t, m.e * fb}, base + "/rows");
+      per_expert_rows = parts;
       const std::vector<double> wv = b2->constant->to_f64(), bv = m.second_bias->constant->to_f64();
       std::vector<double> out(static_cast<size_t>(m.e * fb * m.h));
       for (int64_t x = 0; x < m.e; ++x)
@@ -494,24 +572,68 @@ StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set
                         : bv[static_cast<size_t>(x * m.h + z)];
       w2->constant = Tensor::from_f64(b2->dtype, {m.e * fb, m.h}, out);
     } else {
-      rows = as_dims(g, weighted, {m.t, m.e * m.f}, base + "/rows");
       w2->constant = ops::copy_strided(*b2->constant, {m.e, m.f, m.h}, 0, {m.h, m.e * m.h, 1})
                          .reshaped({m.e * m.f, m.h});
     }
+    // A shared expert: its rows, times its gate, one more part of the rows, and its weights one
+    // more part of the weights' rows; the same GEMM adds it.
+    int64_t fs = 0;
+    Value* rows = nullptr;
+    if (!m.shared_add) {
+      rows = as_dims(g, per_expert_rows, {m.t, m.e * fb}, base + "/rows");
+    } else {
+      fs = (*m.shared_weights->dims)[0];
+      Value* shared = as_dims(g, m.shared_rows, {m.t, fs}, base + "/shared_rows");
+      if (m.shared_gate)
+        shared = add_op(g, "Mul", base + "/shared_weighted",
+                        {shared, as_dims(g, m.shared_gate, {m.t, 1}, base + "/shared_gate")}, act->dtype,
+                        {m.t, fs});
+      const int64_t routed = m.e * fb;
+      if (fs % fb == 0) {
+        // Its rows as fs / fb more experts' [T, fs / fb, fb] after the experts' [T, E, fb], so that
+        // the join is along the experts' axis, which a row kernel over the router's rows can take.
+        Value* per = as_dims(g, per_expert_rows, {m.t, m.e, fb}, base + "/per_expert_rows");
+        Value* more = as_dims(g, shared, {m.t, fs / fb, fb}, base + "/shared_as_experts");
+        Value* both =
+            add_op(g, "Concat", base + "/with_shared", {per, more}, act->dtype, {m.t, m.e + fs / fb, fb});
+        both->producer->attrs["axis"] = int64_t{1};
+        rows = as_dims(g, both, {m.t, routed + fs}, base + "/rows_with_shared");
+      } else {
+        rows = add_op(g, "Concat", base + "/with_shared",
+                      {as_dims(g, per_expert_rows, {m.t, routed}, base + "/rows"), shared}, act->dtype,
+                      {m.t, routed + fs});
+        rows->producer->attrs["axis"] = int64_t{1};
+      }
+      const Tensor& wr = *w2->constant;
+      const Tensor& ws = *m.shared_weights->constant;
+      Tensor stacked(wr.dtype(), {routed + fs, m.h});
+      std::memcpy(stacked.data(), wr.data(), static_cast<size_t>(wr.byte_size()));
+      std::memcpy(stacked.data() + wr.byte_size(), ws.data(), static_cast<size_t>(ws.byte_size()));
+      w2->dims = Dims{routed + fs, m.h};
+      w2->constant = std::move(stacked);
+    }
     Value* y = add_op(g, "MatMul", base, {rows, w2}, act->dtype, {m.t, m.h});
-    Value* out = m.sum->output(0);
+    // The result: the sum's output, or with a shared expert the Add's.
+    Node* last = m.shared_add ? m.shared_add : m.sum;
+    Value* out = last->output(0);
     add_op_writing(g, "Reshape", base + "/back", {y, add_shape_constant(g, base + "/back_shape", *out->dims)},
                    out);
-    m.sum->outputs[0] = nullptr;
-    dead.push_back(m.sum);
+    last->outputs[0] = nullptr;
+    dead.push_back(last);
+    if (m.shared_add) candidates.insert(m.sum);
     candidates.insert(m.candidates.begin(), m.candidates.end());
     log.push_back(fmt::format(
         "{}: the {} slots of each of {} tokens as one GEMM over every expert, [{}, {}] by '{}'{} as [{}, "
-        "{}]; "
+        "{}]{}; "
         "the activation ({} nodes{}) on each of the {} experts' part of {}'s product, times the token's "
         "weight for the expert (was {} over each slot, {} picking its expert's part)",
-        m.sum->describe(), m.k, m.t, m.t, m.e * fb, b2->name,
+        m.sum->describe(), m.k, m.t, m.t, m.e * fb + fs, b2->name,
         m.second_bias ? fmt::format(" with the biases '{}'", m.second_bias->name) : "", m.e * fb, m.h,
+        m.shared_add
+            ? fmt::format(" and the shared expert's '{}' [{}, {}]{}, {} gone", m.shared_weights->name, fs,
+                          m.h, m.shared_gate ? fmt::format(" times '{}'", m.shared_gate->name) : "",
+                          m.shared_add->describe())
+            : "",
         m.activation.size(),
         m.first_biases.empty() ? "" : fmt::format(", {} bias(es) per expert", m.first_biases.size()), m.e,
         m.first->describe(), m.second->describe(), m.second_pick->describe()));

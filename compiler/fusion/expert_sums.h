@@ -18,6 +18,12 @@
 // gathered per slot (gpt-oss's) become constants: the first projection's, [E, ..], broadcast over
 // the tokens in the activation; the second's, [E, H], one more row of each expert's weights, read
 // with the token's weight for the expert as one more column of its rows (the same GEMM adds them).
+// A shared expert whose output is added to the sum (Qwen2-MoE's, times a sigmoid gate per token;
+// DeepSeek's, ungated) joins the GEMM: its second projection's rows [T, Fs], times the gate, are
+// more columns of the GEMM's rows and its weights [Fs, H] more rows of the GEMM's weights, so its
+// own GEMM and the Add go; when Fs is a multiple of an expert's width they join the routed rows
+// along the experts' axis, as Fs / F more experts always chosen, so that the router's row kernel
+// can compute both (a join along the rows' last axis would merge the experts' axis into it).
 #pragma once
 
 #include <memory>
@@ -39,7 +45,10 @@ namespace stitch::fusion {
 // token: [T, E, M] by [T, k, 1], the same experts) to the second's operand, is element-wise work
 // with constants that do not vary along the slots or biases gathered by the same experts, Splits,
 // Slices, Squeezes, Unsqueezes and Reshapes that keep the slot axis first, read by nothing else.
-// Returns one line per sum. None of the matched nodes may be named in `keep` (--no-fuse).
+// A shared expert joins when the sum, through views, is read by an Add alone whose other input
+// is, read by it alone, a MatMul of [.., Fs] (T rows) by constant weights [Fs, H], maybe times a
+// value per token (a Mul read by the Add alone, of the MatMul read by it alone). Returns one line
+// per sum. None of the matched nodes may be named in `keep` (--no-fuse).
 StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set<std::string>& keep = {});
 
 // expert_sums_as_gemms through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten

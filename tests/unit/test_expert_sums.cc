@@ -24,7 +24,39 @@ struct Moe {
   bool topk = true;       // else the slots' experts and weights are graph inputs
   bool act_read = false;  // the activation also a graph output
   bool biases = false;    // each expert's biases gathered per slot (gpt-oss's), after each projection
+  // A shared expert added to the sum (of shared_ffn activations): none, ungated (DeepSeek's), or
+  // times a sigmoid gate per token (Qwen2-MoE's); its second weights graph inputs, or its gate one
+  // value per hidden element, make it a form the rewrite leaves apart.
+  enum class Shared { kNone, kUngated, kGated } shared = Shared::kNone;
+  int64_t shared_ffn = 10;
+  bool shared_weights_input = false, gate_per_element = false;
 };
+
+// The shared expert (Moe::shared): SiLU-gated like the routed ones, from its own GEMMs of the
+// tokens' rows, `%moe` the sum plus its output.
+std::string shared_expert(const Moe& c, uint32_t& seed) {
+  if (c.shared == Moe::Shared::kNone) return "  %moe = Identity(%sum) @\"no_shared\"\n";
+  const int64_t h = c.hidden, fs = c.shared_ffn, gw = c.gate_per_element ? h : 1;
+  std::string out = fmt::format(
+      "  const %ws1: f32[{h},{f2}] = {v1}\n"
+      "  %s1 = MatMul(%x, %ws1) @\"shared_up\"\n"
+      "  %sgate, %sup = Split(%s1) {{axis = 1, num_outputs = 2}} @\"shared_chunk\"\n"
+      "  %ssig = Sigmoid(%sgate) @\"shared_sigmoid\"\n"
+      "  %ssilu = Mul(%sgate, %ssig) @\"shared_silu\"\n"
+      "  %sact = Mul(%ssilu, %sup) @\"shared_gated\"\n"
+      "  %sy = MatMul(%sact, %ws2) @\"shared_down\"\n",
+      fmt::arg("h", h), fmt::arg("f2", 2 * fs), fmt::arg("v1", lcg_values(seed, h * 2 * fs)));
+  if (!c.shared_weights_input)
+    out += fmt::format("  const %ws2: f32[{},{}] = {}\n", fs, h, lcg_values(seed, fs * h));
+  if (c.shared == Moe::Shared::kUngated) return out + "  %moe = Add(%sum, %sy) @\"plus_shared\"\n";
+  return out + fmt::format(
+                   "  const %wg: f32[{h},{gw}] = {v}\n"
+                   "  %gl = MatMul(%x, %wg) @\"shared_gate_proj\"\n"
+                   "  %gs = Sigmoid(%gl) @\"shared_gate\"\n"
+                   "  %sz = Mul(%gs, %sy) @\"shared_weigh\"\n"
+                   "  %moe = Add(%sz, %sum) @\"plus_shared\"\n",
+                   fmt::arg("h", h), fmt::arg("gw", gw), fmt::arg("v", lcg_values(seed, h * gw)));
+}
 
 // After projection `which`'s squeeze: each expert's bias gathered per slot and added (gpt-oss's), or
 // nothing (an Identity, which the front end removes).
@@ -51,8 +83,10 @@ std::string moe(const Moe& c, uint32_t seed) {
   %weights = Div(%top, %top_sum) @"normalize"
 )"
              : "";
-  const std::string inputs =
+  std::string inputs =
       c.topk ? "" : fmt::format("  input %idx: i64[{0},{1}]\n  input %weights: f32[{0},{1}]\n", t, k);
+  if (c.shared_weights_input) inputs += fmt::format("  input %ws2: f32[{},{}]\n", c.shared_ffn, h);
+  const std::string shared = shared_expert(c, seed);
   return fmt::format(
       R"(graph "moe" opset 18 {{
   input %x: f32[{t},{h}]
@@ -89,7 +123,7 @@ std::string moe(const Moe& c, uint32_t seed) {
 {bias2}  %weighted = Mul(%y2s, %slot_w) @"weigh"
   %by_token = Reshape(%weighted, %per_token) @"by_token"
   %sum = ReduceSum(%by_token, %one) {{keepdims = 0}} @"slot_sum"
-  %out = Add(%sum, %x) @"residual"
+{shared}  %out = Add(%moe, %x) @"residual"
   output %out
 {extra}}}
 )",
@@ -99,7 +133,7 @@ std::string moe(const Moe& c, uint32_t seed) {
       fmt::arg("x_axis", c.left ? "%last" : "%one"), fmt::arg("mm1", c.left ? "%g1, %xs" : "%xs, %g1"),
       fmt::arg("mm2", c.left ? "%g2, %acts" : "%acts, %g2"),
       fmt::arg("extra", c.act_read ? "  output %act\n" : ""), fmt::arg("bias1", bias(c.biases, 1)),
-      fmt::arg("bias2", bias(c.biases, 2)),
+      fmt::arg("bias2", bias(c.biases, 2)), fmt::arg("shared", shared),
       fmt::arg("bias_constants",
                c.biases ? fmt::format("  const %b1: f32[{},{}] = {}\n  const %b2: f32[{},{}] = {}\n", e,
                                       2 * f, lcg_values(seed, e * 2 * f), e, h, lcg_values(seed, e * h))
@@ -189,6 +223,90 @@ TEST_CASE("the router's top k and the weighted activation of every expert share 
   CHECK(plan_matches_reference(*g, *plan, seed++) == 1);
 }
 
+TEST_CASE("a shared expert added to the MoE sum joins its GEMM", "[fusion][emu]") {
+  // Its rows (times its gate) are more rows of the GEMM over every expert and its second weights
+  // more rows of that GEMM's weights: the Add and its own GEMM go. Its activations join the routed
+  // ones along the experts' axis when they are a whole number of experts' (shared_ffn 10 = 2 x 5),
+  // else along the rows.
+  struct Case {
+    const char* what;
+    Moe::Shared shared;
+    int64_t shared_ffn;
+    const char* line_part;
+  };
+  const Case cases[] = {
+      {"ungated, 2 experts' worth", Moe::Shared::kUngated, 10, " and the shared expert's 'ws2' [10, 8]"},
+      {"gated, 2 experts' worth", Moe::Shared::kGated, 10,
+       " and the shared expert's 'ws2' [10, 8] times 'gs'"},
+      {"gated, not a whole number of experts'", Moe::Shared::kGated, 7,
+       " and the shared expert's 'ws2' [7, 8] times 'gs'"},
+  };
+  uint32_t seed = 1020;
+  for (const Case& k : cases) {
+    INFO(k.what);
+    Moe c;
+    c.shared = k.shared;
+    c.shared_ffn = k.shared_ffn;
+    auto g = parse_or_die(moe(c, seed++));
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    const auto lines = expert_sums(*g);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front() ==
+          fmt::format("node 'slot_sum' (ReduceSum): the 2 slots of each of 6 tokens as one GEMM over every "
+                      "expert, [6, {}] by 'w2/by_input' as [20, 8]{}, node 'plus_shared' (Add) gone; the "
+                      "activation (7 nodes) on each of the 4 experts' part of node 'bmm_up/all_experts' "
+                      "(MatMul)'s product, times the token's weight for the expert (was node "
+                      "'bmm_down/all_experts' (MatMul) over each slot, node 'bmm_down/all_experts/picked' "
+                      "(GatherND) picking its expert's part)",
+                      20 + k.shared_ffn, k.line_part));
+    CHECK(!has_node(*g, "plus_shared"));
+    CHECK(!has_node(*g, "shared_down"));
+    // The experts' two GEMMs, the shared expert's first and its gate's.
+    CHECK(count_op(*g, "MatMul") == (k.shared == Moe::Shared::kGated ? 4 : 3));
+    bool stacked = false;
+    for (const auto& n : g->nodes())
+      stacked |= n->op_type == "MatMul" && n->input(1)->is_constant() &&
+                 *n->input(1)->dims == Dims{20 + k.shared_ffn, 8};
+    CHECK(stacked);
+    same_as_original(*original, *g, seed++);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+    }
+  }
+}
+
+TEST_CASE("a gated shared expert's activation joins the router's kernel", "[fusion][emu]") {
+  // Qwen2-MoE's form: with the shared expert's rows as two more experts' and the top k as rounds,
+  // the router's softmax and top k, the routed and the shared activations and the shared gate's
+  // sigmoid are one row kernel; the GEMMs (the shared expert's first, its gate's, every expert's
+  // two) read or write it.
+  uint32_t seed = 1060;
+  Moe c;
+  c.shared = Moe::Shared::kGated;
+  auto g = parse_or_die(moe(c, seed++));
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  REQUIRE(expert_sums(*g).size() == 1);
+  auto rounds = fusion::topk_as_rounds(*g);
+  REQUIRE(rounds.is_ok());
+  REQUIRE(rounds->size() == 1);
+  auto sums = fusion::short_reductions_as_adds(*g, {"router_softmax"});
+  REQUIRE(sums.is_ok());
+  same_as_original(*original, *g, seed++);
+  // GEMMs as library calls, as a real layer's (these small ones could be stitched contractions).
+  fusion::FusionOptions o = opts_lib("beam");
+  o.max_group_size = 128;
+  auto plan = fusion::make_plan(*g, o);
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  CHECK(plan->cost.kernels == 1);
+  CHECK(plan->cost.library_calls == 4);
+  CHECK(groups_with(*plan, {"Softmax", "ReduceMax", "Concat"}).size() == 1);
+  CHECK(plan_matches_reference(*g, *plan, seed++) == 1);
+}
+
 TEST_CASE("MoE sums the rewrite does not take stay as they are", "[fusion]") {
   uint32_t seed = 960;
   Moe from_inputs, read_elsewhere;
@@ -214,6 +332,38 @@ TEST_CASE("MoE sums the rewrite does not take stay as they are", "[fusion]") {
     run_frontend_or_die(*g);
     CHECK(expert_sums(*g, c.keep).empty());
     CHECK(count_op(*g, "GatherND") == 2);  // both picks stay
+  }
+}
+
+TEST_CASE("shared experts the rewrite does not take stay apart from the sum's GEMM", "[fusion]") {
+  // The sum is still one GEMM over every expert; the shared expert's GEMM and the Add stay.
+  uint32_t seed = 1090;
+  Moe input_weights, per_element;
+  input_weights.shared = per_element.shared = Moe::Shared::kGated;
+  input_weights.shared_weights_input = true;
+  per_element.gate_per_element = true;
+  struct Case {
+    const char* what;
+    Moe c;
+    std::set<std::string> keep;
+  };
+  Moe gated;
+  gated.shared = Moe::Shared::kGated;
+  const Case cases[] = {
+      {"its second weights a graph input", input_weights, {}},
+      {"a gate of one value per hidden element, not per token", per_element, {}},
+      {"--no-fuse on the Add", gated, {"plus_shared"}},
+      {"--no-fuse on its second GEMM", gated, {"shared_down"}},
+  };
+  for (const Case& k : cases) {
+    INFO(k.what);
+    auto g = parse_or_die(moe(k.c, seed++));
+    run_frontend_or_die(*g);
+    const auto lines = expert_sums(*g, k.keep);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front().find("shared") == std::string::npos);
+    CHECK(has_node(*g, "shared_down"));
+    CHECK(has_node(*g, "plus_shared"));
   }
 }
 

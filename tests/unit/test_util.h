@@ -89,4 +89,11 @@ inline int count_op(const Graph& g, const std::string& op) {
   return n;
 }
 
+// Whether `g` has a node named `name`.
+inline bool has_node(const Graph& g, const std::string& name) {
+  for (const auto& node : g.nodes())
+    if (node->name == name) return true;
+  return false;
+}
+
 }  // namespace stitch::test
