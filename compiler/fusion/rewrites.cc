@@ -132,6 +132,18 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     ASSIGN_OR_RETURN(r.topks, topk_as_rounds_if_cheaper(g, o, known));
     judged(r.topks);
   }
+  // The row scales not moved, once more when the router's rewrites were kept: with the softmax over
+  // a few experts element-wise and the top k as row ops over the router's rows, a norm's statistics
+  // may join the router's kernel (an outer reduction) only now. With none left, nothing is planned.
+  if (on.hoist_row_scales && (!r.short_sums.lines.empty() || !r.topks.lines.empty())) {
+    ASSIGN_OR_RETURN(RewriteResult again, hoist_row_scales_if_cheaper(g, o, known));
+    judged(again);
+    if (!again.verdict.empty()) {
+      r.hoists.verdict += fmt::format("{}judged again after the short reductions and TopKs below: {}",
+                                      r.hoists.verdict.empty() ? "" : "; ", again.verdict);
+      r.hoists.lines.insert(r.hoists.lines.end(), again.lines.begin(), again.lines.end());
+    }
+  }
   if (on.output_copies) {
     ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o, known));
   }
