@@ -17,6 +17,9 @@ outputs PyTorch itself computed (never stitch's own interpreter):
   mixtral_tiny  a Mixtral of llama_tiny's size with 4 experts a layer (the top 2 of each token's
               router softmax), torch.export-based exporter, opset 18: transformers gathers each
               routed token's expert weights (GatherND) for a batched MatMul; PyTorch's outputs
+  qwen2_moe_tiny  a Qwen2-MoE of mixtral_tiny's size: 4 routed experts of width 32 (the top 2) and
+              a shared expert of width 64 gated per token by a sigmoid, torch.export-based
+              exporter, opset 18; PyTorch's outputs
   llama_tiny_dec  llama_tiny's config, one step of incremental decoding: the next token, the
               attention mask [batch, past + 1] (so torch.export names its length) and each
               layer's cached keys and values from a prefill of 16 tokens -> the last hidden state
@@ -515,6 +518,21 @@ def main():
                                              max_position_embeddings=64, experts_implementation="batched_mm"))
         torch.set_rng_state(rng)
         export(HFWrapper(mixtral, ["last_hidden_state"]), [ids, gmask], args.out, "mixtral_tiny",
+               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+
+    # Qwen2-MoE's layer: 4 routed experts (the top 2, not renormalized) and a shared expert twice an
+    # expert's width, gated per token by its own sigmoid, in the same batched_mm form.
+    if want("qwen2_moe_tiny"):
+        from transformers import Qwen2MoeConfig, Qwen2MoeModel
+        rng = torch.get_rng_state()  # the models after it draw as they did before it was added
+        torch.manual_seed(7)
+        qwen2_moe = Qwen2MoeModel(Qwen2MoeConfig(vocab_size=100, hidden_size=64, intermediate_size=64,
+                                                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                 num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                                 shared_expert_intermediate_size=64, max_position_embeddings=64,
+                                                 experts_implementation="batched_mm"))
+        torch.set_rng_state(rng)
+        export(HFWrapper(qwen2_moe, ["last_hidden_state"]), [ids, gmask], args.out, "qwen2_moe_tiny",
                ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
 
     # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.

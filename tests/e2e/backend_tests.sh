@@ -58,7 +58,8 @@ done
 # The per-layer target as a plan test: at most 3 memory-intensive kernels per transformer layer (2
 # layers each, plus the embedding's or the final norm, and bert_tiny's pooler Tanh after its GEMM
 # call); GEMMs as loops or tiles are not counted.
-for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec qwen3_tiny_genai mixtral_tiny; do
+for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec qwen3_tiny_genai mixtral_tiny \
+  qwen2_moe_tiny; do
   extra=1
   # qwen3_tiny_genai: the embedding's kernel (with the mask's lengths) and the final norm's
   [ "$name" = bert_tiny ] || [ "$name" = qwen3_tiny_genai ] && extra=2
@@ -176,6 +177,23 @@ one = [g for g in groups if all(n in g for n in (\"node_softmax/short_exp' (Exp)
 mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and \"picked' (GatherND) ->\" not in text and '(TopK) ->' not in text and mi <= 7 else 1)" "$TMP/mixtral_tiny/plan.txt" "$TMP/mixtral_tiny.json"
+# Qwen2-MoE's shared expert, gated per token by its own sigmoid, is two more experts' rows of that
+# GEMM (its width twice an expert's), its second projection more rows of the GEMM's weights: its
+# activation and gate join the router's kernel, and its own GEMM and the Add go. Its norm's row
+# scale, not moved by itself, is judged again after the router's softmax and top k became row ops
+# of the router's rows, and moves then. A plan test: it fails when those come apart or the count
+# grows (3 a layer, above).
+check "qwen2_moe_tiny: the shared expert in the GEMM over every expert, its activation in the router's kernel, 7 kernels" python3 -c "
+import json, re, sys
+text = open(sys.argv[1]).read()
+assert \"[64, 64] times 'sigmoid', node 'node_add_10' (Add) gone\" in text
+assert 'judged again after the short reductions and TopKs below: read by kernels: estimated' in text
+groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
+one = [g for g in groups if all(n in g for n in (\"node_Softmax_205/short_exp' (Exp)\", \"node_topk__1/round1_best' (ReduceMax)\",
+       \"node_sigmoid' (Sigmoid)\", \"node_sum_1/every_expert/with_shared' (Concat)\", \"node_mean_1' (ReduceMean)\"))]
+mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+print(len(one), mi, file=sys.stderr)
+sys.exit(0 if len(one) == 1 and \"node 'node_linear_6' (MatMul)\" not in text and mi <= 7 else 1)" "$TMP/qwen2_moe_tiny/plan.txt" "$TMP/qwen2_moe_tiny.json"
 # With --no-expert-sums the slot form stays: the sum of each token's expert outputs over its 2
 # slots (a ReduceSum over the middle axis: a kernel of its own as a row op) is written as Adds of
 # Slices, which join the residual and the next RMSNorm's kernel; the post-attention norm's row scale
