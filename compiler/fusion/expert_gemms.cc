@@ -37,8 +37,7 @@ std::pair<Value*, int64_t> repeated_rows(const Graph& g,
                                          std::vector<Node*>& dead) {
   std::vector<Node*> chain;  // x's producer first, the Expand last
   Value* v = x;
-  while (v->producer && (v->producer->op_type == "Reshape" || v->producer->op_type == "Unsqueeze" ||
-                         v->producer->op_type == "Squeeze" || v->producer->op_type == "Flatten")) {
+  while (is_order_view(v->producer)) {
     chain.push_back(v->producer);
     v = v->producer->input(0);
   }

@@ -16,18 +16,12 @@
 namespace stitch::fusion {
 namespace {
 
-bool is_view(const Node* n) {
-  return n && n->domain.empty() &&
-         (n->op_type == "Reshape" || n->op_type == "Squeeze" || n->op_type == "Unsqueeze" ||
-          n->op_type == "Flatten");
-}
-
 // The nearest of `v` and the values it is a view of (element order kept) with dims `want`, or null.
 Value* viewed_as(Value* v, const Dims& want) {
   for (Value* cur = v; cur && cur->has_static_shape();) {
     if (*cur->dims == want) return cur;
     Node* p = cur->producer;
-    if (!is_view(p) || !p->input(0)) return nullptr;
+    if (!is_order_view(p) || !p->input(0)) return nullptr;
     cur = p->input(0);
   }
   return nullptr;
@@ -41,9 +35,7 @@ Value* as_dims(Graph& g, Value* v, const Dims& want, const std::string& hint) {
 
 std::optional<std::vector<int64_t>> constant_ints(const Value* v) {
   if (!v || !v->is_constant() || !is_int(v->dtype)) return std::nullopt;
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < v->constant->size(); ++i) out.push_back(v->constant->get_i64(i));
-  return out;
+  return v->constant->to_i64();
 }
 
 // The axes an activation node names (Split's attribute, Slice's, Squeeze's and Unsqueeze's axes),
@@ -74,7 +66,7 @@ const Node* topk_of(const Value* idx) {
     const Node* p = cur->producer;
     if (p && p->op_type == "TopK" && p->domain.empty() && p->outputs.size() > 1 && p->output(1) == cur)
       return p;
-    if (!is_view(p) || !p->input(0)) return nullptr;
+    if (!is_order_view(p) || !p->input(0)) return nullptr;
     cur = p->input(0);
   }
   return nullptr;
@@ -176,7 +168,7 @@ void match_shared(const Graph& g, const Users& users, Value* out, Match& m) {
   std::vector<Node*> views;
   Value* cur = out;
   Node* add = sole_reader(g, users, cur);
-  while (is_view(add) && add->output(0)) {
+  while (is_order_view(add) && add->output(0)) {
     views.push_back(add);
     cur = add->output(0);
     add = sole_reader(g, users, cur);
@@ -250,7 +242,7 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
   for (;;) {
     if (sole_reader(g, users, cur) != next) return std::nullopt;
     Node* p = cur->producer;
-    if (is_view(p) && p->input(0)) {
+    if (is_order_view(p) && p->input(0)) {
       m.candidates.push_back(p);
       next = p;
       cur = p->input(0);
@@ -300,7 +292,7 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
   Value *per2 = p2->input(0), *idx2 = p2->input(1);
   if (!per2->has_static_shape() || per2->dims->size() != 3 || (*per2->dims)[0] != s ||
       (*per2->dims)[2] != m.h || !idx2->has_static_shape() || *idx2->dims != Dims{s, 1} ||
-      sole_reader(g, users, per2) != p2 || !is_view(per2->producer))
+      sole_reader(g, users, per2) != p2 || !is_order_view(per2->producer))
     return std::nullopt;
   m.e = (*per2->dims)[1];
   if (second_bias) {
@@ -329,12 +321,11 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
   m.experts = idx2;
   const Node* topk = topk_of(idx2);
   if (!topk || !topk->input(1) || constant_ints(topk->input(1)) != std::vector<int64_t>{m.k} ||
-      !topk->output(1)->has_static_shape() || topk->output(1)->dims->back() != m.k ||
-      !ops::norm_axis(*topk, topk->attr_int("axis", -1), static_cast<int64_t>(topk->output(1)->dims->size()))
-           .is_ok() ||
-      *ops::norm_axis(*topk, topk->attr_int("axis", -1),
-                      static_cast<int64_t>(topk->output(1)->dims->size())) !=
-          static_cast<int64_t>(topk->output(1)->dims->size()) - 1)
+      !topk->output(1)->has_static_shape() || topk->output(1)->dims->back() != m.k)
+    return std::nullopt;
+  const int64_t topk_rank = static_cast<int64_t>(topk->output(1)->dims->size());
+  if (auto axis = ops::norm_axis(*topk, topk->attr_int("axis", -1), topk_rank);
+      !axis.is_ok() || *axis != topk_rank - 1)
     return std::nullopt;
   m.candidates.insert(m.candidates.end(), {p2, r2, mm2});
   // Back from the second projection's operand to the first pick: the activation.
@@ -355,7 +346,8 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
     Node* p = v->producer;
     if (!p) return std::nullopt;
     // The start: the first pick [T, k, M] viewed [S, ..] (all_expert_gemms' Reshape back).
-    if (is_view(p) && p->input(0) && p->input(0)->producer && p->input(0)->producer->op_type == "GatherND" &&
+    if (is_order_view(p) && p->input(0) && p->input(0)->producer &&
+        p->input(0)->producer->op_type == "GatherND" &&
         p->input(0)->producer->attr_int("batch_dims", 0) == 1) {
       if (m.start && m.start != v) return std::nullopt;
       m.start = v;
@@ -395,13 +387,13 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
       viewed_as(idx1, {s, 1}) != idx2 || num_elements(*m.start->dims) != s * (*per1->dims)[2] ||
       m.start->dtype != per1->dtype)
     return std::nullopt;
-  if (is_view(idx1->producer)) m.candidates.push_back(idx1->producer);
+  if (is_order_view(idx1->producer)) m.candidates.push_back(idx1->producer);
   // The first projection: a MatMul by constant weights [K, E * M] of the tokens' rows, read by the
   // view per expert alone. The new one reads the rows as the value they view whose last axis is K
   // (a norm's output [B, S, K], not flattened), so that a row scale can move past it as past the
   // router's projection.
   Node* r1 = per1->producer;
-  if (!is_view(r1) || !r1->input(0) || sole_reader(g, users, per1) != p1) return std::nullopt;
+  if (!is_order_view(r1) || !r1->input(0) || sole_reader(g, users, per1) != p1) return std::nullopt;
   Value* y1 = r1->input(0);
   Node* mm1 = y1->producer;
   if (!mm1 || mm1->op_type != "MatMul" || !mm1->domain.empty() || sole_reader(g, users, y1) != r1 ||
@@ -410,17 +402,18 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
     return std::nullopt;
   m.first = mm1;
   m.tokens = mm1->input(0);
-  for (Node* p = m.tokens->producer; is_view(p) && p->input(0) && p->input(0)->has_static_shape() &&
+  for (Node* p = m.tokens->producer; is_order_view(p) && p->input(0) && p->input(0)->has_static_shape() &&
                                      p->input(0)->dims->back() == m.tokens->dims->back();
        p = m.tokens->producer) {
     m.tokens = p->input(0);
   }
   m.candidates.insert(m.candidates.end(), {r1, mm1});
-  for (Node* p = mm1->input(0)->producer; is_view(p); p = p->input(0)->producer) m.candidates.push_back(p);
+  for (Node* p = mm1->input(0)->producer; is_order_view(p); p = p->input(0)->producer)
+    m.candidates.push_back(p);
   // The views from the TopK's indices and from the weights to their per-slot shapes go with the
   // slot form when nothing else reads them (the new weights read the [T, k] values).
   for (const Value* v : {m.experts, m.slot_weight})
-    for (Node* p = v->producer; is_view(p); p = p->input(0)->producer) m.candidates.push_back(p);
+    for (Node* p = v->producer; is_order_view(p); p = p->input(0)->producer) m.candidates.push_back(p);
   for (const Node* n : m.candidates)
     if (keep.count(n->name)) return std::nullopt;
   if (keep.count(red->name)) return std::nullopt;

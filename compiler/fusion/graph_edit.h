@@ -51,6 +51,14 @@ inline Value* add_constant(Graph& g, const std::string& hint, DType t, Dims d, c
   return c;
 }
 
+// Whether `n` is a view that keeps its input's element order (Reshape, Squeeze, Unsqueeze, Flatten
+// of the default domain).
+inline bool is_order_view(const Node* n) {
+  return n && n->domain.empty() &&
+         (n->op_type == "Reshape" || n->op_type == "Squeeze" || n->op_type == "Unsqueeze" ||
+          n->op_type == "Flatten");
+}
+
 // An int64 constant holding `d`: a Reshape's shape input.
 inline Value* add_shape_constant(Graph& g, const std::string& hint, const Dims& d) {
   Value* s = add_typed_value(g, hint, DType::kI64, {static_cast<int64_t>(d.size())});
