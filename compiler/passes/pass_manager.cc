@@ -14,6 +14,10 @@ constexpr PassInfo kFrontend[] = {
     {"bind_shapes", "binds symbolic input dimensions from --shape", bind_shapes},
     {"infer_shapes", "infers every dtype and static shape, propagating constants", infer_shapes},
     {"fold_constants", "replaces nodes whose outputs are known by constants", fold_constants},
+    {"fold_single_choices",
+     "makes a TopK, ArgMax or ArgMin over one element its input and zeros, a Where of a constant "
+     "condition of one value the input it selects",
+     fold_single_choices},
     // Once before the expansions too, so that they see through no-ops (a KV cache grown by a zero Pad
     // is the cache itself, which the TensorScatter expansion may then leave to be written in place).
     {"remove_noops", "drops Identity, eval Dropout, same-type Cast, same-shape Reshape...", remove_noops},
