@@ -149,6 +149,24 @@ std::vector<std::string> expert_sums(Graph& g, const std::set<std::string>& keep
   return *lines;
 }
 
+// The router's form: the sum as one GEMM over every expert, the TopK as rounds and the top k's sum,
+// which normalizes them, as Adds (the router's softmax over the experts kept a Softmax, a row op
+// over the kernel's rows); the same outputs as the graph before on the reference.
+std::unique_ptr<Graph> router_form(const Moe& c, uint32_t& seed) {
+  auto g = parse_or_die(moe(c, seed++));
+  run_frontend_or_die(*g);
+  auto original = clone_graph(*g);
+  REQUIRE(expert_sums(*g).size() == 1);
+  auto rounds = fusion::topk_as_rounds(*g);
+  REQUIRE(rounds.is_ok());
+  REQUIRE(rounds->size() == 1);
+  auto sums = fusion::short_reductions_as_adds(*g, {"router_softmax"});
+  REQUIRE(sums.is_ok());
+  REQUIRE(sums->size() == 1);
+  same_as_original(*original, *g, seed++);
+  return g;
+}
+
 }  // namespace
 
 TEST_CASE("an MoE token's sum over its slots as one GEMM over every expert computes the same outputs",
@@ -201,19 +219,7 @@ TEST_CASE("the router's top k and the weighted activation of every expert share 
   // kernel over the tokens' rows of experts: one memory-intensive kernel between the two GEMMs (the
   // residual in the second's epilogue).
   uint32_t seed = 930;
-  auto g = parse_or_die(moe(Moe{}, seed++));
-  run_frontend_or_die(*g);
-  auto original = clone_graph(*g);
-  REQUIRE(expert_sums(*g).size() == 1);
-  auto rounds = fusion::topk_as_rounds(*g);
-  REQUIRE(rounds.is_ok());
-  REQUIRE(rounds->size() == 1);
-  // The top k's sum, which normalizes them, as Adds; the router's softmax over the experts kept a
-  // Softmax (a row op over the kernel's rows).
-  auto sums = fusion::short_reductions_as_adds(*g, {"router_softmax"});
-  REQUIRE(sums.is_ok());
-  REQUIRE(sums->size() == 1);
-  same_as_original(*original, *g, seed++);
+  auto g = router_form(Moe{}, seed);
   auto plan = fusion::make_plan(*g, opts("beam", {}, 128));
   REQUIRE(plan.is_ok());
   INFO(fusion::explain(*plan));
@@ -285,16 +291,7 @@ TEST_CASE("a gated shared expert's activation joins the router's kernel", "[fusi
   uint32_t seed = 1060;
   Moe c;
   c.shared = Moe::Shared::kGated;
-  auto g = parse_or_die(moe(c, seed++));
-  run_frontend_or_die(*g);
-  auto original = clone_graph(*g);
-  REQUIRE(expert_sums(*g).size() == 1);
-  auto rounds = fusion::topk_as_rounds(*g);
-  REQUIRE(rounds.is_ok());
-  REQUIRE(rounds->size() == 1);
-  auto sums = fusion::short_reductions_as_adds(*g, {"router_softmax"});
-  REQUIRE(sums.is_ok());
-  same_as_original(*original, *g, seed++);
+  auto g = router_form(c, seed);
   // GEMMs as library calls, as a real layer's (these small ones could be stitched contractions).
   fusion::FusionOptions o = opts_lib("beam");
   o.max_group_size = 128;
