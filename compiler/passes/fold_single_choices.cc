@@ -69,10 +69,8 @@ StatusOr<bool> fold_single_choices(Graph& g, PassContext& ctx) {
   bool changed = !dead.empty();
   if (changed) {
     g.remove_nodes(dead);
-    ASSIGN_OR_RETURN(bool inferred, infer_shapes(g, ctx));
-    ASSIGN_OR_RETURN(bool folded, fold_constants(g, ctx));
-    (void)inferred;
-    (void)folded;
+    RETURN_IF_ERROR(infer_shapes(g, ctx).status());
+    RETURN_IF_ERROR(fold_constants(g, ctx).status());
   }
   dead.clear();
   for (const auto& np : g.nodes()) {
