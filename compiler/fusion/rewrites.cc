@@ -47,7 +47,37 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     ASSIGN_OR_RETURN(r.experts, all_expert_gemms_if_cheaper(g, o, known));
     judged(r.experts);
   }
-  if (on.expert_sums && on.all_expert_gemms) {
+  if (on.expert_sums && on.all_expert_gemms && r.experts.lines.empty() && r.experts.kept) {
+    // Not cheaper by themselves, the GEMMs over every expert may pay with the sums over every
+    // expert they leave room for (which read their form): judged together, against neither.
+    std::unique_ptr<Graph> both = clone_graph(*g);
+    ASSIGN_OR_RETURN(std::vector<std::string> expert_lines, all_expert_gemms(*both, o.no_fuse));
+    ASSIGN_OR_RETURN(std::vector<std::string> sum_lines, expert_sums_as_gemms(*both, o.no_fuse));
+    if (!sum_lines.empty()) {
+      ASSIGN_OR_RETURN(FusionPlan p_both, make_plan(*both, o));
+      const Cost& c_none = *r.experts.kept;
+      const double t_both = p_both.cost.time * 1e6, t_none = c_none.time * 1e6;
+      const std::string alone = r.experts.verdict.rfind("not applied: ", 0) == 0
+                                    ? r.experts.verdict.substr(std::string("not applied: ").size())
+                                    : r.experts.verdict;
+      if (t_both < t_none) {
+        g = std::move(both);
+        known = p_both.cost;
+        r.experts.lines = std::move(expert_lines);
+        r.experts.verdict = fmt::format(
+            "estimated {:.1f} us with the sums over every expert below, against {:.1f} us without "
+            "either, {} kernels against {}; by themselves {}",
+            t_both, t_none, p_both.cost.kernels, c_none.kernels, alone);
+        r.expert_sums.lines = std::move(sum_lines);
+        r.expert_sums.verdict = fmt::format(
+            "estimated {:.1f} us with the GEMMs over every expert above, judged together", t_both);
+        r.expert_sums.kept = p_both.cost;
+      } else {
+        r.experts.verdict +=
+            fmt::format("; with the sums over every expert they leave room for, estimated {:.1f} us", t_both);
+      }
+    }
+  } else if (on.expert_sums && on.all_expert_gemms) {
     ASSIGN_OR_RETURN(r.expert_sums, expert_sums_as_gemms_if_cheaper(g, o, known));
     judged(r.expert_sums);
   }

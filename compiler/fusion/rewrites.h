@@ -19,7 +19,10 @@
 // unflattening, the fold and the merge always apply (each leaves less work); every other rewrite is
 // kept only when the plan of the rewritten graph is estimated no slower. Slices that are not
 // cheaper by themselves are judged once more together with the relayout copies they leave room for
-// (Falcon's K and V, picked out of one Transpose), against the copies alone. None runs for --fusion
+// (Falcon's K and V, picked out of one Transpose), against the copies alone; GEMMs over every
+// expert not cheaper by themselves, together with the sums over every expert that read their form,
+// against neither (a plan whose kernels already store the router's views well may gain only from
+// both). None runs for --fusion
 // none (the unfused baseline is the graph as imported).
 #pragma once
 
