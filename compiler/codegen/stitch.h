@@ -205,7 +205,9 @@ struct StitchInfo {
 StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored);
 
 // analyze_stitch of a group without in-place TensorScatters (stitch_scatter.cc splits them off):
-// the updates in `scattered` are stored values, which may be views' results.
+// the updates in `scattered` are stored values, which may be views' results. Another stored view's
+// result is a tensor of its own in the view's shape, of a value the kernel computes and reads in
+// that shape itself (a router's scores flattened for its top k and read by the next kernel).
 StatusOr<StitchInfo> analyze_members(const std::vector<const Node*>& nodes,
                                      const std::set<const Value*>& stored,
                                      const std::map<const Value*, const Node*>& scattered);

@@ -403,9 +403,21 @@ StatusOr<StitchInfo> analyze_members(const std::vector<const Node*>& nodes,
   for (const Node* n : nodes) {
     const StitchRole role = stitch_role(*n);
     if (role == StitchRole::kNone) return Status::user(fmt::format("{} cannot be stitched with other ops", n->describe()));
-    // A view's result is stored only into a cache (an update pulled through the view's index map).
-    if (role == StitchRole::kView && stored.count(n->output(0)) && !scattered.count(n->output(0)))
-      return Status::user(fmt::format("{} is a view whose result is read outside the group", n->describe()));
+    // A view's result is stored into a cache (an update pulled through the view's index map), or
+    // as a tensor of its own in the view's shape: only of a value the kernel computes (else it would
+    // be a copy) for readers in the kernel too (a router's scores flattened for its top k, which the
+    // next kernel gathers from). A view read outside alone stays a view group of its own, of the
+    // value the kernel stores, without a kernel.
+    if (role == StitchRole::kView && stored.count(n->output(0)) && !scattered.count(n->output(0))) {
+      const bool read_inside = std::any_of(nodes.begin(), nodes.end(), [&](const Node* m) {
+        return std::find(m->inputs.begin(), m->inputs.end(), n->output(0)) != m->inputs.end();
+      });
+      if (!made.count(n->input(0)) || !read_inside)
+        return Status::user(fmt::format(
+            "{} is a view whose result is read outside the group: a kernel stores one only of a value it "
+            "computes and reads in the view's shape itself",
+            n->describe()));
+    }
     if (role == StitchRole::kRow) rows.push_back(n);
     tiled |= role == StitchRole::kTiledGemm;
     for (const Value* v : n->outputs) made.insert(v);

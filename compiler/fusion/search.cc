@@ -109,6 +109,25 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
           m.insert(std::upper_bound(m.begin(), m.end(), a), a);
           moves.push_back(std::move(m));
         }
+      // A view alone in its group that nodes of other groups read too, with its producer group and
+      // one consumer group at once: it joins neither alone (a kernel stores a view's result only for
+      // readers of its own, of a value it computes: analyze_stitch). A view read by one group alone
+      // joins it by the moves above.
+      for (const auto& [v, consumers] : outs) {
+        const std::vector<int>& vg = s.groups[static_cast<size_t>(v)];
+        if (vg.size() != 1 || sized_[static_cast<size_t>(vg.front())]) continue;
+        auto in = ins.find(v);
+        if (in == ins.end()) continue;
+        const std::vector<int>& readers = succ_[static_cast<size_t>(vg.front())];
+        for (int b : consumers) {
+          if (std::all_of(readers.begin(), readers.end(), [&](int r) { return s.gid[r] == b; })) continue;
+          for (int a : in->second) {
+            std::vector<int> m{a, v, b};
+            std::sort(m.begin(), m.end());
+            moves.push_back(std::move(m));
+          }
+        }
+      }
       std::sort(moves.begin(), moves.end());
       moves.erase(std::unique(moves.begin(), moves.end()), moves.end());
       for (const std::vector<int>& ids : moves) {
