@@ -20,6 +20,10 @@ outputs PyTorch itself computed (never stitch's own interpreter):
   qwen2_moe_tiny  a Qwen2-MoE of mixtral_tiny's size: 4 routed experts of width 32 (the top 2) and
               a shared expert of width 64 gated per token by a sigmoid, torch.export-based
               exporter, opset 18; PyTorch's outputs
+  glm4_moe_tiny  a GLM-4-MoE of mixtral_tiny's size (DeepSeek-V3's router): a dense first layer,
+              then 4 routed experts of width 32 chosen by sigmoid scores plus a correction bias (the
+              top 2, their scores gathered and renormalized) and a shared expert of width 32,
+              torch.export-based exporter, opset 18; PyTorch's outputs
   llama_tiny_dec  llama_tiny's config, one step of incremental decoding: the next token, the
               attention mask [batch, past + 1] (so torch.export names its length) and each
               layer's cached keys and values from a prefill of 16 tokens -> the last hidden state
@@ -533,6 +537,28 @@ def main():
                                                  experts_implementation="batched_mm"))
         torch.set_rng_state(rng)
         export(HFWrapper(qwen2_moe, ["last_hidden_state"]), [ids, gmask], args.out, "qwen2_moe_tiny",
+               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+
+    # GLM-4-MoE's layer, DeepSeek-V3's router over one group of experts: the top 2 of sigmoid scores
+    # plus a per-expert correction bias (random here, as training leaves it; zero by default), the
+    # chosen experts' scores gathered and renormalized, a shared expert beside them; its first
+    # layer dense.
+    if want("glm4_moe_tiny"):
+        from transformers import Glm4MoeConfig, Glm4MoeModel
+        rng = torch.get_rng_state()  # the models after it draw as they did before it was added
+        torch.manual_seed(8)
+        glm4_moe = Glm4MoeModel(Glm4MoeConfig(vocab_size=100, hidden_size=64, intermediate_size=64,
+                                              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                              head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+                                              moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1,
+                                              n_group=1, topk_group=1, max_position_embeddings=64,
+                                              experts_implementation="batched_mm"))
+        with torch.no_grad():
+            for name, buf in glm4_moe.named_buffers():
+                if name.endswith("e_score_correction_bias"):
+                    buf.copy_(torch.randn(buf.shape) * 0.5)
+        torch.set_rng_state(rng)
+        export(HFWrapper(glm4_moe, ["last_hidden_state"]), [ids, gmask], args.out, "glm4_moe_tiny",
                ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
 
     # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.

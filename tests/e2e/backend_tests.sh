@@ -59,10 +59,11 @@ done
 # layers each, plus the embedding's or the final norm, and bert_tiny's pooler Tanh after its GEMM
 # call); GEMMs as loops or tiles are not counted.
 for name in bert_tiny gpt2_tiny gpt2_tiny_f16 llama_tiny llama_tiny_bf16 llama_tiny_dec qwen3_tiny_genai mixtral_tiny \
-  qwen2_moe_tiny; do
+  qwen2_moe_tiny glm4_moe_tiny; do
   extra=1
-  # qwen3_tiny_genai: the embedding's kernel (with the mask's lengths) and the final norm's
-  [ "$name" = bert_tiny ] || [ "$name" = qwen3_tiny_genai ] && extra=2
+  # qwen3_tiny_genai: the embedding's kernel (with the mask's lengths) and the final norm's;
+  # glm4_moe_tiny: the embedding's kernel and the final norm's (after its MoE layer's 3)
+  [ "$name" = bert_tiny ] || [ "$name" = qwen3_tiny_genai ] || [ "$name" = glm4_moe_tiny ] && extra=2
   check "$name: at most 3 memory-intensive kernels per layer, each kernel of one kind" python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -194,6 +195,22 @@ one = [g for g in groups if all(n in g for n in (\"node_Softmax_205/short_exp' (
 mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and \"node 'node_linear_6' (MatMul)\" not in text and mi <= 7 else 1)" "$TMP/qwen2_moe_tiny/plan.txt" "$TMP/qwen2_moe_tiny.json"
+# GLM-4-MoE's router (DeepSeek-V3's, one group of experts): the top 2 of sigmoid scores plus a
+# correction bias, over the scores flattened to [tokens, experts] by a view that the activation's
+# kernel reads too (it gathers the chosen experts' scores). The router's kernel computes the
+# scores, stores that view's result for the next kernel and picks the top 2 from it: the view
+# joins the kernel with its producer and its reader at once. A plan test: it fails when the
+# scores and the top 2 come apart again (4 kernels in the MoE layer) or the count grows.
+check "glm4_moe_tiny: the router's scores, their flattened view and its top 2 in one kernel, 8 kernels" python3 -c "
+import json, re, sys
+text = open(sys.argv[1]).read()
+groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
+one = [g for g in groups if all(n in g for n in (\"node_sigmoid' (Sigmoid)\", \"sigmoid/flattened' (Reshape)\",
+       \"node_topk_2__1/round1_best' (ReduceMax)\"))]
+apart = [g for g in groups if \"node_gather' (GatherElements)\" in g and g not in one]
+mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+print(len(one), len(apart), mi, file=sys.stderr)
+sys.exit(0 if len(one) == 1 and len(apart) == 1 and '(TopK) ->' not in text and mi <= 8 else 1)" "$TMP/glm4_moe_tiny/plan.txt" "$TMP/glm4_moe_tiny.json"
 # With --no-expert-sums the slot form stays: the sum of each token's expert outputs over its 2
 # slots (a ReduceSum over the middle axis: a kernel of its own as a row op) is written as Adds of
 # Slices, which join the residual and the next RMSNorm's kernel; the post-attention norm's row scale
