@@ -456,6 +456,18 @@ def main():
     mask[1, 11:] = 0  # a padded sequence exercises the attention mask
     seq_axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
 
+    def drawn_apart(seed, make):
+        """make() under a seed of its own: the models after it draw as they did before it was added."""
+        rng = torch.get_rng_state()
+        torch.manual_seed(seed)
+        model = make()
+        torch.set_rng_state(rng)
+        return model
+
+    def export_hidden(model, name):  # a transformers decoder's last hidden state, torch.export, opset 18
+        export(HFWrapper(model, ["last_hidden_state"]), [ids, gmask], args.out, name,
+               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+
     bert = BertModel(BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                 intermediate_size=128, max_position_embeddings=64), add_pooling_layer=True)
     if want("bert_tiny"):
@@ -514,30 +526,20 @@ def main():
     # each routed token's expert weights gathered with GatherND and multiplied in a batched MatMul.
     if want("mixtral_tiny"):
         from transformers import MixtralConfig, MixtralModel
-        rng = torch.get_rng_state()  # the models after it draw as they did before it was added
-        torch.manual_seed(6)
-        mixtral = MixtralModel(MixtralConfig(vocab_size=100, hidden_size=64, intermediate_size=64,
-                                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                             num_local_experts=4, num_experts_per_tok=2,
-                                             max_position_embeddings=64, experts_implementation="batched_mm"))
-        torch.set_rng_state(rng)
-        export(HFWrapper(mixtral, ["last_hidden_state"]), [ids, gmask], args.out, "mixtral_tiny",
-               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+        export_hidden(drawn_apart(6, lambda: MixtralModel(MixtralConfig(
+            vocab_size=100, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=64,
+            experts_implementation="batched_mm"))), "mixtral_tiny")
 
     # Qwen2-MoE's layer: 4 routed experts (the top 2, not renormalized) and a shared expert twice an
     # expert's width, gated per token by its own sigmoid, in the same batched_mm form.
     if want("qwen2_moe_tiny"):
         from transformers import Qwen2MoeConfig, Qwen2MoeModel
-        rng = torch.get_rng_state()  # the models after it draw as they did before it was added
-        torch.manual_seed(7)
-        qwen2_moe = Qwen2MoeModel(Qwen2MoeConfig(vocab_size=100, hidden_size=64, intermediate_size=64,
-                                                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                                 num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
-                                                 shared_expert_intermediate_size=64, max_position_embeddings=64,
-                                                 experts_implementation="batched_mm"))
-        torch.set_rng_state(rng)
-        export(HFWrapper(qwen2_moe, ["last_hidden_state"]), [ids, gmask], args.out, "qwen2_moe_tiny",
-               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+        export_hidden(drawn_apart(7, lambda: Qwen2MoeModel(Qwen2MoeConfig(
+            vocab_size=100, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+            shared_expert_intermediate_size=64, max_position_embeddings=64,
+            experts_implementation="batched_mm"))), "qwen2_moe_tiny")
 
     # GLM-4-MoE's layer, DeepSeek-V3's router over one group of experts: the top 2 of sigmoid scores
     # plus a per-expert correction bias (random here, as training leaves it; zero by default), the
@@ -545,21 +547,19 @@ def main():
     # layer dense.
     if want("glm4_moe_tiny"):
         from transformers import Glm4MoeConfig, Glm4MoeModel
-        rng = torch.get_rng_state()  # the models after it draw as they did before it was added
-        torch.manual_seed(8)
-        glm4_moe = Glm4MoeModel(Glm4MoeConfig(vocab_size=100, hidden_size=64, intermediate_size=64,
-                                              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                              head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
-                                              moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1,
-                                              n_group=1, topk_group=1, max_position_embeddings=64,
-                                              experts_implementation="batched_mm"))
-        with torch.no_grad():
-            for name, buf in glm4_moe.named_buffers():
-                if name.endswith("e_score_correction_bias"):
-                    buf.copy_(torch.randn(buf.shape) * 0.5)
-        torch.set_rng_state(rng)
-        export(HFWrapper(glm4_moe, ["last_hidden_state"]), [ids, gmask], args.out, "glm4_moe_tiny",
-               ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
+
+        def glm4_moe():
+            m = Glm4MoeModel(Glm4MoeConfig(
+                vocab_size=100, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+                moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
+                max_position_embeddings=64, experts_implementation="batched_mm"))
+            with torch.no_grad():
+                for name, buf in m.named_buffers():
+                    if name.endswith("e_score_correction_bias"):
+                        buf.copy_(torch.randn(buf.shape) * 0.5)
+            return m
+        export_hidden(drawn_apart(8, glm4_moe), "glm4_moe_tiny")
 
     # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.
     if want("llama_tiny_dec"):
