@@ -601,6 +601,13 @@ def models():
         "deepseek_v3": hf("deepseek_v3", tf.DeepseekV3Config, tf.DeepseekV3Model, **moe, kv_lora_rank=32,
                           q_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=32, n_routed_experts=4,
                           first_k_dense_replace=1, moe_intermediate_size=128, n_group=1, topk_group=1),
+        # DeepSeek-V3's routing limited to groups as its real config uses it (there 8 groups of 32
+        # experts, the best 4 groups): 8 experts in 4 groups, the top 2 of each group summed to its
+        # score, the best 2 groups kept by a scattered mask, then the top 2 experts
+        "deepseek_v3_groups": hf("deepseek_v3_groups", tf.DeepseekV3Config, tf.DeepseekV3Model, **moe,
+                                 kv_lora_rank=32, q_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=16,
+                                 v_head_dim=32, n_routed_experts=8, first_k_dense_replace=1,
+                                 moe_intermediate_size=128, n_group=4, topk_group=2),
         "qwen2_moe": hf("qwen2_moe", tf.Qwen2MoeConfig, tf.Qwen2MoeModel, **moe, **gqa, num_experts=4,
                         moe_intermediate_size=128, shared_expert_intermediate_size=256),
         "qwen3_moe": hf("qwen3_moe", tf.Qwen3MoeConfig, tf.Qwen3MoeModel, **moe, **gqa, num_experts=4,
