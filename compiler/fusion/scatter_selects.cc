@@ -27,31 +27,54 @@ StatusOr<std::vector<std::string>> scatter_selects(Graph& g, const std::set<std:
     auto axis = ops::norm_axis(*n, n->attr_int("axis", 0), rank);
     if (!axis.is_ok() || *ind->dims != *upd->dims || static_cast<int64_t>(ind->dims->size()) != rank)
       continue;
-    bool one_per_row = true;
-    for (int64_t k = 0; k < rank; ++k) one_per_row &= (*ind->dims)[k] == (k == *axis ? 1 : d[k]);
-    if (!one_per_row) continue;
+    // k indices in each row along the axis, every other axis whole.
+    const int64_t k = (*ind->dims)[*axis];
+    bool rows = k >= 1 && k <= kMaxScatterSelects;
+    for (int64_t r = 0; r < rank; ++r) rows &= r == *axis || (*ind->dims)[r] == d[r];
+    if (!rows) continue;
     const int64_t len = d[*axis];
     const DType it = ind->dtype;
     const std::string h = n->name + "/select";
     // The positions along the axis, shaped to broadcast there: [len, 1, ..., 1].
     Value* positions = add_positions(g, h + "_positions", it, len, rank - 1 - *axis);
-    auto lit = [&](const std::string& name, double v) { return add_constant(g, h + name, it, {}, {v}); };
-    Value* negative = add_op(g, "Less", h + "_negative", {ind, lit("_zero", 0)}, DType::kBool, *ind->dims);
-    Value* wrapped = add_op(
-        g, "Where", h + "_index",
-        {negative,
-         add_op(g, "Add", h + "_from_end", {ind, lit("_len", static_cast<double>(len))}, it, *ind->dims),
-         ind},
-        it, *ind->dims);
-    Value* at = add_op(g, "Equal", h + "_at", {positions, wrapped}, DType::kBool, d);
-    Value* value = upd;
-    if (red != "none")
-      value = add_op(g, red == "add" ? "Add" : "Mul", h + "_combined", {data, upd}, data->dtype, d);
-    add_op_writing(g, "Where", h, {at, value, data}, y);
+    Dims slot_dims = *ind->dims;
+    slot_dims[static_cast<size_t>(*axis)] = 1;
+    // One Where a slot, in the scatter's order: a later slot at the same position overrides an
+    // earlier one (reduction none) or combines with what it left (add, mul).
+    Value* written = data;
+    for (int64_t j = 0; j < k; ++j) {
+      const std::string hj = k == 1 ? h : fmt::format("{}_slot{}", h, j);
+      Value *index = ind, *update = upd;
+      if (k > 1) {
+        index = add_typed_value(g, hj + "_index_in", it, slot_dims);
+        add_slice(g, hj + "_index_in", ind, *axis, j, j + 1, index);
+        update = add_typed_value(g, hj + "_update", upd->dtype, slot_dims);
+        add_slice(g, hj + "_update", upd, *axis, j, j + 1, update);
+      }
+      auto lit = [&](const std::string& name, double v) { return add_constant(g, hj + name, it, {}, {v}); };
+      Value* negative =
+          add_op(g, "Less", hj + "_negative", {index, lit("_zero", 0)}, DType::kBool, slot_dims);
+      Value* wrapped = add_op(
+          g, "Where", hj + "_index",
+          {negative,
+           add_op(g, "Add", hj + "_from_end", {index, lit("_len", static_cast<double>(len))}, it, slot_dims),
+           index},
+          it, slot_dims);
+      Value* at = add_op(g, "Equal", hj + "_at", {positions, wrapped}, DType::kBool, d);
+      Value* value = update;
+      if (red != "none")
+        value = add_op(g, red == "add" ? "Add" : "Mul", hj + "_combined", {written, update}, data->dtype, d);
+      if (j + 1 < k)
+        written = add_op(g, "Where", hj, {at, value, written}, data->dtype, d);
+      else
+        add_op_writing(g, "Where", h, {at, value, written}, y);
+    }
     n->outputs = {nullptr};
     dead.push_back(n);
     log.push_back(fmt::format(
-        "{}: one index per row along axis {} of {}, as a Where{}", n->describe(), *axis, len,
+        "{}: {} per row along axis {} of {}, as {}{}", n->describe(),
+        k == 1 ? "one index" : fmt::format("{} indices", k), *axis, len,
+        k == 1 ? "a Where" : fmt::format("{} Wheres", k),
         red == "none" ? "" : fmt::format(" of the data {} the update", red == "add" ? "plus" : "times")));
   }
   if (dead.empty()) return log;

@@ -1,8 +1,9 @@
 // ArgMax and ArgMin as row reductions (fusion::arg_extremes_as_reductions) and ScatterElements of
-// one index per row as selects (fusion::scatter_selects): the rewritten graphs compute what the ops
-// did on the reference (ties to the first position, zeros of both signs tied, NaNs where the
+// a few indices per row as selects (fusion::scatter_selects): the rewritten graphs compute what the
+// ops did on the reference (ties to the first position, zeros of both signs tied, NaNs where the
 // reference's scan leaves them, infinities, float32, float16, bfloat16 and float64, negative and
-// int32 indices, reduction add and mul), the forms they do not take stay,
+// int32 indices, reduction add and mul, several indices a row at repeated positions), the forms
+// they do not take stay,
 // and PhiMoE's two picks around a masked logit become one row kernel in every planner, run on emu.
 #include <fmt/format.h>
 
@@ -58,7 +59,7 @@ TEST_CASE("ArgMax and ArgMin as row reductions pick what the op picks, NaNs and 
       }
 }
 
-TEST_CASE("ScatterElements of one index per row as a select writes what the scatter writes",
+TEST_CASE("ScatterElements of a few indices per row as selects writes what the scatter writes",
           "[fusion][emu]") {
   struct Case {
     const char* what;
@@ -106,6 +107,34 @@ TEST_CASE("ScatterElements of one index per row as a select writes what the scat
 })",
        "node 'scatter' (ScatterElements): one index per row along axis 1 of 3, as a Where of the data times "
        "the update"},
+      // DeepSeek-V3's groups' mask: ones at each token's 2 best groups, in zeros.
+      {"two indices per row, reduction none", R"(graph "g" opset 18 {
+  input %data: f32[6,5]
+  input %upd: f32[6,2]
+  input %r: f32[6,2]
+  const %len: f32[] = [2.4995]
+  %m = Mul(%r, %len)
+  %f = Floor(%m)
+  %idx = Cast(%f) {to = 7}
+  %y = ScatterElements(%data, %idx, %upd) {axis = 1} @"scatter"
+  output %y
+})",
+       "node 'scatter' (ScatterElements): 2 indices per row along axis 1 of 5, as 2 Wheres"},
+      // 3 indices in 3 positions of 8 rows: most rows repeat a position, where the updates add up.
+      {"three indices per row along the first axis, repeated, reduction add", R"(graph "g" opset 18 {
+  input %data: f32[3,8]
+  input %upd: f32[3,8]
+  input %r: f32[3,8]
+  const %len: f32[] = [1.4995]
+  %m = Mul(%r, %len)
+  %f = Floor(%m)
+  %idx = Cast(%f) {to = 7}
+  %y = ScatterElements(%data, %idx, %upd) {axis = 0, reduction = "add"} @"scatter"
+  output %y
+})",
+       "node 'scatter' (ScatterElements): 3 indices per row along axis 0 of 3, as 3 Wheres of the data plus "
+       "the "
+       "update"},
   };
   uint32_t seed = 720;
   for (const Case& c : cases) {
@@ -139,10 +168,10 @@ TEST_CASE("ArgMax, ArgMin and scatters the rewrites do not take stay as they are
   %i = ArgMin(%x) {axis = -1, select_last_index = 1} @"n"
   output %i
 })"},
-      {"a scatter of two indices per row", R"(graph "g" opset 18 {
-  input %data: f32[3,5]
-  input %upd: f32[3,2]
-  input %idx: i64[3,2]
+      {"a scatter of nine indices per row", R"(graph "g" opset 18 {
+  input %data: f32[3,9]
+  input %upd: f32[3,9]
+  input %idx: i64[3,9]
   %y = ScatterElements(%data, %idx, %upd) {axis = 1} @"n"
   output %y
 })"},
