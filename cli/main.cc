@@ -179,10 +179,10 @@ int main(int argc, char** argv) {
       "over its slots or a router's softmax over its top 2, when the plan's estimate is lower)");
   compile->add_flag(
       "--no-arg-reductions", ca.no_arg_reductions,
-      "keep each ArgMax and ArgMin a kernel of its own, and each ScatterElements of one index per row "
+      "keep each ArgMax and ArgMin a kernel of its own, and each ScatterElements of up to 8 indices per row "
       "(by default an ArgMax or ArgMin along a float tensor's last axis becomes one row reduction of "
       "keys holding the extreme and its first position, two reductions for float64, and such a scatter "
-      "a select, so that they join the "
+      "one select a slot, so that they join the "
       "kernel of the rows they read, such as PhiMoE's router, when the plan's estimate is lower)");
   compile->add_flag(
       "--no-split-slices", ca.no_split_slices,

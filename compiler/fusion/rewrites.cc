@@ -221,8 +221,8 @@ std::string Rewrites::text() const {
   if (!norm_hoists.verdict.empty())
     section("LayerNorms moved past GEMMs (" + norm_hoists.verdict + ")", norm_hoists.lines);
   if (!args.verdict.empty())
-    section("ArgMax and ArgMin as row reductions, scatters of one index per row as selects (" + args.verdict +
-                ")",
+    section("ArgMax and ArgMin as row reductions, scatters of a few indices per row as selects (" +
+                args.verdict + ")",
             args.lines);
   if (!short_sums.verdict.empty())
     section("sums and softmaxes over a few elements as element-wise ops (" + short_sums.verdict + ")",

@@ -9,7 +9,7 @@
 // (merge_gemms.h), Splits and constant Gathers as Slices (split_slices.h), shared relayouts copied
 // per reader (relayout_copies.h: after the Slices, which make such chains), row scales moved past
 // GEMMs, then LayerNorms moved past GEMMs (hoist_scales.h), ArgMax and ArgMin as row reductions
-// with scatters of one index per row as selects (arg_reductions.h), sums and softmaxes over a few
+// with scatters of a few indices per row as selects (arg_reductions.h), sums and softmaxes over a few
 // elements as element-wise ops (short_reductions.h: after the rewrites that read a norm's
 // ReduceMean), TopKs of a few as rounds of row reductions (topk_rounds.h: late, judged on a plan
 // close to the final one, since the rewrites before it change the kernels its rounds would join),
