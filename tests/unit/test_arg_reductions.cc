@@ -63,83 +63,50 @@ TEST_CASE("ScatterElements of a few indices per row as selects writes what the s
           "[fusion][emu]") {
   struct Case {
     const char* what;
-    const char* text;
+    const char* data;     // dims
+    const char* indices;  // dims (the updates' too)
+    const char* len;      // a little under half the axis's extent
+    int to;               // the indices' type: 7 int64, 6 int32
+    const char* attrs;
     const char* line;
   };
   // The indices are computed at run time (a constant index would be folded by the front end):
-  // floor(r * (len / 2 - a little)) of r in [-2, 2), every index from -len to len - 1.
+  // floor(r * len) of r in [-2, 2), every index from -extent to extent - 1.
   const Case cases[] = {
-      {"along the last axis, negative indices", R"(graph "g" opset 18 {
-  input %data: f32[6,5]
-  input %upd: f32[6,1]
-  input %r: f32[6,1]
-  const %len: f32[] = [2.4995]
-  %m = Mul(%r, %len)
-  %f = Floor(%m)
-  %idx = Cast(%f) {to = 7}
-  %y = ScatterElements(%data, %idx, %upd) {axis = 1} @"scatter"
-  output %y
-})",
+      {"along the last axis, negative indices", "6,5", "6,1", "2.4995", 7, "axis = 1",
        "node 'scatter' (ScatterElements): one index per row along axis 1 of 5, as a Where"},
-      {"along the first axis, int32 indices, reduction add", R"(graph "g" opset 18 {
-  input %data: f32[4,3,2]
-  input %upd: f32[1,3,2]
-  input %r: f32[1,3,2]
-  const %len: f32[] = [1.9995]
-  %m = Mul(%r, %len)
-  %f = Floor(%m)
-  %idx = Cast(%f) {to = 6}
-  %y = ScatterElements(%data, %idx, %upd) {axis = 0, reduction = "add"} @"scatter"
-  output %y
-})",
+      {"along the first axis, int32 indices, reduction add", "4,3,2", "1,3,2", "1.9995", 6,
+       "axis = 0, reduction = \"add\"",
        "node 'scatter' (ScatterElements): one index per row along axis 0 of 4, as a Where of the data plus "
        "the update"},
-      {"a middle axis, reduction mul", R"(graph "g" opset 18 {
-  input %data: f32[2,3,4]
-  input %upd: f32[2,1,4]
-  input %r: f32[2,1,4]
-  const %len: f32[] = [1.4995]
-  %m = Mul(%r, %len)
-  %f = Floor(%m)
-  %idx = Cast(%f) {to = 7}
-  %y = ScatterElements(%data, %idx, %upd) {axis = 1, reduction = "mul"} @"scatter"
-  output %y
-})",
+      {"a middle axis, reduction mul", "2,3,4", "2,1,4", "1.4995", 7, "axis = 1, reduction = \"mul\"",
        "node 'scatter' (ScatterElements): one index per row along axis 1 of 3, as a Where of the data times "
        "the update"},
       // DeepSeek-V3's groups' mask: ones at each token's 2 best groups, in zeros.
-      {"two indices per row, reduction none", R"(graph "g" opset 18 {
-  input %data: f32[6,5]
-  input %upd: f32[6,2]
-  input %r: f32[6,2]
-  const %len: f32[] = [2.4995]
-  %m = Mul(%r, %len)
-  %f = Floor(%m)
-  %idx = Cast(%f) {to = 7}
-  %y = ScatterElements(%data, %idx, %upd) {axis = 1} @"scatter"
-  output %y
-})",
+      {"two indices per row, reduction none", "6,5", "6,2", "2.4995", 7, "axis = 1",
        "node 'scatter' (ScatterElements): 2 indices per row along axis 1 of 5, as 2 Wheres"},
       // 3 indices in 3 positions of 8 rows: most rows repeat a position, where the updates add up.
-      {"three indices per row along the first axis, repeated, reduction add", R"(graph "g" opset 18 {
-  input %data: f32[3,8]
-  input %upd: f32[3,8]
-  input %r: f32[3,8]
-  const %len: f32[] = [1.4995]
-  %m = Mul(%r, %len)
-  %f = Floor(%m)
-  %idx = Cast(%f) {to = 7}
-  %y = ScatterElements(%data, %idx, %upd) {axis = 0, reduction = "add"} @"scatter"
-  output %y
-})",
+      {"three indices per row along the first axis, repeated, reduction add", "3,8", "3,8", "1.4995", 7,
+       "axis = 0, reduction = \"add\"",
        "node 'scatter' (ScatterElements): 3 indices per row along axis 0 of 3, as 3 Wheres of the data plus "
-       "the "
-       "update"},
+       "the update"},
   };
   uint32_t seed = 720;
   for (const Case& c : cases) {
     INFO(c.what);
-    auto [g, original, lines] = rewritten(c.text, [](Graph& x) { return fusion::scatter_selects(x); });
+    const std::string text = fmt::format(R"(graph "g" opset 18 {{
+  input %data: f32[{}]
+  input %upd: f32[{}]
+  input %r: f32[{}]
+  const %len: f32[] = [{}]
+  %m = Mul(%r, %len)
+  %f = Floor(%m)
+  %idx = Cast(%f) {{to = {}}}
+  %y = ScatterElements(%data, %idx, %upd) {{{}}} @"scatter"
+  output %y
+}})",
+                                         c.data, c.indices, c.indices, c.len, c.to, c.attrs);
+    auto [g, original, lines] = rewritten(text, [](Graph& x) { return fusion::scatter_selects(x); });
     REQUIRE(lines.size() == 1);
     CHECK(lines.front() == c.line);
     CHECK(count_op(*g, "ScatterElements") == 0);
