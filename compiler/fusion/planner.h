@@ -76,10 +76,11 @@ class Planner {
   void greedy(Part& p, const std::vector<int>& comp);
   // Beam search over one window of a component (nodes `win`, moves along edges inside it: two
   // groups, a group with all its producer or all its consumer groups, and a view alone in its
-  // group that other groups read too with its producer group and one consumer group at once, since
-  // a kernel stores a view's result only for readers of its own). Every candidate move of every state is scored
-  // first; only the `beam_width` best distinct children are kept. A state is the merges that lead to it,
-  // applied to `p` while it is looked at and undone after, so no step copies the partition.
+  // group that other groups read too with its producer group and one consumer group at once,
+  // since a kernel stores a view's result only for readers of its own). Every candidate move of
+  // every state is scored first; only the `beam_width` best distinct children are kept. A state
+  // is the merges that lead to it, applied to `p` while it is looked at and undone after, so no
+  // step copies the partition.
   void beam_window(Part& p, const std::vector<int>& win);
   // Beam search per window of `beam_window` nodes in graph order (a transformer's layers are
   // separate windows, so the search grows linearly with depth), then greedy merges across window

@@ -47,6 +47,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     ASSIGN_OR_RETURN(r.experts, all_expert_gemms_if_cheaper(g, o, known));
     judged(r.experts);
   }
+  bool experts_with_sums = false;
   if (on.expert_sums && on.all_expert_gemms && r.experts.lines.empty() && r.experts.kept) {
     // Not cheaper by themselves, the GEMMs over every expert may pay with the sums over every
     // expert they leave room for (which read their form): judged together, against neither.
@@ -61,6 +62,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
                                     ? r.experts.verdict.substr(std::string("not applied: ").size())
                                     : r.experts.verdict;
       if (t_both < t_none) {
+        experts_with_sums = true;
         g = std::move(both);
         known = p_both.cost;
         r.experts.lines = std::move(expert_lines);
@@ -77,7 +79,8 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
             fmt::format("; with the sums over every expert they leave room for, estimated {:.1f} us", t_both);
       }
     }
-  } else if (on.expert_sums && on.all_expert_gemms) {
+  }
+  if (on.expert_sums && on.all_expert_gemms && !experts_with_sums) {
     ASSIGN_OR_RETURN(r.expert_sums, expert_sums_as_gemms_if_cheaper(g, o, known));
     judged(r.expert_sums);
   }
