@@ -89,6 +89,7 @@ int run_compile(const CompileArgs& a) {
   switches.expert_sums = !a.no_expert_sums;
   switches.topk_rounds = !a.no_topk_rounds;
   switches.short_reductions = !a.no_short_reductions;
+  switches.short_maxima = !a.no_short_reductions;
   switches.arg_reductions = !a.no_arg_reductions;
   switches.relayout_copies = !a.no_relayout_copies;
   switches.output_copies = !a.no_output_copies;

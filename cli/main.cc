@@ -176,7 +176,10 @@ int main(int argc, char** argv) {
       "2 to 8, a row op (by default the sum becomes that many Slices added up, and the softmax Max, Exp, "
       "Adds and Div, "
       "element-wise, so that any kernel can take them, such as the sum of an MoE token's expert outputs "
-      "over its slots or a router's softmax over its top 2, when the plan's estimate is lower)");
+      "over its slots or a router's softmax over its top 2, when the plan's estimate is lower); and "
+      "keep a ReduceMax or ReduceMin over 2 to 8 elements of one axis a row op (by default, after the "
+      "TopK rounds, Slices combined by Max or Min, judged per row length, when the estimate is no "
+      "higher with no more kernels)");
   compile->add_flag(
       "--no-arg-reductions", ca.no_arg_reductions,
       "keep each ArgMax and ArgMin a kernel of its own, and each ScatterElements of up to 8 indices per row "

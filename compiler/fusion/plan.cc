@@ -352,7 +352,7 @@ std::string explain(const FusionPlan& plan) {
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,
-    bool strict, const std::optional<Cost>& before) {
+    bool strict, const std::optional<Cost>& before, bool no_more_kernels) {
   RewriteResult out;
   std::unique_ptr<Graph> copy = clone_graph(*g);
   ASSIGN_OR_RETURN(std::vector<std::string> lines, rewrite(*copy));
@@ -368,7 +368,8 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
   const double t0 = c0.time * 1e6, t1 = after.cost.time * 1e6;
   // Enough digits that the two estimates read differently when they differ.
   const int digits = fmt::format("{:.1f}", t0) == fmt::format("{:.1f}", t1) && t0 != t1 ? 3 : 1;
-  if (strict ? t1 < t0 : t1 <= t0) {
+  const bool more_kernels = no_more_kernels && after.cost.kernels > c0.kernels;
+  if ((strict ? t1 < t0 : t1 <= t0) && !more_kernels) {
     g = std::move(copy);
     out.kept = after.cost;
     out.lines = std::move(lines);
@@ -376,10 +377,12 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
                               digits, t0, digits, after.cost.kernels, c0.kernels);
   } else {
     out.kept = c0;
+    const std::string kernels =
+        more_kernels ? fmt::format(", {} kernels against {}", after.cost.kernels, c0.kernels) : "";
     out.verdict = fmt::format(
-        "not applied: estimated {:.{}f} us against {:.{}f} us without ({} candidates; {} skips "
+        "not applied: estimated {:.{}f} us against {:.{}f} us without{} ({} candidates; {} skips "
         "the comparison)",
-        t1, digits, t0, digits, lines.size(), skip_flag);
+        t1, digits, t0, digits, kernels, lines.size(), skip_flag);
   }
   return out;
 }

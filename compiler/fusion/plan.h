@@ -117,7 +117,8 @@ std::string explain(const FusionPlan& plan);
 // (empty when the rewrite found nothing to do); `kept` is the estimate of the graph as left (with
 // the rewrite or without), unset when nothing was compared. `before`, when set, is the estimate
 // of `g` as it is (the `kept` of the judged rewrite before, with no other rewrite since): only the
-// copy is planned then.
+// copy is planned then. With `no_more_kernels`, a copy planned with more kernels than `g` is not
+// kept however fast (the verdict then names both counts).
 struct RewriteResult {
   std::vector<std::string> lines;
   std::string verdict;
@@ -126,6 +127,6 @@ struct RewriteResult {
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,
-    bool strict = false, const std::optional<Cost>& before = std::nullopt);
+    bool strict = false, const std::optional<Cost>& before = std::nullopt, bool no_more_kernels = false);
 
 }  // namespace stitch::fusion

@@ -177,6 +177,10 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
       r.hoists.lines.insert(r.hoists.lines.end(), again.lines.begin(), again.lines.end());
     }
   }
+  if (on.short_maxima) {  // after the TopKs, whose rounds are ReduceMaxes, and the row scales
+    ASSIGN_OR_RETURN(r.short_maxima, short_maxima_as_maxes_if_cheaper(g, o, known));
+    judged(r.short_maxima);
+  }
   if (on.output_copies) {
     ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o, known));
   }
@@ -232,6 +236,10 @@ std::string Rewrites::text() const {
             short_sums.lines);
   if (!topks.verdict.empty())
     section("TopKs as rounds of row reductions (" + topks.verdict + ")", topks.lines);
+  if (!short_maxima.verdict.empty())
+    section("maxima and minima over a few elements as element-wise ops, judged per row length (" +
+                short_maxima.verdict + ")",
+            short_maxima.lines);
   if (!outputs.verdict.empty())
     section("graph outputs computed again for their readers (" + outputs.verdict + ")", outputs.lines);
   return s;

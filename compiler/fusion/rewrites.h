@@ -13,8 +13,10 @@
 // elements as element-wise ops (short_reductions.h: after the rewrites that read a norm's
 // ReduceMean), TopKs of a few as rounds of row reductions (topk_rounds.h: late, judged on a plan
 // close to the final one, since the rewrites before it change the kernels its rounds would join),
-// graph outputs computed again for their readers (output_copies.h: last, since it keeps only the
-// copies the final plan does not store). Gemms go first so that the MatMul rewrites see them too,
+// maxima and minima over a few elements as element-wise ops (short_reductions.h: after the TopKs,
+// whose rounds they take, and after the row scales judged again; judged per row length, and kept
+// only with no more kernels), graph outputs computed again for their readers (output_copies.h:
+// last, since it keeps only the copies the final plan does not store). Gemms go first so that the MatMul rewrites see them too,
 // and the fold before the merge, whose weights it changes. The GroupNorms, the head rows, the
 // unflattening, the fold and the merge always apply (each leaves less work); every other rewrite is
 // kept only when the plan of the rewritten graph is estimated no slower. Slices that are not
@@ -41,6 +43,7 @@ struct RewriteSwitches {  // each off with its --no-... flag
   bool expert_sums = true;
   bool topk_rounds = true;
   bool short_reductions = true;
+  bool short_maxima = true;  // --no-short-reductions too
   bool arg_reductions = true;
   bool fold_scales = true;
   bool merge_gemms = true;
@@ -61,7 +64,8 @@ struct Rewrites {
   std::vector<std::string> unflattened;  // unflatten_gemms' lines
   std::vector<std::string> group_norms;  // split_group_norms' lines
   std::vector<std::string> head_rows;    // split_head_rows' lines
-  RewriteResult experts, expert_sums, args, short_sums, topks, slices, copies, outputs, hoists, norm_hoists;
+  RewriteResult experts, expert_sums, args, short_sums, topks, short_maxima, slices, copies, outputs, hoists,
+      norm_hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
 };

@@ -23,6 +23,38 @@ Value* combine_slices(Graph& g, Value* x, int64_t axis, int64_t len, const char*
   return acc;
 }
 
+// The one axis of 2 to kMaxShortReduction elements that reduction `n` (constant axes) reduces over
+// input dims `d`, any other axis it names being of one element; none otherwise.
+std::optional<int64_t> short_axis(const Node& n, const Dims& d) {
+  auto axes = ops::constant_reduce_axes(n, static_cast<int64_t>(d.size()));
+  if (!axes.is_ok() || axes->identity) return std::nullopt;
+  int64_t axis = -1;
+  for (size_t k = 0; k < d.size(); ++k) {
+    if (!axes->reduced[k] || d[k] == 1) continue;
+    if (axis >= 0) return std::nullopt;
+    axis = static_cast<int64_t>(k);
+  }
+  if (axis < 0) return std::nullopt;
+  const int64_t len = d[static_cast<size_t>(axis)];
+  if (len < 2 || len > kMaxShortReduction) return std::nullopt;
+  return axis;
+}
+
+// A ReduceMax or ReduceMin (of numbers, static shapes, constant axes) over one short axis: that
+// axis; none otherwise.
+std::optional<int64_t> short_extreme_axis(const Node& n) {
+  if ((n.op_type != "ReduceMax" && n.op_type != "ReduceMin") || !n.domain.empty() || n.outputs.size() != 1)
+    return std::nullopt;
+  const Value* x = n.input(0);
+  const Value* y = n.output(0);
+  if (x == nullptr || y == nullptr || !x->has_static_shape() || !y->has_static_shape() ||
+      num_elements(*x->dims) == 0 || !(is_float(x->dtype) || is_int(x->dtype)))
+    return std::nullopt;
+  return short_axis(n, *x->dims);
+}
+// The extent of that axis (short_extreme_axis holds).
+int64_t short_len(const Node& n) { return (*n.input(0)->dims)[static_cast<size_t>(*short_extreme_axis(n))]; }
+
 // A Softmax over a last axis of 2 to kMaxShortReduction elements: the largest by Max, the exponentials
 // of the differences, their sum by Adds, and the quotients, each element-wise. Returns its line, or
 // empty when the node is not such a Softmax.
@@ -89,18 +121,10 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
     const DType t = x->dtype;
     if (!(is_float(t) || (is_int(t) && n->op_type == "ReduceSum"))) continue;
     const Dims& d = *x->dims;
-    auto axes = ops::constant_reduce_axes(*n, static_cast<int64_t>(d.size()));
-    if (!axes.is_ok() || axes->identity) continue;
-    int64_t axis = -1;
-    bool one = true;
-    for (size_t k = 0; k < d.size(); ++k) {
-      if (!axes->reduced[k] || d[k] == 1) continue;
-      one &= axis < 0;
-      axis = static_cast<int64_t>(k);
-    }
-    if (!one || axis < 0) continue;
+    const std::optional<int64_t> short_ax = short_axis(*n, d);
+    if (!short_ax) continue;
+    const int64_t axis = *short_ax;
     const int64_t len = d[static_cast<size_t>(axis)];
-    if (len < 2 || len > kMaxShortReduction) continue;
     Dims part = d;
     part[static_cast<size_t>(axis)] = 1;
     Value* sum = combine_slices(g, x, axis, len, "Add", n->name + "/element");
@@ -121,11 +145,64 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
   return log;
 }
 
+StatusOr<std::vector<std::string>> short_maxima_as_maxes(Graph& g, const std::set<std::string>& keep,
+                                                         int64_t only_len) {
+  std::vector<std::string> log;
+  std::vector<Node*> found;  // collected first: the rewrite adds nodes
+  for (const auto& np : g.nodes())
+    if (!keep.count(np->name) && short_extreme_axis(*np) && (only_len == 0 || short_len(*np) == only_len))
+      found.push_back(np.get());
+  std::vector<Node*> dead;
+  for (Node* n : found) {
+    Value* x = n->input(0);
+    Value* y = n->output(0);
+    const int64_t axis = *short_extreme_axis(*n), len = short_len(*n);
+    const bool max = n->op_type == "ReduceMax";
+    Value* best = combine_slices(g, x, axis, len, max ? "Max" : "Min", n->name + "/element");
+    // The reduction's output, kept or not, is the extremes' elements in their order: a view of them.
+    add_op_writing(g, "Reshape", n->name + "/shape",
+                   {best, add_shape_constant(g, n->name + "/dims", *y->dims)}, y);
+    n->outputs = {nullptr};
+    dead.push_back(n);
+    log.push_back(fmt::format("{}: {} elements along axis {} as {} Slices and {} {}", n->describe(), len,
+                              axis, len, len - 1, max ? "Max" : "Min"));
+  }
+  if (dead.empty()) return log;
+  RETURN_IF_ERROR(remove_and_sort(g, dead));
+  return log;
+}
+
 StatusOr<RewriteResult> short_reductions_as_adds_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
                                                             const std::optional<Cost>& before) {
   return rewrite_if_cheaper(
       g, o, [&](Graph& c) { return short_reductions_as_adds(c, o.no_fuse); }, "--no-short-reductions",
       /*strict=*/false, before);
+}
+
+StatusOr<RewriteResult> short_maxima_as_maxes_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                         const std::optional<Cost>& before) {
+  std::set<int64_t> lens;
+  for (const auto& np : g->nodes())
+    if (!o.no_fuse.count(np->name) && short_extreme_axis(*np)) lens.insert(short_len(*np));
+  // Judged a row length at a time, the shortest first: element-wise, the maxima over rows of 2 and 4
+  // of a group-limited router join the kernel of its rows of 8, which stay a row op. Kept only with
+  // no more kernels: the rewrite is for joining kernels, and a plan it splits into more (gpt-oss's
+  // genai router, its rows of 4 experts beside two norms' outer reductions, as a row kernel and an
+  // element one) is cheaper only by an estimate of the split no GPU has checked.
+  RewriteResult all;
+  std::optional<Cost> known = before;
+  for (int64_t len : lens) {
+    ASSIGN_OR_RETURN(
+        RewriteResult r,
+        rewrite_if_cheaper(
+            g, o, [&](Graph& c) { return short_maxima_as_maxes(c, o.no_fuse, len); }, "--no-short-reductions",
+            /*strict=*/false, known, /*no_more_kernels=*/true));
+    if (r.verdict.empty()) continue;
+    if (r.kept) known = all.kept = r.kept;
+    all.verdict += fmt::format("{}over {}: {}", all.verdict.empty() ? "" : "; ", len, r.verdict);
+    all.lines.insert(all.lines.end(), r.lines.begin(), r.lines.end());
+  }
+  return all;
 }
 
 }  // namespace stitch::fusion

@@ -39,4 +39,22 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
 StatusOr<RewriteResult> short_reductions_as_adds_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
                                                             const std::optional<Cost>& before = std::nullopt);
 
+// Rewrites every ReduceMax and ReduceMin (of a float or integer tensor, static shapes, constant
+// axes) that reduces one axis of 2 to kMaxShortReduction elements (any other axes they name of one
+// element), of `only_len` elements when that is not 0, into one Slice per element combined by Max
+// or Min in the axis's order, then a Reshape to its output's shape; its output keeps its value (Max
+// and Min carry a NaN as the reduction does). The rounds of a TopK over a few (topk_rounds.h) are
+// such ReduceMaxes of int64 keys: element-wise, a router's top 2 of each group and top 2 of the
+// groups join the kernel of its rows over every expert. Returns one line per reduction; those named
+// in `keep` stay.
+StatusOr<std::vector<std::string>> short_maxima_as_maxes(Graph& g, const std::set<std::string>& keep = {},
+                                                         int64_t only_len = 0);
+
+// short_maxima_as_maxes through rewrite_if_cheaper, once per row length present, the shortest
+// first, each kept when the plan is estimated no slower and has no more kernels: rows of different
+// lengths often belong to different kernels, and element-wise work pays only where it leaves a
+// kernel's rows of one length. The verdict names each length ("over 2: ...").
+StatusOr<RewriteResult> short_maxima_as_maxes_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
+                                                         const std::optional<Cost>& before = std::nullopt);
+
 }  // namespace stitch::fusion
