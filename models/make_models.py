@@ -24,6 +24,10 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               then 4 routed experts of width 32 chosen by sigmoid scores plus a correction bias (the
               top 2, their scores gathered and renormalized) and a shared expert of width 32,
               torch.export-based exporter, opset 18; PyTorch's outputs
+  deepseek_v3_tiny  DeepSeek-V3 at mixtral_tiny's size with its routing limited to groups: 8
+              experts of width 16 in 4 groups (each group's score the sum of its top 2, the best 2
+              groups kept), the top 2 experts, a shared expert, a dense first layer, multi-head
+              latent attention; torch.export-based exporter, opset 18; PyTorch's outputs
   llama_tiny_dec  llama_tiny's config, one step of incremental decoding: the next token, the
               attention mask [batch, past + 1] (so torch.export names its length) and each
               layer's cached keys and values from a prefill of 16 tokens -> the last hidden state
@@ -560,6 +564,27 @@ def main():
                         buf.copy_(torch.randn(buf.shape) * 0.5)
             return m
         export_hidden(drawn_apart(8, glm4_moe), "glm4_moe_tiny")
+
+    # DeepSeek-V3's layer with its routing limited to groups, as its real config uses it (there 8
+    # groups of 32 experts, the best 4): 8 experts in 4 groups, each group's score the sum of its top
+    # 2, the best 2 groups kept by a scattered mask, then the top 2 experts; multi-head latent
+    # attention; a shared expert; its first layer dense.
+    if want("deepseek_v3_tiny"):
+        from transformers import DeepseekV3Config, DeepseekV3Model
+
+        def deepseek_v3():
+            m = DeepseekV3Model(DeepseekV3Config(
+                vocab_size=100, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8,
+                v_head_dim=16, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+                n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=2, max_position_embeddings=64,
+                experts_implementation="batched_mm"))
+            with torch.no_grad():
+                for name, buf in m.named_buffers():
+                    if name.endswith("e_score_correction_bias"):
+                        buf.copy_(torch.randn(buf.shape) * 0.5)
+            return m
+        export_hidden(drawn_apart(9, deepseek_v3), "deepseek_v3_tiny")
 
     # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.
     if want("llama_tiny_dec"):

@@ -106,6 +106,25 @@ one = [g for g in groups if all(n in g for n in (\"node_sigmoid' (Sigmoid)\", \"
 mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and '(TopK) ->' not in text and '(ReduceMax) ->' not in text and mi <= 8 else 1)" "$TMP/glm4_moe_tiny/plan.txt" "$TMP/glm4_moe_tiny.json"
+# DeepSeek-V3's router with its experts in groups: the top 2 of each group (rows of 2), the best 2
+# groups (rows of 4) with their mask scattered, and the top 2 of the masked scores (rows of 8). The
+# rounds over rows of 2 and 4 are element-wise (Max of Slices), so the whole router is one kernel
+# over its rows of every expert (7 launches in the MoE layer otherwise). That layer is 4 launches:
+# the latent attention's norms (a pack), the attention, the router (packed with the norm's
+# statistics) and the activations. A plan test: it fails when the router comes apart or the count
+# grows.
+check "deepseek_v3_tiny: the group-limited router's three top 2s in one kernel, 9 kernels" python3 -c "
+import json, re, sys
+text = open(sys.argv[1]).read()
+assert 'maxima and minima over a few elements as element-wise ops, judged per row length (over 2: estimated' in text
+assert '; over 4: estimated' in text
+groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
+one = [g for g in groups if all(n in g for n in (\"node_sigmoid' (Sigmoid)\", \"node_topk__1/round1_best/shape' (Reshape)\",
+       \"node_topk_1__1/round1_best/shape' (Reshape)\", \"node_scatter/select' (Where)\",
+       \"node_topk_2__1/round1_best' (ReduceMax)\"))]
+mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+print(len(one), mi, file=sys.stderr)
+sys.exit(0 if len(one) == 1 and '(TopK) ->' not in text and mi <= 9 else 1)" "$TMP/deepseek_v3_tiny/plan.txt" "$TMP/deepseek_v3_tiny.json"
 # With --no-expert-sums the slot form stays: the sum of each token's expert outputs over its 2
 # slots (a ReduceSum over the middle axis: a kernel of its own as a row op) is written as Adds of
 # Slices, which join the residual and the next RMSNorm's kernel; the post-attention norm's row scale
