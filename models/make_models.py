@@ -468,6 +468,14 @@ def main():
         torch.set_rng_state(rng)
         return model
 
+    def random_correction_bias(model):
+        """DeepSeek-V3's router bias drawn at random, as training leaves it (zero by default)."""
+        with torch.no_grad():
+            for name, buf in model.named_buffers():
+                if name.endswith("e_score_correction_bias"):
+                    buf.copy_(torch.randn(buf.shape) * 0.5)
+        return model
+
     def export_hidden(model, name):  # a transformers decoder's last hidden state, torch.export, opset 18
         export(HFWrapper(model, ["last_hidden_state"]), [ids, gmask], args.out, name,
                ["input_ids", "attention_mask"], ["last_hidden_state"], seq_axes, 18, dynamo=True)
@@ -558,11 +566,7 @@ def main():
                 num_key_value_heads=2, head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
                 moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
                 max_position_embeddings=64, experts_implementation="batched_mm"))
-            with torch.no_grad():
-                for name, buf in m.named_buffers():
-                    if name.endswith("e_score_correction_bias"):
-                        buf.copy_(torch.randn(buf.shape) * 0.5)
-            return m
+            return random_correction_bias(m)
         export_hidden(drawn_apart(8, glm4_moe), "glm4_moe_tiny")
 
     # DeepSeek-V3's layer with its routing limited to groups, as its real config uses it (there 8
@@ -579,11 +583,7 @@ def main():
                 v_head_dim=16, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
                 n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=2, max_position_embeddings=64,
                 experts_implementation="batched_mm"))
-            with torch.no_grad():
-                for name, buf in m.named_buffers():
-                    if name.endswith("e_score_correction_bias"):
-                        buf.copy_(torch.randn(buf.shape) * 0.5)
-            return m
+            return random_correction_bias(m)
         export_hidden(drawn_apart(9, deepseek_v3), "deepseek_v3_tiny")
 
     # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.

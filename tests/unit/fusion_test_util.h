@@ -286,6 +286,42 @@ inline FusionRewrite rewritten(const std::string& text,
   return r;
 }
 
+// Cases of a rewrite of one node each: every `text` through the front end and `rewrite` gives one
+// line, `line`; no node of an op in `gone` is left; the first output keeps its dims; and the
+// rewritten graph computes what the original did and is one kernel in every planner on emu
+// (rewritten_is_one_kernel, seeds from `seed` on).
+struct OneNodeRewrite {
+  const char* what;
+  const char* text;
+  const char* line;
+};
+inline void one_node_rewrites(const std::vector<OneNodeRewrite>& cases,
+                              const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite,
+                              const std::vector<std::string>& gone, uint32_t seed) {
+  for (const OneNodeRewrite& c : cases) {
+    INFO(c.what);
+    auto [g, original, lines] = rewritten(c.text, rewrite);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front() == c.line);
+    for (const std::string& op : gone) CHECK(count_op(*g, op) == 0);
+    CHECK(*g->outputs.front()->dims == *original->outputs.front()->dims);
+    rewritten_is_one_kernel(*original, *g, seed);
+  }
+}
+
+// A graph a rewrite leaves as it is: `text` through the front end, then `rewrite` returns no line
+// and the graph keeps its nodes.
+inline void rewrite_leaves_alone(const std::string& text,
+                                 const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite) {
+  auto g = parse_or_die(text);
+  run_frontend_or_die(*g);
+  const size_t nodes = g->nodes().size();
+  auto lines = rewrite(*g);
+  REQUIRE(lines.is_ok());
+  CHECK(lines->empty());
+  CHECK(g->nodes().size() == nodes);
+}
+
 // Whether the group holds a node of op type `op`; the plan's groups that hold every op in `ops`.
 inline bool has_op(const fusion::FusionGroup& grp, const std::string& op) {
   for (const Node* n : grp.nodes)

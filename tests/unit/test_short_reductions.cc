@@ -12,12 +12,7 @@ using namespace stitch;
 using namespace stitch::test;
 
 TEST_CASE("short sums and means as Adds of Slices compute what the reduction did", "[fusion][emu]") {
-  struct Case {
-    const char* what;
-    const char* text;
-    const char* line;
-  };
-  const Case cases[] = {
+  const std::vector<OneNodeRewrite> cases = {
       {"a sum over a middle axis, not kept", R"(graph "g" opset 18 {
   input %x: f32[6,3,10]
   const %axes: i64[1] = [1]
@@ -74,17 +69,8 @@ TEST_CASE("short sums and means as Adds of Slices compute what the reduction did
 })",
        "node 'r' (ReduceSum): 2 elements along axis 1 as 2 Slices and 1 Add"},
   };
-  uint32_t seed = 900;
-  for (const Case& c : cases) {
-    INFO(c.what);
-    auto [g, original, lines] =
-        rewritten(c.text, [](Graph& x) { return fusion::short_reductions_as_adds(x); });
-    REQUIRE(lines.size() == 1);
-    CHECK(lines.front() == c.line);
-    CHECK(count_op(*g, "ReduceSum") + count_op(*g, "ReduceMean") == 0);
-    CHECK(*g->outputs.front()->dims == *original->outputs.front()->dims);
-    rewritten_is_one_kernel(*original, *g, seed);
-  }
+  one_node_rewrites(
+      cases, [](Graph& x) { return fusion::short_reductions_as_adds(x); }, {"ReduceSum", "ReduceMean"}, 900);
 }
 
 TEST_CASE("a softmax over a few elements as element-wise ops computes what the Softmax did",
@@ -199,13 +185,7 @@ TEST_CASE("reductions the Adds do not take stay as they are", "[fusion]") {
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    auto g = parse_or_die(c.text);
-    run_frontend_or_die(*g);
-    const size_t nodes = g->nodes().size();
-    auto lines = fusion::short_reductions_as_adds(*g);
-    REQUIRE(lines.is_ok());
-    CHECK(lines->empty());
-    CHECK(g->nodes().size() == nodes);
+    rewrite_leaves_alone(c.text, [](Graph& x) { return fusion::short_reductions_as_adds(x); });
   }
   SECTION("--no-fuse on the reduction") {
     auto g = parse_or_die(R"(graph "g" opset 18 {
