@@ -63,7 +63,7 @@ check "mixtral_tiny: its TopKs judged as rounds, --no-topk-rounds skips that" \
 # softmax (over 4 experts: element-wise ops), its top 2 (rounds of keys), the routing weights and
 # the activation are one kernel,
 # which computes the norm's statistics itself. A plan test: it fails when those come apart or the
-# count grows (3 a layer, above).
+# count grows (3 a layer, in backend_tests.sh).
 check "mixtral_tiny: the router, its top 2 and every expert's weighted activation in one kernel, 7 kernels" python3 -c "
 import json, re, sys
 text = open(sys.argv[1]).read()
@@ -79,7 +79,7 @@ sys.exit(0 if len(one) == 1 and \"picked' (GatherND) ->\" not in text and '(TopK
 # activation and gate join the router's kernel, and its own GEMM and the Add go. Its norm's row
 # scale, not moved by itself, is judged again after the router's softmax and top k became row ops
 # of the router's rows, and moves then. A plan test: it fails when those come apart or the count
-# grows (3 a layer, above).
+# grows (3 a layer, in backend_tests.sh).
 check "qwen2_moe_tiny: the shared expert in the GEMM over every expert, its activation in the router's kernel, 7 kernels" python3 -c "
 import json, re, sys
 text = open(sys.argv[1]).read()
