@@ -210,7 +210,13 @@ int run_compile(const CompileArgs& a) {
                      {"relayout_copies", rewrite(rewrites->copies)},
                      {"output_copies", rewrite(rewrites->outputs)},
                      {"hoist_row_scales", rewrite(rewrites->hoists)},
-                     {"hoist_layer_norms", rewrite(rewrites->norm_hoists)}};
+                     {"hoist_layer_norms", rewrite(rewrites->norm_hoists)},
+                     {"all_expert_gemms", rewrite(rewrites->experts)},
+                     {"expert_sums", rewrite(rewrites->expert_sums)},
+                     {"arg_reductions", rewrite(rewrites->args)},
+                     {"short_reductions", rewrite(rewrites->short_sums)},
+                     {"topk_rounds", rewrite(rewrites->topks)},
+                     {"short_maxima", rewrite(rewrites->short_maxima)}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";
     if (!f) return report(Status::user(fmt::format("cannot write --report-json '{}'", a.report_json)));

@@ -122,7 +122,10 @@ groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
 one = [g for g in groups if all(n in g for n in (\"node_sigmoid' (Sigmoid)\", \"node_topk__1/round1_best/shape' (Reshape)\",
        \"node_topk_1__1/round1_best/shape' (Reshape)\", \"node_scatter/select' (Where)\",
        \"node_topk_2__1/round1_best' (ReduceMax)\"))]
-mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+r = json.load(open(sys.argv[2]))
+f, mi = r['fusion'], r['memory_intensive_kernels']
+assert f['short_maxima']['applied'] and len(f['short_maxima']['lines']) == 4, f['short_maxima']
+assert f['topk_rounds']['applied'] and f['arg_reductions']['applied'], (f['topk_rounds'], f['arg_reductions'])
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and '(TopK) ->' not in text and mi <= 9 else 1)" "$TMP/deepseek_v3_tiny/plan.txt" "$TMP/deepseek_v3_tiny.json"
 # With --no-expert-sums the slot form stays: the sum of each token's expert outputs over its 2
