@@ -90,6 +90,7 @@ int run_compile(const CompileArgs& a) {
   switches.topk_rounds = !a.no_topk_rounds;
   switches.short_reductions = !a.no_short_reductions;
   switches.short_maxima = !a.no_short_reductions;
+  switches.shared_duplicates = !a.no_shared_duplicates;
   switches.arg_reductions = !a.no_arg_reductions;
   switches.relayout_copies = !a.no_relayout_copies;
   switches.output_copies = !a.no_output_copies;
@@ -216,7 +217,8 @@ int run_compile(const CompileArgs& a) {
                      {"arg_reductions", rewrite(rewrites->args)},
                      {"short_reductions", rewrite(rewrites->short_sums)},
                      {"topk_rounds", rewrite(rewrites->topks)},
-                     {"short_maxima", rewrite(rewrites->short_maxima)}};
+                     {"short_maxima", rewrite(rewrites->short_maxima)},
+                     {"shared_duplicates", rewrite(rewrites->duplicates)}};
     std::ofstream f(a.report_json);
     f << rep.dump(2) << "\n";
     if (!f) return report(Status::user(fmt::format("cannot write --report-json '{}'", a.report_json)));

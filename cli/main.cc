@@ -181,6 +181,11 @@ int main(int argc, char** argv) {
       "TopK rounds, Slices combined by Max or Min, judged per row length, when the estimate is no "
       "higher with no more kernels)");
   compile->add_flag(
+      "--no-shared-duplicates", ca.no_shared_duplicates,
+      "keep a node that repeats another (a norm's statistic computed again for a reader that scales a "
+      "GEMM's product) where the plan puts its reader in the kernel computing the original (by "
+      "default that reader reads the original and the copy goes, when the plan's estimate is no higher)");
+  compile->add_flag(
       "--no-arg-reductions", ca.no_arg_reductions,
       "keep each ArgMax and ArgMin a kernel of its own, and each ScatterElements of up to 8 indices per row "
       "(by default an ArgMax or ArgMin along a float tensor's last axis becomes one row reduction of "

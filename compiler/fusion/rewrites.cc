@@ -10,6 +10,7 @@
 #include "fusion/group_norms.h"
 #include "fusion/head_rows.h"
 #include "fusion/hoist_scales.h"
+#include "fusion/kernel_duplicates.h"
 #include "fusion/merge_gemms.h"
 #include "fusion/output_copies.h"
 #include "fusion/relayout_copies.h"
@@ -181,6 +182,10 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     ASSIGN_OR_RETURN(r.short_maxima, short_maxima_as_maxes_if_cheaper(g, o, known));
     judged(r.short_maxima);
   }
+  if (on.shared_duplicates) {  // after the rewrites that copy chains, on a plan close to the final one
+    ASSIGN_OR_RETURN(r.duplicates, share_kernel_duplicates_if_cheaper(g, o, known));
+    judged(r.duplicates);
+  }
   if (on.output_copies) {
     ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o, known));
   }
@@ -240,6 +245,9 @@ std::string Rewrites::text() const {
     section("maxima and minima over a few elements as element-wise ops, judged per row length (" +
                 short_maxima.verdict + ")",
             short_maxima.lines);
+  if (!duplicates.verdict.empty())
+    section("duplicates sharing a kernel read as their originals (" + duplicates.verdict + ")",
+            duplicates.lines);
   if (!outputs.verdict.empty())
     section("graph outputs computed again for their readers (" + outputs.verdict + ")", outputs.lines);
   return s;

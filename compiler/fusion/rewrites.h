@@ -15,10 +15,12 @@
 // close to the final one, since the rewrites before it change the kernels its rounds would join),
 // maxima and minima over a few elements as element-wise ops (short_reductions.h: after the TopKs,
 // whose rounds they take, and after the row scales judged again; judged per row length, and kept
-// only with no more kernels), graph outputs computed again for their readers (output_copies.h:
-// last, since it keeps only the copies the final plan does not store). Gemms go first so that the MatMul rewrites see them too,
-// and the fold before the merge, whose weights it changes. The GroupNorms, the head rows, the
-// unflattening, the fold and the merge always apply (each leaves less work); every other rewrite is
+// only with no more kernels), duplicates that share a kernel read as their originals
+// (kernel_duplicates.h: after every rewrite that copies a chain), graph outputs computed again for
+// their readers (output_copies.h:
+// last, since it keeps only the copies the final plan does not store). Gemms go first so that the MatMul
+// rewrites see them too, and the fold before the merge, whose weights it changes. The GroupNorms, the head
+// rows, the unflattening, the fold and the merge always apply (each leaves less work); every other rewrite is
 // kept only when the plan of the rewritten graph is estimated no slower. Slices that are not
 // cheaper by themselves are judged once more together with the relayout copies they leave room for
 // (Falcon's K and V, picked out of one Transpose), against the copies alone; GEMMs over every
@@ -44,6 +46,7 @@ struct RewriteSwitches {  // each off with its --no-... flag
   bool topk_rounds = true;
   bool short_reductions = true;
   bool short_maxima = true;  // --no-short-reductions too
+  bool shared_duplicates = true;
   bool arg_reductions = true;
   bool fold_scales = true;
   bool merge_gemms = true;
@@ -64,8 +67,8 @@ struct Rewrites {
   std::vector<std::string> unflattened;  // unflatten_gemms' lines
   std::vector<std::string> group_norms;  // split_group_norms' lines
   std::vector<std::string> head_rows;    // split_head_rows' lines
-  RewriteResult experts, expert_sums, args, short_sums, topks, short_maxima, slices, copies, outputs, hoists,
-      norm_hoists;
+  RewriteResult experts, expert_sums, args, short_sums, topks, short_maxima, duplicates, slices, copies,
+      outputs, hoists, norm_hoists;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
 };

@@ -74,6 +74,17 @@ one = [g for g in groups if all(n in g for n in (\"node_softmax/short_exp' (Exp)
 mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and \"picked' (GatherND) ->\" not in text and '(TopK) ->' not in text and mi <= 7 else 1)" "$TMP/mixtral_tiny/plan.txt" "$TMP/mixtral_tiny.json"
+# The row scale moved past the router's GEMM reads a copy of the norm's statistic chain, made so
+# that a kernel could compute it itself; the plan puts the copy's reader in the kernel that
+# computes the original chain too, so the copy is dropped and each statistic computed once. A plan
+# test: it fails when a copy's ReduceMean is left.
+check "mixtral_tiny: each norm's statistic computed once in the router's kernel" python3 -c "
+import sys
+text = open(sys.argv[1]).read()
+assert 'duplicates sharing a kernel read as their originals (estimated' in text
+means = [l for l in text.split('\n') if '(ReduceMean) ->' in l]
+print(len(means), file=sys.stderr)
+sys.exit(0 if means and not any('/for_' in l for l in means) else 1)" "$TMP/mixtral_tiny/plan.txt"
 # Qwen2-MoE's shared expert, gated per token by its own sigmoid, is two more experts' rows of that
 # GEMM (its width twice an expert's), its second projection more rows of the GEMM's weights: its
 # activation and gate join the router's kernel, and its own GEMM and the Add go. Its norm's row
