@@ -17,16 +17,16 @@
 // whose rounds they take, and after the row scales judged again; judged per row length, and kept
 // only with no more kernels), duplicates that share a kernel read as their originals
 // (kernel_duplicates.h: after every rewrite that copies a chain), graph outputs computed again for
-// their readers (output_copies.h:
-// last, since it keeps only the copies the final plan does not store). Gemms go first so that the MatMul
-// rewrites see them too, and the fold before the merge, whose weights it changes. The GroupNorms, the head
-// rows, the unflattening, the fold and the merge always apply (each leaves less work); every other rewrite is
-// kept only when the plan of the rewritten graph is estimated no slower. Slices that are not
-// cheaper by themselves are judged once more together with the relayout copies they leave room for
-// (Falcon's K and V, picked out of one Transpose), against the copies alone; GEMMs over every
-// expert not cheaper by themselves, together with the sums over every expert that read their form,
-// against neither (mixtral_tiny's plan before them is good enough that only both gain). None runs
-// for --fusion none (the unfused baseline is the graph as imported).
+// their readers (output_copies.h: last, since it keeps only the copies the final plan does not
+// store). Gemms go first so that the MatMul rewrites see them too, and the fold before the merge,
+// whose weights it changes. The GroupNorms, the head rows, the unflattening, the fold and the
+// merge always apply (each leaves less work); every other rewrite is kept only when the plan of
+// the rewritten graph is estimated no slower. Slices that are not cheaper by themselves are judged
+// once more together with the relayout copies they leave room for (Falcon's K and V, picked out of
+// one Transpose), against the copies alone; GEMMs over every expert not cheaper by themselves,
+// together with the sums over every expert that read their form, against neither (mixtral_tiny's
+// plan before them is good enough that only both gain). None runs for --fusion none (the unfused
+// baseline is the graph as imported).
 #pragma once
 
 #include <memory>
