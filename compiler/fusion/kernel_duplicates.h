@@ -3,12 +3,14 @@
 // duplicates) and whose reader's kernel computes the other one too. The rewrites make such copies
 // on purpose: copy_row_statistics (row_statistics.h) gives each reader of a norm's statistic that
 // scales a GEMM's product its own chain, so that each reader's kernel can compute the statistic
-// itself. Where the plan then puts a reader in the kernel that computes the original chain (GLM-4-
-// MoE's and DeepSeek-V3's router: the norm's statistic an outer reduction of the activations'
-// kernel, the copy a kernel of its own in front of it), the copy is work and a launch for nothing:
-// the reader reads the original instead. Only a reader in the original's kernel is rewired, so no
-// value crosses kernels that did not before (merging every duplicate made bert_legacy_ort's two
-// layers share one Cast of their mask and cost a kernel: passes/merge_duplicates.cc).
+// itself. Where the plan then puts a reader in the kernel that computes the original chain too
+// (Mixtral's router kernel: the norm's statistic for the router's row scale beside the norm's own),
+// the kernel computes the statistic twice: the reader reads the original instead. Only a reader in
+// the original's kernel is rewired, so no value crosses kernels that did not before (merging every
+// duplicate made bert_legacy_ort's two layers share one Cast of their mask and cost a kernel:
+// passes/merge_duplicates.cc). Where most of the copy is a kernel of its own (GLM-4-MoE's router),
+// only its last nodes are in the original's kernel; rewired, the graph is planned anew and the
+// estimate decides (there the search plans the rows differently, and the rewrite is not kept).
 #pragma once
 
 #include <memory>
