@@ -18,8 +18,7 @@ bool same_attrs(const Node& a, const Node& b) {
   if (a.attrs.size() != b.attrs.size()) return false;
   for (const auto& [k, va] : a.attrs) {
     auto it = b.attrs.find(k);
-    if (it == b.attrs.end() || va.index() != it->second.index() || std::holds_alternative<Tensor>(va))
-      return false;
+    if (it == b.attrs.end() || va.index() != it->second.index()) return false;
     const bool eq = std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
@@ -53,7 +52,7 @@ StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const Fusio
     return it == first_of.end() ? v : it->second;
   };
   std::map<std::pair<std::string, std::vector<const Value*>>, std::vector<Node*>> seen;
-  std::vector<std::pair<Node*, Node*>> duplicates;  // (duplicate, the node it repeats)
+  std::vector<Node*> duplicates;  // in graph order, each repeating a node before it
   for (const auto& np : g.nodes()) {
     Node* n = np.get();
     if (!computes(*n) || o.no_fuse.count(n->name)) continue;
@@ -72,17 +71,17 @@ StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const Fusio
       continue;
     }
     first_of[n->output(0)] = rep(original->output(0));
-    duplicates.push_back({n, original});
+    duplicates.push_back(n);
   }
   if (duplicates.empty()) return lines;
   ASSIGN_OR_RETURN(FusionPlan plan, make_plan(g, o));
+  // Every group: one that is no generated kernel (a call, a view, a node alone) holds one node, so
+  // no reader shares it with the original.
   std::unordered_map<const Node*, size_t> group_of;
   for (size_t i = 0; i < plan.groups.size(); ++i)
-    if (plan.groups[i].scheme == "local" || plan.groups[i].scheme == "regional" ||
-        plan.groups[i].scheme == "global")
-      for (const Node* n : plan.groups[i].nodes) group_of[n] = i;
+    for (const Node* n : plan.groups[i].nodes) group_of[n] = i;
   auto users = g.users();
-  for (auto& [dup, original] : duplicates) {
+  for (Node* dup : duplicates) {
     Value* from = dup->output(0);
     Value* to = first_of.at(from);
     auto gd = group_of.find(to->producer);
@@ -102,8 +101,7 @@ StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const Fusio
   }
   if (lines.empty()) return lines;
   // Every node of a copied chain repeats a node of the original chain: the chain goes whole.
-  std::unordered_set<const Node*> repeats;
-  for (const auto& d : duplicates) repeats.insert(d.first);
+  const std::unordered_set<const Node*> repeats(duplicates.begin(), duplicates.end());
   g.remove_dead_nodes(&repeats);
   g.remove_unused_values();
   // Rewired readers read a value computed in their own kernel from the same inputs: no cycle can

@@ -40,20 +40,29 @@ std::optional<int64_t> short_axis(const Node& n, const Dims& d) {
   return axis;
 }
 
-// A ReduceMax or ReduceMin (of numbers, static shapes, constant axes) over one short axis: that
-// axis; none otherwise.
-std::optional<int64_t> short_extreme_axis(const Node& n) {
-  if ((n.op_type != "ReduceMax" && n.op_type != "ReduceMin") || !n.domain.empty() || n.outputs.size() != 1)
-    return std::nullopt;
-  const Value* x = n.input(0);
-  const Value* y = n.output(0);
-  if (x == nullptr || y == nullptr || !x->has_static_shape() || !y->has_static_shape() ||
-      num_elements(*x->dims) == 0 || !(is_float(x->dtype) || is_int(x->dtype)))
-    return std::nullopt;
-  return short_axis(n, *x->dims);
+// The ReduceMaxes and ReduceMins (of numbers, static shapes, constant axes) over one short axis,
+// in graph order, with that axis and its extent; those named in `keep` left out.
+struct ShortExtreme {
+  Node* node;
+  int64_t axis, len;
+};
+std::vector<ShortExtreme> short_extremes(const Graph& g, const std::set<std::string>& keep) {
+  std::vector<ShortExtreme> found;
+  for (const auto& np : g.nodes()) {
+    const Node& n = *np;
+    if ((n.op_type != "ReduceMax" && n.op_type != "ReduceMin") || !n.domain.empty() ||
+        n.outputs.size() != 1 || keep.count(n.name))
+      continue;
+    const Value* x = n.input(0);
+    const Value* y = n.output(0);
+    if (x == nullptr || y == nullptr || !x->has_static_shape() || !y->has_static_shape() ||
+        num_elements(*x->dims) == 0 || !(is_float(x->dtype) || is_int(x->dtype)))
+      continue;
+    if (const std::optional<int64_t> axis = short_axis(n, *x->dims))
+      found.push_back({np.get(), *axis, (*x->dims)[static_cast<size_t>(*axis)]});
+  }
+  return found;
 }
-// The extent of that axis (short_extreme_axis holds).
-int64_t short_len(const Node& n) { return (*n.input(0)->dims)[static_cast<size_t>(*short_extreme_axis(n))]; }
 
 // A Softmax over a last axis of 2 to kMaxShortReduction elements: the largest by Max, the exponentials
 // of the differences, their sum by Adds, and the quotients, each element-wise. Returns its line, or
@@ -148,15 +157,11 @@ StatusOr<std::vector<std::string>> short_reductions_as_adds(Graph& g, const std:
 StatusOr<std::vector<std::string>> short_maxima_as_maxes(Graph& g, const std::set<std::string>& keep,
                                                          int64_t only_len) {
   std::vector<std::string> log;
-  std::vector<Node*> found;  // collected first: the rewrite adds nodes
-  for (const auto& np : g.nodes())
-    if (!keep.count(np->name) && short_extreme_axis(*np) && (only_len == 0 || short_len(*np) == only_len))
-      found.push_back(np.get());
   std::vector<Node*> dead;
-  for (Node* n : found) {
+  for (const auto& [n, axis, len] : short_extremes(g, keep)) {  // collected first: the rewrite adds nodes
+    if (only_len != 0 && len != only_len) continue;
     Value* x = n->input(0);
     Value* y = n->output(0);
-    const int64_t axis = *short_extreme_axis(*n), len = short_len(*n);
     const bool max = n->op_type == "ReduceMax";
     Value* best = combine_slices(g, x, axis, len, max ? "Max" : "Min", n->name + "/element");
     // The reduction's output, kept or not, is the extremes' elements in their order: a view of them.
@@ -182,8 +187,7 @@ StatusOr<RewriteResult> short_reductions_as_adds_if_cheaper(std::unique_ptr<Grap
 StatusOr<RewriteResult> short_maxima_as_maxes_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
                                                          const std::optional<Cost>& before) {
   std::set<int64_t> lens;
-  for (const auto& np : g->nodes())
-    if (!o.no_fuse.count(np->name) && short_extreme_axis(*np)) lens.insert(short_len(*np));
+  for (const ShortExtreme& e : short_extremes(*g, o.no_fuse)) lens.insert(e.len);
   // Judged a row length at a time, the shortest first: element-wise, the maxima over rows of 2 and 4
   // of a group-limited router join the kernel of its rows of 8, which stay a row op. Kept only with
   // no more kernels: the rewrite is for joining kernels, and a plan it splits into more (gpt-oss's
