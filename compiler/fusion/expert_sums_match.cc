@@ -30,16 +30,40 @@ std::optional<std::vector<int64_t>> constant_ints(const Value* v) {
   return v->constant->to_i64();
 }
 
-// The TopK whose indices `idx` views (its k the slots per token, its axis the last), or null.
-const Node* topk_of(const Value* idx) {
-  for (const Value* cur = idx; cur;) {
-    const Node* p = cur->producer;
-    if (p && p->op_type == "TopK" && p->domain.empty() && p->outputs.size() > 1 && p->output(1) == cur)
-      return p;
-    if (!is_order_view(p) || !p->input(0)) return nullptr;
-    cur = p->input(0);
+// Whether `idx`, through views, holds each token's k experts along its last axis, each within
+// [0, e) by construction: a TopK's indices (its k constant, its axis the last, over at most e
+// elements), or a Concat along the last axis of ArgMaxes or ArgMins with kept axes over the last
+// axis of at most e elements (PhiMoE's router picks its two experts so). The sum over the slots
+// needs no more: a token that chose one expert twice gets the sum of the two weights, as it does
+// from the per-slot form.
+bool slot_experts_ok(const Value* idx, int64_t k, int64_t e) {
+  const Value* cur = idx;
+  while (cur && cur->producer && is_order_view(cur->producer) && cur->producer->input(0))
+    cur = cur->producer->input(0);
+  const Node* p = cur ? cur->producer : nullptr;
+  if (!p || !p->domain.empty() || !cur->has_static_shape() || cur->dims->empty() || cur->dims->back() != k)
+    return false;
+  const int64_t rank = static_cast<int64_t>(cur->dims->size());
+  // Whether node `n`'s axis attribute is the last of its input, whose length is at most e.
+  auto over_last = [&](const Node& n, int64_t fallback) {
+    const Value* in = n.input(0);
+    if (!in || !in->has_static_shape() || in->dims->size() != static_cast<size_t>(rank)) return false;
+    auto axis = ops::norm_axis(n, n.attr_int("axis", fallback), rank);
+    return axis.is_ok() && *axis == rank - 1 && in->dims->back() <= e;
+  };
+  if (p->op_type == "TopK")
+    return p->outputs.size() > 1 && p->output(1) == cur && p->input(1) &&
+           constant_ints(p->input(1)) == std::vector<int64_t>{k} && over_last(*p, -1);
+  if (p->op_type != "Concat") return false;
+  auto axis = ops::norm_axis(*p, p->attr_int("axis", 0), rank);
+  if (!axis.is_ok() || *axis != rank - 1) return false;
+  for (const Value* in : p->inputs) {
+    const Node* a = in ? in->producer : nullptr;
+    if (!a || !a->domain.empty() || (a->op_type != "ArgMax" && a->op_type != "ArgMin") ||
+        a->attr_int("keepdims", 1) != 1 || !over_last(*a, 0))
+      return false;
   }
-  return nullptr;
+  return true;
 }
 
 // When `v` is a GatherND (batch_dims 0) of constant per-expert rows [E, ..] by indices [S, 1]:
@@ -288,14 +312,7 @@ std::optional<Match> match(const Graph& g, const Users& users, Node* red, const 
   m.second = mm2;
   m.second_pick = p2;
   m.experts = idx2;
-  const Node* topk = topk_of(idx2);
-  if (!topk || !topk->input(1) || constant_ints(topk->input(1)) != std::vector<int64_t>{m.k} ||
-      !topk->output(1)->has_static_shape() || topk->output(1)->dims->back() != m.k)
-    return std::nullopt;
-  const int64_t topk_rank = static_cast<int64_t>(topk->output(1)->dims->size());
-  if (auto axis = ops::norm_axis(*topk, topk->attr_int("axis", -1), topk_rank);
-      !axis.is_ok() || *axis != topk_rank - 1)
-    return std::nullopt;
+  if (!slot_experts_ok(idx2, m.k, m.e)) return std::nullopt;
   m.candidates.insert(m.candidates.end(), {p2, r2, mm2});
   // Back from the second projection's operand to the first pick: the activation.
   std::unordered_set<const Value*> chain_values;

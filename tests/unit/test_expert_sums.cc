@@ -21,7 +21,12 @@ namespace {
 struct Moe {
   int64_t tokens = 6, experts = 4, k = 2, hidden = 8, ffn = 5;
   bool left = true;       // weights [E, M, K] by x [S, K, 1] (Mixtral's); else x [S, 1, K] by [E, K, M]
-  bool topk = true;       // else the slots' experts and weights are graph inputs
+  // How the router picks each token's k experts: a TopK of the softmax; PhiMoE's two ArgMaxes
+  // (k = 2), the second over the logits with the first's masked, joined by a Concat (its weights
+  // the softmax's values gathered at each); two ArgMaxes of the same logits, which name one expert
+  // twice; the second over the logits joined with themselves, so that it may name 2 E - 1; or
+  // graph inputs.
+  enum class Route { kTopK, kArgMaxes, kArgMaxTwice, kArgMaxesTooWide, kInputs } route = Route::kTopK;
   bool act_read = false;  // the activation also a graph output
   bool biases = false;    // each expert's biases gathered per slot (gpt-oss's), after each projection
   // A shared expert added to the sum (of shared_ffn activations): none, ungated (DeepSeek's), or
@@ -69,6 +74,13 @@ std::string bias(bool on, int which) {
       which, name);
 }
 
+// "0, 1, ..., n - 1".
+std::string positions(int64_t n) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
+  return fmt::format("{}", fmt::join(p, ", "));
+}
+
 // transformers' MoE layer as it exports it: the router's softmax, its top k normalized, each
 // token's row repeated over its k slots, each slot times its expert's gathered weights (gate and up
 // in one, split), SiLU gating, the second projection per slot, each slot weighted and the token's
@@ -77,14 +89,45 @@ std::string moe(const Moe& c, uint32_t seed) {
   const int64_t t = c.tokens, e = c.experts, k = c.k, h = c.hidden, f = c.ffn, s = t * k;
   const std::string w1 = c.left ? fmt::format("{},{},{}", e, 2 * f, h) : fmt::format("{},{},{}", e, h, 2 * f);
   const std::string w2 = c.left ? fmt::format("{},{},{}", e, h, f) : fmt::format("{},{},{}", e, f, h);
-  const std::string route =
-      c.topk ? R"(  %top, %idx = TopK(%probs, %k) {axis = -1, largest = 1, sorted = 1} @"topk"
+  std::string route, inputs;
+  switch (c.route) {
+    case Moe::Route::kTopK:
+      route = R"(  %top, %idx = TopK(%probs, %k) {axis = -1, largest = 1, sorted = 1} @"topk"
   %top_sum = ReduceSum(%top, %last) {keepdims = 1} @"top_sum"
   %weights = Div(%top, %top_sum) @"normalize"
-)"
-             : "";
-  std::string inputs =
-      c.topk ? "" : fmt::format("  input %idx: i64[{0},{1}]\n  input %weights: f32[{0},{1}]\n", t, k);
+)";
+      break;
+    case Moe::Route::kArgMaxes:
+    case Moe::Route::kArgMaxTwice:
+    case Moe::Route::kArgMaxesTooWide:
+      REQUIRE(k == 2);
+      route = fmt::format(
+          R"(  const %positions: i64[{e}] = [{positions}]
+  const %masked_out: f32[] = [-1000000.0]
+  %first = ArgMax(%logits) {{axis = -1, keepdims = 1}} @"first_pick"
+  %first_w = GatherElements(%probs, %first) {{axis = 1}} @"first_weight"
+  %is_first = Equal(%positions, %first) @"is_first"
+  %masked = Where(%is_first, %masked_out, %logits) @"mask_first"
+{second}  %second_w = GatherElements(%probs, %second_at) {{axis = 1}} @"second_weight"
+  %idx = Concat(%first, %second) {{axis = 1}} @"picks"
+  %weights = Concat(%first_w, %second_w) {{axis = 1}} @"pick_weights"
+)",
+          fmt::arg("e", e), fmt::arg("positions", positions(e)),
+          fmt::arg("second",
+                   c.route != Moe::Route::kArgMaxesTooWide
+                       ? fmt::format("  %second = ArgMax({}) {{axis = -1, keepdims = 1}} @\"second_pick\"\n"
+                                     "  %second_at = Identity(%second) @\"second_at\"\n",
+                                     c.route == Moe::Route::kArgMaxes ? "%masked" : "%logits")
+                       : "  %twice = Concat(%masked, %logits) {axis = 1} @\"twice\"\n"
+                         "  %second = ArgMax(%twice) {axis = -1, keepdims = 1} @\"second_pick\"\n"
+                         "  %second_at = Mod(%second, %experts) @\"second_at\"\n"
+                         "  const %experts: i64[] = [" +
+                             std::to_string(e) + "]\n"));
+      break;
+    case Moe::Route::kInputs:
+      inputs = fmt::format("  input %idx: i64[{0},{1}]\n  input %weights: f32[{0},{1}]\n", t, k);
+      break;
+  }
   if (c.shared_weights_input) inputs += fmt::format("  input %ws2: f32[{},{}]\n", c.shared_ffn, h);
   const std::string shared = shared_expert(c, seed);
   return fmt::format(
@@ -212,6 +255,33 @@ TEST_CASE("an MoE token's sum over its slots as one GEMM over every expert compu
     }
 }
 
+TEST_CASE("experts picked by ArgMaxes joined by a Concat route the sum as one GEMM over every expert",
+          "[fusion][emu]") {
+  // PhiMoE's router: each pick is in range by construction, and a token that picks one expert
+  // twice gets the two weights summed, as the per-slot form sums the two slots.
+  uint32_t seed = 1120;
+  for (const Moe::Route route : {Moe::Route::kArgMaxes, Moe::Route::kArgMaxTwice}) {
+    INFO((route == Moe::Route::kArgMaxes ? "the first pick masked for the second" : "one expert twice"));
+    Moe c;
+    c.route = route;
+    auto g = parse_or_die(moe(c, seed++));
+    run_frontend_or_die(*g);
+    auto original = clone_graph(*g);
+    const auto lines = expert_sums(*g);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front().rfind("node 'slot_sum' (ReduceSum): the 2 slots of each of 6 tokens as one GEMM over "
+                              "every expert, [6, 20] by 'w2/by_input' as [20, 8]",
+                              0) == 0);
+    CHECK(count_op(*g, "GatherND") == 0);
+    CHECK(count_op(*g, "ArgMax") == 2);
+    same_as_original(*original, *g, seed++);
+    for (const char* mode : {"greedy", "beam", "ilp"}) {
+      INFO(mode);
+      CHECK(fused_matches_reference(*g, seed++, mode) >= 1);
+    }
+  }
+}
+
 TEST_CASE("the router's top k and the weighted activation of every expert share one kernel",
           "[fusion][emu]") {
   // With the TopK as rounds of row reductions and the sum of its k values as Adds, the softmax,
@@ -307,7 +377,9 @@ TEST_CASE("a gated shared expert's activation joins the router's kernel", "[fusi
 TEST_CASE("MoE sums the rewrite does not take stay as they are", "[fusion]") {
   uint32_t seed = 960;
   Moe from_inputs, read_elsewhere;
-  from_inputs.topk = false;
+  from_inputs.route = Moe::Route::kInputs;
+  Moe too_wide;
+  too_wide.route = Moe::Route::kArgMaxesTooWide;
   read_elsewhere.act_read = true;
   struct Case {
     const char* what;
@@ -315,9 +387,8 @@ TEST_CASE("MoE sums the rewrite does not take stay as they are", "[fusion]") {
     std::set<std::string> keep;
   };
   const Case cases[] = {
-      {"experts that are not a TopK's (an input's, which may name one expert twice for a token)",
-       from_inputs,
-       {}},
+      {"experts a graph input, which may name one out of range", from_inputs, {}},
+      {"an ArgMax over more logits than experts", too_wide, {}},
       {"an activation read elsewhere too", read_elsewhere, {}},
       {"--no-fuse on the sum", Moe{}, {"slot_sum"}},
       {"--no-fuse on the second projection", Moe{}, {"bmm_down/all_experts"}},
