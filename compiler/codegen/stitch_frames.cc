@@ -406,6 +406,29 @@ std::map<const Value*, std::vector<uint64_t>> domain_axes(const std::vector<cons
                n.input(0)) {
       for (size_t i = 0; i < (op == "Concat" ? n.inputs.size() : 1); ++i)
         if (n.input(i) && dims(n.input(i)).size() == lo.size()) mark(n.input(i), lo);
+    } else if (role == StitchRole::kContraction && lo.size() >= 2) {
+      // A fine-grained GEMM: A [.., M, K] read at the output's batch axes and M, B [.., K, N] at its
+      // batch axes and N (aligned on the right); K is the contraction's loop, run for each output
+      // element, so it changes along the row.
+      uint64_t along = 0;
+      for (size_t k = 0; k < r; ++k)
+        if (info.reduced[k]) along |= own[k];
+      const size_t ro = lo.size();
+      for (size_t i = 0; i < 2; ++i) {
+        const Value* in = n.input(i);
+        if (!in || !in->dims) continue;
+        const size_t ri = dims(in).size();
+        if (ri < 2) {
+          mark(in, all(in));
+          continue;
+        }
+        std::vector<uint64_t> l(ri, 0);
+        for (size_t k = 0; k + 2 < ri; ++k)
+          if (k + ro >= ri) l[k] = lo[k + ro - ri];
+        l[ri - 2] = i == 0 ? lo[ro - 2] : along;
+        l[ri - 1] = i == 0 ? along : lo[ro - 1];
+        mark(in, l);
+      }
     } else if (role == StitchRole::kView && n.input(0)) {
       // Runs of axes of equal products: an input axis depends on what any output axis of its run does.
       const Dims &id = dims(n.input(0)), &od = dims(n.output(0));

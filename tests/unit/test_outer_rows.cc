@@ -92,3 +92,72 @@ TEST_CASE("an outer reduction's result read along the rows, or stored, is not st
   REQUIRE_FALSE(info.is_ok());
   CHECK_THAT(info.status().message(), Catch::Contains("its result is read along the group's rows"));
 }
+
+namespace {
+
+// A token's RMSNorm over its hidden vector t [2, 6, 32] (4 heads of 8), its heads transposed:
+// `heads`, for a graph to go on from.
+constexpr const char* kTokenNormHeads = R"(  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  const %last: i64[1] = [-1]
+  const %heads: i64[4] = [2, 6, 4, 8]
+  %p = Pow(%t, %two) @"pow"
+  %m = ReduceMean(%p, %last) {keepdims = 1} @"mean"
+  %a = Add(%m, %eps) @"add_eps"
+  %q = Sqrt(%a) @"sqrt"
+  %r = Reciprocal(%q) @"rsqrt"
+  %n = Mul(%t, %r) @"normalized"
+  %h = Reshape(%n, %heads) @"view"
+  %ht = Transpose(%h) {perm = ints[0, 2, 1, 3]} @"heads"
+)";
+
+}  // namespace
+
+TEST_CASE("a token's statistics read in a fine-grained GEMM's A operand join the softmax's kernel",
+          "[fusion][emu]") {
+  // OLMoE's Q norm over the whole hidden vector before Q K^T: the rows are the softmax's (a head's
+  // query, 48 rows of 6 keys); each computes its token's mean square over 32 first and reads it
+  // across the contraction of its Q row with K^T, at the row's token alone.
+  uint32_t seed = 31;
+  auto g = parse_or_die(std::string(R"(graph "norm_as_a" opset 18 {
+  input %s: f32[2,4,6,6]
+  input %t: f32[2,6,32]
+  input %u: f32[2,4,8,6]
+)") + kTokenNormHeads + R"(  %g = MatMul(%ht, %u) @"scores"
+  %x = Add(%g, %s) @"mask"
+  %w = Softmax(%x) {axis = -1} @"softmax"
+  output %w
+})");
+  run_frontend_or_die(*g);
+  test::one_kernel_in_every_planner(*g, seed, [](const fusion::FusionPlan& plan) {
+    for (const auto& grp : plan.groups)
+      if (has_op(grp, "ReduceMean"))
+        CHECK(grp.mapping.find("node 'mean' (ReduceMean) over its own 12 rows x 32") != std::string::npos);
+  });
+}
+
+TEST_CASE("a token's statistics read along a fine-grained GEMM's contraction are not an outer reduction",
+          "[fusion]") {
+  // The normalized heads as B: the contraction runs over the tokens, so within a row (z's, over 8)
+  // the statistics of every token are read, and a register of the row cannot hold them.
+  auto g = parse_or_die(std::string(R"(graph "norm_as_b" opset 18 {
+  input %s: f32[2,4,6,6]
+  input %t: f32[2,6,32]
+  input %z: f32[2,4,6,8]
+  const %axis: i64[1] = [-1]
+  %k = ReduceMax(%z, %axis) {keepdims = 1} @"max"
+)") + kTokenNormHeads + R"(  %o = MatMul(%s, %ht) @"mix"
+  %b = Add(%o, %z) @"add"
+  %y = ReduceSum(%b, %axis) {keepdims = 1} @"sum"
+  output %y
+  output %k
+})");
+  run_frontend_or_die(*g);
+  std::vector<const Node*> nodes;
+  std::set<const Value*> stored;
+  for (const Node* n : all_nodes(*g)) nodes.push_back(n);
+  for (const Value* v : g->outputs) stored.insert(v);
+  auto info = codegen::analyze_stitch(nodes, stored);
+  REQUIRE_FALSE(info.is_ok());
+  CHECK_THAT(info.status().message(), Catch::Contains("its result is read along the group's rows"));
+}
