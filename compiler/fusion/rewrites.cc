@@ -14,6 +14,7 @@
 #include "fusion/merge_gemms.h"
 #include "fusion/output_copies.h"
 #include "fusion/relayout_copies.h"
+#include "fusion/row_statistics.h"
 #include "fusion/short_reductions.h"
 #include "fusion/split_slices.h"
 #include "fusion/topk_rounds.h"
@@ -181,6 +182,23 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.short_maxima) {  // after the TopKs, whose rounds are ReduceMaxes, and the row scales
     ASSIGN_OR_RETURN(r.short_maxima, short_maxima_as_maxes_if_cheaper(g, o, known));
     judged(r.short_maxima);
+  }
+  // Row statistics computed again by themselves: a row scale moved past its GEMM before the router's
+  // rewrites, whose scaled product a row op reduces only now (a top k over more experts than the
+  // short maxima take, as rounds of row reductions), gets a copy for that reader, so that the
+  // router's kernel computes the norm's statistics itself and shares a launch with the norm's
+  // kernel. After the short maxima, which leave no row op to reduce it over a few experts.
+  if (on.hoist_row_scales && (!r.topks.lines.empty() || !r.args.lines.empty())) {
+    ASSIGN_OR_RETURN(RewriteResult copies,
+                     rewrite_if_cheaper(
+                         g, o, [&](Graph& c) { return copy_row_statistics(c, o.no_fuse); },
+                         "--no-hoist-row-scales", /*strict=*/true, known));
+    judged(copies);
+    if (!copies.verdict.empty()) {
+      r.hoists.verdict += fmt::format("{}statistics computed again after the maxima below: {}",
+                                      r.hoists.verdict.empty() ? "" : "; ", copies.verdict);
+      r.hoists.lines.insert(r.hoists.lines.end(), copies.lines.begin(), copies.lines.end());
+    }
   }
   if (on.shared_duplicates) {  // after the rewrites that copy chains, on a plan close to the final one
     ASSIGN_OR_RETURN(r.duplicates, share_kernel_duplicates_if_cheaper(g, o, known));
