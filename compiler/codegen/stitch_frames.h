@@ -20,13 +20,13 @@ StatusOr<std::map<const Value*, std::vector<RowPiece>>> moved_rows(const std::ve
                                                                    const StitchInfo& info);
 
 // Row kernels: for each value of `nodes` the kernel pulls, which of the domain's axes each of its
-// axes may be read at coordinates of (a bit per domain axis), from where the kernel reads: row
-// ops' inputs and stored values at the domain's coordinates (moved values along their pieces),
-// then back through each node (element-wise ops and layout changes axis by axis, Reshapes by runs
-// of equal products, a fine-grained GEMM's operands at its batch axes and M or N with their
-// contraction axis along the row, anything else every axis). An axis read along a reduced axis
-// changes along the row. Outer reductions (StitchInfo::outer) run their own loop: nothing is carried back
-// through them.
+// axes may be read at coordinates of (a bit per domain axis), from where the kernel reads: row ops'
+// inputs and stored values at the domain's coordinates (moved values along their pieces), then back
+// through each node (element-wise ops and layout changes axis by axis, Reshapes by runs of equal
+// products, a fine-grained GEMM's operands at its batch axes and M or N with their contraction axis
+// along the row, anything else every axis). An axis read along a reduced axis changes along the
+// row. Outer reductions (StitchInfo::outer) run their own loop: nothing is carried back through
+// them.
 std::map<const Value*, std::vector<uint64_t>> domain_axes(const std::vector<const Node*>& nodes,
                                                           const StitchInfo& info);
 

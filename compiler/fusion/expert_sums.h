@@ -13,20 +13,20 @@
 // per-slot one, no per-slot product is stored or picked, and the weighting and the activation can
 // join the router's row kernel (the activations an axis of their own beside its rows of E), so the
 // kernel that summed the slots goes. The activation runs E / k times as often. A token whose
-// unchosen expert's activation is inf or NaN gets NaN (times 0), where the per-slot form skips
-// that expert. A token that chose one expert twice gets the two weights summed, as the per-slot
-// form gives it; the experts must be within range by construction (a TopK's indices, or ArgMaxes'
-// joined as PhiMoE's router joins its two picks), as an index out of range would drop a slot where
-// the per-slot pick fails. Per-expert biases
-// gathered per slot (gpt-oss's) become constants: the first projection's, [E, ..], broadcast over
-// the tokens in the activation; the second's, [E, H], one more row of each expert's weights, read
-// with the token's weight for the expert as one more column of its rows (the same GEMM adds them).
-// A shared expert whose output is added to the sum (Qwen2-MoE's, times a sigmoid gate per token;
-// DeepSeek's, ungated) joins the GEMM: its second projection's rows [T, Fs], times the gate, are
-// more columns of the GEMM's rows and its weights [Fs, H] more rows of the GEMM's weights, so its
-// own GEMM and the Add go; when Fs is a multiple of an expert's width they join the routed rows
-// along the experts' axis, as Fs / F more experts always chosen, so that the router's row kernel
-// can compute both (a join along the rows' last axis would merge the experts' axis into it).
+// unchosen expert's activation is inf or NaN gets NaN (times 0), where the per-slot form skips that
+// expert. A token that chose one expert twice gets the two weights summed, as the per-slot form
+// gives it; the experts must be within range by construction (a TopK's indices, or ArgMaxes' joined
+// as PhiMoE's router joins its two picks), as an index out of range would drop a slot where the
+// per-slot pick fails. Per-expert biases gathered per slot (gpt-oss's) become constants: the first
+// projection's, [E, ..], broadcast over the tokens in the activation; the second's, [E, H], one
+// more row of each expert's weights, read with the token's weight for the expert as one more column
+// of its rows (the same GEMM adds them). A shared expert whose output is added to the sum
+// (Qwen2-MoE's, times a sigmoid gate per token; DeepSeek's, ungated) joins the GEMM: its second
+// projection's rows [T, Fs], times the gate, are more columns of the GEMM's rows and its weights
+// [Fs, H] more rows of the GEMM's weights, so its own GEMM and the Add go; when Fs is a multiple of
+// an expert's width they join the routed rows along the experts' axis, as Fs / F more experts
+// always chosen, so that the router's row kernel can compute both (a join along the rows' last axis
+// would merge the experts' axis into it).
 #pragma once
 
 #include <memory>
@@ -43,15 +43,16 @@ namespace stitch::fusion {
 // Rewrites every sum that matches: a ReduceSum over the k slots of each token ([.., k, H], one
 // axis) of the per-slot second projection's picked part (all_expert_gemms' form: a MatMul of [S, F]
 // by a constant [F, E * H], viewed [S, E, H], a GatherND with batch_dims 1 by the slots' experts
-// [S, 1], a TopK's indices or a Concat of ArgMaxes or ArgMins over at most E), maybe plus a bias gathered by
-// the same experts, times a per-slot weight (S values, one per row of the product), through views; whose
-// activation, from the first projection's pick (per token: [T, E, M] by [T, k, 1], the same experts) to the
-// second's operand, is element-wise work with constants that do not vary along the slots or biases gathered
-// by the same experts, Splits, Slices, Squeezes, Unsqueezes and Reshapes that keep the slot axis first, read
-// by nothing else. A shared expert joins when the sum, through views, is read by an Add alone whose other
-// input is, read by it alone, a MatMul of [.., Fs] (T rows) by constant weights [Fs, H], maybe times a value
-// per token (a Mul read by the Add alone, of the MatMul read by it alone). Returns one line per sum. None of
-// the matched nodes may be named in `keep` (--no-fuse).
+// [S, 1], a TopK's indices or a Concat of ArgMaxes or ArgMins over at most E), maybe plus a bias
+// gathered by the same experts, times a per-slot weight (S values, one per row of the product),
+// through views; whose activation, from the first projection's pick (per token: [T, E, M] by
+// [T, k, 1], the same experts) to the second's operand, is element-wise work with constants that do not
+// vary along the slots or biases gathered by the same experts, Splits, Slices, Squeezes, Unsqueezes
+// and Reshapes that keep the slot axis first, read by nothing else. A shared expert joins when the
+// sum, through views, is read by an Add alone whose other input is, read by it alone, a MatMul of
+// [.., Fs] (T rows) by constant weights [Fs, H], maybe times a value per token (a Mul read by the
+// Add alone, of the MatMul read by it alone). Returns one line per sum. None of the matched nodes
+// may be named in `keep` (--no-fuse).
 StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set<std::string>& keep = {});
 
 // expert_sums_as_gemms through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten
