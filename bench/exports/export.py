@@ -674,6 +674,17 @@ def models():
             ("last_hidden_state", "encoder_last_hidden_state")),
         "granitemoe": hf("granitemoe", tf.GraniteMoeConfig, tf.GraniteMoeModel, **moe, **gqa, num_local_experts=4),
         "phimoe": hf("phimoe", tf.PhimoeConfig, tf.PhimoeModel, **moe, **gqa, num_local_experts=4),
+        # Routers over 16 experts: more than the short maxima take (2 to 8), as real MoE models have.
+        "phimoe16": hf("phimoe16", tf.PhimoeConfig, tf.PhimoeModel, **moe, **gqa, num_local_experts=16),
+        "ernie4_5_moe": hf("ernie4_5_moe", tf.Ernie4_5_MoeConfig, tf.Ernie4_5_MoeModel, **moe, **gqa,
+                           moe_num_experts=4, moe_intermediate_size=128),
+        "dots1": hf("dots1", tf.Dots1Config, tf.Dots1Model, **moe, **gqa, n_routed_experts=4, n_shared_experts=1,
+                    moe_intermediate_size=128, first_k_dense_replace=1, n_group=1, topk_group=1, head_dim=32),
+        "dots1_16": hf("dots1_16", tf.Dots1Config, tf.Dots1Model, **moe, **gqa, n_routed_experts=16,
+                       n_shared_experts=1, moe_intermediate_size=64, first_k_dense_replace=1, n_group=1,
+                       topk_group=1, head_dim=32),
+        "flex_olmo": hf("flex_olmo", tf.FlexOlmoConfig, tf.FlexOlmoModel, **moe, **gqa, num_experts=4,
+                        pad_token_id=0, eos_token_id=1, bos_token_id=None),
         "mamba": text("mamba", lambda: tf.MambaModel(tf.MambaConfig(hidden_size=128, num_hidden_layers=2,
                                                                        vocab_size=1000, state_size=16))),
         "recurrent_gemma": text("recurrent_gemma", lambda: tf.RecurrentGemmaModel(tf.RecurrentGemmaConfig(
