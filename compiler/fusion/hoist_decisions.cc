@@ -28,9 +28,7 @@ StatusOr<RewriteResult> decide_twice(
                      rewrite_if_cheaper(
                          g, o, [&](Graph& c) { return rewrite(c, r); }, skip_flag, /*strict=*/false, known));
     if (step.kept) known = out.kept = step.kept;
-    if (step.verdict.empty()) return false;
-    out.verdict += fmt::format("{}{}: {}", out.verdict.empty() ? "" : "; ", name, step.verdict);
-    out.lines.insert(out.lines.end(), step.lines.begin(), step.lines.end());
+    out.add_step(name, step);
     return !step.lines.empty();
   };
   ASSIGN_OR_RETURN(bool other_kept, decide(NormReaders::kOther, other));

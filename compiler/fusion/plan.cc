@@ -349,6 +349,12 @@ std::string explain(const FusionPlan& plan) {
   return s;
 }
 
+void RewriteResult::add_step(const std::string& label, const RewriteResult& step) {
+  if (step.verdict.empty()) return;
+  verdict += fmt::format("{}{}: {}", verdict.empty() ? "" : "; ", label, step.verdict);
+  lines.insert(lines.end(), step.lines.begin(), step.lines.end());
+}
+
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,

@@ -123,6 +123,10 @@ struct RewriteResult {
   std::vector<std::string> lines;
   std::string verdict;
   std::optional<Cost> kept;
+  // One more judgement of the same rewrite, under `label` (a part of its candidates, or a second
+  // look after other rewrites): its verdict after this one's, "; " between, its lines after these.
+  // Nothing when the step had no candidate (an empty verdict). `kept` is left to the caller.
+  void add_step(const std::string& label, const RewriteResult& step);
 };
 StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,

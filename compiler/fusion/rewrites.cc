@@ -173,11 +173,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   if (on.hoist_row_scales && (!r.short_sums.lines.empty() || !r.topks.lines.empty())) {
     ASSIGN_OR_RETURN(RewriteResult again, hoist_row_scales_if_cheaper(g, o, known));
     judged(again);
-    if (!again.verdict.empty()) {
-      r.hoists.verdict += fmt::format("{}judged again after the short reductions and TopKs below: {}",
-                                      r.hoists.verdict.empty() ? "" : "; ", again.verdict);
-      r.hoists.lines.insert(r.hoists.lines.end(), again.lines.begin(), again.lines.end());
-    }
+    r.hoists.add_step("judged again after the short reductions and TopKs below", again);
   }
   if (on.short_maxima) {  // after the TopKs, whose rounds are ReduceMaxes, and the row scales
     ASSIGN_OR_RETURN(r.short_maxima, short_maxima_as_maxes_if_cheaper(g, o, known));
@@ -194,11 +190,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
                          g, o, [&](Graph& c) { return copy_row_statistics(c, o.no_fuse); },
                          "--no-hoist-row-scales", /*strict=*/true, known));
     judged(copies);
-    if (!copies.verdict.empty()) {
-      r.hoists.verdict += fmt::format("{}statistics computed again after the maxima below: {}",
-                                      r.hoists.verdict.empty() ? "" : "; ", copies.verdict);
-      r.hoists.lines.insert(r.hoists.lines.end(), copies.lines.begin(), copies.lines.end());
-    }
+    r.hoists.add_step("statistics computed again after the maxima below", copies);
   }
   if (on.shared_duplicates) {  // after the rewrites that copy chains, on a plan close to the final one
     ASSIGN_OR_RETURN(r.duplicates, share_kernel_duplicates_if_cheaper(g, o, known));

@@ -203,8 +203,7 @@ StatusOr<RewriteResult> short_maxima_as_maxes_if_cheaper(std::unique_ptr<Graph>&
             /*strict=*/false, known, /*no_more_kernels=*/true));
     if (r.verdict.empty()) continue;
     if (r.kept) known = all.kept = r.kept;
-    all.verdict += fmt::format("{}over {}: {}", all.verdict.empty() ? "" : "; ", len, r.verdict);
-    all.lines.insert(all.lines.end(), r.lines.begin(), r.lines.end());
+    all.add_step(fmt::format("over {}", len), r);
   }
   return all;
 }
