@@ -64,14 +64,14 @@ check "mixtral_tiny: its TopKs judged as rounds, --no-topk-rounds skips that" \
 # the activation are one kernel,
 # which computes the norm's statistics itself. A plan test: it fails when those come apart or the
 # count grows (3 a layer, in backend_tests.sh).
-check "mixtral_tiny: the router, its top 2 and every expert's weighted activation in one kernel, 7 kernels" python3 -c "
-import json, re, sys
-text = open(sys.argv[1]).read()
+check "mixtral_tiny: the router, its top 2 and every expert's weighted activation in one kernel, 7 kernels" env PYTHONPATH="$ROOT/tests/e2e" python3 -c "
+import sys
+from plan_groups import holding, memory_intensive, plan
+text, groups = plan(sys.argv[1])
 assert \"MoE tokens' sums over their slots as one GEMM over every expert (estimated\" in text
-groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
-one = [g for g in groups if all(n in g for n in (\"node_softmax/short_exp' (Exp)\", \"node_topk__1/round1_best' (ReduceMax)\",
-       \"node_sum_2/every_expert/weighted' (Mul)\", \"node_Sigmoid_203/per_expert' (Sigmoid)\"))]
-mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+one = holding(groups, \"node_softmax/short_exp' (Exp)\", \"node_topk__1/round1_best' (ReduceMax)\",
+              \"node_sum_2/every_expert/weighted' (Mul)\", \"node_Sigmoid_203/per_expert' (Sigmoid)\")
+mi = memory_intensive(sys.argv[2])
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and \"picked' (GatherND) ->\" not in text and '(TopK) ->' not in text and mi <= 7 else 1)" "$TMP/mixtral_tiny/plan.txt" "$TMP/mixtral_tiny.json"
 # The row scale moved past the router's GEMM reads a copy of the norm's statistic chain, made so
@@ -91,15 +91,15 @@ sys.exit(0 if means and not any('/for_' in l for l in means) else 1)" "$TMP/mixt
 # scale, not moved by itself, is judged again after the router's softmax and top k became row ops
 # of the router's rows, and moves then. A plan test: it fails when those come apart or the count
 # grows (3 a layer, in backend_tests.sh).
-check "qwen2_moe_tiny: the shared expert in the GEMM over every expert, its activation in the router's kernel, 7 kernels" python3 -c "
-import json, re, sys
-text = open(sys.argv[1]).read()
+check "qwen2_moe_tiny: the shared expert in the GEMM over every expert, its activation in the router's kernel, 7 kernels" env PYTHONPATH="$ROOT/tests/e2e" python3 -c "
+import sys
+from plan_groups import holding, memory_intensive, plan
+text, groups = plan(sys.argv[1])
 assert \"[64, 64] times 'sigmoid', node 'node_add_10' (Add) gone\" in text
 assert 'judged again after the short reductions and TopKs below: read by kernels: estimated' in text
-groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
-one = [g for g in groups if all(n in g for n in (\"node_Softmax_205/short_exp' (Exp)\", \"node_topk__1/round1_best' (ReduceMax)\",
-       \"node_sigmoid' (Sigmoid)\", \"node_sum_1/every_expert/with_shared' (Concat)\", \"node_mean_1' (ReduceMean)\"))]
-mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+one = holding(groups, \"node_Softmax_205/short_exp' (Exp)\", \"node_topk__1/round1_best' (ReduceMax)\",
+              \"node_sigmoid' (Sigmoid)\", \"node_sum_1/every_expert/with_shared' (Concat)\", \"node_mean_1' (ReduceMean)\")
+mi = memory_intensive(sys.argv[2])
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and \"node 'node_linear_6' (MatMul)\" not in text and mi <= 7 else 1)" "$TMP/qwen2_moe_tiny/plan.txt" "$TMP/qwen2_moe_tiny.json"
 # GLM-4-MoE's router (DeepSeek-V3's, one group of experts): the top 2 of sigmoid scores plus a
@@ -107,14 +107,14 @@ sys.exit(0 if len(one) == 1 and \"node 'node_linear_6' (MatMul)\" not in text an
 # top 2's rounds over 4 experts are element-wise (Max of Slices), so the scores, the flattened view,
 # the picks, the gather and every expert's activation are one element kernel. A plan test: it fails
 # when the scores and the picks come apart again or the count grows.
-check "glm4_moe_tiny: the router's scores, their flattened view, its top 2 and the gather in one kernel, 8 kernels" python3 -c "
-import json, re, sys
-text = open(sys.argv[1]).read()
+check "glm4_moe_tiny: the router's scores, their flattened view, its top 2 and the gather in one kernel, 8 kernels" env PYTHONPATH="$ROOT/tests/e2e" python3 -c "
+import sys
+from plan_groups import holding, memory_intensive, plan
+text, groups = plan(sys.argv[1])
 assert 'maxima and minima over a few elements as element-wise ops, judged per row length (over 4: estimated' in text
-groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
-one = [g for g in groups if all(n in g for n in (\"node_sigmoid' (Sigmoid)\", \"sigmoid/flattened' (Reshape)\",
-       \"node_topk_2__1/round1_index'\", \"node_gather' (GatherElements)\"))]
-mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+one = holding(groups, \"node_sigmoid' (Sigmoid)\", \"sigmoid/flattened' (Reshape)\",
+              \"node_topk_2__1/round1_index'\", \"node_gather' (GatherElements)\")
+mi = memory_intensive(sys.argv[2])
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and '(TopK) ->' not in text and '(ReduceMax) ->' not in text and mi <= 8 else 1)" "$TMP/glm4_moe_tiny/plan.txt" "$TMP/glm4_moe_tiny.json"
 # DeepSeek-V3's router with its experts in groups: the top 2 of each group (rows of 2), the best 2
@@ -124,15 +124,15 @@ sys.exit(0 if len(one) == 1 and '(TopK) ->' not in text and '(ReduceMax) ->' not
 # the latent attention's norms (a pack), the attention, the router (packed with the norm's
 # statistics) and the activations. A plan test: it fails when the router comes apart or the count
 # grows.
-check "deepseek_v3_tiny: the group-limited router's three top 2s in one kernel, 9 kernels" python3 -c "
-import json, re, sys
-text = open(sys.argv[1]).read()
+check "deepseek_v3_tiny: the group-limited router's three top 2s in one kernel, 9 kernels" env PYTHONPATH="$ROOT/tests/e2e" python3 -c "
+import json, sys
+from plan_groups import holding, plan
+text, groups = plan(sys.argv[1])
 assert 'maxima and minima over a few elements as element-wise ops, judged per row length (over 2: estimated' in text
 assert '; over 4: estimated' in text
-groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
-one = [g for g in groups if all(n in g for n in (\"node_sigmoid' (Sigmoid)\", \"node_topk__1/round1_best/shape' (Reshape)\",
-       \"node_topk_1__1/round1_best/shape' (Reshape)\", \"node_scatter/select' (Where)\",
-       \"node_topk_2__1/round1_best' (ReduceMax)\"))]
+one = holding(groups, \"node_sigmoid' (Sigmoid)\", \"node_topk__1/round1_best/shape' (Reshape)\",
+              \"node_topk_1__1/round1_best/shape' (Reshape)\", \"node_scatter/select' (Where)\",
+              \"node_topk_2__1/round1_best' (ReduceMax)\")
 r = json.load(open(sys.argv[2]))
 f, mi = r['fusion'], r['memory_intensive_kernels']
 assert f['short_maxima']['applied'] and len(f['short_maxima']['lines']) == 4, f['short_maxima']
@@ -148,17 +148,17 @@ sys.exit(0 if len(one) == 1 and '(TopK) ->' not in text and mi <= 9 else 1)" "$T
 # count grows.
 "$STITCHC" compile "$ROOT/models/mixtral_tiny/model.onnx" -o "$TMP/mixtral_slots" --shape batch=2 --shape sequence=16 \
   --no-nvcc --no-emu --no-expert-sums --report-json "$TMP/mixtral_slots.json" >/dev/null
-check "--no-expert-sums: mixtral_tiny's slot sum in the next norm's kernel, the router and its top 2 beside the norm, 9 kernels" python3 -c "
-import json, re, sys
-text = open(sys.argv[1]).read()
+check "--no-expert-sums: mixtral_tiny's slot sum in the next norm's kernel, the router and its top 2 beside the norm, 9 kernels" env PYTHONPATH="$ROOT/tests/e2e" python3 -c "
+import sys
+from plan_groups import holding, memory_intensive, plan
+text, groups = plan(sys.argv[1])
 assert 'sums and softmaxes over a few elements as element-wise ops (estimated' in text
 assert \"MoE tokens' sums\" not in text
 assert \"node 'node_linear_4' (MatMul): row scale 'rsqrt_1' applied to the product\" in text
-groups = re.split(r'\n  group ', text.split('\nindependent packs')[0])
-both = [g for g in groups if \"node_sum_2/elements_to\" in g and \"node_mean_2' (ReduceMean)\" in g]
+both = holding(groups, \"node_sum_2/elements_to\", \"node_mean_2' (ReduceMean)\")
 router = [g.split(':')[0] for g in groups if \"node_softmax/short_exp' (Exp)\" in g or \"node_mean_1' (ReduceMean)\" in g]
-picks = [g for g in groups if \"node_softmax/short_exp' (Exp)\" in g and \"node_topk__1/round1_best' (ReduceMax)\" in g]
-mi = json.load(open(sys.argv[2]))['memory_intensive_kernels']
+picks = holding(groups, \"node_softmax/short_exp' (Exp)\", \"node_topk__1/round1_best' (ReduceMax)\")
+mi = memory_intensive(sys.argv[2])
 print(len(both), router, len(picks), mi, file=sys.stderr)
 packed = len(router) == 2 and all('pack' in r for r in router) and router[0].split('pack')[1] == router[1].split('pack')[1]
 sys.exit(0 if len(both) == 1 and packed and len(picks) == 1 and '(TopK) ->' not in text and mi <= 9 else 1)" "$TMP/mixtral_slots/plan.txt" "$TMP/mixtral_slots.json"
