@@ -100,10 +100,14 @@ bool row_op_keeps_shape(const Node& n);
 // the value's own, outside the domain, that an element-wise op broadcast the row's values over
 // (each expert's routing weight over that expert's activations): the value holds, per row, its
 // elements along the row's pieces times those along its own axes, stored by a wide loop.
+// `span` > 1: kept axes `axis` to `axis + span - 1` of the domain merged into one, row-major (a
+// Reshape that flattens the batch and sequence axes, as an MoE block reads its tokens); the first
+// and last of them have more than one element.
 struct RowPiece {
   static constexpr int64_t kOwn = -2;
   int64_t axis = -1;
   int64_t div = 1;
+  int64_t span = 1;
   bool operator==(const RowPiece&) const = default;
 };
 

@@ -25,7 +25,9 @@ const Dims& dims(const Value* v) { return *v->dims; }
 //   expert's routing weight over its activations), not in column kernels, and stored only after
 //   the kept axes (check_moved);
 // - Slices, Splits and Concats move values along the row only (a rotary embedding's halves);
-// - Reshapes split or merge the row's pieces (hidden into heads), never across kept axes;
+// - Reshapes split or merge the row's pieces (hidden into heads), and merge neighbouring kept axes
+//   in their order (an MoE block's tokens, batch and sequence flattened) or split them again, never
+//   a kept axis with a piece of the row;
 // - Transposes reorder axes but keep the row's innermost piece innermost (a head transpose), so the
 //   rows move and stay contiguous in pieces.
 // A value outside the domain's frame is stored with each row's elements moved.
@@ -46,7 +48,7 @@ class RowFrames {
   bool in_domain(const Frame& f) const {
     if (static_cast<int64_t>(f.size()) != r_) return false;
     for (int64_t k = 0; k < r_; ++k)
-      if ((f[k].axis != k && f[k].axis != -1) || f[k].div != 1) return false;
+      if ((f[k].axis != k && f[k].axis != -1) || f[k].div != 1 || f[k].span != 1) return false;
     return true;
   }
 
@@ -144,7 +146,7 @@ class RowFrames {
       for (size_t k = 0; k < d.size(); ++k) {
         if (d[k] == 1 || (of[k].axis == RowPiece::kOwn && !info_.column)) continue;
         // Column kernels hold nothing wider or narrower than their columns.
-        if (of[k].axis < 0 || ((!reduced(of[k]) || info_.column) && d[k] != info_.domain[of[k].axis]))
+        if (of[k].axis < 0 || ((!reduced(of[k]) || info_.column) && d[k] != extent(of[k])))
           return Status::user(
               fmt::format("{} makes {} from a row op's result, not a broadcast of the rows {}", n.describe(),
                           dims_to_string(d), dims_to_string(info_.domain)));
@@ -182,7 +184,17 @@ class RowFrames {
     }
     int64_t reduced_axes = 0;
     for (int64_t a = 0; a < r_; ++a) reduced_axes += info_.reduced[a] && info_.domain[a] != 1;
+    // Each kept axis of more than one element in exactly one of the value's axes (alone or merged
+    // with its neighbours), whole.
+    std::vector<int> covered(static_cast<size_t>(r_), 0);
+    for (size_t k = 0; k < d.size(); ++k)
+      if (d[k] != 1 && f[k].axis >= 0 && !info_.reduced[f[k].axis])
+        for (int64_t a = f[k].axis; a < f[k].axis + f[k].span; ++a) ++covered[static_cast<size_t>(a)];
     for (int64_t a = 0; a < r_; ++a) {
+      if (!info_.reduced[a]) {
+        if (info_.domain[a] != 1 && covered[static_cast<size_t>(a)] != 1) return Status::user(whole);
+        continue;
+      }
       std::vector<std::pair<int64_t, int64_t>> pieces;  // (div, extent)
       for (size_t k = 0; k < d.size(); ++k)
         if (d[k] != 1 && f[k].axis == a) pieces.push_back({f[k].div, d[k]});
@@ -191,11 +203,6 @@ class RowFrames {
       for (const auto& [div, extent] : pieces) {
         if (div != next) return Status::user(whole);
         next *= extent;
-      }
-      if (!info_.reduced[a]) {
-        if (info_.domain[a] != 1 && (pieces.size() != 1 || next != info_.domain[a]))
-          return Status::user(whole);
-        continue;
       }
       if (next != info_.domain[a] && (reduced_axes != 1 || info_.domain[a] == 1)) return Status::user(whole);
     }
@@ -303,10 +310,13 @@ class RowFrames {
         }
       }
       const RowPiece& last = f[ib.back()];
-      if (!reduced(last)) {  // a kept axis or one of the value's own, unchanged
-        if (ib.size() != 1 || ob.size() != 1 || last.axis == -1)
-          return Status::user(changes + ": it merges or splits kept axes");
-        of[ob[0]] = last;
+      if (!reduced(last)) {  // kept axes or one of the value's own
+        if (ib.size() == 1 && ob.size() == 1 && last.axis != -1) {
+          of[ob[0]] = last;  // unchanged
+          continue;
+        }
+        ASSIGN_OR_RETURN(std::vector<RowPiece> out, rows_reshaped(f, ib, od, ob, changes));
+        for (size_t t = 0; t < ob.size(); ++t) of[ob[t]] = out[t];
         continue;
       }
       for (size_t t = ib.size() - 1; t-- > 0;)
@@ -319,6 +329,52 @@ class RowFrames {
       }
     }
     return of;
+  }
+
+  // The extent a kept piece covers: its domain axes' product.
+  int64_t extent(const RowPiece& p) const {
+    int64_t e = 1;
+    for (int64_t a = p.axis; a < p.axis + p.span; ++a) e *= info_.domain[a];
+    return e;
+  }
+  // A kept piece over domain axes [lo, hi), trimmed to its first and last of more than one element.
+  RowPiece kept_piece(int64_t lo, int64_t hi) const {
+    while (lo + 1 < hi && info_.domain[lo] == 1) ++lo;
+    while (hi - 1 > lo && info_.domain[hi - 1] == 1) --hi;
+    return {lo, 1, hi - lo};
+  }
+  // A Reshape's run over kept axes (input axes `ib`, output axes `ob` of extents `od`): the input's
+  // pieces must be kept axes in the domain's order with nothing but axes of one element between
+  // them (their rows flattened, or split again); each output axis then takes the domain axes
+  // whose product is its extent, in order (a flattening of the batch and sequence axes, and its
+  // inverse).
+  StatusOr<std::vector<RowPiece>> rows_reshaped(const Frame& f, const std::vector<size_t>& ib, const Dims& od,
+                                                const std::vector<size_t>& ob,
+                                                const std::string& changes) const {
+    const std::string across = changes + ": it merges or splits kept axes other than as the rows run";
+    int64_t lo = -1, hi = -1;
+    for (size_t t : ib) {
+      const RowPiece& p = f[t];
+      if (p.axis < 0 || reduced(p)) return Status::user(across);
+      if (hi >= 0) {
+        if (p.axis < hi) return Status::user(across);
+        for (int64_t a = hi; a < p.axis; ++a)
+          if (info_.domain[a] != 1) return Status::user(across);
+      }
+      if (lo < 0) lo = p.axis;
+      hi = p.axis + p.span;
+    }
+    std::vector<RowPiece> out;
+    int64_t a = lo;
+    for (size_t t = 0; t < ob.size(); ++t) {
+      const int64_t start = a;
+      int64_t product = 1;
+      while (product < od[ob[t]] && a < hi) product *= info_.domain[a++];
+      if (product != od[ob[t]]) return Status::user(across);
+      if (t + 1 == ob.size()) a = hi;  // axes of one element after the last piece
+      out.push_back(kept_piece(start, a));
+    }
+    return out;
   }
 
   const StitchInfo& info_;
@@ -351,7 +407,8 @@ std::map<const Value*, std::vector<uint64_t>> domain_axes(const std::vector<cons
     std::vector<uint64_t> l(dims(v).size(), 0);
     if (auto it = info.permuted.find(v); it != info.permuted.end()) {
       for (size_t k = 0; k < l.size(); ++k)
-        if (it->second[k].axis >= 0) l[k] = own[static_cast<size_t>(it->second[k].axis)];
+        for (int64_t a = it->second[k].axis; a >= 0 && a < it->second[k].axis + it->second[k].span; ++a)
+          l[k] |= own[static_cast<size_t>(a)];
     } else if (dims(v).size() == r) {
       l = own;  // the rows' shape, a wide value or a per-row one (1 along the reduced axes)
     } else {

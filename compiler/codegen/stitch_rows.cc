@@ -248,6 +248,15 @@ Status Stitcher::emit_rows() {
   int64_t inner_row = 1, inner_col = 1;
   dom_.assign(r, SExpr{"0", 0});
   std::vector<int64_t> col_stride(r, 1);  // a reduced axis's stride in the row
+  std::vector<int64_t> row_stride(r, 1);  // a kept axis's stride in the row index
+  // A kept piece's coordinate: the domain's along one kept axis, or the row index's digit that
+  // several neighbouring kept axes make together (RowPiece::span).
+  auto kept_coord = [&](const RowPiece& p) {
+    if (p.span == 1) return dom_[p.axis];
+    int64_t extent = 1;
+    for (int64_t a = p.axis; a < p.axis + p.span; ++a) extent *= d[a];
+    return index_piece("row", 0, info_.rows, row_stride[p.axis + p.span - 1], extent, ll());
+  };
   // A moved value's coordinates (StitchInfo::permuted) at the row's element j of `extent` (the row,
   // or a moved wide value's own width): kept axes the row's, pieces of the row from j.
   auto moved_coords = [&](const Value* v, int64_t extent) {
@@ -258,7 +267,7 @@ Status Stitcher::emit_rows() {
       const RowPiece& p = pieces[k];
       if (vd[k] == 1) continue;
       c[k] = info_.reduced[p.axis] ? index_piece("j", 1, extent, col_stride[p.axis] * p.div, vd[k], ll())
-                                   : dom_[p.axis];
+                                   : kept_coord(p);
     }
     return c;
   };
@@ -274,7 +283,7 @@ Status Stitcher::emit_rows() {
       if (vd[k] == 1) continue;
       const RowPiece& p = pieces[k];
       if (p.axis >= 0 && !info_.reduced[p.axis]) {
-        c[k] = dom_[p.axis];
+        c[k] = kept_coord(p);
         continue;
       }
       c[k] = index_piece("j", 1, width, inner, vd[k], ll());
@@ -286,6 +295,7 @@ Status Stitcher::emit_rows() {
     const bool red = info_.reduced[k];
     int64_t& inner = red ? inner_col : inner_row;
     col_stride[k] = inner_col;
+    row_stride[k] = inner_row;
     if (d[k] != 1) {
       dom_[k] = index_piece(red ? "j" : "row", red ? 1 : 0, red ? info_.cols : info_.rows, inner, d[k], ll());
     }
@@ -451,7 +461,9 @@ Status Stitcher::emit_rows() {
   }
   for (const Value* v : one) {
     Coords c;
-    if (dims(v).size() == d.size()) {
+    if (info_.permuted.count(v)) {
+      c = moved_coords(v, 1);  // (one element per row: its axes of the row are all of one element)
+    } else if (dims(v).size() == d.size()) {
       c = dom_;
       for (int64_t k = 0; k < r; ++k)
         if (info_.reduced[k]) c[k] = {"0", 0};
