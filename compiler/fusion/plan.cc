@@ -29,6 +29,22 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
         return Status::user(fmt::format("brute force: a component of {} nodes is too big", comp.size()));
     }
   }
+  if (mode == "beam") {
+    // Pairs of neighbouring groups cut anew where that is cheaper (Planner::recut), then merged
+    // further, kept when the finished plan is estimated cheaper: a cut that lowers the groups' sum
+    // may leave fewer independent kernels to share a launch (packing comes after the search).
+    Part q = p;
+    bool changed = false;
+    for (const auto& comp : pl.components())
+      if (comp.size() >= 2 && !pl.out_of_time() && pl.recut(q, comp)) {
+        pl.greedy(q, comp);
+        changed = true;
+      }
+    if (changed) {
+      FusionPlan before = pl.finish(p, mode), after = pl.finish(q, mode);
+      return after.cost.time < before.cost.time - 1e-15 ? after : before;
+    }
+  }
   return pl.finish(p, mode);
 }
 

@@ -86,6 +86,20 @@ class Planner {
   // separate windows, so the search grows linearly with depth), then greedy merges across window
   // boundaries; greedy over the whole component is kept as a candidate, so beam is never worse.
   void beam(Part& p, const std::vector<int>& comp);
+  // Local improvement of a partition the beam search finished (plan.cc keeps it when the finished
+  // plan, packs included, is estimated cheaper): for two groups joined by an edge, cuts of their
+  // nodes into a first and a second group are looked at (for each node: the nodes before it in
+  // graph order and the rest; it with what it reads inside the pair and the rest; the rest and it
+  // with what reads it inside the pair), and the cheapest legal one that no path through other
+  // groups makes a cycle replaces the pair when it is cheaper than the pair. Over all such pairs, up to
+  // kRecutRounds times while one improves; true when one did. Both new groups must be connected (the
+  // groups ILP and brute force choose from are). Beam keeps the first merge that looked best in
+  // each window: a norm that took a router's first nodes where the router's kernel would have
+  // taken them all gives them back this way.
+  static constexpr int kRecutRounds = 4;
+  bool recut(Part& p, const std::vector<int>& comp);
+  // Whether the nodes `m` (sorted) are joined by producer-consumer edges among themselves.
+  bool connected(const std::vector<int>& m) const;
   // Connected legal groups of a component (bit masks over comp positions), for ILP and brute force.
   std::vector<std::vector<int>> candidate_groups(const Part& p, const std::vector<int>& comp);
   // The groups in execution order (Kahn over the group graph, ties by first node); shorter than

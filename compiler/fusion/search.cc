@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -171,6 +172,104 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
   }
   enter(best);  // kept
   log.clear();
+}
+
+bool Planner::connected(const std::vector<int>& m) const {
+  std::vector<int> seen{m.front()}, stack{m.front()};
+  while (!stack.empty()) {
+    const int x = stack.back();
+    stack.pop_back();
+    for (const std::vector<std::vector<int>>* next : {&pred_, &succ_})
+      for (int y : (*next)[static_cast<size_t>(x)])
+        if (std::binary_search(m.begin(), m.end(), y) &&
+            std::find(seen.begin(), seen.end(), y) == seen.end()) {
+          seen.push_back(y);
+          stack.push_back(y);
+        }
+  }
+  return seen.size() == m.size();
+}
+
+bool Planner::recut(Part& p, const std::vector<int>& comp) {
+  const auto es = edges(comp);
+  bool changed = false;
+  // Puts `first` and `second` (each sorted, non-empty) in the place of groups a and b.
+  auto place = [&](int a, int b, const std::vector<int>& first, const std::vector<int>& second) {
+    p.groups[static_cast<size_t>(a)].clear();
+    p.groups[static_cast<size_t>(b)].clear();
+    for (const std::vector<int>* m : {&first, &second}) {
+      for (int x : *m) p.gid[x] = m->front();
+      p.groups[static_cast<size_t>(m->front())] = *m;
+    }
+  };
+  for (int round = 0; round < kRecutRounds && !out_of_time(); ++round) {
+    bool improved = false;
+    std::set<std::pair<int, int>> seen;
+    for (auto [u, v] : es) {
+      if (out_of_time()) break;
+      const int a = p.gid[u], b = p.gid[v];
+      if (a == b || !seen.insert({std::min(a, b), std::max(a, b)}).second) continue;
+      const std::vector<int> ga = p.groups.at(a), gb = p.groups.at(b);
+      if (!eval(ga).ok || !eval(gb).ok) continue;
+      const std::vector<int> all = merged(ga, gb);
+      const double now = group_cost(p, a) + group_cost(p, b);
+      double best = now - 1e-9;
+      std::vector<int> head, tail, best_head;
+      // The nodes of the pair a node reaches, or that reach it, inside the pair, with it (sorted).
+      auto closure = [&](int v, const std::vector<std::vector<int>>& next) {
+        std::vector<int> out{v}, stack{v};
+        while (!stack.empty()) {
+          const int x = stack.back();
+          stack.pop_back();
+          for (int y : next[static_cast<size_t>(x)])
+            if ((p.gid[y] == a || p.gid[y] == b) && std::find(out.begin(), out.end(), y) == out.end()) {
+              out.push_back(y);
+              stack.push_back(y);
+            }
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+      };
+      for (size_t i = 0; i < all.size(); ++i)
+        for (int how : {0, 1, 2}) {
+          // 0: the nodes before all[i] in graph order first; 1: all[i] with what it reads inside the
+          // pair first; 2: all[i] with what reads it inside the pair after, the rest first.
+          if (how == 0) {
+            if (i == 0) continue;
+            head.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(i));
+            tail.assign(all.begin() + static_cast<std::ptrdiff_t>(i), all.end());
+          } else {
+            const std::vector<int> side = closure(all[i], how == 1 ? pred_ : succ_);
+            if (side.size() == all.size()) continue;
+            std::vector<int> rest;
+            std::set_difference(all.begin(), all.end(), side.begin(), side.end(), std::back_inserter(rest));
+            head = how == 1 ? side : rest;
+            tail = how == 1 ? rest : side;
+          }
+          if (head == ga || head == gb || !connected(head) || !connected(tail)) continue;
+          const Eval& eh = eval(head);
+          if (!eh.ok || eh.cost.time >= best) continue;
+          const Eval& et = eval(tail);
+          if (et.ok && eh.cost.time + et.cost.time < best) {
+            best = eh.cost.time + et.cost.time;
+            best_head = head;
+          }
+        }
+      if (best_head.empty()) continue;
+      head = best_head;
+      tail.clear();
+      std::set_difference(all.begin(), all.end(), head.begin(), head.end(), std::back_inserter(tail));
+      place(a, b, head, tail);
+      if (cycle(p, {head.front()}) || cycle(p, {tail.front()})) {
+        place(head.front(), tail.front(), ga, gb);
+        continue;
+      }
+      p.cost += best - now;
+      improved = changed = true;
+    }
+    if (!improved) break;
+  }
+  return changed;
 }
 
 void Planner::beam(Part& p, const std::vector<int>& comp) {

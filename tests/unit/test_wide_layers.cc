@@ -47,11 +47,12 @@ Counts plan_counts(std::unique_ptr<Graph>& g, const fusion::RewriteSwitches& sw 
 }
 
 // Two layers and a final norm at 3 memory-intensive kernels a layer (one more for the embedding's
-// or the final norm), no GEMM run as a kernel, and `calls` library calls a layer.
+// or the final norm), no GEMM run as a kernel, and at most `calls` library calls a layer (fewer
+// where a fine-grained MatMul joins a stitched kernel).
 void check_two_layers(const Counts& c, size_t calls) {
   CHECK(c.gemm_kernels == 0);
   CHECK(c.kernels <= 3 * 2 + 1);
-  CHECK(c.calls == calls * 2);
+  CHECK(c.calls <= calls * 2);
 }
 
 }  // namespace
