@@ -167,6 +167,37 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     ASSIGN_OR_RETURN(r.topks, topk_as_rounds_if_cheaper(g, o, known));
     judged(r.topks);
   }
+  bool maxima_done = false;
+  if (on.topk_rounds && on.short_maxima && r.topks.lines.empty() && r.topks.kept) {
+    // Not cheaper by themselves, a TopK's rounds over a few elements may pay once their maxima are
+    // element-wise (a router's top 2 of 4 experts, when the router's first nodes may also join the
+    // norm's kernel): judged together, against neither.
+    std::unique_ptr<Graph> both = clone_graph(*g);
+    ASSIGN_OR_RETURN(std::vector<std::string> round_lines, topk_as_rounds(*both, o.no_fuse));
+    ASSIGN_OR_RETURN(RewriteResult maxima, short_maxima_as_maxes_if_cheaper(both, o));
+    const Cost& c_none = *r.topks.kept;
+    const double t_none = c_none.time * 1e6;
+    if (!round_lines.empty() && !maxima.lines.empty() && maxima.kept && maxima.kept->time < c_none.time) {
+      const double t_both = maxima.kept->time * 1e6;
+      const std::string alone = r.topks.verdict.rfind("not applied: ", 0) == 0
+                                    ? r.topks.verdict.substr(std::string("not applied: ").size())
+                                    : r.topks.verdict;
+      r.topks.verdict = fmt::format(
+          "estimated {:.1f} us with the maxima over a few elements below, against {:.1f} us without "
+          "either, {} kernels against {}; by themselves {}",
+          t_both, t_none, maxima.kept->kernels, c_none.kernels, alone);
+      r.topks.lines = std::move(round_lines);
+      r.topks.kept = maxima.kept;
+      r.short_maxima = std::move(maxima);
+      r.short_maxima.verdict = "with the TopKs' rounds above, judged together: " + r.short_maxima.verdict;
+      g = std::move(both);
+      known = r.topks.kept;
+      maxima_done = true;
+    } else if (!round_lines.empty() && maxima.kept) {
+      r.topks.verdict += fmt::format("; with the maxima over a few elements they leave, estimated {:.1f} us",
+                                     maxima.kept->time * 1e6);
+    }
+  }
   // The row scales not moved, once more when the router's rewrites were kept: with the softmax over
   // a few experts element-wise and the top k as row ops over the router's rows, a norm's statistics
   // may join the router's kernel (an outer reduction) only now. With none left, nothing is planned.
@@ -175,7 +206,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     judged(again);
     r.hoists.add_step("judged again after the short reductions and TopKs below", again);
   }
-  if (on.short_maxima) {  // after the TopKs, whose rounds are ReduceMaxes, and the row scales
+  if (on.short_maxima && !maxima_done) {  // after the TopKs, whose rounds are ReduceMaxes, and the row scales
     ASSIGN_OR_RETURN(r.short_maxima, short_maxima_as_maxes_if_cheaper(g, o, known));
     judged(r.short_maxima);
   }
