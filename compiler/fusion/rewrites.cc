@@ -21,6 +21,15 @@
 #include "fusion/unflatten_gemms.h"
 
 namespace stitch::fusion {
+namespace {
+
+// A rewrite's verdict by itself, within the verdict of its judgement with another rewrite.
+std::string by_themselves(const std::string& verdict) {
+  const std::string no = "not applied: ";
+  return verdict.rfind(no, 0) == 0 ? verdict.substr(no.size()) : verdict;
+}
+
+}  // namespace
 
 StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionOptions& o,
                                         const RewriteSwitches& on) {
@@ -60,9 +69,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
       ASSIGN_OR_RETURN(FusionPlan p_both, make_plan(*both, o));
       const Cost& c_none = *r.experts.kept;
       const double t_both = p_both.cost.time * 1e6, t_none = c_none.time * 1e6;
-      const std::string alone = r.experts.verdict.rfind("not applied: ", 0) == 0
-                                    ? r.experts.verdict.substr(std::string("not applied: ").size())
-                                    : r.experts.verdict;
+      const std::string alone = by_themselves(r.experts.verdict);
       if (t_both < t_none) {
         experts_with_sums = true;
         g = std::move(both);
@@ -126,13 +133,11 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
       if (t_both < t_alone) {
         known = c_both;
         g = std::move(both);
-        const std::string by_themselves = r.slices.verdict.rfind("not applied: ", 0) == 0
-                                              ? r.slices.verdict.substr(std::string("not applied: ").size())
-                                              : r.slices.verdict;
+        const std::string itself = by_themselves(r.slices.verdict);
         r.slices.verdict = fmt::format(
             "estimated {:.1f} us with the relayout copies they leave room for, against {:.1f} us without, {} "
             "kernels against {}; by themselves {}",
-            t_both, t_alone, c_both.kernels, c_alone.kernels, by_themselves);
+            t_both, t_alone, c_both.kernels, c_alone.kernels, itself);
         r.slices.lines = std::move(slice_lines);
         r.copies = std::move(copies_both);
       } else {
@@ -179,9 +184,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     const double t_none = c_none.time * 1e6;
     if (!round_lines.empty() && !maxima.lines.empty() && maxima.kept && maxima.kept->time < c_none.time) {
       const double t_both = maxima.kept->time * 1e6;
-      const std::string alone = r.topks.verdict.rfind("not applied: ", 0) == 0
-                                    ? r.topks.verdict.substr(std::string("not applied: ").size())
-                                    : r.topks.verdict;
+      const std::string alone = by_themselves(r.topks.verdict);
       r.topks.verdict = fmt::format(
           "estimated {:.1f} us with the maxima over a few elements below, against {:.1f} us without "
           "either, {} kernels against {}; by themselves {}",

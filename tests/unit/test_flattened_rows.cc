@@ -12,25 +12,28 @@ using namespace stitch;
 using namespace stitch::test;
 namespace {
 
-// An RMSNorm over [b, s, h], its result flattened to [b * s, h] and scaled there.
-std::string flattened_norm(int64_t b, int64_t s, int64_t h) {
-  return fmt::format(R"(graph "flat" opset 18 {{
-  input %x: f32[{0},{1},{2}]
-  input %w: f32[{2}]
-  const %ax: i64[1] = [-1]
+// An RMSNorm of %x over its last axis: %r its root, %y the normalised rows (with its constants).
+const std::string kNorm = R"(  const %ax: i64[1] = [-1]
   const %eps: f32[] = [0.000001]
-  const %tokens: i64[2] = [{3}, {2}]
   %sq = Mul(%x, %x) @"square"
   %ms = ReduceMean(%sq, %ax) @"mean"
   %e = Add(%ms, %eps) @"eps"
   %r = Sqrt(%e) @"root"
   %y = Div(%x, %r) @"normed"
-  %f = Reshape(%y, %tokens) @"flatten"
+)";
+
+// An RMSNorm over [b, s, h], its result flattened to [b * s, h] and scaled there.
+std::string flattened_norm(int64_t b, int64_t s, int64_t h) {
+  return fmt::format(R"(graph "flat" opset 18 {{
+  input %x: f32[{0},{1},{2}]
+  input %w: f32[{2}]
+  const %tokens: i64[2] = [{3}, {2}]
+{4}  %f = Reshape(%y, %tokens) @"flatten"
   %o = Mul(%f, %w) @"scaled"
   output %o
 }}
 )",
-                     b, s, h, b * s);
+                     b, s, h, b * s, kNorm);
 }
 
 // A norm's statistics fixing products computed outside (GEMMs of the unnormalised tokens: the
@@ -118,15 +121,8 @@ TEST_CASE("a per-row value flattened with the rows is stored one per row", "[fus
   // The norm's reciprocal root [2, 5, 1] flattened to [10, 1] beside the normalised rows.
   auto g = test::parse_or_die(R"(graph "per_row" opset 18 {
   input %x: f32[2,5,8]
-  const %ax: i64[1] = [-1]
-  const %eps: f32[] = [0.000001]
   const %tokens: i64[2] = [10, 1]
-  %sq = Mul(%x, %x) @"square"
-  %ms = ReduceMean(%sq, %ax) @"mean"
-  %e = Add(%ms, %eps) @"eps"
-  %r = Sqrt(%e) @"root"
-  %y = Div(%x, %r) @"normed"
-  %rf = Reshape(%r, %tokens) @"flat_root"
+)" + kNorm + R"(  %rf = Reshape(%r, %tokens) @"flat_root"
   %inv = Reciprocal(%rf) @"inverse"
   output %y
   output %inv
@@ -145,16 +141,9 @@ TEST_CASE("flattened rows split back into the norm's axes are in the domain agai
   auto g = test::parse_or_die(R"(graph "round_trip" opset 18 {
   input %x: f32[2,5,8]
   input %w: f32[8]
-  const %ax: i64[1] = [-1]
-  const %eps: f32[] = [0.000001]
   const %tokens: i64[2] = [10, 8]
   const %back: i64[3] = [2, 5, 8]
-  %sq = Mul(%x, %x) @"square"
-  %ms = ReduceMean(%sq, %ax) @"mean"
-  %e = Add(%ms, %eps) @"eps"
-  %r = Sqrt(%e) @"root"
-  %y = Div(%x, %r) @"normed"
-  %f = Reshape(%y, %tokens) @"flatten"
+)" + kNorm + R"(  %f = Reshape(%y, %tokens) @"flatten"
   %s = Mul(%f, %w) @"scaled"
   %o = Reshape(%s, %back) @"unflatten"
   %z = Add(%o, %x) @"residual"
@@ -170,15 +159,7 @@ TEST_CASE("flattened rows split back into the norm's axes are in the domain agai
 
 TEST_CASE("Reshapes that merge kept axes out of the rows' order are refused in the row kernel",
           "[fusion][emu]") {
-  const std::string head = R"(  input %x: f32[2,5,8]
-  const %ax: i64[1] = [-1]
-  const %eps: f32[] = [0.000001]
-  %sq = Mul(%x, %x) @"square"
-  %ms = ReduceMean(%sq, %ax) @"mean"
-  %e = Add(%ms, %eps) @"eps"
-  %r = Sqrt(%e) @"root"
-  %y = Div(%x, %r) @"normed"
-)";
+  const std::string head = "  input %x: f32[2,5,8]\n" + kNorm;
   // Transposed first, the tokens flattened sequence-major: row index b * 5 + s is not their order.
   const std::string swapped = "graph \"swapped\" opset 18 {\n" + head + R"(  const %tokens: i64[2] = [10, 8]
   %t = Transpose(%y) {perm = ints[1, 0, 2]} @"swap"
@@ -198,15 +179,8 @@ TEST_CASE("Reshapes that merge kept axes out of the rows' order are refused in t
   // run's ends and its product is the rows', but the order is not theirs.
   const std::string inner_swapped = R"(graph "inner_swapped" opset 18 {
   input %x: f32[2,3,4,8]
-  const %ax: i64[1] = [-1]
-  const %eps: f32[] = [0.000001]
   const %tokens: i64[2] = [24, 8]
-  %sq = Mul(%x, %x) @"square"
-  %ms = ReduceMean(%sq, %ax) @"mean"
-  %e = Add(%ms, %eps) @"eps"
-  %r = Sqrt(%e) @"root"
-  %y = Div(%x, %r) @"normed"
-  %t = Transpose(%y) {perm = ints[0, 2, 1, 3]} @"swap"
+)" + kNorm + R"(  %t = Transpose(%y) {perm = ints[0, 2, 1, 3]} @"swap"
   %f = Reshape(%t, %tokens) @"flatten"
   %o = Neg(%f) @"negated"
   output %o
