@@ -487,14 +487,15 @@ TEST_CASE("seeded random row-op epilogues that move the rows: one kernel equals 
   // A row op over [batch, sequence, heads x dim] (softmax, layer norm, a decomposed RMSNorm), then
   // a random chain of what attention does to its result: the Reshape into heads and back, the
   // heads-first Transpose and back, rotary halves (Slices, Neg, Concat along the row), scales by
-  // per-feature and per-position constants, element-wise ops. Each graph is checked as one forced
-  // kernel (every value pulled inside the current row, the result stored with its rows moved) and
-  // as the planner fuses it.
+  // per-feature and per-position constants, element-wise ops, and the tokens flattened to
+  // [batch x sequence, heads x dim] and back (as an MoE block reads them). Each graph is checked as one
+  // forced kernel (every value pulled inside the current row, the result stored with its rows moved) and as
+  // the planner fuses it.
   std::mt19937 rng(2026);
   const char* unary[] = {"Tanh", "Neg", "Sigmoid"};
   std::set<std::string> ops;
-  int moved = 0;
-  for (int trial = 0; trial < 12; ++trial) {
+  int moved = 0, flattened = 0;
+  for (int trial = 0; trial < 16; ++trial) {
     INFO("trial " << trial);
     const int64_t b = 2 + trial % 2, s = trial % 3 == 0 ? 1 : 5, h = trial % 4 < 2 ? 2 : 4,
                   d = trial % 2 ? 8 : 12;
@@ -504,6 +505,7 @@ TEST_CASE("seeded random row-op epilogues that move the rows: one kernel equals 
         b, s, h * d, h * d, d, s, d);
     text += fmt::format("  const %heads: i64[4] = [{}, {}, {}, {}]\n  const %flat: i64[3] = [{}, {}, {}]\n",
                         b, s, h, d, b, s, h * d);
+    text += fmt::format("  const %tokens: i64[2] = [{}, {}]\n", b * s, h * d);
     text += "  const %ax: i64[1] = [-1]\n  const %eps: f32[] = [0.00001]\n";
     std::string v;
     switch (trial % 3) {
@@ -519,13 +521,15 @@ TEST_CASE("seeded random row-op epilogues that move the rows: one kernel equals 
             "  %me = Add(%ms, %eps) @\"eps\"\n  %rs = Sqrt(%me) @\"sqrt\"\n  %r = Div(%x, %rs) @\"norm\"\n";
     }
     v = "%r";
-    enum Layout { kFlat, kHeads, kHeadsFirst } layout = kFlat;
+    enum Layout { kFlat, kHeads, kHeadsFirst, kTokens } layout = kFlat;
     for (int k = 0; k < 6; ++k) {
       const std::string o = fmt::format("%m{}", k);
-      const int64_t last = layout == kFlat ? h * d : d;
-      switch (rng() % 6) {
+      const int64_t last = layout == kFlat || layout == kTokens ? h * d : d;
+      switch (rng() % 7) {
         case 0:
-          if (layout == kFlat) {
+          if (layout == kTokens) {
+            text += fmt::format("  {} = {}({}) @\"m{}\"\n", o, unary[rng() % 3], v, k);
+          } else if (layout == kFlat) {
             text += fmt::format("  {} = Reshape({}, %heads) @\"m{}\"\n", o, v, k);
             layout = kHeads;
           } else {
@@ -544,7 +548,7 @@ TEST_CASE("seeded random row-op epilogues that move the rows: one kernel equals 
           break;
         }
         case 2:
-          text += fmt::format("  {} = Mul({}, {}) @\"m{}\"\n", o, v, layout == kFlat ? "%wf" : "%wd", k);
+          text += fmt::format("  {} = Mul({}, {}) @\"m{}\"\n", o, v, last == h * d ? "%wf" : "%wd", k);
           break;
         case 3:
           if (layout == kHeadsFirst)
@@ -558,6 +562,17 @@ TEST_CASE("seeded random row-op epilogues that move the rows: one kernel equals 
             layout = kFlat;
           } else {
             text += fmt::format("  {} = Add({}, {}) @\"m{}\"\n", o, v, v, k);
+          }
+          break;
+        case 5:  // the tokens flattened, and back
+          if (layout == kFlat || layout == kTokens) {
+            text += fmt::format("  {} = Reshape({}, {}) @\"m{}\"\n", o, v,
+                                layout == kFlat ? "%tokens" : "%flat", k);
+            layout = layout == kFlat ? kTokens : kFlat;
+            flattened += layout == kTokens && s > 1;
+          } else {  // heads: the heads-first Transpose, or back
+            text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1, 3]}} @\"m{}\"\n", o, v, k);
+            layout = layout == kHeads ? kHeadsFirst : kHeads;
           }
           break;
         default:
@@ -579,6 +594,10 @@ TEST_CASE("seeded random row-op epilogues that move the rows: one kernel equals 
     moved += layout != kFlat;
   }
   // The chains took every kind of move, and some ended with the rows moved.
-  for (const char* op : {"Reshape", "Transpose", "Slice", "Concat"}) CHECK(ops.count(op) == 1);
+  for (const char* op : {"Reshape", "Transpose", "Slice", "Concat"}) {
+    INFO(op);
+    CHECK(ops.count(op) == 1);
+  }
   CHECK(moved >= 3);
+  CHECK(flattened >= 2);  // batch and sequence merged in some chains
 }
