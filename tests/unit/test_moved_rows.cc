@@ -1,9 +1,12 @@
 // Row kernels that store values moved after the row op: a per-head norm with its head transpose
 // and rotary embedding (Qwen3's Q/K path), Transposes after a row op, a row split over blocks whose
-// rows are reshaped and transposed, a scaled projection's heads split and transposed. Each must be
-// one stitched kernel; all run on the emu backend against the reference interpreter. The other
+// rows are reshaped and transposed, a scaled projection's heads split and transposed, and seeded
+// random chains of such moves (the tokens flattened among them). Each must be one stitched kernel;
+// all run on the emu backend against the reference interpreter. The other
 // transformer and CNN patterns: test_stitch_patterns.cc.
 #include <fmt/format.h>
+
+#include <random>
 
 #include "codegen/lower.h"
 #include "fusion_test_util.h"
@@ -330,4 +333,124 @@ TEST_CASE("a row kernel stores wide values moved: a scaled projection's heads, s
     INFO(mode);
     CHECK(fused_matches_reference(*g, seed++, mode) == 1);
   }
+}
+
+TEST_CASE("seeded random row-op epilogues that move the rows: one kernel equals the reference",
+          "[fusion][emu]") {
+  // A row op over [batch, sequence, heads x dim] (softmax, layer norm, a decomposed RMSNorm), then
+  // a random chain of what attention does to its result: the Reshape into heads and back, the
+  // heads-first Transpose and back, rotary halves (Slices, Neg, Concat along the row), scales by
+  // per-feature and per-position constants, element-wise ops, and the tokens flattened to
+  // [batch x sequence, heads x dim] and back (as an MoE block reads them). Each graph is checked as one
+  // forced kernel (every value pulled inside the current row, the result stored with its rows moved) and as
+  // the planner fuses it.
+  std::mt19937 rng(2026);
+  const char* unary[] = {"Tanh", "Neg", "Sigmoid"};
+  std::set<std::string> ops;
+  int moved = 0, flattened = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    INFO("trial " << trial);
+    const int64_t b = 2 + trial % 2, s = trial % 3 == 0 ? 1 : 5, h = trial % 4 < 2 ? 2 : 4,
+                  d = trial % 2 ? 8 : 12;
+    std::string text = "graph \"moves\" opset 18 {\n";
+    text += fmt::format(
+        "  input %x: f32[{},{},{}]\n  input %wf: f32[{}]\n  input %wd: f32[{}]\n  input %pos: f32[{},{}]\n",
+        b, s, h * d, h * d, d, s, d);
+    text += fmt::format("  const %heads: i64[4] = [{}, {}, {}, {}]\n  const %flat: i64[3] = [{}, {}, {}]\n",
+                        b, s, h, d, b, s, h * d);
+    text += fmt::format("  const %tokens: i64[2] = [{}, {}]\n", b * s, h * d);
+    text += "  const %ax: i64[1] = [-1]\n  const %eps: f32[] = [0.00001]\n";
+    std::string v;
+    switch (trial % 3) {
+      case 0:
+        text += "  %r = Softmax(%x) {axis = -1} @\"row\"\n";
+        break;
+      case 1:
+        text += "  %r = LayerNormalization(%x, %wf, %wf) {axis = -1} @\"row\"\n";
+        break;
+      default:
+        text += "  %sq = Mul(%x, %x) @\"square\"\n  %ms = ReduceMean(%sq, %ax) @\"row\"\n";
+        text +=
+            "  %me = Add(%ms, %eps) @\"eps\"\n  %rs = Sqrt(%me) @\"sqrt\"\n  %r = Div(%x, %rs) @\"norm\"\n";
+    }
+    v = "%r";
+    enum Layout { kFlat, kHeads, kHeadsFirst, kTokens } layout = kFlat;
+    for (int k = 0; k < 6; ++k) {
+      const std::string o = fmt::format("%m{}", k);
+      const int64_t last = layout == kFlat || layout == kTokens ? h * d : d;
+      switch (rng() % 7) {
+        case 0:
+          if (layout == kTokens) {
+            text += fmt::format("  {} = {}({}) @\"m{}\"\n", o, unary[rng() % 3], v, k);
+          } else if (layout == kFlat) {
+            text += fmt::format("  {} = Reshape({}, %heads) @\"m{}\"\n", o, v, k);
+            layout = kHeads;
+          } else {
+            text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1, 3]}} @\"m{}\"\n", o, v, k);
+            layout = layout == kHeads ? kHeadsFirst : kHeads;
+          }
+          break;
+        case 1: {  // rotary halves along the row
+          text += fmt::format("  %lo{0} = Slice({1}, %z{0}, %h{0}, %ax) @\"lo{0}\"\n", k, v);
+          text += fmt::format("  %hi{0} = Slice({1}, %h{0}, %e{0}, %ax) @\"hi{0}\"\n", k, v);
+          text += fmt::format("  %ng{0} = Neg(%hi{0}) @\"neg{0}\"\n", k);
+          text += fmt::format("  {} = Concat(%ng{}, %lo{}) {{axis = -1}} @\"cat{}\"\n", o, k, k, k);
+          text += fmt::format(
+              "  const %z{}: i64[1] = [0]\n  const %h{}: i64[1] = [{}]\n  const %e{}: i64[1] = [{}]\n", k, k,
+              last / 2, k, last);
+          break;
+        }
+        case 2:
+          text += fmt::format("  {} = Mul({}, {}) @\"m{}\"\n", o, v, last == h * d ? "%wf" : "%wd", k);
+          break;
+        case 3:
+          if (layout == kHeadsFirst)
+            text += fmt::format("  {} = Mul({}, %pos) @\"m{}\"\n", o, v, k);
+          else
+            text += fmt::format("  {} = {}({}) @\"m{}\"\n", o, unary[rng() % 3], v, k);
+          break;
+        case 4:
+          if (layout == kHeads) {
+            text += fmt::format("  {} = Reshape({}, %flat) @\"m{}\"\n", o, v, k);
+            layout = kFlat;
+          } else {
+            text += fmt::format("  {} = Add({}, {}) @\"m{}\"\n", o, v, v, k);
+          }
+          break;
+        case 5:  // the tokens flattened, and back
+          if (layout == kFlat || layout == kTokens) {
+            text += fmt::format("  {} = Reshape({}, {}) @\"m{}\"\n", o, v,
+                                layout == kFlat ? "%tokens" : "%flat", k);
+            layout = layout == kFlat ? kTokens : kFlat;
+            flattened += layout == kTokens && s > 1;
+          } else {  // heads: the heads-first Transpose, or back
+            text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1, 3]}} @\"m{}\"\n", o, v, k);
+            layout = layout == kHeads ? kHeadsFirst : kHeads;
+          }
+          break;
+        default:
+          text += fmt::format("  {} = {}({}) @\"m{}\"\n", o, unary[rng() % 3], v, k);
+      }
+      v = o;
+    }
+    // A view is stored by its producer's kernel, never as a group's result (and a Transpose of a
+    // one-token sequence becomes a Reshape).
+    text += fmt::format("  %out = Neg({}) @\"out\"\n", v);
+    v = "%out";
+    text += "  output " + v + "\n}\n";
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    INFO(text);
+    CHECK(one_group_matches_reference(*g, 300 + trial));
+    CHECK(fused_matches_reference(*g, 400 + trial) == 1);
+    for (const auto& n : g->nodes()) ops.insert(n->op_type);
+    moved += layout != kFlat;
+  }
+  // The chains took every kind of move, and some ended with the rows moved.
+  for (const char* op : {"Reshape", "Transpose", "Slice", "Concat"}) {
+    INFO(op);
+    CHECK(ops.count(op) == 1);
+  }
+  CHECK(moved >= 3);
+  CHECK(flattened >= 2);  // batch and sequence merged in some chains
 }
