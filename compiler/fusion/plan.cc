@@ -16,7 +16,8 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
                                const std::set<const Node*>& contract) {
   Planner pl(g, o, true, contract);
   Part p = pl.singletons();
-  for (const auto& comp : pl.components()) {
+  const std::vector<std::vector<int>> comps = pl.components();
+  for (const auto& comp : comps) {
     if (comp.size() < 2) continue;
     if (mode == "greedy")
       pl.greedy(p, comp);
@@ -35,7 +36,7 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
     // may leave fewer independent kernels to share a launch (packing comes after the search).
     Part q = p;
     bool changed = false;
-    for (const auto& comp : pl.components())
+    for (const auto& comp : comps)
       if (comp.size() >= 2 && !pl.out_of_time() && pl.recut(q, comp)) {
         pl.greedy(q, comp);
         changed = true;

@@ -214,7 +214,7 @@ bool Planner::recut(Part& p, const std::vector<int>& comp) {
       const std::vector<int> all = merged(ga, gb);
       const double now = group_cost(p, a) + group_cost(p, b);
       double best = now - 1e-9;
-      std::vector<int> head, tail, best_head;
+      std::vector<int> head, tail, best_head, best_tail;
       // The nodes of the pair a node reaches, or that reach it, inside the pair, with it (sorted).
       auto closure = [&](int v, const std::vector<std::vector<int>>& next) {
         std::vector<int> out{v}, stack{v};
@@ -253,15 +253,13 @@ bool Planner::recut(Part& p, const std::vector<int>& comp) {
           if (et.ok && eh.cost.time + et.cost.time < best) {
             best = eh.cost.time + et.cost.time;
             best_head = head;
+            best_tail = tail;
           }
         }
       if (best_head.empty()) continue;
-      head = best_head;
-      tail.clear();
-      std::set_difference(all.begin(), all.end(), head.begin(), head.end(), std::back_inserter(tail));
-      place(a, b, head, tail);
-      if (cycle(p, {head.front()}) || cycle(p, {tail.front()})) {
-        place(head.front(), tail.front(), ga, gb);
+      place(a, b, best_head, best_tail);
+      if (cycle(p, {best_head.front()}) || cycle(p, {best_tail.front()})) {
+        place(best_head.front(), best_tail.front(), ga, gb);
         continue;
       }
       p.cost += best - now;
