@@ -175,19 +175,26 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
 }
 
 bool Planner::connected(const std::vector<int>& m) const {
-  std::vector<int> seen{m.front()}, stack{m.front()};
+  // Marks by position in m (sorted), so the walk is O(|m| log |m|) for groups of hundreds of nodes.
+  std::vector<char> seen(m.size(), 0);
+  std::vector<int> stack{m.front()};
+  seen[0] = 1;
+  size_t reached = 1;
   while (!stack.empty()) {
     const int x = stack.back();
     stack.pop_back();
     for (const std::vector<std::vector<int>>* next : {&pred_, &succ_})
-      for (int y : (*next)[static_cast<size_t>(x)])
-        if (std::binary_search(m.begin(), m.end(), y) &&
-            std::find(seen.begin(), seen.end(), y) == seen.end()) {
-          seen.push_back(y);
-          stack.push_back(y);
-        }
+      for (int y : (*next)[static_cast<size_t>(x)]) {
+        const auto it = std::lower_bound(m.begin(), m.end(), y);
+        if (it == m.end() || *it != y) continue;
+        char& s = seen[static_cast<size_t>(it - m.begin())];
+        if (s) continue;
+        s = 1;
+        ++reached;
+        stack.push_back(y);
+      }
   }
-  return seen.size() == m.size();
+  return reached == m.size();
 }
 
 bool Planner::recut(Part& p, const std::vector<int>& comp) {
@@ -216,17 +223,21 @@ bool Planner::recut(Part& p, const std::vector<int>& comp) {
       double best = now - 1e-9;
       std::vector<int> head, tail, best_head, best_tail;
       // The nodes of the pair a node reaches, or that reach it, inside the pair, with it (sorted).
+      std::vector<char> mark(p.gid.size(), 0);
       auto closure = [&](int v, const std::vector<std::vector<int>>& next) {
         std::vector<int> out{v}, stack{v};
+        mark[static_cast<size_t>(v)] = 1;
         while (!stack.empty()) {
           const int x = stack.back();
           stack.pop_back();
           for (int y : next[static_cast<size_t>(x)])
-            if ((p.gid[y] == a || p.gid[y] == b) && std::find(out.begin(), out.end(), y) == out.end()) {
+            if ((p.gid[y] == a || p.gid[y] == b) && !mark[static_cast<size_t>(y)]) {
+              mark[static_cast<size_t>(y)] = 1;
               out.push_back(y);
               stack.push_back(y);
             }
         }
+        for (int y : out) mark[static_cast<size_t>(y)] = 0;
         std::sort(out.begin(), out.end());
         return out;
       };
