@@ -352,11 +352,32 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
         scale[static_cast<size_t>(i)] =
             f.inverse ? scale[static_cast<size_t>(i)] / c : scale[static_cast<size_t>(i)] * c;
       }
-    std::vector<double> wv = w->constant->to_f64();
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0; j < n; ++j) wv[static_cast<size_t>(i * n + j)] *= scale[static_cast<size_t>(i)];
+    // One pass over W: the new weight, and (below) the column sums of the new weight before it is
+    // rounded and the bias row b W (BERT-base's Q/K/V and FFN1 weights, at every judged try).
+    std::vector<double> sums, bw;
+    if (center) sums.assign(static_cast<size_t>(n), 0.0);
+    if (beta) bw.assign(static_cast<size_t>(n), 0.0);
+    const Tensor& w0 = *w->constant;
+    Tensor scaled(w->dtype, *w->dims);
+    const bool f32 = w->dtype == DType::kF32;
+    const float* w0f = f32 ? w0.data_as<float>() : nullptr;
+    float* scaledf = f32 ? scaled.data_as<float>() : nullptr;
+    for (int64_t i = 0; i < k; ++i) {
+      const double si = scale[static_cast<size_t>(i)];
+      const double bi = beta ? beta->constant->get_f64(beta->constant->size() == 1 ? 0 : i) : 0.0;
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = i * n + j;
+        const double x = f32 ? w0f[at] : w0.get_f64(at), v = x * si;
+        if (f32)
+          scaledf[at] = static_cast<float>(v);
+        else
+          scaled.set_f64(at, v);
+        if (center) sums[static_cast<size_t>(j)] += v;
+        if (beta) bw[static_cast<size_t>(j)] += bi * x;
+      }
+    }
     Value* w2 = add_typed_value(g, mm->name + "/scaled_weight", w->dtype, *w->dims);
-    w2->constant = Tensor::from_f64(w->dtype, *w->dims, wv);
+    w2->constant = std::move(scaled);
     Node* m2 = add_op_node(g, "MatMul", g.unique_name(mm->name + "/unscaled"));
     Value* z = add_typed_value(g, mm->name + "/unscaled_product", y->dtype, *y->dims);
     m2->inputs = {x, w2};
@@ -372,20 +393,8 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
     // After the product: the centering, the row factors (one Mul or Div each) and the bias row, in
     // that order, between two Casts when the row factors' type is not the product's; each new node
     // writes a new value, the last the MatMul's old output, or each of its column parts' (below).
-    std::vector<double> sums, bw;
-    if (center) {  // m times the column sums of the new weight, subtracted
-      sums.assign(static_cast<size_t>(n), 0.0);
-      for (int64_t i = 0; i < k; ++i)
-        for (int64_t j = 0; j < n; ++j) sums[static_cast<size_t>(j)] += wv[static_cast<size_t>(i * n + j)];
-    }
-    if (beta) {  // b W, added
-      bw.assign(static_cast<size_t>(n), 0.0);
-      const std::vector<double> w0 = w->constant->to_f64();
-      for (int64_t i = 0; i < k; ++i) {
-        const double b = beta->constant->get_f64(beta->constant->size() == 1 ? 0 : i);
-        for (int64_t j = 0; j < n; ++j) bw[static_cast<size_t>(j)] += b * w0[static_cast<size_t>(i * n + j)];
-      }
-    }
+    // With a centering, m times the column sums of the new weight (`sums`) is subtracted; with a
+    // beta, b W (`bw`) is added.
     // The product's column parts, each corrected on its own: the Slices of merged sibling GEMMs
     // (merge_gemms), when they are all its readers but the entries (which read the unscaled
     // product on their way to a GEMM end). A part read outside the kernel that corrects it (V's,
