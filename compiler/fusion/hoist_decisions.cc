@@ -28,6 +28,7 @@ StatusOr<RewriteResult> decide_twice(
                      rewrite_if_cheaper(
                          g, o, [&](Graph& c) { return rewrite(c, r); }, skip_flag, /*strict=*/false, known));
     if (step.kept) known = out.kept = step.kept;
+    if (step.kept_plan) out.kept_plan = step.kept_plan;
     out.add_step(name, step);
     return !step.lines.empty();
   };

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <future>
 #include <optional>
 
 #include "codegen/node_facts.h"
@@ -12,13 +13,47 @@
 namespace stitch::fusion {
 namespace {
 
+// What one plan of a make_plan leaves for the next (another set of fine-grained MatMuls on the
+// same graph): its components and the partition it returned.
+struct Round {
+  std::vector<std::vector<int>> comps;
+  std::vector<int> gid;
+};
+
+// The plan with fine-grained MatMuls `contract`. With `prev` (beam and greedy), a component of
+// exactly the nodes of one of prev's keeps prev's groups instead of being searched again: the
+// fine-grained MatMuls a round drops change only the components they were in, and a search of the
+// same nodes would look at the same groups (the ones other components make cycles with aside,
+// and the result is checked for those). `out` gets this plan's round.
 StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std::string& mode,
-                               const std::set<const Node*>& contract) {
-  Planner pl(g, o, true, contract);
+                               const std::set<const Node*>& contract, Analyses& analyses, const Round* prev,
+                               Round* out) {
+  Planner pl(g, o, true, contract, &analyses);
   Part p = pl.singletons();
   const std::vector<std::vector<int>> comps = pl.components();
-  for (const auto& comp : comps) {
-    if (comp.size() < 2) continue;
+  std::vector<bool> kept(comps.size(), false);
+  if (prev && (mode == "beam" || mode == "greedy")) {
+    std::map<int, const std::vector<int>*> by_first;
+    for (const auto& c : prev->comps) by_first[c.front()] = &c;
+    for (size_t i = 0; i < comps.size(); ++i) {
+      const std::vector<int>& comp = comps[i];
+      auto it = by_first.find(comp.front());
+      if (comp.size() < 2 || it == by_first.end() || *it->second != comp) continue;
+      kept[i] = true;
+      for (int x : comp) p.groups[static_cast<size_t>(x)].clear();
+      for (int x : comp) {
+        const int id = prev->gid[static_cast<size_t>(x)];
+        p.gid[static_cast<size_t>(x)] = id;
+        p.groups[static_cast<size_t>(id)].push_back(x);
+        if (id != x) --p.count;
+      }
+    }
+    // A path between two of a kept component's groups through nodes whose groups changed.
+    if (!pl.acyclic(p)) return plan_once(g, o, mode, contract, analyses, nullptr, out);
+  }
+  for (size_t i = 0; i < comps.size(); ++i) {
+    const std::vector<int>& comp = comps[i];
+    if (comp.size() < 2 || kept[i]) continue;
     if (mode == "greedy")
       pl.greedy(p, comp);
     else if (mode == "beam")
@@ -30,22 +65,26 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
         return Status::user(fmt::format("brute force: a component of {} nodes is too big", comp.size()));
     }
   }
+  if (out) out->comps = comps;
   if (mode == "beam") {
     // Pairs of neighbouring groups cut anew where that is cheaper (Planner::recut), then merged
     // further, kept when the finished plan is estimated cheaper: a cut that lowers the groups' sum
     // may leave fewer independent kernels to share a launch (packing comes after the search).
     Part q = p;
     bool changed = false;
-    for (const auto& comp : comps)
-      if (comp.size() >= 2 && !pl.out_of_time() && pl.recut(q, comp)) {
-        pl.greedy(q, comp);
+    for (size_t i = 0; i < comps.size(); ++i)
+      if (comps[i].size() >= 2 && !kept[i] && !pl.out_of_time() && pl.recut(q, comps[i])) {
+        pl.greedy(q, comps[i]);
         changed = true;
       }
     if (changed) {
       FusionPlan before = pl.finish(p, mode), after = pl.finish(q, mode);
-      return after.cost.time < before.cost.time - 1e-15 ? after : before;
+      const bool recut = after.cost.time < before.cost.time - 1e-15;
+      if (out) out->gid = recut ? q.gid : p.gid;
+      return recut ? after : before;
     }
   }
+  if (out) out->gid = p.gid;
   return pl.finish(p, mode);
 }
 
@@ -80,14 +119,17 @@ struct Spent {
 };
 
 StatusOr<std::optional<FusionPlan>> settle(const Graph& g, const FusionOptions& o, const std::string& mode,
-                                           std::set<const Node*>& cands, Spent& spent) {
+                                           std::set<const Node*>& cands, Spent& spent, Analyses& analyses,
+                                           Round& last) {
   while (!cands.empty()) {
     const FusionOptions rest = spent.rest(o);
     if (rest.work_limit <= 0 || rest.time_limit_s <= 0) {
       (rest.work_limit <= 0 ? spent.budget : spent.time) = true;
       break;
     }
-    ASSIGN_OR_RETURN(FusionPlan with, plan_once(g, rest, mode, cands));
+    Round round;
+    ASSIGN_OR_RETURN(FusionPlan with, plan_once(g, rest, mode, cands, analyses, &last, &round));
+    last = std::move(round);
     spent.add(with);
     std::set<const Node*> alone;
     for (const FusionGroup& grp : with.groups)
@@ -182,7 +224,9 @@ std::string tiled_note(const Graph& g, const codegen::UsersMap& users, const Fus
 StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const std::string& mode) {
   const codegen::NodeFactsScope facts;  // g does not change while it is planned
   Spent spent;
-  ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}));
+  Analyses analyses;  // shared by the plans below: one graph, one set of options
+  Round last;         // the latest plan's, for the next
+  ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}, analyses, nullptr, &last));
   spent.add(lib);
   std::set<const Node*> cands, tiled_cands;
   std::optional<codegen::GemmFolds> folds;  // the library plan's, once a tiled GEMM asks
@@ -224,7 +268,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
   };
   std::vector<Option> options(1);
   options[0].stitched = cands;
-  ASSIGN_OR_RETURN(options[0].plan, settle(g, o, mode, options[0].stitched, spent));
+  ASSIGN_OR_RETURN(options[0].plan, settle(g, o, mode, options[0].stitched, spent, analyses, last));
   if (options[0].plan) {
     std::set<const Node*> in_rows;  // and tiled GEMMs, whose kernels take their epilogues
     for (const FusionGroup& grp : options[0].plan->groups)
@@ -234,7 +278,7 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
           in_rows.insert(n);
     if (!in_rows.empty() && in_rows.size() < options[0].stitched.size()) {
       options.push_back({std::nullopt, in_rows});
-      ASSIGN_OR_RETURN(options[1].plan, settle(g, o, mode, options[1].stitched, spent));
+      ASSIGN_OR_RETURN(options[1].plan, settle(g, o, mode, options[1].stitched, spent, analyses, last));
     }
   }
   Option* best = nullptr;
@@ -319,10 +363,16 @@ std::string explain(const FusionPlan& plan) {
   std::string s = fmt::format(
       "fusion plan ({}) for {}: {} groups, {} kernels + {} library calls, estimated {:.1f} us and "
       "{} B moved by generated kernels, {} B by library calls (unfused: {} kernels, {:.1f} us, {} B + {} B); "
-      "planned in {:.3f} s, {} search steps{}\n",
+      "planned in {:.3f} s{}, {} search steps{}\n",
       plan.mode, plan.device, plan.groups.size(), plan.cost.kernels, plan.cost.library_calls,
       plan.cost.time * 1e6, plan.cost.bytes, plan.cost.library_bytes, plan.unfused.kernels,
-      plan.unfused.time * 1e6, plan.unfused.bytes, plan.unfused.library_bytes, plan.plan_seconds, plan.work,
+      plan.unfused.time * 1e6, plan.unfused.bytes, plan.unfused.library_bytes, plan.plan_seconds,
+      plan.rewrite_seconds > 0
+          ? fmt::format(
+                " ({:.3f} s of it in the rewrites before planning, whose judged ones plan the graph too)",
+                plan.rewrite_seconds)
+          : "",
+      plan.work,
       plan.budget_spent ? " (the search's budget ran out: best plan so far; --plan-budget raises it)"
       : plan.timed_out
           ? " (the time limit was reached: best plan so far, which depends on this machine's speed; "
@@ -381,25 +431,35 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
   ASSIGN_OR_RETURN(std::vector<std::string> lines, rewrite(*copy));
   if (lines.empty()) return out;
   Cost c0;
+  std::shared_ptr<const FusionPlan> plan0;
+  // Without `before`, the plans of g and of the copy are independent: g's is made on a second
+  // thread meanwhile (planning reads the graphs only; the per-thread node facts are opened by
+  // each plan, and the copy shares g's weights read-only).
+  std::future<StatusOr<FusionPlan>> p0_future;
+  if (!before) p0_future = std::async(std::launch::async, [&] { return make_plan(*g, o); });
+  StatusOr<FusionPlan> after_or = make_plan(*copy, o);
   if (before) {
     c0 = *before;
   } else {
-    ASSIGN_OR_RETURN(FusionPlan p0, make_plan(*g, o));
+    ASSIGN_OR_RETURN(FusionPlan p0, p0_future.get());
     c0 = p0.cost;
+    plan0 = std::make_shared<const FusionPlan>(std::move(p0));
   }
-  ASSIGN_OR_RETURN(FusionPlan after, make_plan(*copy, o));
+  ASSIGN_OR_RETURN(FusionPlan after, std::move(after_or));
   const double t0 = c0.time * 1e6, t1 = after.cost.time * 1e6;
   // Enough digits that the two estimates read differently when they differ.
   const int digits = fmt::format("{:.1f}", t0) == fmt::format("{:.1f}", t1) && t0 != t1 ? 3 : 1;
   const bool more_kernels = no_more_kernels && after.cost.kernels > c0.kernels;
   if ((strict ? t1 < t0 : t1 <= t0) && !more_kernels) {
-    g = std::move(copy);
+    g = std::move(copy);  // the same Graph object: `after`'s nodes are g's
     out.kept = after.cost;
     out.lines = std::move(lines);
     out.verdict = fmt::format("estimated {:.{}f} us against {:.{}f} us without, {} kernels against {}", t1,
                               digits, t0, digits, after.cost.kernels, c0.kernels);
+    out.kept_plan = std::make_shared<const FusionPlan>(std::move(after));
   } else {
     out.kept = c0;
+    out.kept_plan = plan0;
     const std::string kernels =
         more_kernels ? fmt::format(", {} kernels against {}", after.cost.kernels, c0.kernels) : "";
     out.verdict = fmt::format(

@@ -89,7 +89,8 @@ struct FusionPlan {
   std::vector<std::vector<int>> packs;
   std::string device;                 // the device the costs are for
   Cost cost, unfused;
-  double plan_seconds = 0;            // planning time
+  double plan_seconds = 0;            // planning time (stitchc compile: the rewrites' included)
+  double rewrite_seconds = 0;         // of it, the rewrites before planning (stitchc compile)
   int64_t work = 0;                   // steps of FusionOptions::work_limit taken
   // GEMM calls take over bias adds, activations, layouts, scalars (off for none).
   codegen::FoldOptions gemm_folds;
@@ -118,11 +119,14 @@ std::string explain(const FusionPlan& plan);
 // the rewrite or without), unset when nothing was compared. `before`, when set, is the estimate
 // of `g` as it is (the `kept` of the judged rewrite before, with no other rewrite since): only the
 // copy is planned then. With `no_more_kernels`, a copy planned with more kernels than `g` is not
-// kept however fast (the verdict then names both counts).
+// kept however fast (the verdict then names both counts). `kept_plan` is the plan `kept` comes
+// from, of the graph as left, when this judgement planned it (null when `kept` is `before`, or
+// unset): the last one stands for the final plan when no rewrite changes the graph after it.
 struct RewriteResult {
   std::vector<std::string> lines;
   std::string verdict;
   std::optional<Cost> kept;
+  std::shared_ptr<const FusionPlan> kept_plan;
   // One more judgement of the same rewrite, under `label` (a part of its candidates, or a second
   // look after other rewrites): its verdict after this one's, "; " between, its lines after these.
   // Nothing when the step had no candidate (an empty verdict). `kept` is left to the caller.

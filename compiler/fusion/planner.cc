@@ -13,8 +13,14 @@
 
 namespace stitch::fusion {
 
-Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<const Node*> contract)
-    : g_(g), o_(o), fold_(fold), start_(Clock::now()), contract_(std::move(contract)) {
+Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<const Node*> contract,
+                 Analyses* analyses)
+    : g_(g),
+      o_(o),
+      fold_(fold),
+      start_(Clock::now()),
+      contract_(std::move(contract)),
+      analyses_(analyses ? analyses : &own_analyses_) {
   for (const auto& n : g.nodes()) {
     idx_[n.get()] = static_cast<int>(nodes_.size());
     nodes_.push_back(n.get());
@@ -115,7 +121,6 @@ int Planner::group_size(const std::vector<int>& m) const {
 const Eval& Planner::eval(const std::vector<int>& m) {
   work_ += kLookStep;
   if (auto it = memo_.find(m); it != memo_.end()) return it->second;
-  work_ += kAnalysisStep * static_cast<int64_t>(m.size());
   Eval e;
   if (m.size() == 1) {
     e.ok = true;
@@ -146,14 +151,17 @@ const Eval& Planner::eval(const std::vector<int>& m) {
     }
     ns.push_back(nodes_[i]);
   }
+  if (auto it = analyses_->find(m); it != analyses_->end()) return memo_[m] = it->second;
+  work_ += kAnalysisStep * static_cast<int64_t>(m.size());
   auto info = codegen::analyze_stitch(ns, escaping(ns));
   if (!info.is_ok()) {
     e.why = info.status().message();
-    return memo_[m] = e;
+  } else {
+    e.ok = true;
+    e.info = *info;
+    e.cost = stitched_cost(ns, e.info, o_.device);
   }
-  e.ok = true;
-  e.info = *info;
-  e.cost = stitched_cost(ns, e.info, o_.device);
+  (*analyses_)[m] = e;
   return memo_[m] = e;
 }
 

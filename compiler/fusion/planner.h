@@ -37,16 +37,33 @@ struct Part {
   double cost = 0;   // of the component being planned
 };
 
+struct MembersHash {
+  size_t operator()(const std::vector<int>& m) const {
+    size_t h = m.size();
+    for (int x : m) h = (h ^ static_cast<size_t>(x)) * 0x100000001b3ULL;  // FNV-1a over the members
+    return h;
+  }
+};
+
+// Analyses of groups of fusible nodes (codegen::analyze_stitch and the stitched cost), by member
+// indices: they depend on the graph and the options alone, not on which MatMuls a plan offers
+// as fine-grained or which nodes its GEMM calls take over, so the plans of one make_plan (the
+// library plan and each round of fine-grained candidates) share them.
+using Analyses = std::unordered_map<std::vector<int>, Eval, MembersHash>;
+
 class Planner {
  public:
   // fold: let GEMM calls take over their neighbours' work (codegen::find_gemm_folds); off for
   // the unfused baseline. contract: fine-grained MatMuls that may join stitched kernels (they
-  // take no folds; alone, each is still its library call).
-  Planner(const Graph& g, const FusionOptions& o, bool fold = true, std::set<const Node*> contract = {});
+  // take no folds; alone, each is still its library call). analyses: shared with other planners
+  // of the same graph and options (null: this planner's own).
+  Planner(const Graph& g, const FusionOptions& o, bool fold = true, std::set<const Node*> contract = {},
+          Analyses* analyses = nullptr);
   // Steps of the search's budget (FusionOptions::work_limit): one per look at a candidate group's
-  // legality and cost, kAnalysisStep more per node of a group analysed for the first time (on the
-  // 2-core CI machine a look from memory took about 0.14 us and analysing a node about 0.55 us:
-  // fitted to the planning times of the Qwen3-Next and RWKV exports).
+  // legality and cost, kAnalysisStep more per node of a group analysed for the first time by the
+  // planners sharing its Analyses (on the 2-core CI machine a look from memory took about 0.14 us
+  // and analysing a node about 0.55 us: fitted to the planning times of the Qwen3-Next and RWKV
+  // exports).
   static constexpr int64_t kLookStep = 1, kAnalysisStep = 4;
   // True once the budget is spent or the wall-clock limit passed; the searches then keep the best
   // partition they have.
@@ -145,14 +162,9 @@ class Planner {
   std::vector<bool> folded_;  // nodes a GEMM call takes over (codegen::find_gemm_folds)
   std::vector<Cost> single_;  // in this plan (zero for nodes a GEMM call takes over)
   std::vector<Cost> alone_;   // as its own step (the unfused figure)
-  struct MembersHash {
-    size_t operator()(const std::vector<int>& m) const {
-      size_t h = m.size();
-      for (int x : m) h = (h ^ static_cast<size_t>(x)) * 0x100000001b3ULL;  // FNV-1a over the members
-      return h;
-    }
-  };
   std::unordered_map<std::vector<int>, Eval, MembersHash> memo_;  // references stay valid as it grows
+  Analyses own_analyses_;
+  Analyses* analyses_;  // own_analyses_ or a make_plan's
 };
 
 }  // namespace stitch::fusion

@@ -38,11 +38,17 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   // The estimate of *g as it stands, from the last judged rewrite that planned it (its kept graph's),
   // unset once an unjudged rewrite changes the graph: each judged rewrite then plans only its copy.
   std::optional<Cost> known;
+  // The plan of *g as it stands, when a judged rewrite planned it (r.plan at the end).
+  std::shared_ptr<const FusionPlan> known_plan;
   auto judged = [&](const RewriteResult& step) {
     if (step.kept) known = step.kept;
+    if (step.kept_plan)
+      known_plan = step.kept_plan;
+    else if (!step.lines.empty())
+      known_plan.reset();
   };
   auto changed = [&](const std::vector<std::string>& lines) {
-    if (!lines.empty()) known.reset();
+    if (!lines.empty()) known.reset(), known_plan.reset();
   };
   if (on.split_group_norms) {
     ASSIGN_OR_RETURN(r.group_norms, split_group_norms(*g, o.no_fuse));
@@ -74,6 +80,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
         experts_with_sums = true;
         g = std::move(both);
         known = p_both.cost;
+        known_plan = std::make_shared<const FusionPlan>(p_both);
         r.experts.lines = std::move(expert_lines);
         r.experts.verdict = fmt::format(
             "estimated {:.1f} us with the sums over every expert below, against {:.1f} us without "
@@ -132,6 +139,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
       const double t_alone = c_alone.time * 1e6, t_both = c_both.time * 1e6;
       if (t_both < t_alone) {
         known = c_both;
+        known_plan = copies_both.kept_plan;
         g = std::move(both);
         const std::string itself = by_themselves(r.slices.verdict);
         r.slices.verdict = fmt::format(
@@ -142,6 +150,8 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
         r.copies = std::move(copies_both);
       } else {
         known = c_alone;
+        // A plan of `alone` itself: the copies' when they were kept (of the graph they left).
+        known_plan = copies_alone.lines.empty() ? nullptr : copies_alone.kept_plan;
         g = std::move(alone);
         r.copies = std::move(copies_alone);
       }
@@ -195,6 +205,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
       r.short_maxima.verdict = "with the TopKs' rounds above, judged together: " + r.short_maxima.verdict;
       g = std::move(both);
       known = r.topks.kept;
+      known_plan = r.short_maxima.kept_plan;
       maxima_done = true;
     } else if (!round_lines.empty() && maxima.kept) {
       r.topks.verdict += fmt::format("; with the maxima over a few elements they leave, estimated {:.1f} us",
@@ -232,7 +243,9 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
   }
   if (on.output_copies) {
     ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o, known));
+    judged(r.outputs);
   }
+  r.plan = known_plan;
   return r;
 }
 

@@ -69,6 +69,10 @@ struct Rewrites {
   std::vector<std::string> head_rows;    // split_head_rows' lines
   RewriteResult experts, expert_sums, args, short_sums, topks, short_maxima, duplicates, slices, copies,
       outputs, hoists, norm_hoists;
+  // The plan of the graph as the rewrites leave it, with the options they were given, when the
+  // last rewrite that changed it was judged by planning it (or none changed it after a judged
+  // rewrite planned it): make_plan would return the same plan. Null otherwise.
+  std::shared_ptr<const FusionPlan> plan;
   // The plan's opening lines: each rewrite that had candidates, with its verdict and lines.
   std::string text() const;
 };

@@ -203,6 +203,7 @@ StatusOr<RewriteResult> short_maxima_as_maxes_if_cheaper(std::unique_ptr<Graph>&
             /*strict=*/false, known, /*no_more_kernels=*/true));
     if (r.verdict.empty()) continue;
     if (r.kept) known = all.kept = r.kept;
+    if (r.kept_plan) all.kept_plan = r.kept_plan;
     all.add_step(fmt::format("over {}", len), r);
   }
   return all;

@@ -1,0 +1,94 @@
+// The plan the rewrites before planning leave (Rewrites::plan): the last judged rewrite planned
+// the graph as it stands, and `stitchc compile` uses that plan instead of planning again. It must
+// be the plan make_plan makes of the final graph: the same groups of the same nodes, packs and
+// estimate. These tests fail when a rewrite changes the graph after the plan it hands on was made.
+#include <fmt/format.h>
+
+#include "fusion/rewrites.h"
+#include "fusion_test_util.h"
+#include "wide_layer_graphs.h"
+
+using namespace stitch;
+using namespace stitch::test;
+using namespace stitch::test::wide;
+
+namespace {
+
+// Each group as its node names and scheme, in plan order, with its pack.
+std::vector<std::string> groups_of(const fusion::FusionPlan& p) {
+  std::vector<std::string> out;
+  for (const fusion::FusionGroup& grp : p.groups) {
+    std::string s = fmt::format("{} pack {}:", grp.scheme, grp.pack);
+    for (const Node* n : grp.nodes) s += " " + n->name;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// Rewrites `g` as compile does; when they hand on a plan, it is make_plan's of the final graph.
+// Returns whether they did.
+bool check_handed_plan(std::unique_ptr<Graph>& g, const fusion::RewriteSwitches& sw = {}) {
+  auto r = fusion::rewrite_for_planning(g, opts("beam"), sw);
+  REQUIRE(r.is_ok());
+  auto fresh = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(fresh.is_ok());
+  if (!r->plan) return false;
+  INFO(r->text());
+  const fusion::FusionPlan& handed = *r->plan;
+  CHECK(handed.cost.time == fresh->cost.time);
+  CHECK(handed.cost.kernels == fresh->cost.kernels);
+  CHECK(handed.cost.library_calls == fresh->cost.library_calls);
+  CHECK(handed.cost.bytes == fresh->cost.bytes);
+  CHECK(groups_of(handed) == groups_of(*fresh));
+  CHECK(handed.contraction_note == fresh->contraction_note);
+  // Every node of the final graph is in exactly one group of the handed plan.
+  std::set<const Node*> planned;
+  size_t count = 0;
+  for (const fusion::FusionGroup& grp : handed.groups)
+    for (const Node* n : grp.nodes) planned.insert(n), ++count;
+  std::set<const Node*> nodes;
+  for (const auto& n : g->nodes()) nodes.insert(n.get());
+  CHECK(count == planned.size());
+  CHECK(planned == nodes);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("the rewrites hand on the plan of the graph they leave", "[fusion][plan]") {
+  SECTION("LLaMA with LayerNorms: both LayerNorm decisions kept, the last rewrite judged") {
+    auto m = llama(2, 1024, 16, 4, 2816, QkNorm::kNone, "f32", true);
+    CHECK(check_handed_plan(m.graph));
+  }
+  SECTION("ViT with the layer scale folded (an unjudged rewrite first)") {
+    auto m = vit(2, true);
+    CHECK(check_handed_plan(m.graph));
+  }
+  SECTION("Falcon: the Slices judged with the relayout copies") {
+    auto m = falcon(2);
+    CHECK(check_handed_plan(m.graph));
+  }
+  SECTION("BLOOM") {
+    auto m = bloom(2);
+    CHECK(check_handed_plan(m.graph));
+  }
+  SECTION("a rewrite switched off changes nothing: the plan is the same") {
+    auto m = llama(2, 1024, 16, 4, 2816, QkNorm::kPerHead);
+    fusion::RewriteSwitches sw;
+    sw.hoist_row_scales = false;
+    check_handed_plan(m.graph, sw);
+  }
+}
+
+TEST_CASE("with no judged rewrite planning the graph, no plan is handed on", "[fusion][plan]") {
+  // Every judged rewrite off: only the unjudged ones run, and nothing planned the graph.
+  auto m = vit(2, true);
+  fusion::RewriteSwitches sw;
+  sw.gemms_as_matmuls = sw.split_slices = sw.relayout_copies = sw.hoist_row_scales = sw.hoist_layer_norms =
+      sw.output_copies = sw.all_expert_gemms = sw.expert_sums = sw.short_reductions = sw.short_maxima =
+          sw.topk_rounds = sw.arg_reductions = sw.shared_duplicates = false;
+  auto r = fusion::rewrite_for_planning(m.graph, opts("beam"), sw);
+  REQUIRE(r.is_ok());
+  CHECK(r->scale_folds.size() > 0);
+  CHECK(r->plan == nullptr);
+}
