@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <future>
+#include <optional>
 
 #include "fusion/hoist_scales.h"
 #include "fusion/row_statistics.h"
@@ -16,6 +18,10 @@ namespace {
 // other with it; `other` and `attention` name them in the verdict. A kOther set that lost is
 // judged once more when the kAttention set was then kept: the plan around it has changed (the
 // attention side's norms moved, their kernels merged otherwise), and it may win there.
+// The first two are planned at once: the kOther copy on a second thread, and the kAttention copy
+// made from it here, which is what the second decision looks at when the first keeps its copy
+// (the same graphs and plans as one after the other). When it does not, that plan goes unused and
+// the second decision plans its copy of g.
 StatusOr<RewriteResult> decide_twice(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&, NormReaders)>& rewrite,
@@ -32,8 +38,50 @@ StatusOr<RewriteResult> decide_twice(
     out.add_step(name, step);
     return !step.lines.empty();
   };
-  ASSIGN_OR_RETURN(bool other_kept, decide(NormReaders::kOther, other));
-  const bool other_judged = !out.verdict.empty();
+  std::unique_ptr<Graph> with_other = clone_graph(*g);
+  ASSIGN_OR_RETURN(std::vector<std::string> other_lines, rewrite(*with_other, NormReaders::kOther));
+  const bool other_judged = !other_lines.empty();
+  bool other_kept = false;
+  if (other_judged) {
+    std::unique_ptr<Graph> with_both = clone_graph(*with_other);
+    ASSIGN_OR_RETURN(std::vector<std::string> both_lines, rewrite(*with_both, NormReaders::kAttention));
+    // The futures end (joined) before the graphs they read.
+    auto plan_other = std::async(std::launch::async, [&] { return make_plan(*with_other, o); });
+    std::future<StatusOr<FusionPlan>> plan_g;
+    if (!known) plan_g = std::async(std::launch::async, [&] { return make_plan(*g, o); });
+    std::optional<StatusOr<FusionPlan>> plan_both;
+    if (!both_lines.empty()) plan_both = make_plan(*with_both, o);
+    ASSIGN_OR_RETURN(FusionPlan p_other, plan_other.get());
+    Cost c0;
+    std::shared_ptr<const FusionPlan> plan0;
+    if (known) {
+      c0 = *known;
+    } else {
+      ASSIGN_OR_RETURN(FusionPlan p0, plan_g.get());
+      c0 = p0.cost;
+      plan0 = std::make_shared<const FusionPlan>(std::move(p0));
+    }
+    RewriteResult step = judge_rewrite(c0, std::move(plan0), std::move(p_other), std::move(other_lines),
+                                       skip_flag, /*strict=*/false, /*no_more_kernels=*/false);
+    known = out.kept = step.kept;
+    if (step.kept_plan) out.kept_plan = step.kept_plan;
+    out.add_step(other, step);
+    other_kept = !step.lines.empty();
+    if (other_kept) {
+      g = std::move(with_other);
+      if (!both_lines.empty()) {
+        ASSIGN_OR_RETURN(FusionPlan p_both, std::move(*plan_both));
+        RewriteResult second =
+            judge_rewrite(*step.kept, step.kept_plan, std::move(p_both), std::move(both_lines), skip_flag,
+                          /*strict=*/false, /*no_more_kernels=*/false);
+        known = out.kept = second.kept;
+        if (second.kept_plan) out.kept_plan = second.kept_plan;
+        out.add_step(attention, second);
+        if (!second.lines.empty()) g = std::move(with_both);
+      }
+      return out;
+    }
+  }
   ASSIGN_OR_RETURN(bool attention_kept, decide(NormReaders::kAttention, attention));
   if (other_judged && !other_kept && attention_kept) {
     RETURN_IF_ERROR(decide(NormReaders::kOther, fmt::format("{}, judged again after those", other)).status());

@@ -446,12 +446,21 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
     plan0 = std::make_shared<const FusionPlan>(std::move(p0));
   }
   ASSIGN_OR_RETURN(FusionPlan after, std::move(after_or));
+  out = judge_rewrite(c0, std::move(plan0), std::move(after), std::move(lines), skip_flag, strict,
+                      no_more_kernels);
+  if (!out.lines.empty()) g = std::move(copy);  // the same Graph object: the kept plan's nodes are g's
+  return out;
+}
+
+RewriteResult judge_rewrite(const Cost& c0, std::shared_ptr<const FusionPlan> plan0, FusionPlan after,
+                            std::vector<std::string> lines, const std::string& skip_flag, bool strict,
+                            bool no_more_kernels) {
+  RewriteResult out;
   const double t0 = c0.time * 1e6, t1 = after.cost.time * 1e6;
   // Enough digits that the two estimates read differently when they differ.
   const int digits = fmt::format("{:.1f}", t0) == fmt::format("{:.1f}", t1) && t0 != t1 ? 3 : 1;
   const bool more_kernels = no_more_kernels && after.cost.kernels > c0.kernels;
   if ((strict ? t1 < t0 : t1 <= t0) && !more_kernels) {
-    g = std::move(copy);  // the same Graph object: `after`'s nodes are g's
     out.kept = after.cost;
     out.lines = std::move(lines);
     out.verdict = fmt::format("estimated {:.{}f} us against {:.{}f} us without, {} kernels against {}", t1,
@@ -459,7 +468,7 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
     out.kept_plan = std::make_shared<const FusionPlan>(std::move(after));
   } else {
     out.kept = c0;
-    out.kept_plan = plan0;
+    out.kept_plan = std::move(plan0);
     const std::string kernels =
         more_kernels ? fmt::format(", {} kernels against {}", after.cost.kernels, c0.kernels) : "";
     out.verdict = fmt::format(

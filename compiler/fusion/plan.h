@@ -136,5 +136,11 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,
     bool strict = false, const std::optional<Cost>& before = std::nullopt, bool no_more_kernels = false);
+// rewrite_if_cheaper's judgement, for callers that made the copy and its plan themselves: `c0` is
+// g's estimate (`plan0` its plan when the caller made it), `after` the copy's plan and `lines`
+// the rewrite's. Kept when the result's lines are not empty; the caller then puts the copy in g.
+RewriteResult judge_rewrite(const Cost& c0, std::shared_ptr<const FusionPlan> plan0, FusionPlan after,
+                            std::vector<std::string> lines, const std::string& skip_flag, bool strict,
+                            bool no_more_kernels);
 
 }  // namespace stitch::fusion

@@ -4,6 +4,8 @@
 // estimate. These tests fail when a rewrite changes the graph after the plan it hands on was made.
 #include <fmt/format.h>
 
+#include <regex>
+
 #include "fusion/rewrites.h"
 #include "fusion_test_util.h"
 #include "wide_layer_graphs.h"
@@ -15,7 +17,7 @@ using namespace stitch::test::wide;
 namespace {
 
 // Each group as its node names and scheme, in plan order, with its pack.
-std::vector<std::string> groups_of(const fusion::FusionPlan& p) {
+std::vector<std::string> described_groups(const fusion::FusionPlan& p) {
   std::vector<std::string> out;
   for (const fusion::FusionGroup& grp : p.groups) {
     std::string s = fmt::format("{} pack {}:", grp.scheme, grp.pack);
@@ -39,7 +41,7 @@ bool check_handed_plan(std::unique_ptr<Graph>& g, const fusion::RewriteSwitches&
   CHECK(handed.cost.kernels == fresh->cost.kernels);
   CHECK(handed.cost.library_calls == fresh->cost.library_calls);
   CHECK(handed.cost.bytes == fresh->cost.bytes);
-  CHECK(groups_of(handed) == groups_of(*fresh));
+  CHECK(described_groups(handed) == described_groups(*fresh));
   CHECK(handed.contraction_note == fresh->contraction_note);
   // Every node of the final graph is in exactly one group of the handed plan.
   std::set<const Node*> planned;
@@ -91,4 +93,26 @@ TEST_CASE("with no judged rewrite planning the graph, no plan is handed on", "[f
   REQUIRE(r.is_ok());
   CHECK(r->scale_folds.size() > 0);
   CHECK(r->plan == nullptr);
+}
+
+TEST_CASE("the second LayerNorm decision is judged against the graph the first one kept", "[fusion][plan]") {
+  // The two decisions are planned at once (the first's copy on a second thread, the second's copy
+  // made from it); the verdict must read as if one came after the other: the second compares with
+  // the estimate the first kept.
+  auto m = llama(2, 1024, 16, 4, 2816, QkNorm::kNone, "f32", true);
+  auto r = fusion::rewrite_for_planning(m.graph, opts("beam"));
+  REQUIRE(r.is_ok());
+  const std::string& v = r->norm_hoists.verdict;
+  INFO(v);
+  const std::regex both(
+      R"(feeding other work: estimated ([0-9.]+) us against [0-9.]+ us without.*; feeding attention: (not applied: )?estimated [0-9.]+ us against ([0-9.]+) us without)");
+  std::smatch match;
+  REQUIRE(std::regex_search(v, match, both));
+  CHECK(match[1].str() == match[3].str());
+  // And the handed-on plan is the final graph's.
+  auto fresh = fusion::make_plan(*m.graph, opts("beam"));
+  REQUIRE(fresh.is_ok());
+  REQUIRE(r->plan);
+  CHECK(r->plan->cost.time == fresh->cost.time);
+  CHECK(described_groups(*r->plan) == described_groups(*fresh));
 }
