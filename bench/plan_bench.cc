@@ -1,7 +1,8 @@
 // Benchmark of the fusion planners on a BERT-base-shaped encoder: L layers (default 12) of
 // hidden 768, 12 heads, sequence 128, batch 8, the way an opset-16 TorchScript export writes
 // them (decomposed 9-op layer norm, erf GELU, additive attention mask shared by every layer,
-// bias adds after each MatMul). Weights are graph inputs: planning only needs the shapes.
+// bias adds after each MatMul). Weights are graph inputs (shared by the layers) unless
+// --constant-weights 1: planning only needs the shapes.
 // Prints, per planner, planning time (median of --reps), kernels, kernels per layer, the
 // memory-intensive ones per layer (every generated kernel but tiled GEMMs, which are GEMMs with
 // their epilogues), library calls per layer, and the estimated bytes against --fusion none. The
@@ -9,11 +10,15 @@
 // ones plan it too: their time (median of --reps, each on a fresh copy) is printed first. It is
 // what `stitchc compile` spends planning when the last judged rewrite planned the graph as left
 // (compile then uses that plan); the table's times are make_plan's of the rewritten graph.
-// --rewrites 0 plans the graph as written. (Its weights are graph inputs, so the sibling merge, which
+// --rewrites 0 plans the graph as written. Most rewrites need constant weights: with
+// --constant-weights 1 each layer has its own, of seeded values (as an export's initializers; the
+// estimates depend on shapes alone), and the rewrites' time is the planning time of the target
+// "a 12-layer BERT-base graph in under 2 s". (Its weights are graph inputs, so the sibling merge, which
 // needs constant weights, leaves Q, K and V apart; an export's are merged into one GEMM.) --tiled-gemm-eff
 // sets the cost model's tiled GEMM efficiency (fusion/cost.h), as a device spec from a measurement would.
 // Results: docs/fusion-results.md.
 //   stitch_plan_bench [--layers L] [--reps N] [--window W] [--explain 1] [--tiled-gemm-eff E] [--rewrites 0]
+//                     [--constant-weights 1]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -46,14 +51,19 @@ std::string layer_norm(const std::string& p, const std::string& x, const std::st
       p, x, g, b);
 }
 
-std::string bert_text(int layers) {
+// `own_weights`: each layer has weights of its own (w3_wq, ...), as an export's initializers are;
+// else every layer reads the same inputs.
+std::string bert_text(int layers, bool own_weights) {
   std::string t = "graph \"bert_base\" opset 18 {\n";
   t += "  input %x: f32[8,128,768]\n  input %mask: f32[8,1,1,128]\n";
-  for (const char* w : {"wq", "wk", "wv", "wo"}) t += fmt::format("  input %{}: f32[768,768]\n", w);
-  t += "  input %wi: f32[768,3072]\n  input %wd: f32[3072,768]\n";
-  for (const char* b : {"bq", "bk", "bv", "bo", "bd", "g1", "b1", "g2", "b2"})
-    t += fmt::format("  input %{}: f32[768]\n", b);
-  t += "  input %bi: f32[3072]\n";
+  for (int l = 0; l < (own_weights ? layers : 1); ++l) {
+    const std::string p = own_weights ? fmt::format("w{}_", l) : "";
+    for (const char* w : {"wq", "wk", "wv", "wo"}) t += fmt::format("  input %{}{}: f32[768,768]\n", p, w);
+    t += fmt::format("  input %{0}wi: f32[768,3072]\n  input %{0}wd: f32[3072,768]\n", p);
+    for (const char* b : {"bq", "bk", "bv", "bo", "bd", "g1", "b1", "g2", "b2"})
+      t += fmt::format("  input %{}{}: f32[768]\n", p, b);
+    t += fmt::format("  input %{}bi: f32[3072]\n", p);
+  }
   t += "  const %axes_last: i64[1] = [-1]\n  const %two: f32[] = [2.0]\n  const %eps: f32[] = [1e-12]\n";
   t += "  const %scale: f32[] = [0.125]\n  const %half: f32[] = [0.5]\n  const %one: f32[] = [1.0]\n";
   t += "  const %rsqrt2: f32[] = [1.4142135]\n";
@@ -61,8 +71,10 @@ std::string bert_text(int layers) {
   std::string h = "x";
   for (int l = 0; l < layers; ++l) {
     const std::string p = fmt::format("l{}", l);
+    const std::string w = own_weights ? fmt::format("w{}_", l) : "";  // the layer's weights
     for (const char* qkv : {"q", "k", "v"}) {
-      t += fmt::format("  %{0}_{1}m = MatMul(%{2}, %w{1})\n  %{0}_{1}b = Add(%{0}_{1}m, %b{1})\n", p, qkv, h);
+      t += fmt::format("  %{0}_{1}m = MatMul(%{2}, %{3}w{1})\n  %{0}_{1}b = Add(%{0}_{1}m, %{3}b{1})\n", p,
+                       qkv, h, w);
       t += fmt::format("  %{0}_{1}r = Reshape(%{0}_{1}b, %heads)\n", p, qkv);
     }
     t += fmt::format("  %{0}_qt = Transpose(%{0}_qr) {{perm = ints[0, 2, 1, 3]}}\n", p);
@@ -75,17 +87,19 @@ std::string bert_text(int layers) {
         "  %{0}_ct = Transpose(%{0}_c) {{perm = ints[0, 2, 1, 3]}}\n  %{0}_cf = Reshape(%{0}_ct, %flat)\n",
         p);
     t += fmt::format(
-        "  %{0}_o = MatMul(%{0}_cf, %wo)\n  %{0}_ob = Add(%{0}_o, %bo)\n  %{0}_r1 = Add(%{0}_ob, %{1})\n", p,
-        h);
-    t += layer_norm(p + "_ln1", p + "_r1", "g1", "b1");
-    t += fmt::format("  %{0}_i = MatMul(%{0}_ln1, %wi)\n  %{0}_ib = Add(%{0}_i, %bi)\n", p);
+        "  %{0}_o = MatMul(%{0}_cf, %{2}wo)\n  %{0}_ob = Add(%{0}_o, %{2}bo)\n  %{0}_r1 = Add(%{0}_ob, "
+        "%{1})\n",
+        p, h, w);
+    t += layer_norm(p + "_ln1", p + "_r1", w + "g1", w + "b1");
+    t += fmt::format("  %{0}_i = MatMul(%{0}_ln1, %{1}wi)\n  %{0}_ib = Add(%{0}_i, %{1}bi)\n", p, w);
     t += fmt::format(
         "  %{0}_gd = Div(%{0}_ib, %rsqrt2)\n  %{0}_ge = Erf(%{0}_gd)\n  %{0}_g1 = Add(%{0}_ge, %one)\n", p);
     t += fmt::format("  %{0}_g2 = Mul(%{0}_ib, %{0}_g1)\n  %{0}_g3 = Mul(%{0}_g2, %half)\n", p);
     t += fmt::format(
-        "  %{0}_d = MatMul(%{0}_g3, %wd)\n  %{0}_db = Add(%{0}_d, %bd)\n  %{0}_r2 = Add(%{0}_db, %{0}_ln1)\n",
-        p);
-    t += layer_norm(p + "_ln2", p + "_r2", "g2", "b2");
+        "  %{0}_d = MatMul(%{0}_g3, %{1}wd)\n  %{0}_db = Add(%{0}_d, %{1}bd)\n  %{0}_r2 = Add(%{0}_db, "
+        "%{0}_ln1)\n",
+        p, w);
+    t += layer_norm(p + "_ln2", p + "_r2", w + "g2", w + "b2");
     h = p + "_ln2";
   }
   t += fmt::format("  output %{}\n}}\n", h);
@@ -97,7 +111,7 @@ std::string bert_text(int layers) {
 int main(int argc, char** argv) {
   int layers = 12, reps = 5, window = stitch::fusion::FusionOptions{}.beam_window, explain = 0;
   double tiled_eff = 0;  // 0: the spec's own
-  int rewrites = 1;
+  int rewrites = 1, constant_weights = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
@@ -113,10 +127,12 @@ int main(int argc, char** argv) {
       window = value;
     else if (flag == "--explain")
       explain = value;
+    else if (flag == "--constant-weights")
+      constant_weights = value;
     else {
       std::fprintf(stderr,
                    "unknown flag %s (flags: --layers L --reps N --window W --explain 1 --tiled-gemm-eff E "
-                   "--rewrites 0)\n",
+                   "--rewrites 0 --constant-weights 1)\n",
                    argv[i]);
       return 2;
     }
@@ -126,10 +142,28 @@ int main(int argc, char** argv) {
                  "--layers and --reps must be at least 1, --window at least 2, --tiled-gemm-eff in (0, 1]\n");
     return 2;
   }
-  auto g = stitch::parse_graph(bert_text(layers));
+  auto g = stitch::parse_graph(bert_text(layers, constant_weights != 0));
   if (!g.is_ok()) {
     std::fprintf(stderr, "%s\n", g.status().message().c_str());
     return 1;
+  }
+  if (constant_weights) {  // every input but the activation and the mask: seeded values in [-1, 1)
+    uint32_t state = 1;
+    std::vector<stitch::Value*> kept;
+    for (stitch::Value* v : (*g)->inputs) {
+      if (v->name == "x" || v->name == "mask") {
+        kept.push_back(v);
+        continue;
+      }
+      stitch::Tensor t(v->dtype, *v->dims);
+      float* f = t.data_as<float>();
+      for (int64_t i = 0; i < t.size(); ++i) {
+        state = state * 1664525u + 1013904223u;
+        f[i] = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+      }
+      v->constant = std::move(t);
+    }
+    (*g)->inputs = kept;
   }
   stitch::PassContext ctx;
   if (auto st = stitch::run_frontend(**g, ctx); !st.is_ok()) {
