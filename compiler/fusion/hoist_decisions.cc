@@ -29,14 +29,18 @@ StatusOr<RewriteResult> decide_twice(
     const std::optional<Cost>& before) {
   RewriteResult out;
   std::optional<Cost> known = before;  // the estimate of *g as it stands, once a step planned it
-  auto decide = [&](NormReaders r, const std::string& name) -> StatusOr<bool> {
-    ASSIGN_OR_RETURN(RewriteResult step,
-                     rewrite_if_cheaper(
-                         g, o, [&](Graph& c) { return rewrite(c, r); }, skip_flag, /*strict=*/false, known));
+  // A step's judgement into `out`; whether it was kept.
+  auto take = [&](const std::string& name, const RewriteResult& step) {
     if (step.kept) known = out.kept = step.kept;
     if (step.kept_plan) out.kept_plan = step.kept_plan;
     out.add_step(name, step);
     return !step.lines.empty();
+  };
+  auto decide = [&](NormReaders r, const std::string& name) -> StatusOr<bool> {
+    ASSIGN_OR_RETURN(RewriteResult step,
+                     rewrite_if_cheaper(
+                         g, o, [&](Graph& c) { return rewrite(c, r); }, skip_flag, /*strict=*/false, known));
+    return take(name, step);
   };
   std::unique_ptr<Graph> with_other = clone_graph(*g);
   ASSIGN_OR_RETURN(std::vector<std::string> other_lines, rewrite(*with_other, NormReaders::kOther));
@@ -47,37 +51,23 @@ StatusOr<RewriteResult> decide_twice(
     ASSIGN_OR_RETURN(std::vector<std::string> both_lines, rewrite(*with_both, NormReaders::kAttention));
     // The futures end (joined) before the graphs they read.
     auto plan_other = std::async(std::launch::async, [&] { return make_plan(*with_other, o); });
-    std::future<StatusOr<FusionPlan>> plan_g;
-    if (!known) plan_g = std::async(std::launch::async, [&] { return make_plan(*g, o); });
+    std::future<StatusOr<FusionPlan>> plan_g = plan_unless_known(known, *g, o);
     std::optional<StatusOr<FusionPlan>> plan_both;
     if (!both_lines.empty()) plan_both = make_plan(*with_both, o);
     ASSIGN_OR_RETURN(FusionPlan p_other, plan_other.get());
-    Cost c0;
-    std::shared_ptr<const FusionPlan> plan0;
-    if (known) {
-      c0 = *known;
-    } else {
-      ASSIGN_OR_RETURN(FusionPlan p0, plan_g.get());
-      c0 = p0.cost;
-      plan0 = std::make_shared<const FusionPlan>(std::move(p0));
-    }
-    RewriteResult step = judge_rewrite(c0, std::move(plan0), std::move(p_other), std::move(other_lines),
-                                       skip_flag, /*strict=*/false, /*no_more_kernels=*/false);
-    known = out.kept = step.kept;
-    if (step.kept_plan) out.kept_plan = step.kept_plan;
-    out.add_step(other, step);
-    other_kept = !step.lines.empty();
+    ASSIGN_OR_RETURN(auto estimate, estimate_before(known, plan_g));
+    const RewriteResult step = judge_rewrite(estimate.first, std::move(estimate.second), std::move(p_other),
+                                             std::move(other_lines), skip_flag, /*strict=*/false,
+                                             /*no_more_kernels=*/false);
+    other_kept = take(other, step);
     if (other_kept) {
       g = std::move(with_other);
       if (!both_lines.empty()) {
         ASSIGN_OR_RETURN(FusionPlan p_both, std::move(*plan_both));
-        RewriteResult second =
-            judge_rewrite(*step.kept, step.kept_plan, std::move(p_both), std::move(both_lines), skip_flag,
-                          /*strict=*/false, /*no_more_kernels=*/false);
-        known = out.kept = second.kept;
-        if (second.kept_plan) out.kept_plan = second.kept_plan;
-        out.add_step(attention, second);
-        if (!second.lines.empty()) g = std::move(with_both);
+        if (take(attention,
+                 judge_rewrite(*step.kept, step.kept_plan, std::move(p_both), std::move(both_lines),
+                               skip_flag, /*strict=*/false, /*no_more_kernels=*/false)))
+          g = std::move(with_both);
       }
       return out;
     }

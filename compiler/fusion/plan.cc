@@ -430,26 +430,28 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
   std::unique_ptr<Graph> copy = clone_graph(*g);
   ASSIGN_OR_RETURN(std::vector<std::string> lines, rewrite(*copy));
   if (lines.empty()) return out;
-  Cost c0;
-  std::shared_ptr<const FusionPlan> plan0;
-  // Without `before`, the plans of g and of the copy are independent: g's is made on a second
-  // thread meanwhile (planning reads the graphs only; the per-thread node facts are opened by
-  // each plan, and the copy shares g's weights read-only).
-  std::future<StatusOr<FusionPlan>> p0_future;
-  if (!before) p0_future = std::async(std::launch::async, [&] { return make_plan(*g, o); });
+  std::future<StatusOr<FusionPlan>> g_plan = plan_unless_known(before, *g, o);
   StatusOr<FusionPlan> after_or = make_plan(*copy, o);
-  if (before) {
-    c0 = *before;
-  } else {
-    ASSIGN_OR_RETURN(FusionPlan p0, p0_future.get());
-    c0 = p0.cost;
-    plan0 = std::make_shared<const FusionPlan>(std::move(p0));
-  }
+  ASSIGN_OR_RETURN(auto estimate, estimate_before(before, g_plan));
   ASSIGN_OR_RETURN(FusionPlan after, std::move(after_or));
-  out = judge_rewrite(c0, std::move(plan0), std::move(after), std::move(lines), skip_flag, strict,
-                      no_more_kernels);
+  out = judge_rewrite(estimate.first, std::move(estimate.second), std::move(after), std::move(lines),
+                      skip_flag, strict, no_more_kernels);
   if (!out.lines.empty()) g = std::move(copy);  // the same Graph object: the kept plan's nodes are g's
   return out;
+}
+
+std::future<StatusOr<FusionPlan>> plan_unless_known(const std::optional<Cost>& before, const Graph& g,
+                                                    const FusionOptions& o) {
+  if (before) return {};
+  return std::async(std::launch::async, [&g, &o] { return make_plan(g, o); });
+}
+
+StatusOr<std::pair<Cost, std::shared_ptr<const FusionPlan>>> estimate_before(
+    const std::optional<Cost>& before, std::future<StatusOr<FusionPlan>>& g_plan) {
+  if (before) return std::make_pair(*before, std::shared_ptr<const FusionPlan>());
+  ASSIGN_OR_RETURN(FusionPlan p0, g_plan.get());
+  const Cost c0 = p0.cost;
+  return std::make_pair(c0, std::make_shared<const FusionPlan>(std::move(p0)));
 }
 
 RewriteResult judge_rewrite(const Cost& c0, std::shared_ptr<const FusionPlan> plan0, FusionPlan after,

@@ -31,10 +31,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/gemm_folds.h"
@@ -136,6 +138,14 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
     std::unique_ptr<Graph>& g, const FusionOptions& o,
     const std::function<StatusOr<std::vector<std::string>>(Graph&)>& rewrite, const std::string& skip_flag,
     bool strict = false, const std::optional<Cost>& before = std::nullopt, bool no_more_kernels = false);
+// g's estimate for a judged rewrite when `before` is unset: g planned on a second thread while the
+// caller plans its copy (planning reads the graphs only; the per-thread node facts are opened by
+// each plan, and a copy shares g's weights read-only). An invalid future when `before` is set.
+std::future<StatusOr<FusionPlan>> plan_unless_known(const std::optional<Cost>& before, const Graph& g,
+                                                    const FusionOptions& o);
+// `before` when set, else the plan plan_unless_known started, with its cost.
+StatusOr<std::pair<Cost, std::shared_ptr<const FusionPlan>>> estimate_before(
+    const std::optional<Cost>& before, std::future<StatusOr<FusionPlan>>& g_plan);
 // rewrite_if_cheaper's judgement, for callers that made the copy and its plan themselves: `c0` is
 // g's estimate (`plan0` its plan when the caller made it), `after` the copy's plan and `lines`
 // the rewrite's. Kept when the result's lines are not empty; the caller then puts the copy in g.

@@ -200,6 +200,7 @@ bool Planner::connected(const std::vector<int>& m) const {
 bool Planner::recut(Part& p, const std::vector<int>& comp) {
   const auto es = edges(comp);
   bool changed = false;
+  std::vector<char> mark(p.gid.size(), 0);  // closure's, cleared after each walk
   // Puts `first` and `second` (each sorted, non-empty) in the place of groups a and b.
   auto place = [&](int a, int b, const std::vector<int>& first, const std::vector<int>& second) {
     p.groups[static_cast<size_t>(a)].clear();
@@ -223,7 +224,6 @@ bool Planner::recut(Part& p, const std::vector<int>& comp) {
       double best = now - 1e-9;
       std::vector<int> head, tail, best_head, best_tail;
       // The nodes of the pair a node reaches, or that reach it, inside the pair, with it (sorted).
-      std::vector<char> mark(p.gid.size(), 0);
       auto closure = [&](int v, const std::vector<std::vector<int>>& next) {
         std::vector<int> out{v}, stack{v};
         mark[static_cast<size_t>(v)] = 1;
