@@ -10,6 +10,7 @@ packages=(
   catch2                                          # unit tests
   libonnx-testdata                                # ONNX's own backend node tests (oracle)
   libglpk-dev                                     # exact ILP fusion planner (GLPK)
+  libxxhash-dev                                   # the artifact's file checksums (XXH3)
 )
 
 missing=()

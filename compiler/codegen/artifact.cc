@@ -70,19 +70,19 @@ Status write_file(const fs::path& p, const std::string& text) {
   return Status::ok();
 }
 
-// A file's size and FNV-1a, read a chunk at a time (a model can be gigabytes).
+// A file's size and checksum, read a chunk at a time (a model can be gigabytes).
 std::pair<size_t, uint64_t> file_digest(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::vector<char> chunk(size_t{1} << 20);
   size_t n = 0;
-  uint64_t h = artifact::fnv1a(nullptr, 0);
+  artifact::Checksum h;
   while (f) {
     f.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     const auto got = static_cast<size_t>(f.gcount());
-    h = artifact::fnv1a(chunk.data(), got, h);
+    h.update(chunk.data(), got);
     n += got;
   }
-  return {n, h};
+  return {n, h.digest()};
 }
 
 std::string hex64(uint64_t h) { return fmt::format("{:016x}", h); }
@@ -184,12 +184,12 @@ struct Writer {
   ArtifactSummary* summary;
   std::map<const Value*, int> buffer_ids;
   ordered_json buffers = ordered_json::array();
-  std::map<std::string, std::pair<size_t, uint64_t>> written;  // relative path -> bytes, FNV-1a
+  std::map<std::string, std::pair<size_t, uint64_t>> written;  // relative path -> bytes, checksum
 
   // Writes a file of the artifact and remembers its size and checksum for the manifest.
   Status put(const std::string& rel, const std::string& text) {
     RETURN_IF_ERROR(write_file(tmp / rel, text));
-    written[rel] = {text.size(), artifact::fnv1a(text.data(), text.size())};
+    written[rel] = {text.size(), artifact::checksum(text.data(), text.size())};
     return Status::ok();
   }
 
@@ -296,12 +296,12 @@ struct Writer {
   Status weights() {
     const fs::path path = tmp / artifact::kWeightsFile;
     std::ofstream f(path, std::ios::binary);
-    uint64_t h = artifact::fnv1a(nullptr, 0);
+    artifact::Checksum h;
     int64_t at = 0;
     const std::vector<char> zeros(static_cast<size_t>(artifact::kAlignment), '\0');
     auto emit = [&](const void* p, int64_t n) {
       f.write(static_cast<const char*>(p), n);
-      h = artifact::fnv1a(p, static_cast<size_t>(n), h);
+      h.update(p, static_cast<size_t>(n));
       at += n;
     };
     auto pad_to = [&](int64_t offset) {
@@ -319,7 +319,7 @@ struct Writer {
     if (!f)
       return Status::user(fmt::format(
           "cannot write '{}': check the output directory is writable and has room", path.string()));
-    written[artifact::kWeightsFile] = {static_cast<size_t>(at), h};
+    written[artifact::kWeightsFile] = {static_cast<size_t>(at), h.digest()};
     return Status::ok();
   }
 
@@ -463,7 +463,7 @@ struct Writer {
                        {"dims", dims_json(f.value.dims())},
                        {"data", hex}});
     }
-    const auto [model_bytes, model_fnv1a] = file_digest(o.model_path);
+    const auto [model_bytes, model_sum] = file_digest(o.model_path);
     ordered_json files = ordered_json::object();
     std::vector<fs::path> all;
     for (const auto& e : fs::recursive_directory_iterator(tmp))
@@ -474,7 +474,7 @@ struct Writer {
       auto it = written.find(rel);
       if (it == written.end())  // made by nvcc or the host compiler
         it = written.emplace(rel, file_digest(tmp / p)).first;
-      files[rel] = {{"bytes", it->second.first}, {"fnv1a", hex64(it->second.second)}};
+      files[rel] = {{"bytes", it->second.first}, {"xxh3", hex64(it->second.second)}};
     }
     ordered_json backends = ordered_json::array();
     if (o.run_nvcc) backends.push_back("cuda");
@@ -483,7 +483,7 @@ struct Writer {
         {"format", artifact::kFormatName},
         {"version", artifact::kArtifactVersion},
         {"compiler", "stitchc 0.1.0"},
-        {"model", {{"path", o.model_path}, {"bytes", model_bytes}, {"fnv1a", hex64(model_fnv1a)}}},
+        {"model", {{"path", o.model_path}, {"bytes", model_bytes}, {"xxh3", hex64(model_sum)}}},
         {"inputs", ins},
         {"outputs", outs},
         {"fixed_inputs", fixed},

@@ -457,6 +457,12 @@ expect "weights with extra bytes" 2 "'weights.bin' has [0-9]+ bytes, the manifes
   "$STITCHC" run "$TMP/tampered" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/edited" && sed -i '1s/$/ (edited)/' "$TMP/edited/kernels/$K0"
 expect "edited kernel source" 2 "$K0' .*(checksum|bytes)" -- "$STITCHC" run "$TMP/edited" --backend emu --inputs "$D"
+# One byte of the weights changed, the size kept: only the checksum can tell.
+cp -r "$B" "$TMP/flipped" && byte=$(od -An -tu1 -j100 -N1 "$B/weights.bin") &&
+  printf "\\$(printf %03o $(((byte + 1) % 256)))" | dd of="$TMP/flipped/weights.bin" bs=1 seek=100 conv=notrunc status=none
+cmp -s "$B/weights.bin" "$TMP/flipped/weights.bin" && { echo "FAIL the flipped weights are unchanged"; fail=$((fail + 1)); }
+expect "weights edited in place" 2 "'weights.bin' does not match its checksum" -- \
+  "$STITCHC" run "$TMP/flipped" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/truncated" && head -c 100 "$B/schedule.json" >"$TMP/truncated/schedule.json"
 expect "truncated schedule" 2 "schedule.json' has [0-9]+ bytes" -- "$STITCHC" run "$TMP/truncated" --backend emu --inputs "$D"
 cp -r "$B" "$TMP/missing" && rm "$TMP/missing/emu/kernels_emu.so"
