@@ -133,15 +133,20 @@ const Eval& Planner::eval(const std::vector<int>& m) {
     return memo_[m] = e;
   }
   std::vector<const Node*> ns;
-  std::set<std::string> names;
-  for (int i : m) names.insert(nodes_[i]->name);
-  for (const auto& apart : o_.keep_apart)
-    if (std::includes(names.begin(), names.end(), apart.begin(), apart.end())) {
-      e.why = fmt::format("ptxas reported spills or more registers than the budget for a kernel of {} of these nodes; "
-                          "they are kept apart",
-                          apart.size());
-      return memo_[m] = e;
-    }
+  // The members' names as a set only when some are to be kept apart: building it for every group
+  // looked at was 7% of a MoE export's planning.
+  if (!o_.keep_apart.empty()) {
+    std::set<std::string> names;
+    for (int i : m) names.insert(nodes_[i]->name);
+    for (const auto& apart : o_.keep_apart)
+      if (std::includes(names.begin(), names.end(), apart.begin(), apart.end())) {
+        e.why = fmt::format(
+            "ptxas reported spills or more registers than the budget for a kernel of {} of these nodes; "
+            "they are kept apart",
+            apart.size());
+        return memo_[m] = e;
+      }
+  }
   for (int i : m) {
     if (!fusible_[i]) {
       e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())
@@ -171,6 +176,7 @@ std::set<const Value*> Planner::escaping(const std::vector<const Node*>& ns) con
 
 std::vector<int> Planner::merged(const std::vector<int>& a, const std::vector<int>& b) {
   std::vector<int> m;
+  m.reserve(a.size() + b.size());  // growing it was 8% of a MoE model's planning
   std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(m));
   return m;
 }

@@ -156,6 +156,8 @@ class Planner {
   std::unordered_map<const Value*, std::vector<Node*>> users_;
   std::vector<std::vector<int>> succ_, pred_;
   std::vector<bool> fusible_;
+  // connected()'s scratch, all 0 between calls (a Planner runs on one thread).
+  mutable std::vector<char> member_marks_;
   std::vector<bool> sized_;  // counts toward --max-group-size: every node but a view (no code in a kernel)
   std::set<const Node*> contract_;
   codegen::GemmFolds folds_;

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include "fusion/planner.h"
 
@@ -37,6 +38,7 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
   p.cost = 0;
   auto key = [&](const Part& x) {
     std::vector<int> k;
+    k.reserve(win.size());
     for (int v : win) k.push_back(x.gid[v]);
     return k;
   };
@@ -175,25 +177,26 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
 }
 
 bool Planner::connected(const std::vector<int>& m) const {
-  // Marks by position in m (sorted), so the walk is O(|m| log |m|) for groups of hundreds of nodes.
-  std::vector<char> seen(m.size(), 0);
+  // Marks by node: 1 for a member not reached yet, 2 reached; cleared before returning, so the
+  // walk is O(|m| + its edges) for groups of hundreds of nodes.
+  if (member_marks_.size() < nodes_.size()) member_marks_.assign(nodes_.size(), 0);
+  for (int x : m) member_marks_[static_cast<size_t>(x)] = 1;
   std::vector<int> stack{m.front()};
-  seen[0] = 1;
+  member_marks_[static_cast<size_t>(m.front())] = 2;
   size_t reached = 1;
   while (!stack.empty()) {
     const int x = stack.back();
     stack.pop_back();
     for (const std::vector<std::vector<int>>* next : {&pred_, &succ_})
       for (int y : (*next)[static_cast<size_t>(x)]) {
-        const auto it = std::lower_bound(m.begin(), m.end(), y);
-        if (it == m.end() || *it != y) continue;
-        char& s = seen[static_cast<size_t>(it - m.begin())];
-        if (s) continue;
-        s = 1;
+        char& s = member_marks_[static_cast<size_t>(y)];
+        if (s != 1) continue;
+        s = 2;
         ++reached;
         stack.push_back(y);
       }
   }
+  for (int x : m) member_marks_[static_cast<size_t>(x)] = 0;
   return reached == m.size();
 }
 
@@ -241,6 +244,9 @@ bool Planner::recut(Part& p, const std::vector<int>& comp) {
         std::sort(out.begin(), out.end());
         return out;
       };
+      // Heads already looked at for this pair: the three cuts of neighbouring nodes often agree (in
+      // a chain, each closure cut is a graph-order cut too), and a cut's tail is the rest of the pair.
+      std::unordered_set<std::vector<int>, MembersHash> tried;
       for (size_t i = 0; i < all.size(); ++i)
         for (int how : {0, 1, 2}) {
           // 0: the nodes before all[i] in graph order first; 1: all[i] with what it reads inside the
@@ -257,7 +263,8 @@ bool Planner::recut(Part& p, const std::vector<int>& comp) {
             head = how == 1 ? side : rest;
             tail = how == 1 ? rest : side;
           }
-          if (head == ga || head == gb || !connected(head) || !connected(tail)) continue;
+          if (head == ga || head == gb || !tried.insert(head).second || !connected(head) || !connected(tail))
+            continue;
           const Eval& eh = eval(head);
           if (!eh.ok || eh.cost.time >= best) continue;
           const Eval& et = eval(tail);

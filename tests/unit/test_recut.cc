@@ -5,7 +5,11 @@
 // plans are checked by the plan tests (test_fusion.cc).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "fusion/planner.h"
 #include "fusion_test_util.h"
@@ -94,4 +98,39 @@ TEST_CASE("recutting neighbouring groups never costs more, keeps groups legal an
     CHECK(fused_matches_reference(*g, 900 + trial) >= 1);
   }
   CHECK(improved > 0);
+}
+
+TEST_CASE("connected follows producer-consumer edges among the members alone, call after call", "[fusion]") {
+  auto g = test::parse_or_die(R"(graph "c" opset 18 {
+  input %x: f32[4,37]
+  %a = Relu(%x) @"a"
+  %b = Neg(%a) @"b"
+  %c = Tanh(%b) @"c"
+  %d = Exp(%x) @"d"
+  %e = Add(%c, %d) @"e"
+  output %e
+}
+)");
+  test::run_frontend_or_die(*g);
+  fusion::Planner planner(*g, opts("beam"));
+  // Member indices by node name (the planner's order is the graph's).
+  std::map<std::string, int> at;
+  for (int i = 0; i < 5; ++i) at[planner.describe({i}).nodes.front()->name] = i;
+  REQUIRE(at.size() == 5);
+  auto ids = [&](std::initializer_list<const char*> names) {
+    std::vector<int> m;
+    for (const char* n : names) m.push_back(at.at(n));
+    std::sort(m.begin(), m.end());
+    return m;
+  };
+  // Each query twice, in an order where a wrong answer would follow from marks left by the one before.
+  for (int pass = 0; pass < 2; ++pass) {
+    CHECK(planner.connected(ids({"a", "b", "c"})));
+    CHECK_FALSE(planner.connected(ids({"a", "c"})));       // b, between them, is not a member
+    CHECK_FALSE(planner.connected(ids({"a", "b", "d"})));  // d reaches them through x, an input
+    CHECK(planner.connected(ids({"a", "b", "c", "d", "e"})));
+    CHECK_FALSE(planner.connected(ids({"c", "d"})));
+    CHECK(planner.connected(ids({"c", "d", "e"})));  // e joins them, as a consumer of both
+    CHECK(planner.connected(ids({"d"})));
+  }
 }
