@@ -4,13 +4,13 @@ transformer optimizer, older opsets, quantized forms). Tooling only."""
 import os
 import sys
 
-import numpy as np
 import onnx
 import torch
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
-from make_models import LegacyBert  # noqa: E402,F401  (the shipped bert_legacy_ort's; the tables use it)
+# the shipped bert_legacy_ort's model (the tables use it), and tensors to numpy as the shipped models' data
+from make_models import LegacyBert, to_numpy  # noqa: E402,F401
 
 BATCH, SEQ = 2, 32
 # Further data sets of the text models, at other bindings of the dynamic axes: one sequence of odd
@@ -20,17 +20,6 @@ MORE_SHAPES = [(1, 7), (3, 45)]
 NAMED_ONLY = {"bert_base_12l", "bert_base_12l_f16", "llama_wide", "phi3_wide", "gemma2_wide", "olmo_wide",
               "stablelm_wide", "vit_base_2l", "dinov2_base_2l", "gpt2_wide", "gpt_neox_wide", "bloom_wide",
               "opt_wide", "falcon_wide", "qwen3_wide"}
-
-
-def to_numpy(t):
-    """numpy has no bfloat16: through ml_dtypes' (onnx's own dependency), which onnx saves as BFLOAT16."""
-    if isinstance(t, np.ndarray):
-        return t
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        import ml_dtypes
-        return t.float().numpy().astype(ml_dtypes.bfloat16)  # exact: every bfloat16 is a float
-    return t.numpy()
 
 
 def save_case(out, names_in, inputs, names_out, outputs, k=0):
