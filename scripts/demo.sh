@@ -12,6 +12,7 @@ out=build/demo
 mkdir -p "$out"
 for m in models/*/; do
   name=$(basename "$m")
+  [ -f "${m}model.onnx" ] || continue  # models/__pycache__ after running make_models.py
   shapes=(--shape batch=2)
   case $name in
     cnn_small | cnn_small_qdq | cnn_small_qop | seg_small | unet_small) ;;
