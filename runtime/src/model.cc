@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "stitch/artifact_format.h"
 
@@ -261,6 +262,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
   m->dir = dir;
   const fs::path root(dir);
   std::vector<uint8_t> weights;
+  std::optional<std::vector<uint8_t>> schedule;  // the bytes checked below are the bytes parsed
   json manifest = parse_json(read_file(root / artifact::kManifestFile, dir), fmt::format("'{}/manifest.json'", dir));
   try {
     if (manifest.value("format", std::string()) != artifact::kFormatName)
@@ -280,6 +282,7 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
         fail(2, fmt::format("artifact '{}': '{}' does not match its checksum in the manifest (edited after "
                             "compilation?); recompile the model", dir, rel));
       if (rel == artifact::kWeightsFile) weights = std::move(data);  // read once: it can be hundreds of MiB
+      if (rel == artifact::kScheduleFile) schedule = std::move(data);
     }
     for (const json& t : manifest.at("inputs")) m->inputs.push_back(tensor_info(t));
     for (const json& t : manifest.at("fixed_inputs")) {
@@ -319,7 +322,8 @@ std::shared_ptr<const Model> Model::load(const std::string& dir) {
     }
     m->archs = manifest.at("archs").get<std::vector<std::string>>();
     m->backends = manifest.at("backends").get<std::vector<std::string>>();
-    json sched = parse_json(read_file(root / artifact::kScheduleFile, dir), "schedule.json");
+    if (!schedule) schedule = read_file(root / artifact::kScheduleFile, dir);  // a manifest not listing it
+    json sched = parse_json(*schedule, "schedule.json");
     if (sched.value("version", -1) != artifact::kArtifactVersion)
       fail(2, fmt::format("artifact '{}': schedule.json has another format version than the manifest", dir));
     parse_schedule(*m, sched);
