@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 
@@ -449,6 +450,13 @@ GemmFolds fold_pass(const Graph& g, const UsersMap& users, const std::map<const 
         // the same order, do; K merged heads first against Q batch first does not).
         if (i == 1 && f.operand[0].root && !batches_nest(f.operand[0].batch_axes, o->batch_axes)) continue;
         if (!batches_nest(out_batch, o->batch_axes)) continue;
+        // A scale whose product with alpha is not finite stays a kernel: the call's alpha is a
+        // number in the schedule, which has no NaN or infinity.
+        double scaled = f.alpha;
+        for (const auto& [x, val] : fwd)
+          if (x->op_type == "Mul")
+            scaled *= *scalar_constant(scalar_constant(x->input(0)) ? x->input(0) : x->input(1));
+        if (!std::isfinite(scaled)) continue;
         f.operand[i] = *o;
         for (const auto& [x, val] : fwd) {
           if (x->op_type == "Mul") {

@@ -2,6 +2,7 @@
 // Compress.
 // Negative indices count from the end; an index out of range is an error at
 // evaluation (never a read outside the tensor).
+#include <algorithm>
 #include <cstring>
 
 #include "ops/op_params.h"
@@ -153,6 +154,10 @@ Status infer_gather_nd(InferContext& ctx) {
   int64_t k = ix.back();
   if (b < 0 || b >= static_cast<int64_t>(ix.size()) || b + k > static_cast<int64_t>(x.size()))
     return ctx.error("indices' last dimension and batch_dims do not fit the data's rank");
+  if (!std::equal(x.begin(), x.begin() + b, ix.begin()))
+    return ctx.error(fmt::format(
+        "with batch_dims {} the data's leading axes {} and the indices' {} must be equal", b,
+        dims_to_string(Dims(x.begin(), x.begin() + b)), dims_to_string(Dims(ix.begin(), ix.begin() + b))));
   Dims d(ix.begin(), ix.end() - 1);
   d.insert(d.end(), x.begin() + b + k, x.end());
   ctx.set_output(0, ctx.dtype(0), d);

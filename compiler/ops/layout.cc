@@ -1,6 +1,7 @@
 // Layout ops: they move bytes and never change values, so they work on raw
 // elements of any dtype. Reshape Flatten Squeeze Unsqueeze Transpose Concat
 // Split Slice Expand Tile Pad Trilu, plus Identity and inference-mode Dropout.
+#include <algorithm>
 #include <numeric>
 
 #include "ops/op_params.h"
@@ -337,6 +338,8 @@ Status eval_slice(const Node& n, std::span<const Tensor* const> in, std::vector<
 
 Status infer_expand(InferContext& ctx) {
   ASSIGN_OR_RETURN(auto shape, const_ints(ctx, 1, "target shape"));
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t x) { return x < 0; }))
+    return ctx.error(fmt::format("the target shape [{}] has a negative entry", fmt::join(shape, ", ")));
   auto d = broadcast_dims(ctx.dims(0), shape);
   if (!d)
     return ctx.error(fmt::format("cannot expand {} to [{}]", dims_to_string(ctx.dims(0)), fmt::join(shape, ", ")));
@@ -503,7 +506,7 @@ Status eval_trilu(const Node& n, std::span<const Tensor* const> in, std::vector<
 Status infer_dropout(InferContext& ctx) {
   if (ctx.has_input(2)) {
     const Tensor* t = ctx.constant(2);
-    if (!t || t->get_i64(0) != 0)
+    if (!t || t->size() != 1 || t->get_i64(0) != 0)
       return ctx.error("training_mode must be a constant false; export the model in eval mode");
   }
   ctx.set_output(0, ctx.dtype(0), ctx.dims(0));

@@ -89,6 +89,10 @@ Status infer_gemm(InferContext& ctx) {
   int64_t m = ctx.dims(0)[ta ? 1 : 0], k = ctx.dims(0)[ta ? 0 : 1];
   int64_t k2 = ctx.dims(1)[tb ? 1 : 0], nn = ctx.dims(1)[tb ? 0 : 1];
   if (k != k2) return ctx.error(fmt::format("inner dimensions differ: {} and {}", k, k2));
+  // The GEMM call carries alpha and beta as numbers; NaN and the infinities have no place there.
+  for (const char* f : {"alpha", "beta"})
+    if (!std::isfinite(n.attr_float(f, 1.0f)))
+      return ctx.error(fmt::format("{} is {}; stitch takes only finite values", f, n.attr_float(f, 1.0f)));
   if (ctx.has_input(2)) {
     auto b = broadcast_dims(ctx.dims(2), {m, nn});
     if (!b || *b != Dims{m, nn})

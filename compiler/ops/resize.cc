@@ -247,6 +247,12 @@ StatusOr<ResizeSpec> resize_spec(const Node& n, const Dims& in, const Tensor* ro
                         fmt::format("axis {} of length {} would be resized to {}: give a scale or size that "
                                     "keeps at least one element",
                                     a, in[a], spec.out[a]));
+    // Each resized axis keeps a table of taps per output element (index and weight), built here.
+    constexpr int64_t kMaxResized = int64_t{1} << 24;
+    if (spec.out[a] > kMaxResized)
+      return node_error(n, fmt::format("axis {} of length {} would be resized to {}, past the {} elements an "
+                                       "axis may have here; check the model's scales or sizes",
+                                       a, in[a], spec.out[a], kMaxResized));
     ResizeAxis ax;
     ax.axis = static_cast<int64_t>(a);
     ax.in = in[a];

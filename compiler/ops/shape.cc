@@ -52,6 +52,10 @@ Status infer_range(InferContext& ctx) {
     if (!ctx.constant(i))
       return ctx.error("start, limit and delta must be known at compile time (bind dynamic "
                        "dimensions with --shape)");
+    static const char* const kNames[] = {"start", "limit", "delta"};
+    if (ctx.constant(i)->size() != 1)
+      return ctx.error(fmt::format("input {} ({}) must be one value, not shape {}", i, kNames[i],
+                                   dims_to_string(ctx.constant(i)->dims())));
   }
   // Opset 27's stash_type: half types step in float32 by default (1). The values are computed in
   // double and rounded once, which float32 steps match; a half-precision stash is not offered.
@@ -139,6 +143,10 @@ Status eval_constant_of_shape(const Node& n, std::span<const Tensor* const> in, 
 Status infer_onehot(InferContext& ctx) {
   const Tensor* depth = ctx.constant(1);
   if (!depth) return ctx.error("depth must be known at compile time");
+  if (depth->size() != 1)
+    return ctx.error(fmt::format("depth must be one value, not shape {}", dims_to_string(depth->dims())));
+  if (!(depth->get_f64(0) >= 1 && depth->get_f64(0) < 1e9))
+    return ctx.error(fmt::format("depth must be a positive count, not {}", depth->get_f64(0)));
   if (ctx.dims(2) != Dims{2}) return ctx.error("values must hold [off, on]");
   int64_t r = ctx.rank(0) + 1;
   ASSIGN_OR_RETURN(int64_t axis, norm_axis(ctx.node(), ctx.node().attr_int("axis", -1), r));

@@ -53,6 +53,11 @@ StatusOr<bool> infer_shapes(Graph& g, PassContext&) {
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const Value* o = n.outputs[i];
       if (!o) continue;
+      if (o->dims && std::any_of(o->dims->begin(), o->dims->end(), [](int64_t d) { return d < 0; }))
+        return Status::user(
+            fmt::format("{}: output '{}' would have shape {}, with a negative axis; check the "
+                        "model's shape constants and the --shape bindings",
+                        n.describe(), o->name, dims_to_string(*o->dims)));
       if (o->dtype == DType::kUndefined || !o->has_static_shape())
         return Status::internal(fmt::format("{}: the shape rule left output {} untyped", n.describe(), i));
       if (!fits_in_memory(*o->dims))
