@@ -270,7 +270,11 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index, IndexWidth ix) {
   const std::string& op = n.op_type;
   ASSIGN_OR_RETURN(Segments seg, reduction_segments(n));
   SegmentKernel k(n, index, seg, choose_mapping(seg), "red", ix);
-  const std::string ct = compute_type(x->dtype);
+  // Integers reduce in their own type, except through exp, log and sqrt: those in double, as the
+  // reference computes them, the result truncated to the integer type when it is stored.
+  const bool via_double =
+      is_int(x->dtype) && (op == "ReduceLogSumExp" || op == "ReduceLogSum" || op == "ReduceL2");
+  const std::string ct = via_double ? "double" : compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   const bool is_max = op == "ReduceMax" || op == "GlobalMaxPool", is_min = op == "ReduceMin";
   std::string result;
@@ -296,6 +300,7 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index, IndexWidth ix) {
     if (op == "ReduceL2") result = fmt::format("{}(acc)", fnm(ct, "sqrt"));
     if (op == "ReduceLogSum") result = fmt::format("{}(acc)", fnm(ct, "log"));
   }
+  if (via_double) result = float_to_int(result, y->dtype);
   k.w().line("if (lane == 0) {}", k.store(y, "o", result));
   return k.finish(op);
 }

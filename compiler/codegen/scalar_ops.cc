@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "codegen/kernel.h"
@@ -259,6 +260,15 @@ StatusOr<std::string> bit_cast(const Node& n, DType from, DType to, const std::s
 
 }  // namespace
 
+std::string float_to_int(const std::string& x, DType to) {
+  const std::string ct = compute_type(to);
+  const int64_t lo = int_min(to);
+  const std::string lo_text =
+      lo == std::numeric_limits<int64_t>::min() ? "(-9223372036854775807LL - 1)" : fmt::format("{}LL", lo);
+  return fmt::format("stitch_dev::float_to_int<{0}>({1}, ({0}){2}, ({0}){3}ULL)", ct, x, lo_text,
+                     int_max(to));
+}
+
 StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a) {
   const std::string& op = n.op_type;
   const DType out_t = n.output(0)->dtype;
@@ -285,8 +295,15 @@ StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>&
     return x;
   }
   if (op == "Cast" || op == "CastLike") {
-    // Float to bool is "non-zero"; every other conversion is C's, through the compute types.
+    // Float to bool is "non-zero". Float to an integer type saturates to the type's range, NaN
+    // giving 0 (stitch_dev::float_to_int, as the reference does). An integer narrowed to a
+    // type narrower than its compute type wraps, as its stored value would, since the kernel's
+    // readers take the compute type. Every other conversion is C's, through the compute types.
+    const DType in_t = n.input(0)->dtype;
     if (out_t == DType::kBool) return fmt::format("({} != 0)", a[0]);
+    if (is_int(out_t) && is_float(in_t)) return float_to_int(a[0], out_t);
+    if (is_int(out_t) && storage_type(out_t) != ct)
+      return fmt::format("(({})({}){})", ct, storage_type(out_t), a[0]);
     return fmt::format("(({}){})", ct, a[0]);
   }
   if (op == "BitCast") return bit_cast(n, n.input(0)->dtype, out_t, a[0]);

@@ -20,6 +20,11 @@ bool has_scalar_expr(const Node& n);
 // omitted optional input). Error (naming the node) for a case the back end does not handle.
 StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a);
 
+// Float expression `x` converted to integer type `to`, in `to`'s compute type, the way the
+// reference's Cast converts: NaN gives 0, a value past the type's range its nearest end
+// (stitch_dev::float_to_int).
+std::string float_to_int(const std::string& x, DType to);
+
 // Whether the expression reads input `i` of `n` (every present input but CastLike's target, whose
 // type alone counts, and the exponent of Pow by a constant 2, which is x * x). Lowerings load only
 // these: nvcc rejects a loaded operand no expression uses.

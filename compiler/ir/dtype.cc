@@ -35,6 +35,16 @@ int dtype_size(DType t) { return info(t).size; }
 std::string_view dtype_name(DType t) { return info(t).name; }
 int dtype_to_onnx(DType t) { return info(t).onnx; }
 
+int64_t int_min(DType t) {
+  if (is_unsigned_int(t)) return 0;
+  return -(int64_t{1} << (8 * dtype_size(t) - 1));
+}
+
+uint64_t int_max(DType t) {
+  const int bits = 8 * dtype_size(t) - (is_signed_int(t) ? 1 : 0);
+  return bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+}
+
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const auto& i : kInfo)
     if (i.name == name && i.type != DType::kUndefined) return i.type;

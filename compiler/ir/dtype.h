@@ -37,6 +37,9 @@ inline bool is_unsigned_int(DType t) {
   return t == DType::kU64 || t == DType::kU32 || t == DType::kU16 || t == DType::kU8;
 }
 inline bool is_int(DType t) { return is_signed_int(t) || is_unsigned_int(t); }
+// The smallest and the largest value of integer type t (kU64's largest does not fit an int64_t).
+int64_t int_min(DType t);
+uint64_t int_max(DType t);
 
 // IEEE half and bfloat16 conversions (round to nearest even).
 uint16_t float_to_half_bits(float f);

@@ -91,14 +91,21 @@ void Tensor::set_f64(int64_t i, double v) {
       reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16_bits(static_cast<float>(v));
       return;
     case DType::kBool: reinterpret_cast<uint8_t*>(p)[i] = v != 0.0; return;
+    // A float stored as an integer: toward zero, NaN as 0, a value past the type's range as its
+    // nearest end (C leaves both undefined; PTX's cvt and the kernels' stitch_dev::float_to_int
+    // do the same), never wrapped around.
     case DType::kU64:
-      reinterpret_cast<uint64_t*>(p)[i] = std::isnan(v) || v <= 0 ? 0 : static_cast<uint64_t>(v);
+      reinterpret_cast<uint64_t*>(p)[i] = std::isnan(v) || v <= 0       ? 0
+                                          : v >= 18446744073709551616.0 ? int_max(dtype_)
+                                                                        : static_cast<uint64_t>(v);
       return;
     default: {
       int64_t iv;
       if (std::isnan(v)) iv = 0;
-      else if (v >= 9.2233720368547758e18) iv = std::numeric_limits<int64_t>::max();
-      else if (v <= -9.2233720368547758e18) iv = std::numeric_limits<int64_t>::min();
+      else if (v >= static_cast<double>(int_max(dtype_)))
+        iv = static_cast<int64_t>(int_max(dtype_));
+      else if (v <= static_cast<double>(int_min(dtype_)))
+        iv = int_min(dtype_);
       else iv = static_cast<int64_t>(v);
       set_i64(i, iv);
     }

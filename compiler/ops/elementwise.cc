@@ -86,7 +86,7 @@ const UnaryRow kUnary[] = {
        return [](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); };
      },
      [](const Node&) -> I64 { return [](int64_t x) { return int64_t((x > 0) - (x < 0)); }; }},
-    {"Relu", 1, [](const Node&) -> F64 { return [](double x) { return x > 0 ? x : 0.0 * x; }; },
+    {"Relu", 1, [](const Node&) -> F64 { return [](double x) { return x > 0 || std::isnan(x) ? x : 0.0; }; },
      [](const Node&) -> I64 { return [](int64_t x) { return x > 0 ? x : int64_t(0); }; }},
     {"Reciprocal", 1, [](const Node&) -> F64 { return [](double x) { return 1.0 / x; }; }, nullptr},
     {"Sqrt", 1, [](const Node&) -> F64 { return [](double x) { return std::sqrt(x); }; }, nullptr},
@@ -513,7 +513,8 @@ Status eval_cast(const Node& n, std::span<const Tensor* const> in, std::vector<T
   Tensor y(to, x.dims());
   bool src_float = is_float(x.dtype());
   for (int64_t i = 0; i < x.size(); ++i) {
-    if (src_float) y.set_f64(i, x.get_f64(i));
+    if (src_float)
+      y.set_f64(i, x.get_f64(i));  // to an integer: saturated, NaN as 0 (set_f64)
     else if (x.dtype() == DType::kU64 && is_float(to)) y.set_f64(i, x.get_f64(i));
     else y.set_i64(i, x.get_i64(i));
   }

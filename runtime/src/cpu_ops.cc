@@ -80,7 +80,7 @@ void gemm(const GemmDesc& g, const void* a, const void* b, void* c, const void* 
         if (bias) v += E::get(bias, j);
         if (residual) v += E::get(residual, at);
         if (g.gelu) v = gelu_tanh(v);
-        if (g.relu) v = v > C(0) ? v : C(0);
+        if (g.relu) v = v > C(0) || v != v ? v : C(0);  // NaN propagates, as in Relu
         E::set(c, at, v);
       }
     }
@@ -137,7 +137,7 @@ void conv(const ConvDesc& p, const void* x, const void* w, const void* bias, con
             // cuDNN's fused call: the residual z and then ReLU, on the accumulator
             const int64_t at = (n * p.m + m) * out_plane + (o0 * out[1] + o1) * out[2] + o2;
             if (z) acc += E::get(z, at);
-            if (p.relu) acc = acc > C(0) ? acc : C(0);
+            if (p.relu) acc = acc > C(0) || acc != acc ? acc : C(0);  // CUDNN_PROPAGATE_NAN
             E::set(y, at, acc);
           }
     }

@@ -127,3 +127,53 @@ TEST_CASE("work cuDNN's fused call cannot do stays a kernel", "[fusion]") {
     CHECK(folded_names(*g, codegen::FoldOptions(true)).empty());
   }
 }
+
+// ReLU folded into a call keeps NaN, as the Relu it replaces does (and as cuDNN does when asked
+// for CUDNN_PROPAGATE_NAN, as the runtime asks); -inf becomes 0. The emu backend's convolutions
+// and GEMMs had turned NaN into 0. Against the reference, and against the values themselves.
+TEST_CASE("a call's folded ReLU keeps NaN and makes -inf 0, on emu as in the reference", "[fusion][emu]") {
+  auto g = parse(R"(graph "g" opset 17 {
+  input %x: f32[1,2,2,2]
+  input %w: f32[2,2,1,1]
+  input %a: f32[3,2]
+  input %b: f32[2,4]
+  %c = Conv(%x, %w) @"conv"
+  %rc = Relu(%c) @"relu_conv"
+  %m = MatMul(%a, %b) @"gemm"
+  %rm = Relu(%m) @"relu_gemm"
+  output %rc
+  output %rm
+})");
+  CHECK(folded_names(*g, codegen::FoldOptions(true)) == std::set<std::string>{"relu_conv", "relu_gemm"});
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  TensorMap feed;
+  // pixel 0 reads NaN, pixel 1 -inf (weights positive: the sum stays -inf), the others finite
+  feed["x"] = Tensor::from_f64(DType::kF32, {1, 2, 2, 2}, {nan, -inf, 1, -2, 3, 1, 1, 1});
+  feed["w"] = Tensor::from_f64(DType::kF32, {2, 2, 1, 1}, {0.5, 0.25, 1, 2});
+  feed["a"] = Tensor::from_f64(DType::kF32, {3, 2}, {nan, 1, -inf, 1, 1, -1});
+  feed["b"] = Tensor::from_f64(DType::kF32, {2, 4}, {1, 2, 3, 4, 0.5, 0.5, 0.5, 0.5});
+  auto plan = fusion::make_plan(*g, opts_lib("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  size_t kernels = 99;
+  const TensorMap got = emu_run(*g, &groups, feed, &kernels, &packs, plan->gemm_folds);
+  CHECK(kernels == 0);  // both ReLUs inside their calls
+  auto want = run_reference(*g, feed);
+  REQUIRE(want.is_ok());
+  for (const std::string out : {"rc", "rm"}) {
+    const CompareResult r = compare_tensors(got.at(out), want->at(out), kEmuF32.rtol, kEmuF32.atol);
+    INFO(out << ": " << r.mismatches << " outside the tolerance " << r.problem);
+    CHECK(r.ok);
+  }
+  const TensorMap& ref = *want;
+  for (const TensorMap* t : {&got, &ref}) {
+    const Tensor &rc = t->at("rc"), &rm = t->at("rm");
+    CHECK((std::isnan(rc.get_f64(0)) && std::isnan(rc.get_f64(4))));  // both channels at pixel 0
+    CHECK((rc.get_f64(1) == 0 && rc.get_f64(5) == 0));                // -inf at pixel 1
+    for (int64_t j = 0; j < 4; ++j) {
+      CHECK(std::isnan(rm.get_f64(j)));  // row 0 reads NaN
+      CHECK(rm.get_f64(4 + j) == 0);     // row 1 is -inf
+    }
+  }
+}

@@ -1,7 +1,9 @@
 // Small ops ONNX's node tests cover: MeanVarianceNormalization written out by expand_mvn, Compress
 // by expand_compress, Shrink and BitShift as element ops; planned by beam search and run on emu
 // against the reference running the op, whose definitions ONNX's node tests check (test_mvn,
-// test_compress_*, test_shrink_*, test_bitshift_*).
+// test_compress_*, test_shrink_*, test_bitshift_*). Then what those tests leave open, found by the
+// model mutation fuzzer (tests/fuzz/model_fuzz.cc): Cast of NaN and of values past an integer
+// type's range, and integer reductions through exp, log and sqrt.
 #include "fusion_test_util.h"
 
 using namespace stitch;
@@ -130,4 +132,75 @@ TEST_CASE("Compress of a constant condition: a Gather of the kept positions, in 
   output %y
 })") == "node 'compress' (Compress): its condition has 4 values, more than the 3 slices along its axis it "
         "selects from");
+}
+
+// ONNX leaves a float past an integer type's range undefined. stitch saturates, NaN giving 0,
+// in the reference and in the kernels alike (stitch_dev::float_to_int; PTX's cvt does the same on
+// the GPU, where the emulation layer's C++ conversion of NaN gave x86's integer indefinite value).
+// An integer narrowed inside a kernel wraps, as its stored value does. Four chains in one element
+// kernel, against values worked out by hand and against the reference.
+TEST_CASE(
+    "Cast from float saturates to the integer type, NaN giving 0, and narrowed integers wrap, in a kernel too",
+    "[cast][emu]") {
+  auto g = parse_or_die(R"(graph "g" opset 19 {
+  input %x: f32[16]
+  %u8 = Cast(%x) {to = 2} @"to_u8"
+  %u = Cast(%u8) {to = 1} @"u8_back"
+  %i8 = Cast(%x) {to = 3} @"to_i8"
+  %i = Cast(%i8) {to = 1} @"i8_back"
+  %l = Cast(%x) {to = 7} @"to_i64"
+  %w8 = Cast(%l) {to = 3} @"narrow"
+  %w = Cast(%w8) {to = 7} @"widen"
+  output %u
+  output %i
+  output %l
+  output %w
+})");
+  run_frontend_or_die(*g);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x{nan,    inf,    -inf, 300.7f, -300.7f, 255.9f, -128.9f, 1e20f,
+                             -1e20f, 127.5f, 0.5f, -0.5f,  3e9f,    -3e9f,  9.3e18f, 42.0f};
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  const std::map<std::string, std::vector<int64_t>> want{
+      {"u", {0, 255, 0, 255, 0, 255, 0, 255, 0, 127, 0, 0, 255, 0, 255, 42}},
+      {"i", {0, 127, -128, 127, -128, 127, -128, 127, -128, 127, 0, 0, 127, -128, 127, 42}},
+      {"l", {0, big, small, 300, -300, 255, -128, big, small, 127, 0, 0, 3000000000, -3000000000, big, 42}},
+      // the int64 values' low bytes as int8: 300 is 0x12C, 3e9 is 0xB2D05E00
+      {"w", {0, -1, 0, 44, -44, -1, -128, -1, 0, 127, 0, 0, 0, 0, -1, 42}},
+  };
+  TensorMap feed;
+  feed["x"] = Tensor::from_f64(DType::kF32, {16}, std::vector<double>(x.begin(), x.end()));
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  CHECK(plan->cost.kernels == 1);
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
+  auto ref = run_reference(*g, feed);
+  REQUIRE(ref.is_ok());
+  for (const auto& [name, values] : want) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      INFO(name << "[" << i << "] from " << x[i]);
+      CHECK(got.at(name).get_i64(static_cast<int64_t>(i)) == values[i]);
+      CHECK(ref->at(name).get_i64(static_cast<int64_t>(i)) == values[i]);
+    }
+  }
+}
+
+// Integers reduced through exp, log or sqrt compute in double, as the reference does, the result
+// converted back as a Cast would (the kernel of an int64 ReduceLogSumExp did not compile).
+TEST_CASE("integer ReduceLogSumExp, ReduceLogSum and ReduceL2 on emu", "[reduce][emu]") {
+  for (const std::string op : {"ReduceLogSumExp", "ReduceLogSum", "ReduceL2"}) {
+    for (const std::string t : {"i64", "i32", "u8"}) {
+      INFO(op << " " << t);
+      written_out_matches_op(fmt::format(R"(graph "g" opset 18 {{
+  input %x: {1}[3,37]
+  const %axes: i64[1] = [1]
+  %y = {0}(%x, %axes) {{keepdims = 0}} @"reduce"
+  output %y
+}})",
+                                         op, t),
+                             {}, 17);
+    }
+  }
 }
