@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -51,27 +52,35 @@ int64_t elements(const TensorProto& t) {
   return n;
 }
 
+// The raw bytes of `t` as `n` elements of T, when they are that many.
+template <typename T>
+std::optional<std::vector<T>> raw_elements(const TensorProto& t, int64_t n) {
+  if (t.raw_data().size() != static_cast<size_t>(n) * sizeof(T)) return std::nullopt;
+  std::vector<T> v(static_cast<size_t>(n));
+  std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(T));
+  return v;
+}
+
+template <typename T>
+void set_raw(TensorProto& t, const std::vector<T>& v) {
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
+}
+
 // The integer elements of an INT64 or INT32 tensor, stored raw or in the typed field.
 std::optional<std::vector<int64_t>> read_ints(const TensorProto& t) {
   const int64_t n = elements(t);
   std::vector<int64_t> v;
+  const bool raw = !t.raw_data().empty();
   if (t.data_type() == TensorProto::INT64) {
-    if (!t.raw_data().empty()) {
-      if (t.raw_data().size() != static_cast<size_t>(n) * 8) return std::nullopt;
-      v.resize(n);
-      std::memcpy(v.data(), t.raw_data().data(), n * 8);
-    } else {
-      v.assign(t.int64_data().begin(), t.int64_data().end());
-    }
+    auto r = raw ? raw_elements<int64_t>(t, n)
+                 : std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end());
+    if (!r) return std::nullopt;
+    v = std::move(*r);
   } else if (t.data_type() == TensorProto::INT32) {
-    if (!t.raw_data().empty()) {
-      if (t.raw_data().size() != static_cast<size_t>(n) * 4) return std::nullopt;
-      std::vector<int32_t> w(n);
-      std::memcpy(w.data(), t.raw_data().data(), n * 4);
-      v.assign(w.begin(), w.end());
-    } else {
-      v.assign(t.int32_data().begin(), t.int32_data().end());
-    }
+    auto r = raw ? raw_elements<int32_t>(t, n)
+                 : std::vector<int32_t>(t.int32_data().begin(), t.int32_data().end());
+    if (!r) return std::nullopt;
+    v.assign(r->begin(), r->end());
   } else {
     return std::nullopt;
   }
@@ -80,46 +89,32 @@ std::optional<std::vector<int64_t>> read_ints(const TensorProto& t) {
 }
 
 void write_ints(TensorProto& t, const std::vector<int64_t>& v) {
+  const bool raw = !t.raw_data().empty();
   if (t.data_type() == TensorProto::INT64) {
-    if (!t.raw_data().empty()) {
-      t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8));
-    } else {
-      t.clear_int64_data();
-      for (int64_t x : v) t.add_int64_data(x);
-    }
+    if (raw) return set_raw(t, v);
+    t.clear_int64_data();
+    for (int64_t x : v) t.add_int64_data(x);
   } else {
-    std::vector<int32_t> w(v.begin(), v.end());
-    if (!t.raw_data().empty()) {
-      t.set_raw_data(std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4));
-    } else {
-      t.clear_int32_data();
-      for (int32_t x : w) t.add_int32_data(x);
-    }
+    const std::vector<int32_t> w(v.begin(), v.end());
+    if (raw) return set_raw(t, w);
+    t.clear_int32_data();
+    for (int32_t x : w) t.add_int32_data(x);
   }
 }
 
 std::optional<std::vector<float>> read_floats(const TensorProto& t) {
   if (t.data_type() != TensorProto::FLOAT) return std::nullopt;
   const int64_t n = elements(t);
-  std::vector<float> v;
-  if (!t.raw_data().empty()) {
-    if (t.raw_data().size() != static_cast<size_t>(n) * 4) return std::nullopt;
-    v.resize(n);
-    std::memcpy(v.data(), t.raw_data().data(), n * 4);
-  } else {
-    v.assign(t.float_data().begin(), t.float_data().end());
-  }
-  if (static_cast<int64_t>(v.size()) != n) return std::nullopt;
+  auto v = !t.raw_data().empty() ? raw_elements<float>(t, n)
+                                 : std::vector<float>(t.float_data().begin(), t.float_data().end());
+  if (!v || static_cast<int64_t>(v->size()) != n) return std::nullopt;
   return v;
 }
 
 void write_floats(TensorProto& t, const std::vector<float>& v) {
-  if (!t.raw_data().empty()) {
-    t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4));
-  } else {
-    t.clear_float_data();
-    for (float x : v) t.add_float_data(x);
-  }
+  if (!t.raw_data().empty()) return set_raw(t, v);
+  t.clear_float_data();
+  for (float x : v) t.add_float_data(x);
 }
 
 // Integers a malformed or edited model puts in place of `v`: off by one, negated, the edges of
@@ -146,33 +141,37 @@ float other_float(std::mt19937_64& rng, float v, bool extremes) {
 // Mutation kinds. Each returns "" when the model has nothing it applies to.
 using Kind = std::function<std::string(ModelProto&, std::mt19937_64&)>;
 
-std::string int_constant(ModelProto& m, std::mt19937_64& rng) {
-  std::vector<std::pair<Constant, std::vector<int64_t>>> cands;
+// One element of a small constant that `read` takes (element type T) changed to `other(t, v, old)`,
+// written back with `write`.
+template <typename T, typename Read, typename Write, typename Other>
+std::string constant_element(ModelProto& m, std::mt19937_64& rng, Read read, Write write, Other other) {
+  std::vector<std::pair<Constant, std::vector<T>>> cands;
   for (const Constant& c : constants(m))
-    if (auto v = read_ints(*c.t); v && !v->empty() && v->size() <= 64) cands.emplace_back(c, *v);
+    if (auto v = read(*c.t); v && !v->empty() && v->size() <= 64) cands.emplace_back(c, *v);
   if (cands.empty()) return "";
   auto& [c, v] = cands[pick(rng, cands.size())];
   const int64_t k = pick(rng, v.size());
-  const int64_t old = v[k];
-  v[k] = other_int(rng, old);
-  if (c.t->data_type() == TensorProto::INT32)
-    v[k] =
-        std::clamp<int64_t>(v[k], std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
-  write_ints(*c.t, v);
+  const T old = v[k];
+  v[k] = other(*c.t, v, old);
+  write(*c.t, v);
   return fmt::format("{} element {}: {} -> {}", c.what, k, old, v[k]);
 }
 
+std::string int_constant(ModelProto& m, std::mt19937_64& rng) {
+  return constant_element<int64_t>(m, rng, read_ints, write_ints,
+                                   [&](const TensorProto& t, const std::vector<int64_t>&, int64_t old) {
+                                     const int64_t x = other_int(rng, old);
+                                     if (t.data_type() != TensorProto::INT32) return x;
+                                     return std::clamp<int64_t>(x, std::numeric_limits<int32_t>::min(),
+                                                                std::numeric_limits<int32_t>::max());
+                                   });
+}
+
 std::string float_constant(ModelProto& m, std::mt19937_64& rng) {
-  std::vector<std::pair<Constant, std::vector<float>>> cands;
-  for (const Constant& c : constants(m))
-    if (auto v = read_floats(*c.t); v && !v->empty() && v->size() <= 64) cands.emplace_back(c, *v);
-  if (cands.empty()) return "";
-  auto& [c, v] = cands[pick(rng, cands.size())];
-  const int64_t k = pick(rng, v.size());
-  const float old = v[k];
-  v[k] = other_float(rng, old, v.size() == 1);
-  write_floats(*c.t, v);
-  return fmt::format("{} element {}: {} -> {}", c.what, k, old, v[k]);
+  return constant_element<float>(m, rng, read_floats, write_floats,
+                                 [&](const TensorProto&, const std::vector<float>& v, float old) {
+                                   return other_float(rng, old, v.size() == 1);
+                                 });
 }
 
 std::string describe(const NodeProto& n) { return fmt::format("node '{}' ({})", n.name(), n.op_type()); }
