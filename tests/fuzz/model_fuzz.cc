@@ -1,7 +1,7 @@
 // stitch_model_fuzz: seeded mutants of whole models, through the stitchc command as a user runs it.
 //
 //   stitch_model_fuzz --stitchc PATH --work DIR [--seeds A:B] [--mutations N] [--timeout S]
-//                     [--verbose] MODEL_DIR_OR_ROOT...
+//                     [--verbose] [--keep] MODEL_DIR_OR_ROOT...
 //
 // Seed s takes the models in turn (model s mod count), draws 1 to N mutations from s
 // (model_mutations.h) and writes the mutant, its symbolic input axes fixed to those of the model's
@@ -21,7 +21,8 @@
 // A signal, a run past the timeout, exit code 1 or 3, or exit code 2 without a message fails the
 // seed: its directory (DIR/seed-S) stays, with the mutations and the commands in `repro.txt`.
 // A seed's mutant depends only on the seed and the models, so `--seeds S:S+1` runs it again.
-// --verbose prints every seed's mutations and outcome, with the first line of a refusal's message.
+// --verbose prints every seed's mutations and outcome, with the first line of a refusal's message;
+// --keep keeps every seed's directory, not only a failing one's.
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 #include <signal.h>
@@ -291,7 +292,7 @@ Excuse excuse(const std::string& report, const std::vector<std::string>& step3, 
 int usage(const std::string& why) {
   fmt::print(stderr,
              "stitch_model_fuzz: {}\nusage: stitch_model_fuzz --stitchc PATH --work DIR [--seeds A:B] "
-             "[--mutations N] [--timeout S] [--verbose] MODEL_DIR_OR_ROOT...\n",
+             "[--mutations N] [--timeout S] [--verbose] [--keep] MODEL_DIR_OR_ROOT...\n",
              why);
   return 2;
 }
@@ -302,7 +303,7 @@ int main(int argc, char** argv) {
   std::string stitchc, work;
   int64_t first = 0, last = 100;
   int max_mutations = 2, timeout_s = 120;
-  bool verbose = false;
+  bool verbose = false, keep = false;
   std::vector<fs::path> roots;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -325,6 +326,8 @@ int main(int argc, char** argv) {
       if (timeout_s < 1) return usage("--timeout wants seconds, at least 1");
     } else if (a == "--verbose") {
       verbose = true;
+    } else if (a == "--keep") {
+      keep = true;
     } else if (!a.empty() && a[0] != '-') {
       roots.emplace_back(a);
     } else {
@@ -418,7 +421,7 @@ int main(int argc, char** argv) {
       if (verbose)
         fmt::print("seed {} ({}): {}\n  {}\n", s, seed.dir.filename().string(), fmt::join(changes, "; "),
                    outcome);
-      fs::remove_all(dir);
+      if (!keep) fs::remove_all(dir);
       continue;
     }
     ++c.failed;
