@@ -92,8 +92,8 @@ void Tensor::set_f64(int64_t i, double v) {
       return;
     case DType::kBool: reinterpret_cast<uint8_t*>(p)[i] = v != 0.0; return;
     // A float stored as an integer: toward zero, NaN as 0, a value past the type's range as its
-    // nearest end (C leaves both undefined; PTX's cvt and the kernels' stitch_dev::float_to_int
-    // do the same), never wrapped around.
+    // nearest end (C and ONNX leave both undefined; the kernels' stitch_dev::float_to_int does
+    // the same), never wrapped around.
     case DType::kU64:
       reinterpret_cast<uint64_t*>(p)[i] = std::isnan(v) || v <= 0       ? 0
                                           : v >= 18446744073709551616.0 ? int_max(dtype_)

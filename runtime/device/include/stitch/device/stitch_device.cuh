@@ -26,11 +26,11 @@ template <> __device__ __forceinline__ __nv_bfloat16 cvt<__nv_bfloat16, float>(f
 }
 
 // ONNX's Cast from floating point to an integer type, in that type's compute type I, with its
-// range [lo, hi]: NaN gives 0 and a value past the range its nearest end, as PTX's cvt does on
-// the GPU; the emulation layer's C++ conversion would give the host's value for those (x86's
-// integer indefinite), so both take this path, and the reference interpreter does the same. A
-// bound that float cannot hold exactly (2^63 - 1) rounds up, so `x >= hi` catches every value
-// the conversion cannot hold.
+// range [lo, hi]: NaN gives 0 and a value past the range its nearest end (ONNX leaves both
+// undefined). PTX's float-to-integer cvt clamps to the range on the GPU, but a C++ conversion in
+// the emulation layer gives the host's value (x86's integer indefinite), so both take this
+// explicit path, and the reference interpreter does the same. A bound that float cannot hold
+// exactly (2^63 - 1) rounds up, so `x >= hi` catches every value the conversion cannot hold.
 template <typename I, typename F>
 __device__ __forceinline__ I float_to_int(F x, I lo, I hi) {
   if (x != x) return I(0);
