@@ -357,7 +357,6 @@ int main(int argc, char** argv) {
   }
 
   Counts c;
-  const std::string timeout = std::to_string(timeout_s);
   for (int64_t s = first; s < last; ++s) {
     const Model& seed = models[s % models.size()];
     std::mt19937_64 rng(static_cast<uint64_t>(s) * 0x9E3779B97F4A7C15ull + 1);
@@ -433,12 +432,12 @@ int main(int argc, char** argv) {
                fmt::join(changes, "; "), failure);
     std::fflush(stdout);
   }
-  fmt::print(
-      "model-fuzz: seeds {}:{} over {} models: {} mutants ({} left unchanged), {} refused with a user error, "
-      "{} "
-      "compiled ({} matched the reference on emu; {} overflowing float32 alike, {} near misses and {} "
-      "ill-conditioned, none of them failures; {} refused by the reference), {} failed\n",
-      first, last, models.size(), c.mutants, c.unchanged, c.refused, c.compiled, c.compared, c.excused[1],
-      c.excused[2], c.excused[3], c.reference_refused, c.failed);
+  fmt::print("model-fuzz: seeds {}:{} over {} models: {} mutants ({} left unchanged), ", first, last,
+             models.size(), c.mutants, c.unchanged);
+  fmt::print("{} refused with a user error, {} compiled ({} matched the reference on emu; ", c.refused,
+             c.compiled, c.compared);
+  fmt::print("{} overflowing float32 alike, {} near misses and {} ill-conditioned, none of them failures; ",
+             c.excused[1], c.excused[2], c.excused[3]);
+  fmt::print("{} refused by the reference), {} failed\n", c.reference_refused, c.failed);
   return c.failed ? 1 : 0;
 }
