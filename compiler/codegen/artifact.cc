@@ -349,12 +349,21 @@ struct Writer {
 
   ordered_json schedule() {
     ordered_json kernels = ordered_json::array(), steps = ordered_json::array();
-    for (const Kernel& k : s.kernels)
+    for (const Kernel& k : s.kernels) {
       kernels.push_back({{"name", k.name},
                          {"grid", k.grid},
                          {"block", k.block},
                          {"smem", k.smem_bytes},
                          {"cooperative", k.cooperative}});
+      if (k.faults.empty()) continue;
+      ordered_json faults = ordered_json::array();
+      for (const KernelFault& f : k.faults)
+        faults.push_back({{"code", hex64(f.code)},
+                          {"node", f.node->name},
+                          {"op", f.node->op_type},
+                          {"message", f.message}});
+      kernels.back()["faults"] = faults;
+    }
     for (const Step& st : s.steps) {
       ordered_json j;
       if (st.kind == Step::kKernel) {

@@ -20,6 +20,17 @@ struct KernelParam {
   bool output = false;
 };
 
+// A check a kernel makes at run time on its input data (an index inside its axis): when it fails,
+// the kernel goes on with a safe value and records `code` in the session's fault word
+// (stitch_dev::fault), and the runtime reports the node and `message` after the run, with the
+// text "{value}" in it replaced by the offending value. The code hashes the node's name and the
+// message: the same in every kernel that makes the check, and nonzero.
+struct KernelFault {
+  uint64_t code = 0;
+  const Node* node = nullptr;
+  std::string message;
+};
+
 struct Kernel {
   std::string name;                 // deterministic: k012_map_add, k013_row_softmax...
   std::vector<const Node*> nodes;   // the ONNX nodes it implements
@@ -42,7 +53,28 @@ struct Kernel {
   // scratch buffer of its own (an output parameter the schedule gives arena storage for this step).
   bool cooperative = false;
   std::shared_ptr<Value> workspace;
+  std::vector<KernelFault> faults;  // its run-time checks, when it takes the fault word
 };
+
+// The session's fault word: two uint64 (a fault's code, then its value), one for the whole
+// schedule, a parameter of every kernel with faults. The schedule gives it storage of its own
+// (Storage::kFault), never the arena. Shared by every graph; nothing writes to it at compile time.
+const Value* fault_word();
+// Adds a check of `n` to `k` (once per code) and returns the code to pass to stitch_dev::fault.
+uint64_t add_fault(Kernel& k, const Node& n, const std::string& message);
+// The statement that reports a failed check of `n` with `value` the offending value (add_fault);
+// the kernel takes the fault word as parameter `fault`, added to k.params at the first check.
+std::string fault_call(Kernel& k, const Node& n, const std::string& message, const std::string& value);
+// The statement that checks index `j` (a long long read from an index tensor) against an axis of
+// `dim` and makes it non-negative: out of range it becomes 0 (a read inside the data) and reports a
+// fault of `n`, `what` saying whose index it is ("index {value} of 'ids', along axis 0 of 'wte',").
+// Where `in_range` (constant_in_range), only the wrap.
+std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t dim, const std::string& what,
+                        bool in_range);
+// Whether index tensor `ind` is a constant whose elements offset, offset + stride, ... all lie in
+// [-dim, dim): then its kernel needs no run-time check (the front end refuses a constant index out
+// of range with the node's name).
+bool constant_in_range(const Value* ind, int64_t dim, int64_t stride = 1, int64_t offset = 0);
 
 // Generated kernels index in 32 bits (int offsets, coordinates and loop counters; fewer registers
 // and no 64-bit multiplies or divisions) when every tensor they touch has at most this many

@@ -11,6 +11,7 @@
 #include "codegen/scalar_ops.h"
 #include "ir/op_table.h"
 #include "ops/op_params.h"
+#include "stitch/artifact_format.h"
 #include "support/check.h"
 
 namespace stitch::codegen {
@@ -240,6 +241,56 @@ void open_tile(CudaWriter& w, const std::string& block, const std::string& var, 
   w.line("const {} {} = live ? first : {}{};", index_type, var, count - 1, ll);
   w.line("const int lane = threadIdx.x / {};", kTileSegments);
   w.line("const int step = {};", kTileBlock / kTileSegments);
+}
+
+const Value* fault_word() {
+  static const Value word = [] {
+    Value v;
+    v.name = "stitch.fault_word";
+    v.dtype = DType::kU64;
+    v.dims = Dims{2};
+    return v;
+  }();
+  return &word;
+}
+
+uint64_t add_fault(Kernel& k, const Node& n, const std::string& message) {
+  const std::string key = n.name + '\0' + message;
+  uint64_t code = artifact::checksum(key.data(), key.size());
+  if (code == 0) code = 1;  // 0 is "no fault"
+  for (const KernelFault& f : k.faults) {
+    if (f.code != code) continue;
+    STITCH_CHECK(f.node == &n && f.message == message, "kernel {}: two run-time checks share code {:x}",
+                 k.name, code);
+    return code;
+  }
+  k.faults.push_back({code, &n, message});
+  return code;
+}
+
+std::string fault_call(Kernel& k, const Node& n, const std::string& message, const std::string& value) {
+  const uint64_t code = add_fault(k, n, message);
+  if (std::none_of(k.params.begin(), k.params.end(),
+                   [](const KernelParam& p) { return p.value == fault_word(); }))
+    k.params.push_back({"fault", fault_word(), true});
+  return fmt::format("stitch_dev::fault(fault, {}ull, {});", code, value);
+}
+
+std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t dim, const std::string& what,
+                        bool in_range) {
+  if (in_range) return fmt::format("if ({0} < 0) {0} += {1}LL;", j, dim);
+  const std::string report = fault_call(k, n, fmt::format("{} is outside [-{}, {})", what, dim, dim), j);
+  return fmt::format(
+      "if ({0} < -{1}LL || {0} >= {1}LL) {{ {2} {0} = 0; }} else if ({0} < 0) {{ {0} += {1}LL; }}", j, dim,
+      report);
+}
+
+bool constant_in_range(const Value* ind, int64_t dim, int64_t stride, int64_t offset) {
+  if (!ind || !ind->is_constant()) return false;
+  const std::vector<int64_t> v = ind->constant->to_i64();
+  for (size_t i = static_cast<size_t>(offset); i < v.size(); i += static_cast<size_t>(stride))
+    if (v[i] < -dim || v[i] >= dim) return false;
+  return true;
 }
 
 std::string kernel_header(const Kernel& k, const std::string& extra) {

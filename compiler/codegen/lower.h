@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/kernel.h"
@@ -102,6 +103,11 @@ StatusOr<Kernel> lower_map(const Node& n, int index, IndexWidth ix);
 StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix);
 StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, bool in_place,
                                       const std::string& part_name = "");
+// The fault of a TensorScatter `n` whose write index `first` (an expression) the reference
+// interpreter refuses, for an axis of `len` cache positions and `count` updates: its message and
+// the condition that finds it; both empty for a constant write index that is fine.
+std::pair<std::string, std::string> tensor_scatter_check(const Node& n, const std::string& first, int64_t len,
+                                                         int64_t count);
 // A Transpose `n` (permutation `perm`) through 32x32 shared-memory tiles when it moves the
 // input's inner axis and both sides of the tile are long enough; nothing otherwise.
 std::optional<Kernel> lower_transpose_tiled(const Node& n, int index, const std::vector<int64_t>& perm,

@@ -21,8 +21,9 @@ const Dims& dims(const Value* v) { return *v->dims; }
 // undefined), else by one thread in update order, so add/mul/max/min are exact and repeatable.
 // One block keeps the copy-then-scatter order inside a single launch; it is slow on large
 // tensors, which inference graphs rarely scatter into. An update whose index is out of range
-// after wrapping a negative one is skipped: ONNX leaves it undefined, and its write would land
-// outside the output, in another buffer of the arena (the reference interpreter reports it).
+// after wrapping a negative one is skipped, since its write would land outside the output, in
+// another buffer of the arena, and reported as a fault of the node (the reference interpreter
+// refuses it).
 StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
   const Value* data = n.input(0);
   const Value* ind = n.input(1);
@@ -45,6 +46,28 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
                           red == "none" ? "in parallel" : "in order by one thread (" + red + ")");
   const std::string st = storage_type(out->dtype), ct = compute_type(out->dtype);
   const Dims ds = strides_of(dd);
+  const int64_t r = static_cast<int64_t>(dd.size());
+  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
+  // An index outside its axis: the update skipped, and a fault reported (none where the indices are
+  // a constant known to be inside: constant_in_range). Element `offset` of every `stride` of the
+  // indices indexes axis d.
+  auto skip = [&](int64_t d, const std::string& component, int64_t stride, int64_t offset) {
+    if (constant_in_range(ind, dd[d], stride, offset)) return fmt::format("if (j < 0) j += {}LL;", dd[d]);
+    const std::string report = fault_call(
+        k, n,
+        fmt::format("index {{value}} of '{}'{}, along axis {} of '{}', is outside [-{}, {}): its update "
+                    "was not written",
+                    ind->name, component, d, data->name, dd[d], dd[d]),
+        "j");
+    return fmt::format("if (j < -{0}LL || j >= {0}LL) {{ {1} continue; }} if (j < 0) j += {0}LL;", dd[d],
+                       report);
+  };
+  std::vector<std::string> checks;
+  if (nd)
+    for (int64_t c = 0, kk = dims(ind).back(); c < kk; ++c)
+      checks.push_back(skip(c, fmt::format(" (component {} of a tuple)", c), kk, c));
+  else
+    checks.push_back(skip(axis, "", 1, 0));
   CudaWriter w;
   w.raw_line(kernel_header(k));
   open_kernel(w, k, kMapBlock);
@@ -64,22 +87,15 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
     for (size_t d = static_cast<size_t>(kk); d < dd.size(); ++d) inner *= dd[d];
     w.line("const {} pos = u / {};", t, ix.lit(inner));
     for (int64_t c = 0; c < kk; ++c)
-      w.line(
-          "{{ long long j = (long long)x1[pos * {} + {}]; if (j < 0) j += {}LL; "
-          "if (j < 0 || j >= {}LL) continue; off += {} * {}; }}",
-          ix.lit(kk), ix.lit(c), dd[c], dd[c], j, ix.lit(ds[c]));
+      w.line("{{ long long j = (long long)x1[pos * {} + {}]; {} off += {} * {}; }}", ix.lit(kk), ix.lit(c),
+             checks[static_cast<size_t>(c)], j, ix.lit(ds[c]));
     w.line("off += u % {};", ix.lit(inner));
   } else {
-    const int64_t r = static_cast<int64_t>(dd.size());
-    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
     const Dims& id = dims(ind);
     w.line("{} t = u;", t);
     for (int64_t d = r - 1; d >= 0; --d) {
       if (d == axis) {
-        w.line(
-            "{{ long long j = (long long)x1[u]; if (j < 0) j += {}LL; if (j < 0 || j >= {}LL) continue; "
-            "off += {} * {}; }}",
-            dd[d], dd[d], j, ix.lit(ds[d]));
+        w.line("{{ long long j = (long long)x1[u]; {} off += {} * {}; }}", checks.front(), j, ix.lit(ds[d]));
       } else {
         w.line("off += (t % {}) * {};", ix.lit(id[d]), ix.lit(ds[d]));
       }
@@ -111,9 +127,28 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
 
 // TensorScatter. In place (its present_cache shares past_cache's storage: schedule.cc), one thread
 // per update element writes it at cache position (write index + s), modulo the cache length when
-// circular; a linear write past the cache's end is dropped (the reference interpreter reports it).
-// Otherwise one thread per cache element takes the update at (c - write index) where that is
-// inside the update, else the past value.
+// circular; a linear write past the cache's end is dropped. Otherwise one thread per cache element
+// takes the update at (c - write index) where that is inside the update, else the past value.
+// A write index the reference interpreter refuses (negative, or in linear mode one that puts
+// updates past the end) is reported as a fault (tensor_scatter_check).
+std::pair<std::string, std::string> tensor_scatter_check(const Node& n, const std::string& first, int64_t len,
+                                                         int64_t count) {
+  const bool circular = n.attr_string("mode", "linear") == "circular";
+  if (const Value* w = n.input(2); w->is_constant()) {  // known at compile time: checked only if bad
+    bool ok = true;
+    for (int64_t v : w->constant->to_i64()) ok = ok && v >= 0 && (circular || v <= len - count);
+    if (ok) return {};
+  }
+  if (circular)
+    return {fmt::format("write index {{value}} of '{}' is negative (mode circular)", n.input(2)->name),
+            fmt::format("{} < 0", first)};
+  return {
+      fmt::format("write index {{value}} of '{}' puts the {} updates outside the cache's {} positions (mode "
+                  "linear): those past the end were not written",
+                  n.input(2)->name, count, len),
+      fmt::format("{0} < 0 || {0} > {1}LL", first, len - count)};
+}
+
 StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, bool in_place,
                                       const std::string& part_name) {
   const Value *past = n.input(0), *update = n.input(1), *start = n.inputs.size() > 2 ? n.input(2) : nullptr,
@@ -132,6 +167,9 @@ StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, b
   const std::string first = start ? fmt::format("(long long){}[c0]", b.param(start, false)) : "0LL";
   if (start) b.coord(0);
   const std::string rest = b.affine(0, across);
+  if (start)
+    if (const auto [message, bad] = tensor_scatter_check(n, first, len, count); !bad.empty())
+      b.line(fmt::format("if ({}) {}", bad, b.fault(n, message, first)));
   if (in_place) {
     b.line(fmt::format("long long c = (long long)({}) + {};", pos, first));
     if (circular)

@@ -41,6 +41,13 @@ class MapBuilder {
     k_.bytes_moved += bytes;
     return name;
   }
+  // A run-time check of `n` (kernel.h's fault_call and index_check).
+  std::string fault(const Node& n, const std::string& message, const std::string& value) {
+    return fault_call(k_, n, message, value);
+  }
+  void check_index(const Node& n, const std::string& j, int64_t dim, const std::string& what, bool in_range) {
+    line(index_check(k_, n, j, dim, what, in_range));
+  }
   std::string coord(size_t d) {
     uses_[d] = true;
     return fmt::format("c{}", d);
@@ -158,13 +165,6 @@ class MapBuilder {
 Status emit_chain(MapBuilder& b, const std::vector<const Node*>& nodes, std::map<const Value*, std::string>& reg,
                   const std::set<const Value*>& stored);
 
-// An index read from an index tensor (`j`, long long) made non-negative and checked against the
-// axis length `dim` in 64 bits; out of range it reads element 0 (ONNX leaves it undefined).
-inline void check_index(MapBuilder& b, const std::string& j, int64_t dim) {
-  b.line(fmt::format("if ({0} < 0) {0} += {1}LL;", j, dim));
-  b.line(fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
-                     dim));
-}
 // Such an index, checked, in the kernel's index type.
 inline std::string narrow(const IndexWidth& ix, const std::string& j) {
   return ix.narrow ? fmt::format("(int){}", j) : j;

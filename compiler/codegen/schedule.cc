@@ -24,6 +24,8 @@ const char* storage_name(Storage s) {
     case Storage::kWeights: return "weights";
     case Storage::kInput: return "input";
     case Storage::kOutput: return "output";
+    case Storage::kFault:
+      return "fault";
   }
   return "?";
 }
@@ -100,10 +102,14 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
       if (std::find(room->kernels.begin(), room->kernels.end(), names) != room->kernels.end())
         give_register_room(k, room->registers);
     }
+    for (const KernelParam& p : k.params) {
+      if (p.value == fault_word())
+        s.buffers[p.value] = {Storage::kFault, 0, 0};  // the session's, not the arena
+      else if (!p.output)
+        reads(p.value);
+    }
     for (const KernelParam& p : k.params)
-      if (!p.output) reads(p.value);
-    for (const KernelParam& p : k.params)
-      if (p.output) producer_step[p.value] = static_cast<int>(s.steps.size());
+      if (p.output && p.value != fault_word()) producer_step[p.value] = static_cast<int>(s.steps.size());
     s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
     s.kernels.push_back(std::move(k));
   };

@@ -1,7 +1,8 @@
 // The static launch schedule of a compiled model: ordered steps (generated kernel launches,
-// library calls, copies) over buffers that live in one of four storages: the arena (planned
-// offsets), the weights blob, the session's input buffers, or its output buffers. Views
-// (Reshape and friends) share their source's storage and cost no step.
+// library calls, copies) over buffers that live in one of five storages: the arena (planned
+// offsets), the weights blob, the session's input buffers, its output buffers, or its fault word
+// (kernel.h's fault_word, for kernels that check their inputs at run time). Views (Reshape and
+// friends) share their source's storage and cost no step.
 #pragma once
 
 #include <map>
@@ -15,7 +16,7 @@
 
 namespace stitch::codegen {
 
-enum class Storage { kArena, kWeights, kInput, kOutput };
+enum class Storage { kArena, kWeights, kInput, kOutput, kFault };
 const char* storage_name(Storage s);
 
 struct BufferRef {

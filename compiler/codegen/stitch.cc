@@ -71,20 +71,6 @@ StatusOr<std::optional<std::string>> Stitcher::a_row(const Node& n, const Coords
   return std::optional<std::string>(a_rows_[k]);
 }
 
-SExpr Stitcher::data_index(const SExpr& idx, int64_t extent) {
-  std::string j = fresh("g");
-  line(idx.level, fmt::format("long long {} = (long long){};", j, idx.s));
-  line(idx.level, fmt::format("if ({0} < 0) {0} += {1}LL;", j, extent));
-  line(idx.level,
-       fmt::format("if ({0} < 0 || {0} >= {1}LL) {0} = 0;  // out of range: ONNX leaves it undefined", j,
-                   extent));
-  if (width_.narrow && extent > 1) {  // an axis of extent 1 takes no index term: nothing reads it
-    line(idx.level, fmt::format("const int {0}i = (int){0};", j));
-    j += "i";
-  }
-  return {j, idx.level};
-}
-
 StatusOr<SExpr> Stitcher::at(const Value* v, const Coords& c) {
   STITCH_CHECK(c.size() == dims(v).size(), "coordinates of rank {} for '{}' of rank {}", c.size(), v->name,
                dims(v).size());
@@ -247,7 +233,10 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     Coords cq(c.begin() + axis, c.begin() + axis + q);
     ASSIGN_OR_RETURN(SExpr idx, at(ind, cq));
     Coords ci(c.begin(), c.begin() + axis);
-    ci.push_back(data_index(idx, dd[axis]));
+    ci.push_back(data_index(
+        idx, dd[axis], n,
+        fmt::format("index {{value}} of '{}', along axis {} of '{}',", ind->name, axis, data->name),
+        constant_in_range(ind, dd[axis])));
     ci.insert(ci.end(), c.begin() + axis + q, c.end());
     return at(data, ci);
   }
@@ -257,7 +246,10 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
                      ops::norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(dims(data).size())));
     ASSIGN_OR_RETURN(SExpr idx, at(n.input(1), c));
     Coords ci = c;
-    ci[axis] = data_index(idx, dims(data)[axis]);
+    ci[axis] = data_index(
+        idx, dims(data)[axis], n,
+        fmt::format("index {{value}} of '{}', along axis {} of '{}',", n.input(1)->name, axis, data->name),
+        constant_in_range(n.input(1), dims(data)[axis]));
     return at(data, ci);
   }
   if (op == "GatherND") {
@@ -272,7 +264,11 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
       Coords cq(c.begin(), c.begin() + (q - 1));
       cq.push_back({lit(k), 0});
       ASSIGN_OR_RETURN(SExpr idx, at(ind, cq));
-      ci.push_back(data_index(idx, dd[bd + k]));
+      ci.push_back(
+          data_index(idx, dd[bd + k], n,
+                     fmt::format("index {{value}} of '{}' (component {} of a tuple), along axis {} of '{}',",
+                                 ind->name, k, bd + k, data->name),
+                     constant_in_range(ind, dd[bd + k], last, k)));
     }
     ci.insert(ci.end(), c.begin() + (q - 1), c.end());
     return at(data, ci);

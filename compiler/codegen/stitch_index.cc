@@ -1,7 +1,7 @@
-// Index maps of stitched kernels (stitcher.h): the coordinates of a Tile's and a Pad's input, a
-// Concat's select over its inputs, and flat indices and the coordinates of a view's input as sums
-// of digits (an expression in a known range times a weight) taken apart and joined again without
-// dividing where the layouts line up.
+// Index maps of stitched kernels (stitcher.h): a gather's index checked, the coordinates of a
+// Tile's and a Pad's input, a Concat's select over its inputs, and flat indices and the
+// coordinates of a view's input as sums of digits (an expression in a known range times a
+// weight) taken apart and joined again without dividing where the layouts line up.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -297,6 +297,18 @@ StatusOr<SExpr> Stitcher::concat(const Node& n, const Coords& c, const std::stri
   for (size_t i = parts.size() - 1; i-- > 0;)
     e = fmt::format("({} < {} ? {} : {})", c[axis].s, lit(parts[i].first), parts[i].second.s, e);
   return bind(k, ct, e, level, fmt::format("Concat '{}'", n.name));
+}
+
+SExpr Stitcher::data_index(const SExpr& idx, int64_t extent, const Node& n, const std::string& what,
+                           bool in_range) {
+  std::string j = fresh("g");
+  line(idx.level, fmt::format("long long {} = (long long){};", j, idx.s));
+  line(idx.level, index_check(k_, n, j, extent, what, in_range));
+  if (width_.narrow && extent > 1) {  // an axis of extent 1 takes no index term: nothing reads it
+    line(idx.level, fmt::format("const int {0}i = (int){0};", j));
+    j += "i";
+  }
+  return {j, idx.level};
 }
 
 }  // namespace stitch::codegen::detail

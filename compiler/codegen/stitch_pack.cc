@@ -3,6 +3,8 @@
 // the entry dispatches on blockIdx.x.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/cuda_writer.h"
 #include "codegen/lower.h"
 #include "codegen/stitch.h"
@@ -25,6 +27,11 @@ StatusOr<Kernel> lower_part(const StitchPart& part, int index, const std::string
   if (smem + k.static_smem_bytes > kRowCacheBudget + 1024)
     return lower_stitched_part(part.nodes, info, index, false, name);
   return k;
+}
+
+// The packed kernel's name for parameter p of part i: the fault word is one parameter of them all.
+std::string part_arg(size_t i, const KernelParam& p) {
+  return p.value == fault_word() ? p.name : fmt::format("p{}_{}", i, p.name);
 }
 
 }  // namespace
@@ -58,8 +65,17 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
       fmt::format("independent (horizontal) packing of {} kernels in one launch", ks.size());
   for (size_t i = 0; i < ks.size(); ++i) {
     for (const Node* n : ks[i].nodes) out.nodes.push_back(n);
-    for (const KernelParam& p : ks[i].params)
-      out.params.push_back({fmt::format("p{}_{}", i, p.name), p.value, p.output});
+    for (const KernelParam& p : ks[i].params) {
+      if (p.value != fault_word())
+        out.params.push_back({part_arg(i, p), p.value, p.output});
+      else if (std::none_of(out.params.begin(), out.params.end(),
+                            [&](const KernelParam& q) { return q.value == p.value; }))
+        out.params.push_back({part_arg(i, p), p.value, p.output});  // one fault word for every part
+    }
+    for (const KernelFault& f : ks[i].faults)
+      if (std::none_of(out.faults.begin(), out.faults.end(),
+                       [&](const KernelFault& g) { return g.code == f.code; }))
+        out.faults.push_back(f);
     mapping += fmt::format("; blocks [{}, {}): {}", blocks, blocks + ks[i].grid[0], ks[i].mapping);
     blocks += ks[i].grid[0];
     out.bytes_moved += ks[i].bytes_moved;
@@ -75,7 +91,7 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
   int64_t first = 0;
   for (size_t i = 0; i < ks.size(); ++i) {
     std::string args;
-    for (const KernelParam& p : ks[i].params) args += fmt::format("p{}_{}, ", i, p.name);
+    for (const KernelParam& p : ks[i].params) args += part_arg(i, p) + ", ";
     // Block counts fit an int (gridDim.x); b is the part's long long bid.
     const std::string call = fmt::format("{}({}b - {}, {});", ks[i].name, args, first, ks[i].grid[0]);
     if (i + 1 < ks.size())

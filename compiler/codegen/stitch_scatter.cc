@@ -85,6 +85,11 @@ Status Stitcher::store_at(const Value* v, const Coords& c, const std::string& of
                                         [&](const KernelParam& p) { return p.value == cache && p.output; });
   const std::string pos = fresh("pos");
   line(level, fmt::format("{{  // '{}' written into '{}' in place ({})", v->name, cache->name, t.describe()));
+  if (start) {  // a write index the reference refuses: reported
+    const auto [message, bad] =
+        tensor_scatter_check(t, first, len, dims(t.input(1))[static_cast<size_t>(axis)]);
+    if (!bad.empty()) line(level, fmt::format("  if ({}) {}", bad, fault(t, message, first)));
+  }
   line(level,
        fmt::format("  long long {} = (long long)({}) + {};", pos, c[static_cast<size_t>(axis)].s, first));
   if (circular) line(level, fmt::format("  {0} %= {1}LL; if ({0} < 0) {0} += {1}LL;", pos, len));

@@ -28,9 +28,16 @@ class BackendImpl {
 };
 
 // The address of every schedule buffer, from the bases of its storage (arena, weights, the
-// session's input and output buffers). Computed once per session: buffers never move.
+// session's input and output buffers, its fault word). Computed once per session: buffers never
+// move.
 std::vector<void*> buffer_addresses(const ModelData& m, void* arena, void* weights,
-                                    const std::vector<uint8_t*>& inputs, const std::vector<uint8_t*>& outputs);
+                                    const std::vector<uint8_t*>& inputs, const std::vector<uint8_t*>& outputs,
+                                    void* fault_word);
+
+// After a run, the host's copy of the session's fault word (artifact::kFaultWordBytes): when a
+// kernel recorded a fault, clears the copy and fails with code 2, naming the step, the node and
+// the check with the value it found. The backend clears its device word before calling this.
+void check_faults(const ModelData& m, uint64_t* word);
 
 // Per kernel step, its argument values and the void** array that launch APIs take (pointing into
 // `values`). Built once; `pointers` stays valid because `values` is never resized afterwards.

@@ -57,7 +57,13 @@ class CudaBackend final : public BackendImpl {
       const int j = m.output_in_input[i];
       outputs_.push_back(j >= 0 ? inputs_[j] : static_cast<uint8_t*>(alloc(m.outputs[i].bytes)));
     }
-    addr_ = buffer_addresses(m, arena_, weights_, inputs_, outputs_);
+    // The fault word lives on the device; a run that has checks ends by copying it into pinned
+    // host memory (one 16-byte copy, captured in the graph), read after the run's synchronize.
+    fault_dev_ = alloc(artifact::kFaultWordBytes);
+    CHECK(cudaMemset(fault_dev_, 0, artifact::kFaultWordBytes));
+    CHECK(cudaMallocHost(reinterpret_cast<void**>(&fault_host_), artifact::kFaultWordBytes));
+    fault_host_[0] = fault_host_[1] = 0;
+    addr_ = buffer_addresses(m, arena_, weights_, inputs_, outputs_, fault_dev_);
     args_ = kernel_launch_args(m, addr_);
     const std::string fatbin = (std::filesystem::path(m.dir) / artifact::kFatbinFile).string();
     CHECK(cudaLibraryLoadFromFile(&library_, fatbin.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
@@ -98,6 +104,7 @@ class CudaBackend final : public BackendImpl {
     if (cudnn_) cudnnDestroy(cudnn_);
     if (cublas_) cublasDestroy(cublas_);
     if (library_) cudaLibraryUnload(library_);
+    if (fault_host_) cudaFreeHost(fault_host_);
     for (void* p : allocations_) cudaFree(p);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -131,7 +138,9 @@ class CudaBackend final : public BackendImpl {
     else
       enqueue();
     CHECK(cudaEventRecord(events_[1], stream_));
+    if (!use_graph_) copy_fault_word();  // a graph copies it as its last node
     sync_or_fail();
+    check_device_faults();
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, events_[0], events_[1]));
     return ms;
@@ -146,7 +155,9 @@ class CudaBackend final : public BackendImpl {
       enqueue_step(i);
       CHECK(cudaEventRecord(events_[i + 1], stream_));
     }
+    copy_fault_word();
     sync_or_fail();
+    check_device_faults();
     std::vector<double> out;
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       float ms = 0;
@@ -183,13 +194,16 @@ class CudaBackend final : public BackendImpl {
   void run() override {
     if (!use_graph_) {
       enqueue();
+      copy_fault_word();
       sync_or_fail();
+      check_device_faults();
       return;
     }
     if (!graph_exec_) {
       CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
         enqueue();
+        copy_fault_word();
       } catch (...) {
         cudaGraph_t broken = nullptr;
         cudaStreamEndCapture(stream_, &broken);
@@ -201,6 +215,7 @@ class CudaBackend final : public BackendImpl {
     }
     CHECK(cudaGraphLaunch(graph_exec_, stream_));
     sync_or_fail();
+    check_device_faults();
   }
 
  private:
@@ -221,6 +236,20 @@ class CudaBackend final : public BackendImpl {
       CHECK(cudaEventCreate(&e));
       events_.push_back(e);
     }
+  }
+
+  // The fault word to the host, at the end of a run of a schedule that has checks.
+  void copy_fault_word() {
+    if (m_.has_faults)
+      CHECK(cudaMemcpyAsync(fault_host_, fault_dev_, artifact::kFaultWordBytes, cudaMemcpyDeviceToHost,
+                            stream_));
+  }
+  // After the run's synchronize: a recorded fault clears the device word and fails (check_faults).
+  void check_device_faults() {
+    if (!m_.has_faults || fault_host_[0] == 0) return;
+    CHECK(cudaMemsetAsync(fault_dev_, 0, artifact::kFaultWordBytes, stream_));
+    CHECK(cudaStreamSynchronize(stream_));
+    check_faults(m_, fault_host_);
   }
 
   void sync_or_fail() {
@@ -482,6 +511,8 @@ class CudaBackend final : public BackendImpl {
   std::vector<LaunchArgs> args_;  // per kernel step
   std::vector<void*> allocations_;
   cudaLibrary_t library_ = nullptr;
+  void* fault_dev_ = nullptr;       // the session's fault word (check_faults)
+  uint64_t* fault_host_ = nullptr;  // pinned: where each run copies it
   std::vector<cudaKernel_t> kernels_;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

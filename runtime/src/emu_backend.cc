@@ -42,7 +42,7 @@ class EmuBackend final : public BackendImpl {
       if (j < 0) outputs_.push_back(std::make_unique<AlignedBuffer>(m.outputs[i].bytes));
       out_.push_back(j >= 0 ? in_[j] : outputs_.back()->p);
     }
-    addr_ = buffer_addresses(m, arena_.p, weights_.p, in_, out_);
+    addr_ = buffer_addresses(m, arena_.p, weights_.p, in_, out_, fault_);
     args_ = kernel_launch_args(m, addr_);
     const std::string lib = (std::filesystem::path(m.dir) / artifact::kEmuLibrary).string();
     handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -70,6 +70,7 @@ class EmuBackend final : public BackendImpl {
 
   void run() override {
     for (size_t i = 0; i < m_.steps.size(); ++i) run_step(i);
+    check_faults(m_, fault_);
   }
 
   std::string clock() const override { return "host clock (CPU emulation: says nothing about a GPU)"; }
@@ -85,6 +86,7 @@ class EmuBackend final : public BackendImpl {
       run_step(i);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
+    check_faults(m_, fault_);
     return ms;
   }
 
@@ -125,6 +127,7 @@ class EmuBackend final : public BackendImpl {
 
   const ModelData& m_;
   AlignedBuffer arena_, weights_;
+  alignas(16) uint64_t fault_[2] = {0, 0};  // the session's fault word (check_faults)
   std::vector<std::unique_ptr<AlignedBuffer>> inputs_, outputs_;
   std::vector<uint8_t*> in_, out_;  // each input's and output's buffer (an output may be an input's)
   std::vector<void*> addr_;       // every buffer's address

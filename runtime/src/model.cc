@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -97,6 +98,7 @@ StorageKind storage_of(const std::string& s) {
   if (s == "weights") return StorageKind::kWeights;
   if (s == "input") return StorageKind::kInput;
   if (s == "output") return StorageKind::kOutput;
+  if (s == "fault") return StorageKind::kFault;
   fail(2, fmt::format("schedule.json: unknown storage '{}'", s));
 }
 
@@ -113,12 +115,15 @@ void parse_schedule(ModelData& m, const json& j) {
     d.offset = b.value("offset", int64_t{0});
     d.index = b.value("index", 0);
     d.bytes = b.at("bytes").get<int64_t>();
-    const int64_t limit = d.storage == StorageKind::kArena ? m.arena_bytes
-                          : d.storage == StorageKind::kWeights ? m.weights_bytes : INT64_MAX;
+    const int64_t limit = d.storage == StorageKind::kArena     ? m.arena_bytes
+                          : d.storage == StorageKind::kWeights ? m.weights_bytes
+                          : d.storage == StorageKind::kFault   ? artifact::kFaultWordBytes
+                                                               : INT64_MAX;
     const size_t slots = d.storage == StorageKind::kInput ? m.inputs.size() : m.outputs.size();
     if (d.offset < 0 || d.bytes < 0 || d.offset + d.bytes > limit ||
         ((d.storage == StorageKind::kInput || d.storage == StorageKind::kOutput) &&
-         (d.index < 0 || static_cast<size_t>(d.index) >= slots)))
+         (d.index < 0 || static_cast<size_t>(d.index) >= slots)) ||
+        (d.storage == StorageKind::kFault && d.bytes != artifact::kFaultWordBytes))
       fail(2, fmt::format("schedule.json: buffer '{}' lies outside its storage; the artifact is damaged, recompile it",
                           d.name));
     m.buffers.push_back(d);
@@ -130,6 +135,22 @@ void parse_schedule(ModelData& m, const json& j) {
     for (int i = 0; i < 3; ++i) d.grid[i] = g.at(i), d.block[i] = b.at(i);
     d.smem = k.at("smem").get<int64_t>();
     d.cooperative = k.at("cooperative").get<bool>();
+    for (const json& f : k.value("faults", json::array())) {
+      FaultDesc fd;
+      const std::string code = f.at("code").get<std::string>();
+      char* end = nullptr;
+      fd.code = std::strtoull(code.c_str(), &end, 16);
+      if (code.empty() || *end != '\0' || fd.code == 0)
+        fail(2, fmt::format(
+                    "schedule.json: kernel '{}' has a fault code '{}' that is not a nonzero hex number; the "
+                    "artifact is damaged, recompile it",
+                    d.name, code));
+      fd.node = f.at("node").get<std::string>();
+      fd.op = f.at("op").get<std::string>();
+      fd.message = f.at("message").get<std::string>();
+      d.faults.push_back(fd);
+      m.has_faults = true;
+    }
     m.kernels.push_back(d);
   }
   auto check_buf = [&](int id) {

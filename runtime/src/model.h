@@ -10,7 +10,7 @@
 
 namespace stitch::rt {
 
-enum class StorageKind { kArena, kWeights, kInput, kOutput };
+enum class StorageKind { kArena, kWeights, kInput, kOutput, kFault };
 
 struct BufferDesc {
   std::string name, dtype;
@@ -21,11 +21,19 @@ struct BufferDesc {
   int64_t bytes = 0;
 };
 
+// A check a kernel makes on its input data at run time (an index inside its axis): when it fails,
+// the kernel records `code` and the offending value in the session's fault word.
+struct FaultDesc {
+  uint64_t code = 0;
+  std::string node, op, message;  // message: "{value}" stands for the offending value
+};
+
 struct KernelDesc {
   std::string name;
   std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
   int64_t smem = 0;
   bool cooperative = false;  // grid-wide barriers: launched cooperatively, every block resident
+  std::vector<FaultDesc> faults;
 };
 
 struct GemmDesc {
@@ -83,6 +91,7 @@ struct ModelData {
   std::vector<StepDesc> steps;
   std::vector<uint8_t> weights;
   std::string step_text(size_t i) const;  // "step 12 (kernel k011_map_add, node '...')"
+  bool has_faults = false;                // some kernel checks its input data (a buffer of storage "fault")
 };
 
 int64_t dtype_bytes(const std::string& dtype);  // 0 for unknown names

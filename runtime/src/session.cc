@@ -25,7 +25,8 @@ int find_by_name(const List& list, const std::string& name, const char* role) {
 }  // namespace
 
 std::vector<void*> buffer_addresses(const ModelData& m, void* arena, void* weights,
-                                    const std::vector<uint8_t*>& inputs, const std::vector<uint8_t*>& outputs) {
+                                    const std::vector<uint8_t*>& inputs, const std::vector<uint8_t*>& outputs,
+                                    void* fault_word) {
   std::vector<void*> out;
   out.reserve(m.buffers.size());
   for (const BufferDesc& b : m.buffers) {
@@ -34,9 +35,36 @@ std::vector<void*> buffer_addresses(const ModelData& m, void* arena, void* weigh
       case StorageKind::kWeights: out.push_back(static_cast<uint8_t*>(weights) + b.offset); break;
       case StorageKind::kInput: out.push_back(inputs[b.index]); break;
       case StorageKind::kOutput: out.push_back(outputs[b.index]); break;
+      case StorageKind::kFault:
+        out.push_back(fault_word);
+        break;
     }
   }
   return out;
+}
+
+void check_faults(const ModelData& m, uint64_t* word) {
+  const uint64_t code = word[0];
+  const int64_t value = static_cast<int64_t>(word[1]);
+  if (code == 0) return;
+  word[0] = word[1] = 0;
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    if (m.steps[i].op != StepDesc::kKernel) continue;
+    for (const FaultDesc& f : m.kernels[m.steps[i].kernel].faults) {
+      if (f.code != code) continue;
+      std::string what = f.message;
+      if (const size_t at = what.find("{value}"); at != std::string::npos)
+        what.replace(at, 7, std::to_string(value));
+      fail(2, fmt::format(
+                  "step {} (kernel {}): node '{}' ({}): {}; the outputs of this run are not valid (check "
+                  "the input data)",
+                  i, m.kernels[m.steps[i].kernel].name, f.node, f.op, what));
+    }
+  }
+  fail(2, fmt::format(
+              "a kernel of '{}' recorded fault code {:016x} (value {}), which no kernel of its schedule.json "
+              "declares; the artifact is damaged, recompile it",
+              m.dir, code, value));
 }
 
 std::vector<LaunchArgs> kernel_launch_args(const ModelData& m, const std::vector<void*>& addresses) {
@@ -99,8 +127,11 @@ void Session::set_input(const std::string& name, const std::string& dtype, const
 void Session::run() {
   for (size_t i = 0; i < input_set_.size(); ++i)
     if (!input_set_[i]) fail(2, fmt::format("input '{}' was not set before run()", model_->inputs()[i].name));
+  ran_ = false;
+  failed_ = true;  // until the run returns: a fault (check_faults) or a failed launch leaves it set
   impl_->run();
   ran_ = true;
+  failed_ = false;
 }
 
 void Session::carry(const std::string& output, const std::string& input) {
@@ -118,6 +149,11 @@ void Session::carry(const std::string& output, const std::string& input) {
 }
 
 void Session::get_output(const std::string& name, void* data, size_t bytes) {
+  if (failed_)
+    fail(2, fmt::format(
+                "get_output('{}'): the last run() failed, and the outputs it left are not valid; run again "
+                "with valid inputs",
+                name));
   const int i = find_by_name(model_->outputs(), name, "output");
   const TensorInfo& t = model_->outputs()[i];
   if (bytes != static_cast<size_t>(t.bytes))

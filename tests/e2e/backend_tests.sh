@@ -450,6 +450,29 @@ mkdir -p "$TMP/wrongtype" && cp "$ROOT/models/cnn_small/test_data_set_0/input_0.
   cp "$D/input_1.pb" "$TMP/wrongtype/input_1.pb"
 expect "input of the wrong dtype" 2 "input 'input_ids' has dtype f32, the artifact expects i64" -- \
   "$STITCHC" run "$B" --backend emu --inputs "$TMP/wrongtype"
+# A token id past the vocabulary: the embedding's Gather (in a stitched kernel) reports it after
+# the run. The input written as a bare TensorProto (dims 2x16, int64, raw data).
+mkdir -p "$TMP/badtoken" && cp "$D/input_1.pb" "$TMP/badtoken/input_1.pb"
+python3 - "$TMP/badtoken/input_0.pb" <<'PY'
+import struct, sys
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+ids = [1] * 32
+ids[5] = 1000000
+raw, name = struct.pack("<32q", *ids), b"input_ids"
+msg = b"\x08" + varint(2) + b"\x08" + varint(16) + b"\x10" + varint(7)
+msg += b"\x42" + varint(len(name)) + name + b"\x4a" + varint(len(raw)) + raw
+open(sys.argv[1], "wb").write(msg)
+PY
+expect "a token id past the vocabulary" 2 "node '[^']*' \(Gather\): index 1000000 of 'input_ids', along axis 0 of '[^']*', is outside \[-[0-9]+, [0-9]+\)" -- \
+  "$STITCHC" run "$B" --backend emu --inputs "$TMP/badtoken"
+expect "the reference refuses the same token id" 2 "index 1000000 is out of range" -- \
+  "$STITCHC" run "$ROOT/models/bert_tiny/model.onnx" --inputs "$TMP/badtoken"
 expect "reference backend on a directory" 2 "is an artifact directory: run it with --backend emu" -- \
   "$STITCHC" run "$B" --inputs "$D"
 expect "not an artifact directory" 2 "manifest.json'; recompile" -- "$STITCHC" run "$TMP/notart" --backend emu --inputs "$D"

@@ -9,7 +9,7 @@
 namespace stitch::artifact {
 
 inline constexpr const char* kFormatName = "stitch-artifact";
-inline constexpr int kArtifactVersion = 12;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu;
+inline constexpr int kArtifactVersion = 13;  // 2: gemm steps carry an epilogue (bias); 3: gelu, bias_gelu;
                                              // 4: kernels say whether they launch cooperatively;
                                              // 5: residual, bias_residual; 6: relu, bias_relu;
                                              // 7: outputs written in place of an input;
@@ -21,6 +21,8 @@ inline constexpr int kArtifactVersion = 12;  // 2: gemm steps carry an epilogue 
                                              // 11: conv_transpose steps
                                              // 12: files checked with XXH3-64 (`xxh3`), not
                                              //    FNV-1a
+                                             // 13: run-time checks: kernels' `faults`, and
+                                             //    the session's fault word (storage "fault")
 
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kScheduleFile = "schedule.json";
@@ -33,6 +35,10 @@ inline constexpr const char* kEmuLibrary = "emu/kernels_emu.so";
 
 // Buffers in the arena and the weights blob start at multiples of this (cudaMalloc's alignment).
 inline constexpr std::int64_t kAlignment = 256;
+
+// The session's fault word (the one buffer of storage "fault"): two uint64, the code of the first
+// run-time check that failed in a run (0: none) and the value it found.
+inline constexpr std::int64_t kFaultWordBytes = 16;
 
 // The manifest's checksum of a file: XXH3, 64 bits, seed 0 (xxHash 0.8, from Debian's
 // libxxhash-dev). It detects truncated or edited files, not a deliberate forgery, which needs a

@@ -86,11 +86,13 @@ class Session {
   // Copies an input in; dtype and dims must match the artifact's (checked, by name).
   void set_input(const std::string& name, const std::string& dtype, const std::vector<int64_t>& dims,
                  const void* data, size_t bytes);
-  // Runs the schedule once. Every input must have been set.
+  // Runs the schedule once. Every input must have been set. Input data a kernel cannot honour (a
+  // Gather's index outside its axis, which the kernel replaces by 0) fails the run with Error code
+  // 2 naming the node and the value, after the run; its outputs are then not valid.
   void run();
   // Copies an output out; `bytes` must equal its size. An output written in place of an input
   // (the manifest's in_place_of_input) is that input's buffer: read it before setting that input
-  // again.
+  // again. Refused after a run() that failed.
   void get_output(const std::string& name, void* data, size_t bytes);
   // Sets input `input` to what output `output` holds after the last run(), on the device (a
   // decoding loop's present KV cache as the next step's past). They must have one dtype and shape.
@@ -112,6 +114,7 @@ class Session {
   std::unique_ptr<BackendImpl> impl_;
   std::vector<bool> input_set_;
   bool ran_ = false;
+  bool failed_ = false;  // the last run() failed: its outputs are not valid
 };
 
 }  // namespace stitch::rt

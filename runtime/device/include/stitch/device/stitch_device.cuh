@@ -39,6 +39,15 @@ __device__ __forceinline__ I float_to_int(F x, I lo, I hi) {
   return static_cast<I>(x);
 }
 
+// ---- run-time faults -------------------------------------------------------------------------
+// An input the kernel cannot honour (an index out of range): the kernel goes on with a safe
+// value, and records the fault in the session's fault word `f` (two 64-bit words: the fault's
+// code, then the offending value) for the runtime to report after the run. The first fault of a
+// run wins; the code names the node and the check in the artifact's schedule.json ("faults").
+__device__ __forceinline__ void fault(unsigned long long* f, unsigned long long code, long long value) {
+  if (atomicCAS(f, 0ull, code) == 0ull) f[1] = static_cast<unsigned long long>(value);
+}
+
 // ---- warp and block reductions ---------------------------------------------------------------
 struct Sum {
   template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }

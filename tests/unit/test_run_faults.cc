@@ -1,0 +1,355 @@
+// Run-time checks of input data (kernel.h's KernelFault): an index outside its axis in a Gather,
+// GatherElements, GatherND, ScatterND, ScatterElements or TensorScatter fails the run on the emu
+// backend with a user error naming the step, the node and the value, as the reference interpreter
+// refuses the same inputs, in single-node, stitched and packed kernels; the session refuses the
+// outputs of such a run and runs again with valid inputs.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fusion_test_util.h"
+#include "stitch/artifact_format.h"
+
+namespace stitch {
+namespace {
+
+using test::parse_or_die;
+
+namespace fs = std::filesystem;
+
+// `g` (through the front end) compiled for emu with `groups` (every node alone without) and
+// `packs`, into a directory of its own; `schedule` receives the schedule.
+fs::path compile(const Graph& g, const std::string& tag, const codegen::NodeGroups* groups = nullptr,
+                 const std::vector<int>* packs = nullptr, codegen::Schedule* schedule = nullptr) {
+  auto s = codegen::build_schedule(g, groups, packs);
+  INFO(s.status().message());
+  REQUIRE(s.is_ok());
+  codegen::CompileOptions o;
+  o.run_nvcc = false;
+  o.model_path = "/dev/null";
+  const fs::path dir = fs::temp_directory_path() / fmt::format("stitch_unit_faults_{}_{}", tag, getpid());
+  codegen::ArtifactSummary summary;
+  const Status st = codegen::write_artifact(g, *s, o, dir.string(), &summary);
+  INFO(st.message());
+  REQUIRE(st.is_ok());
+  if (schedule) *schedule = std::move(*s);
+  return dir;
+}
+
+// Feeds `feed` and runs: "" when the run succeeds and every output equals the reference
+// interpreter's, else the run's error message, which must be a user error (code 2) that the
+// reference interpreter shares (it refuses the same inputs).
+std::string run_error(rt::Session& session, const Graph& g, const TensorMap& feed) {
+  for (const auto& [name, t] : feed)
+    session.set_input(name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
+  auto want = run_reference(g, feed);
+  try {
+    session.run();
+  } catch (const rt::Error& e) {
+    CHECK(e.code() == 2);
+    CHECK_FALSE(want.is_ok());
+    if (!want.is_ok()) CHECK(want.status().code() == Code::kUser);
+    std::vector<uint8_t> out(1);
+    CHECK_THROWS_WITH(session.get_output(g.outputs[0]->name, out.data(), out.size()),
+                      Catch::Contains("the last run() failed"));
+    return e.what();
+  }
+  INFO(want.status().message());
+  REQUIRE(want.is_ok());
+  for (const Value* v : g.outputs) {
+    Tensor got(v->dtype, *v->dims);
+    session.get_output(v->name, got.data(), static_cast<size_t>(got.byte_size()));
+    CHECK(compare_tensors(got, want->at(v->name), 0, 0).ok);
+  }
+  return "";
+}
+
+const Node& node(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes())
+    if (n->name == name) return *n;
+  FAIL("no node " << name);
+  return *g.nodes().front();
+}
+
+// The kernels of `s` that take the fault word, and the nodes of their checks.
+std::vector<std::string> checked_nodes(const codegen::Schedule& s) {
+  std::vector<std::string> out;
+  for (const codegen::Kernel& k : s.kernels) {
+    int words = 0;
+    for (const codegen::KernelParam& p : k.params) words += p.value == codegen::fault_word();
+    CHECK(words == (k.faults.empty() ? 0 : 1));
+    for (const codegen::KernelFault& f : k.faults) out.push_back(f.node->name);
+  }
+  return out;
+}
+
+TEST_CASE("a Gather's index outside its axis fails the run naming the node and the index, alone and stitched",
+          "[runtime][emu][faults]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %w: f32[5,3]
+  input %i: i64[2,2]
+  %e = Gather(%w, %i) @"emb"
+  %y = Relu(%e) @"act"
+  output %y
+})");
+  test::run_frontend_or_die(*g);
+  const TensorMap base{{"w", test::random_tensor(DType::kF32, {5, 3}, 1)}};
+  auto with = [&](std::vector<int64_t> idx) {
+    TensorMap f = base;
+    f["i"] = Tensor::from_i64(DType::kI64, {2, 2}, idx);
+    return f;
+  };
+  const codegen::NodeGroups fused{{&node(*g, "emb"), &node(*g, "act")}};
+  for (const bool stitched : {false, true}) {
+    INFO((stitched ? "stitched" : "alone"));
+    codegen::Schedule s;
+    const fs::path dir = compile(*g, stitched ? "gs" : "ga", stitched ? &fused : nullptr, nullptr, &s);
+    CHECK(s.kernels.size() == (stitched ? 1u : 2u));
+    CHECK(checked_nodes(s) == std::vector<std::string>{"emb"});  // the Relu's kernel checks nothing
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    CHECK(run_error(session, *g, with({0, 4, -5, -1})) == "");
+    const std::string high = run_error(session, *g, with({0, 5, 1, 2}));
+    CHECK_THAT(high, Catch::Contains("(kernel k000_") &&
+                         Catch::Contains("node 'emb' (Gather): index 5 of 'i', "
+                                         "along axis 0 of 'w', is outside [-5, 5)") &&
+                         Catch::Contains("the outputs of this run are not valid"));
+    CHECK_THAT(run_error(session, *g, with({-6, 0, 0, 0})), Catch::Contains("index -6 of 'i'"));
+    // A fault is cleared once reported: the next run with valid indices succeeds.
+    CHECK(run_error(session, *g, with({4, 3, 2, 1})) == "");
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("GatherElements and GatherND check every index component, alone and stitched",
+          "[runtime][emu][faults]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %d: f32[3,4]
+  input %j: i64[3,2]
+  input %k: i64[2,2]
+  %ge = GatherElements(%d, %j) {axis = 1} @"ge"
+  %gn = GatherND(%d, %k) @"gnd"
+  %a = Neg(%ge) @"neg"
+  %b = Neg(%gn) @"neg2"
+  output %a
+  output %b
+})");
+  test::run_frontend_or_die(*g);
+  auto feed = [](std::vector<int64_t> j, std::vector<int64_t> k) {
+    return TensorMap{{"d", test::random_tensor(DType::kF32, {3, 4}, 2)},
+                     {"j", Tensor::from_i64(DType::kI64, {3, 2}, j)},
+                     {"k", Tensor::from_i64(DType::kI64, {2, 2}, k)}};
+  };
+  const codegen::NodeGroups fused{{&node(*g, "ge"), &node(*g, "neg")}, {&node(*g, "gnd"), &node(*g, "neg2")}};
+  for (const bool stitched : {false, true}) {
+    INFO((stitched ? "stitched" : "alone"));
+    codegen::Schedule s;
+    const fs::path dir = compile(*g, stitched ? "es" : "ea", stitched ? &fused : nullptr, nullptr, &s);
+    std::vector<std::string> nodes = checked_nodes(s);
+    std::sort(nodes.begin(), nodes.end());
+    CHECK(nodes == std::vector<std::string>{"ge", "gnd", "gnd"});  // GatherND: one check per component
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    CHECK(run_error(session, *g, feed({0, 3, -4, 1, 2, 2}, {2, 3, -3, -4})) == "");
+    CHECK_THAT(run_error(session, *g, feed({0, 3, 4, 1, 2, 2}, {2, 3, 0, 0})),
+               Catch::Contains(
+                   "node 'ge' (GatherElements): index 4 of 'j', along axis 1 of 'd', is outside [-4, 4)"));
+    CHECK_THAT(
+        run_error(session, *g, feed({0, 0, 0, 0, 0, 0}, {2, 3, 0, -5})),
+        Catch::Contains("node 'gnd' (GatherND): index -5 of 'k' (component 1 of a tuple), along axis 1 of "
+                        "'d', is outside [-4, 4)"));
+    CHECK_THAT(
+        run_error(session, *g, feed({0, 0, 0, 0, 0, 0}, {3, 0, 0, 0})),
+        Catch::Contains("index 3 of 'k' (component 0 of a tuple), along axis 0 of 'd', is outside [-3, 3)"));
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("ScatterND and ScatterElements skip an update whose index is outside its axis and fail the run",
+          "[runtime][emu][faults]") {
+  auto g = parse_or_die(R"(graph "s" opset 18 {
+  input %x: f32[4,3]
+  input %i: i64[2,1]
+  input %u: f32[2,3]
+  input %e: i64[4,1]
+  input %v: f32[4,1]
+  %y = ScatterND(%x, %i, %u) @"put"
+  %z = ScatterElements(%x, %e, %v) {axis = 1, reduction = "add"} @"add"
+  output %y
+  output %z
+})");
+  test::run_frontend_or_die(*g);
+  REQUIRE(test::count_op(*g, "ScatterND") == 1);
+  REQUIRE(test::count_op(*g, "ScatterElements") == 1);
+  auto feed = [](std::vector<int64_t> i, std::vector<int64_t> e) {
+    return TensorMap{{"x", test::random_tensor(DType::kF32, {4, 3}, 3)},
+                     {"i", Tensor::from_i64(DType::kI64, {2, 1}, i)},
+                     {"u", test::random_tensor(DType::kF32, {2, 3}, 4)},
+                     {"e", Tensor::from_i64(DType::kI64, {4, 1}, e)},
+                     {"v", test::random_tensor(DType::kF32, {4, 1}, 5)}};
+  };
+  codegen::Schedule s;
+  const fs::path dir = compile(*g, "sc", nullptr, nullptr, &s);
+  std::vector<std::string> nodes = checked_nodes(s);
+  std::sort(nodes.begin(), nodes.end());
+  CHECK(nodes == std::vector<std::string>{"add", "put"});
+  rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+  CHECK(run_error(session, *g, feed({3, -4}, {0, 2, -3, 1})) == "");
+  CHECK_THAT(
+      run_error(session, *g, feed({1, 4}, {0, 0, 0, 0})),
+      Catch::Contains("node 'put' (ScatterND): index 4 of 'i' (component 0 of a tuple), along axis 0 of 'x', "
+                      "is outside [-4, 4): its update was not written"));
+  CHECK_THAT(run_error(session, *g, feed({0, 1}, {0, 0, 3, 0})),
+             Catch::Contains(
+                 "node 'add' (ScatterElements): index 3 of 'e', along axis 1 of 'x', is outside [-3, 3)"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "a scatter update whose index is out of range is skipped and reported, never written outside the output",
+    "[runtime][emu][faults]") {
+  // The reference refuses such an update; the kernel must not write past its output into another
+  // buffer of the arena, and reports it (as the other kinds do above). In-range updates (a negative index
+  // counts from the end) land.
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[2,4]
+  input %ie: i64[2,2]
+  input %ue: f32[2,2]
+  input %in: i64[3,2]
+  input %un: f32[3]
+  %ye = ScatterElements(%x, %ie, %ue) {axis = 1} @"scatter_elements"
+  %yn = ScatterND(%x, %in, %un) @"scatter_nd"
+  output %ye
+  output %yn
+})");
+  test::run_frontend_or_die(*g);
+  const fs::path dir = compile(*g, "sk");
+  const Tensor x = Tensor::from_f64(DType::kF32, {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  const Tensor ue = Tensor::from_f64(DType::kF32, {2, 2}, {10, 11, 12, 13});
+  const Tensor un = Tensor::from_f64(DType::kF32, {3}, {20, 21, 22});
+  rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+  auto run = [&](const Tensor& ie, const Tensor& in) {
+    for (const auto& [name, t] : std::vector<std::pair<std::string, const Tensor*>>{
+             {"x", &x}, {"ie", &ie}, {"ue", &ue}, {"in", &in}, {"un", &un}})
+      session.set_input(name, std::string(dtype_name(t->dtype())), t->dims(), t->data(), t->byte_size());
+    session.run();
+  };
+  // Row 0: column 1 and column 4 (out of range): reported.
+  CHECK_THROWS_WITH(run(Tensor::from_i64(DType::kI64, {2, 2}, {1, 4, -1, -4}),
+                        Tensor::from_i64(DType::kI64, {3, 2}, {1, 2, 1, 0, 0, -4})),
+                    Catch::Contains("node 'scatter_elements' (ScatterElements): index 4 of 'ie'"));
+  // [2, 0]: row out of range.
+  CHECK_THROWS_WITH(run(Tensor::from_i64(DType::kI64, {2, 2}, {1, 2, -1, -4}),
+                        Tensor::from_i64(DType::kI64, {3, 2}, {1, 2, 2, 0, 0, -4})),
+                    Catch::Contains("node 'scatter_nd' (ScatterND): index 2 of 'in'"));
+  // Row 0: columns 1 and 2; row 1: columns -1 (3) and -4 (0). [1, 2], [1, 0], [0, -4] (column 0).
+  run(Tensor::from_i64(DType::kI64, {2, 2}, {1, 2, -1, -4}),
+      Tensor::from_i64(DType::kI64, {3, 2}, {1, 2, 1, 0, 0, -4}));
+  Tensor ye(DType::kF32, {2, 4}), yn(DType::kF32, {2, 4});
+  session.get_output("ye", ye.data(), ye.byte_size());
+  session.get_output("yn", yn.data(), yn.byte_size());
+  CHECK(ye.to_f64() == std::vector<double>{0, 10, 11, 3, 13, 5, 6, 12});
+  CHECK(yn.to_f64() == std::vector<double>{22, 1, 2, 3, 21, 5, 20, 7});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a TensorScatter's write index outside its cache fails the run, alone and packed",
+          "[runtime][emu][faults]") {
+  // As a decoding loop has it (test_opset24.cc): caches that are graph inputs read by nothing else,
+  // written in place, the plan packing the writes into one launch.
+  auto g = parse_or_die(R"(graph "decode" opset 24 {
+  input %k: f32[2,2,1,8]
+  input %v: f32[2,2,1,8]
+  input %kc: f32[2,2,6,8]
+  input %vc: f32[2,2,6,8]
+  input %rc: f32[2,2,6,8]
+  input %at: i64[2]
+  %kn = TensorScatter(%kc, %k, %at) @"k_cache"
+  %vn = TensorScatter(%vc, %v, %at) @"v_cache"
+  %rn = TensorScatter(%rc, %k, %at) {mode = "circular"} @"ring"
+  output %kn
+  output %vn
+  output %rn
+})");
+  test::run_frontend_or_die(*g);
+  REQUIRE(test::count_op(*g, "TensorScatter") == 3);
+  auto plan = fusion::make_plan(*g, test::opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = test::groups_of(*plan);
+  const auto packs = test::packs_of(*plan);
+  auto feed = [&](std::vector<int64_t> at) {
+    TensorMap f;
+    uint32_t seed = 10;
+    for (const char* name : {"k", "v", "kc", "vc", "rc"})
+      f[name] = test::random_tensor(DType::kF32, *g->find_value(name)->dims, seed++);
+    f["at"] = Tensor::from_i64(DType::kI64, {2}, at);
+    return f;
+  };
+  for (const bool packed : {false, true}) {
+    INFO((packed ? "packed" : "alone"));
+    codegen::Schedule s;
+    const fs::path dir =
+        compile(*g, packed ? "tp" : "ta", packed ? &groups : nullptr, packed ? &packs : nullptr, &s);
+    std::vector<std::string> nodes = checked_nodes(s);
+    std::sort(nodes.begin(), nodes.end());
+    CHECK(nodes == std::vector<std::string>{"k_cache", "ring", "v_cache"});
+    CHECK(s.kernels.size() == (packed ? 1u : 3u));  // packed: one launch, one fault word
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    CHECK(run_error(session, *g, feed({5, 0})) == "");
+    CHECK_THAT(
+        run_error(session, *g, feed({0, 6})),
+        Catch::Contains("(TensorScatter): write index 6 of 'at' puts the 1 updates outside the cache's 6 "
+                        "positions (mode linear)"));
+    CHECK_THAT(run_error(session, *g, feed({-1, 0})), Catch::Contains("write index -1 of 'at'"));
+    // Circular: 6 wraps to position 0, which the linear caches refuse; only a negative index is refused.
+    CHECK_THAT(run_error(session, *g, feed({6, 0})), !Catch::Contains("node 'ring'"));
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("a damaged fault table or fault word in schedule.json is refused at load", "[runtime][faults]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %w: f32[5,3]
+  input %i: i64[2]
+  %e = Gather(%w, %i) @"emb"
+  output %e
+})");
+  test::run_frontend_or_die(*g);
+  const fs::path dir = compile(*g, "dm");
+  const fs::path file = dir / "schedule.json";
+  const nlohmann::json good = nlohmann::json::parse(test::read_text_file(file));
+  auto load_with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    const std::string text = j.dump();
+    std::ofstream(file) << text;
+    // The manifest's checksum made to match, as a damaged or hand-edited artifact could have it.
+    nlohmann::json m = nlohmann::json::parse(test::read_text_file(dir / "manifest.json"));
+    m["files"]["schedule.json"] = {
+        {"bytes", text.size()},
+        {"xxh3", fmt::format("{:016x}", artifact::checksum(text.data(), text.size()))}};
+    std::ofstream(dir / "manifest.json") << m.dump();
+    try {
+      rt::Model::load(dir.string());
+    } catch (const rt::Error& e) {
+      CHECK(e.code() == 2);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  REQUIRE(good.at("kernels").at(0).at("faults").size() == 1);
+  CHECK(load_with([](nlohmann::json&) {}) == "");
+  CHECK_THAT(load_with([](nlohmann::json& j) { j["kernels"][0]["faults"][0]["code"] = "zz"; }),
+             Catch::Contains("fault code 'zz' that is not a nonzero hex number"));
+  CHECK_THAT(load_with([](nlohmann::json& j) { j["kernels"][0]["faults"][0]["code"] = "0"; }),
+             Catch::Contains("not a nonzero hex number"));
+  CHECK_THAT(load_with([](nlohmann::json& j) {
+               for (auto& b : j["buffers"])
+                 if (b["storage"] == "fault") b["bytes"] = 8;
+             }),
+             Catch::Contains("lies outside its storage"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stitch
