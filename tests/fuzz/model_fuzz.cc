@@ -8,7 +8,9 @@
 // first data set, with inputs for its shapes made from that data set's values. Then:
 //   1. `stitchc compile MUTANT -o ART --no-nvcc` must exit 0, or 2 with an error message;
 //   2. when it compiled, `stitchc run MUTANT --inputs IN --save-outputs REF` (the reference
-//      interpreter) must exit 0, or 2 with an error message;
+//      interpreter) must exit 0, or 2 with an error message. Where it refuses the inputs (an
+//      index out of range), `stitchc run ART --backend emu --inputs IN` must refuse them too, with
+//      exit code 2 and a message (the kernels' run-time checks), never give outputs;
 //   3. when that ran, `stitchc run ART --backend emu --inputs IN --expect REF` must exit 0: the
 //      planned, fused and generated kernels compute what the reference does, within the
 //      tolerances of support/tolerances.h. Three kinds of mismatch are excused, and counted
@@ -370,11 +372,30 @@ int main(int argc, char** argv) {
          (dir / "inputs").string(), "--expect", (dir / "reference").string(), "--save-outputs",
          (dir / "emu").string()},
     };
-    std::string failure, outcome = "compiled; not run (no inputs for its shapes)";
+    std::string failure, outcome = "compiled; not run (no inputs for its shapes)", refusal;
     int step = 0;
     for (; step < 3; ++step) {
       if (step > 0 && !inputs) break;
       const Outcome o = run(steps[step], dir / fmt::format("step{}.log", step + 1), timeout_s);
+      if (step == 1 && o.code == 2 && o.fine(false)) {
+        // The reference refuses the inputs (an index out of range): the artifact must refuse them
+        // at run time too, with exit code 2, and never give outputs for them.
+        refusal = o.log.substr(0, o.log.find('\n'));
+        steps[2].resize(steps[2].size() - 4);  // no --expect, no --save-outputs
+        continue;
+      }
+      if (step == 2 && !refusal.empty()) {
+        if (o.code == 2 && o.fine(false)) {
+          ++c.reference_refused;
+          outcome = fmt::format("refused by the reference ({}) and at run time: {}", refusal,
+                                o.log.substr(0, o.log.find('\n')));
+        } else {
+          failure = fmt::format("step 3 ({}) {} where the reference refused the inputs ({})",
+                                quoted(steps[2]), o.code == 0 ? "gave outputs" : o.how(), refusal);
+          if (!o.log.empty()) failure += ":\n" + o.log.substr(o.log.size() > 2000 ? o.log.size() - 2000 : 0);
+        }
+        break;
+      }
       if (step == 2 && o.code == 1 && !o.timed_out && !o.signal) {
         const Excuse why = excuse(o.log, stitchc, mpath, dir, timeout_s);
         if (why != Excuse::kNone) {
@@ -383,17 +404,15 @@ int main(int argc, char** argv) {
           break;
         }
       }
-      if (o.code == 2)
-        outcome = fmt::format("{}: {}", step == 0 ? "refused" : "refused by the reference",
-                              o.log.substr(0, o.log.find('\n')));
+      if (o.code == 2) outcome = fmt::format("refused: {}", o.log.substr(0, o.log.find('\n')));
       if (step == 2 && o.code == 0) outcome = "compiled, and matches the reference on emu";
       if (!o.fine(step == 2)) {
         failure = fmt::format("step {} ({}) {}", step + 1, quoted(steps[step]), o.how());
         if (!o.log.empty()) failure += ":\n" + o.log.substr(o.log.size() > 2000 ? o.log.size() - 2000 : 0);
         break;
       }
-      if (o.code == 2) {
-        ++(step == 0 ? c.refused : c.reference_refused);
+      if (o.code == 2) {  // refused at compile time (steps 2 and 3 get here with exit code 0 only)
+        ++c.refused;
         break;
       }
       if (step == 0) ++c.compiled;
@@ -421,6 +440,7 @@ int main(int argc, char** argv) {
              c.compiled, c.compared);
   fmt::print("{} overflowing float32 alike, {} near misses and {} ill-conditioned, none of them failures; ",
              c.excused[1], c.excused[2], c.excused[3]);
-  fmt::print("{} refused by the reference), {} failed\n", c.reference_refused, c.failed);
+  fmt::print("{} refused by the reference and at run time alike), {} failed\n", c.reference_refused,
+             c.failed);
   return c.failed ? 1 : 0;
 }
