@@ -69,6 +69,44 @@ std::string count_range(int lo, int hi) {
   return fmt::format("{} to {}", lo, hi);
 }
 
+// Int attributes that ONNX defines as flags, 0 or 1, in every op that has them (keepdims, Gemm's
+// transA, Reshape's allowzero, TopK's largest...). The schemas say only "int"; a model holding 2
+// or -1 is malformed, and reading it as true would be a guess.
+bool is_flag(std::string_view name) {
+  static const std::vector<std::string_view> flags = {"align_corners",
+                                                      "allowzero",
+                                                      "broadcast",
+                                                      "ceil_mode",
+                                                      "count_include_pad",
+                                                      "detect_negative",
+                                                      "detect_positive",
+                                                      "exclusive",
+                                                      "fmod",
+                                                      "input_forget",
+                                                      "interleaved",
+                                                      "inverse",
+                                                      "is_causal",
+                                                      "is_test",
+                                                      "keepdims",
+                                                      "largest",
+                                                      "layout",
+                                                      "linear_before_reset",
+                                                      "noop_with_empty_axes",
+                                                      "onesided",
+                                                      "periodic",
+                                                      "reverse",
+                                                      "saturate",
+                                                      "select_last_index",
+                                                      "sorted",
+                                                      "spatial",
+                                                      "storage_order",
+                                                      "training_mode",
+                                                      "transA",
+                                                      "transB",
+                                                      "upper"};
+  return std::find(flags.begin(), flags.end(), name) != flags.end();
+}
+
 // The newest version of `op` older than `since` that has attribute `name`; null if none.
 const OpSchema* last_version_with(std::string_view op, const std::string& name, int since) {
   const OpSchema* best = nullptr;
@@ -126,6 +164,11 @@ Status check_node_schema(const Node& n, size_t num_inputs, size_t num_outputs) {
       return Status::user(fmt::format("{}: attribute '{}' is {}, but {} takes {}; write it as {}",
                                       n.describe(), name, kind_name(kind_of(value)), version,
                                       kind_name(it->kind), kind_name(it->kind)));
+    if (const int64_t* v = std::get_if<int64_t>(&value); v && *v != 0 && *v != 1 && is_flag(name))
+      return Status::user(
+          fmt::format("{}: attribute '{}' is {}, but {} defines it as a flag, 0 or 1; write 0 "
+                      "or 1",
+                      n.describe(), name, *v, version));
   }
   for (const AttrSpec& a : s->attrs)
     if (a.required && !n.attrs.count(std::string(a.name)))

@@ -223,6 +223,19 @@ TEST_CASE("nodes are checked against the ONNX schema of the model's opset") {
                Catch::Contains("node 'konst' (Constant): attribute 'value' is a float") &&
                    Catch::Contains("takes a tensor"));
   }
+  SECTION("a flag outside 0 and 1 is refused, not read as true") {
+    add_attr(add_node(g, "ReduceMax", {"x"}, {"m"}, "max"), "keepdims", A::INT)->set_i(2);
+    CHECK_THAT(import_model(m).message(),
+               Catch::Contains("node 'max' (ReduceMax): attribute 'keepdims' is 2") &&
+                   Catch::Contains("defines it as a flag, 0 or 1"));
+    g->mutable_node()->RemoveLast();
+    add_attr(add_node(g, "Softmax", {"x"}, {"s"}, "sm"), "axis", A::INT)->set_i(-1);  // not a flag
+    auto* mm = add_node(g, "Gemm", {"x", "x"}, {"g"}, "gemm");
+    add_attr(mm, "transB", A::INT)->set_i(1);
+    CHECK(import_model(m).is_ok());
+    mm->mutable_attribute(0)->set_i(-1);
+    CHECK_THAT(import_model(m).message(), Catch::Contains("node 'gemm' (Gemm): attribute 'transB' is -1"));
+  }
   SECTION("the schema follows the model's opset") {
     // Split's num_outputs exists from version 18.
     auto* split = add_node(g, "Split", {"x"}, {"p", "q"}, "split");
