@@ -5,7 +5,8 @@
 //
 // Seed s takes the models in turn (model s mod count), draws 1 to N mutations from s
 // (model_mutations.h) and writes the mutant, its symbolic input axes fixed to those of the model's
-// first data set, with inputs for its shapes made from that data set's values. Then:
+// first data set, with inputs for its shapes made from that data set's values, one integer
+// element changed in one seed of three (write_inputs). Then:
 //   1. `stitchc compile MUTANT -o ART --no-nvcc` must exit 0, or 2 with an error message;
 //   2. when it compiled, `stitchc run MUTANT --inputs IN --save-outputs REF` (the reference
 //      interpreter) must exit 0, or 2 with an error message. Where it refuses the inputs (an
@@ -89,13 +90,24 @@ StatusOr<Model> load(const fs::path& dir) {
 
 // Inputs for the mutant's graph inputs in `dir`/inputs: each element taken in turn from the data
 // set's tensor of that name and type (token ids stay in the vocabulary, masks stay 0 and 1), else
-// small values from `rng` for float32, else zeros. False when an input has no static shape or a
-// type stitch lacks (the mutant is then only compiled).
+// small values from `rng` for float32, else zeros. One seed in three then sets one element of an
+// integer input to a value a model may not expect (a token id past the vocabulary, a negative or
+// huge position, an index one past its last value), said in `changes`: the kernels' run-time checks
+// must refuse it where the reference does. False when an input has no static shape or a type
+// stitch lacks (the mutant is then only compiled).
 bool write_inputs(const onnx::ModelProto& mutant, const Model& seed, const fs::path& dir,
-                  std::mt19937_64& rng) {
+                  std::mt19937_64& rng, std::vector<std::string>& changes) {
   fs::create_directories(dir);
-  int k = 0;
+  const bool edit = rng() % 3 == 0;
+  std::vector<int> integer;  // inputs of int32 or int64 with elements
+  for (int i = 0; i < mutant.graph().input_size(); ++i)
+    if (const int t = mutant.graph().input(i).type().tensor_type().elem_type();
+        t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32)
+      integer.push_back(i);
+  const int target = edit && !integer.empty() ? integer[rng() % integer.size()] : -1;
+  int k = 0, index = -1;
   for (const auto& in : mutant.graph().input()) {
+    ++index;
     if (is_initializer(mutant.graph(), in.name())) continue;
     const auto& tt = in.type().tensor_type();
     std::optional<DType> dt = dtype_from_onnx(tt.elem_type());
@@ -118,6 +130,20 @@ bool write_inputs(const onnx::ModelProto& mutant, const Model& seed, const fs::p
     } else if (*dt == DType::kF32) {
       std::uniform_real_distribution<float> u(-2.0f, 2.0f);
       for (int64_t i = 0; i < t.size(); ++i) t.data_as<float>()[i] = u(rng);
+    }
+    if (index == target && t.size() > 0) {
+      const int64_t at = static_cast<int64_t>(rng() % static_cast<uint64_t>(t.size()));
+      const int64_t was = t.get_i64(at);
+      // One past it, -1, -was - 1 (written ~was: no overflow), and far out either way.
+      const int64_t values[] = {was == INT64_MAX ? was : was + 1,
+                                -1,
+                                ~was,
+                                int64_t{1} << 20,
+                                -(int64_t{1} << 20),
+                                int64_t{1} << 31};
+      const int64_t v = values[rng() % std::size(values)];
+      t.set_i64(at, v);
+      changes.push_back(fmt::format("input '{}' element {}: {} -> {}", in.name(), at, was, t.get_i64(at)));
     }
     if (!write_tensor_file((dir / fmt::format("input_{}.pb", k++)).string(), t, in.name()).is_ok())
       return false;
@@ -362,7 +388,7 @@ int main(int argc, char** argv) {
       std::ofstream f(dir / "model.onnx", std::ios::binary);
       mutant.SerializeToOstream(&f);
     }
-    const bool inputs = write_inputs(mutant, seed, dir / "inputs", rng);
+    const bool inputs = write_inputs(mutant, seed, dir / "inputs", rng, changes);
     const std::string mpath = (dir / "model.onnx").string();
     std::vector<std::vector<std::string>> steps{
         {stitchc, "compile", mpath, "-o", (dir / "artifact").string(), "--no-nvcc"},
