@@ -24,8 +24,7 @@ const char* storage_name(Storage s) {
     case Storage::kWeights: return "weights";
     case Storage::kInput: return "input";
     case Storage::kOutput: return "output";
-    case Storage::kFault:
-      return "fault";
+    case Storage::kFault: return "fault";
   }
   return "?";
 }
