@@ -65,12 +65,13 @@ uint64_t add_fault(Kernel& k, const Node& n, const std::string& message);
 // The statement that reports a failed check of `n` with `value` the offending value (add_fault);
 // the kernel takes the fault word as parameter `fault`, added to k.params at the first check.
 std::string fault_call(Kernel& k, const Node& n, const std::string& message, const std::string& value);
-// The statement that checks index `j` (a long long read from an index tensor) against an axis of
-// `dim` and makes it non-negative: out of range it becomes 0 (a read inside the data) and reports a
-// fault of `n`, `what` saying whose index it is ("index {value} of 'ids', along axis 0 of 'wte',").
-// Where `in_range` (constant_in_range), only the wrap.
-std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t dim, const std::string& what,
-                        bool in_range);
+// The statement that checks index `j` (a long long read from the indices, input 1, of gather `n`)
+// against axis `data_axis` of its data (input 0) and makes it non-negative: out of range it becomes
+// 0 (a read inside the data) and reports a fault of `n`. `component`: the element of each index
+// tuple `j` is (GatherND), or -1. Only the wrap where the indices are a constant inside the axis
+// (constant_in_range).
+std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t data_axis,
+                        int64_t component = -1);
 // Whether index tensor `ind` is a constant whose elements offset, offset + stride, ... all lie in
 // [-dim, dim): then its kernel needs no run-time check (the front end refuses a constant index out
 // of range with the node's name).

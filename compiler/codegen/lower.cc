@@ -276,10 +276,20 @@ std::string fault_call(Kernel& k, const Node& n, const std::string& message, con
   return fmt::format("stitch_dev::fault(fault, {}ull, {});", code, value);
 }
 
-std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t dim, const std::string& what,
-                        bool in_range) {
-  if (in_range) return fmt::format("if ({0} < 0) {0} += {1}LL;", j, dim);
-  const std::string report = fault_call(k, n, fmt::format("{} is outside [-{}, {})", what, dim, dim), j);
+std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t data_axis,
+                        int64_t component) {
+  const Value *data = n.input(0), *ind = n.input(1);
+  const int64_t dim = (*data->dims)[static_cast<size_t>(data_axis)];
+  const int64_t tuple = component < 0 ? 1 : ind->dims->back();
+  if (constant_in_range(ind, dim, tuple, std::max<int64_t>(component, 0)))
+    return fmt::format("if ({0} < 0) {0} += {1}LL;", j, dim);
+  const std::string what =
+      component < 0 ? fmt::format("index {{value}} of '{}'", ind->name)
+                    : fmt::format("index {{value}} of '{}' (component {} of a tuple)", ind->name, component);
+  const std::string report = fault_call(
+      k, n,
+      fmt::format("{}, along axis {} of '{}', is outside [-{}, {})", what, data_axis, data->name, dim, dim),
+      j);
   return fmt::format(
       "if ({0} < -{1}LL || {0} >= {1}LL) {{ {2} {0} = 0; }} else if ({0} < 0) {{ {0} += {1}LL; }}", j, dim,
       report);

@@ -383,9 +383,7 @@ StatusOr<Kernel> lower_gather(const Node& n, int index, IndexWidth ix) {
   Dims istr(dims(out).size(), 0);
   for (int64_t j = 0; j < q; ++j) istr[axis + j] = is[j];
   b.line(fmt::format("long long j = (long long){}[{}];", b.param(ind, false), b.affine(0, istr)));
-  b.check_index(n, "j", dd[axis],
-                fmt::format("index {{value}} of '{}', along axis {} of '{}',", ind->name, axis, data->name),
-                constant_in_range(ind, dd[axis]));
+  b.check_index(n, "j", axis);
   Dims dstr(dims(out).size(), 0);
   for (int64_t d = 0; d < axis; ++d) dstr[d] = ds[d];
   for (int64_t d = axis + 1; d < r; ++d) dstr[d + q - 1] = ds[d];
@@ -405,9 +403,7 @@ StatusOr<Kernel> lower_gather_elements(const Node& n, int index, IndexWidth ix) 
   MapBuilder b(n, index, dims(out), ix);
   Dims ds = strides_of(dd);
   b.line(fmt::format("long long j = (long long){}[i];", b.param(ind, false)));
-  b.check_index(n, "j", dd[axis],
-                fmt::format("index {{value}} of '{}', along axis {} of '{}',", ind->name, axis, data->name),
-                constant_in_range(ind, dd[axis]));
+  b.check_index(n, "j", axis);
   Dims dstr = ds;
   dstr[axis] = 0;
   std::string off = b.affine(0, dstr);
@@ -439,10 +435,7 @@ StatusOr<Kernel> lower_gather_nd(const Node& n, int index, IndexWidth ix) {
   for (int64_t k = 0; k < last; ++k) {
     b.line(fmt::format("{{ long long j = (long long){}[ib + {}];", ip, b.lit(k)));
     b.indent(1);
-    b.check_index(n, "j", dd[bd + k],
-                  fmt::format("index {{value}} of '{}' (component {} of a tuple), along axis {} of '{}',",
-                              ind->name, k, bd + k, data->name),
-                  constant_in_range(ind, dd[bd + k], last, k));
+    b.check_index(n, "j", bd + k, k);
     b.line(fmt::format("off += {} * {}; }}", narrow(ix, "j"), b.lit(ds[bd + k])));
     b.indent(-1);
   }

@@ -45,8 +45,8 @@ class MapBuilder {
   std::string fault(const Node& n, const std::string& message, const std::string& value) {
     return fault_call(k_, n, message, value);
   }
-  void check_index(const Node& n, const std::string& j, int64_t dim, const std::string& what, bool in_range) {
-    line(index_check(k_, n, j, dim, what, in_range));
+  void check_index(const Node& n, const std::string& j, int64_t data_axis, int64_t component = -1) {
+    line(index_check(k_, n, j, data_axis, component));
   }
   std::string coord(size_t d) {
     uses_[d] = true;

@@ -233,10 +233,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     Coords cq(c.begin() + axis, c.begin() + axis + q);
     ASSIGN_OR_RETURN(SExpr idx, at(ind, cq));
     Coords ci(c.begin(), c.begin() + axis);
-    ci.push_back(data_index(
-        idx, dd[axis], n,
-        fmt::format("index {{value}} of '{}', along axis {} of '{}',", ind->name, axis, data->name),
-        constant_in_range(ind, dd[axis])));
+    ci.push_back(data_index(idx, n, axis));
     ci.insert(ci.end(), c.begin() + axis + q, c.end());
     return at(data, ci);
   }
@@ -246,17 +243,13 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
                      ops::norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(dims(data).size())));
     ASSIGN_OR_RETURN(SExpr idx, at(n.input(1), c));
     Coords ci = c;
-    ci[axis] = data_index(
-        idx, dims(data)[axis], n,
-        fmt::format("index {{value}} of '{}', along axis {} of '{}',", n.input(1)->name, axis, data->name),
-        constant_in_range(n.input(1), dims(data)[axis]));
+    ci[axis] = data_index(idx, n, axis);
     return at(data, ci);
   }
   if (op == "GatherND") {
     // Output [b..., i..., rest...] reads data [b..., indices[b..., i..., 0..last), rest...].
     const Value* data = n.input(0);
     const Value* ind = n.input(1);
-    const Dims& dd = dims(data);
     const Dims& id = dims(ind);
     const int64_t bd = n.attr_int("batch_dims", 0), q = static_cast<int64_t>(id.size()), last = id.back();
     Coords ci(c.begin(), c.begin() + bd);
@@ -264,11 +257,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
       Coords cq(c.begin(), c.begin() + (q - 1));
       cq.push_back({lit(k), 0});
       ASSIGN_OR_RETURN(SExpr idx, at(ind, cq));
-      ci.push_back(
-          data_index(idx, dd[bd + k], n,
-                     fmt::format("index {{value}} of '{}' (component {} of a tuple), along axis {} of '{}',",
-                                 ind->name, k, bd + k, data->name),
-                     constant_in_range(ind, dd[bd + k], last, k)));
+      ci.push_back(data_index(idx, n, bd + k, k));
     }
     ci.insert(ci.end(), c.begin() + (q - 1), c.end());
     return at(data, ci);

@@ -299,11 +299,11 @@ StatusOr<SExpr> Stitcher::concat(const Node& n, const Coords& c, const std::stri
   return bind(k, ct, e, level, fmt::format("Concat '{}'", n.name));
 }
 
-SExpr Stitcher::data_index(const SExpr& idx, int64_t extent, const Node& n, const std::string& what,
-                           bool in_range) {
+SExpr Stitcher::data_index(const SExpr& idx, const Node& n, int64_t data_axis, int64_t component) {
   std::string j = fresh("g");
   line(idx.level, fmt::format("long long {} = (long long){};", j, idx.s));
-  line(idx.level, index_check(k_, n, j, extent, what, in_range));
+  line(idx.level, index_check(k_, n, j, data_axis, component));
+  const int64_t extent = dims(n.input(0))[static_cast<size_t>(data_axis)];
   if (width_.narrow && extent > 1) {  // an axis of extent 1 takes no index term: nothing reads it
     line(idx.level, fmt::format("const int {0}i = (int){0};", j));
     j += "i";

@@ -65,13 +65,10 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
       fmt::format("independent (horizontal) packing of {} kernels in one launch", ks.size());
   for (size_t i = 0; i < ks.size(); ++i) {
     for (const Node* n : ks[i].nodes) out.nodes.push_back(n);
-    for (const KernelParam& p : ks[i].params) {
-      if (p.value != fault_word())
+    for (const KernelParam& p : ks[i].params)  // one fault word for every part
+      if (p.value != fault_word() || std::none_of(out.params.begin(), out.params.end(),
+                                                  [&](const KernelParam& q) { return q.value == p.value; }))
         out.params.push_back({part_arg(i, p), p.value, p.output});
-      else if (std::none_of(out.params.begin(), out.params.end(),
-                            [&](const KernelParam& q) { return q.value == p.value; }))
-        out.params.push_back({part_arg(i, p), p.value, p.output});  // one fault word for every part
-    }
     for (const KernelFault& f : ks[i].faults)
       if (std::none_of(out.faults.begin(), out.faults.end(),
                        [&](const KernelFault& g) { return g.code == f.code; }))

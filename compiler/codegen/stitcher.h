@@ -146,12 +146,12 @@ class Stitcher {
   std::string fault(const Node& n, const std::string& message, const std::string& value) {
     return fault_call(k_, n, message, value);
   }
-  // A gather's index value `idx` as a coordinate along an axis of `extent`: read in 64 bits (an
-  // int64 tensor's value may be anything), a negative one counted from the end, one still out of
-  // range taken as 0 (the read stays inside the data) and reported as a fault of `n`
-  // (kernel.h's index_check, `what` and `in_range` as there), then narrowed to the kernel's index
-  // width. Bound at idx's loop level.
-  SExpr data_index(const SExpr& idx, int64_t extent, const Node& n, const std::string& what, bool in_range);
+  // Gather `n`'s index value `idx` as a coordinate along axis `data_axis` of its data: read in 64
+  // bits (an int64 tensor's value may be anything), a negative one counted from the end, one still
+  // out of range taken as 0 (the read stays inside the data) and reported as a fault of `n`
+  // (kernel.h's index_check; `component` as there), then narrowed to the kernel's index width.
+  // Bound at idx's loop level.
+  SExpr data_index(const SExpr& idx, const Node& n, int64_t data_axis, int64_t component = -1);
 
   // The offset of `v` at `c`: the flat index when c are the domain's own coordinates.
   SExpr offset(const Value* v, const Coords& c) {
