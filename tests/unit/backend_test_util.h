@@ -81,6 +81,17 @@ inline std::pair<std::unique_ptr<Graph>, TensorMap> load_node_test(
   return {std::move(*g), std::move(feed)};
 }
 
+// Writes schedule `s` of `g` as an emu-only artifact (no nvcc) into `dir`; fails the test on error.
+inline void write_emu_artifact(const Graph& g, const codegen::Schedule& s, const std::filesystem::path& dir) {
+  codegen::CompileOptions o;
+  o.run_nvcc = false;
+  o.model_path = "/dev/null";
+  codegen::ArtifactSummary summary;
+  Status st = codegen::write_artifact(g, s, o, dir.string(), &summary);
+  INFO(st.message());
+  REQUIRE(st.is_ok());
+}
+
 // Compiles `g` (emu only; `groups` from a fusion plan, or every node alone) and runs it on `feed`;
 // returns its outputs and sets `kernels` to the kernel count. `packs` (one id per group) packs
 // independent groups into one launch, as the plan says; `fold_gemms` lets GEMM calls take over
@@ -94,15 +105,9 @@ inline TensorMap emu_run(const Graph& g, const codegen::NodeGroups* groups, cons
   INFO(s.status().message());
   REQUIRE(s.is_ok());
   if (edit) edit(*s);
-  codegen::CompileOptions o;
-  o.run_nvcc = false;
-  o.model_path = "/dev/null";
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("stitch_unit_emu_" + std::to_string(getpid()));
-  codegen::ArtifactSummary summary;
-  Status st = codegen::write_artifact(g, *s, o, dir.string(), &summary);
-  INFO(st.message());
-  REQUIRE(st.is_ok());
+  write_emu_artifact(g, *s, dir);
   TensorMap out;
   {
     rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);

@@ -26,14 +26,8 @@ fs::path compile(const Graph& g, const std::string& tag, const codegen::NodeGrou
   auto s = codegen::build_schedule(g, groups, packs);
   INFO(s.status().message());
   REQUIRE(s.is_ok());
-  codegen::CompileOptions o;
-  o.run_nvcc = false;
-  o.model_path = "/dev/null";
   const fs::path dir = fs::temp_directory_path() / fmt::format("stitch_unit_faults_{}_{}", tag, getpid());
-  codegen::ArtifactSummary summary;
-  const Status st = codegen::write_artifact(g, *s, o, dir.string(), &summary);
-  INFO(st.message());
-  REQUIRE(st.is_ok());
+  test::write_emu_artifact(g, *s, dir);
   if (schedule) *schedule = std::move(*s);
   return dir;
 }
