@@ -158,9 +158,13 @@ int run_inspect(const InspectArgs& a) {
 
 int run_ops() {
   fmt::print("{:<24} {:<8} {}\n", "op", "opsets", "category");
-  for (const OpDef& d : all_ops())
+  size_t count = 0;
+  for (const OpDef& d : all_ops()) {
+    if (d.internal) continue;  // the compiler's own, never a model's
     fmt::print("{:<24} {:<8} {}\n", d.name, fmt::format("{}-{}", d.since, d.until), category_name(d.category));
-  fmt::print("{} ops\n", all_ops().size());
+    ++count;
+  }
+  fmt::print("{} ops\n", count);
   return 0;
 }
 

@@ -358,10 +358,7 @@ struct Writer {
       if (k.faults.empty()) continue;
       ordered_json faults = ordered_json::array();
       for (const KernelFault& f : k.faults)
-        faults.push_back({{"code", hex64(f.code)},
-                          {"node", f.node->name},
-                          {"op", f.node->op_type},
-                          {"message", f.message}});
+        faults.push_back({{"code", hex64(f.code)}, {"node", f.node}, {"op", f.op}, {"message", f.message}});
       kernels.back()["faults"] = faults;
     }
     for (const Step& st : s.steps) {

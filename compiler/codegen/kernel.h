@@ -24,10 +24,11 @@ struct KernelParam {
 // the kernel goes on with a safe value and records `code` in the session's fault word
 // (stitch_dev::fault), and the runtime reports the node and `message` after the run, with the
 // text "{value}" in it replaced by the offending value. The code hashes the node's name and the
-// message: the same in every kernel that makes the check, and nonzero.
+// message: the same in every kernel that makes the check, and nonzero. The node is the one checked
+// (ops/op_util.h's checked_node: for a StitchIndexCheck, the node its rewrite replaced).
 struct KernelFault {
   uint64_t code = 0;
-  const Node* node = nullptr;
+  std::string node, op;
   std::string message;
 };
 
@@ -65,17 +66,21 @@ uint64_t add_fault(Kernel& k, const Node& n, const std::string& message);
 // The statement that reports a failed check of `n` with `value` the offending value (add_fault);
 // the kernel takes the fault word as parameter `fault`, added to k.params at the first check.
 std::string fault_call(Kernel& k, const Node& n, const std::string& message, const std::string& value);
+// The expression of StitchIndexCheck `n` (ops/op_util.h) on index `x`: x, with a fault of the node
+// it checks recorded when x lies outside the check's bounds (stitch_dev::checked).
+std::string index_check_expr(Kernel& k, const Node& n, const std::string& x);
 // The statement that checks index `j` (a long long read from the indices, input 1, of gather `n`)
 // against axis `data_axis` of its data (input 0) and makes it non-negative: out of range it becomes
 // 0 (a read inside the data) and reports a fault of `n`. `component`: the element of each index
-// tuple `j` is (GatherND), or -1. Only the wrap where the indices are a constant inside the axis
-// (constant_in_range).
+// tuple `j` is (GatherND), or -1. Only the wrap where the indices are known to lie inside the axis
+// (known_in_range).
 std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t data_axis,
                         int64_t component = -1);
-// Whether index tensor `ind` is a constant whose elements offset, offset + stride, ... all lie in
-// [-dim, dim): then its kernel needs no run-time check (the front end refuses a constant index out
-// of range with the node's name).
-bool constant_in_range(const Value* ind, int64_t dim, int64_t stride = 1, int64_t offset = 0);
+// Whether the elements offset, offset + stride, ... of index tensor `ind` are known at compile time
+// to lie in [-dim, dim): a constant's (the front end refuses a constant index out of range with the
+// node's name), or every element's by the bounds of what computes it (ops/value_range.h: the
+// clamped positions of an expanded TensorScatter, say). Then its kernel needs no run-time check.
+bool known_in_range(const Value* ind, int64_t dim, int64_t stride = 1, int64_t offset = 0);
 
 // Generated kernels index in 32 bits (int offsets, coordinates and loop counters; fewer registers
 // and no 64-bit multiplies or divisions) when every tensor they touch has at most this many

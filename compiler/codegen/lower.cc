@@ -5,12 +5,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
+#include <optional>
 
 #include "codegen/cuda_writer.h"
 #include "codegen/library.h"
 #include "codegen/scalar_ops.h"
 #include "ir/op_table.h"
 #include "ops/op_params.h"
+#include "ops/op_util.h"
+#include "ops/value_range.h"
 #include "stitch/artifact_format.h"
 #include "support/check.h"
 
@@ -255,25 +259,43 @@ const Value* fault_word() {
 }
 
 uint64_t add_fault(Kernel& k, const Node& n, const std::string& message) {
-  const std::string key = n.name + '\0' + message;
+  const auto [node, op] = ops::checked_node(n);
+  const std::string key = node + '\0' + message;
   uint64_t code = artifact::checksum(key.data(), key.size());
   if (code == 0) code = 1;  // 0 is "no fault"
   for (const KernelFault& f : k.faults) {
     if (f.code != code) continue;
-    STITCH_CHECK(f.node == &n && f.message == message, "kernel {}: two run-time checks share code {:x}",
+    STITCH_CHECK(f.node == node && f.message == message, "kernel {}: two run-time checks share code {:x}",
                  k.name, code);
     return code;
   }
-  k.faults.push_back({code, &n, message});
+  k.faults.push_back({code, node, op, message});
   return code;
 }
 
-std::string fault_call(Kernel& k, const Node& n, const std::string& message, const std::string& value) {
-  const uint64_t code = add_fault(k, n, message);
+namespace {
+// The fault word's parameter name, added to k.params at the first check.
+std::string fault_param(Kernel& k) {
   if (std::none_of(k.params.begin(), k.params.end(),
                    [](const KernelParam& p) { return p.value == fault_word(); }))
     k.params.push_back({"fault", fault_word(), true});
-  return fmt::format("stitch_dev::fault(fault, {}ull, {});", code, value);
+  return "fault";
+}
+}  // namespace
+
+std::string fault_call(Kernel& k, const Node& n, const std::string& message, const std::string& value) {
+  const uint64_t code = add_fault(k, n, message);
+  return fmt::format("stitch_dev::fault({}, {}ull, {});", fault_param(k), code, value);
+}
+
+std::string index_check_expr(Kernel& k, const Node& n, const std::string& x) {
+  const uint64_t code = add_fault(k, n, n.attr_string("message", ""));
+  auto bound = [](int64_t b) {  // -2^63 has no literal of its own
+    return b == std::numeric_limits<int64_t>::min() ? std::string("(-9223372036854775807LL - 1)")
+                                                    : fmt::format("{}LL", b);
+  };
+  return fmt::format("stitch_dev::checked({}, {}ull, {}, {}, {})", fault_param(k), code, x,
+                     bound(n.attr_int("min", 0)), bound(n.attr_int("max", 0)));
 }
 
 std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t data_axis,
@@ -281,7 +303,7 @@ std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t 
   const Value *data = n.input(0), *ind = n.input(1);
   const int64_t dim = (*data->dims)[static_cast<size_t>(data_axis)];
   const int64_t tuple = component < 0 ? 1 : ind->dims->back();
-  if (constant_in_range(ind, dim, tuple, std::max<int64_t>(component, 0)))
+  if (known_in_range(ind, dim, tuple, std::max<int64_t>(component, 0)))
     return fmt::format("if ({0} < 0) {0} += {1}LL;", j, dim);
   const std::string what =
       component < 0 ? fmt::format("index {{value}} of '{}'", ind->name)
@@ -295,8 +317,12 @@ std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t 
       report);
 }
 
-bool constant_in_range(const Value* ind, int64_t dim, int64_t stride, int64_t offset) {
-  if (!ind || !ind->is_constant()) return false;
+bool known_in_range(const Value* ind, int64_t dim, int64_t stride, int64_t offset) {
+  if (!ind) return false;
+  if (!ind->is_constant()) {
+    const std::optional<ops::IntRange> r = ops::int_range(ind);
+    return r && r->min >= -dim && r->max < dim;
+  }
   const std::vector<int64_t> v = ind->constant->to_i64();
   for (size_t i = static_cast<size_t>(offset); i < v.size(); i += static_cast<size_t>(stride))
     if (v[i] < -dim || v[i] >= dim) return false;

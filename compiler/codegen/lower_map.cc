@@ -54,7 +54,7 @@ Status emit_chain(MapBuilder& b, const std::vector<const Node*>& nodes, std::map
       if (!per_channel) reg[v] = name;
       args.push_back(name);
     }
-    ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
+    ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args, &b.kernel()));
     if (nodes.size() == 1 && stored.count(out)) {  // a single node: store the expression directly
       b.store(out, b.flat(), expr);
       continue;
@@ -87,7 +87,9 @@ StatusOr<std::vector<int64_t>> const_input(const Node& n, size_t i, const char* 
 // element (read once); 4-byte types; a multiple of 4 elements. Buffers start 256-byte aligned.
 bool can_vectorize(const Node& n) {
   const Value* out = n.output(0);
-  if (n.op_type == "BatchNormalization" || n.op_type == "CastLike" || !is_word(out->dtype)) return false;
+  if (n.op_type == "BatchNormalization" || n.op_type == "CastLike" || n.op_type == ops::kIndexCheck ||
+      !is_word(out->dtype))
+    return false;
   const int64_t total = num_elements(dims(out));
   if (total < 4 || total % 4 != 0) return false;
   for (const Value* v : n.inputs) {

@@ -2,6 +2,8 @@
 // TensorScatter (a KV cache written whole or, in place, only its update).
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "codegen/lower.h"
 #include "codegen/map_builder.h"
 #include "ops/op_params.h"
@@ -49,10 +51,10 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
   const int64_t r = static_cast<int64_t>(dd.size());
   ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", 0), r));
   // An index outside its axis: the update skipped, and a fault reported (none where the indices are
-  // a constant known to be inside: constant_in_range). Element `offset` of every `stride` of the
+  // known at compile time to be inside: known_in_range). Element `offset` of every `stride` of the
   // indices indexes axis d.
   auto skip = [&](int64_t d, const std::string& component, int64_t stride, int64_t offset) {
-    if (constant_in_range(ind, dd[d], stride, offset)) return fmt::format("if (j < 0) j += {}LL;", dd[d]);
+    if (known_in_range(ind, dd[d], stride, offset)) return fmt::format("if (j < 0) j += {}LL;", dd[d]);
     const std::string report = fault_call(
         k, n,
         fmt::format("index {{value}} of '{}'{}, along axis {} of '{}', is outside [-{}, {}): its update "
@@ -133,20 +135,15 @@ StatusOr<Kernel> lower_scatter(const Node& n, int index, IndexWidth ix) {
 // updates past the end) is reported as a fault (tensor_scatter_check).
 std::pair<std::string, std::string> tensor_scatter_check(const Node& n, const std::string& first, int64_t len,
                                                          int64_t count) {
-  const bool circular = n.attr_string("mode", "linear") == "circular";
+  const ops::IndexBounds b = ops::tensor_scatter_bounds(n, len, count);
+  const bool circular = b.max == std::numeric_limits<int64_t>::max();
   if (const Value* w = n.input(2); w->is_constant()) {  // known at compile time: checked only if bad
     bool ok = true;
-    for (int64_t v : w->constant->to_i64()) ok = ok && v >= 0 && (circular || v <= len - count);
+    for (int64_t v : w->constant->to_i64()) ok = ok && v >= b.min && v <= b.max;
     if (ok) return {};
   }
-  if (circular)
-    return {fmt::format("write index {{value}} of '{}' is negative (mode circular)", n.input(2)->name),
-            fmt::format("{} < 0", first)};
-  return {
-      fmt::format("write index {{value}} of '{}' puts the {} updates outside the cache's {} positions (mode "
-                  "linear): those past the end were not written",
-                  n.input(2)->name, count, len),
-      fmt::format("{0} < 0 || {0} > {1}LL", first, len - count)};
+  return {b.message, circular ? fmt::format("{} < {}", first, b.min)
+                              : fmt::format("{0} < {1}LL || {0} > {2}LL", first, b.min, b.max)};
 }
 
 StatusOr<Kernel> lower_tensor_scatter(const Node& n, int index, IndexWidth ix, bool in_place,

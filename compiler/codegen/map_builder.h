@@ -41,6 +41,8 @@ class MapBuilder {
     k_.bytes_moved += bytes;
     return name;
   }
+  // The kernel being built (a StitchIndexCheck's expression adds its fault to it).
+  Kernel& kernel() { return k_; }
   // A run-time check of `n` (kernel.h's fault_call and index_check).
   std::string fault(const Node& n, const std::string& message, const std::string& value) {
     return fault_call(k_, n, message, value);

@@ -9,6 +9,7 @@
 
 #include "codegen/kernel.h"
 #include "codegen/node_facts.h"
+#include "ops/op_util.h"
 
 namespace stitch::codegen {
 namespace {
@@ -211,7 +212,8 @@ bool reads_operand(const Node& n, size_t i) {
 bool has_scalar_expr(const Node& n) {
   const std::string& op = n.op_type;
   return unary_table().count(op) || is_binary(op) || is_variadic(op) || op == "Where" || op == "Clip" ||
-         op == "Cast" || op == "CastLike" || op == "BitCast" || op == "BatchNormalization";
+         op == "Cast" || op == "CastLike" || op == "BitCast" || op == "BatchNormalization" ||
+         op == ops::kIndexCheck;
 }
 
 namespace {
@@ -269,8 +271,13 @@ std::string float_to_int(const std::string& x, DType to) {
                      int_max(to));
 }
 
-StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a) {
+StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a, Kernel* k) {
   const std::string& op = n.op_type;
+  if (op == ops::kIndexCheck) {
+    if (!k)
+      return Status::internal(fmt::format("{}: its expression needs the kernel's fault word", n.describe()));
+    return index_check_expr(*k, n, a[0]);
+  }
   const DType out_t = n.output(0)->dtype;
   const std::string ct = compute_type(out_t);
   if (auto it = unary_table().find(op); it != unary_table().end()) {
@@ -319,6 +326,7 @@ namespace {
 
 int count_instructions(const Node& n) {
   if (!has_scalar_expr(n) || n.output(0) == nullptr) return 1;
+  if (n.op_type == ops::kIndexCheck) return 3;  // two compares and a branch
   for (const Value* v : n.inputs)
     if (v == nullptr) return 1;  // an omitted optional operand: the expression needs ""
   std::vector<std::string> args;

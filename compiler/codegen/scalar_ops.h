@@ -13,12 +13,16 @@
 
 namespace stitch::codegen {
 
+struct Kernel;
+
 // True when the node is lowered as a per-element expression of broadcast operands.
 bool has_scalar_expr(const Node& n);
 
 // The expression for output 0 from operand expressions `a` (one per node input; "" for an
 // omitted optional input). Error (naming the node) for a case the back end does not handle.
-StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a);
+// `k`: the kernel it goes into, which a StitchIndexCheck (ops/op_util.h) needs for its fault;
+// optional for every other op.
+StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a, Kernel* k = nullptr);
 
 // Float expression `x` converted to integer type `to`, in `to`'s compute type, the way the
 // reference's Cast converts: NaN gives 0, a value past the type's range its nearest end

@@ -156,7 +156,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
       return bind(k, ct, fmt::format("({} * {})", args[0], rcp.s), level,
                   fmt::format("Div '{}', as a product with the reciprocal", n.name));
     }
-    ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args));
+    ASSIGN_OR_RETURN(std::string expr, scalar_expr(n, args, &k_));
     return bind(k, ct, expr, level, fmt::format("{} '{}'", op, n.name));
   }
   if (role == StitchRole::kView) {

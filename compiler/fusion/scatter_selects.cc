@@ -35,6 +35,18 @@ StatusOr<std::vector<std::string>> scatter_selects(Graph& g, const std::set<std:
     const int64_t len = d[*axis];
     const DType it = ind->dtype;
     const std::string h = n->name + "/select";
+    // An index outside the axis is still refused (StitchIndexCheck), unless a constant shows none is.
+    bool inside = ind->is_constant();
+    if (inside)
+      for (int64_t v : ind->constant->to_i64()) inside = inside && v >= -len && v < len;
+    if (!inside) {
+      Value* checked = add_op(g, ops::kIndexCheck, h + "_index_checked", {ind}, it, *ind->dims);
+      checked->producer->attrs = ops::index_check_attrs(
+          *n, -len, len - 1,
+          fmt::format("index {{value}} of '{}', along axis {} of '{}', is outside [-{}, {})", ind->name,
+                      *axis, data->name, len, len));
+      ind = checked;
+    }
     // The positions along the axis, shaped to broadcast there: [len, 1, ..., 1].
     Value* positions = add_positions(g, h + "_positions", it, len, rank - 1 - *axis);
     Dims slot_dims = *ind->dims;

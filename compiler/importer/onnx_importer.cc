@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -236,7 +237,9 @@ class Importer {
       return Status::user(fmt::format(
           "the model has {} node(s) of {} op type(s) that stitch does not support (it supports {} ops of the "
           "default ONNX domain at opsets {}-{}; `stitchc ops` lists them):{}",
-          total, unsupported.size(), all_ops().size(), kMinModelOpset, kMaxOpset, lines));
+          total, unsupported.size(),
+          std::count_if(all_ops().begin(), all_ops().end(), [](const OpDef& d) { return !d.internal; }),
+          kMinModelOpset, kMaxOpset, lines));
     }
     for (size_t i = 0; i < pending.size(); ++i) {
       Node& n = *pending[i];
@@ -280,7 +283,7 @@ class Importer {
           contrib_op_list());
     if (!n.domain.empty()) return "custom-domain ops are not supported; export with standard ONNX ops";
     for (const auto& d : all_ops())
-      if (d.name == n.op_type)
+      if (d.name == n.op_type && !d.internal)
         return fmt::format("supported for opsets {}-{}, the model uses {}", d.since, d.until, n.opset);
     return "";
   }

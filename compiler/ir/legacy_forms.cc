@@ -165,11 +165,15 @@ Status upgrade_tile(Graph& g, Node& n) {
 }  // namespace
 
 const OpDef* find_model_op(std::string_view domain, std::string_view op, int opset) {
-  if (!domain.empty() || opset >= kMinOpset) return find_op(domain, op, opset);
-  if (opset < kMinModelOpset) return nullptr;
-  if (op == "Upsample") op = "Resize";
-  if (op == "Scatter") op = "ScatterElements";
-  return find_op("", op, kMinOpset);
+  const OpDef* d = nullptr;
+  if (!domain.empty() || opset >= kMinOpset) {
+    d = find_op(domain, op, opset);
+  } else if (opset >= kMinModelOpset) {
+    if (op == "Upsample") op = "Resize";
+    if (op == "Scatter") op = "ScatterElements";
+    d = find_op("", op, kMinOpset);
+  }
+  return d && !d->internal ? d : nullptr;  // the compiler's own ops are not the model's to use
 }
 
 Status upgrade_legacy_node(Graph& g, Node& n) {

@@ -29,7 +29,8 @@ inline constexpr int kMinModelOpset = 1;
 
 // The row that implements a node of `op` in a model of `opset` (the domain's): for the default
 // domain below opset 11, the row at opset 11 (Resize's for Upsample, ScatterElements' for
-// Scatter); null before kMinModelOpset or where no row claims it.
+// Scatter); null before kMinModelOpset, where no row claims it, and for the compiler's own ops
+// (OpDef::internal).
 const OpDef* find_model_op(std::string_view domain, std::string_view op, int opset);
 
 // Rewrites a default-domain node of an opset below kMinOpset into its opset-11 form (see above);

@@ -144,6 +144,8 @@ class Parser {
       n->name = fmt::format("{}_{}", n->op_type, g_->nodes().size());
     }
     n->def = find_model_op(n->domain, n->op_type, n->opset);
+    if (const OpDef* d = find_op(n->domain, n->op_type, n->opset); !n->def && d && d->internal)
+      n->def = d;  // the text form also writes the compiler's own ops (a dump after the passes)
     g_->add_node(std::move(n));
     return Status::ok();
   }

@@ -435,13 +435,19 @@ StatusOr<int64_t> scatter_axis(const Node& n, const Dims& past, const Dims& upda
 Status infer_tensor_scatter(InferContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.error("needs past_cache and update");
   if (ctx.dtype(1) != ctx.dtype(0)) return ctx.error("update must have past_cache's element type");
-  RETURN_IF_ERROR(scatter_axis(ctx.node(), ctx.dims(0), ctx.dims(1)).status());
+  ASSIGN_OR_RETURN(const int64_t axis, scatter_axis(ctx.node(), ctx.dims(0), ctx.dims(1)));
   if (ctx.has_input(2)) {
     const Dims& w = ctx.dims(2);
     if (ctx.dtype(2) != DType::kI64 || w.size() != 1 ||
         (known(w[0]) && known(ctx.dims(0)[0]) && w[0] != ctx.dims(0)[0]))
       return ctx.error(fmt::format("write_indices must be int64 of shape [batch] = [{}], got {} {}",
                                    ctx.dims(0)[0], dtype_name(ctx.dtype(2)), dims_to_string(w)));
+    const int64_t len = ctx.dims(0)[axis], count = ctx.dims(1)[axis];
+    if (const Tensor* c = ctx.constant(2); c && known(len) && known(count)) {  // refused now, not at run time
+      const IndexBounds b = tensor_scatter_bounds(ctx.node(), len, count);
+      for (int64_t v : c->to_i64())
+        if (v < b.min || v > b.max) return ctx.error(with_value(b.message, v));
+    }
   }
   return same_as_input0(ctx);
 }

@@ -1,5 +1,5 @@
 // Indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements, ReverseSequence,
-// Compress.
+// Compress, and the compiler's own StitchIndexCheck.
 // Negative indices count from the end; an index out of range is an error at
 // evaluation (never a read outside the tensor).
 #include <algorithm>
@@ -331,6 +331,29 @@ Status eval_compress(const Node& n, std::span<const Tensor* const> in, std::vect
   return eval_gather(n, args, out);
 }
 
+// ---- StitchIndexCheck (op_util.h) -------------------------------------------------------
+
+Status infer_index_check(InferContext& ctx) {
+  RETURN_IF_ERROR(require_int_indices(ctx, 0));
+  for (const char* k : {"min", "max"})
+    if (auto it = ctx.node().attrs.find(k);
+        it == ctx.node().attrs.end() || !std::holds_alternative<int64_t>(it->second))
+      return Status::internal(fmt::format("{} lacks its bound '{}'", ctx.node().describe(), k));
+  return same_as_input0(ctx);
+}
+
+Status eval_index_check(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  const int64_t lo = n.attr_int("min", 0), hi = n.attr_int("max", 0);
+  for (int64_t v : in[0]->to_i64())
+    if (v < lo || v > hi) {
+      const auto [name, op] = checked_node(n);
+      return Status::user(
+          fmt::format("node '{}' ({}): {}", name, op, with_value(n.attr_string("message", ""), v)));
+    }
+  out[0] = *in[0];
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_gather_scatter(std::vector<OpDef>& t) {
@@ -344,6 +367,8 @@ void register_gather_scatter(std::vector<OpDef>& t) {
   t.push_back({"ScatterND", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_scatter_nd, eval_scatter_nd});
   t.push_back({"ReverseSequence", kMinOpset, kMaxOpset, OpCategory::kLayout, infer_reverse_sequence,
                eval_reverse_sequence});
+  t.push_back({kIndexCheck, kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_index_check,
+               eval_index_check, nullptr, /*internal=*/true});
 }
 
 }  // namespace stitch::ops

@@ -24,8 +24,9 @@
 //    keys at or past L masked, and the causal and window bounds around position L - Sq + i.
 //  - TensorScatter (opset 24) into a cache computed in the graph: each cache position c reads the
 //    update at (c - write index) (mod the cache length when circular) where that is inside the
-//    update, else keeps the past value: GatherElements of the update and a Where. A linear write
-//    past the cache's end is dropped (the reference interpreter reports it). A cache that is a
+//    update, else keeps the past value: GatherElements of the update and a Where. A write index
+//    the TensorScatter refuses (negative; in mode linear, one putting updates past the cache's
+//    end) goes through a StitchIndexCheck (ops/op_util.h), which refuses it the same way. A cache that is a
 //    graph input read by nothing else stays a TensorScatter (a zero Pad growing it by no rows is
 //    gone by then: remove_noops runs before the expansions): the back end writes the update into
 //    the input's storage (ops::tensor_scatter_in_place).
@@ -370,6 +371,13 @@ StatusOr<bool> expand_tensor_scatter(Graph& g, Node& n) {
   // The update's position that cache position c receives, per batch.
   Value* from = positions(b, r, axis, len, "cache_positions");
   if (start) {
+    // A write index the TensorScatter refuses is still refused: the reference stops, a kernel
+    // reports it after the run (StitchIndexCheck). A constant one was checked at shape inference.
+    if (!start->is_constant()) {
+      const ops::IndexBounds bounds = ops::tensor_scatter_bounds(n, len, s);
+      start = b.node(ops::kIndexCheck, "write_index_checked", {start}, start->dtype, *start->dims,
+                     ops::index_check_attrs(n, bounds.min, bounds.max, bounds.message));
+    }
     Dims sd(static_cast<size_t>(r), 1);
     sd[0] = pd[0];
     from = binary(b, "Sub", from, b.reshape(start, sd, "write_start"), "update_positions");
@@ -380,7 +388,11 @@ StatusOr<bool> expand_tensor_scatter(Graph& g, Node& n) {
   Value* written = test(
       b, "And", test(b, "GreaterOrEqual", from, zero, "from_start"),
       test(b, "Less", from, b.constant("update_length", Tensor::scalar_i64(s)), "before_end"), "written");
-  Value* index = b.node("Where", "update_index", {written, from, zero}, DType::kI64, *written->dims);
+  // Clamped into the update, so that the GatherElements needs no run-time check (ops/value_range.h);
+  // the Where below keeps the past value wherever the clamp changed the position.
+  Value* index =
+      b.node("Clip", "update_index", {from, zero, b.constant("last_update", Tensor::scalar_i64(s - 1))},
+             DType::kI64, *from->dims);
   index =
       b.node("Expand", "update_index_full",
              {index, ints(b, "cache_shape", std::vector<int64_t>(pd.begin(), pd.end()))}, DType::kI64, pd);

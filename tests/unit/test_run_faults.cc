@@ -9,7 +9,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "fusion/scatter_selects.h"
 #include "fusion_test_util.h"
+#include "ir/legacy_forms.h"
+#include "ops/op_util.h"
+#include "passes/pass.h"
 #include "stitch/artifact_format.h"
 
 namespace stitch {
@@ -74,7 +78,7 @@ std::vector<std::string> checked_nodes(const codegen::Schedule& s) {
     int words = 0;
     for (const codegen::KernelParam& p : k.params) words += p.value == codegen::fault_word();
     CHECK(words == (k.faults.empty() ? 0 : 1));
-    for (const codegen::KernelFault& f : k.faults) out.push_back(f.node->name);
+    for (const codegen::KernelFault& f : k.faults) out.push_back(f.node);
   }
   return out;
 }
@@ -299,6 +303,138 @@ TEST_CASE("a TensorScatter's write index outside its cache fails the run, alone 
     CHECK_THAT(run_error(session, *g, feed({6, 0})), !Catch::Contains("node 'ring'"));
     fs::remove_all(dir);
   }
+}
+
+TEST_CASE(
+    "a TensorScatter into a computed cache, written as a GatherElements and a Where, still fails the "
+    "run on a write index outside the cache",
+    "[runtime][emu][faults]") {
+  // The caches are computed (a Relu of the input), so the front end writes each TensorScatter as a
+  // GatherElements and a Where; its write indices go through a StitchIndexCheck, which the
+  // reference refuses and the kernel reports, naming the TensorScatter.
+  auto g = parse_or_die(R"(graph "decode" opset 24 {
+  input %k: f32[2,2,1,8]
+  input %kc: f32[2,2,6,8]
+  input %at: i64[2]
+  %c = Relu(%kc)
+  %kn = TensorScatter(%c, %k, %at) @"k_cache"
+  %rn = TensorScatter(%c, %k, %at) {mode = "circular"} @"ring"
+  output %kn
+  output %rn
+})");
+  test::run_frontend_or_die(*g);
+  REQUIRE(test::count_op(*g, "TensorScatter") == 0);
+  REQUIRE(test::count_op(*g, ops::kIndexCheck) == 2);
+  auto plan = fusion::make_plan(*g, test::opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = test::groups_of(*plan);
+  auto feed = [&](std::vector<int64_t> at) {
+    return TensorMap{{"k", test::random_tensor(DType::kF32, {2, 2, 1, 8}, 20)},
+                     {"kc", test::random_tensor(DType::kF32, {2, 2, 6, 8}, 21)},
+                     {"at", Tensor::from_i64(DType::kI64, {2}, at)}};
+  };
+  for (const bool stitched : {false, true}) {
+    INFO((stitched ? "stitched" : "alone"));
+    codegen::Schedule s;
+    const fs::path dir = compile(*g, stitched ? "cs" : "ca", stitched ? &groups : nullptr, nullptr, &s);
+    std::vector<std::string> nodes = checked_nodes(s);
+    std::sort(nodes.begin(), nodes.end());
+    CHECK(nodes == std::vector<std::string>{"k_cache", "ring"});
+    if (stitched) CHECK(s.kernels.size() < g->nodes().size());
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    CHECK(run_error(session, *g, feed({5, 0})) == "");
+    CHECK_THAT(
+        run_error(session, *g, feed({0, 6})),
+        Catch::Contains("node 'k_cache' (TensorScatter): write index 6 of 'at' puts the 1 updates outside "
+                        "the cache's 6 positions (mode linear)"));
+    CHECK_THAT(run_error(session, *g, feed({-1, 0})), Catch::Contains("write index -1 of 'at'"));
+    CHECK(run_error(session, *g, feed({1, 2})) == "");  // a valid run after faults
+    fs::remove_all(dir);
+  }
+  SECTION("the reference names the TensorScatter, and a constant write index outside is refused at once") {
+    auto at = run_reference(*g, feed({0, 6}));
+    REQUIRE_FALSE(at.is_ok());
+    CHECK(at.status().code() == Code::kUser);
+    CHECK_THAT(at.status().message(), Catch::StartsWith("node 'k_cache' (TensorScatter): write index 6"));
+    auto c = parse_or_die(R"(graph "decode" opset 24 {
+  input %k: f32[2,2,1,8]
+  input %kc: f32[2,2,6,8]
+  const %at: i64[2] = [0, 7]
+  %c = Relu(%kc)
+  %kn = TensorScatter(%c, %k, %at) @"k_cache"
+  output %kn
+})");
+    PassContext ctx;
+    const Status st = run_frontend(*c, ctx);
+    CHECK(st.code() == Code::kUser);
+    CHECK_THAT(st.message(),
+               Catch::Contains("node 'k_cache' (TensorScatter): write index 7 of 'at' puts the 1 "
+                               "updates outside the cache's 6 positions (mode linear)"));
+  }
+}
+
+TEST_CASE("a ScatterElements written as Wheres still fails the run on an index outside its axis",
+          "[runtime][emu][faults]") {
+  // fusion::scatter_selects puts a StitchIndexCheck on the indices: without it an index out of range
+  // would match no position and its update would vanish without a word.
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[4,6]
+  input %e: i64[4,2]
+  input %v: f32[4,2]
+  %r = Relu(%x)
+  %y = ScatterElements(%r, %e, %v) {axis = 1, reduction = "add"} @"put"
+  output %y
+})");
+  test::run_frontend_or_die(*g);
+  auto lines = fusion::scatter_selects(*g);
+  REQUIRE(lines.is_ok());
+  REQUIRE(lines->size() == 1);
+  REQUIRE(test::count_op(*g, "ScatterElements") == 0);
+  REQUIRE(test::count_op(*g, ops::kIndexCheck) == 1);
+  auto plan = fusion::make_plan(*g, test::opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = test::groups_of(*plan);
+  auto feed = [](std::vector<int64_t> e) {
+    return TensorMap{{"x", test::random_tensor(DType::kF32, {4, 6}, 30)},
+                     {"e", Tensor::from_i64(DType::kI64, {4, 2}, e)},
+                     {"v", test::random_tensor(DType::kF32, {4, 2}, 31)}};
+  };
+  for (const bool stitched : {false, true}) {
+    INFO((stitched ? "stitched" : "alone"));
+    codegen::Schedule s;
+    const fs::path dir = compile(*g, stitched ? "ws" : "wa", stitched ? &groups : nullptr, nullptr, &s);
+    CHECK(checked_nodes(s) == std::vector<std::string>{"put"});
+    if (stitched) CHECK(s.kernels.size() == 1);
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    CHECK(run_error(session, *g, feed({0, 5, -6, -1, 2, 2, 3, -3})) == "");
+    CHECK_THAT(
+        run_error(session, *g, feed({0, 5, 6, 1, 2, 2, 3, 3})),
+        Catch::Contains("node 'put' (ScatterElements): index 6 of 'e', along axis 1 of 'r', is outside "
+                        "[-6, 6)"));
+    CHECK_THAT(run_error(session, *g, feed({0, 5, 1, 1, 2, -7, 3, 3})), Catch::Contains("index -7 of 'e'"));
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("a model cannot hold the compiler's own StitchIndexCheck", "[importer]") {
+  // The op is the compiler's; a model naming it meets the unsupported-op error, and `stitchc ops`
+  // leaves it out. The text form (a dump after the passes) still reads it.
+  CHECK(find_model_op("", ops::kIndexCheck, 18) == nullptr);
+  CHECK(find_model_op("", ops::kIndexCheck, 7) == nullptr);
+  REQUIRE(find_op("", ops::kIndexCheck, 18) != nullptr);
+  CHECK(find_op("", ops::kIndexCheck, 18)->internal);
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %i: i64[3]
+  %j = StitchIndexCheck(%i) {min = 0, max = 4, node = "gather", op = "Gather", message = "index {value} is bad"}
+  output %j
+})");
+  test::run_frontend_or_die(*g);
+  const auto bad = run_reference(*g, {{"i", Tensor::from_i64(DType::kI64, {3}, {0, 4, 5})}});
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message() == "node 'gather' (Gather): index 5 is bad");
+  const auto good = run_reference(*g, {{"i", Tensor::from_i64(DType::kI64, {3}, {0, 4, 1})}});
+  REQUIRE(good.is_ok());
+  CHECK(good->at("j").to_i64() == std::vector<int64_t>{0, 4, 1});
 }
 
 TEST_CASE("a damaged fault table or fault word in schedule.json is refused at load", "[runtime][faults]") {

@@ -47,6 +47,17 @@ __device__ __forceinline__ I float_to_int(F x, I lo, I hi) {
 __device__ __forceinline__ void fault(unsigned long long* f, unsigned long long code, long long value) {
   if (atomicCAS(f, 0ull, code) == 0ull) f[1] = static_cast<unsigned long long>(value);
 }
+// Index `x` checked against [lo, hi] (the compiler's StitchIndexCheck, which stands for an
+// indexing node a rewrite replaced): x itself inside; outside, a fault recorded and the nearest
+// bound, so that what reads it stays inside its data (the compiler relies on those bounds).
+template <typename I>
+__device__ __forceinline__ I checked(unsigned long long* f, unsigned long long code, I x, long long lo,
+                                     long long hi) {
+  const long long v = static_cast<long long>(x);
+  if (v >= lo && v <= hi) return x;
+  fault(f, code, v);
+  return static_cast<I>(v < lo ? lo : hi);
+}
 
 // ---- warp and block reductions ---------------------------------------------------------------
 struct Sum {

@@ -1,0 +1,135 @@
+#include "ops/value_range.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "ops/op_util.h"
+
+namespace stitch::ops {
+namespace {
+
+constexpr int64_t kLowest = std::numeric_limits<int64_t>::min();
+constexpr int64_t kHighest = std::numeric_limits<int64_t>::max();
+constexpr IntRange kAny{kLowest, kHighest};
+constexpr int kMaxDepth = 32;  // producers followed from the value asked about
+
+// The values integer type `t` holds.
+IntRange type_range(DType t) {
+  switch (t) {
+    case DType::kI8:
+      return {-128, 127};
+    case DType::kI16:
+      return {-32768, 32767};
+    case DType::kI32:
+      return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    case DType::kU8:
+      return {0, 255};
+    case DType::kU16:
+      return {0, 65535};
+    case DType::kU32:
+      return {0, std::numeric_limits<uint32_t>::max()};
+    case DType::kBool:
+      return {0, 1};
+    default:
+      return kAny;  // int64, and uint64 (its values above 2^63 - 1 are not ranged)
+  }
+}
+
+IntRange join(IntRange a, IntRange b) { return {std::min(a.min, b.min), std::max(a.max, b.max)}; }
+
+// A scalar integer constant, or nothing.
+std::optional<int64_t> scalar_constant(const Value* v) {
+  if (!v || !v->is_constant() || v->constant->size() != 1 || !is_int(v->dtype)) return std::nullopt;
+  return v->constant->to_i64()[0];
+}
+
+IntRange range_of(const Value* v, int depth);
+
+IntRange input_range(const Node& n, size_t i, int depth) { return range_of(n.input(i), depth + 1); }
+
+IntRange arithmetic(const Node& n, int depth) {
+  const IntRange a = input_range(n, 0, depth), b = input_range(n, 1, depth);
+  int64_t lo = 0, hi = 0;
+  const bool add = n.op_type == "Add";
+  const bool overflow =
+      add ? __builtin_add_overflow(a.min, b.min, &lo) || __builtin_add_overflow(a.max, b.max, &hi)
+          : __builtin_sub_overflow(a.min, b.max, &lo) || __builtin_sub_overflow(a.max, b.min, &hi);
+  return overflow ? kAny : IntRange{lo, hi};
+}
+
+IntRange produced_range(const Node& n, int depth) {
+  const std::string& op = n.op_type;
+  if (op == kIndexCheck) {  // a kernel goes on with the value clamped into the bounds (stitch_dev::checked)
+    const IntRange x = input_range(n, 0, depth);
+    const int64_t lo = n.attr_int("min", kLowest), hi = n.attr_int("max", kHighest);
+    if (lo > hi) return x;
+    return {std::clamp(x.min, lo, hi), std::clamp(x.max, lo, hi)};
+  }
+  if (op == "Clip") {
+    IntRange r = input_range(n, 0, depth);
+    if (const auto lo = scalar_constant(n.input(1))) r = {std::max(r.min, *lo), std::max(r.max, *lo)};
+    if (const auto hi = scalar_constant(n.input(2))) r = {std::min(r.min, *hi), std::min(r.max, *hi)};
+    return r;
+  }
+  if (op == "Max" || op == "Min") {
+    IntRange r = input_range(n, 0, depth);
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      const IntRange x = input_range(n, i, depth);
+      r = op == "Max" ? IntRange{std::max(r.min, x.min), std::max(r.max, x.max)}
+                      : IntRange{std::min(r.min, x.min), std::min(r.max, x.max)};
+    }
+    return r;
+  }
+  if (op == "Where") return join(input_range(n, 1, depth), input_range(n, 2, depth));
+  if (op == "Add" || op == "Sub") return arithmetic(n, depth);
+  if (op == "Mod" && n.attr_int("fmod", 0) == 0) {  // the sign of a positive divisor: [0, m - 1]
+    const auto m = scalar_constant(n.input(1));
+    if (!m || *m <= 0) return kAny;
+    const IntRange x = input_range(n, 0, depth);
+    return x.min >= 0 && x.max < *m ? x : IntRange{0, *m - 1};
+  }
+  if (op == "Cast") {  // an integer type to one that holds every value it may have
+    const Value* in = n.input(0);
+    if (!in || !is_int(in->dtype)) return kAny;
+    const IntRange x = input_range(n, 0, depth), t = type_range(n.output(0)->dtype);
+    return x.min >= t.min && x.max <= t.max ? x : kAny;
+  }
+  if (op == "Concat") {
+    std::optional<IntRange> r;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      r = r ? join(*r, input_range(n, i, depth)) : input_range(n, i, depth);
+    return r.value_or(kAny);
+  }
+  static const char* const kMoves[] = {"Reshape",   "Expand",  "Transpose",      "Squeeze",
+                                       "Unsqueeze", "Flatten", "Slice",          "Identity",
+                                       "Tile",      "Gather",  "GatherElements", "GatherND"};
+  if (std::find(std::begin(kMoves), std::end(kMoves), op) != std::end(kMoves))
+    return input_range(n, 0, depth);
+  return kAny;
+}
+
+IntRange range_of(const Value* v, int depth) {
+  if (!v || !is_int(v->dtype) || depth > kMaxDepth) return kAny;
+  IntRange r = type_range(v->dtype);
+  if (v->is_constant()) {
+    const std::vector<int64_t> e = v->constant->to_i64();
+    if (e.empty() || v->dtype == DType::kU64) return r;
+    const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
+    return {*lo, *hi};
+  }
+  if (!v->producer || v->producer->output(0) != v) return r;
+  // Arithmetic past the type's bounds wraps, so a bound outside them says nothing.
+  const IntRange p = produced_range(*v->producer, depth);
+  return p.min >= r.min && p.max <= r.max ? p : r;
+}
+
+}  // namespace
+
+std::optional<IntRange> int_range(const Value* v) {
+  const IntRange r = range_of(v, 0);
+  if (r.min == kLowest && r.max == kHighest) return std::nullopt;
+  return r;
+}
+
+}  // namespace stitch::ops

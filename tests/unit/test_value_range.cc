@@ -1,0 +1,101 @@
+// ops::int_range: the bounds of integer values known at compile time, which let a gather skip the
+// run-time check of an index that cannot leave its axis (codegen's known_in_range). A bound is
+// only claimed where no input data can break it: each case below also runs the graph on the
+// reference with inputs at their extremes and checks every element against the claimed bounds.
+#include <limits>
+
+#include "ops/op_util.h"
+#include "ops/value_range.h"
+#include "reference/interpreter.h"
+#include "test_util.h"
+
+namespace stitch {
+namespace {
+
+using test::parse_or_die;
+
+constexpr int64_t kMin64 = std::numeric_limits<int64_t>::min(), kMax64 = std::numeric_limits<int64_t>::max();
+
+TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims nothing it cannot keep",
+          "[ops]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %x: i64[4]
+  input %c: bool[4]
+  input %n: i32[4]
+  input %k: i64[4]
+  const %pos: i64[4] = [0, 1, 2, 3]
+  const %zero: i64[] = [0]
+  const %five: i64[] = [5]
+  const %seven: i64[] = [7]
+  const %shape: i64[2] = [2, 2]
+  %clip = Clip(%x, %zero, %five)
+  %low = Clip(%x, %zero)
+  %sub = Sub(%pos, %clip)
+  %sel = Where(%c, %clip, %seven)
+  %mod = Mod(%x, %seven)
+  %max = Max(%clip, %seven)
+  %view = Reshape(%sub, %shape)
+  %wide = Cast(%clip) {to = 6}
+  %narrow = Cast(%x) {to = 6}
+  %plus = Add(%n, %n)
+  %check = StitchIndexCheck(%k) {min = -3, max = 2, node = "g", op = "Gather", message = "{value}"}
+  %open = Add(%x, %pos)
+  output %sub
+  output %sel
+  output %mod
+  output %max
+  output %view
+  output %wide
+  output %narrow
+  output %plus
+  output %check
+  output %open
+  output %low
+})");
+  test::run_frontend_or_die(*g);
+  auto range = [&](const char* name) { return ops::int_range(g->find_value(name)); };
+  auto is = [&](const char* name, int64_t lo, int64_t hi) {
+    INFO(name);
+    const auto r = range(name);
+    REQUIRE(r);
+    CHECK(r->min == lo);
+    CHECK(r->max == hi);
+  };
+  is("pos", 0, 3);
+  is("clip", 0, 5);
+  is("sub", -5, 3);
+  is("sel", 0, 7);
+  is("mod", 0, 6);
+  is("max", 7, 7);
+  is("view", -5, 3);
+  is("wide", 0, 5);
+  // An int64 narrowed to int32 may wrap, and an int32 sum may overflow: only the type's bounds.
+  is("narrow", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+  is("plus", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+  is("check", -3, 2);  // a kernel goes on with the nearest bound
+  is("low", 0, kMax64);
+  CHECK_FALSE(range("x"));     // an int64 input: anything
+  CHECK_FALSE(range("open"));  // x + [0, 3] may overflow
+  SECTION("every claimed bound holds on the reference at the inputs' extremes") {
+    for (int64_t big : {kMin64, int64_t{-8}, int64_t{0}, int64_t{6}, kMax64 - 3}) {
+      const TensorMap feed{{"x", Tensor::from_i64(DType::kI64, {4}, {big, -1, 3, 100})},
+                           {"c", Tensor::from_i64(DType::kBool, {4}, {1, 0, 1, 0})},
+                           {"n", Tensor::from_i64(DType::kI32, {4}, {2147483647, -2147483647 - 1, 7, -1})},
+                           {"k", Tensor::from_i64(DType::kI64, {4}, {-3, 2, 0, 1})}};
+      auto out = run_reference(*g, feed);
+      REQUIRE(out.is_ok());
+      for (const Value* v : g->outputs) {
+        const auto r = ops::int_range(v);
+        if (!r) continue;
+        for (int64_t e : out->at(v->name).to_i64()) {
+          INFO(v->name << " holds " << e);
+          CHECK(e >= r->min);
+          CHECK(e <= r->max);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stitch
