@@ -101,6 +101,30 @@ for c in "1 step 2 1 32" "2 chunk 1 5 7" "3 buffer 2 1 32 64"; do
   expect "run qwen3_tiny_genai's data set $k ($what) on emu" 0 "all 5 output\(s\) match" -- \
     "$STITCHC" run "$TMP/q3_$what" --backend emu --inputs "$Q3/test_data_set_$k" --expect "$Q3/test_data_set_$k"
 done
+# A decoding step whose second batch row has an attention mask of zeros: its key count puts the
+# cache write at position -1. The cache is computed (the past grown by a row), so the TensorScatter
+# is a GatherElements and a Where; the check on its write index reports it after the run.
+mkdir -p "$TMP/q3_badmask" && cp "$Q3"/test_data_set_1/input_*.pb "$TMP/q3_badmask/"
+python3 - "$TMP/q3_badmask/input_1.pb" <<'PY'
+import struct, sys
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+mask = [1] * 33 + [0] * 33
+raw, name = struct.pack("<66q", *mask), b"attention_mask"
+msg = b"\x08" + varint(2) + b"\x08" + varint(33) + b"\x10" + varint(7)
+msg += b"\x42" + varint(len(name)) + name + b"\x4a" + varint(len(raw)) + raw
+open(sys.argv[1], "wb").write(msg)
+PY
+expect "a cache write index before the cache, in an expanded TensorScatter" 2 \
+  "node '[^']*present_(key|value)' \(TensorScatter\): write index -1 of '[^']*' puts the 1 updates outside the cache's 33 positions" -- \
+  "$STITCHC" run "$TMP/q3_step" --backend emu --inputs "$TMP/q3_badmask"
+expect "the reference refuses the same write index" 2 "\(TensorScatter\): write index -1 of" -- \
+  "$STITCHC" run "$Q3/model.onnx" --inputs "$TMP/q3_badmask"
 check "qwen3_tiny_genai, one 64-row buffer: the caches written in place by the kernel of K and V" \
   bash -c "grep -q \"written into 'present.1.key' in place\" '$TMP'/q3_buffer/kernels/k*.cu && \
     grep -q '\"in_place_of_input\"' '$TMP/q3_buffer/manifest.json'"
