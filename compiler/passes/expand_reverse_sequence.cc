@@ -1,11 +1,16 @@
 // expand_reverse_sequence: a ReverseSequence becomes a GatherElements along its time axis, the
 // index of output step t of batch entry b being t < len[b] ? len[b] - 1 - t : t (ops/op_params.h),
 // made over the time and batch axes alone and Expanded to the input's shape, which the back end
-// reads as an index map. Constant lengths give a constant index; lengths known at run time are
-// clamped to [0, T] (a kernel cannot report a bad one; the reference backend does), and the index
-// is their Less, Sub and Where. Runs after fold_constants and leaves nodes without static shapes
-// alone; the new nodes are named after the op's.
+// reads as an index map. Constant lengths give a constant index (the shape rule refuses one
+// outside [0, T]); lengths known at run time go through a StitchIndexCheck (ops/op_util.h), which
+// refuses one outside [0, T] naming the ReverseSequence, and the index is their Less, Sub and
+// Where, inside the time axis by their bounds (ops/value_range.h), so the GatherElements takes no
+// run-time check. Runs after fold_constants and leaves nodes without static shapes alone; the new
+// nodes are named after the op's.
+#include <fmt/format.h>
+
 #include "ops/op_params.h"
+#include "ops/op_util.h"
 #include "passes/graph_builder.h"
 #include "passes/pass.h"
 
@@ -42,9 +47,15 @@ StatusOr<bool> expand(Graph& g, Node& n) {
     for (int64_t i = 0; i < steps; ++i) t[static_cast<size_t>(i)] = i;
     Value* at = b.constant("steps", Tensor::from_i64(DType::kI64, step_dims, t));
     auto k = [&](int64_t v) { return b.constant("c", Tensor::scalar_i64(v)); };
-    Value* l = b.reshape(lens, len_dims, "lens");
-    l = b.node("Max", "lens_low", {b.node("Min", "lens_high", {l, k(steps)}, DType::kI64, len_dims), k(0)},
-               DType::kI64, len_dims);
+    // A length outside [0, T] is refused, as the op refuses it: the reference stops, and a kernel
+    // reports it after the run and goes on with the nearest bound (StitchIndexCheck).
+    Value* l =
+        b.node(ops::kIndexCheck, "lens_checked", {lens}, lens->dtype, *lens->dims,
+               ops::index_check_attrs(
+                   n, 0, steps,
+                   fmt::format("a sequence length of {{value}} lies outside [0, {}], the time axis's length",
+                               steps)));
+    l = b.reshape(l, len_dims, "lens");
     Value* rev = b.node("Sub", "reversed", {b.node("Sub", "last", {l, k(1)}, DType::kI64, len_dims), at},
                         DType::kI64, small);
     Value* inside = b.node("Less", "inside", {at, l}, DType::kBool, small);

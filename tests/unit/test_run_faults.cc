@@ -2,7 +2,9 @@
 // GatherElements, GatherND, ScatterND, ScatterElements or TensorScatter fails the run on the emu
 // backend with a user error naming the step, the node and the value, as the reference interpreter
 // refuses the same inputs, in single-node, stitched and packed kernels; the session refuses the
-// outputs of such a run and runs again with valid inputs.
+// outputs of such a run and runs again with valid inputs. Where a rewrite replaces the node by
+// element-wise work (an expanded TensorScatter or ReverseSequence, scatter_selects), its
+// StitchIndexCheck keeps the check and the message naming the node.
 #include <unistd.h>
 
 #include <filesystem>
@@ -414,6 +416,36 @@ TEST_CASE("a ScatterElements written as Wheres still fails the run on an index o
     CHECK_THAT(run_error(session, *g, feed({0, 5, 1, 1, 2, -7, 3, 3})), Catch::Contains("index -7 of 'e'"));
     fs::remove_all(dir);
   }
+}
+
+TEST_CASE("a ReverseSequence's run-time length outside its time axis fails the run, naming it",
+          "[runtime][emu][faults]") {
+  // The front end writes it as a GatherElements of computed indices; its lengths go through a
+  // StitchIndexCheck (before, a length past the axis was clamped without a word), and the indices
+  // are inside the axis by their bounds, so the GatherElements takes no check of its own.
+  auto g = parse_or_die(R"(graph "g" opset 13 {
+  input %x: f32[7,3,5]
+  input %lens: i64[3]
+  %r = ReverseSequence(%x, %lens) @"rev"
+  output %r
+})");
+  test::run_frontend_or_die(*g);
+  REQUIRE(test::count_op(*g, "ReverseSequence") == 0);
+  codegen::Schedule s;
+  const fs::path dir = compile(*g, "rs", nullptr, nullptr, &s);
+  std::vector<std::string> nodes = checked_nodes(s);
+  CHECK(nodes == std::vector<std::string>{"rev"});
+  auto feed = [](std::vector<int64_t> lens) {
+    return TensorMap{{"x", test::random_tensor(DType::kF32, {7, 3, 5}, 40)},
+                     {"lens", Tensor::from_i64(DType::kI64, {3}, lens)}};
+  };
+  rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+  CHECK(run_error(session, *g, feed({7, 0, 3})) == "");
+  CHECK_THAT(run_error(session, *g, feed({8, 0, 3})),
+             Catch::Contains("node 'rev' (ReverseSequence): a sequence length of 8 lies outside [0, 7], the "
+                             "time axis's length"));
+  CHECK_THAT(run_error(session, *g, feed({1, -1, 3})), Catch::Contains("a sequence length of -1"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("a model cannot hold the compiler's own StitchIndexCheck", "[importer]") {
