@@ -105,21 +105,7 @@ done
 # cache write at position -1. The cache is computed (the past grown by a row), so the TensorScatter
 # is a GatherElements and a Where; the check on its write index reports it after the run.
 mkdir -p "$TMP/q3_badmask" && cp "$Q3"/test_data_set_1/input_*.pb "$TMP/q3_badmask/"
-python3 - "$TMP/q3_badmask/input_1.pb" <<'PY'
-import struct, sys
-def varint(n):
-    out = b""
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out += bytes([b | (0x80 if n else 0)])
-        if not n:
-            return out
-mask = [1] * 33 + [0] * 33
-raw, name = struct.pack("<66q", *mask), b"attention_mask"
-msg = b"\x08" + varint(2) + b"\x08" + varint(33) + b"\x10" + varint(7)
-msg += b"\x42" + varint(len(name)) + name + b"\x4a" + varint(len(raw)) + raw
-open(sys.argv[1], "wb").write(msg)
-PY
+write_i64 "$TMP/q3_badmask/input_1.pb" attention_mask 2,33 "[1] * 33 + [0] * 33"
 expect "a cache write index before the cache, in an expanded TensorScatter" 2 \
   "node '[^']*present_(key|value)' \(TensorScatter\): write index -1 of '[^']*' puts the 1 updates outside the cache's 33 positions" -- \
   "$STITCHC" run "$TMP/q3_step" --backend emu --inputs "$TMP/q3_badmask"
@@ -475,24 +461,9 @@ mkdir -p "$TMP/wrongtype" && cp "$ROOT/models/cnn_small/test_data_set_0/input_0.
 expect "input of the wrong dtype" 2 "input 'input_ids' has dtype f32, the artifact expects i64" -- \
   "$STITCHC" run "$B" --backend emu --inputs "$TMP/wrongtype"
 # A token id past the vocabulary: the embedding's Gather (in a stitched kernel) reports it after
-# the run. The input written as a bare TensorProto (dims 2x16, int64, raw data).
+# the run.
 mkdir -p "$TMP/badtoken" && cp "$D/input_1.pb" "$TMP/badtoken/input_1.pb"
-python3 - "$TMP/badtoken/input_0.pb" <<'PY'
-import struct, sys
-def varint(n):
-    out = b""
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out += bytes([b | (0x80 if n else 0)])
-        if not n:
-            return out
-ids = [1] * 32
-ids[5] = 1000000
-raw, name = struct.pack("<32q", *ids), b"input_ids"
-msg = b"\x08" + varint(2) + b"\x08" + varint(16) + b"\x10" + varint(7)
-msg += b"\x42" + varint(len(name)) + name + b"\x4a" + varint(len(raw)) + raw
-open(sys.argv[1], "wb").write(msg)
-PY
+write_i64 "$TMP/badtoken/input_0.pb" input_ids 2,16 "[1] * 5 + [1000000] + [1] * 26"
 expect "a token id past the vocabulary" 2 "node '[^']*' \(Gather\): index 1000000 of 'input_ids', along axis 0 of '[^']*', is outside \[-[0-9]+, [0-9]+\)" -- \
   "$STITCHC" run "$B" --backend emu --inputs "$TMP/badtoken"
 expect "the reference refuses the same token id" 2 "index 1000000 is out of range" -- \
