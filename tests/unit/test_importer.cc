@@ -256,6 +256,7 @@ TEST_CASE("every unsupported op is listed at once with counts and examples") {
   add_node(g, "FusedGemm", {"x"}, {"f"}, "fg", "com.microsoft");
   add_node(g, "NoSuchOp", {"x"}, {"n"}, "mystery");
   add_node(g, "RMSNormalization", {"x"}, {"ln"}, "ln");  // exists only from opset 23
+  add_node(g, "StitchIndexCheck", {"x"}, {"c"}, "own");  // the compiler's own op, not a model's
   m.mutable_opset_import(0)->set_version(13);
   auto st = import_model(m);
   REQUIRE(st.code() == Code::kUser);
@@ -267,6 +268,8 @@ TEST_CASE("every unsupported op is listed at once with counts and examples") {
                  Catch::Contains("export with standard ONNX ops"));
   CHECK_THAT(msg, Catch::Contains("NoSuchOp x1") && Catch::Contains("'mystery'"));
   CHECK_THAT(msg, Catch::Contains("RMSNormalization x1") && Catch::Contains("opsets 23-"));
+  CHECK_THAT(msg,
+             Catch::Contains("StitchIndexCheck x1 (e.g. 'own')") && !Catch::Contains("'own'): supported"));
   CHECK_THAT(msg, Catch::Contains("control flow"));
 }
 
