@@ -4,6 +4,7 @@
 
 #include "fusion/graph_edit.h"
 #include "ops/op_util.h"
+#include "ops/value_range.h"
 
 namespace stitch::fusion {
 
@@ -35,11 +36,10 @@ StatusOr<std::vector<std::string>> scatter_selects(Graph& g, const std::set<std:
     const int64_t len = d[*axis];
     const DType it = ind->dtype;
     const std::string h = n->name + "/select";
-    // An index outside the axis is still refused (StitchIndexCheck), unless a constant shows none is.
-    bool inside = ind->is_constant();
-    if (inside)
-      for (int64_t v : ind->constant->to_i64()) inside = inside && v >= -len && v < len;
-    if (!inside) {
+    // An index outside the axis is still refused (StitchIndexCheck), unless its bounds show none is
+    // (a constant, a TopK's indices: ops/value_range.h).
+    const std::optional<ops::IntRange> bounds = ops::int_range(ind);
+    if (!bounds || bounds->min < -len || bounds->max >= len) {
       Value* checked = add_op(g, ops::kIndexCheck, h + "_index_checked", {ind}, it, *ind->dims);
       checked->producer->attrs = ops::index_check_attrs(
           *n, -len, len - 1,

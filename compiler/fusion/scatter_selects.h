@@ -10,9 +10,10 @@
 // indices). With k > 1 each slot is one such Where over the previous one's result, in the
 // scatter's order, so that a later slot at a position already written overrides it (none) or
 // combines with it (add, mul), as the reference interpreter's scatter does. An index out of range
-// matches no position, and its update is dropped, as the scatter kernel drops it; the indices go
-// through a StitchIndexCheck (ops/op_util.h) first, so that such an index is still refused by the
-// reference and reported after the run by the kernel that computes the Wheres, naming the scatter.
+// matches no position, and its update is dropped, as the scatter kernel drops it; indices not
+// known to lie inside the axis (ops/value_range.h: a TopK's or an ArgMax's are) go through a
+// StitchIndexCheck (ops/op_util.h) first, so that such an index is still refused by the reference
+// and reported after the run by the kernel that computes the Wheres, naming the scatter.
 #pragma once
 
 #include <cstdint>

@@ -82,6 +82,11 @@ IntRange produced_range(const Node& n, int depth) {
     return r;
   }
   if (op == "Where") return join(input_range(n, 1, depth), input_range(n, 2, depth));
+  if (op == "ReduceMax" || op == "ReduceMin") {  // one of its elements, unless it has none
+    const Value* x = n.input(0);
+    if (!x || !x->has_static_shape() || num_elements(*x->dims) == 0) return kAny;
+    return input_range(n, 0, depth);
+  }
   if (op == "Add" || op == "Sub") return arithmetic(n, depth);
   if (op == "Mod" && n.attr_int("fmod", 0) == 0) {  // the sign of a positive divisor: [0, m - 1]
     const auto m = scalar_constant(n.input(1));
@@ -109,6 +114,19 @@ IntRange produced_range(const Node& n, int depth) {
   return kAny;
 }
 
+// The positions along the axis an ArgMax, ArgMin or TopK (its indices, output 1) picks from:
+// [0, n - 1], n the axis's static extent.
+IntRange picked_positions(const Node& n) {
+  const Value* x = n.input(0);
+  if (!x || !x->has_static_shape()) return kAny;
+  const int64_t rank = static_cast<int64_t>(x->dims->size());
+  int64_t axis = n.attr_int("axis", n.op_type == "TopK" ? -1 : 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return kAny;
+  const int64_t len = (*x->dims)[static_cast<size_t>(axis)];
+  return len > 0 ? IntRange{0, len - 1} : kAny;
+}
+
 IntRange range_of(const Value* v, int depth) {
   if (!v || !is_int(v->dtype) || depth > kMaxDepth) return kAny;
   IntRange r = type_range(v->dtype);
@@ -118,9 +136,16 @@ IntRange range_of(const Value* v, int depth) {
     const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
     return {*lo, *hi};
   }
-  if (!v->producer || v->producer->output(0) != v) return r;
+  if (!v->producer) return r;
+  const Node& n = *v->producer;
+  if ((n.op_type == "TopK" && n.output(1) == v) ||
+      ((n.op_type == "ArgMax" || n.op_type == "ArgMin") && n.output(0) == v)) {
+    const IntRange p = picked_positions(n);
+    return p.min >= r.min && p.max <= r.max ? p : r;
+  }
+  if (n.output(0) != v) return r;
   // Arithmetic past the type's bounds wraps, so a bound outside them says nothing.
-  const IntRange p = produced_range(*v->producer, depth);
+  const IntRange p = produced_range(n, depth);
   return p.min >= r.min && p.max <= r.max ? p : r;
 }
 

@@ -17,8 +17,9 @@ struct IntRange {
 
 // The bounds of integer value `v`, or nothing when they are not known. Follows constants, the
 // compiler's StitchIndexCheck, Clip, Min and Max, Where (either branch), Add and Sub, Mod by a
-// positive constant, and the ops that only move or copy elements (Reshape, Expand, Transpose,
-// Slice, Gather's data, integer Casts that keep every value). Never a range that a value computed
+// positive constant, ReduceMax and ReduceMin, the positions ArgMax, ArgMin and TopK pick (inside
+// their axis), and the ops that only move or copy elements (Reshape, Expand, Transpose, Slice,
+// Gather's data, integer Casts that keep every value). Never a range that a value computed
 // at run time could leave; nothing where a bound would overflow.
 std::optional<IntRange> int_range(const Value* v);
 

@@ -416,6 +416,21 @@ TEST_CASE("a ScatterElements written as Wheres still fails the run on an index o
     CHECK_THAT(run_error(session, *g, feed({0, 5, 1, 1, 2, -7, 3, 3})), Catch::Contains("index -7 of 'e'"));
     fs::remove_all(dir);
   }
+  SECTION("indices a TopK picked along the axis need no check") {
+    auto t = parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[4,6]
+  input %v: f32[4,2]
+  const %two: i64[1] = [2]
+  %best, %at = TopK(%x, %two) {axis = 1}
+  %y = ScatterElements(%x, %at, %v) {axis = 1} @"put"
+  output %y
+})");
+    test::run_frontend_or_die(*t);
+    auto picked = fusion::scatter_selects(*t);
+    REQUIRE(picked.is_ok());
+    REQUIRE(picked->size() == 1);
+    CHECK(test::count_op(*t, ops::kIndexCheck) == 0);
+  }
 }
 
 TEST_CASE("a ReverseSequence's run-time length outside its time axis fails the run, naming it",

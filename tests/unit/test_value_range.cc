@@ -23,11 +23,13 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
   input %c: bool[4]
   input %n: i32[4]
   input %k: i64[4]
+  input %s: f32[4,6]
   const %pos: i64[4] = [0, 1, 2, 3]
   const %zero: i64[] = [0]
   const %five: i64[] = [5]
   const %seven: i64[] = [7]
   const %shape: i64[2] = [2, 2]
+  const %two: i64[1] = [2]
   %clip = Clip(%x, %zero, %five)
   %low = Clip(%x, %zero)
   %sub = Sub(%pos, %clip)
@@ -40,6 +42,9 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
   %plus = Add(%n, %n)
   %check = StitchIndexCheck(%k) {min = -3, max = 2, node = "g", op = "Gather", message = "{value}"}
   %open = Add(%x, %pos)
+  %top, %picked = TopK(%s, %two) {axis = 1}
+  %arg = ArgMax(%s) {axis = 0}
+  %least = ReduceMin(%picked)
   output %sub
   output %sel
   output %mod
@@ -51,6 +56,9 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
   output %check
   output %open
   output %low
+  output %picked
+  output %arg
+  output %least
 })");
   test::run_frontend_or_die(*g);
   auto range = [&](const char* name) { return ops::int_range(g->find_value(name)); };
@@ -74,6 +82,9 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
   is("plus", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
   is("check", -3, 2);  // a kernel goes on with the nearest bound
   is("low", 0, kMax64);
+  is("picked", 0, 5);  // positions along the axis picked from
+  is("arg", 0, 3);
+  is("least", 0, 5);
   CHECK_FALSE(range("x"));     // an int64 input: anything
   CHECK_FALSE(range("open"));  // x + [0, 3] may overflow
   SECTION("every claimed bound holds on the reference at the inputs' extremes") {
@@ -81,7 +92,8 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
       const TensorMap feed{{"x", Tensor::from_i64(DType::kI64, {4}, {big, -1, 3, 100})},
                            {"c", Tensor::from_i64(DType::kBool, {4}, {1, 0, 1, 0})},
                            {"n", Tensor::from_i64(DType::kI32, {4}, {2147483647, -2147483647 - 1, 7, -1})},
-                           {"k", Tensor::from_i64(DType::kI64, {4}, {-3, 2, 0, 1})}};
+                           {"k", Tensor::from_i64(DType::kI64, {4}, {-3, 2, 0, 1})},
+                           {"s", test::random_tensor(DType::kF32, {4, 6}, 7)}};
       auto out = run_reference(*g, feed);
       REQUIRE(out.is_ok());
       for (const Value* v : g->outputs) {
