@@ -144,9 +144,11 @@ IntRange range_of(const Value* v, int depth) {
     return p.min >= r.min && p.max <= r.max ? p : r;
   }
   if (n.output(0) != v) return r;
-  // Arithmetic past the type's bounds wraps, so a bound outside them says nothing.
+  // A bound past the type's says little: a Cast wraps into the type, but a kernel computes an
+  // int32 sum in 64 bits (codegen's compute_type) and may use it unwrapped.
   const IntRange p = produced_range(n, depth);
-  return p.min >= r.min && p.max <= r.max ? p : r;
+  if (p.min >= r.min && p.max <= r.max) return p;
+  return n.op_type == "Cast" ? r : kAny;
 }
 
 }  // namespace
