@@ -138,8 +138,9 @@ std::vector<QuantOperand> quant_operands(std::span<const Tensor* const> in);
 
 // StitchIndexCheck, the compiler's own element-wise op (OpDef::internal). A rewrite that replaces an
 // indexing node by element-wise work (passes/expand_attention.cc's TensorScatter into a computed
-// cache, fusion/scatter_selects.h's ScatterElements as Wheres) puts one on that node's indices, so
-// that an index the node would refuse is still refused. Output 0 is input 0 (int32 or int64). An
+// cache, passes/expand_reverse_sequence.cc's run-time lengths, fusion/scatter_selects.h's
+// ScatterElements as Wheres) puts one on that node's indices, so that an index the node would
+// refuse is still refused. Output 0 is input 0 (int32 or int64). An
 // element outside [min, max] (attributes) fails the reference naming the replaced node (attributes
 // "node" and "op") with "message", in which "{value}" stands for the element; a kernel reports it
 // after the run the same way (codegen/kernel.h's KernelFault) and goes on with the nearest bound

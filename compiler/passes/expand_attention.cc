@@ -26,10 +26,10 @@
 //    update at (c - write index) (mod the cache length when circular) where that is inside the
 //    update, else keeps the past value: GatherElements of the update and a Where. A write index
 //    the TensorScatter refuses (negative; in mode linear, one putting updates past the cache's
-//    end) goes through a StitchIndexCheck (ops/op_util.h), which refuses it the same way. A cache that is a
-//    graph input read by nothing else stays a TensorScatter (a zero Pad growing it by no rows is
-//    gone by then: remove_noops runs before the expansions): the back end writes the update into
-//    the input's storage (ops::tensor_scatter_in_place).
+//    end) goes through a StitchIndexCheck (ops/op_util.h), which refuses it the same way. A
+//    cache that is a graph input read by nothing else stays a TensorScatter (a zero Pad growing
+//    it by no rows is gone by then: remove_noops runs before the expansions): the back end writes
+//    the update into the input's storage (ops::tensor_scatter_in_place).
 //  - SwiGLU (opset 28): Swish of A, times B.
 // Each runs after fold_constants and leaves nodes without static shapes alone; the last node writes
 // the op's output value, and the new nodes are named after it ("attn/scores").
