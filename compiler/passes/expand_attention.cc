@@ -5,7 +5,8 @@
 //  - RMSNormalization: Pow 2, ReduceMean over the axes from `axis` (keepdims), Add epsilon, Sqrt,
 //    Reciprocal, Mul by the input, then Mul by the scale. A half input is cast to float32 first
 //    (stash_type 1) and the normalized value back to its type before the scale, as the op defines.
-//  - RotaryEmbedding: the caches gathered by position_ids (when given) and unsqueezed over the
+//  - RotaryEmbedding: the caches gathered by position_ids (when given; ids that may lie outside
+//    the caches go through a StitchIndexCheck, ops/op_util.h) and unsqueezed over the
 //    heads, the rotated part's halves (or, interleaved, its even and odd elements) as Slices,
 //    cos * x1 - sin * x2 and sin * x1 + cos * x2, joined back by a Concat (interleaved: each pair
 //    unsqueezed, joined and reshaped), and the part not rotated concatenated after them.
@@ -37,8 +38,10 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "ops/op_util.h"
+#include "ops/value_range.h"
 #include "passes/graph_builder.h"
 #include "passes/pass.h"
 
@@ -168,6 +171,21 @@ StatusOr<bool> expand_rotary(Graph& g, Node& n) {
   const bool interleaved = n.attr_int("interleaved", 0) != 0;
   // x as [B, H, S, D] (4-D) or [B, S, H, D]; the caches [B or 1, S, half] then broadcast over H.
   Value* xh = four ? x : b.reshape(x, {xd[0], xd[1], heads, head}, "heads");
+  if (pos) {
+    // A position id outside the caches is refused, as the op refuses it, negative ones included
+    // (the Gather alone would count those from the end): the reference stops, and a kernel reports
+    // it after the run naming the RotaryEmbedding (StitchIndexCheck). None where the ids' bounds
+    // show it cannot happen; a constant one outside is refused now.
+    const int64_t rows = (*cos->dims)[0];
+    const std::string message =
+        fmt::format("position id {{value}} is outside the caches' {} positions", rows);
+    const std::optional<ops::IntRange> r = ops::int_range(pos);
+    if (pos->is_constant() && r && (r->min < 0 || r->max >= rows))
+      return ops::node_error(n, ops::with_value(message, r->min < 0 ? r->min : r->max));
+    if (!r || r->min < 0 || r->max >= rows)
+      pos = b.node(ops::kIndexCheck, "position_ids_checked", {pos}, pos->dtype, *pos->dims,
+                   ops::index_check_attrs(n, 0, rows - 1, message));
+  }
   auto cache = [&](Value* c, const std::string& hint) {
     if (pos) {
       Dims d = *pos->dims;

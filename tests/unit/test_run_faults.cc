@@ -463,6 +463,39 @@ TEST_CASE("a ReverseSequence's run-time length outside its time axis fails the r
   fs::remove_all(dir);
 }
 
+TEST_CASE("a RotaryEmbedding's position id outside its caches fails the run, naming it, negative ones too",
+          "[runtime][emu][faults]") {
+  // The front end gathers the caches' rows at the ids; a Gather alone would take -1 as the last
+  // row. The ids go through a StitchIndexCheck with the op's bounds, and the Gathers, whose ids are
+  // then inside by their bounds, take no check of their own.
+  auto g = parse_or_die(R"(graph "rope" opset 23 {
+  input %x: f32[2,5,12]
+  input %c: f32[7,2]
+  input %s: f32[7,2]
+  input %p: i64[2,5]
+  %y = RotaryEmbedding(%x, %c, %s, %p) {num_heads = 3} @"rope"
+  output %y
+})");
+  test::run_frontend_or_die(*g);
+  REQUIRE(test::count_op(*g, "RotaryEmbedding") == 0);
+  codegen::Schedule s;
+  const fs::path dir = compile(*g, "re", nullptr, nullptr, &s);
+  CHECK(checked_nodes(s) == std::vector<std::string>{"rope"});
+  auto feed = [](std::vector<int64_t> p) {
+    return TensorMap{{"x", test::random_tensor(DType::kF32, {2, 5, 12}, 50)},
+                     {"c", test::random_tensor(DType::kF32, {7, 2}, 51)},
+                     {"s", test::random_tensor(DType::kF32, {7, 2}, 52)},
+                     {"p", Tensor::from_i64(DType::kI64, {2, 5}, p)}};
+  };
+  rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+  CHECK(run_error(session, *g, feed({0, 1, 2, 3, 4, 6, 5, 4, 3, 2})) == "");
+  CHECK_THAT(
+      run_error(session, *g, feed({0, 1, 2, 3, 4, 6, 5, 4, 3, -1})),
+      Catch::Contains("node 'rope' (RotaryEmbedding): position id -1 is outside the caches' 7 positions"));
+  CHECK_THAT(run_error(session, *g, feed({7, 1, 2, 3, 4, 6, 5, 4, 3, 2})), Catch::Contains("position id 7"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a model cannot hold the compiler's own StitchIndexCheck", "[importer]") {
   // The op is the compiler's; a model naming it meets the unsupported-op error, and `stitchc ops`
   // leaves it out. The text form (a dump after the passes) still reads it.
