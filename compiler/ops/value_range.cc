@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <unordered_map>
 
 #include "ops/op_util.h"
 
@@ -44,12 +45,24 @@ std::optional<int64_t> scalar_constant(const Value* v) {
   return v->constant->to_i64()[0];
 }
 
-IntRange range_of(const Value* v, int depth);
+// One question's walk up the producers: how deep it is, and the bounds found so far, so that a
+// value many paths reach (a diamond of Adds) is bounded once, not once a path.
+struct Walk {
+  int depth = 0;
+  std::unordered_map<const Value*, IntRange> known;
+};
 
-IntRange input_range(const Node& n, size_t i, int depth) { return range_of(n.input(i), depth + 1); }
+IntRange range_of(const Value* v, Walk& w);
 
-IntRange arithmetic(const Node& n, int depth) {
-  const IntRange a = input_range(n, 0, depth), b = input_range(n, 1, depth);
+IntRange input_range(const Node& n, size_t i, Walk& w) {
+  ++w.depth;
+  const IntRange r = range_of(n.input(i), w);
+  --w.depth;
+  return r;
+}
+
+IntRange arithmetic(const Node& n, Walk& w) {
+  const IntRange a = input_range(n, 0, w), b = input_range(n, 1, w);
   int64_t lo = 0, hi = 0;
   const bool add = n.op_type == "Add";
   const bool overflow =
@@ -58,59 +71,58 @@ IntRange arithmetic(const Node& n, int depth) {
   return overflow ? kAny : IntRange{lo, hi};
 }
 
-IntRange produced_range(const Node& n, int depth) {
+IntRange produced_range(const Node& n, Walk& w) {
   const std::string& op = n.op_type;
   if (op == kIndexCheck) {  // a kernel goes on with the value clamped into the bounds (stitch_dev::checked)
-    const IntRange x = input_range(n, 0, depth);
+    const IntRange x = input_range(n, 0, w);
     const int64_t lo = n.attr_int("min", kLowest), hi = n.attr_int("max", kHighest);
     if (lo > hi) return x;
     return {std::clamp(x.min, lo, hi), std::clamp(x.max, lo, hi)};
   }
   if (op == "Clip") {
-    IntRange r = input_range(n, 0, depth);
+    IntRange r = input_range(n, 0, w);
     if (const auto lo = scalar_constant(n.input(1))) r = {std::max(r.min, *lo), std::max(r.max, *lo)};
     if (const auto hi = scalar_constant(n.input(2))) r = {std::min(r.min, *hi), std::min(r.max, *hi)};
     return r;
   }
   if (op == "Max" || op == "Min") {
-    IntRange r = input_range(n, 0, depth);
+    IntRange r = input_range(n, 0, w);
     for (size_t i = 1; i < n.inputs.size(); ++i) {
-      const IntRange x = input_range(n, i, depth);
+      const IntRange x = input_range(n, i, w);
       r = op == "Max" ? IntRange{std::max(r.min, x.min), std::max(r.max, x.max)}
                       : IntRange{std::min(r.min, x.min), std::min(r.max, x.max)};
     }
     return r;
   }
-  if (op == "Where") return join(input_range(n, 1, depth), input_range(n, 2, depth));
+  if (op == "Where") return join(input_range(n, 1, w), input_range(n, 2, w));
   if (op == "ReduceMax" || op == "ReduceMin") {  // one of its elements, unless it has none
     const Value* x = n.input(0);
     if (!x || !x->has_static_shape() || num_elements(*x->dims) == 0) return kAny;
-    return input_range(n, 0, depth);
+    return input_range(n, 0, w);
   }
-  if (op == "Add" || op == "Sub") return arithmetic(n, depth);
+  if (op == "Add" || op == "Sub") return arithmetic(n, w);
   if (op == "Mod" && n.attr_int("fmod", 0) == 0) {  // the sign of a positive divisor: [0, m - 1]
     const auto m = scalar_constant(n.input(1));
     if (!m || *m <= 0) return kAny;
-    const IntRange x = input_range(n, 0, depth);
+    const IntRange x = input_range(n, 0, w);
     return x.min >= 0 && x.max < *m ? x : IntRange{0, *m - 1};
   }
   if (op == "Cast") {  // an integer type to one that holds every value it may have
     const Value* in = n.input(0);
     if (!in || !is_int(in->dtype)) return kAny;
-    const IntRange x = input_range(n, 0, depth), t = type_range(n.output(0)->dtype);
+    const IntRange x = input_range(n, 0, w), t = type_range(n.output(0)->dtype);
     return x.min >= t.min && x.max <= t.max ? x : kAny;
   }
   if (op == "Concat") {
     std::optional<IntRange> r;
     for (size_t i = 0; i < n.inputs.size(); ++i)
-      r = r ? join(*r, input_range(n, i, depth)) : input_range(n, i, depth);
+      r = r ? join(*r, input_range(n, i, w)) : input_range(n, i, w);
     return r.value_or(kAny);
   }
   static const char* const kMoves[] = {"Reshape",   "Expand",  "Transpose",      "Squeeze",
                                        "Unsqueeze", "Flatten", "Slice",          "Identity",
                                        "Tile",      "Gather",  "GatherElements", "GatherND"};
-  if (std::find(std::begin(kMoves), std::end(kMoves), op) != std::end(kMoves))
-    return input_range(n, 0, depth);
+  if (std::find(std::begin(kMoves), std::end(kMoves), op) != std::end(kMoves)) return input_range(n, 0, w);
   return kAny;
 }
 
@@ -127,8 +139,7 @@ IntRange picked_positions(const Node& n) {
   return len > 0 ? IntRange{0, len - 1} : kAny;
 }
 
-IntRange range_of(const Value* v, int depth) {
-  if (!v || !is_int(v->dtype) || depth > kMaxDepth) return kAny;
+IntRange computed_range(const Value* v, Walk& w) {
   IntRange r = type_range(v->dtype);
   if (v->is_constant()) {
     const std::vector<int64_t> e = v->constant->to_i64();
@@ -146,15 +157,24 @@ IntRange range_of(const Value* v, int depth) {
   if (n.output(0) != v) return r;
   // A bound past the type's says little: a Cast wraps into the type, but a kernel computes an
   // int32 sum in 64 bits (codegen's compute_type) and may use it unwrapped.
-  const IntRange p = produced_range(n, depth);
+  const IntRange p = produced_range(n, w);
   if (p.min >= r.min && p.max <= r.max) return p;
   return n.op_type == "Cast" ? r : kAny;
+}
+
+IntRange range_of(const Value* v, Walk& w) {
+  if (!v || !is_int(v->dtype) || w.depth > kMaxDepth) return kAny;
+  if (auto it = w.known.find(v); it != w.known.end()) return it->second;
+  const IntRange r = computed_range(v, w);
+  w.known.emplace(v, r);
+  return r;
 }
 
 }  // namespace
 
 std::optional<IntRange> int_range(const Value* v) {
-  const IntRange r = range_of(v, 0);
+  Walk w;
+  const IntRange r = range_of(v, w);
   if (r.min == kLowest && r.max == kHighest) return std::nullopt;
   return r;
 }

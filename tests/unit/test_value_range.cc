@@ -110,5 +110,23 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
   }
 }
 
+TEST_CASE("int_range bounds a value many paths reach once, not once a path", "[ops]") {
+  // 30 doublings, each Add reading its input twice: 2^30 paths to the Clip, one bound each value.
+  std::string text = R"(graph "g" opset 18 {
+  input %x: i32[4]
+  const %zero: i32[] = [0]
+  const %one: i32[] = [1]
+  %a0 = Clip(%x, %zero, %one)
+)";
+  for (int i = 1; i <= 30; ++i) text += fmt::format("  %a{} = Add(%a{}, %a{})\n", i, i - 1, i - 1);
+  text += "  output %a30\n}";
+  auto g = parse_or_die(text);
+  test::run_frontend_or_die(*g);
+  const auto r = ops::int_range(g->find_value("a30"));
+  REQUIRE(r);
+  CHECK(r->min == 0);
+  CHECK(r->max == int64_t{1} << 30);
+}
+
 }  // namespace
 }  // namespace stitch
