@@ -58,19 +58,21 @@ StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g, const st
       how = fmt::format("one row reduction of keys for the {} at its first position",
                         mx ? "largest" : "smallest");
     } else {  // float64 does not fit a key: the extreme, then the least position holding it
-      Value* positions = add_positions(g, h + "_positions", DType::kF32, len);
+      Value* positions = add_positions(g, h + "_positions", DType::kI64, len);
       Value* extreme = add_row_reduce(g, mx ? "ReduceMax" : "ReduceMin", h + "_value", z);
       Value* holds = add_op(g, "And", h + "_holds",
                             {add_op(g, "Equal", h + "_equal", {z, extreme}, DType::kBool, d),
                              add_op(g, "Not", h + "_number", {later_nan}, DType::kBool, d)},
                             DType::kBool, d);
+      // Some position always holds the extreme: z has no NaN, and when only later NaNs held it (an
+      // infinity), the first element is that infinity too. So a position no element holds may read
+      // as the last, which keeps the answer inside the axis for the bounds a reader's check sees
+      // (ops::int_range).
       Value* held =
           add_op(g, "Where", h + "_held",
-                 {holds, positions, lit("_none", DType::kF32, static_cast<double>(len))}, DType::kF32, d);
-      // The position at the node's own shape (its keepdims), cast into its output: no view between.
-      Value* at = add_row_reduce(g, "ReduceMin", h + "_position", held, keepdims);
-      add_op_writing(g, "Cast", h + "_index", {at}, y)->attrs["to"] =
-          static_cast<int64_t>(dtype_to_onnx(y->dtype));
+                 {holds, positions, lit("_none", DType::kI64, static_cast<double>(len - 1))}, DType::kI64, d);
+      // The least position, at the node's own shape (its keepdims), into its output: no view between.
+      add_row_reduce(g, "ReduceMin", h + "_index", held, keepdims, y);
       how = fmt::format("the {} and its first position", mx ? "largest" : "smallest");
     }
     n->outputs = {nullptr};

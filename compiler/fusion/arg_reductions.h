@@ -22,9 +22,9 @@
 namespace stitch::fusion {
 
 // Rewrites every ArgMax and ArgMin of static shapes along its input's last axis, of a float tensor
-// whose last axis holds at most 2^24 elements (the positions are float32), with select_last_index
-// 0, into those reductions; its output keeps its value. Returns one line per node. Those named in
-// `keep` (--no-fuse) stay.
+// whose last axis holds at most 2^24 elements (a key's low bits, order_keys.h), with
+// select_last_index 0, into those reductions; its output keeps its value, and its bounds
+// (ops::int_range) are the axis. Returns one line per node. Those named in `keep` (--no-fuse) stay.
 StatusOr<std::vector<std::string>> arg_extremes_as_reductions(Graph& g,
                                                               const std::set<std::string>& keep = {});
 

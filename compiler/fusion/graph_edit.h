@@ -138,15 +138,16 @@ inline bool is_read(const Graph& g, const std::unordered_map<const Value*, std::
 }
 
 // Reduction `op` (ReduceMean, ReduceMax, ...) of `x` over its last axis, kept (or dropped, without
-// `keepdims`): axes an attribute before opset 18, an input from it.
+// `keepdims`): axes an attribute before opset 18, an input from it. Into `out` when given (a
+// rewrite's last node, add_op_writing), of x's type and that shape.
 inline Value* add_row_reduce(Graph& g, const char* op, const std::string& hint, Value* x,
-                             bool keepdims = true) {
+                             bool keepdims = true, Value* out = nullptr) {
   Dims d = *x->dims;
   if (keepdims)
     d.back() = 1;
   else
     d.pop_back();
-  Value* r = add_op(g, op, hint, {x}, x->dtype, d);
+  Value* r = out ? add_op_writing(g, op, hint, {x}, out)->output(0) : add_op(g, op, hint, {x}, x->dtype, d);
   Node* n = r->producer;
   n->attrs["keepdims"] = int64_t{keepdims ? 1 : 0};
   if (g.opset >= 18)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -50,14 +51,40 @@ std::optional<int64_t> scalar_constant(const Value* v) {
 struct Walk {
   int depth = 0;
   std::unordered_map<const Value*, IntRange> known;
+  std::map<std::pair<const Value*, int>, IntRange> known_low;  // low_bits's, by value and width
 };
 
 IntRange range_of(const Value* v, Walk& w);
+IntRange low_bits(const Value* v, int k, Walk& w);
 
 IntRange input_range(const Node& n, size_t i, Walk& w) {
   ++w.depth;
   const IntRange r = range_of(n.input(i), w);
   --w.depth;
+  return r;
+}
+
+// The width k of mask 2^k - 1, or 0 when `v` is no such scalar constant.
+int mask_width(const Value* v) {
+  const auto m = scalar_constant(v);
+  if (!m || *m <= 0 || (*m & (*m + 1)) != 0) return 0;
+  return 64 - __builtin_clzll(static_cast<unsigned long long>(*m));
+}
+
+// A BitwiseAnd: a non-negative operand bounds it by [0, its largest], and a mask 2^k - 1 keeps the
+// low k bits, whose bounds low_bits follows (the position order_keys.h packs into a key's low bits).
+IntRange bitwise_and(const Node& n, Walk& w) {
+  const IntRange a = input_range(n, 0, w), b = input_range(n, 1, w);
+  if (a.min < 0 && b.min < 0) return kAny;
+  IntRange r{0, a.min >= 0 && b.min >= 0 ? std::min(a.max, b.max) : (a.min >= 0 ? a.max : b.max)};
+  for (size_t i : {0, 1}) {
+    const int k = mask_width(n.input(1 - i));
+    if (k == 0) continue;
+    ++w.depth;
+    const IntRange low = low_bits(n.input(i), k, w);
+    --w.depth;
+    r = {std::max(r.min, low.min), std::min(r.max, low.max)};
+  }
   return r;
 }
 
@@ -101,6 +128,7 @@ IntRange produced_range(const Node& n, Walk& w) {
     return input_range(n, 0, w);
   }
   if (op == "Add" || op == "Sub") return arithmetic(n, w);
+  if (op == "BitwiseAnd") return bitwise_and(n, w);
   if (op == "Mod" && n.attr_int("fmod", 0) == 0) {  // the sign of a positive divisor: [0, m - 1]
     const auto m = scalar_constant(n.input(1));
     if (!m || *m <= 0) return kAny;
@@ -160,6 +188,67 @@ IntRange computed_range(const Value* v, Walk& w) {
   const IntRange p = produced_range(n, w);
   if (p.min >= r.min && p.max <= r.max) return p;
   return n.op_type == "Cast" ? r : kAny;
+}
+
+// The bounds of `v` modulo 2^k (its low k bits, a residue in [0, 2^k - 1]), for k below its type's
+// width: what a wrap into the type or a sum computed in 64 bits keeps. Follows constants, a Mul by
+// multiples of 2^k (no low bits), an Add without a carry out of them, and the ops whose elements
+// are some of their inputs' (ReduceMax and ReduceMin, Max and Min, Where, Concat, moves: the short
+// rows' maxima of fusion/short_reductions.h among them); otherwise the value's own
+// bounds when they lie in [0, 2^k - 1].
+IntRange low_bits(const Value* v, int k, Walk& w) {
+  const IntRange all{0, static_cast<int64_t>((uint64_t{1} << k) - 1)};
+  if (!v || !is_int(v->dtype) || v->dtype == DType::kU64 || w.depth > kMaxDepth ||
+      k >= 8 * dtype_size(v->dtype))
+    return all;
+  const auto key = std::make_pair(v, k);
+  if (auto it = w.known_low.find(key); it != w.known_low.end()) return it->second;
+  auto residues = [&](const std::vector<int64_t>& e) {
+    IntRange r{all.max, 0};
+    for (int64_t x : e) {
+      const int64_t low = x & all.max;
+      r = {std::min(r.min, low), std::max(r.max, low)};
+    }
+    return e.empty() ? all : r;
+  };
+  auto input = [&](size_t i) {
+    ++w.depth;
+    const IntRange r = low_bits(v->producer->input(i), k, w);
+    --w.depth;
+    return r;
+  };
+  IntRange r = all;
+  const Node* n = v->producer;
+  const std::string op = n && n->output(0) == v ? n->op_type : "";
+  if (v->is_constant()) {
+    r = residues(v->constant->to_i64());
+  } else if (op == "Mul") {
+    for (size_t i : {0, 1})
+      if (const Value* c = n->input(i);
+          c && c->is_constant() && is_int(c->dtype) && residues(c->constant->to_i64()).max == 0)
+        r = {0, 0};
+  } else if (op == "Add") {
+    const IntRange a = input(0), b = input(1);
+    int64_t hi = 0;
+    if (!__builtin_add_overflow(a.max, b.max, &hi) && hi <= all.max) r = {a.min + b.min, hi};
+  } else if ((op == "ReduceMax" || op == "ReduceMin") && n->input(0) && n->input(0)->has_static_shape() &&
+             num_elements(*n->input(0)->dims) > 0) {
+    r = input(0);
+  } else if (op == "Where") {
+    r = join(input(1), input(2));
+  } else if ((op == "Max" || op == "Min" || op == "Concat") && !n->inputs.empty()) {
+    r = input(0);
+    for (size_t i = 1; i < n->inputs.size(); ++i) r = join(r, input(i));
+  } else if (op == "Reshape" || op == "Expand" || op == "Transpose" || op == "Squeeze" || op == "Unsqueeze" ||
+             op == "Flatten" || op == "Slice" || op == "Identity" || op == "Tile") {
+    r = input(0);
+  }
+  if (r.min == all.min && r.max == all.max) {  // the value's own bounds, when they are residues
+    const IntRange own = range_of(v, w);
+    if (own.min >= 0 && own.max <= all.max) r = own;
+  }
+  w.known_low.emplace(key, r);
+  return r;
 }
 
 IntRange range_of(const Value* v, Walk& w) {

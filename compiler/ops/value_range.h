@@ -17,10 +17,11 @@ struct IntRange {
 
 // The bounds of integer value `v`, or nothing when they are not known. Follows constants, the
 // compiler's StitchIndexCheck, Clip, Min and Max, Where (either branch), Add and Sub, Mod by a
-// positive constant, ReduceMax and ReduceMin, the positions ArgMax, ArgMin and TopK pick (inside
-// their axis), and the ops that only move or copy elements (Reshape, Expand, Transpose, Slice,
-// Gather's data, integer Casts that keep every value). Never a range that a value computed
-// at run time could leave; nothing where a bound would overflow.
+// positive constant, BitwiseAnd with a non-negative operand or a low-bits mask (the position an
+// order key holds, fusion/order_keys.h), ReduceMax and ReduceMin, the positions ArgMax, ArgMin and
+// TopK pick (inside their axis), and the ops that only move or copy elements (Reshape, Expand,
+// Transpose, Slice, Gather's data, integer Casts that keep every value). Never a range that a value
+// computed at run time could leave; nothing where a bound would overflow.
 std::optional<IntRange> int_range(const Value* v);
 
 }  // namespace stitch::ops

@@ -2,14 +2,16 @@
 // a few indices per row as selects (fusion::scatter_selects): the rewritten graphs compute what the
 // ops did on the reference (ties to the first position, zeros of both signs tied, NaNs where the
 // reference's scan leaves them, infinities, float32, float16, bfloat16 and float64, negative and
-// int32 indices, reduction add and mul, several indices a row at repeated positions), the forms
-// they do not take stay,
+// int32 indices, reduction add and mul, several indices a row at repeated positions) and stay inside
+// the axis by their own nodes' bounds, the forms they do not take stay,
 // and PhiMoE's two picks around a masked logit become one row kernel in every planner, run on emu.
 #include <fmt/format.h>
 
 #include "fusion/arg_reductions.h"
 #include "fusion/scatter_selects.h"
 #include "fusion_test_util.h"
+#include "ops/op_util.h"
+#include "ops/value_range.h"
 
 using namespace stitch;
 using namespace stitch::test;
@@ -55,6 +57,11 @@ TEST_CASE("ArgMax and ArgMin as row reductions pick what the op picks, NaNs and 
                          "position",
                          op, which)));
         CHECK(count_op(*g, op) == 0);
+        // Inside the axis by the rewrite's own nodes: a reader's index check has nothing to check.
+        const auto bounds = ops::int_range(g->find_value("i"));
+        REQUIRE(bounds);
+        CHECK(bounds->min == 0);
+        CHECK(bounds->max == 5);
         rewritten_is_one_kernel(*original, *g, seed);  // indices compared exactly
       }
 }
@@ -203,6 +210,9 @@ TEST_CASE("PhiMoE's two picks around a masked logit are one row kernel", "[fusio
   REQUIRE(kept.is_ok());
   INFO(kept->verdict);
   CHECK(kept->lines.size() == 3);
+  // The first pick's position is inside the row by the rewrite's own nodes, so the mask's select
+  // takes it unchecked.
+  CHECK(count_op(*g, ops::kIndexCheck) == 0);
   same_as_original(*original, *g, 740);
   uint32_t seed = 741;
   one_kernel_in_every_planner(*g, seed);

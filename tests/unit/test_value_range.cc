@@ -45,6 +45,21 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
   %top, %picked = TopK(%s, %two) {axis = 1}
   %arg = ArgMax(%s) {axis = 0}
   %least = ReduceMin(%picked)
+  const %mask: i64[] = [255]
+  const %unit: i64[] = [256]
+  const %lows: i64[4] = [250, 251, 255, 252]
+  %high = Mul(%clip, %unit)
+  %keys = Add(%lows, %high)
+  %best = ReduceMax(%keys)
+  %bits = BitwiseAnd(%best, %mask)
+  %place = Sub(%mask, %bits)
+  %pairs = Max(%keys, %best)
+  %pair_bits = BitwiseAnd(%pairs, %mask)
+  %pair_place = Sub(%mask, %pair_bits)
+  %twice = Add(%keys, %keys)
+  %carried = BitwiseAnd(%twice, %mask)
+  %under = BitwiseAnd(%x, %clip)
+  %both = BitwiseAnd(%x, %k)
   output %sub
   output %sel
   output %mod
@@ -59,6 +74,11 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
   output %picked
   output %arg
   output %least
+  output %place
+  output %pair_place
+  output %carried
+  output %under
+  output %both
 })");
   test::run_frontend_or_die(*g);
   auto range = [&](const char* name) { return ops::int_range(g->find_value(name)); };
@@ -86,6 +106,13 @@ TEST_CASE("int_range follows clamps, selects, arithmetic and moves, and claims n
   is("picked", 0, 5);  // positions along the axis picked from
   is("arg", 0, 3);
   is("least", 0, 5);
+  // A key's low bits (fusion/order_keys.h): a multiple of 2^8 plus [250, 255], the largest of them
+  // masked; with a carry out of the low bits, only the mask bounds them.
+  is("place", 0, 5);
+  is("pair_place", 0, 5);  // a Max of keys is one of them (short rows' maxima)
+  is("carried", 0, 255);
+  is("under", 0, 5);  // a non-negative operand bounds it
+  CHECK_FALSE(range("both"));
   CHECK_FALSE(range("x"));     // an int64 input: anything
   CHECK_FALSE(range("open"));  // x + [0, 3] may overflow
   SECTION("every claimed bound holds on the reference at the inputs' extremes") {
