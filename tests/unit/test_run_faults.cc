@@ -5,12 +5,12 @@
 // outputs of such a run and runs again with valid inputs. Where a rewrite replaces the node by
 // element-wise work (an expanded TensorScatter or ReverseSequence, scatter_selects), its
 // StitchIndexCheck keeps the check and the message naming the node.
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "fault_test_util.h"
 #include "fusion/scatter_selects.h"
 #include "fusion_test_util.h"
 #include "ir/legacy_forms.h"
@@ -23,66 +23,16 @@ namespace {
 
 using test::parse_or_die;
 
+using test::checked_nodes;
+using test::compile_for_faults;
+using test::run_error;
 namespace fs = std::filesystem;
-
-// `g` (through the front end) compiled for emu with `groups` (every node alone without) and
-// `packs`, into a directory of its own; `schedule` receives the schedule.
-fs::path compile(const Graph& g, const std::string& tag, const codegen::NodeGroups* groups = nullptr,
-                 const std::vector<int>* packs = nullptr, codegen::Schedule* schedule = nullptr) {
-  auto s = codegen::build_schedule(g, groups, packs);
-  INFO(s.status().message());
-  REQUIRE(s.is_ok());
-  const fs::path dir = fs::temp_directory_path() / fmt::format("stitch_unit_faults_{}_{}", tag, getpid());
-  test::write_emu_artifact(g, *s, dir);
-  if (schedule) *schedule = std::move(*s);
-  return dir;
-}
-
-// Feeds `feed` and runs: "" when the run succeeds and every output equals the reference
-// interpreter's, else the run's error message, which must be a user error (code 2) that the
-// reference interpreter shares (it refuses the same inputs).
-std::string run_error(rt::Session& session, const Graph& g, const TensorMap& feed) {
-  for (const auto& [name, t] : feed)
-    session.set_input(name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
-  auto want = run_reference(g, feed);
-  try {
-    session.run();
-  } catch (const rt::Error& e) {
-    CHECK(e.code() == 2);
-    CHECK_FALSE(want.is_ok());
-    if (!want.is_ok()) CHECK(want.status().code() == Code::kUser);
-    std::vector<uint8_t> out(1);
-    CHECK_THROWS_WITH(session.get_output(g.outputs[0]->name, out.data(), out.size()),
-                      Catch::Contains("the last run() failed"));
-    return e.what();
-  }
-  INFO(want.status().message());
-  REQUIRE(want.is_ok());
-  for (const Value* v : g.outputs) {
-    Tensor got(v->dtype, *v->dims);
-    session.get_output(v->name, got.data(), static_cast<size_t>(got.byte_size()));
-    CHECK(compare_tensors(got, want->at(v->name), 0, 0).ok);
-  }
-  return "";
-}
 
 const Node& node(const Graph& g, const std::string& name) {
   for (const auto& n : g.nodes())
     if (n->name == name) return *n;
   FAIL("no node " << name);
   return *g.nodes().front();
-}
-
-// The kernels of `s` that take the fault word, and the nodes of their checks.
-std::vector<std::string> checked_nodes(const codegen::Schedule& s) {
-  std::vector<std::string> out;
-  for (const codegen::Kernel& k : s.kernels) {
-    int words = 0;
-    for (const codegen::KernelParam& p : k.params) words += p.value == codegen::fault_word();
-    CHECK(words == (k.faults.empty() ? 0 : 1));
-    for (const codegen::KernelFault& f : k.faults) out.push_back(f.node);
-  }
-  return out;
 }
 
 TEST_CASE("a Gather's index outside its axis fails the run naming the node and the index, alone and stitched",
@@ -105,7 +55,8 @@ TEST_CASE("a Gather's index outside its axis fails the run naming the node and t
   for (const bool stitched : {false, true}) {
     INFO((stitched ? "stitched" : "alone"));
     codegen::Schedule s;
-    const fs::path dir = compile(*g, stitched ? "gs" : "ga", stitched ? &fused : nullptr, nullptr, &s);
+    const fs::path dir =
+        compile_for_faults(*g, stitched ? "gs" : "ga", stitched ? &fused : nullptr, nullptr, &s);
     CHECK(s.kernels.size() == (stitched ? 1u : 2u));
     CHECK(checked_nodes(s) == std::vector<std::string>{"emb"});  // the Relu's kernel checks nothing
     rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
@@ -145,7 +96,8 @@ TEST_CASE("GatherElements and GatherND check every index component, alone and st
   for (const bool stitched : {false, true}) {
     INFO((stitched ? "stitched" : "alone"));
     codegen::Schedule s;
-    const fs::path dir = compile(*g, stitched ? "es" : "ea", stitched ? &fused : nullptr, nullptr, &s);
+    const fs::path dir =
+        compile_for_faults(*g, stitched ? "es" : "ea", stitched ? &fused : nullptr, nullptr, &s);
     std::vector<std::string> nodes = checked_nodes(s);
     std::sort(nodes.begin(), nodes.end());
     CHECK(nodes == std::vector<std::string>{"ge", "gnd", "gnd"});  // GatherND: one check per component
@@ -189,7 +141,7 @@ TEST_CASE("ScatterND and ScatterElements skip an update whose index is outside i
                      {"v", test::random_tensor(DType::kF32, {4, 1}, 5)}};
   };
   codegen::Schedule s;
-  const fs::path dir = compile(*g, "sc", nullptr, nullptr, &s);
+  const fs::path dir = compile_for_faults(*g, "sc", nullptr, nullptr, &s);
   std::vector<std::string> nodes = checked_nodes(s);
   std::sort(nodes.begin(), nodes.end());
   CHECK(nodes == std::vector<std::string>{"add", "put"});
@@ -223,7 +175,7 @@ TEST_CASE(
   output %yn
 })");
   test::run_frontend_or_die(*g);
-  const fs::path dir = compile(*g, "sk");
+  const fs::path dir = compile_for_faults(*g, "sk");
   const Tensor x = Tensor::from_f64(DType::kF32, {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
   const Tensor ue = Tensor::from_f64(DType::kF32, {2, 2}, {10, 11, 12, 13});
   const Tensor un = Tensor::from_f64(DType::kF32, {3}, {20, 21, 22});
@@ -288,8 +240,8 @@ TEST_CASE("a TensorScatter's write index outside its cache fails the run, alone 
   for (const bool packed : {false, true}) {
     INFO((packed ? "packed" : "alone"));
     codegen::Schedule s;
-    const fs::path dir =
-        compile(*g, packed ? "tp" : "ta", packed ? &groups : nullptr, packed ? &packs : nullptr, &s);
+    const fs::path dir = compile_for_faults(*g, packed ? "tp" : "ta", packed ? &groups : nullptr,
+                                            packed ? &packs : nullptr, &s);
     std::vector<std::string> nodes = checked_nodes(s);
     std::sort(nodes.begin(), nodes.end());
     CHECK(nodes == std::vector<std::string>{"k_cache", "ring", "v_cache"});
@@ -338,7 +290,8 @@ TEST_CASE(
   for (const bool stitched : {false, true}) {
     INFO((stitched ? "stitched" : "alone"));
     codegen::Schedule s;
-    const fs::path dir = compile(*g, stitched ? "cs" : "ca", stitched ? &groups : nullptr, nullptr, &s);
+    const fs::path dir =
+        compile_for_faults(*g, stitched ? "cs" : "ca", stitched ? &groups : nullptr, nullptr, &s);
     std::vector<std::string> nodes = checked_nodes(s);
     std::sort(nodes.begin(), nodes.end());
     CHECK(nodes == std::vector<std::string>{"k_cache", "ring"});
@@ -404,7 +357,8 @@ TEST_CASE("a ScatterElements written as Wheres still fails the run on an index o
   for (const bool stitched : {false, true}) {
     INFO((stitched ? "stitched" : "alone"));
     codegen::Schedule s;
-    const fs::path dir = compile(*g, stitched ? "ws" : "wa", stitched ? &groups : nullptr, nullptr, &s);
+    const fs::path dir =
+        compile_for_faults(*g, stitched ? "ws" : "wa", stitched ? &groups : nullptr, nullptr, &s);
     CHECK(checked_nodes(s) == std::vector<std::string>{"put"});
     if (stitched) CHECK(s.kernels.size() == 1);
     rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
@@ -447,7 +401,7 @@ TEST_CASE("a ReverseSequence's run-time length outside its time axis fails the r
   test::run_frontend_or_die(*g);
   REQUIRE(test::count_op(*g, "ReverseSequence") == 0);
   codegen::Schedule s;
-  const fs::path dir = compile(*g, "rs", nullptr, nullptr, &s);
+  const fs::path dir = compile_for_faults(*g, "rs", nullptr, nullptr, &s);
   std::vector<std::string> nodes = checked_nodes(s);
   CHECK(nodes == std::vector<std::string>{"rev"});
   auto feed = [](std::vector<int64_t> lens) {
@@ -479,7 +433,7 @@ TEST_CASE("a RotaryEmbedding's position id outside its caches fails the run, nam
   test::run_frontend_or_die(*g);
   REQUIRE(test::count_op(*g, "RotaryEmbedding") == 0);
   codegen::Schedule s;
-  const fs::path dir = compile(*g, "re", nullptr, nullptr, &s);
+  const fs::path dir = compile_for_faults(*g, "re", nullptr, nullptr, &s);
   CHECK(checked_nodes(s) == std::vector<std::string>{"rope"});
   auto feed = [](std::vector<int64_t> p) {
     return TensorMap{{"x", test::random_tensor(DType::kF32, {2, 5, 12}, 50)},
@@ -525,7 +479,7 @@ TEST_CASE("a damaged fault table or fault word in schedule.json is refused at lo
   output %e
 })");
   test::run_frontend_or_die(*g);
-  const fs::path dir = compile(*g, "dm");
+  const fs::path dir = compile_for_faults(*g, "dm");
   const fs::path file = dir / "schedule.json";
   const nlohmann::json good = nlohmann::json::parse(test::read_text_file(file));
   auto load_with = [&](const std::function<void(nlohmann::json&)>& edit) {
