@@ -6,13 +6,20 @@
 //         sum by the sum of the weights read (the count of targets not ignored, without weights)
 //   SCE   the NLL of LogSoftmax(scores) over axis 1, which is its optional second output.
 // x is [N, C, d1...], the target [N, d1...] of integers. A target outside [0, C) that is not
-// ignored reads class 0 or C - 1, as the generated kernels clamp it (ONNX leaves it undefined).
+// ignored is refused, naming the node (ONNX leaves it undefined; PyTorch refuses it).
 #include <cmath>
 
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
 namespace stitch::ops {
+
+std::string LossSpec::target_message(const std::string& target) const {
+  std::string m =
+      fmt::format("target {{value}} of '{}' is outside the {} classes [0, {})", target, classes, classes);
+  if (ignore_index) m += fmt::format(" and is not the ignore_index {}", *ignore_index);
+  return m;
+}
 
 StatusOr<LossSpec> loss_spec(const Node& n, const Dims& x, const Dims& target, const Dims* weight) {
   LossSpec s;
@@ -73,7 +80,8 @@ Status loss_of(const Node& n, const std::vector<double>& lp, std::span<const Ten
   for (int64_t i = 0; i < target.size(); ++i) {
     const int64_t c = target.get_i64(i);
     if (s.ignore_index && c == *s.ignore_index) continue;
-    const int64_t k = std::clamp<int64_t>(c, 0, s.classes - 1);
+    if (c < 0 || c >= s.classes) return node_error(n, with_value(s.target_message(n.input(1)->name), c));
+    const int64_t k = c;
     const int64_t b = i / std::max<int64_t>(inner, 1), d = i % std::max<int64_t>(inner, 1);
     const double wk = w[static_cast<size_t>(k)];
     loss[static_cast<size_t>(i)] = -lp[static_cast<size_t>((b * s.classes + k) * inner + d)] * wk;

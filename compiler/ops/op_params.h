@@ -227,10 +227,15 @@ StatusOr<GridSampleSpec> grid_sample_spec(const Node& n, const Dims& x, const Di
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (opsets 12 to 28): the reduction, the
 // ignored target value if any, and the class count; x [N, C, d1...] against a target [N, d1...] and
 // optional weights [C], checked.
+// A target outside [0, C) that is not the ignored value is refused (the reference stops; a kernel
+// reports it, passes/expand_losses.cc's StitchIndexCheck): ONNX leaves it undefined, and PyTorch
+// refuses it.
 struct LossSpec {
   enum class Reduction { kNone, kSum, kMean } reduction = Reduction::kMean;
   std::optional<int64_t> ignore_index;
   int64_t classes = 0;
+  // What a refused target reads as, "{value}" standing for it; `target` names the target input.
+  std::string target_message(const std::string& target) const;
 };
 StatusOr<LossSpec> loss_spec(const Node& n, const Dims& x, const Dims& target, const Dims* weight);
 

@@ -2,7 +2,7 @@
 // defined by (ops/loss.cc), which the planner fuses (the class softmax's row kernel, the picked
 // log-probabilities and the reduction to one value):
 //   SoftmaxCrossEntropyLoss  LogSoftmax over the classes (its log_prob output), then the NLL
-//   NLL   the target with ignored values made class 0 and clamped to [0, C), Reshaped to
+//   NLL   the target with ignored values made class 0 and checked to lie in [0, C), Reshaped to
 //         [N, 1, d...], a GatherElements of the log-probabilities along the classes, negated, times
 //         the weight of each target (a Gather of the weights) with 0 where it is ignored; then a
 //         ReduceSum (sum), a ReduceSum divided by the weights' (mean with weights or an ignored
@@ -11,6 +11,7 @@
 // Runs after fold_constants and leaves nodes without static shapes alone; the new nodes are named
 // after the op's.
 #include "ops/op_params.h"
+#include "ops/op_util.h"
 #include "passes/graph_builder.h"
 #include "passes/pass.h"
 
@@ -43,7 +44,10 @@ StatusOr<bool> expand(Graph& g, Node& n) {
     ignored = b.node("Equal", "ignored", {target, index(*s.ignore_index)}, DType::kBool, td);
     cls = b.node("Where", "target_or_0", {ignored, index(0), target}, it, td);
   }
-  cls = b.node("Clip", "class", {cls, index(0), index(s.classes - 1)}, it, td);
+  // A target outside the classes is refused, as the op refuses it: the reference stops, and a kernel
+  // reports it after the run naming the loss and goes on with the nearest class (StitchIndexCheck).
+  cls = b.node(ops::kIndexCheck, "class", {cls}, it, td,
+               ops::index_check_attrs(n, 0, s.classes - 1, s.target_message(target->name)));
   Dims one = xd;
   one[1] = 1;
   Value* picked = b.node("GatherElements", "picked", {lp, b.reshape(cls, one, "class_column")}, t, one,
