@@ -147,6 +147,11 @@ Status infer_attention(InferContext& ctx) {
     if (ctx.dtype(6) != DType::kI64 || l.size() != 1 || (known(l[0]) && known(s.batch) && l[0] != s.batch))
       return ctx.error(fmt::format("nonpad_kv_seqlen must be int64 of shape [batch] = [{}], got {} {}",
                                    s.batch, dtype_name(ctx.dtype(6)), dims_to_string(l)));
+    if (const Tensor* c = ctx.constant(6); c && known(s.total())) {  // refused now, not at run time
+      const IndexBounds keys = valid_keys_bounds(n, s.total());
+      for (int64_t v : c->to_i64())
+        if (v < keys.min || v > keys.max) return ctx.error(with_value(keys.message, v));
+    }
   }
   for (const char* w : {"left_window_size", "right_window_size"})
     if (n.attr_int(w, -1) < -1) return ctx.error(fmt::format("{} {} is below -1", w, n.attr_int(w, -1)));
@@ -229,9 +234,11 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
   const AttentionWindow window = AttentionWindow::of(n);
   const int64_t mode = n.attr_int("qk_matmul_output_mode", 0);
   std::vector<int64_t> valid(static_cast<size_t>(B), T);  // keys [0, valid[b]) are not padding
-  if (nonpad) {
+  if (nonpad) {  // a count outside [0, T] is refused (passes/expand_attention.cc checks it the same way)
     valid = nonpad->to_i64();
-    for (int64_t& l : valid) l = std::clamp<int64_t>(l, 0, T);
+    const IndexBounds keys = valid_keys_bounds(n, T);
+    for (int64_t l : valid)
+      if (l < keys.min || l > keys.max) return node_error(n, with_value(keys.message, l));
   }
   // The mask as an additive bias over [B, Hq, Sq, T] (keys past a shorter mask masked).
   const Dims sd{B, Hq, Sq, T};

@@ -160,6 +160,14 @@ IndexBounds tensor_scatter_bounds(const Node& n, int64_t len, int64_t count) {
                   name, count, len)};
 }
 
+IndexBounds valid_keys_bounds(const Node& n, int64_t total) {
+  const std::string name = n.input(6) ? n.input(6)->name : "nonpad_kv_seqlen";
+  return {
+      0, total,
+      fmt::format("valid key count {{value}} of '{}' (nonpad_kv_seqlen) is outside [0, {}], the keys' length",
+                  name, total)};
+}
+
 Status same_as_input0(InferContext& ctx) {
   ctx.set_output(0, ctx.dtype(0), ctx.dims(0));
   return Status::ok();

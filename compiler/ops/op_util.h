@@ -162,6 +162,9 @@ struct IndexBounds {
   std::string message;
 };
 IndexBounds tensor_scatter_bounds(const Node& n, int64_t len, int64_t count);
+// The valid key counts an Attention `n` takes in nonpad_kv_seqlen (input 6) for keys of `total`
+// positions: [0, total], and the message for one outside them.
+IndexBounds valid_keys_bounds(const Node& n, int64_t total);
 
 // No-op test: output 0 has exactly input 0's dtype and dims.
 bool same_type_as_input0(const Node& n);

@@ -22,7 +22,8 @@
 //    A mask shorter than the keys (opset 24) is padded with -inf. A sliding window (opset 25)
 //    joins the causal bound in that constant. With nonpad_kv_seqlen (opset 24: K and V are a
 //    whole cache, each batch's first L keys valid), the bias is computed at run time from L:
-//    keys at or past L masked, and the causal and window bounds around position L - Sq + i.
+//    keys at or past L masked, and the causal and window bounds around position L - Sq + i. An L
+//    outside [0, T] goes through a StitchIndexCheck, which refuses it as the op does.
 //  - TensorScatter (opset 24) into a cache computed in the graph: each cache position c reads the
 //    update at (c - write index) (mod the cache length when circular) where that is inside the
 //    update, else keeps the past value: GatherElements of the update and a Where. A write index
@@ -303,7 +304,12 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
     scores = binary(b, "Add", scores, bias, "masked");
   }
   if (nonpad) {  // the keys each batch sees, from its valid length L at run time
-    Value* len = b.reshape(nonpad, {batch, 1, 1, 1}, "valid_keys");
+    // A length outside [0, T] is refused, as the op refuses it: the reference stops, and a kernel
+    // reports it after the run and goes on with the nearest bound (StitchIndexCheck).
+    const ops::IndexBounds keys = ops::valid_keys_bounds(n, total);
+    Value* checked = b.node(ops::kIndexCheck, "valid_keys_checked", {nonpad}, nonpad->dtype, *nonpad->dims,
+                            ops::index_check_attrs(n, keys.min, keys.max, keys.message));
+    Value* len = b.reshape(checked, {batch, 1, 1, 1}, "valid_keys");
     Value* key = positions(b, 4, 3, total, "key_positions");
     Value* seen = test(b, "Less", key, len, "not_padding");
     if (window.bounded()) {  // around the query's position L - Sq + i

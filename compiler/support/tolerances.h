@@ -46,6 +46,10 @@ inline constexpr Tolerance kOnnxRuntimeNodeTest = {1e-3, 2e-6,
 inline constexpr Tolerance kModelF32 = {1e-3, 1e-4,
                                         "f32 framework kernels vs double-accumulating reference"};
 
+// Kernels that only move elements (gathers, scatters, copies) against the reference: the same
+// values, bit for bit.
+inline constexpr Tolerance kExact = {0, 0, "data movement copies elements"};
+
 // Emulated CUDA kernels with float32 arithmetic against a double-precision
 // reference: reordered float32 sums over rows of up to ~10^5 elements; the
 // emulator computes fast-math intrinsics (__expf, rsqrtf) precisely.

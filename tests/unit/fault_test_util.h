@@ -30,9 +30,11 @@ inline std::filesystem::path compile_for_faults(const Graph& g, const std::strin
 }
 
 // Feeds `feed` and runs: "" when the run succeeds and every output equals the reference
-// interpreter's, else the run's error message, which must be a user error (code 2) that the
-// reference interpreter shares (it refuses the same inputs).
-inline std::string run_error(rt::Session& session, const Graph& g, const TensorMap& feed) {
+// interpreter's (within `tol`; exactly by default, as gathers and scatters copy), else the run's error
+// message, which must be a user error (code 2) that the reference interpreter shares (it refuses the same
+// inputs).
+inline std::string run_error(rt::Session& session, const Graph& g, const TensorMap& feed,
+                             const Tolerance& tol = kExact) {
   for (const auto& [name, t] : feed)
     session.set_input(name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
   auto want = run_reference(g, feed);
@@ -52,7 +54,7 @@ inline std::string run_error(rt::Session& session, const Graph& g, const TensorM
   for (const Value* v : g.outputs) {
     Tensor got(v->dtype, *v->dims);
     session.get_output(v->name, got.data(), static_cast<size_t>(got.byte_size()));
-    CHECK(compare_tensors(got, want->at(v->name), 0, 0).ok);
+    CHECK(compare_tensors(got, want->at(v->name), tol.rtol, tol.atol).ok);
   }
   return "";
 }

@@ -260,6 +260,8 @@ TEST_CASE("bad opset-24 to 28 input is an error naming the node", "[errors]") {
        "nonpad_kv_seqlen (input 6) is an opset-24 input; the model's opset is 23"},
       {24, "Attention", qkv + "input %l: i32[2]", "Attention(%q, %k, %v, _, _, _, %l)",
        "nonpad_kv_seqlen must be int64 of shape [batch] = [2], got i32 2"},
+      {24, "Attention", qkv + "const %l: i64[2] = [3, 7]", "Attention(%q, %k, %v, _, _, _, %l)",
+       "valid key count 7 of 'l' (nonpad_kv_seqlen) is outside [0, 6], the keys' length"},
       {24, "Attention", qkv + "input %l: i64[2]\n  input %p: f32[2,2,3,8]",
        "Attention(%q, %k, %v, _, %p, %p, %l)", "must not be given with past_key and past_value"},
       {24, "Attention", qkv, "Attention(%q, %k, %v) {left_window_size = 2}",

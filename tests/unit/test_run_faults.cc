@@ -3,8 +3,8 @@
 // backend with a user error naming the step, the node and the value, as the reference interpreter
 // refuses the same inputs, in single-node, stitched and packed kernels; the session refuses the
 // outputs of such a run and runs again with valid inputs. Where a rewrite replaces the node by
-// element-wise work (an expanded TensorScatter or ReverseSequence, scatter_selects), its
-// StitchIndexCheck keeps the check and the message naming the node.
+// element-wise work (an expanded TensorScatter or ReverseSequence, an Attention's valid key
+// counts, scatter_selects), its StitchIndexCheck keeps the check and the message naming the node.
 
 #include <filesystem>
 #include <fstream>
@@ -255,6 +255,49 @@ TEST_CASE("a TensorScatter's write index outside its cache fails the run, alone 
     CHECK_THAT(run_error(session, *g, feed({-1, 0})), Catch::Contains("write index -1 of 'at'"));
     // Circular: 6 wraps to position 0, which the linear caches refuse; only a negative index is refused.
     CHECK_THAT(run_error(session, *g, feed({6, 0})), !Catch::Contains("node 'ring'"));
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("an Attention's valid key count outside its keys fails the run, alone and stitched",
+          "[runtime][emu][faults]") {
+  // nonpad_kv_seqlen (opset 24) over a whole cache: the front end computes the mask from it, and
+  // its StitchIndexCheck refuses a count the op refuses, naming the Attention.
+  auto g = parse_or_die(R"(graph "g" opset 25 {
+  input %q: f32[2,2,2,4]
+  input %k: f32[2,2,6,4]
+  input %v: f32[2,2,6,4]
+  input %len: i64[2]
+  %y = Attention(%q, %k, %v, _, _, _, %len) {is_causal = 1, left_window_size = 2} @"attn"
+  output %y
+})");
+  test::run_frontend_or_die(*g);
+  REQUIRE(test::count_op(*g, "Attention") == 0);
+  auto plan = fusion::make_plan(*g, test::opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = test::groups_of(*plan);
+  auto feed = [&](std::vector<int64_t> len) {
+    TensorMap f;
+    uint32_t seed = 30;
+    for (const char* name : {"q", "k", "v"})
+      f[name] = test::random_tensor(DType::kF32, *g->find_value(name)->dims, seed++);
+    f["len"] = Tensor::from_i64(DType::kI64, {2}, len);
+    return f;
+  };
+  for (const bool stitched : {false, true}) {
+    INFO((stitched ? "stitched" : "alone"));
+    codegen::Schedule s;
+    const fs::path dir =
+        compile_for_faults(*g, stitched ? "ns" : "na", stitched ? &groups : nullptr, nullptr, &s);
+    CHECK(checked_nodes(s) == std::vector<std::string>{"attn"});
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    CHECK(run_error(session, *g, feed({3, 6}), kEmuF32) == "");
+    CHECK(run_error(session, *g, feed({0, 6}), kEmuF32) == "");  // no valid key: batch 0's rows are zero
+    CHECK_THAT(
+        run_error(session, *g, feed({3, 7})),
+        Catch::Contains("node 'attn' (Attention): valid key count 7 of 'len' (nonpad_kv_seqlen) is outside "
+                        "[0, 6], the keys' length"));
+    CHECK_THAT(run_error(session, *g, feed({-1, 2})), Catch::Contains("valid key count -1 of 'len'"));
     fs::remove_all(dir);
   }
 }
