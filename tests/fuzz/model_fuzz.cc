@@ -14,13 +14,15 @@
 //      exit code 2 and a message (the kernels' run-time checks), never give outputs;
 //   3. when that ran, `stitchc run ART --backend emu --inputs IN --expect REF` must exit 0: the
 //      planned, fused and generated kernels compute what the reference does, within the
-//      tolerances of support/tolerances.h. Three kinds of mismatch are excused, and counted
+//      tolerances of support/tolerances.h. Four kinds of mismatch are excused, and counted
 //      apart (excuse()): a mutant that overflows float32 (a reference output not finite) with NaN
 //      wherever the reference has NaN, since past 3.4e38 float32 and the reference's double part
 //      ways; a near miss, at most 5% of an output's elements out of tolerance (float16: any) and
-//      all within ten times it; and a mutant whose unfused kernels (`--fusion none`) miss the reference too,
-//      its arithmetic ill-conditioned in float32 rather than fused wrongly. A kernel reading the wrong
-//      element is off by the values themselves, and dropping a NaN is never excused.
+//      all within ten times it; a mutant whose unfused kernels (`--fusion none`) miss the
+//      reference too, its arithmetic ill-conditioned in float32 rather than fused wrongly; and a
+//      float16 or bfloat16 mutant that, run in float32 by the reference, misses the reference too,
+//      its answer set by where the halves are rounded. A kernel reading the wrong element is off
+//      by the values themselves, and dropping a NaN is never excused.
 // A signal, a run past the timeout, exit code 1 or 3, or exit code 2 without a message fails the
 // seed: its directory (DIR/seed-S) stays, with the mutations and the commands in `repro.txt`.
 // A seed's mutant depends only on the seed and the models, so `--seeds S:S+1` runs it again.
@@ -45,6 +47,7 @@
 #include <sstream>
 #include <thread>
 
+#include "float32_copy.h"
 #include "importer/tensor_io.h"
 #include "ir/dtype.h"
 #include "model_mutations.h"
@@ -215,14 +218,15 @@ std::string quoted(const std::vector<std::string>& args) {
 }
 
 // Why a mismatch of step 3 is not the kernels' fault.
-enum class Excuse { kNone, kOverflow, kNearMiss, kUnfusedToo };
-constexpr const char* kExcuses[] = {"", "overflows float32, NaN wherever the reference has NaN",
-                                    "a near miss",
-                                    "ill-conditioned: the unfused kernels miss the reference too"};
+enum class Excuse { kNone, kOverflow, kNearMiss, kUnfusedToo, kHalvesToo };
+constexpr const char* kExcuses[] = {
+    "", "overflows float32, NaN wherever the reference has NaN", "a near miss",
+    "ill-conditioned: the unfused kernels miss the reference too",
+    "ill-conditioned in half precision: the reference run in float32 misses it too"};
 
 struct Counts {
   int mutants = 0, unchanged = 0, refused = 0, compiled = 0, compared = 0, reference_refused = 0, failed = 0;
-  int excused[4] = {0, 0, 0, 0};  // by Excuse
+  int excused[5] = {0, 0, 0, 0, 0};  // by Excuse
 };
 
 // The outputs in `dir`/reference and `dir`/emu, pairwise (reference first); empty when one cannot
@@ -256,6 +260,47 @@ bool report_tolerance(const std::string& report, double* rtol, double* atol) {
   return *rtol >= 0;
 }
 
+// Whether the float16 or bfloat16 mutant at `mutant` (its inputs and reference outputs under
+// `dir`) gives another answer when run in float32 (float32_copy.h), beyond the tolerance: then
+// where its halves are rounded decides its outputs, and a fused kernel, which keeps float32
+// between the ops the reference rounds one by one, may miss the reference without computing
+// anything wrong (a Div by a GEMM output that cancels to nearly zero).
+bool halves_rounding_decides(const std::string& stitchc, const std::string& mutant, const fs::path& dir,
+                             double rtol, double atol, int timeout_s) {
+  onnx::ModelProto m;
+  {
+    std::ifstream f(mutant, std::ios::binary);
+    if (!m.ParseFromIstream(&f)) return false;
+  }
+  auto wide = fuzz::float32_copy(m);
+  if (!wide.is_ok() || !wide->has_value()) return false;
+  const fs::path model = dir / "model_f32.onnx", inputs = dir / "inputs_f32", ref = dir / "reference_f32";
+  {
+    std::ofstream f(model, std::ios::binary);
+    if (!(*wide)->SerializeToOstream(&f)) return false;
+  }
+  fs::create_directories(inputs);
+  for (const auto& e : fs::directory_iterator(dir / "inputs")) {
+    auto t = read_tensor_file(e.path().string());
+    if (!t.is_ok() ||
+        !write_tensor_file((inputs / e.path().filename()).string(), fuzz::widened(t->tensor), t->name)
+             .is_ok())
+      return false;
+  }
+  if (run({stitchc, "run", model.string(), "--inputs", inputs.string(), "--save-outputs", ref.string()},
+          dir / "reference_f32.log", timeout_s)
+          .code != 0)
+    return false;
+  for (int k = 0;; ++k) {
+    const std::string name = fmt::format("output_{}.pb", k);
+    if (!fs::exists(dir / "reference" / name)) return false;
+    auto half = read_tensor_file((dir / "reference" / name).string());
+    auto f32 = read_tensor_file((ref / name).string());
+    if (!half.is_ok() || !f32.is_ok() || !is_float(half->tensor.dtype())) continue;
+    if (!compare_tensors(f32->tensor, fuzz::widened(half->tensor), rtol, atol).ok) return true;
+  }
+}
+
 // Why step 3's mismatch (`report`, its outputs saved under `dir`) is excused, if it is. Never
 // when the kernels give a value where the reference gives NaN (a NaN dropped, as a folded ReLU
 // once did). Else: the mutant overflows float32 (a reference output not finite): past 3.4e38 the
@@ -266,7 +311,9 @@ bool report_tolerance(const std::string& report, double* rtol, double* atol) {
 // float32 between the ops the reference rounds one by one), all within ten times it. Or the
 // mutant compiled without fusion (one kernel per op, each checked by ONNX's node tests) misses
 // the reference too: its arithmetic is ill-conditioned in float32 (a Mul made a Div by a
-// sigmoid; float16 scores near 65504), not fused wrongly.
+// sigmoid; float16 scores near 65504), not fused wrongly. Or, for a float16 or bfloat16 mutant
+// whose unfused kernels (rounding each op's output as the reference does) match, the mutant run in
+// float32 misses the reference too (halves_rounding_decides).
 Excuse excuse(const std::string& report, const std::string& stitchc, const std::string& mutant,
               const fs::path& dir, int timeout_s) {
   const auto outs = outputs(dir);
@@ -297,7 +344,10 @@ Excuse excuse(const std::string& report, const std::string& stitchc, const std::
   const Outcome unfused = run({stitchc, "run", none, "--backend", "emu", "--inputs",
                                (dir / "inputs").string(), "--expect", (dir / "reference").string()},
                               dir / "unfused_run.log", timeout_s);
-  return unfused.code == 1 ? Excuse::kUnfusedToo : Excuse::kNone;
+  if (unfused.code == 1) return Excuse::kUnfusedToo;
+  if (unfused.code != 0 || rtol < 0) return Excuse::kNone;
+  return halves_rounding_decides(stitchc, mutant, dir, rtol, atol, timeout_s) ? Excuse::kHalvesToo
+                                                                              : Excuse::kNone;
 }
 
 int usage(const std::string& why) {
@@ -464,8 +514,10 @@ int main(int argc, char** argv) {
              models.size(), c.mutants, c.unchanged);
   fmt::print("{} refused with a user error, {} compiled ({} matched the reference on emu; ", c.refused,
              c.compiled, c.compared);
-  fmt::print("{} overflowing float32 alike, {} near misses and {} ill-conditioned, none of them failures; ",
-             c.excused[1], c.excused[2], c.excused[3]);
+  fmt::print(
+      "{} overflowing float32 alike, {} near misses, {} ill-conditioned and {} ill-conditioned in half "
+      "precision, none of them failures; ",
+      c.excused[1], c.excused[2], c.excused[3], c.excused[4]);
   fmt::print("{} refused by the reference and at run time alike), {} failed\n", c.reference_refused,
              c.failed);
   return c.failed ? 1 : 0;
