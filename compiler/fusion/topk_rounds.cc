@@ -49,10 +49,15 @@ StatusOr<std::vector<std::string>> topk_as_rounds(Graph& g, const std::set<std::
          add_constant(g, h + "_quiet_nan", DType::kF32, {}, {std::numeric_limits<double>::quiet_NaN()}), xf},
         DType::kF32, d);
     const OrderKeys keys = add_order_keys(g, h, y, largest);
-    // Past the first round: each position's index, and the key a pick is masked to.
+    // Past the first round: each position's index, and the key a pick is masked to. Its low bits
+    // are the last position's, so that every key's position lies in the row and the indices'
+    // bounds (ops::int_range) are the axis: a reader's index check has nothing to check.
     Value* positions = k > 1 ? add_positions(g, h + "_positions", DType::kI64, len) : nullptr;
-    Value* none =
-        k > 1 ? add_constant(g, h + "_none", DType::kI64, {}, {static_cast<double>(kKeyBelowAll)}) : nullptr;
+    Value* none = nullptr;
+    if (k > 1) {  // exact: past 2^53 a double would round the low bits away
+      none = add_typed_value(g, h + "_none", DType::kI64, {});
+      none->constant = Tensor::from_i64(DType::kI64, {}, {kKeyBelowAll + (kMaxKeyedRow - len)});
+    }
     Value* taken = nullptr;
     std::vector<Value*> values, indices;
     for (int64_t r = 0; r < k; ++r) {
