@@ -125,6 +125,11 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
   if (op == "Add" || op == "Sum") return fmt::format("({} + {})", a, b);
   if (op == "Sub") return fmt::format("({} - {})", a, b);
   if (op == "Mul") return fmt::format("({} * {})", a, b);
+  // Integer division by zero gives 0 (as the reference does), and a signed one by -1 the wrapped
+  // negation: -2^63 / -1 would trap on the emulator's CPU and is undefined on a GPU.
+  if (op == "Div" && ints && ct == "long long")
+    return fmt::format(
+        "({1} == 0 ? 0LL : {1} == -1LL ? (long long)(0ULL - (unsigned long long){0}) : {0} / {1})", a, b);
   if (op == "Div")
     return ints ? fmt::format("({1} == 0 ? ({2})0 : {0} / {1})", a, b, ct) : fmt::format("({} / {})", a, b);
   // x * x is the correctly rounded square; powf's general path is some 125 more PTX instructions
@@ -138,9 +143,13 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
     // Floating-point fmod 0 (opset 28): fmod's remainder moved to the sign of b, a zero too.
     if (!ints && !fmod_mode) return fmt::format("stitch_dev::floor_mod({}, {})", a, b);
     if (!ints) return fmt::format("{}({}, {})", fn(ct, "fmod"), a, b);
-    if (fmod_mode || ct == "unsigned long long") return fmt::format("({1} == 0 ? ({2})0 : {0} % {1})", a, b, ct);
-    return fmt::format("({1} == 0 ? ({2})0 : (({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0))) ? {0} % {1} + {1} : {0} % {1}))",
-                       a, b, ct);
+    // A remainder by 0 is 0 (as the reference gives), by -1 always 0 (-2^63 % -1 would trap).
+    if (ct == "unsigned long long") return fmt::format("({1} == 0 ? ({2})0 : {0} % {1})", a, b, ct);
+    if (fmod_mode) return fmt::format("(({1} == 0 || {1} == -1LL) ? 0LL : {0} % {1})", a, b);
+    return fmt::format(
+        "(({1} == 0 || {1} == -1LL) ? 0LL : (({0} % {1} != 0 && (({0} % {1} < 0) != ({1} < 0))) ? {0} % {1} "
+        "+ {1} : {0} % {1}))",
+        a, b);
   }
   if (op == "Max") return fmt::format("stitch_dev::Max()({}, {})", a, b);
   if (op == "Min") return fmt::format("stitch_dev::Min()({}, {})", a, b);

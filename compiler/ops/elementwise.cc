@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "ops/op_util.h"
 
@@ -284,17 +285,48 @@ double apply_f(Bin op, double a, double b, bool fmod_mode) {
   }
 }
 
+// uint64 values held as int64s (those above 2^63 - 1 negative), where the order matters: division,
+// remainder, comparisons, extremes, powers; the other ops are the same bits either way.
+std::optional<int64_t> apply_u64(Bin op, uint64_t a, uint64_t b) {
+  auto bits = [](uint64_t v) { return static_cast<int64_t>(v); };
+  switch (op) {
+    case Bin::kDiv:
+      return bits(b == 0 ? 0 : a / b);  // division by zero gives 0, as for signed
+    case Bin::kMod:
+      return bits(b == 0 ? 0 : a % b);
+    case Bin::kPow:
+      return bits(static_cast<uint64_t>(std::pow(double(a), double(b))));
+    case Bin::kMin:
+      return bits(std::min(a, b));
+    case Bin::kMax:
+      return bits(std::max(a, b));
+    case Bin::kLt:
+      return a < b;
+    case Bin::kGt:
+      return a > b;
+    case Bin::kLe:
+      return a <= b;
+    case Bin::kGe:
+      return a >= b;
+    case Bin::kPRelu:
+      return bits(a);  // never negative
+    default:
+      return std::nullopt;
+  }
+}
+
 int64_t apply_i(Bin op, int64_t a, int64_t b, bool fmod_mode) {
   switch (op) {
     case Bin::kAdd: return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
     case Bin::kSub: return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
     case Bin::kMul: return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-    case Bin::kDiv:  // truncating; division by zero gives 0 rather than a trap
-      if (b == 0 || (b == -1 && a == std::numeric_limits<int64_t>::min())) return 0;
+    case Bin::kDiv:  // truncating; division by zero gives 0 rather than a trap, by -1 the wrapped -a
+      if (b == 0) return 0;
+      if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
       return a / b;
     case Bin::kPow: return static_cast<int64_t>(std::pow(double(a), double(b)));
     case Bin::kMod: {
-      if (b == 0) return 0;
+      if (b == 0 || b == -1) return 0;  // -2^63 % -1 would trap
       int64_t r = a % b;
       if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
       return r;
@@ -360,10 +392,15 @@ Status eval_binary_op(Bin op, bool fmod_mode, DType out_t, std::span<const Tenso
         [](Tensor& o, int64_t i, double v) { o.set_f64(i, v); },
         [&](const std::vector<double>& a) { return apply_f(op, a[0], a[1], fmod_mode); });
   } else {
+    const bool u64 = ins[0]->dtype() == DType::kU64;
     broadcast_apply<int64_t>(
         ins, result, [](const Tensor& t) { return t.to_i64(); },
         [](Tensor& o, int64_t i, int64_t v) { o.set_i64(i, v); },
-        [&](const std::vector<int64_t>& a) { return apply_i(op, a[0], a[1], fmod_mode); });
+        [&](const std::vector<int64_t>& a) {
+          if (u64)
+            if (auto v = apply_u64(op, static_cast<uint64_t>(a[0]), static_cast<uint64_t>(a[1]))) return *v;
+          return apply_i(op, a[0], a[1], fmod_mode);
+        });
   }
   return Status::ok();
 }

@@ -204,3 +204,64 @@ TEST_CASE("integer ReduceLogSumExp, ReduceLogSum and ReduceL2 on emu", "[reduce]
     }
   }
 }
+
+// Integer Div and Mod at their edges: by 0 (0, both), -2^63 by -1 (the wrapped -a and 0; the
+// emulator's CPU trapped on both, and the reference on the remainder), and uint64 values past
+// 2^63 - 1 (the reference divided and compared them as negative int64s). Against values worked
+// out by hand, on emu and on the reference.
+TEST_CASE("integer Div, Mod, Min and Less by 0, by -1 and past 2^63 on emu and the reference", "[emu]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %a: i64[6]
+  input %b: i64[6]
+  input %p: u64[4]
+  input %q: u64[4]
+  %div = Div(%a, %b) @"div"
+  %mod = Mod(%a, %b) @"mod"
+  %fmod = Mod(%a, %b) {fmod = 1} @"fmod"
+  %udiv = Div(%p, %q) @"udiv"
+  %umod = Mod(%p, %q) @"umod"
+  %umin = Min(%p, %q) @"umin"
+  %ult = Less(%p, %q) @"ult"
+  output %div
+  output %mod
+  output %fmod
+  output %udiv
+  output %umod
+  output %umin
+  output %ult
+})");
+  run_frontend_or_die(*g);
+  const int64_t small = std::numeric_limits<int64_t>::min();
+  const uint64_t top = uint64_t{1} << 63;
+  auto u = [](std::vector<uint64_t> v) {
+    std::vector<int64_t> bits;
+    for (uint64_t x : v) bits.push_back(static_cast<int64_t>(x));
+    return Tensor::from_i64(DType::kU64, {static_cast<int64_t>(v.size())}, bits);
+  };
+  TensorMap feed;
+  feed["a"] = Tensor::from_i64(DType::kI64, {6}, {7, -7, small, small, 9, -9});
+  feed["b"] = Tensor::from_i64(DType::kI64, {6}, {0, 2, -1, 1, -1, 4});
+  feed["p"] = u({top + 4, top + 5, 10, top});
+  feed["q"] = u({2, top + 1, 0, 3});
+  const std::map<std::string, Tensor> want{
+      {"div", Tensor::from_i64(DType::kI64, {6}, {0, -3, small, small, -9, -2})},
+      {"mod", Tensor::from_i64(DType::kI64, {6}, {0, 1, 0, 0, 0, 3})},
+      {"fmod", Tensor::from_i64(DType::kI64, {6}, {0, -1, 0, 0, 0, -1})},
+      {"udiv", u({(top + 4) / 2, 1, 0, top / 3})},
+      {"umod", u({0, 4, 0, top % 3})},
+      {"umin", u({2, top + 1, 0, 3})},
+      {"ult", Tensor::from_i64(DType::kBool, {4}, {0, 0, 0, 0})},
+  };
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
+  auto ref = run_reference(*g, feed);
+  REQUIRE(ref.is_ok());
+  for (const auto& [name, values] : want) {
+    INFO(name);
+    CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
+    CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
+  }
+}
