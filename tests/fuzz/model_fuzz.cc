@@ -95,7 +95,7 @@ StatusOr<Model> load(const fs::path& dir) {
 // set's tensor of that name and type (token ids stay in the vocabulary, masks stay 0 and 1), else
 // small values from `rng` for float32, else zeros. One seed in three then sets one element of an
 // integer input to a value a model may not expect (a token id past the vocabulary, a negative or
-// huge position, an index one past its last value), said in `changes`: the kernels' run-time checks
+// huge position, an index one past its last value, 0, -2^63), said in `changes`: the kernels' run-time checks
 // must refuse it where the reference does. False when an input has no static shape or a type
 // stitch lacks (the mutant is then only compiled).
 bool write_inputs(const onnx::ModelProto& mutant, const Model& seed, const fs::path& dir,
@@ -137,13 +137,16 @@ bool write_inputs(const onnx::ModelProto& mutant, const Model& seed, const fs::p
     if (index == target && t.size() > 0) {
       const int64_t at = static_cast<int64_t>(rng() % static_cast<uint64_t>(t.size()));
       const int64_t was = t.get_i64(at);
-      // One past it, -1, -was - 1 (written ~was: no overflow), and far out either way.
+      // One past it, -1, -was - 1 (written ~was: no overflow), far out either way, 0 (a divisor),
+      // and the type's least value (-2^63 by -1 overflows a division).
       const int64_t values[] = {was == INT64_MAX ? was : was + 1,
                                 -1,
                                 ~was,
                                 int64_t{1} << 20,
                                 -(int64_t{1} << 20),
-                                int64_t{1} << 31};
+                                int64_t{1} << 31,
+                                0,
+                                INT64_MIN};
       const int64_t v = values[rng() % std::size(values)];
       t.set_i64(at, v);
       changes.push_back(fmt::format("input '{}' element {}: {} -> {}", in.name(), at, was, t.get_i64(at)));
