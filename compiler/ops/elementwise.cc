@@ -518,6 +518,12 @@ Status eval_clip(const Node&, std::span<const Tensor* const> in, std::vector<Ten
       double v = x.get_f64(i);
       y.set_f64(i, std::isnan(v) ? v : std::min(std::max(v, lo), hi));
     }
+  } else if (x.dtype() == DType::kU64) {  // held as int64s: those past 2^63 - 1 compare as unsigned
+    const uint64_t lo = in.size() > 1 && in[1] ? static_cast<uint64_t>(in[1]->get_i64(0)) : 0;
+    const uint64_t hi = in.size() > 2 && in[2] ? static_cast<uint64_t>(in[2]->get_i64(0))
+                                               : std::numeric_limits<uint64_t>::max();
+    for (int64_t i = 0; i < x.size(); ++i)
+      y.set_i64(i, static_cast<int64_t>(std::min(std::max(static_cast<uint64_t>(x.get_i64(i)), lo), hi)));
   } else {
     int64_t lo = in.size() > 1 && in[1] ? in[1]->get_i64(0) : std::numeric_limits<int64_t>::min();
     int64_t hi = in.size() > 2 && in[2] ? in[2]->get_i64(0) : std::numeric_limits<int64_t>::max();

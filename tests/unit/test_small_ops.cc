@@ -207,14 +207,17 @@ TEST_CASE("integer ReduceLogSumExp, ReduceLogSum and ReduceL2 on emu", "[reduce]
 
 // Integer Div and Mod at their edges: by 0 (0, both), -2^63 by -1 (the wrapped -a and 0; the
 // emulator's CPU trapped on both, and the reference on the remainder), and uint64 values past
-// 2^63 - 1 (the reference divided and compared them as negative int64s). Against values worked
-// out by hand, on emu and on the reference.
-TEST_CASE("integer Div, Mod, Min and Less by 0, by -1 and past 2^63 on emu and the reference", "[emu]") {
+// 2^63 - 1 (the reference divided, compared and clipped them as negative int64s). Against values
+// worked out by hand, on emu and on the reference.
+TEST_CASE("integer Div, Mod, Min, Less and Clip by 0, by -1 and past 2^63 on emu and the reference",
+          "[emu]") {
   auto g = parse_or_die(R"(graph "g" opset 18 {
   input %a: i64[6]
   input %b: i64[6]
   input %p: u64[4]
   input %q: u64[4]
+  input %five: u64[]
+  input %top: u64[]
   %div = Div(%a, %b) @"div"
   %mod = Mod(%a, %b) @"mod"
   %fmod = Mod(%a, %b) {fmod = 1} @"fmod"
@@ -222,6 +225,7 @@ TEST_CASE("integer Div, Mod, Min and Less by 0, by -1 and past 2^63 on emu and t
   %umod = Mod(%p, %q) @"umod"
   %umin = Min(%p, %q) @"umin"
   %ult = Less(%p, %q) @"ult"
+  %uclip = Clip(%p, %five, %top) @"uclip"
   output %div
   output %mod
   output %fmod
@@ -229,6 +233,7 @@ TEST_CASE("integer Div, Mod, Min and Less by 0, by -1 and past 2^63 on emu and t
   output %umod
   output %umin
   output %ult
+  output %uclip
 })");
   run_frontend_or_die(*g);
   const int64_t small = std::numeric_limits<int64_t>::min();
@@ -243,6 +248,8 @@ TEST_CASE("integer Div, Mod, Min and Less by 0, by -1 and past 2^63 on emu and t
   feed["b"] = Tensor::from_i64(DType::kI64, {6}, {0, 2, -1, 1, -1, 4});
   feed["p"] = u({top + 4, top + 5, 10, top});
   feed["q"] = u({2, top + 1, 0, 3});
+  feed["five"] = Tensor::from_i64(DType::kU64, {}, {5});
+  feed["top"] = Tensor::from_i64(DType::kU64, {}, {static_cast<int64_t>(top + 1)});
   const std::map<std::string, Tensor> want{
       {"div", Tensor::from_i64(DType::kI64, {6}, {0, -3, small, small, -9, -2})},
       {"mod", Tensor::from_i64(DType::kI64, {6}, {0, 1, 0, 0, 0, 3})},
@@ -251,6 +258,7 @@ TEST_CASE("integer Div, Mod, Min and Less by 0, by -1 and past 2^63 on emu and t
       {"umod", u({0, 4, 0, top % 3})},
       {"umin", u({2, top + 1, 0, 3})},
       {"ult", Tensor::from_i64(DType::kBool, {4}, {0, 0, 0, 0})},
+      {"uclip", u({top + 1, top + 1, 10, top})},
   };
   auto plan = fusion::make_plan(*g, opts("beam"));
   REQUIRE(plan.is_ok());
