@@ -165,6 +165,17 @@ inline size_t fused_matches_reference(const Graph& g, uint32_t seed, const std::
   return emu_matches_reference(g, &groups, seed, kEmuF32, &packs, plan->gemm_folds);
 }
 
+// `g` planned by beam search and run on emu with `feed` (inputs chosen by the test, not seeded):
+// its outputs; `kernels` receives the plan's kernel count when given.
+inline TensorMap planned_emu_run(const Graph& g, const TensorMap& feed, int* kernels = nullptr) {
+  auto plan = fusion::make_plan(g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  if (kernels) *kernels = plan->cost.kernels;
+  const auto groups = groups_of(*plan);
+  const auto packs = packs_of(*plan);
+  return emu_run(g, &groups, feed, nullptr, &packs, plan->gemm_folds);
+}
+
 // `text` through the front end, where no node of an op type in `gone` may be left (ops the front
 // end writes out), planned by beam search and run on emu (seeded inputs from `seed`) against the
 // reference running `text` as written: every output within `tol` (integer outputs exactly).

@@ -170,12 +170,9 @@ TEST_CASE(
   };
   TensorMap feed;
   feed["x"] = Tensor::from_f64(DType::kF32, {16}, std::vector<double>(x.begin(), x.end()));
-  auto plan = fusion::make_plan(*g, opts("beam"));
-  REQUIRE(plan.is_ok());
-  CHECK(plan->cost.kernels == 1);
-  const auto groups = groups_of(*plan);
-  const auto packs = packs_of(*plan);
-  const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
+  int kernels = 0;
+  const TensorMap got = planned_emu_run(*g, feed, &kernels);
+  CHECK(kernels == 1);
   auto ref = run_reference(*g, feed);
   REQUIRE(ref.is_ok());
   for (const auto& [name, values] : want) {
@@ -260,11 +257,7 @@ TEST_CASE("integer Div, Mod, Min, Less and Clip by 0, by -1 and past 2^63 on emu
       {"ult", Tensor::from_i64(DType::kBool, {4}, {0, 0, 0, 0})},
       {"uclip", u({top + 1, top + 1, 10, top})},
   };
-  auto plan = fusion::make_plan(*g, opts("beam"));
-  REQUIRE(plan.is_ok());
-  const auto groups = groups_of(*plan);
-  const auto packs = packs_of(*plan);
-  const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
+  const TensorMap got = planned_emu_run(*g, feed);
   auto ref = run_reference(*g, feed);
   REQUIRE(ref.is_ok());
   for (const auto& [name, values] : want) {
