@@ -40,6 +40,7 @@ namespace {
 std::vector<OpDef> build_table() {
   std::vector<OpDef> t;
   ops::register_elementwise(t);
+  ops::register_casts(t);
   ops::register_reduce(t);
   ops::register_normalization(t);
   ops::register_layout(t);

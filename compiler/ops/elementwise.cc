@@ -1,7 +1,7 @@
 // Elementwise and broadcasting ops: unary math and activations, binary
-// arithmetic, comparisons and logic, variadic Sum/Mean/Min/Max, Where, Clip,
-// Cast/CastLike. Floating types compute in double, integer and bool types in
-// int64, then store back to the output type.
+// arithmetic, comparisons and logic, variadic Sum/Mean/Min/Max, SwiGLU, Where, Clip (the casts
+// are in cast.cc). Floating types compute in double, integer and bool types in int64 (uint64 as
+// unsigned where the order matters), then store back to the output type.
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -533,64 +533,6 @@ Status eval_clip(const Node&, std::span<const Tensor* const> in, std::vector<Ten
   return Status::ok();
 }
 
-Status infer_cast(InferContext& ctx) {
-  DType to;
-  if (ctx.node().op_type == "CastLike") {
-    to = ctx.dtype(1);
-  } else {
-    int64_t code = ctx.node().attr_int("to", 0);
-    auto t = dtype_from_onnx(static_cast<int>(code));
-    if (!t)
-      return ctx.error(fmt::format("casts to {}, which stitch does not support",
-                                   onnx_dtype_name(static_cast<int>(code))));
-    to = *t;
-  }
-  ctx.set_output(0, to, ctx.dims(0));
-  return Status::ok();
-}
-
-Status eval_cast(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-  DType to = n.op_type == "CastLike" ? in[1]->dtype()
-                                     : *dtype_from_onnx(static_cast<int>(n.attr_int("to", 0)));
-  const Tensor& x = *in[0];
-  Tensor y(to, x.dims());
-  bool src_float = is_float(x.dtype());
-  for (int64_t i = 0; i < x.size(); ++i) {
-    if (src_float)
-      y.set_f64(i, x.get_f64(i));  // to an integer: saturated, NaN as 0 (set_f64)
-    else if (x.dtype() == DType::kU64 && is_float(to)) y.set_f64(i, x.get_f64(i));
-    else y.set_i64(i, x.get_i64(i));
-  }
-  out[0] = std::move(y);
-  return Status::ok();
-}
-
-// BitCast (opset 26): the same bytes read as another type of the same width.
-Status infer_bitcast(InferContext& ctx) {
-  const int64_t code = ctx.node().attr_int("to", 0);
-  auto to = dtype_from_onnx(static_cast<int>(code));
-  if (!to)
-    return ctx.error(fmt::format("bit-casts to {}, which stitch does not support",
-                                 onnx_dtype_name(static_cast<int>(code))));
-  const DType from = ctx.dtype(0);
-  if (dtype_size(from) != dtype_size(*to))
-    return ctx.error(fmt::format("bit-casts {} ({} bytes) to {} ({} bytes): BitCast needs types of one width",
-                                 dtype_name(from), dtype_size(from), dtype_name(*to), dtype_size(*to)));
-  ctx.set_output(0, *to, ctx.dims(0));
-  return Status::ok();
-}
-
-Status eval_bitcast(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-  const DType to = *dtype_from_onnx(static_cast<int>(n.attr_int("to", 0)));
-  const Tensor& x = *in[0];
-  Tensor y(to, x.dims());
-  if (x.byte_size() > 0) std::memcpy(y.data(), x.data(), static_cast<size_t>(x.byte_size()));
-  if (to == DType::kBool)  // a byte read as a bool: any bit set is true
-    for (int64_t i = 0; i < y.size(); ++i) y.data()[i] = y.data()[i] != 0;
-  out[0] = std::move(y);
-  return Status::ok();
-}
-
 }  // namespace
 
 void register_elementwise(std::vector<OpDef>& t) {
@@ -604,10 +546,6 @@ void register_elementwise(std::vector<OpDef>& t) {
   t.push_back({"SwiGLU", 28, kMaxOpset, OpCategory::kOpaque, infer_swiglu, eval_swiglu});
   t.push_back({"Where", kMinOpset, kMaxOpset, OpCategory::kBroadcast, infer_where, eval_where});
   t.push_back({"Clip", kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_clip, eval_clip});
-  t.push_back({"Cast", kMinOpset, kMaxOpset, OpCategory::kElementwise, infer_cast, eval_cast, same_type_as_input0});
-  t.push_back({"CastLike", 15, kMaxOpset, OpCategory::kElementwise, infer_cast, eval_cast, same_type_as_input0});
-  t.push_back({"BitCast", 26, kMaxOpset, OpCategory::kElementwise, infer_bitcast, eval_bitcast,
-               same_type_as_input0});
 }
 
 }  // namespace stitch::ops

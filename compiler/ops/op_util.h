@@ -19,6 +19,7 @@ namespace stitch::ops {
 
 // Registration: each op family file appends its rows.
 void register_elementwise(std::vector<OpDef>& table);
+void register_casts(std::vector<OpDef>& table);
 void register_reduce(std::vector<OpDef>& table);
 void register_normalization(std::vector<OpDef>& table);
 void register_layout(std::vector<OpDef>& table);
