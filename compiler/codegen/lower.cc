@@ -294,6 +294,8 @@ std::string index_check_expr(Kernel& k, const Node& n, const std::string& x) {
     return b == std::numeric_limits<int64_t>::min() ? std::string("(-9223372036854775807LL - 1)")
                                                     : fmt::format("{}LL", b);
   };
+  if (n.attr_int("nonzero", 0) != 0)  // a divisor (passes/check_divisors.cc): its whole type else
+    return fmt::format("stitch_dev::checked_nonzero({}, {}ull, {})", fault_param(k), code, x);
   return fmt::format("stitch_dev::checked({}, {}ull, {}, {}, {})", fault_param(k), code, x,
                      bound(n.attr_int("min", 0)), bound(n.attr_int("max", 0)));
 }

@@ -334,7 +334,11 @@ Status eval_compress(const Node& n, std::span<const Tensor* const> in, std::vect
 // ---- StitchIndexCheck (op_util.h) -------------------------------------------------------
 
 Status infer_index_check(InferContext& ctx) {
-  RETURN_IF_ERROR(require_int_indices(ctx, 0));
+  if (ctx.node().attr_int("nonzero", 0) == 0)
+    RETURN_IF_ERROR(require_int_indices(ctx, 0));
+  else if (!is_int(ctx.dtype(0)) || ctx.dtype(0) == DType::kBool)  // a divisor: any integer type
+    return Status::internal(
+        fmt::format("{} checks a divisor of type {}", ctx.node().describe(), dtype_name(ctx.dtype(0))));
   for (const char* k : {"min", "max"})
     if (auto it = ctx.node().attrs.find(k);
         it == ctx.node().attrs.end() || !std::holds_alternative<int64_t>(it->second))
@@ -344,8 +348,9 @@ Status infer_index_check(InferContext& ctx) {
 
 Status eval_index_check(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   const int64_t lo = n.attr_int("min", 0), hi = n.attr_int("max", 0);
+  const bool nonzero = n.attr_int("nonzero", 0) != 0;
   for (int64_t v : in[0]->to_i64())
-    if (v < lo || v > hi) {
+    if (v < lo || v > hi || (nonzero && v == 0)) {
       const auto [name, op] = checked_node(n);
       return Status::user(
           fmt::format("node '{}' ({}): {}", name, op, with_value(n.attr_string("message", ""), v)));

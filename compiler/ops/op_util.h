@@ -145,7 +145,8 @@ std::vector<QuantOperand> quant_operands(std::span<const Tensor* const> in);
 // element outside [min, max] (attributes) fails the reference naming the replaced node (attributes
 // "node" and "op") with "message", in which "{value}" stands for the element; a kernel reports it
 // after the run the same way (codegen/kernel.h's KernelFault) and goes on with the nearest bound
-// (ops/value_range.h relies on it).
+// (ops/value_range.h relies on it). With "nonzero" 1, an element 0 is refused too and a kernel
+// goes on with 1: an integer Div's or Mod's divisor (passes/check_divisors.cc).
 inline constexpr const char* kIndexCheck = "StitchIndexCheck";
 std::map<std::string, AttrValue> index_check_attrs(const Node& replaced, int64_t min, int64_t max,
                                                    const std::string& message);

@@ -104,7 +104,9 @@ IntRange produced_range(const Node& n, Walk& w) {
     const IntRange x = input_range(n, 0, w);
     const int64_t lo = n.attr_int("min", kLowest), hi = n.attr_int("max", kHighest);
     if (lo > hi) return x;
-    return {std::clamp(x.min, lo, hi), std::clamp(x.max, lo, hi)};
+    const IntRange r{std::clamp(x.min, lo, hi), std::clamp(x.max, lo, hi)};
+    // A divisor's check goes on with 1 where it found 0.
+    return n.attr_int("nonzero", 0) != 0 ? join(r, {1, 1}) : r;
   }
   if (op == "Clip") {
     IntRange r = input_range(n, 0, w);

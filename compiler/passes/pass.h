@@ -69,6 +69,7 @@ StatusOr<bool> expand_scatter_elements(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_swiglu(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_conv_transpose(Graph& g, PassContext& ctx);
 StatusOr<bool> split_conv_padding(Graph& g, PassContext& ctx);
+StatusOr<bool> check_divisors(Graph& g, PassContext& ctx);
 StatusOr<bool> relabel_transposes(Graph& g, PassContext& ctx);
 StatusOr<bool> remove_noops(Graph& g, PassContext& ctx);
 StatusOr<bool> merge_duplicates(Graph& g, PassContext& ctx);

@@ -97,6 +97,9 @@ constexpr PassInfo kFrontend[] = {
      "gives a Conv padded more on one side than the other a Pad of the difference, padding alike on both "
      "sides",
      split_conv_padding},
+    {"check_divisors",
+     "gives an integer Div or Mod whose divisor may be 0 a check of it, which refuses a 0 naming the node",
+     check_divisors},
     {"relabel_transposes", "makes a Transpose that moves only size-1 axes a Reshape (a view)",
      relabel_transposes},
     {"remove_noops", "drops Identity, eval Dropout, same-type Cast, same-shape Reshape...", remove_noops},

@@ -45,11 +45,21 @@ TEST_CASE("an out-of-range Gather index is an error naming the node, not a wild 
   CHECK_THAT(out.status().message(), Catch::Contains("node 'emb' (Gather)") && Catch::Contains("index 3"));
 }
 
-TEST_CASE("integer division by zero does not trap") {
-  auto out = run("graph \"g\" opset 17 {\n input %a: i32[2]\n input %b: i32[2]\n %y = Div(%a, %b)\n output %y\n}\n",
-                 {{"a", Tensor::from_i64(DType::kI32, {2}, {7, -7})}, {"b", Tensor::from_i64(DType::kI32, {2}, {0, 2})}});
-  CHECK(out.at("y").get_i64(0) == 0);
-  CHECK(out.at("y").get_i64(1) == -3);  // truncates toward zero
+TEST_CASE("integer division by zero is refused naming the node, and truncates toward zero otherwise") {
+  auto g = test::parse_or_die(
+      "graph \"g\" opset 17 {\n input %a: i32[2]\n input %b: i32[2]\n %y = Div(%a, %b) @\"div\"\n output "
+      "%y\n}\n");
+  test::run_frontend_or_die(*g);
+  const Tensor a = Tensor::from_i64(DType::kI32, {2}, {7, -7});
+  auto zero = run_reference(*g, {{"a", a}, {"b", Tensor::from_i64(DType::kI32, {2}, {0, 2})}});
+  REQUIRE_FALSE(zero.is_ok());
+  CHECK(zero.status().code() == Code::kUser);
+  CHECK(zero.status().message() ==
+        "node 'div' (Div): an element of its divisor 'b' is 0 (integer division by zero)");
+  auto out = run_reference(*g, {{"a", a}, {"b", Tensor::from_i64(DType::kI32, {2}, {3, 2})}});
+  REQUIRE(out.is_ok());
+  CHECK(out->at("y").get_i64(0) == 2);
+  CHECK(out->at("y").get_i64(1) == -3);  // truncates toward zero
 }
 
 TEST_CASE("inputs are checked against the model's types") {

@@ -4,7 +4,9 @@
 // test_compress_*, test_shrink_*, test_bitshift_*). Then what those tests leave open, found by the
 // model mutation fuzzer (tests/fuzz/model_fuzz.cc): Cast of NaN and of values past an integer
 // type's range, and integer reductions through exp, log and sqrt.
+#include "fault_test_util.h"
 #include "fusion_test_util.h"
+#include "ops/op_util.h"
 
 using namespace stitch;
 using namespace stitch::test;
@@ -202,12 +204,11 @@ TEST_CASE("integer ReduceLogSumExp, ReduceLogSum and ReduceL2 on emu", "[reduce]
   }
 }
 
-// Integer Div and Mod at their edges: by 0 (0, both), -2^63 by -1 (the wrapped -a and 0; the
-// emulator's CPU trapped on both, and the reference on the remainder), and uint64 values past
-// 2^63 - 1 (the reference divided, compared and clipped them as negative int64s). Against values
-// worked out by hand, on emu and on the reference.
-TEST_CASE("integer Div, Mod, Min, Less and Clip by 0, by -1 and past 2^63 on emu and the reference",
-          "[emu]") {
+// Integer Div and Mod at their edges: -2^63 by -1 (the wrapped -a and 0; the emulator's CPU
+// trapped on both, and the reference on the remainder), and uint64 values past 2^63 - 1 (the
+// reference divided, compared and clipped them as negative int64s). Against values worked out by
+// hand, on emu and on the reference.
+TEST_CASE("integer Div, Mod, Min, Less and Clip by -1 and past 2^63 on emu and the reference", "[emu]") {
   auto g = parse_or_die(R"(graph "g" opset 18 {
   input %a: i64[6]
   input %b: i64[6]
@@ -242,18 +243,18 @@ TEST_CASE("integer Div, Mod, Min, Less and Clip by 0, by -1 and past 2^63 on emu
   };
   TensorMap feed;
   feed["a"] = Tensor::from_i64(DType::kI64, {6}, {7, -7, small, small, 9, -9});
-  feed["b"] = Tensor::from_i64(DType::kI64, {6}, {0, 2, -1, 1, -1, 4});
+  feed["b"] = Tensor::from_i64(DType::kI64, {6}, {3, 2, -1, 1, -1, 4});
   feed["p"] = u({top + 4, top + 5, 10, top});
-  feed["q"] = u({2, top + 1, 0, 3});
+  feed["q"] = u({2, top + 1, 7, 3});
   feed["five"] = Tensor::from_i64(DType::kU64, {}, {5});
   feed["top"] = Tensor::from_i64(DType::kU64, {}, {static_cast<int64_t>(top + 1)});
   const std::map<std::string, Tensor> want{
-      {"div", Tensor::from_i64(DType::kI64, {6}, {0, -3, small, small, -9, -2})},
-      {"mod", Tensor::from_i64(DType::kI64, {6}, {0, 1, 0, 0, 0, 3})},
-      {"fmod", Tensor::from_i64(DType::kI64, {6}, {0, -1, 0, 0, 0, -1})},
-      {"udiv", u({(top + 4) / 2, 1, 0, top / 3})},
-      {"umod", u({0, 4, 0, top % 3})},
-      {"umin", u({2, top + 1, 0, 3})},
+      {"div", Tensor::from_i64(DType::kI64, {6}, {2, -3, small, small, -9, -2})},
+      {"mod", Tensor::from_i64(DType::kI64, {6}, {1, 1, 0, 0, 0, 3})},
+      {"fmod", Tensor::from_i64(DType::kI64, {6}, {1, -1, 0, 0, 0, -1})},
+      {"udiv", u({(top + 4) / 2, 1, 1, top / 3})},
+      {"umod", u({0, 4, 3, top % 3})},
+      {"umin", u({2, top + 1, 7, 3})},
       {"ult", Tensor::from_i64(DType::kBool, {4}, {0, 0, 0, 0})},
       {"uclip", u({top + 1, top + 1, 10, top})},
   };
@@ -264,5 +265,56 @@ TEST_CASE("integer Div, Mod, Min, Less and Clip by 0, by -1 and past 2^63 on emu
     INFO(name);
     CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
     CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
+  }
+}
+
+// A divisor that may hold 0 is checked (passes/check_divisors.cc): the reference refuses a 0 naming
+// the Div or Mod, and a kernel reports it after the run, alone and stitched. A constant divisor and
+// one clipped to at least 1 take no check.
+TEST_CASE("integer division by zero fails the run naming the node, alone and stitched",
+          "[runtime][emu][faults]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %a: i64[2,3]
+  input %b: i64[2,3]
+  input %c: i32[3]
+  const %two: i64[] = [2]
+  const %one: i64[] = [1]
+  %div = Div(%a, %b) @"div"
+  %mod = Mod(%c, %c) @"mod"
+  %half = Div(%a, %two) @"half"
+  %low = Clip(%b, %one) @"at_least_one"
+  %safe = Div(%a, %low) @"safe"
+  %s = Add(%div, %half) @"sum"
+  %t = Add(%s, %safe) @"sum2"
+  output %t
+  output %mod
+})");
+  run_frontend_or_die(*g);
+  CHECK(count_op(*g, ops::kIndexCheck) == 2);
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  const auto groups = groups_of(*plan);
+  auto feed = [](std::vector<int64_t> b, std::vector<int64_t> c) {
+    return TensorMap{{"a", Tensor::from_i64(DType::kI64, {2, 3}, {7, -7, 9, 100, -1, 5})},
+                     {"b", Tensor::from_i64(DType::kI64, {2, 3}, b)},
+                     {"c", Tensor::from_i64(DType::kI32, {3}, c)}};
+  };
+  for (const bool stitched : {false, true}) {
+    INFO((stitched ? "stitched" : "alone"));
+    codegen::Schedule s;
+    const auto dir =
+        compile_for_faults(*g, stitched ? "ds" : "da", stitched ? &groups : nullptr, nullptr, &s);
+    std::vector<std::string> nodes = checked_nodes(s);
+    std::sort(nodes.begin(), nodes.end());
+    CHECK(nodes == std::vector<std::string>{"div", "mod"});
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    CHECK(run_error(session, *g, feed({1, 2, -3, 4, -5, 6}, {1, -2, 3})) == "");
+    CHECK_THAT(
+        run_error(session, *g, feed({1, 2, 0, 4, -5, 6}, {1, -2, 3})),
+        Catch::Contains("node 'div' (Div): an element of its divisor 'b' is 0 (integer division by zero)"));
+    CHECK_THAT(run_error(session, *g, feed({1, 2, 3, 4, -5, 6}, {1, 0, 3})),
+               Catch::Contains("node 'mod' (Mod): an element of its divisor 'c' is 0"));
+    CHECK(run_error(session, *g, feed({1, 1, 1, 1, 1, 1}, {1, 1, 1})) == "");  // valid again after a fault
+    std::filesystem::remove_all(dir);
   }
 }

@@ -58,6 +58,14 @@ __device__ __forceinline__ I checked(unsigned long long* f, unsigned long long c
   fault(f, code, v);
   return static_cast<I>(v < lo ? lo : hi);
 }
+// Divisor `x` checked against 0 (a StitchIndexCheck with `nonzero`): x itself when not 0; 0, a
+// fault recorded and 1, so that the division goes on without a trap.
+template <typename I>
+__device__ __forceinline__ I checked_nonzero(unsigned long long* f, unsigned long long code, I x) {
+  if (x != 0) return x;
+  fault(f, code, 0);
+  return static_cast<I>(1);
+}
 
 // ---- warp and block reductions ---------------------------------------------------------------
 struct Sum {
