@@ -57,6 +57,14 @@ struct Walk {
 IntRange range_of(const Value* v, Walk& w);
 IntRange low_bits(const Value* v, int k, Walk& w);
 
+// Whether `op`'s output elements are some of its input 0's, moved or copied.
+bool moves_elements(const std::string& op) {
+  static const char* const kMoves[] = {"Reshape",   "Expand",  "Transpose",      "Squeeze",
+                                       "Unsqueeze", "Flatten", "Slice",          "Identity",
+                                       "Tile",      "Gather",  "GatherElements", "GatherND"};
+  return std::find(std::begin(kMoves), std::end(kMoves), op) != std::end(kMoves);
+}
+
 IntRange input_range(const Node& n, size_t i, Walk& w) {
   ++w.depth;
   const IntRange r = range_of(n.input(i), w);
@@ -149,10 +157,7 @@ IntRange produced_range(const Node& n, Walk& w) {
       r = r ? join(*r, input_range(n, i, w)) : input_range(n, i, w);
     return r.value_or(kAny);
   }
-  static const char* const kMoves[] = {"Reshape",   "Expand",  "Transpose",      "Squeeze",
-                                       "Unsqueeze", "Flatten", "Slice",          "Identity",
-                                       "Tile",      "Gather",  "GatherElements", "GatherND"};
-  if (std::find(std::begin(kMoves), std::end(kMoves), op) != std::end(kMoves)) return input_range(n, 0, w);
+  if (moves_elements(op)) return input_range(n, 0, w);
   return kAny;
 }
 
@@ -241,8 +246,7 @@ IntRange low_bits(const Value* v, int k, Walk& w) {
   } else if ((op == "Max" || op == "Min" || op == "Concat") && !n->inputs.empty()) {
     r = input(0);
     for (size_t i = 1; i < n->inputs.size(); ++i) r = join(r, input(i));
-  } else if (op == "Reshape" || op == "Expand" || op == "Transpose" || op == "Squeeze" || op == "Unsqueeze" ||
-             op == "Flatten" || op == "Slice" || op == "Identity" || op == "Tile") {
+  } else if (moves_elements(op)) {
     r = input(0);
   }
   if (r.min == all.min && r.max == all.max) {  // the value's own bounds, when they are residues
