@@ -25,7 +25,7 @@ struct KernelParam {
 // (stitch_dev::fault), and the runtime reports the node and `message` after the run, with the
 // text "{value}" in it replaced by the offending value. The code hashes the node's name and the
 // message: the same in every kernel that makes the check, and nonzero. The node is the one checked
-// (ops/op_util.h's checked_node: for a StitchIndexCheck, the node its rewrite replaced).
+// (ops/index_check.h's checked_node: for a StitchIndexCheck, the node its rewrite replaced).
 struct KernelFault {
   uint64_t code = 0;
   std::string node, op;
@@ -66,7 +66,7 @@ uint64_t add_fault(Kernel& k, const Node& n, const std::string& message);
 // The statement that reports a failed check of `n` with `value` the offending value (add_fault);
 // the kernel takes the fault word as parameter `fault`, added to k.params at the first check.
 std::string fault_call(Kernel& k, const Node& n, const std::string& message, const std::string& value);
-// The expression of StitchIndexCheck `n` (ops/op_util.h) on index `x`: x, with a fault of the node
+// The expression of StitchIndexCheck `n` (ops/index_check.h) on index `x`: x, with a fault of the node
 // it checks recorded when x lies outside the check's bounds (stitch_dev::checked).
 std::string index_check_expr(Kernel& k, const Node& n, const std::string& x);
 // The statement that checks index `j` (a long long read from the indices, input 1, of gather `n`)

@@ -12,6 +12,7 @@
 #include "codegen/library.h"
 #include "codegen/scalar_ops.h"
 #include "ir/op_table.h"
+#include "ops/index_check.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 #include "ops/value_range.h"
@@ -289,15 +290,16 @@ std::string fault_call(Kernel& k, const Node& n, const std::string& message, con
 }
 
 std::string index_check_expr(Kernel& k, const Node& n, const std::string& x) {
-  const uint64_t code = add_fault(k, n, n.attr_string("message", ""));
-  auto bound = [](int64_t b) {  // -2^63 has no literal of its own
-    return b == std::numeric_limits<int64_t>::min() ? std::string("(-9223372036854775807LL - 1)")
-                                                    : fmt::format("{}LL", b);
+  const ops::IndexBounds b = ops::index_check_bounds(n);
+  const uint64_t code = add_fault(k, n, b.message);
+  auto bound = [](int64_t v) {  // -2^63 has no literal of its own
+    return v == std::numeric_limits<int64_t>::min() ? std::string("(-9223372036854775807LL - 1)")
+                                                    : fmt::format("{}LL", v);
   };
-  if (n.attr_int("nonzero", 0) != 0)  // a divisor (passes/check_divisors.cc): its whole type else
+  if (b.nonzero)  // a divisor (passes/check_divisors.cc): its whole type else
     return fmt::format("stitch_dev::checked_nonzero({}, {}ull, {})", fault_param(k), code, x);
-  return fmt::format("stitch_dev::checked({}, {}ull, {}, {}, {})", fault_param(k), code, x,
-                     bound(n.attr_int("min", 0)), bound(n.attr_int("max", 0)));
+  return fmt::format("stitch_dev::checked({}, {}ull, {}, {}, {})", fault_param(k), code, x, bound(b.min),
+                     bound(b.max));
 }
 
 std::string index_check(Kernel& k, const Node& n, const std::string& j, int64_t data_axis,

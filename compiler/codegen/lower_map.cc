@@ -15,6 +15,7 @@
 #include "codegen/lower.h"
 #include "codegen/map_builder.h"
 #include "codegen/scalar_ops.h"
+#include "ops/index_check.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 #include "support/check.h"

@@ -6,6 +6,7 @@
 
 #include "codegen/lower.h"
 #include "codegen/map_builder.h"
+#include "ops/index_check.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -137,11 +138,8 @@ std::pair<std::string, std::string> tensor_scatter_check(const Node& n, const st
                                                          int64_t count) {
   const ops::IndexBounds b = ops::tensor_scatter_bounds(n, len, count);
   const bool circular = b.max == std::numeric_limits<int64_t>::max();
-  if (const Value* w = n.input(2); w->is_constant()) {  // known at compile time: checked only if bad
-    bool ok = true;
-    for (int64_t v : w->constant->to_i64()) ok = ok && v >= b.min && v <= b.max;
-    if (ok) return {};
-  }
+  if (const Value* w = n.input(2); w->is_constant() && !b.first_refused(w->constant->to_i64()))
+    return {};  // known at compile time: checked only if bad
   return {b.message, circular ? fmt::format("{} < {}", first, b.min)
                               : fmt::format("{0} < {1}LL || {0} > {2}LL", first, b.min, b.max)};
 }

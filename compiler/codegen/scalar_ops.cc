@@ -9,6 +9,7 @@
 
 #include "codegen/kernel.h"
 #include "codegen/node_facts.h"
+#include "ops/index_check.h"
 #include "ops/op_util.h"
 
 namespace stitch::codegen {

@@ -20,7 +20,7 @@ bool has_scalar_expr(const Node& n);
 
 // The expression for output 0 from operand expressions `a` (one per node input; "" for an
 // omitted optional input). Error (naming the node) for a case the back end does not handle.
-// `k`: the kernel it goes into, which a StitchIndexCheck (ops/op_util.h) needs for its fault;
+// `k`: the kernel it goes into, which a StitchIndexCheck (ops/index_check.h) needs for its fault;
 // optional for every other op.
 StatusOr<std::string> scalar_expr(const Node& n, const std::vector<std::string>& a, Kernel* k = nullptr);
 

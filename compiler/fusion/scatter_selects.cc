@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "fusion/graph_edit.h"
+#include "ops/index_check.h"
 #include "ops/op_util.h"
 #include "ops/value_range.h"
 
@@ -37,16 +38,14 @@ StatusOr<std::vector<std::string>> scatter_selects(Graph& g, const std::set<std:
     const DType it = ind->dtype;
     const std::string h = n->name + "/select";
     // An index outside the axis is still refused (StitchIndexCheck), unless its bounds show none is
-    // (a constant, a TopK's indices: ops/value_range.h).
-    const std::optional<ops::IntRange> bounds = ops::int_range(ind);
-    if (!bounds || bounds->min < -len || bounds->max >= len) {
-      Value* checked = add_op(g, ops::kIndexCheck, h + "_index_checked", {ind}, it, *ind->dims);
-      checked->producer->attrs = ops::index_check_attrs(
-          *n, -len, len - 1,
-          fmt::format("index {{value}} of '{}', along axis {} of '{}', is outside [-{}, {})", ind->name,
-                      *axis, data->name, len, len));
-      ind = checked;
-    }
+    // (a constant, a TopK's indices: ops/value_range.h). A constant one outside keeps the scatter,
+    // whose kernel refuses it at run time as it does without fusion.
+    const ops::IndexBounds inside{
+        -len, len - 1,
+        fmt::format("index {{value}} of '{}', along axis {} of '{}', is outside [-{}, {})", ind->name, *axis,
+                    data->name, len, len)};
+    if (ind->is_constant() && inside.first_refused(ind->constant->to_i64())) continue;
+    ASSIGN_OR_RETURN(ind, ops::checked_index(g, *n, ind, inside, "select_index_checked"));
     // The positions along the axis, shaped to broadcast there: [len, 1, ..., 1].
     Value* positions = add_positions(g, h + "_positions", it, len, rank - 1 - *axis);
     Dims slot_dims = *ind->dims;

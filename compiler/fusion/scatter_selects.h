@@ -12,7 +12,7 @@
 // combines with it (add, mul), as the reference interpreter's scatter does. An index out of range
 // matches no position, and its update is dropped, as the scatter kernel drops it; indices not
 // known to lie inside the axis (ops/value_range.h: a TopK's or an ArgMax's are) go through a
-// StitchIndexCheck (ops/op_util.h) first, so that such an index is still refused by the reference
+// StitchIndexCheck (ops/index_check.h) first, so that such an index is still refused by the reference
 // and reported after the run by the kernel that computes the Wheres, naming the scatter.
 #pragma once
 

@@ -74,7 +74,7 @@ struct OpDef {
   ShapeFn infer = nullptr;
   EvalFn eval = nullptr;
   NoopFn is_noop = nullptr;  // null: never a no-op
-  // An op of the compiler's own that rewrites insert (ops/op_util.h's kIndexCheck); no model may
+  // An op of the compiler's own that rewrites insert (ops/index_check.h's kIndexCheck); no model may
   // hold one: the importer does not know it (find_model_op), and `stitchc ops` does not list it.
   bool internal = false;
 };

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/index_check.h"
 #include "ops/op_util.h"
 
 namespace stitch::ops {
@@ -148,9 +149,7 @@ Status infer_attention(InferContext& ctx) {
       return ctx.error(fmt::format("nonpad_kv_seqlen must be int64 of shape [batch] = [{}], got {} {}",
                                    s.batch, dtype_name(ctx.dtype(6)), dims_to_string(l)));
     if (const Tensor* c = ctx.constant(6); c && known(s.total())) {  // refused now, not at run time
-      const IndexBounds keys = valid_keys_bounds(n, s.total());
-      for (int64_t v : c->to_i64())
-        if (v < keys.min || v > keys.max) return ctx.error(with_value(keys.message, v));
+      RETURN_IF_ERROR(refuse_outside(n, valid_keys_bounds(n, s.total()), c->to_i64()));
     }
   }
   for (const char* w : {"left_window_size", "right_window_size"})
@@ -236,9 +235,7 @@ Status eval_attention(const Node& n, std::span<const Tensor* const> in, std::vec
   std::vector<int64_t> valid(static_cast<size_t>(B), T);  // keys [0, valid[b]) are not padding
   if (nonpad) {  // a count outside [0, T] is refused (passes/expand_attention.cc checks it the same way)
     valid = nonpad->to_i64();
-    const IndexBounds keys = valid_keys_bounds(n, T);
-    for (int64_t l : valid)
-      if (l < keys.min || l > keys.max) return node_error(n, with_value(keys.message, l));
+    RETURN_IF_ERROR(refuse_outside(n, valid_keys_bounds(n, T), valid));
   }
   // The mask as an additive bias over [B, Hq, Sq, T] (keys past a shorter mask masked).
   const Dims sd{B, Hq, Sq, T};
@@ -389,18 +386,11 @@ Status eval_rotary(const Node& n, std::span<const Tensor* const> in, std::vector
   const std::vector<double> xv = x.to_f64(), cv = in[1]->to_f64(), sv = in[2]->to_f64();
   const std::vector<int64_t> pv = pos ? pos->to_i64() : std::vector<int64_t>{};
   const int64_t positions = pos ? in[1]->dims()[0] : 0, cache_batch = pos ? 1 : in[1]->dims()[0];
+  if (pos) RETURN_IF_ERROR(refuse_outside(n, position_ids_bounds(positions), pv));
   std::vector<double> y = xv;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < S; ++t) {
-      int64_t crow = 0;
-      if (pos) {
-        crow = pv[b * S + t];
-        if (crow < 0 || crow >= positions)
-          return node_error(
-              n, fmt::format("position id {} is outside the caches' {} positions", crow, positions));
-      } else {
-        crow = (cache_batch == 1 ? 0 : b) * S + t;
-      }
+      const int64_t crow = pos ? pv[b * S + t] : (cache_batch == 1 ? 0 : b) * S + t;
       for (int64_t h = 0; h < H; ++h) {
         const int64_t base = four ? ((b * H + h) * S + t) * D : ((b * S + t) * H + h) * D;
         for (int64_t i = 0; i < half; ++i) {
@@ -451,9 +441,7 @@ Status infer_tensor_scatter(InferContext& ctx) {
                                    ctx.dims(0)[0], dtype_name(ctx.dtype(2)), dims_to_string(w)));
     const int64_t len = ctx.dims(0)[axis], count = ctx.dims(1)[axis];
     if (const Tensor* c = ctx.constant(2); c && known(len) && known(count)) {  // refused now, not at run time
-      const IndexBounds b = tensor_scatter_bounds(ctx.node(), len, count);
-      for (int64_t v : c->to_i64())
-        if (v < b.min || v > b.max) return ctx.error(with_value(b.message, v));
+      RETURN_IF_ERROR(refuse_outside(ctx.node(), tensor_scatter_bounds(ctx.node(), len, count), c->to_i64()));
     }
   }
   return same_as_input0(ctx);

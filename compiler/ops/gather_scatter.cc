@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/index_check.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -235,10 +236,8 @@ Status infer_reverse_sequence(InferContext& ctx) {
     return ctx.error(fmt::format("its sequence_lens is {}; ONNX takes int64", dtype_name(ctx.dtype(1))));
   ASSIGN_OR_RETURN(ReverseSequenceSpec s, reverse_sequence_spec(ctx.node(), ctx.dims(0), ctx.dims(1)));
   if (const Tensor* lens = ctx.constant(1))
-    for (int64_t len : lens->to_i64())
-      if (len < 0 || len > ctx.dims(0)[static_cast<size_t>(s.time_axis)])
-        return ctx.error(fmt::format("a sequence length of {} lies outside [0, {}], the time axis's length",
-                                     len, ctx.dims(0)[static_cast<size_t>(s.time_axis)]));
+    RETURN_IF_ERROR(refuse_outside(
+        ctx.node(), sequence_lens_bounds(ctx.dims(0)[static_cast<size_t>(s.time_axis)]), lens->to_i64()));
   return same_as_input0(ctx);
 }
 
@@ -247,10 +246,7 @@ Status eval_reverse_sequence(const Node& n, std::span<const Tensor* const> in, s
   ASSIGN_OR_RETURN(ReverseSequenceSpec s, reverse_sequence_spec(n, x.dims(), in[1]->dims()));
   const std::vector<int64_t> lens = in[1]->to_i64();
   const int64_t steps = x.dims()[static_cast<size_t>(s.time_axis)];
-  for (int64_t len : lens)
-    if (len < 0 || len > steps)
-      return node_error(
-          n, fmt::format("a sequence length of {} lies outside [0, {}], the time axis's length", len, steps));
+  RETURN_IF_ERROR(refuse_outside(n, sequence_lens_bounds(steps), lens));
   const Dims xs = strides_of(x.dims());
   const int64_t inner = xs[1], esz = dtype_size(x.dtype());
   Tensor y(x.dtype(), x.dims());
@@ -331,7 +327,7 @@ Status eval_compress(const Node& n, std::span<const Tensor* const> in, std::vect
   return eval_gather(n, args, out);
 }
 
-// ---- StitchIndexCheck (op_util.h) -------------------------------------------------------
+// ---- StitchIndexCheck (index_check.h) -------------------------------------------------------
 
 Status infer_index_check(InferContext& ctx) {
   if (ctx.node().attr_int("nonzero", 0) == 0)
@@ -347,14 +343,7 @@ Status infer_index_check(InferContext& ctx) {
 }
 
 Status eval_index_check(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-  const int64_t lo = n.attr_int("min", 0), hi = n.attr_int("max", 0);
-  const bool nonzero = n.attr_int("nonzero", 0) != 0;
-  for (int64_t v : in[0]->to_i64())
-    if (v < lo || v > hi || (nonzero && v == 0)) {
-      const auto [name, op] = checked_node(n);
-      return Status::user(
-          fmt::format("node '{}' ({}): {}", name, op, with_value(n.attr_string("message", ""), v)));
-    }
+  RETURN_IF_ERROR(refuse_outside(n, index_check_bounds(n), in[0]->to_i64()));
   out[0] = *in[0];
   return Status::ok();
 }

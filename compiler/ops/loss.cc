@@ -9,6 +9,7 @@
 // ignored is refused, naming the node (ONNX leaves it undefined; PyTorch refuses it).
 #include <cmath>
 
+#include "ops/index_check.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 

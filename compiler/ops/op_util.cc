@@ -131,43 +131,6 @@ bool same_type_as_input0(const Node& n) {
   return in && out && in->dtype == out->dtype && in->dims && out->dims && *in->dims == *out->dims;
 }
 
-std::map<std::string, AttrValue> index_check_attrs(const Node& replaced, int64_t min, int64_t max,
-                                                   const std::string& message) {
-  return {
-      {"min", min}, {"max", max}, {"node", replaced.name}, {"op", replaced.op_type}, {"message", message}};
-}
-
-std::pair<std::string, std::string> checked_node(const Node& n) {
-  if (n.op_type != kIndexCheck) return {n.name, n.op_type};
-  return {n.attr_string("node", n.name), n.attr_string("op", n.op_type)};
-}
-
-std::string with_value(std::string message, int64_t value) {
-  if (const size_t at = message.find("{value}"); at != std::string::npos)
-    message.replace(at, 7, std::to_string(value));
-  return message;
-}
-
-IndexBounds tensor_scatter_bounds(const Node& n, int64_t len, int64_t count) {
-  const std::string name = n.input(2) ? n.input(2)->name : "write_indices";
-  if (n.attr_string("mode", "linear") == "circular")
-    return {0, std::numeric_limits<int64_t>::max(),
-            fmt::format("write index {{value}} of '{}' is negative (mode circular)", name)};
-  return {
-      0, len - count,
-      fmt::format("write index {{value}} of '{}' puts the {} updates outside the cache's {} positions (mode "
-                  "linear)",
-                  name, count, len)};
-}
-
-IndexBounds valid_keys_bounds(const Node& n, int64_t total) {
-  const std::string name = n.input(6) ? n.input(6)->name : "nonpad_kv_seqlen";
-  return {
-      0, total,
-      fmt::format("valid key count {{value}} of '{}' (nonpad_kv_seqlen) is outside [0, {}], the keys' length",
-                  name, total)};
-}
-
 Status same_as_input0(InferContext& ctx) {
   ctx.set_output(0, ctx.dtype(0), ctx.dims(0));
   return Status::ok();

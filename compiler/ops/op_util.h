@@ -137,37 +137,6 @@ std::optional<std::vector<int64_t>> axes_operand_eval(const Node& n,
 std::vector<QuantOperand> quant_operands(const InferContext& ctx);
 std::vector<QuantOperand> quant_operands(std::span<const Tensor* const> in);
 
-// StitchIndexCheck, the compiler's own element-wise op (OpDef::internal). A rewrite that replaces an
-// indexing node by element-wise work (passes/expand_attention.cc's TensorScatter into a computed
-// cache, passes/expand_reverse_sequence.cc's run-time lengths, fusion/scatter_selects.h's
-// ScatterElements as Wheres) puts one on that node's indices, so that an index the node would
-// refuse is still refused. Output 0 is input 0 (int32 or int64). An
-// element outside [min, max] (attributes) fails the reference naming the replaced node (attributes
-// "node" and "op") with "message", in which "{value}" stands for the element; a kernel reports it
-// after the run the same way (codegen/kernel.h's KernelFault) and goes on with the nearest bound
-// (ops/value_range.h relies on it). With "nonzero" 1, an element 0 is refused too and a kernel
-// goes on with 1: an integer Div's or Mod's divisor (passes/check_divisors.cc).
-inline constexpr const char* kIndexCheck = "StitchIndexCheck";
-std::map<std::string, AttrValue> index_check_attrs(const Node& replaced, int64_t min, int64_t max,
-                                                   const std::string& message);
-// The node a check made by `n` reports, as {name, op}: the replaced node for a StitchIndexCheck,
-// n itself otherwise.
-std::pair<std::string, std::string> checked_node(const Node& n);
-// `message` with its "{value}" replaced by `value`.
-std::string with_value(std::string message, int64_t value);
-
-// The write indices a TensorScatter `n` takes for `count` updates into a cache of `len` positions,
-// [min, max] ([0, len - count] in mode linear, [0, 2^63 - 1] in mode circular), and the message for
-// one outside them, with "{value}" for the index (the reference's refusal, a kernel's fault).
-struct IndexBounds {
-  int64_t min = 0, max = 0;
-  std::string message;
-};
-IndexBounds tensor_scatter_bounds(const Node& n, int64_t len, int64_t count);
-// The valid key counts an Attention `n` takes in nonpad_kv_seqlen (input 6) for keys of `total`
-// positions: [0, total], and the message for one outside them.
-IndexBounds valid_keys_bounds(const Node& n, int64_t total);
-
 // No-op test: output 0 has exactly input 0's dtype and dims.
 bool same_type_as_input0(const Node& n);
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "ops/index_check.h"
 #include "ops/op_util.h"
 
 namespace stitch::ops {

@@ -6,7 +6,7 @@
 //    Reciprocal, Mul by the input, then Mul by the scale. A half input is cast to float32 first
 //    (stash_type 1) and the normalized value back to its type before the scale, as the op defines.
 //  - RotaryEmbedding: the caches gathered by position_ids (when given; ids that may lie outside
-//    the caches go through a StitchIndexCheck, ops/op_util.h) and unsqueezed over the
+//    the caches go through a StitchIndexCheck, ops/index_check.h) and unsqueezed over the
 //    heads, the rotated part's halves (or, interleaved, its even and odd elements) as Slices,
 //    cos * x1 - sin * x2 and sin * x1 + cos * x2, joined back by a Concat (interleaved: each pair
 //    unsqueezed, joined and reshaped), and the part not rotated concatenated after them.
@@ -28,7 +28,7 @@
 //    update at (c - write index) (mod the cache length when circular) where that is inside the
 //    update, else keeps the past value: GatherElements of the update and a Where. A write index
 //    the TensorScatter refuses (negative; in mode linear, one putting updates past the cache's
-//    end) goes through a StitchIndexCheck (ops/op_util.h), which refuses it the same way. A
+//    end) goes through a StitchIndexCheck (ops/index_check.h), which refuses it the same way. A
 //    cache that is a graph input read by nothing else stays a TensorScatter (a zero Pad growing
 //    it by no rows is gone by then: remove_noops runs before the expansions): the back end writes
 //    the update into the input's storage (ops::tensor_scatter_in_place).
@@ -41,6 +41,7 @@
 #include <limits>
 #include <optional>
 
+#include "ops/index_check.h"
 #include "ops/op_util.h"
 #include "ops/value_range.h"
 #include "passes/graph_builder.h"
@@ -176,16 +177,10 @@ StatusOr<bool> expand_rotary(Graph& g, Node& n) {
     // A position id outside the caches is refused, as the op refuses it, negative ones included
     // (the Gather alone would count those from the end): the reference stops, and a kernel reports
     // it after the run naming the RotaryEmbedding (StitchIndexCheck). None where the ids' bounds
-    // show it cannot happen; a constant one outside is refused now.
-    const int64_t rows = (*cos->dims)[0];
-    const std::string message =
-        fmt::format("position id {{value}} is outside the caches' {} positions", rows);
-    const std::optional<ops::IntRange> r = ops::int_range(pos);
-    if (pos->is_constant() && r && (r->min < 0 || r->max >= rows))
-      return ops::node_error(n, ops::with_value(message, r->min < 0 ? r->min : r->max));
-    if (!r || r->min < 0 || r->max >= rows)
-      pos = b.node(ops::kIndexCheck, "position_ids_checked", {pos}, pos->dtype, *pos->dims,
-                   ops::index_check_attrs(n, 0, rows - 1, message));
+    // show it cannot happen, one for all the layers that read the same ids into caches of as many
+    // positions; a constant one outside is refused now.
+    ASSIGN_OR_RETURN(pos, ops::checked_index(g, n, pos, ops::position_ids_bounds((*cos->dims)[0]),
+                                             "position_ids_checked"));
   }
   auto cache = [&](Value* c, const std::string& hint) {
     if (pos) {
@@ -306,9 +301,8 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
   if (nonpad) {  // the keys each batch sees, from its valid length L at run time
     // A length outside [0, T] is refused, as the op refuses it: the reference stops, and a kernel
     // reports it after the run and goes on with the nearest bound (StitchIndexCheck).
-    const ops::IndexBounds keys = ops::valid_keys_bounds(n, total);
-    Value* checked = b.node(ops::kIndexCheck, "valid_keys_checked", {nonpad}, nonpad->dtype, *nonpad->dims,
-                            ops::index_check_attrs(n, keys.min, keys.max, keys.message));
+    ASSIGN_OR_RETURN(Value * checked, ops::checked_index(g, n, nonpad, ops::valid_keys_bounds(n, total),
+                                                         "valid_keys_checked"));
     Value* len = b.reshape(checked, {batch, 1, 1, 1}, "valid_keys");
     Value* key = positions(b, 4, 3, total, "key_positions");
     Value* seen = test(b, "Less", key, len, "not_padding");
@@ -396,12 +390,10 @@ StatusOr<bool> expand_tensor_scatter(Graph& g, Node& n) {
   Value* from = positions(b, r, axis, len, "cache_positions");
   if (start) {
     // A write index the TensorScatter refuses is still refused: the reference stops, a kernel
-    // reports it after the run (StitchIndexCheck). A constant one was checked at shape inference.
-    if (!start->is_constant()) {
-      const ops::IndexBounds bounds = ops::tensor_scatter_bounds(n, len, s);
-      start = b.node(ops::kIndexCheck, "write_index_checked", {start}, start->dtype, *start->dims,
-                     ops::index_check_attrs(n, bounds.min, bounds.max, bounds.message));
-    }
+    // reports it after the run (StitchIndexCheck), one check for the key and value caches that take
+    // the same indices. A constant one was checked at shape inference.
+    ASSIGN_OR_RETURN(
+        start, ops::checked_index(g, n, start, ops::tensor_scatter_bounds(n, len, s), "write_index_checked"));
     Dims sd(static_cast<size_t>(r), 1);
     sd[0] = pd[0];
     from = binary(b, "Sub", from, b.reshape(start, sd, "write_start"), "update_positions");

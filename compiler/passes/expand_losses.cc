@@ -10,6 +10,7 @@
 //         mean's Div may join their kernel, and a Reshape to the scalar loss.
 // Runs after fold_constants and leaves nodes without static shapes alone; the new nodes are named
 // after the op's.
+#include "ops/index_check.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 #include "passes/graph_builder.h"
@@ -46,8 +47,8 @@ StatusOr<bool> expand(Graph& g, Node& n) {
   }
   // A target outside the classes is refused, as the op refuses it: the reference stops, and a kernel
   // reports it after the run naming the loss and goes on with the nearest class (StitchIndexCheck).
-  cls = b.node(ops::kIndexCheck, "class", {cls}, it, td,
-               ops::index_check_attrs(n, 0, s.classes - 1, s.target_message(target->name)));
+  ASSIGN_OR_RETURN(
+      cls, ops::checked_index(g, n, cls, {0, s.classes - 1, s.target_message(target->name)}, "class"));
   Dims one = xd;
   one[1] = 1;
   Value* picked = b.node("GatherElements", "picked", {lp, b.reshape(cls, one, "class_column")}, t, one,

@@ -2,13 +2,14 @@
 // index of output step t of batch entry b being t < len[b] ? len[b] - 1 - t : t (ops/op_params.h),
 // made over the time and batch axes alone and Expanded to the input's shape, which the back end
 // reads as an index map. Constant lengths give a constant index (the shape rule refuses one
-// outside [0, T]); lengths known at run time go through a StitchIndexCheck (ops/op_util.h), which
+// outside [0, T]); lengths known at run time go through a StitchIndexCheck (ops/index_check.h), which
 // refuses one outside [0, T] naming the ReverseSequence, and the index is their Less, Sub and
 // Where, inside the time axis by their bounds (ops/value_range.h), so the GatherElements takes no
 // run-time check. Runs after fold_constants and leaves nodes without static shapes alone; the new
 // nodes are named after the op's.
 #include <fmt/format.h>
 
+#include "ops/index_check.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 #include "passes/graph_builder.h"
@@ -49,12 +50,8 @@ StatusOr<bool> expand(Graph& g, Node& n) {
     auto k = [&](int64_t v) { return b.constant("c", Tensor::scalar_i64(v)); };
     // A length outside [0, T] is refused, as the op refuses it: the reference stops, and a kernel
     // reports it after the run and goes on with the nearest bound (StitchIndexCheck).
-    Value* l =
-        b.node(ops::kIndexCheck, "lens_checked", {lens}, lens->dtype, *lens->dims,
-               ops::index_check_attrs(
-                   n, 0, steps,
-                   fmt::format("a sequence length of {{value}} lies outside [0, {}], the time axis's length",
-                               steps)));
+    ASSIGN_OR_RETURN(Value * l,
+                     ops::checked_index(g, n, lens, ops::sequence_lens_bounds(steps), "lens_checked"));
     l = b.reshape(l, len_dims, "lens");
     Value* rev = b.node("Sub", "reversed", {b.node("Sub", "last", {l, k(1)}, DType::kI64, len_dims), at},
                         DType::kI64, small);

@@ -10,6 +10,7 @@
 #include "fusion/arg_reductions.h"
 #include "fusion/scatter_selects.h"
 #include "fusion_test_util.h"
+#include "ops/index_check.h"
 #include "ops/op_util.h"
 #include "ops/value_range.h"
 

@@ -14,6 +14,7 @@
 #include "fusion/scatter_selects.h"
 #include "fusion_test_util.h"
 #include "ir/legacy_forms.h"
+#include "ops/index_check.h"
 #include "ops/op_util.h"
 #include "passes/pass.h"
 #include "stitch/artifact_format.h"

@@ -6,6 +6,7 @@
 // type's range, and integer reductions through exp, log and sqrt.
 #include "fault_test_util.h"
 #include "fusion_test_util.h"
+#include "ops/index_check.h"
 #include "ops/op_util.h"
 
 using namespace stitch;
