@@ -1,6 +1,7 @@
 // Reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare},
 // ArgMax/ArgMin, TopK, Softmax/LogSoftmax/Hardmax and CumSum. Accumulation is in
-// double (int64 for integer Sum/Prod/Max/Min, which must stay exact).
+// double, but integer Sum/Prod/Max/Min and CumSum stay exact (wrapping as the kernels do), and
+// integer ArgMax/ArgMin and TopK compare exactly (uint64 as unsigned).
 #include <cmath>
 #include <limits>
 
@@ -213,6 +214,14 @@ struct AxisView {
   int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * len + k) * inner + i; }
 };
 
+// Whether element `a` of integer tensor `x` is below element `b`, exactly: uint64 as unsigned, the
+// others as int64. A double holds an integer past 2^53 only to its nearest even multiple of a power
+// of 2, so two such values could compare equal.
+bool int_below(const Tensor& x, int64_t a, int64_t b) {
+  const int64_t p = x.get_i64(a), q = x.get_i64(b);
+  return x.dtype() == DType::kU64 ? static_cast<uint64_t>(p) < static_cast<uint64_t>(q) : p < q;
+}
+
 Status eval_arg(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   const Tensor& x = *in[0];
   int64_t axis = *norm_axis(n, n.attr_int("axis", 0), x.rank());
@@ -223,16 +232,19 @@ Status eval_arg(const Node& n, std::span<const Tensor* const> in, std::vector<Te
   else d.erase(d.begin() + axis);
   Tensor y(DType::kI64, d);
   AxisView v(x.dims(), axis);
-  std::vector<double> xv = x.to_f64();
+  const bool exact = !is_float(x.dtype());
+  const std::vector<double> xv = exact ? std::vector<double>{} : x.to_f64();
   int64_t* yp = y.data_as<int64_t>();
   for (int64_t o = 0; o < v.outer; ++o)
     for (int64_t i = 0; i < v.inner; ++i) {
       int64_t best = 0;
-      double bv = xv[v.at(o, 0, i)];
       for (int64_t k = 1; k < v.len; ++k) {
-        double c = xv[v.at(o, k, i)];
-        bool better = is_max ? (c > bv || (last && c == bv)) : (c < bv || (last && c == bv));
-        if (better) best = k, bv = c;
+        const int64_t c = v.at(o, k, i), b = v.at(o, best, i);
+        // c above (below) the best so far, or level with it and the last one wanted.
+        const bool above = exact ? int_below(x, b, c) : xv[c] > xv[b];
+        const bool below = exact ? int_below(x, c, b) : xv[c] < xv[b];
+        const bool level = !above && !below && (exact || xv[c] == xv[b]);
+        if (is_max ? above || (last && level) : below || (last && level)) best = k;
       }
       yp[o * v.inner + i] = best;
     }
@@ -276,7 +288,9 @@ Status eval_topk(const Node& n, std::span<const Tensor* const> in, std::vector<T
       for (int64_t r = 0; r < v.len; ++r) order[r] = r;
       auto above = [](double p, double q) { return (std::isnan(p) && !std::isnan(q)) || p > q; };
       auto before = [&](int64_t a, int64_t b) {
-        const double xa = x.get_f64(v.at(o, a, i)), xb = x.get_f64(v.at(o, b, i));
+        const int64_t at_a = v.at(o, a, i), at_b = v.at(o, b, i);
+        if (!is_float(x.dtype())) return largest ? int_below(x, at_b, at_a) : int_below(x, at_a, at_b);
+        const double xa = x.get_f64(at_a), xb = x.get_f64(at_b);
         return largest ? above(xa, xb) : above(xb, xa);
       };
       std::stable_sort(order.begin(), order.end(), before);
@@ -369,8 +383,8 @@ Status eval_cumsum(const Node& n, std::span<const Tensor* const> in, std::vector
         if (fl)
           fs = prod ? fs * x.get_f64(at) : fs + x.get_f64(at);
         else
-          is = prod ? static_cast<int64_t>(static_cast<uint64_t>(is) * static_cast<uint64_t>(x.get_i64(at)))
-                    : is + x.get_i64(at);
+          is = static_cast<int64_t>(prod ? static_cast<uint64_t>(is) * static_cast<uint64_t>(x.get_i64(at))
+                                         : static_cast<uint64_t>(is) + static_cast<uint64_t>(x.get_i64(at)));
         if (!excl) { fl ? y.set_f64(at, fs) : y.set_i64(at, is); }
       }
     }

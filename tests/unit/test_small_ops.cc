@@ -269,6 +269,60 @@ TEST_CASE("integer Div, Mod, Min, Less and Clip by -1 and past 2^63 on emu and t
   }
 }
 
+// ArgMax, ArgMin and TopK of integers past 2^53, which a double cannot tell apart (the reference
+// compared them as doubles and took the first of a "tie"), and of uint64 values past 2^63 - 1;
+// CumSum of int64 wraps. Against values worked out by hand, on emu and on the reference.
+TEST_CASE("integer ArgMax, ArgMin, TopK and CumSum past 2^53 on emu and the reference", "[emu]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %a: i64[2,3]
+  input %p: u64[4]
+  input %w: i64[3]
+  const %two: i64[1] = [2]
+  const %axis: i64[] = [0]
+  %amax = ArgMax(%a) {axis = 1, keepdims = 0} @"amax"
+  %amin = ArgMin(%a) {axis = 1, keepdims = 0} @"amin"
+  %top, %at = TopK(%a, %two) {axis = 1} @"top"
+  %low, %low_at = TopK(%a, %two) {axis = 1, largest = 0} @"low"
+  %umax = ArgMax(%p) {axis = 0, keepdims = 0} @"umax"
+  %sum = CumSum(%w, %axis) @"sum"
+  output %amax
+  output %amin
+  output %top
+  output %at
+  output %low
+  output %low_at
+  output %umax
+  output %sum
+})");
+  run_frontend_or_die(*g);
+  const int64_t big = int64_t{1} << 60, most = std::numeric_limits<int64_t>::max(),
+                least = std::numeric_limits<int64_t>::min();
+  const uint64_t top = uint64_t{1} << 63;
+  TensorMap feed;
+  feed["a"] = Tensor::from_i64(DType::kI64, {2, 3}, {big, big + 1, big - 1, -big, -big - 1, most});
+  feed["p"] = Tensor::from_i64(DType::kU64, {4},
+                               {5, static_cast<int64_t>(top + 1), static_cast<int64_t>(top + 2), 7});
+  feed["w"] = Tensor::from_i64(DType::kI64, {3}, {most, 1, 2});
+  const std::map<std::string, Tensor> want{
+      {"amax", Tensor::from_i64(DType::kI64, {2}, {1, 2})},
+      {"amin", Tensor::from_i64(DType::kI64, {2}, {2, 1})},
+      {"top", Tensor::from_i64(DType::kI64, {2, 2}, {big + 1, big, most, -big})},
+      {"at", Tensor::from_i64(DType::kI64, {2, 2}, {1, 0, 2, 0})},
+      {"low", Tensor::from_i64(DType::kI64, {2, 2}, {big - 1, big, -big - 1, -big})},
+      {"low_at", Tensor::from_i64(DType::kI64, {2, 2}, {2, 0, 1, 0})},
+      {"umax", Tensor::from_i64(DType::kI64, {}, {2})},
+      {"sum", Tensor::from_i64(DType::kI64, {3}, {most, least, least + 2})},  // wrapped
+  };
+  const TensorMap got = planned_emu_run(*g, feed);
+  auto ref = run_reference(*g, feed);
+  REQUIRE(ref.is_ok());
+  for (const auto& [name, values] : want) {
+    INFO(name);
+    CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
+    CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
+  }
+}
+
 // A divisor that may hold 0 is checked (passes/check_divisors.cc): the reference refuses a 0 naming
 // the Div or Mod, and a kernel reports it after the run, alone and stitched. A constant divisor and
 // one clipped to at least 1 take no check.
