@@ -118,9 +118,14 @@ void scatter_store(Tensor& y, int64_t off, const Tensor& upd, int64_t i, const s
   if (is_float(y.dtype())) {
     double a = y.get_f64(off), b = upd.get_f64(i);
     y.set_f64(off, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : std::min(a, b));
-  } else {
-    int64_t a = y.get_i64(off), b = upd.get_i64(i);
-    y.set_i64(off, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : std::min(a, b));
+  } else {  // sums and products wrap; uint64 (held as int64) compares as unsigned
+    const uint64_t a = static_cast<uint64_t>(y.get_i64(off)), b = static_cast<uint64_t>(upd.get_i64(i));
+    const bool below = y.dtype() == DType::kU64 ? a < b : static_cast<int64_t>(a) < static_cast<int64_t>(b);
+    const uint64_t r = red == "add"   ? a + b
+                       : red == "mul" ? a * b
+                       : red == "max" ? (below ? b : a)
+                                      : (below ? a : b);
+    y.set_i64(off, static_cast<int64_t>(r));
   }
 }
 

@@ -270,13 +270,17 @@ TEST_CASE("integer Div, Mod, Min, Less and Clip by -1 and past 2^63 on emu and t
 }
 
 // ArgMax, ArgMin and TopK of integers past 2^53, which a double cannot tell apart (the reference
-// compared them as doubles and took the first of a "tie"), and of uint64 values past 2^63 - 1;
-// CumSum of int64 wraps. Against values worked out by hand, on emu and on the reference.
-TEST_CASE("integer ArgMax, ArgMin, TopK and CumSum past 2^53 on emu and the reference", "[emu]") {
+// compared them as doubles and took the first of a "tie"), and of uint64 values past 2^63 - 1,
+// which a ScatterElements' max compares as unsigned too; CumSum of int64 wraps. Against values worked out by
+// hand, on emu and on the reference.
+TEST_CASE("integer ArgMax, ArgMin, TopK, CumSum and scatter max past 2^53 on emu and the reference",
+          "[emu]") {
   auto g = parse_or_die(R"(graph "g" opset 18 {
   input %a: i64[2,3]
   input %p: u64[4]
   input %w: i64[3]
+  input %u: u64[4]
+  const %slots: i64[4] = [0, 1, 2, 3]
   const %two: i64[1] = [2]
   const %axis: i64[] = [0]
   %amax = ArgMax(%a) {axis = 1, keepdims = 0} @"amax"
@@ -285,6 +289,7 @@ TEST_CASE("integer ArgMax, ArgMin, TopK and CumSum past 2^53 on emu and the refe
   %low, %low_at = TopK(%a, %two) {axis = 1, largest = 0} @"low"
   %umax = ArgMax(%p) {axis = 0, keepdims = 0} @"umax"
   %sum = CumSum(%w, %axis) @"sum"
+  %umaxed = ScatterElements(%p, %slots, %u) {axis = 0, reduction = "max"} @"umaxed"
   output %amax
   output %amin
   output %top
@@ -293,6 +298,7 @@ TEST_CASE("integer ArgMax, ArgMin, TopK and CumSum past 2^53 on emu and the refe
   output %low_at
   output %umax
   output %sum
+  output %umaxed
 })");
   run_frontend_or_die(*g);
   const int64_t big = int64_t{1} << 60, most = std::numeric_limits<int64_t>::max(),
@@ -303,6 +309,8 @@ TEST_CASE("integer ArgMax, ArgMin, TopK and CumSum past 2^53 on emu and the refe
   feed["p"] = Tensor::from_i64(DType::kU64, {4},
                                {5, static_cast<int64_t>(top + 1), static_cast<int64_t>(top + 2), 7});
   feed["w"] = Tensor::from_i64(DType::kI64, {3}, {most, 1, 2});
+  feed["u"] =
+      Tensor::from_i64(DType::kU64, {4}, {static_cast<int64_t>(top), 1, static_cast<int64_t>(top + 3), 6});
   const std::map<std::string, Tensor> want{
       {"amax", Tensor::from_i64(DType::kI64, {2}, {1, 2})},
       {"amin", Tensor::from_i64(DType::kI64, {2}, {2, 1})},
@@ -312,6 +320,9 @@ TEST_CASE("integer ArgMax, ArgMin, TopK and CumSum past 2^53 on emu and the refe
       {"low_at", Tensor::from_i64(DType::kI64, {2, 2}, {2, 0, 1, 0})},
       {"umax", Tensor::from_i64(DType::kI64, {}, {2})},
       {"sum", Tensor::from_i64(DType::kI64, {3}, {most, least, least + 2})},  // wrapped
+      {"umaxed", Tensor::from_i64(DType::kU64, {4},
+                                  {static_cast<int64_t>(top), static_cast<int64_t>(top + 1),
+                                   static_cast<int64_t>(top + 3), 7})},
   };
   const TensorMap got = planned_emu_run(*g, feed);
   auto ref = run_reference(*g, feed);
