@@ -66,6 +66,14 @@ StatusOr<std::vector<std::pair<const Value*, Tensor>>> match(const std::vector<V
   bool by_name = std::all_of(tensors.begin(), tensors.end(), [&](const NamedTensor& t) {
     return std::any_of(values.begin(), values.end(), [&](const Value* v) { return v->name == t.name; });
   });
+  // As many files as values, each naming one of them: one value each, unless two name the same.
+  if (by_name)
+    for (size_t j = 0; j < tensors.size(); ++j)
+      for (size_t l = j + 1; l < tensors.size(); ++l)
+        if (tensors[j].name == tensors[l].name)
+          return Status::user(
+              fmt::format("'{0}': {1}_{2}.pb and {1}_{3}.pb both name {1} '{4}'; give each {1} one file", dir,
+                          role, j, l, tensors[j].name));
   std::vector<std::pair<const Value*, Tensor>> out;
   for (size_t i = 0; i < values.size(); ++i) {
     size_t k = i;

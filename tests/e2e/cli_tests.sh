@@ -195,6 +195,9 @@ expect "inputs directory missing" 2 "is not a directory" -- "$STITCHC" run "$M/m
 mkdir -p "$TMP/oneinput" && cp "$D/input_0.pb" "$TMP/oneinput/"
 expect "too few input files" 2 "holds 1 input file\(s\) but the model has 2" -- \
   "$STITCHC" run "$M/model.onnx" --inputs "$TMP/oneinput"
+mkdir -p "$TMP/twice" && cp "$D/input_0.pb" "$TMP/twice/input_0.pb" && cp "$D/input_0.pb" "$TMP/twice/input_1.pb"
+expect "two input files naming one input" 2 "input_0.pb and input_1.pb both name input 'input_ids'; give each input one file" -- \
+  "$STITCHC" run "$M/model.onnx" --inputs "$TMP/twice"
 mkdir -p "$TMP/badtype" && cp "$ROOT/models/cnn_small/test_data_set_0/input_0.pb" "$TMP/badtype/input_0.pb" && cp "$D/input_1.pb" "$TMP/badtype/input_1.pb"
 expect "input of the wrong dtype" 2 "input 'input_ids' must be i64, got f32" -- \
   "$STITCHC" run "$M/model.onnx" --inputs "$TMP/badtype"
