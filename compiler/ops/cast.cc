@@ -30,14 +30,21 @@ Status eval_cast(const Node& n, std::span<const Tensor* const> in, std::vector<T
       n.op_type == "CastLike" ? in[1]->dtype() : *dtype_from_onnx(static_cast<int>(n.attr_int("to", 0)));
   const Tensor& x = *in[0];
   Tensor y(to, x.dims());
-  bool src_float = is_float(x.dtype());
+  const bool src_float = is_float(x.dtype()), u64 = x.dtype() == DType::kU64;
   for (int64_t i = 0; i < x.size(); ++i) {
-    if (src_float)
+    if (src_float) {
       y.set_f64(i, x.get_f64(i));  // to an integer: saturated, NaN as 0 (set_f64)
-    else if (x.dtype() == DType::kU64 && is_float(to))
+    } else if (is_float(to) && to != DType::kF64) {
+      // An integer rounded once to float, as C's conversion (and the kernels, and PyTorch) round
+      // it: through a double first, a value past 2^53 would be rounded twice. A float16 or bfloat16
+      // is then that float rounded, as the kernels store it.
+      const int64_t v = x.get_i64(i);
+      y.set_f64(i, u64 ? static_cast<float>(static_cast<uint64_t>(v)) : static_cast<float>(v));
+    } else if (u64 && is_float(to)) {
       y.set_f64(i, x.get_f64(i));
-    else
+    } else {
       y.set_i64(i, x.get_i64(i));
+    }
   }
   out[0] = std::move(y);
   return Status::ok();

@@ -271,15 +271,18 @@ TEST_CASE("integer Div, Mod, Min, Less and Clip by -1 and past 2^63 on emu and t
 
 // ArgMax, ArgMin and TopK of integers past 2^53, which a double cannot tell apart (the reference
 // compared them as doubles and took the first of a "tie"), and of uint64 values past 2^63 - 1,
-// which a ScatterElements' max compares as unsigned too; CumSum of int64 wraps. Against values worked out by
-// hand, on emu and on the reference.
-TEST_CASE("integer ArgMax, ArgMin, TopK, CumSum and scatter max past 2^53 on emu and the reference",
+// which a ScatterElements' max compares as unsigned too; CumSum of int64 wraps; and an int64 or
+// uint64 Cast to float32 rounds once (through a double, 2^53 + 2^29 + 1 became a tie, rounded down). Against
+// values worked out by hand, on emu and on the reference.
+TEST_CASE("integer ArgMax, ArgMin, TopK, CumSum, scatter max and Cast past 2^53 on emu and the reference",
           "[emu]") {
   auto g = parse_or_die(R"(graph "g" opset 18 {
   input %a: i64[2,3]
   input %p: u64[4]
   input %w: i64[3]
   input %u: u64[4]
+  input %c: i64[2]
+  input %cu: u64[1]
   const %slots: i64[4] = [0, 1, 2, 3]
   const %two: i64[1] = [2]
   const %axis: i64[] = [0]
@@ -290,6 +293,8 @@ TEST_CASE("integer ArgMax, ArgMin, TopK, CumSum and scatter max past 2^53 on emu
   %umax = ArgMax(%p) {axis = 0, keepdims = 0} @"umax"
   %sum = CumSum(%w, %axis) @"sum"
   %umaxed = ScatterElements(%p, %slots, %u) {axis = 0, reduction = "max"} @"umaxed"
+  %cf = Cast(%c) {to = 1} @"cf"
+  %cuf = Cast(%cu) {to = 1} @"cuf"
   output %amax
   output %amin
   output %top
@@ -299,6 +304,8 @@ TEST_CASE("integer ArgMax, ArgMin, TopK, CumSum and scatter max past 2^53 on emu
   output %umax
   output %sum
   output %umaxed
+  output %cf
+  output %cuf
 })");
   run_frontend_or_die(*g);
   const int64_t big = int64_t{1} << 60, most = std::numeric_limits<int64_t>::max(),
@@ -309,9 +316,15 @@ TEST_CASE("integer ArgMax, ArgMin, TopK, CumSum and scatter max past 2^53 on emu
   feed["p"] = Tensor::from_i64(DType::kU64, {4},
                                {5, static_cast<int64_t>(top + 1), static_cast<int64_t>(top + 2), 7});
   feed["w"] = Tensor::from_i64(DType::kI64, {3}, {most, 1, 2});
+  const int64_t tie = (int64_t{1} << 53) + (int64_t{1} << 29) + 1;  // a double rounds it to a float's tie
+  feed["c"] = Tensor::from_i64(DType::kI64, {2}, {tie, -tie});
+  feed["cu"] = Tensor::from_i64(DType::kU64, {1}, {static_cast<int64_t>(top + (uint64_t{1} << 39) + 1)});
   feed["u"] =
       Tensor::from_i64(DType::kU64, {4}, {static_cast<int64_t>(top), 1, static_cast<int64_t>(top + 3), 6});
+  const double up = 9007200328482816.0;  // 2^53 + 2^30: rounded once, up
   const std::map<std::string, Tensor> want{
+      {"cf", Tensor::from_f64(DType::kF32, {2}, {up, -up})},
+      {"cuf", Tensor::from_f64(DType::kF32, {1}, {9223373136366403584.0})},  // 2^63 + 2^40
       {"amax", Tensor::from_i64(DType::kI64, {2}, {1, 2})},
       {"amin", Tensor::from_i64(DType::kI64, {2}, {2, 1})},
       {"top", Tensor::from_i64(DType::kI64, {2, 2}, {big + 1, big, most, -big})},
