@@ -39,10 +39,24 @@ Status eval_size(const Node&, std::span<const Tensor* const> in, std::vector<Ten
   return Status::ok();
 }
 
-StatusOr<int64_t> range_length(const Node& n, double start, double limit, double delta) {
-  if (delta == 0) return node_error(n, "delta cannot be 0");
-  double len = std::ceil((limit - start) / delta);
-  if (!(len < 1e12)) return node_error(n, "the range is too long");
+// The element count of a Range of `start`, `limit` and `delta` (one value each, of one type):
+// max(ceil((limit - start) / delta), 0), computed exactly for integers (through a double, values
+// past 2^53 would lose the difference) and in double for floats.
+StatusOr<int64_t> range_length(const Node& n, const Tensor& start, const Tensor& limit, const Tensor& delta) {
+  constexpr int64_t kLongest = 1'000'000'000'000;
+  if (!is_float(start.dtype())) {
+    const __int128 s = start.get_i64(0), l = limit.get_i64(0), d = delta.get_i64(0);
+    if (d == 0) return node_error(n, "delta cannot be 0");
+    const __int128 span = l - s;
+    __int128 len = span / d;
+    if (span % d != 0 && (span > 0) == (d > 0)) ++len;  // rounded up, not toward zero
+    if (len >= kLongest) return node_error(n, "the range is too long");
+    return static_cast<int64_t>(std::max<__int128>(len, 0));
+  }
+  const double d = delta.get_f64(0);
+  if (d == 0) return node_error(n, "delta cannot be 0");
+  const double len = std::ceil((limit.get_f64(0) - start.get_f64(0)) / d);
+  if (!(len < static_cast<double>(kLongest))) return node_error(n, "the range is too long");
   return std::max<int64_t>(0, static_cast<int64_t>(len));
 }
 
@@ -62,15 +76,15 @@ Status infer_range(InferContext& ctx) {
   const int64_t stash = ctx.node().attr_int("stash_type", 1);
   if ((ctx.dtype(0) == DType::kF16 || ctx.dtype(0) == DType::kBF16) && stash != 1)
     return ctx.error(fmt::format("stash_type {} is not supported; only 1 (float32 steps)", stash));
-  ASSIGN_OR_RETURN(int64_t len, range_length(ctx.node(), ctx.constant(0)->get_f64(0),
-                                             ctx.constant(1)->get_f64(0), ctx.constant(2)->get_f64(0)));
+  ASSIGN_OR_RETURN(int64_t len,
+                   range_length(ctx.node(), *ctx.constant(0), *ctx.constant(1), *ctx.constant(2)));
   ctx.set_output(0, ctx.dtype(0), {len});
   return Status::ok();
 }
 
 Status eval_range(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   DType t = in[0]->dtype();
-  ASSIGN_OR_RETURN(int64_t len, range_length(n, in[0]->get_f64(0), in[1]->get_f64(0), in[2]->get_f64(0)));
+  ASSIGN_OR_RETURN(int64_t len, range_length(n, *in[0], *in[1], *in[2]));
   Tensor y(t, {len});
   for (int64_t i = 0; i < len; ++i) {
     if (is_float(t)) y.set_f64(i, in[0]->get_f64(0) + double(i) * in[2]->get_f64(0));

@@ -1,5 +1,7 @@
 // Reference interpreter checks against hand-computed values for semantics
 // the node tests cover thinly (legacy softmax, numpy matmul promotion, errors).
+#include <limits>
+
 #include "reference/compare.h"
 #include "test_util.h"
 
@@ -87,4 +89,35 @@ TEST_CASE("compare_tensors applies allclose and reports errors") {
   CHECK(bad.first_bad == 0);
   auto shape = compare_tensors(Tensor(DType::kF32, {2}), e, 1, 1);
   CHECK_THAT(shape.problem, Catch::Contains("shape"));
+}
+
+TEST_CASE("an integer Range counts its elements exactly, past 2^53 and across the whole int64 range") {
+  // Through a double, 2^60 + 7 - 2^60 was 0 elements; the Range is folded at compile time, so an
+  // artifact would have held the empty tensor.
+  auto out = run(R"(graph "g" opset 17 {
+  const %s: i64[] = [1152921504606846976]
+  const %l: i64[] = [1152921504606846983]
+  const %d: i64[] = [3]
+  const %down_s: i32[] = [10]
+  const %down_l: i32[] = [1]
+  const %down_d: i32[] = [-4]
+  const %min: i64[] = [-9223372036854775808]
+  const %max: i64[] = [9223372036854775807]
+  const %quarter: i64[] = [4611686018427387904]
+  %big = Range(%s, %l, %d)
+  %down = Range(%down_s, %down_l, %down_d)
+  %whole = Range(%min, %max, %quarter)
+  %empty = Range(%down_l, %down_s, %down_d)
+  output %big
+  output %down
+  output %whole
+  output %empty
+})",
+                 {});
+  const int64_t big = int64_t{1} << 60, quarter = int64_t{1} << 62;
+  CHECK(out.at("big").to_i64() == std::vector<int64_t>{big, big + 3, big + 6});
+  CHECK(out.at("down").to_i64() == std::vector<int64_t>{10, 6, 2});
+  CHECK(out.at("whole").to_i64() ==
+        std::vector<int64_t>{std::numeric_limits<int64_t>::min(), -quarter, 0, quarter});
+  CHECK(out.at("empty").dims() == Dims{0});
 }
