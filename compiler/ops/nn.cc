@@ -66,8 +66,33 @@ void gemm_kernel(const double* a, const double* b, double* c, int64_t m, int64_t
   }
 }
 
+// The integer product, wrapping as the kernels' 64-bit arithmetic does (through doubles, products
+// and sums past 2^53 would be rounded); a narrower type keeps the low bits, which wrapping at every
+// step would give too.
+Tensor integer_matmul(const MatMulShape& s, const Tensor& x, const Tensor& y) {
+  const std::vector<int64_t> a = x.to_i64(), b = y.to_i64();
+  std::vector<int64_t> c(static_cast<size_t>(num_elements(s.batch) * s.m * s.n));
+  Dims sa = broadcast_strides(s.a_batch, s.batch), sb = broadcast_strides(s.b_batch, s.batch);
+  BroadcastWalker(s.batch, {sa, sb}).run([&](int64_t bi, const std::vector<int64_t>& o) {
+    const int64_t* ap = a.data() + o[0] * s.m * s.k;
+    const int64_t* bp = b.data() + o[1] * s.k * s.n;
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        uint64_t acc = 0;
+        for (int64_t l = 0; l < s.k; ++l)
+          acc += static_cast<uint64_t>(ap[i * s.k + l]) * static_cast<uint64_t>(bp[l * s.n + j]);
+        c[static_cast<size_t>((bi * s.m + i) * s.n + j)] = static_cast<int64_t>(acc);
+      }
+  });
+  return Tensor::from_i64(x.dtype(), s.out, c);
+}
+
 Status eval_matmul(const Node& node, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(node, in[0]->dims(), in[1]->dims()));
+  if (!is_float(in[0]->dtype())) {
+    out[0] = integer_matmul(s, *in[0], *in[1]);
+    return Status::ok();
+  }
   std::vector<double> a = in[0]->to_f64(), b = in[1]->to_f64();
   std::vector<double> c(static_cast<size_t>(num_elements(s.batch) * s.m * s.n));
   Dims sa = broadcast_strides(s.a_batch, s.batch), sb = broadcast_strides(s.b_batch, s.batch);

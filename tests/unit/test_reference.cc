@@ -121,3 +121,25 @@ TEST_CASE("an integer Range counts its elements exactly, past 2^53 and across th
         std::vector<int64_t>{std::numeric_limits<int64_t>::min(), -quarter, 0, quarter});
   CHECK(out.at("empty").dims() == Dims{0});
 }
+
+TEST_CASE("an integer MatMul wraps as 64-bit arithmetic does, exact past 2^53") {
+  // Through doubles, 2^40 * 2^30 + 3 * 5 was rounded. (The back end takes float MatMuls only.)
+  const int64_t p30 = int64_t{1} << 30, p40 = int64_t{1} << 40, p62 = int64_t{1} << 62;
+  auto out = run(R"(graph "g" opset 18 {
+  input %a: i64[2,2]
+  input %b: i64[2,2]
+  input %x: i32[1,2]
+  input %y: i32[2,1]
+  %c = MatMul(%a, %b)
+  %z = MatMul(%x, %y)
+  output %c
+  output %z
+})",
+                 {{"a", Tensor::from_i64(DType::kI64, {2, 2}, {p40, 3, 1, -1})},
+                  {"b", Tensor::from_i64(DType::kI64, {2, 2}, {p30, 1, 5, p62})},
+                  {"x", Tensor::from_i64(DType::kI32, {1, 2}, {65536, 7})},
+                  {"y", Tensor::from_i64(DType::kI32, {2, 1}, {65536, 3})}});
+  // 2^70 + 15 wraps to 15; 2^40 + 3 * 2^62 to 2^40 - 2^62; int32's 2^32 + 21 to 21.
+  CHECK(out.at("c").to_i64() == std::vector<int64_t>{15, p40 - p62, p30 - 5, 1 - p62});
+  CHECK(out.at("z").to_i64() == std::vector<int64_t>{21});
+}
