@@ -147,36 +147,32 @@ Status infer_einsum(InferContext& ctx) {
   return Status::ok();
 }
 
-// The sum over every subscript not in the output of the product of the inputs, in double.
-Status eval_einsum(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
-  std::vector<Dims> dims;
-  for (const Tensor* t : in) dims.push_back(t->dims());
-  ASSIGN_OR_RETURN(EinsumSpec spec, einsum_spec(n, dims));
+// The sum over every subscript not in the output of the product of the inputs' `values` (T:
+// double for floats; uint64_t for integers, which wrap as the kernels' 64-bit arithmetic does, where
+// doubles would round products and sums past 2^53).
+template <class T>
+std::vector<T> einsum_sum(const EinsumSpec& spec, const std::vector<Dims>& dims,
+                          const std::vector<std::vector<T>>& values) {
   std::vector<int> ids = spec.out;
   for (const auto& [id, s] : spec.size)
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   std::map<int, size_t> slot;
   for (size_t i = 0; i < ids.size(); ++i) slot[ids[i]] = i;
-  std::vector<std::vector<double>> v;
   std::vector<Dims> strides;
-  for (const Tensor* t : in) {
-    v.push_back(t->to_f64());
-    strides.push_back(strides_of(t->dims()));
-  }
+  for (const Dims& d : dims) strides.push_back(strides_of(d));
   std::vector<int64_t> at(ids.size(), 0);
-  const int64_t total_out = num_elements(spec.out_dims);
-  std::vector<double> y(static_cast<size_t>(total_out), 0.0);
+  std::vector<T> y(static_cast<size_t>(num_elements(spec.out_dims)), T(0));
   bool empty = false;
   for (int id : ids) empty = empty || spec.size.at(id) == 0;
   while (!empty) {
-    double p = 1;
-    for (size_t k = 0; k < in.size(); ++k) {
+    T p = 1;
+    for (size_t k = 0; k < values.size(); ++k) {
       int64_t off = 0;
       for (size_t a = 0; a < spec.terms[k].size(); ++a) {
         const int64_t d = dims[k][a];
         off += (d == 1 ? 0 : at[slot[spec.terms[k][a]]]) * strides[k][a];
       }
-      p *= v[k][static_cast<size_t>(off)];
+      p *= values[k][static_cast<size_t>(off)];
     }
     int64_t o = 0;
     for (size_t a = 0; a < spec.out.size(); ++a) o = o * spec.out_dims[a] + at[a];
@@ -191,9 +187,27 @@ Status eval_einsum(const Node& n, std::span<const Tensor* const> in, std::vector
     }
     if (ids.empty()) break;
   }
-  out[0] = is_float(in[0]->dtype())
-               ? Tensor::from_f64(in[0]->dtype(), spec.out_dims, y)
-               : Tensor::from_i64(in[0]->dtype(), spec.out_dims, std::vector<int64_t>(y.begin(), y.end()));
+  return y;
+}
+
+Status eval_einsum(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  std::vector<Dims> dims;
+  for (const Tensor* t : in) dims.push_back(t->dims());
+  ASSIGN_OR_RETURN(EinsumSpec spec, einsum_spec(n, dims));
+  const DType t = in[0]->dtype();
+  if (is_float(t)) {
+    std::vector<std::vector<double>> v;
+    for (const Tensor* x : in) v.push_back(x->to_f64());
+    out[0] = Tensor::from_f64(t, spec.out_dims, einsum_sum(spec, dims, v));
+    return Status::ok();
+  }
+  std::vector<std::vector<uint64_t>> v;
+  for (const Tensor* x : in) {
+    const std::vector<int64_t> i = x->to_i64();
+    v.emplace_back(i.begin(), i.end());
+  }
+  const std::vector<uint64_t> y = einsum_sum(spec, dims, v);
+  out[0] = Tensor::from_i64(t, spec.out_dims, std::vector<int64_t>(y.begin(), y.end()));
   return Status::ok();
 }
 

@@ -143,3 +143,24 @@ TEST_CASE("an integer MatMul wraps as 64-bit arithmetic does, exact past 2^53") 
   CHECK(out.at("c").to_i64() == std::vector<int64_t>{15, p40 - p62, p30 - 5, 1 - p62});
   CHECK(out.at("z").to_i64() == std::vector<int64_t>{21});
 }
+
+TEST_CASE("an integer Einsum multiplies exactly and wraps, folded or written out") {
+  // The same product as above: folded at compile time (constant operands, the op itself) and
+  // written out as a MatMul (operands given at run time).
+  const int64_t p30 = int64_t{1} << 30, p40 = int64_t{1} << 40, p62 = int64_t{1} << 62;
+  auto out = run(R"(graph "g" opset 18 {
+  input %a: i64[2,2]
+  input %b: i64[2,2]
+  const %ca: i64[2,2] = [1099511627776, 3, 1, -1]
+  const %cb: i64[2,2] = [1073741824, 1, 5, 4611686018427387904]
+  %folded = Einsum(%ca, %cb) {equation = "ij,jk->ik"}
+  %written = Einsum(%a, %b) {equation = "ij,jk->ik"}
+  output %folded
+  output %written
+})",
+                 {{"a", Tensor::from_i64(DType::kI64, {2, 2}, {p40, 3, 1, -1})},
+                  {"b", Tensor::from_i64(DType::kI64, {2, 2}, {p30, 1, 5, p62})}});
+  const std::vector<int64_t> want{15, p40 - p62, p30 - 5, 1 - p62};
+  CHECK(out.at("folded").to_i64() == want);
+  CHECK(out.at("written").to_i64() == want);
+}
