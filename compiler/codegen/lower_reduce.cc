@@ -270,10 +270,11 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index, IndexWidth ix) {
   const std::string& op = n.op_type;
   ASSIGN_OR_RETURN(Segments seg, reduction_segments(n));
   SegmentKernel k(n, index, seg, choose_mapping(seg), "red", ix);
-  // Integers reduce in their own type, except through exp, log and sqrt: those in double, as the
-  // reference computes them, the result truncated to the integer type when it is stored.
-  const bool via_double =
-      is_int(x->dtype) && (op == "ReduceLogSumExp" || op == "ReduceLogSum" || op == "ReduceL2");
+  // Integers reduce in their own type, as the reference does, except through exp: a LogSumExp in
+  // double. A LogSum's log and an L2's square root are taken of the integer sum in double. Either
+  // result is stored as a float is (stitch_dev::float_to_int).
+  const bool via_double = is_int(x->dtype) && op == "ReduceLogSumExp";
+  const bool int_root = is_int(x->dtype) && (op == "ReduceLogSum" || op == "ReduceL2");
   const std::string ct = via_double ? "double" : compute_type(x->dtype);
   const std::string v = k.load(x, "off", ct);
   const bool is_max = op == "ReduceMax" || op == "GlobalMaxPool", is_min = op == "ReduceMin";
@@ -297,10 +298,12 @@ StatusOr<Kernel> lower_reduction(const Node& n, int index, IndexWidth ix) {
     k.reduce_pass(ct, "acc", literal(0, ct), "stitch_dev::Sum()", elem);
     result = "acc";
     if (op == "ReduceMean" || op == "GlobalAveragePool") result = fmt::format("acc / ({}){}", ct, seg.len);
-    if (op == "ReduceL2") result = fmt::format("{}(acc)", fnm(ct, "sqrt"));
-    if (op == "ReduceLogSum") result = fmt::format("{}(acc)", fnm(ct, "log"));
+    const std::string sum = int_root ? "(double)acc" : "acc";
+    const std::string fn_t = int_root ? "double" : ct;
+    if (op == "ReduceL2") result = fmt::format("{}({})", fnm(fn_t, "sqrt"), sum);
+    if (op == "ReduceLogSum") result = fmt::format("{}({})", fnm(fn_t, "log"), sum);
   }
-  if (via_double) result = float_to_int(result, y->dtype);
+  if (via_double || int_root) result = float_to_int(result, y->dtype);
   k.w().line("if (lane == 0) {}", k.store(y, "o", result));
   return k.finish(op);
 }

@@ -1,7 +1,7 @@
 // Reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare},
 // ArgMax/ArgMin, TopK, Softmax/LogSoftmax/Hardmax and CumSum. Accumulation is in
-// double, but integer Sum/Prod/Max/Min and CumSum stay exact (wrapping as the kernels do), and
-// integer ArgMax/ArgMin and TopK compare exactly (uint64 as unsigned).
+// double, but integer reductions other than LogSumExp, and CumSum, stay exact (wrapping as the
+// kernels do), and integer ArgMax/ArgMin and TopK compare exactly (uint64 as unsigned).
 #include <cmath>
 #include <limits>
 
@@ -123,12 +123,11 @@ Status eval_reduce(const Node& n, std::span<const Tensor* const> in, std::vector
   const std::string& op = n.op_type;
   std::vector<int64_t> offs = output_offsets(x.dims(), r);
   const size_t m = static_cast<size_t>(y.size());
-  const bool exact_int = is_int(x.dtype()) &&
-                         (op == "ReduceSum" || op == "ReduceProd" || op == "ReduceMax" ||
-                          op == "ReduceMin");
-  if (exact_int) {
-    // Sums and products wrap (in unsigned arithmetic, which has the same bits); uint64's maximum
-    // and minimum compare as unsigned.
+  if (is_int(x.dtype()) && op != "ReduceLogSumExp") {
+    // Integers reduce exactly, as the kernels do: sums (of elements, magnitudes or squares) and
+    // products wrap (in unsigned arithmetic, which has the same bits); uint64's maximum and minimum
+    // compare as unsigned. A mean is the sum divided by the count in the type (toward zero); a log
+    // or square root is taken of the sum in double and stored as a float is.
     const bool u64 = x.dtype() == DType::kU64;
     std::vector<uint64_t> acc(m, op == "ReduceProd"  ? 1
                                  : op == "ReduceMax" ? (u64 ? 0 : uint64_t{1} << 63)
@@ -140,14 +139,35 @@ Status eval_reduce(const Node& n, std::span<const Tensor* const> in, std::vector
     for (int64_t i = 0; i < x.size(); ++i) {
       const uint64_t v = static_cast<uint64_t>(x.get_i64(i));
       uint64_t& a = acc[offs[i]];
-      if (op == "ReduceSum") a += v;
-      else if (op == "ReduceProd") a *= v;
+      if (op == "ReduceProd")
+        a *= v;
       else if (op == "ReduceMax")
         a = less(a, v) ? v : a;
-      else
+      else if (op == "ReduceMin")
         a = less(v, a) ? v : a;
+      else if (op == "ReduceL1")
+        a += u64 || static_cast<int64_t>(v) >= 0 ? v : 0 - v;
+      else if (op == "ReduceL2" || op == "ReduceSumSquare")
+        a += v * v;
+      else
+        a += v;  // ReduceSum, ReduceMean, ReduceLogSum
     }
-    for (size_t i = 0; i < m; ++i) y.set_i64(static_cast<int64_t>(i), static_cast<int64_t>(acc[i]));
+    const uint64_t count = m == 0 ? 0 : static_cast<uint64_t>(x.size()) / m;
+    for (size_t i = 0; i < m; ++i) {
+      const uint64_t a = acc[i];
+      const double real = u64 ? static_cast<double>(a) : static_cast<double>(static_cast<int64_t>(a));
+      if (op == "ReduceMean" && count == 0)
+        y.set_f64(static_cast<int64_t>(i), NAN);  // nothing to average: 0
+      else if (op == "ReduceMean")
+        y.set_i64(static_cast<int64_t>(i), u64 ? static_cast<int64_t>(a / count)
+                                               : static_cast<int64_t>(a) / static_cast<int64_t>(count));
+      else if (op == "ReduceL2")
+        y.set_f64(static_cast<int64_t>(i), std::sqrt(real));
+      else if (op == "ReduceLogSum")
+        y.set_f64(static_cast<int64_t>(i), std::log(real));
+      else
+        y.set_i64(static_cast<int64_t>(i), static_cast<int64_t>(a));
+    }
     out[0] = std::move(y);
     return Status::ok();
   }

@@ -347,6 +347,50 @@ TEST_CASE("integer ArgMax, ArgMin, TopK, CumSum, scatter max and Cast past 2^53 
   }
 }
 
+// Integer reductions past 2^53, alone (a reduction kernel) and between element-wise ops (one
+// stitched row kernel where the planner takes them): sums of elements, magnitudes and squares wrap,
+// a mean divides the exact sum, a log or square root is taken of the exact sum. The reference
+// summed them through doubles: row 2's sum, 2^60 + 1 + 1 - 2^60 - 1, was 0 there, its log -inf.
+TEST_CASE("integer reductions past 2^53 wrap and divide exactly on emu and the reference", "[reduce][emu]") {
+  const int64_t big = (int64_t{1} << 60) + 1, twice = (int64_t{1} << 61) + 3,
+                squares = (int64_t{1} << 62) + 3;
+  const std::map<std::string, std::vector<int64_t>> want{
+      {"ReduceSum", {twice, 12, 1}},
+      {"ReduceL1", {twice, 12, twice}},
+      {"ReduceSumSquare", {squares, 50, squares}},
+      {"ReduceMean", {768614336404564651, 4, 0}},
+      {"ReduceL2", {2147483648, 7, 2147483648}},
+      {"ReduceLogSum", {42, 2, 0}},
+  };
+  for (const auto& [op, values] : want)
+    for (const bool stitched : {false, true}) {
+      INFO(op << (stitched ? " stitched" : " alone"));
+      auto g = parse_or_die(fmt::format(R"(graph "g" opset 18 {{
+  input %x: i64[3,3]
+  input %zero: i64[3,3]
+  const %axes: i64[1] = [1]
+  %s = Add(%x, %zero) @"before"
+  %y = {0}({1}, %axes) {{keepdims = 1}} @"reduce"
+  %z = Add(%y, %zero) @"after"
+  output {2}
+}})",
+                                        op, stitched ? "%s" : "%x", stitched ? "%z" : "%y"));
+      run_frontend_or_die(*g);
+      const TensorMap feed{{"x", Tensor::from_i64(DType::kI64, {3, 3}, {big, 1, big, 3, 4, 5, big, 1, -big})},
+                           {"zero", Tensor(DType::kI64, {3, 3})}};
+      const std::string out = stitched ? "z" : "y";
+      const Tensor expected = stitched
+                                  ? Tensor::from_i64(DType::kI64, {3, 3},
+                                                     {values[0], values[0], values[0], values[1], values[1],
+                                                      values[1], values[2], values[2], values[2]})
+                                  : Tensor::from_i64(DType::kI64, {3, 1}, values);
+      auto ref = run_reference(*g, feed);
+      REQUIRE(ref.is_ok());
+      CHECK(compare_tensors(ref->at(out), expected, kExact.rtol, kExact.atol).ok);
+      CHECK(compare_tensors(planned_emu_run(*g, feed).at(out), expected, kExact.rtol, kExact.atol).ok);
+    }
+}
+
 // A divisor that may hold 0 is checked (passes/check_divisors.cc): the reference refuses a 0 naming
 // the Div or Mod, and a kernel reports it after the run, alone and stitched. A constant divisor and
 // one clipped to at least 1 take no check.
