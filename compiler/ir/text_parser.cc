@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -324,8 +325,14 @@ class Parser {
     char* end = nullptr;
     double d = std::strtod(text.c_str(), &end);
     if (*end) return error(fmt::format("bad number '{}'", text));
-    int64_t i = text.find_first_of(".eE") == std::string::npos ? std::strtoll(text.c_str(), nullptr, 10)
-                                                                 : static_cast<int64_t>(d);
+    if (text.find_first_of(".eE") != std::string::npos)
+      return std::pair<double, int64_t>{d, static_cast<int64_t>(d)};
+    // An integer exactly: from -2^63 to 2^64 - 1, those past 2^63 - 1 (a uint64, as the printer
+    // writes it) kept as their bits.
+    errno = 0;
+    const int64_t i = neg ? std::strtoll(text.c_str(), nullptr, 10)
+                          : static_cast<int64_t>(std::strtoull(text.c_str(), nullptr, 10));
+    if (errno == ERANGE) return error(fmt::format("integer '{}' is outside [-2^63, 2^64 - 1]", text));
     return std::pair<double, int64_t>{d, i};
   }
   StatusOr<int64_t> integer() {

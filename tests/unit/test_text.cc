@@ -1,6 +1,8 @@
-#include "test_util.h"
+#include <limits>
+
 #include "ir/op_table.h"
 #include "ir/verifier.h"
+#include "test_util.h"
 
 using namespace stitch;
 
@@ -47,6 +49,31 @@ TEST_CASE("IR text errors give line and column") {
   auto twice = parse_graph("graph \"g\" opset 17 {\n input %x: f32[1]\n %x = Relu(%x)\n output %x\n}\n");
   REQUIRE_FALSE(twice.is_ok());
   CHECK_THAT(twice.status().message(), Catch::Contains("defined twice"));
+}
+
+TEST_CASE("IR text reads integers exactly, uint64 past 2^63 too, and refuses one out of range") {
+  // The printer writes uint64 values as unsigned; the parser saturated those past 2^63 - 1.
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  const %u: u64[2] = [18446744073709551615, 9223372036854775808]
+  const %i: i64[3] = [-9223372036854775808, 9223372036854775807, 9007199254740993]
+  %y = Add(%u, %u)
+  %z = Add(%i, %i)
+  output %y
+  output %z
+})");
+  const Tensor& u = *g->find_value("u")->constant;
+  CHECK(static_cast<uint64_t>(u.get_i64(0)) == 18446744073709551615ULL);
+  CHECK(static_cast<uint64_t>(u.get_i64(1)) == 9223372036854775808ULL);
+  CHECK(g->find_value("i")->constant->to_i64() == std::vector<int64_t>{std::numeric_limits<int64_t>::min(),
+                                                                       std::numeric_limits<int64_t>::max(),
+                                                                       9007199254740993});
+  auto again = test::parse_or_die(print_graph(*g));
+  CHECK(static_cast<uint64_t>(again->find_value("u")->constant->get_i64(0)) == 18446744073709551615ULL);
+  auto bad =
+      parse_graph("graph \"g\" opset 17 {\n  const %u: u64[1] = [18446744073709551616]\n  output %u\n}\n");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(),
+             Catch::Contains("integer '18446744073709551616' is outside [-2^63, 2^64 - 1]"));
 }
 
 TEST_CASE("elided constants are refused on parse") {
