@@ -269,7 +269,7 @@ StatusOr<Kernel> lower_pad(const Node& n, int index, IndexWidth ix) {
     } else {
       const Tensor& t = *n.input(2)->constant;
       const std::string ct = compute_type(out->dtype);
-      std::string lit = is_float(t.dtype()) ? literal(t.get_f64(0), ct) : literal(static_cast<double>(t.get_i64(0)), ct);
+      const std::string lit = first_literal(t, ct);
       fill = ct == st ? lit : fmt::format("stitch_dev::cvt<{}>({})", st, lit);
     }
   }

@@ -201,6 +201,21 @@ std::string literal(double v, const std::string& ct) {
   return ct == "float" ? s + "f" : s;
 }
 
+std::string first_literal(const Tensor& t, const std::string& ct) {
+  if (is_float(t.dtype())) return literal(t.get_f64(0), ct);
+  const int64_t v = t.get_i64(0);
+  const bool u64 = t.dtype() == DType::kU64;
+  if (ct == "unsigned long long") return fmt::format("{}ULL", static_cast<uint64_t>(v));
+  if (is_int_type(ct)) {
+    if (u64 && v < 0) return fmt::format("(long long){}ULL", static_cast<uint64_t>(v));  // wrapped, as stored
+    return v == std::numeric_limits<int64_t>::min() ? std::string("(-9223372036854775807LL - 1)")
+                                                    : fmt::format("{}LL", v);
+  }
+  if (ct == "float")
+    return literal(u64 ? static_cast<float>(static_cast<uint64_t>(v)) : static_cast<float>(v), ct);
+  return literal(u64 ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v), ct);
+}
+
 std::string extreme_literal(bool max, const std::string& ct) {
   if (ct == "unsigned long long") return max ? "0ULL" : "18446744073709551615ULL";
   if (is_int_type(ct)) return max ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";

@@ -48,6 +48,10 @@ int op_instructions(const Node& n);
 
 // A literal of `v` in compute type `ct` ("float": 0.5f, "double": 0.5, integers: 5LL).
 std::string literal(double v, const std::string& ct);
+// A literal of tensor `t`'s first element in compute type `ct`: an integer exactly (through a
+// double, one past 2^53 would be rounded), unsigned as such; an integer for a float type rounded
+// once.
+std::string first_literal(const Tensor& t, const std::string& ct);
 
 // The first value of a maximum (`max`) or minimum reduction in compute type `ct`: an infinity for
 // floating point, the type's lowest or highest value for integers (0 or all ones unsigned).

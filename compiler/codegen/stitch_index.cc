@@ -168,8 +168,7 @@ StatusOr<Stitcher::PadCoords> Stitcher::pad_coords(const Node& n, const Coords& 
 std::string Stitcher::pad_fill(const Node& n, const std::string& ct) {
   const Value* v = n.input(2);
   if (!v || !v->constant || v->constant->size() == 0) return literal(0.0, ct);
-  const Tensor& t = *v->constant;
-  return literal(is_float(t.dtype()) ? t.get_f64(0) : static_cast<double>(t.get_i64(0)), ct);
+  return first_literal(*v->constant, ct);
 }
 
 Coords Stitcher::reshape_coords(const Coords& c, const Dims& od, const Dims& id) {

@@ -391,6 +391,59 @@ TEST_CASE("integer reductions past 2^53 wrap and divide exactly on emu and the r
     }
 }
 
+// int64 and uint64 constants past 2^53 in kernels, alone and fused: a Pad's fill was written as a
+// literal through a double (2^60 + 1 became 2^60); the others read it exactly. Against values
+// worked out by hand, on emu and the reference.
+TEST_CASE("integer constants past 2^53 reach kernels exactly, a Pad's fill too", "[emu]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %x: i64[2,3]
+  input %c: bool[2,3]
+  input %u: u64[3]
+  const %big: i64[] = [1152921504606846977]
+  const %lo: i64[] = [-1152921504606846977]
+  const %pads: i64[4] = [0, 1, 0, 0]
+  const %umax: u64[] = [18446744073709551615]
+  %a = Add(%x, %big) @"add"
+  %w = Where(%c, %big, %x) @"where"
+  %k = Clip(%x, %lo, %big) @"clip"
+  %p = Pad(%x, %pads, %big) @"pad"
+  %m = Mul(%x, %big) @"mul"
+  %ua = Add(%u, %umax) @"uadd"
+  output %a
+  output %w
+  output %k
+  output %p
+  output %m
+  output %ua
+})");
+  run_frontend_or_die(*g);
+  const int64_t big = (int64_t{1} << 60) + 1;
+  const TensorMap feed{{"x", Tensor::from_i64(DType::kI64, {2, 3}, {big, 1, -big, 3, big + 2, 5})},
+                       {"c", Tensor::from_i64(DType::kBool, {2, 3}, {1, 0, 1, 0, 1, 0})},
+                       {"u", Tensor::from_i64(DType::kU64, {3}, {1, 2, -5})}};
+  const std::map<std::string, Tensor> want{
+      {"a", Tensor::from_i64(DType::kI64, {2, 3}, {2 * big, big + 1, 0, big + 3, 2 * big + 2, big + 5})},
+      {"w", Tensor::from_i64(DType::kI64, {2, 3}, {big, 1, big, 3, big, 5})},
+      {"k", Tensor::from_i64(DType::kI64, {2, 3}, {big, 1, -big, 3, big, 5})},
+      {"p", Tensor::from_i64(DType::kI64, {2, 4}, {big, big, 1, -big, big, 3, big + 2, 5})},
+      {"m", Tensor::from_i64(DType::kI64, {2, 3},
+                             {2305843009213693953, big, -2305843009213693953, 3458764513820540931,
+                              4611686018427387907, 5764607523034234885})},  // wrapped
+      {"ua", Tensor::from_i64(DType::kU64, {3}, {0, 1, -6})},               // wrapped: 2^64 - 6
+  };
+  auto ref = run_reference(*g, feed);
+  REQUIRE(ref.is_ok());
+  for (const bool fused : {false, true}) {
+    INFO((fused ? "planned" : "one kernel a node"));
+    const TensorMap got = fused ? planned_emu_run(*g, feed) : emu_run(*g, nullptr, feed);
+    for (const auto& [name, values] : want) {
+      INFO(name);
+      CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
+      CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
+    }
+  }
+}
+
 // A divisor that may hold 0 is checked (passes/check_divisors.cc): the reference refuses a 0 naming
 // the Div or Mod, and a kernel reports it after the run, alone and stitched. A constant divisor and
 // one clipped to at least 1 take no check.
