@@ -137,8 +137,13 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
   // (a logarithm and an exponential as fma polynomials, special-case branches) and may be off by
   // an ulp.
   if (pow_is_square(n)) return fmt::format("({0} * {0})", a);
-  if (op == "Pow")
-    return ints ? fmt::format("(({})pow((double){}, (double){}))", ct, a, b) : fmt::format("{}({}, {})", fn(ct, "pow"), a, b);
+  // An integer base: to an integer power exactly (stitch_dev::int_pow), to a float one through
+  // double, stored as a float is.
+  if (op == "Pow" && ints && is_int(n.input(1)->dtype))
+    return fmt::format("stitch_dev::int_pow({}, {})", a, b);
+  if (op == "Pow" && ints)
+    return float_to_int(fmt::format("pow((double){}, (double){})", a, b), n.output(0)->dtype);
+  if (op == "Pow") return fmt::format("{}({}, {})", fn(ct, "pow"), a, b);
   if (op == "Mod") {
     bool fmod_mode = n.attr_int("fmod", 0) != 0;
     // Floating-point fmod 0 (opset 28): fmod's remainder moved to the sign of b, a zero too.

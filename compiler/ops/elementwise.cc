@@ -287,6 +287,24 @@ double apply_f(Bin op, double a, double b, bool fmod_mode) {
 
 // uint64 values held as int64s (those above 2^63 - 1 negative), where the order matters: division,
 // remainder, comparisons, extremes, powers; the other ops are the same bits either way.
+// `a` to the power `b`, exactly, wrapping as 64-bit products do (by squaring; through doubles,
+// 3^39 came out 11 short and a power past 2^63 was undefined). A negative exponent (`b_signed` and
+// below 0) gives 1 / a^b truncated: 1 for a base of 1, 1 or -1 for a signed base of -1, else 0.
+// The kernels compute the same (stitch_dev::int_pow).
+int64_t int_pow(int64_t a, int64_t b, bool a_unsigned, bool b_signed) {
+  if (b_signed && b < 0) {
+    if (a == 1) return 1;
+    if (!a_unsigned && a == -1) return (b & 1) ? -1 : 1;
+    return 0;
+  }
+  uint64_t base = static_cast<uint64_t>(a), r = 1;
+  for (uint64_t e = static_cast<uint64_t>(b); e != 0; e >>= 1) {
+    if (e & 1) r *= base;
+    base *= base;
+  }
+  return static_cast<int64_t>(r);
+}
+
 std::optional<int64_t> apply_u64(Bin op, uint64_t a, uint64_t b) {
   auto bits = [](uint64_t v) { return static_cast<int64_t>(v); };
   switch (op) {
@@ -294,8 +312,6 @@ std::optional<int64_t> apply_u64(Bin op, uint64_t a, uint64_t b) {
       return bits(b == 0 ? 0 : a / b);  // division by zero gives 0, as for signed
     case Bin::kMod:
       return bits(b == 0 ? 0 : a % b);
-    case Bin::kPow:
-      return bits(static_cast<uint64_t>(std::pow(double(a), double(b))));
     case Bin::kMin:
       return bits(std::min(a, b));
     case Bin::kMax:
@@ -324,7 +340,8 @@ int64_t apply_i(Bin op, int64_t a, int64_t b, bool fmod_mode) {
       if (b == 0) return 0;
       if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
       return a / b;
-    case Bin::kPow: return static_cast<int64_t>(std::pow(double(a), double(b)));
+    case Bin::kPow:
+      return int_pow(a, b, false, true);
     case Bin::kMod: {
       if (b == 0 || b == -1) return 0;  // -2^63 % -1 would trap
       int64_t r = a % b;
@@ -391,6 +408,12 @@ Status eval_binary_op(Bin op, bool fmod_mode, DType out_t, std::span<const Tenso
         ins, result, [](const Tensor& t) { return t.to_f64(); },
         [](Tensor& o, int64_t i, double v) { o.set_f64(i, v); },
         [&](const std::vector<double>& a) { return apply_f(op, a[0], a[1], fmod_mode); });
+  } else if (op == Bin::kPow) {
+    const bool base_u64 = ins[0]->dtype() == DType::kU64, exp_signed = ins[1]->dtype() != DType::kU64;
+    broadcast_apply<int64_t>(
+        ins, result, [](const Tensor& t) { return t.to_i64(); },
+        [](Tensor& o, int64_t i, int64_t v) { o.set_i64(i, v); },
+        [&](const std::vector<int64_t>& a) { return int_pow(a[0], a[1], base_u64, exp_signed); });
   } else {
     const bool u64 = ins[0]->dtype() == DType::kU64;
     broadcast_apply<int64_t>(

@@ -444,6 +444,53 @@ TEST_CASE("integer constants past 2^53 reach kernels exactly, a Pad's fill too",
   }
 }
 
+// Integer Pow to an integer power is exact and wraps (pow through doubles made 3^39 11 short, and a
+// power past int64 undefined); to a negative power, 1 / a^b truncated. To a float power it goes
+// through double, stored as a float is. Against values worked out by hand, on emu (one kernel a
+// node, and planned) and the reference.
+TEST_CASE("integer Pow is exact, wraps, and truncates negative powers on emu and the reference", "[emu]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %x: i64[8]
+  input %e: i64[8]
+  input %f: f32[8]
+  input %n: i32[8]
+  %p = Pow(%x, %e) @"pow"
+  %q = Pow(%x, %f) @"pow_float"
+  %r = Pow(%n, %e) @"pow_narrow"
+  output %p
+  output %q
+  output %r
+})");
+  run_frontend_or_die(*g);
+  const int64_t p39 = 4052555153018976267;  // 3^39
+  const TensorMap feed{{"x", Tensor::from_i64(DType::kI64, {8}, {3, -3, 7, 2, 3, 1, -1, 2})},
+                       {"e", Tensor::from_i64(DType::kI64, {8}, {39, 39, 22, 62, 41, -3, -3, -1})},
+                       {"f", Tensor::from_f64(DType::kF32, {8}, {2, 0.5, 3, 10, 1, 2, 3, 40})},
+                       {"n", Tensor::from_i64(DType::kI32, {8}, {3, -3, 7, 2, 3, 1, -1, 2})}};
+  const std::map<std::string, Tensor> want{
+      {"p",
+       Tensor::from_i64(DType::kI64, {8},
+                        {p39, -p39, 3909821048582988049, int64_t{1} << 62, -420491770248316829, 1, -1, 0})},
+      {"q", Tensor::from_i64(DType::kI64, {8}, {9, 0, 343, 1024, 3, 1, -1, int64_t{1} << 40})},  // NaN as 0
+      // The low 32 bits of the same powers.
+      {"r", Tensor::from_i64(DType::kI32, {8},
+                             {static_cast<int32_t>(p39), static_cast<int32_t>(-p39),
+                              static_cast<int32_t>(3909821048582988049), 0,
+                              static_cast<int32_t>(-420491770248316829), 1, -1, 0})},
+  };
+  auto ref = run_reference(*g, feed);
+  REQUIRE(ref.is_ok());
+  for (const bool fused : {false, true}) {
+    INFO((fused ? "planned" : "one kernel a node"));
+    const TensorMap got = fused ? planned_emu_run(*g, feed) : emu_run(*g, nullptr, feed);
+    for (const auto& [name, values] : want) {
+      INFO(name);
+      CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
+      CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
+    }
+  }
+}
+
 // A divisor that may hold 0 is checked (passes/check_divisors.cc): the reference refuses a 0 naming
 // the Div or Mod, and a kernel reports it after the run, alone and stitched. A constant divisor and
 // one clipped to at least 1 take no check.

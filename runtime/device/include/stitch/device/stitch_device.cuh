@@ -67,6 +67,24 @@ __device__ __forceinline__ I checked_nonzero(unsigned long long* f, unsigned lon
   return static_cast<I>(1);
 }
 
+// An integer to an integer power, exactly, wrapping as the type's products do (by squaring: pow
+// through doubles rounds past 2^53 and is undefined past the type). A negative exponent gives
+// 1 / a^b truncated: 1 for a base of 1, 1 or -1 for a signed base of -1, else 0.
+template <typename T, typename E>
+__device__ __forceinline__ T int_pow(T a, E b) {
+  if (b < E(0)) {
+    if (a == T(1)) return T(1);
+    if (T(-1) < T(0) && a == T(-1)) return (b & E(1)) ? T(-1) : T(1);
+    return T(0);
+  }
+  unsigned long long base = static_cast<unsigned long long>(a), r = 1ULL;
+  for (unsigned long long e = static_cast<unsigned long long>(b); e != 0ULL; e >>= 1) {
+    if (e & 1ULL) r *= base;
+    base *= base;
+  }
+  return static_cast<T>(r);
+}
+
 // ---- warp and block reductions ---------------------------------------------------------------
 struct Sum {
   template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
