@@ -101,6 +101,7 @@ const std::map<std::string, ExprFn>& unary_table() {
          return fmt::format("(({1})0.5 * {0} * (({1})1 + {2}({0} * {3})))", a[0], ct, fn(ct, "erf"),
                             literal(1 / std::sqrt(2.0), ct)); }},
       {"Not", [](const Node&, const Args& a, const std::string&) { return fmt::format("(!{})", a[0]); }},
+      {"BitwiseNot", [](const Node&, const Args& a, const std::string&) { return fmt::format("(~{})", a[0]); }},
       {"IsNaN", [](const Node&, const Args& a, const std::string&) { return fmt::format("({0} != {0})", a[0]); }},
       {"IsInf", [](const Node& n, const Args& a, const std::string&) {
          bool neg = n.attr_int("detect_negative", 1) != 0, pos = n.attr_int("detect_positive", 1) != 0;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string_view>
 
 #include "ops/op_util.h"
 
@@ -74,14 +75,16 @@ struct UnaryRow {
 };
 
 double erf_(double x) { return std::erf(x); }
+// -x as the kernels' integer arithmetic gives it: -(-2^63) is -2^63 (undefined for int64_t).
+int64_t wrapped_neg(int64_t x) { return static_cast<int64_t>(0 - static_cast<uint64_t>(x)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
 
 const UnaryRow kUnary[] = {
     {"Abs", 1, [](const Node&) -> F64 { return [](double x) { return std::fabs(x); }; },
-     [](const Node&) -> I64 { return [](int64_t x) { return x < 0 ? -x : x; }; }},
+     [](const Node&) -> I64 { return [](int64_t x) { return x < 0 ? wrapped_neg(x) : x; }; }},
     {"Neg", 1, [](const Node&) -> F64 { return [](double x) { return -x; }; },
-     [](const Node&) -> I64 { return [](int64_t x) { return -x; }; }},
+     [](const Node&) -> I64 { return [](int64_t x) { return wrapped_neg(x); }; }},
     {"Sign", 1,
      [](const Node&) -> F64 {
        return [](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); };
@@ -90,6 +93,8 @@ const UnaryRow kUnary[] = {
     {"Relu", 1, [](const Node&) -> F64 { return [](double x) { return x > 0 || std::isnan(x) ? x : 0.0; }; },
      [](const Node&) -> I64 { return [](int64_t x) { return x > 0 ? x : int64_t(0); }; }},
     {"Reciprocal", 1, [](const Node&) -> F64 { return [](double x) { return 1.0 / x; }; }, nullptr},
+    // Integers only (no make_f): every bit flipped; a narrower type keeps the low bits.
+    {"BitwiseNot", 18, nullptr, [](const Node&) -> I64 { return [](int64_t x) { return ~x; }; }},
     {"Sqrt", 1, [](const Node&) -> F64 { return [](double x) { return std::sqrt(x); }; }, nullptr},
     {"Exp", 1, [](const Node&) -> F64 { return [](double x) { return std::exp(x); }; }, nullptr},
     {"Log", 1, [](const Node&) -> F64 { return [](double x) { return std::log(x); }; }, nullptr},
@@ -201,7 +206,14 @@ Status infer_unary(InferContext& ctx) {
   DType t = ctx.dtype(0);
   if (r.bool_only && t != DType::kBool)
     return ctx.error(fmt::format("expects a bool input, got {}", dtype_name(t)));
-  if (!r.bool_only && !is_float(t) && !(r.make_i && is_signed_int(t)))
+  if (!r.bool_only && !r.make_f && !is_int(t))
+    return ctx.error(fmt::format("expects an integer input, got {}", dtype_name(t)));
+  // Abs and Sign take unsigned integers too (ONNX's types for them are every numeric type), and
+  // BitwiseNot (no make_f) every integer type.
+  const bool unsigned_ok =
+      std::string_view(r.name) == "Abs" || std::string_view(r.name) == "Sign" || !r.make_f;
+  if (!r.bool_only && !is_float(t) && !(r.make_i && is_signed_int(t)) &&
+      !(unsigned_ok && is_int(t) && t != DType::kBool))
     return ctx.error(fmt::format("expects a {} input, got {}",
                                  r.make_i ? "floating-point or signed integer" : "floating-point",
                                  dtype_name(t)));
@@ -216,6 +228,10 @@ Status eval_unary(const Node& n, std::span<const Tensor* const> in, std::vector<
   if (is_float(x.dtype())) {
     F64 f = r.make_f(n);
     for (int64_t i = 0; i < x.size(); ++i) y.set_f64(i, f(x.get_f64(i)));
+  } else if (is_unsigned_int(x.dtype()) &&
+             (std::string_view(r.name) == "Abs" || std::string_view(r.name) == "Sign")) {
+    const bool sign = std::string_view(r.name) == "Sign";  // Abs: the value itself; Sign: 1 unless 0
+    for (int64_t i = 0; i < x.size(); ++i) y.set_i64(i, sign ? x.get_i64(i) != 0 : x.get_i64(i));
   } else {
     I64 f = r.make_i(n);
     for (int64_t i = 0; i < x.size(); ++i) y.set_i64(i, f(x.get_i64(i)));
