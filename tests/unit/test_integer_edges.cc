@@ -11,6 +11,31 @@
 using namespace stitch;
 using namespace stitch::test;
 
+namespace {
+
+// Each output named in `want`, on emu (planned by beam search; with `alone`, also one kernel a
+// node) and on the reference, holds exactly its values.
+void check_exact(const Graph& g, const TensorMap& feed, const std::map<std::string, Tensor>& want,
+                 bool alone = false) {
+  auto ref = run_reference(g, feed);
+  REQUIRE(ref.is_ok());
+  for (const auto& [name, values] : want) {
+    INFO(name);
+    CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
+  }
+  for (const bool planned : {true, false}) {
+    if (!planned && !alone) continue;
+    INFO((planned ? "planned" : "one kernel a node"));
+    const TensorMap got = planned ? planned_emu_run(g, feed) : emu_run(g, nullptr, feed);
+    for (const auto& [name, values] : want) {
+      INFO(name);
+      CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
+    }
+  }
+}
+
+}  // namespace
+
 // Integer Div and Mod at their edges: -2^63 by -1 (the wrapped -a and 0; the emulator's CPU
 // trapped on both, and the reference on the remainder), and uint64 values past 2^63 - 1 (the
 // reference divided, compared and clipped them as negative int64s). Against values worked out by
@@ -65,14 +90,7 @@ TEST_CASE("integer Div, Mod, Min, Less and Clip by -1 and past 2^63 on emu and t
       {"ult", Tensor::from_i64(DType::kBool, {4}, {0, 0, 0, 0})},
       {"uclip", u({top + 1, top + 1, 10, top})},
   };
-  const TensorMap got = planned_emu_run(*g, feed);
-  auto ref = run_reference(*g, feed);
-  REQUIRE(ref.is_ok());
-  for (const auto& [name, values] : want) {
-    INFO(name);
-    CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
-    CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
-  }
+  check_exact(*g, feed, want);
 }
 
 // ArgMax, ArgMin and TopK of integers past 2^53, which a double cannot tell apart (the reference
@@ -143,14 +161,7 @@ TEST_CASE("integer ArgMax, ArgMin, TopK, CumSum, scatter max and Cast past 2^53 
                                   {static_cast<int64_t>(top), static_cast<int64_t>(top + 1),
                                    static_cast<int64_t>(top + 3), 7})},
   };
-  const TensorMap got = planned_emu_run(*g, feed);
-  auto ref = run_reference(*g, feed);
-  REQUIRE(ref.is_ok());
-  for (const auto& [name, values] : want) {
-    INFO(name);
-    CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
-    CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
-  }
+  check_exact(*g, feed, want);
 }
 
 // Integer reductions past 2^53, alone (a reduction kernel) and between element-wise ops (one
@@ -184,16 +195,12 @@ TEST_CASE("integer reductions past 2^53 wrap and divide exactly on emu and the r
       run_frontend_or_die(*g);
       const TensorMap feed{{"x", Tensor::from_i64(DType::kI64, {3, 3}, {big, 1, big, 3, 4, 5, big, 1, -big})},
                            {"zero", Tensor(DType::kI64, {3, 3})}};
-      const std::string out = stitched ? "z" : "y";
       const Tensor expected = stitched
                                   ? Tensor::from_i64(DType::kI64, {3, 3},
                                                      {values[0], values[0], values[0], values[1], values[1],
                                                       values[1], values[2], values[2], values[2]})
                                   : Tensor::from_i64(DType::kI64, {3, 1}, values);
-      auto ref = run_reference(*g, feed);
-      REQUIRE(ref.is_ok());
-      CHECK(compare_tensors(ref->at(out), expected, kExact.rtol, kExact.atol).ok);
-      CHECK(compare_tensors(planned_emu_run(*g, feed).at(out), expected, kExact.rtol, kExact.atol).ok);
+      check_exact(*g, feed, {{stitched ? "z" : "y", expected}});
     }
 }
 
@@ -237,17 +244,7 @@ TEST_CASE("integer constants past 2^53 reach kernels exactly, a Pad's fill too",
                               4611686018427387907, 5764607523034234885})},  // wrapped
       {"ua", Tensor::from_i64(DType::kU64, {3}, {0, 1, -6})},               // wrapped: 2^64 - 6
   };
-  auto ref = run_reference(*g, feed);
-  REQUIRE(ref.is_ok());
-  for (const bool fused : {false, true}) {
-    INFO((fused ? "planned" : "one kernel a node"));
-    const TensorMap got = fused ? planned_emu_run(*g, feed) : emu_run(*g, nullptr, feed);
-    for (const auto& [name, values] : want) {
-      INFO(name);
-      CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
-      CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
-    }
-  }
+  check_exact(*g, feed, want, /*alone=*/true);
 }
 
 // Integer Pow to an integer power is exact and wraps (pow through doubles made 3^39 11 short, and a
@@ -284,21 +281,11 @@ TEST_CASE("integer Pow is exact, wraps, and truncates negative powers on emu and
                               static_cast<int32_t>(3909821048582988049), 0,
                               static_cast<int32_t>(-420491770248316829), 1, -1, 0})},
   };
-  auto ref = run_reference(*g, feed);
-  REQUIRE(ref.is_ok());
-  for (const bool fused : {false, true}) {
-    INFO((fused ? "planned" : "one kernel a node"));
-    const TensorMap got = fused ? planned_emu_run(*g, feed) : emu_run(*g, nullptr, feed);
-    for (const auto& [name, values] : want) {
-      INFO(name);
-      CHECK(compare_tensors(got.at(name), values, kExact.rtol, kExact.atol).ok);
-      CHECK(compare_tensors(ref->at(name), values, kExact.rtol, kExact.atol).ok);
-    }
-  }
+  check_exact(*g, feed, want, /*alone=*/true);
 }
 
 // Every integer type's element-wise ops at the ends of its range (the type's minimum and maximum,
-// 0, 1, -1, a shift past the width...) give the same bits on emu, one kernel a node and planned, as
+// 0, 1, -1...) give the same bits on emu, one kernel a node and planned, as
 // the reference, whose integer arithmetic the exact cases above and ONNX's node tests pin down.
 // Abs and Sign take unsigned types too (ONNX's types for them are every numeric type), and
 // BitwiseNot every integer type.
