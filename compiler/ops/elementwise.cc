@@ -301,8 +301,6 @@ double apply_f(Bin op, double a, double b, bool fmod_mode) {
   }
 }
 
-// uint64 values held as int64s (those above 2^63 - 1 negative), where the order matters: division,
-// remainder, comparisons, extremes, powers; the other ops are the same bits either way.
 // `a` to the power `b`, exactly, wrapping as 64-bit products do (by squaring; through doubles,
 // 3^39 came out 11 short and a power past 2^63 was undefined). A negative exponent (`b_signed` and
 // below 0) gives 1 / a^b truncated: 1 for a base of 1, 1 or -1 for a signed base of -1, else 0.
@@ -321,6 +319,8 @@ int64_t int_pow(int64_t a, int64_t b, bool a_unsigned, bool b_signed) {
   return static_cast<int64_t>(r);
 }
 
+// uint64 values held as int64s (those above 2^63 - 1 negative), where the order matters: division,
+// remainder, comparisons, extremes; the other ops are the same bits either way (powers: int_pow).
 std::optional<int64_t> apply_u64(Bin op, uint64_t a, uint64_t b) {
   auto bits = [](uint64_t v) { return static_cast<int64_t>(v); };
   switch (op) {
