@@ -464,15 +464,31 @@ Status infer_variadic(InferContext& ctx) {
 
 Status eval_variadic(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
   Bin op = n.op_type == "Min" ? Bin::kMin : n.op_type == "Max" ? Bin::kMax : Bin::kAdd;
-  Tensor acc = *in[0];
+  // Half-precision inputs add up in float32 and are rounded once at the end, as a kernel computes
+  // them (rounding every partial sum to the half type would round up to n - 1 times more).
+  const DType t = in[0]->dtype();
+  const bool half = t == DType::kF16 || t == DType::kBF16;
+  auto widened = [&](const Tensor& x) {
+    if (!half) return x;
+    Tensor w(DType::kF32, x.dims());
+    for (int64_t i = 0; i < x.size(); ++i) w.set_f64(i, x.get_f64(i));
+    return w;
+  };
+  Tensor acc = widened(*in[0]);
   for (size_t i = 1; i < in.size(); ++i) {
-    const Tensor* pair[] = {&acc, in[i]};
+    const Tensor x = widened(*in[i]);
+    const Tensor* pair[] = {&acc, &x};
     Tensor next;
     RETURN_IF_ERROR(eval_binary_op(op, false, acc.dtype(), pair, next));
     acc = std::move(next);
   }
   if (n.op_type == "Mean") {
     for (int64_t i = 0; i < acc.size(); ++i) acc.set_f64(i, acc.get_f64(i) / double(in.size()));
+  }
+  if (half) {
+    Tensor y(t, acc.dims());
+    for (int64_t i = 0; i < acc.size(); ++i) y.set_f64(i, acc.get_f64(i));
+    acc = std::move(y);
   }
   out[0] = std::move(acc);
   return Status::ok();

@@ -4,6 +4,8 @@
 // test_compress_*, test_shrink_*, test_bitshift_*). Then what those tests leave open, found by the
 // model mutation fuzzer (tests/fuzz/model_fuzz.cc): Cast of NaN and of values past an integer
 // type's range, and integer reductions through exp, log and sqrt.
+#include <cmath>
+
 #include "fault_test_util.h"
 #include "fusion_test_util.h"
 #include "ops/index_check.h"
@@ -253,5 +255,33 @@ TEST_CASE("integer division by zero fails the run naming the node, alone and sti
                Catch::Contains("node 'mod' (Mod): an element of its divisor 'c' is 0"));
     CHECK(run_error(session, *g, feed({1, 1, 1, 1, 1, 1}, {1, 1, 1})) == "");  // valid again after a fault
     std::filesystem::remove_all(dir);
+  }
+}
+
+// A half-precision Sum of three adds in float32 and rounds once, in the reference as in a kernel:
+// 1 + 2^-11 + 2^-11 is 1 + 2^-10 in float16. Rounding the partial sum first (a tie, to even) gave 1.
+TEST_CASE("a float16 Sum of three rounds once on the reference and on emu", "[emu]") {
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %a: f16[2]
+  input %b: f16[2]
+  input %c: f16[2]
+  %s = Sum(%a, %b, %c) @"sum"
+  %m = Mean(%a, %b, %c) @"mean"
+  output %s
+  output %m
+})");
+  run_frontend_or_die(*g);
+  const double tiny = std::ldexp(1.0, -11);
+  const TensorMap feed{{"a", Tensor::from_f64(DType::kF16, {2}, {1.0, 3.0})},
+                       {"b", Tensor::from_f64(DType::kF16, {2}, {tiny, 0.0})},
+                       {"c", Tensor::from_f64(DType::kF16, {2}, {tiny, 0.0})}};
+  const Tensor sum = Tensor::from_f64(DType::kF16, {2}, {1.0 + std::ldexp(1.0, -10), 3.0});
+  const Tensor mean = Tensor::from_f64(DType::kF16, {2}, {(1.0 + std::ldexp(1.0, -10)) / 3, 1.0});
+  auto ref = run_reference(*g, feed);
+  REQUIRE(ref.is_ok());
+  const TensorMap got = planned_emu_run(*g, feed);
+  for (const TensorMap* run : {static_cast<const TensorMap*>(&*ref), &got}) {
+    CHECK(compare_tensors(run->at("s"), sum, kExact.rtol, kExact.atol).ok);
+    CHECK(compare_tensors(run->at("m"), mean, kExact.rtol, kExact.atol).ok);
   }
 }
