@@ -212,11 +212,9 @@ std::string first_literal(const Tensor& t, const std::string& ct) {
   const int64_t v = t.get_i64(0);
   const bool u64 = t.dtype() == DType::kU64;
   if (ct == "unsigned long long") return fmt::format("{}ULL", static_cast<uint64_t>(v));
-  if (is_int_type(ct)) {
-    if (u64 && v < 0) return fmt::format("(long long){}ULL", static_cast<uint64_t>(v));  // wrapped, as stored
+  if (is_int_type(ct))  // "long long": the tensor is a signed or narrower unsigned type
     return v == std::numeric_limits<int64_t>::min() ? std::string("(-9223372036854775807LL - 1)")
                                                     : fmt::format("{}LL", v);
-  }
   if (ct == "float")
     return literal(u64 ? static_cast<float>(static_cast<uint64_t>(v)) : static_cast<float>(v), ct);
   return literal(u64 ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v), ct);

@@ -39,6 +39,7 @@ Status InferContext::error(const std::string& msg) const { return ops::node_erro
 namespace {
 std::vector<OpDef> build_table() {
   std::vector<OpDef> t;
+  ops::register_unary(t);
   ops::register_elementwise(t);
   ops::register_casts(t);
   ops::register_reduce(t);

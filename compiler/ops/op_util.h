@@ -18,6 +18,7 @@
 namespace stitch::ops {
 
 // Registration: each op family file appends its rows.
+void register_unary(std::vector<OpDef>& table);
 void register_elementwise(std::vector<OpDef>& table);
 void register_casts(std::vector<OpDef>& table);
 void register_reduce(std::vector<OpDef>& table);
