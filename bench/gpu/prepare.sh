@@ -5,15 +5,17 @@
 #   BUNDLE/check/NAME    artifacts at small shapes with their expected outputs (correctness on the GPU)
 #   BUNDLE/time/NAME     and BUNDLE/time/NAME.none: the same models at timing shapes, fused and
 #                        --fusion none (the baseline every step is set beside)
-# Models: the shipped ones (batch 2 x sequence 16 to check; batch 128 x sequence 64, the longest
-# their position tables allow, to time), the three target subgraphs at BERT-base sizes, BERT-base's
+#   BUNDLE/fault/NAME    inputs a run must refuse, with the artifact and error in fault/NAME.args
+# Models: every shipped one (checked at each data set's shapes; timed at batch 128 x sequence 64,
+# the longest their position tables allow), the three target subgraphs at BERT-base sizes, BERT-base's
 # FFN1 + bias + erf GELU as a call and a GELU kernel and as one tiled GEMM kernel, its first layer
 # norm + FFN1 + GELU with the norm moved past the GEMM and kept in front of it, and
 # LLaMA's RMSNorm + SiLU gate at 64 rows of LLaMA-7B (bench/gpu/make_subgraphs.py). Kernels are
 # compiled for ARCH (default sm_90) by nvcc here.
 #   bench/gpu/prepare.sh [BUNDLE]      (default build/gpu_bundle; needs build/cli/stitchc, python3 + onnx)
 # DRY_RUN=1: small shapes everywhere and the emulation libraries built, so that
-# `BACKEND=emu bench/gpu/run.sh` exercises the whole path on a machine without a GPU.
+# `BACKEND=emu bench/gpu/run.sh` exercises the whole path on a machine without a GPU (with
+# NO_NVCC=1 as well: no kernel binaries, quicker).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUNDLE=${1:-$ROOT/build/gpu_bundle}
@@ -22,6 +24,7 @@ ARCH=${ARCH:-sm_90}
 DRY_RUN=${DRY_RUN:-0}
 emu_flag=--no-emu
 [ "$DRY_RUN" = 1 ] && emu_flag=
+[ "${NO_NVCC:-0}" = 1 ] && emu_flag="$emu_flag --no-nvcc"
 [ -x "$STITCHC" ] || { echo "prepare: $STITCHC not built; run scripts/build.sh first" >&2; exit 2; }
 python3 -c "import onnx, numpy" 2>/dev/null || python3 -m pip install --quiet onnx numpy
 rm -rf "$BUNDLE"
@@ -56,27 +59,71 @@ settle() {
   while [ -n "$(jobs -rp)" ]; do wait -n || failed=1; done
   [ "$failed" = 0 ] || { echo "prepare: a compile failed (its log is beside its artifact)" >&2; exit 1; }
 }
+# onnxruntime-genai's files name their dims per input: a batch of $1, $2 new tokens after $3 cached
+# (gpt-oss's first layer: a window-sized cache of 8 rows whatever the step).
+genai_shapes() {  # BATCH NEW PAST [gptoss]
+  local s="--shape input_ids=$1x$2 --shape attention_mask=$1x$(($2 + $3))" i rows
+  for i in 0 1; do
+    rows=$3
+    [ "${4:-}" = gptoss ] && [ "$i" = 0 ] && rows=8
+    s="$s --shape past_key_values.$i.key=$1x2x${rows}x16 --shape past_key_values.$i.value=$1x2x${rows}x16"
+  done
+  echo "$s"
+}
 # The half-precision models check cuBLASLt and the kernels in float16 and bfloat16 against PyTorch;
 # the quantized ones (int8 through ONNX Runtime's quantizer: QDQ, dynamic, operator format) the
 # quantize kernels and integer GEMMs against onnxruntime; the onnxruntime-optimized ones its
-# contrib ops read as ONNX ops.
-for m in bert_tiny gpt2_tiny llama_tiny cnn_small seg_small unet_small gpt2_tiny_f16 llama_tiny_bf16 llama_tiny_dec \
-  bert_tiny_qdq cnn_small_qdq bert_tiny_dyn cnn_small_qop gpt2_tiny_ort llama_tiny_ort; do
+# contrib ops read as ONNX ops; the mixture-of-experts and onnxruntime-genai models their routing,
+# expert GEMMs, caches and attention.
+# Every shipped model, checked at each of its data sets' shapes (check/NAME for the first,
+# check/NAME.K for data set K) and timed at batch 128 x sequence 64, the longest their position
+# tables allow (a decoding step: batch 64 or 128 after 63 cached; images: batch 256).
+for dir in "$ROOT"/models/*/; do
+  m=$(basename "$dir")
+  [ -f "$dir/model.onnx" ] || continue
+  for data in "$dir"test_data_set_*; do
+    k=${data##*_}
+    name=$m
+    [ "$k" = 0 ] || name=$m.$k
+    # shellcheck disable=SC2046
+    compile "$BUNDLE/check/$name" "$dir/model.onnx" $(python3 "$ROOT/bench/exports/bindings.py" "$data")
+    cp -r "$data" "$BUNDLE/check/$name.data"
+  done
   case $m in
-    cnn_small | seg_small | unet_small | cnn_small_qdq | cnn_small_qop) small="--shape batch=2" large="--shape batch=256" ;;
-    # a decoding step: one token against a cache of `past`, at most 63 beside the 64 positions
-    llama_tiny_dec) small="--shape batch=2 --shape past=16" large="--shape batch=64 --shape past=63" ;;
-    *) small="--shape batch=2 --shape sequence=16" large="--shape batch=128 --shape sequence=64" ;;
+    cnn_small | seg_small | unet_small | cnn_small_qdq | cnn_small_qop) large="--shape batch=256" ;;
+    llama_tiny_dec) large="--shape batch=64 --shape past=63" ;;
+    # a prompt of 64 (time/NAME) and a decoding step (time/NAME.step)
+    qwen3_tiny_genai | gptoss_tiny_genai) large=$(genai_shapes 64 64 0 "${m%%_*}") ;;
+    *) large="--shape batch=128 --shape sequence=64" ;;
   esac
-  [ "$DRY_RUN" = 1 ] && large=$small
+  [ "$DRY_RUN" = 1 ] && large=$(python3 "$ROOT/bench/exports/bindings.py" "$dir/test_data_set_0")
   # shellcheck disable=SC2086
-  compile "$BUNDLE/check/$m" "$ROOT/models/$m/model.onnx" $small
-  cp -r "$ROOT/models/$m/test_data_set_0" "$BUNDLE/check/$m.data"
+  compile "$BUNDLE/time/$m" "$dir/model.onnx" $large
   # shellcheck disable=SC2086
-  compile "$BUNDLE/time/$m" "$ROOT/models/$m/model.onnx" $large
-  # shellcheck disable=SC2086
-  compile "$BUNDLE/time/$m.none" "$ROOT/models/$m/model.onnx" $large --fusion none
+  compile "$BUNDLE/time/$m.none" "$dir/model.onnx" $large --fusion none
+  if [ "${m%_genai}" != "$m" ]; then
+    large=$(genai_shapes 128 1 63 "${m%%_*}")
+    [ "$DRY_RUN" = 1 ] && large=$(python3 "$ROOT/bench/exports/bindings.py" "$dir/test_data_set_1")
+    # shellcheck disable=SC2086
+    compile "$BUNDLE/time/$m.step" "$dir/model.onnx" $large
+    # shellcheck disable=SC2086
+    compile "$BUNDLE/time/$m.step.none" "$dir/model.onnx" $large --fusion none
+  fi
 done
+# Inputs a run must refuse with exit 2, naming the node and the index (run.sh runs each on the GPU):
+# fault/NAME holds the inputs, fault/NAME.args the check artifact to run them on and a pattern the
+# error must match. A token id past bert_tiny's vocabulary (its embedding's Gather, in a stitched
+# kernel); qwen3_tiny_genai's decoding step with a second row of zeros in its attention mask, which
+# puts that row's cache write at position -1 (TensorScatter's index check).
+fault() {  # fault NAME ARTIFACT DATA_SET INPUT_INDEX VALUES PATTERN
+  python3 "$ROOT/bench/gpu/bad_input.py" "$3" "$BUNDLE/fault/$1" "$4" "$5"
+  printf '%s\n%s\n' "$2" "$6" >"$BUNDLE/fault/$1.args"
+}
+mkdir -p "$BUNDLE/fault"
+fault bert_tiny_token bert_tiny "$ROOT/models/bert_tiny/test_data_set_0" 0 "[1] * 5 + [1000000] + [1] * 26" \
+  "node '[^']*' \(Gather\): index 1000000 of 'input_ids', along axis 0 of '[^']*', is outside"
+fault qwen3_genai_mask qwen3_tiny_genai.1 "$ROOT/models/qwen3_tiny_genai/test_data_set_1" 1 "[1] * 33 + [0] * 33" \
+  "node '[^']*present_(key|value)' \(TensorScatter\): write index -1 of '[^']*' puts the 1 updates outside"
 for s in layernorm softmax bias_gelu ffn1_gelu ln_ffn1_gelu rms_gate; do
   compile "$BUNDLE/check/$s" "$BUNDLE/models/small/$s/model.onnx"
   cp -r "$BUNDLE/models/small/$s/test_data_set_0" "$BUNDLE/check/$s.data"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with the bundle bench/gpu/prepare.sh made:
-#   1. every check artifact on --backend cuda against its expected outputs (PyTorch's for the
-#      shipped models, numpy float64 for the subgraphs);
-#   2. every time artifact with `stitchc bench --steps --against NAME.none`: the whole schedule
+#   1. every check artifact on --backend cuda against its expected outputs (PyTorch's or
+#      onnxruntime's for the shipped models, numpy float64 for the subgraphs);
+#   2. every input a run must refuse (BUNDLE/fault) on --backend cuda: exit 2 and the error that
+#      names the node and index, read from the device's fault word after the run;
+#   3. every time artifact with `stitchc bench --steps --against NAME.none`: the whole schedule
 #      (CUDA Graph replay, CUDA events, median of ITERS after warm-up, seeded random inputs) and
 #      each step alone beside the unfused steps of the same nodes, per kind (norm, softmax, GELU),
 #      with achieved bandwidth against a measured device-to-device copy.
@@ -35,10 +37,22 @@ for d in "$BUNDLE"/check/*/; do
     echo "check $name: FAILED"; tail -5 "$OUT/check_$name.txt"; fails=$((fails + 1))
   fi
 done
+for f in "$BUNDLE"/fault/*/; do
+  name=$(basename "$f")
+  { read -r artifact; read -r pattern; } <"$BUNDLE/fault/$name.args"
+  "$STITCHC" run "$BUNDLE/check/$artifact" --backend "$BACKEND" --inputs "$f" >"$OUT/fault_$name.txt" 2>&1
+  rc=$?
+  if [ "$rc" = 2 ] && grep -qE "$pattern" "$OUT/fault_$name.txt"; then
+    echo "fault $name: refused, exit 2: $(grep -oE "$pattern" "$OUT/fault_$name.txt" | head -1)"
+  else
+    echo "fault $name: FAILED (exit $rc, not the expected error)"; tail -5 "$OUT/fault_$name.txt"; fails=$((fails + 1))
+  fi
+done
 for d in "$BUNDLE"/time/*/; do
   name=$(basename "$d")
   case $name in *.none) continue ;; esac
-  # ffn1_gelu.tiled and ln_ffn1_gelu.nohoist are set beside the same baselines as ffn1_gelu and ln_ffn1_gelu
+  # ffn1_gelu.tiled and ln_ffn1_gelu.nohoist are set beside the same baselines as ffn1_gelu and
+  # ln_ffn1_gelu; a genai model's decoding step (NAME.step) beside NAME.step.none
   base=${name%.tiled}
   base=${base%.nohoist}
   "$STITCHC" bench "$d" --backend "$BACKEND" --iters "$ITERS" --warmup 20 --against "$BUNDLE/time/$base.none" \
