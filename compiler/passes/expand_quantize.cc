@@ -10,9 +10,15 @@
 // its axis (a Gather of constant indices, or computed here when it is a constant). Runs after
 // fold_constants (a DequantizeLinear of constant weights is a float constant by then) and leaves
 // nodes without static shapes alone; the new nodes are named after the op's.
+// First, a QuantizeLinear of a DequantizeLinear's value with the same scale, zero point and type,
+// with only ops that move values between them (skip_requantize), reads the integers themselves.
 #include <fmt/format.h>
 
+#include <cfloat>
+#include <cmath>
 #include <optional>
+#include <set>
+#include <unordered_set>
 
 #include "ops/op_params.h"
 #include "passes/graph_builder.h"
@@ -149,13 +155,91 @@ StatusOr<bool> expand_dynamic_quantize(Graph& g, Node& n) {
   return true;
 }
 
+// ---- a dequantized value quantized again the same way ------------------------------------------
+// onnxruntime's quantizer puts a DequantizeLinear -> QuantizeLinear pair of one scale around each op
+// that only moves values (Reshape, Transpose, ...): QuantizeLinear(DequantizeLinear(k)) is k there.
+// Exact for a per-tensor float32 scale s that is a normal number with 2^16 s finite, and an 8- or
+// 16-bit integer type: d = k - zero point is an integer with |d| < 2^16, RN(RN(d s) / s) is within
+// |d| 2^-23 < 0.5 of d, so Round gives d back and the Clip keeps k. The QuantizeLinear then reads
+// k through copies of the ops between, on k's type: no division, rounding or conversion runs.
+
+bool moves_values(const Node& n) {
+  static const std::set<std::string> ops{"Reshape",   "Transpose", "Squeeze",
+                                         "Unsqueeze", "Flatten",   "Identity"};
+  return n.domain.empty() && ops.count(n.op_type) && n.outputs.size() == 1 && n.output(0) && n.input(0) &&
+         n.output(0)->has_static_shape();
+}
+
+// The integer type, scale and zero point of a per-tensor QuantizeLinear or DequantizeLinear with
+// a float32 scale and constant parameters for which the pair is exact (above); nullopt otherwise.
+struct TensorQuant {
+  DType q;
+  float scale;
+  double zero_point;
+};
+std::optional<TensorQuant> tensor_quant(const Node& n, bool quantize) {
+  auto spec = spec_of(n, quantize);
+  if (!spec.is_ok() || !*spec) return std::nullopt;  // an error is the expansion's to report
+  const ops::QuantSpec& q = **spec;
+  const Value *scale = n.input(1), *zp = n.input(2);
+  const bool small = q.q == DType::kI8 || q.q == DType::kU8 || q.q == DType::kI16 || q.q == DType::kU16;
+  if (q.grain != ops::QuantSpec::Grain::kTensor || q.real != DType::kF32 || !small || !scale->constant ||
+      scale->dtype != DType::kF32 || scale->constant->size() != 1 ||
+      (zp && (!zp->constant || zp->constant->size() != 1)))
+    return std::nullopt;
+  const float s = static_cast<float>(scale->constant->to_f64()[0]);
+  if (!std::isnormal(s) || std::fabs(s) > FLT_MAX / 65536.0f) return std::nullopt;
+  return TensorQuant{q.q, s, zp ? zp->constant->to_f64()[0] : 0.0};
+}
+
+StatusOr<bool> skip_requantize(Graph& g) {
+  std::vector<Node*> quantizes;
+  for (const auto& np : g.nodes())
+    if (np->op_type == "QuantizeLinear" && np->domain.empty()) quantizes.push_back(np.get());
+  std::unordered_set<const Node*> passed;  // the ops between and the DequantizeLinears, dead now if unread
+  for (Node* q : quantizes) {
+    std::vector<const Node*> between;  // from the QuantizeLinear back
+    Node* p = q->input(0) ? q->input(0)->producer : nullptr;
+    for (; p && moves_values(*p); p = p->input(0)->producer) between.push_back(p);
+    if (!p || p->op_type != "DequantizeLinear" || !p->domain.empty() || !q->output(0)) continue;
+    const std::optional<TensorQuant> dq = tensor_quant(*p, false), requant = tensor_quant(*q, true);
+    Value* k = p->input(0);
+    if (!dq || !requant || dq->q != requant->q || dq->scale != requant->scale ||
+        dq->zero_point != requant->zero_point || k->dtype != dq->q || q->output(0)->dtype != dq->q)
+      continue;
+    // The ops between, again, on k: each a copy with k's type, named after the one it copies.
+    Value* last = k;
+    for (auto it = between.rbegin(); it != between.rend(); ++it) {
+      auto copy = std::make_unique<Node>(**it);
+      copy->name = g.unique_name((*it)->name + "_quantized");
+      copy->inputs[0] = last;
+      Value* y = g.add_value(g.unique_name(copy->name + "_output"));
+      y->dtype = k->dtype;
+      y->dims = (*it)->output(0)->dims;
+      copy->outputs = {y};
+      last = g.add_node(std::move(copy))->output(0);
+    }
+    NodeBuilder b{g, *q};
+    if (last == k) last = b.node("Identity", "requantized", {k}, k->dtype, *k->dims);
+    b.finish(last, q->output(0));
+    passed.insert(between.begin(), between.end());
+    passed.insert(p);
+  }
+  if (passed.empty()) return false;
+  g.remove_dead_nodes(&passed);
+  g.remove_unused_values();
+  RETURN_IF_ERROR(g.topo_sort());
+  return true;
+}
+
 }  // namespace
 
 StatusOr<bool> expand_quantize(Graph& g, PassContext&) {
+  ASSIGN_OR_RETURN(bool skipped, skip_requantize(g));
   ASSIGN_OR_RETURN(bool dq, expand_each(g, "DequantizeLinear", expand_dequantize));
   ASSIGN_OR_RETURN(bool q, expand_each(g, "QuantizeLinear", expand_quantize_linear));
   ASSIGN_OR_RETURN(bool dyn, expand_each(g, "DynamicQuantizeLinear", expand_dynamic_quantize));
-  return dq || q || dyn;
+  return skipped || dq || q || dyn;
 }
 
 }  // namespace stitch
