@@ -372,6 +372,19 @@ expect "emu outputs agree with the reference interpreter" 0 "all 2 output" -- \
   "$STITCHC" run "$ROOT/models/bert_tiny/model.onnx" --inputs "$D" --expect "$TMP/emu_out"
 expect "the C ABI from C" 0 "c-api: all checks passed" -- "$C_API_TEST" "$B"
 expect "example program runs the artifact" 0 "last_hidden_state f32 \[2x16x64\] sum .* finite" -- "$EXAMPLE" "$B" emu
+# Several runs on one session, as a service answers requests: a token id past the vocabulary is
+# refused (exit 2 at the end), and the runs after it give what a session that never saw it gives.
+mkdir -p "$TMP/ex_bad" "$TMP/ex_good"
+python3 -c "import struct, sys; open(sys.argv[1], 'wb').write(struct.pack('<32q', *([1] * 5 + [1000000] + [1] * 26)))" \
+  "$TMP/ex_bad/input_ids.bin"
+"$EXAMPLE" "$B" emu "$TMP/ex_good" >"$TMP/ex_alone.txt" 2>&1
+expect "example: a refused run and the session goes on" 2 \
+  "index 1000000 of 'input_ids'.*is outside" -- "$EXAMPLE" "$B" emu "$TMP/ex_bad" "$TMP/ex_good" "$TMP/ex_bad" "$TMP/ex_good"
+"$EXAMPLE" "$B" emu "$TMP/ex_bad" "$TMP/ex_good" "$TMP/ex_bad" "$TMP/ex_good" >"$TMP/ex_four.txt" 2>/dev/null
+# shellcheck disable=SC2016
+check "example: the runs after a refused one give the outputs of a fresh session" bash -c \
+  '[ "$(grep -c "^refused (exit 2)" "$1")" = 2 ] && [ "$(grep -c sum "$1")" = 4 ] &&
+   [ "$(grep sum "$1" | sort -u)" = "$(grep sum "$2" | sort)" ]' _ "$TMP/ex_four.txt" "$TMP/ex_alone.txt"
 
 # --- bad input: exit 2, clear message, no partial output ----------------------------------
 expect "dynamic input left unbound" 2 "input 'input_ids' has dynamic dimensions .* bind them with --shape" -- \
