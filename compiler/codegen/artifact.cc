@@ -221,8 +221,18 @@ struct Writer {
       unity += fmt::format("#include \"{}.cu\"\n", k.name);
     }
     RETURN_IF_ERROR(put(artifact::kUnityFile, unity));
-    for (const char* h : {"stitch_device.cuh", "compat.cuh"})
-      fs::copy_file(fs::path(STITCH_DEVICE_INCLUDE_DIR) / "stitch" / "device" / h, tmp / artifact::kKernelsDir / h);
+    // stitchc reads the device headers from the source tree it was built from.
+    for (const char* h : {"stitch_device.cuh", "compat.cuh"}) {
+      const fs::path from = fs::path(STITCH_DEVICE_INCLUDE_DIR) / "stitch" / "device" / h;
+      std::error_code ec;
+      fs::copy_file(from, tmp / artifact::kKernelsDir / h, ec);
+      if (ec)
+        return Status::user(
+            fmt::format("cannot copy the device header '{}' into the artifact ({}): stitchc reads it from "
+                        "the source tree it was built from; restore that tree or build stitchc again where "
+                        "the tree now is",
+                        from.string(), ec.message()));
+    }
     return Status::ok();
   }
 
