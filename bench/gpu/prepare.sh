@@ -59,17 +59,8 @@ settle() {
   while [ -n "$(jobs -rp)" ]; do wait -n || failed=1; done
   [ "$failed" = 0 ] || { echo "prepare: a compile failed (its log is beside its artifact)" >&2; exit 1; }
 }
-# onnxruntime-genai's files name their dims per input: a batch of $1, $2 new tokens after $3 cached
-# (gpt-oss's first layer: a window-sized cache of 8 rows whatever the step).
-genai_shapes() {  # BATCH NEW PAST [gptoss]
-  local s="--shape input_ids=$1x$2 --shape attention_mask=$1x$(($2 + $3))" i rows
-  for i in 0 1; do
-    rows=$3
-    [ "${4:-}" = gptoss ] && [ "$i" = 0 ] && rows=8
-    s="$s --shape past_key_values.$i.key=$1x2x${rows}x16 --shape past_key_values.$i.value=$1x2x${rows}x16"
-  done
-  echo "$s"
-}
+# shellcheck source=tests/e2e/genai_shapes.sh
+source "$ROOT/tests/e2e/genai_shapes.sh"
 # The half-precision models check cuBLASLt and the kernels in float16 and bfloat16 against PyTorch;
 # the quantized ones (int8 through ONNX Runtime's quantizer: QDQ, dynamic, operator format) the
 # quantize kernels and integer GEMMs against onnxruntime; the onnxruntime-optimized ones its
@@ -93,7 +84,8 @@ for dir in "$ROOT"/models/*/; do
     cnn_small | seg_small | unet_small | cnn_small_qdq | cnn_small_qop) large="--shape batch=256" ;;
     llama_tiny_dec) large="--shape batch=64 --shape past=63" ;;
     # a prompt of 64 (time/NAME) and a decoding step (time/NAME.step)
-    qwen3_tiny_genai | gptoss_tiny_genai) large=$(genai_shapes 64 64 0 "${m%%_*}") ;;
+    qwen3_tiny_genai) large=$(genai_shapes 64 64 0) ;;
+    gptoss_tiny_genai) large=$(gptoss_shapes 64 64 0) ;;
     *) large="--shape batch=128 --shape sequence=64" ;;
   esac
   [ "$DRY_RUN" = 1 ] && large=$(python3 "$ROOT/bench/exports/bindings.py" "$dir/test_data_set_0")
@@ -102,7 +94,8 @@ for dir in "$ROOT"/models/*/; do
   # shellcheck disable=SC2086
   compile "$BUNDLE/time/$m.none" "$dir/model.onnx" $large --fusion none
   if [ "${m%_genai}" != "$m" ]; then
-    large=$(genai_shapes 128 1 63 "${m%%_*}")
+    large=$(genai_shapes 128 1 63)
+    [ "$m" = gptoss_tiny_genai ] && large=$(gptoss_shapes 128 1 63)
     [ "$DRY_RUN" = 1 ] && large=$(python3 "$ROOT/bench/exports/bindings.py" "$dir/test_data_set_1")
     # shellcheck disable=SC2086
     compile "$BUNDLE/time/$m.step" "$dir/model.onnx" $large

@@ -14,21 +14,8 @@ C_API_TEST=$5
 source "$(dirname "$0")/lib.sh"
 
 # --- every shipped model: compile (nvcc sm_90 + emulation library), run on emu, match PyTorch ---
-# onnxruntime-genai's files name their dims per input: a batch of $1, $2 new tokens after $3 cached,
-# in a cache buffer of $4 rows (default $3).
-genai_shapes() {
-  local s="--shape input_ids=$1x$2 --shape attention_mask=$1x$(($2 + $3))" i rows=${4:-$3}
-  for i in 0 1; do
-    s="$s --shape past_key_values.$i.key=$1x2x${rows}x16 --shape past_key_values.$i.value=$1x2x${rows}x16"
-  done
-  echo "$s"
-}
-# gpt-oss's: its first layer's cache a window-sized buffer of 8 rows whatever the step.
-gptoss_shapes() {
-  local s="--shape input_ids=$1x$2 --shape attention_mask=$1x$(($2 + $3))" rows=${4:-$3}
-  s="$s --shape past_key_values.0.key=$1x2x8x16 --shape past_key_values.0.value=$1x2x8x16"
-  echo "$s --shape past_key_values.1.key=$1x2x${rows}x16 --shape past_key_values.1.value=$1x2x${rows}x16"
-}
+# shellcheck source=tests/e2e/genai_shapes.sh
+source "$(dirname "$0")/genai_shapes.sh"
 shapes_for() {
   case $1 in
     cnn_small | cnn_small_qdq | cnn_small_qop | seg_small | unet_small) echo "--shape batch=2" ;;
