@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -80,6 +81,9 @@ int main(int argc, char** argv) {
     for (const std::string& dir : dirs) {
       if (dirs.size() > 1) std::printf("inputs %s\n", dir.c_str());
       try {
+        if (!dir.empty() && !std::filesystem::is_directory(dir))
+          throw stitch::rt::Error(
+              2, "input directory '" + dir + "' does not exist: give a directory of NAME.bin files");
         for (const auto& in : model->inputs()) {
           std::vector<uint8_t> data = make_input(in, dir);
           session.set_input(in.name, in.dtype, in.dims, data.data(), data.size());

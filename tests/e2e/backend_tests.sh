@@ -367,6 +367,8 @@ python3 -c "import struct, sys; open(sys.argv[1], 'wb').write(struct.pack('<32q'
 "$EXAMPLE" "$B" emu "$TMP/ex_good" >"$TMP/ex_alone.txt" 2>&1
 expect "example: a refused run and the session goes on" 2 \
   "index 1000000 of 'input_ids'.*is outside" -- "$EXAMPLE" "$B" emu "$TMP/ex_bad" "$TMP/ex_good" "$TMP/ex_bad" "$TMP/ex_good"
+expect "example: an input directory that does not exist" 2 "input directory '.*/ex_none' does not exist" -- \
+  "$EXAMPLE" "$B" emu "$TMP/ex_none"
 "$EXAMPLE" "$B" emu "$TMP/ex_bad" "$TMP/ex_good" "$TMP/ex_bad" "$TMP/ex_good" >"$TMP/ex_four.txt" 2>/dev/null
 # shellcheck disable=SC2016
 check "example: the runs after a refused one give the outputs of a fresh session" bash -c \
