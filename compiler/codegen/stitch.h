@@ -17,6 +17,8 @@
 //    1024) or a block (longer rows) owns a row and runs one pass per statistic (max, sum, mean, variance...),
 //    each a strided loop plus a warp-shuffle or shared-memory tree; statistics stay in registers
 //    for every later pass, so a decomposed layer norm (two ReduceMeans) or RMSNorm is one kernel.
+//    Reductions of one pass whose inputs need no statistic still to come (a tensor's maximum and
+//    minimum, E[x] and E[x^2]) share one loop, each with its own tree (StitchInfo::shared_pass).
 //    A value several passes read can be cached in shared memory by the first pass instead of
 //    being recomputed and re-read (each thread reads back only what it wrote: no barrier).
 //  - column (regional stitching): the row kernel for row ops that reduce axes before a kept
@@ -27,6 +29,7 @@
 //    leave most SMs idle. Each block loops over its segment of a row, writes its partial of every
 //    statistic to a workspace in global memory, waits at a grid-wide barrier (a cooperative
 //    launch) and combines its row's partials in segment order, so every block sees the same value.
+//    Reductions sharing a pass publish all their partials before one barrier.
 //
 // Tiled GEMMs (gemm_tile.h): a MatMul by a rank-2 operand whose contraction is too long for a loop
 // per element is the dominant op of an element kernel of its own shape: a block per output tile
@@ -119,6 +122,12 @@ struct StitchInfo {
   std::vector<bool> reduced;  // row kernels: the axes of `domain` a row runs along
   int64_t rows = 1, cols = 1;
   int passes = 1;         // loops over each row (row kernels), 1 for element kernels
+  // Row kernels: row ops of one pass (a sum, mean, maximum, minimum, product or norm of the row)
+  // that run in the pass of an earlier one, each mapped to that one: their inputs need no row op
+  // from it on, so one loop over the row evaluates all of them and, in a row split over blocks, one
+  // grid barrier serves all their partials (DynamicQuantizeLinear's maximum and minimum of one
+  // tensor). Not counted in `passes`. Looked up only, never iterated (keyed by address).
+  std::map<const Node*, const Node*> shared_pass;
   // Row kernels: reductions of integers and of floating point over the kernel's rows together. A
   // row split over blocks keeps its partials in one type, so such a kernel is not split.
   bool mixed_partials = false;

@@ -12,6 +12,7 @@
 #include "codegen/scalar_ops.h"
 #include "codegen/stitch.h"
 #include "codegen/stitch_frames.h"
+#include "codegen/stitch_passes.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
 
@@ -586,6 +587,7 @@ StatusOr<StitchInfo> row_kernel(const std::vector<const Node*>& nodes, const std
                       n->describe(), dims_to_string(info.domain)));
   }
   RETURN_IF_ERROR(outer_reductions(nodes, other_rows, info));
+  share_passes(rows, producer, info);
   choose_a_row_caches(nodes, producer, info);
   count_contractions(nodes, producer, 0, info);
   return info;

@@ -5,28 +5,47 @@
 #include <algorithm>
 #include <regex>
 
+#include "codegen/stitch_passes.h"
 #include "codegen/stitcher.h"
 
 namespace stitch::codegen::detail {
 
 StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& init, const std::string& op,
                                      const std::function<StatusOr<std::string>()>& elem, int64_t cols) {
+  ASSIGN_OR_RETURN(std::vector<std::string> accs, shared_pass({{ct, init, op, elem}}, cols));
+  return accs.front();
+}
+
+StatusOr<std::vector<std::string>> Stitcher::shared_pass(const std::vector<Reduction>& rs, int64_t cols) {
+  const int64_t g = cols >= 0 ? outer_group_ : 1;
+  STITCH_CHECK(!rs.empty() && (rs.size() == 1 || cols < 0),
+               "a shared pass of {} reductions over an outer row", rs.size());
   scopes_[1] = Scope{};
-  ASSIGN_OR_RETURN(std::string e, elem());
-  const std::string acc = fresh("acc");
+  std::vector<std::string> es;  // in one scope: what the reductions' inputs share is computed once
+  for (const Reduction& r : rs) {
+    ASSIGN_OR_RETURN(std::string e, r.elem());
+    es.push_back(std::move(e));
+  }
   std::vector<std::string> body = std::move(scopes_[1].lines);
   scopes_[1] = Scope{};
-  line(0, fmt::format("{} {} = {};", ct, acc, init));
-  const int64_t g = cols >= 0 ? outer_group_ : 1;
+  std::vector<std::string> accs;
+  for (const Reduction& r : rs) {
+    accs.push_back(fresh("acc"));
+    line(0, fmt::format("{} {} = {};", r.ct, accs.back(), r.init));
+  }
   if (g > 1)  // the group's warps take the row's elements in turn, 32 each
     line(0, fmt::format("for ({0} j = ({0})((threadIdx.x >> 5) % {1}) * 32 + lane; j < {2}; j += {3}) {{",
                         ix(), g, lit(cols), lit(32 * g)));
   else
     line(0, row_loop(cols));
   for (const std::string& l : body) line(0, "  " + l);
-  line(0, fmt::format("  {0} = {1}({0}, {2});", acc, op, e));
+  for (size_t i = 0; i < rs.size(); ++i)
+    line(0, fmt::format("  {0} = {1}({0}, {2});", accs[i], rs[i].op, es[i]));
   line(0, "}");
   if (g > 1) {  // each warp's partial, then the group's in warp order (the same in every warp)
+    const std::string& acc = accs.front();
+    const std::string& ct = rs.front().ct;
+    const std::string& op = rs.front().op;
     const std::string sh = "outer_" + type_tag(ct);
     outer_scratch_.insert(ct);
     line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
@@ -39,28 +58,70 @@ StatusOr<std::string> Stitcher::pass(const std::string& ct, const std::string& i
          fmt::format("for (int w = 1; w < {0}; ++w) {1} = {2}({1}, {3}[{4} + w]);", g, tot, op, sh, first));
     line(0, "__syncthreads();  // before the next pass writes the partials again");
     ++passes_;
-    return tot;
+    return std::vector<std::string>{tot};
   }
-  if (map_.column) {
-    scratch_.insert(ct);
-    line(0, fmt::format("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, op, type_tag(ct)));
-  } else if (map_.warp_per_row) {
-    line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op));
-  } else {
-    scratch_.insert(ct);
-    line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, type_tag(ct)));
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const std::string& acc = accs[i];
+    if (map_.column) {
+      scratch_.insert(rs[i].ct);
+      line(0, fmt::format("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, rs[i].op,
+                          type_tag(rs[i].ct)));
+    } else if (map_.warp_per_row) {
+      line(0, fmt::format("{0} = stitch_dev::warp_reduce({0}, {1});", acc, rs[i].op));
+    } else {
+      scratch_.insert(rs[i].ct);
+      line(0, fmt::format("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, rs[i].op,
+                          type_tag(rs[i].ct)));
+    }
   }
   if (map_.split() && cols < 0) {  // global stitching: this pass's partials of every row, then a grid barrier
-    line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, ws + {2} + row * {3}, seg, {3});", acc,
-                        op, lit(split_passes_ * info_.rows * map_.segments), lit(map_.segments)));
-    ++split_passes_;
+    auto slot = [&](size_t i) {
+      return fmt::format("ws + {} + row * {}",
+                         lit((split_passes_ + static_cast<int64_t>(i)) * info_.rows * map_.segments),
+                         lit(map_.segments));
+    };
+    if (rs.size() == 1) {
+      line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, {2}, seg, {3});", accs[0], rs[0].op,
+                          slot(0), lit(map_.segments)));
+    } else {  // every reduction's partial published, one barrier for all, then each combined
+      for (size_t i = 0; i < rs.size(); ++i)
+        line(0, fmt::format("stitch_dev::grid_row_publish({}, {}, seg);", accs[i], slot(i)));
+      line(0, "stitch_dev::grid_sync();");
+      for (size_t i = 0; i < rs.size(); ++i)
+        line(0, fmt::format("{0} = stitch_dev::grid_row_combine({0}, {1}, {2}, {3});", accs[i], rs[i].op,
+                            slot(i), lit(map_.segments)));
+    }
+    split_passes_ += static_cast<int64_t>(rs.size());
   }
   ++passes_;
-  return acc;
+  return accs;
 }
 
 Status Stitcher::emit_row_op(const Node& n) {
-  ASSIGN_OR_RETURN(stats_[&n], row_stats(n, dom_, info_.cols));
+  if (info_.shared_pass.count(&n)) {
+    STITCH_CHECK(stats_.count(&n), "row op {} reached before the pass it shares", n.describe());
+    return Status::ok();
+  }
+  std::vector<const Node*> joined;  // row ops whose pass is n's (StitchInfo::shared_pass), in order
+  for (const Node* m : nodes_) {
+    auto it = info_.shared_pass.find(m);
+    if (it != info_.shared_pass.end() && it->second == &n) joined.push_back(m);
+  }
+  if (joined.empty()) {
+    ASSIGN_OR_RETURN(stats_[&n], row_stats(n, dom_, info_.cols));
+    return Status::ok();
+  }
+  joined.insert(joined.begin(), &n);
+  std::vector<OnePass> ps;
+  std::vector<Reduction> rs;
+  for (const Node* m : joined) {
+    ASSIGN_OR_RETURN(OnePass p, one_pass(*m, dom_, info_.cols));
+    rs.push_back(p.r);
+    ps.push_back(std::move(p));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> accs, shared_pass(rs));
+  for (size_t i = 0; i < joined.size(); ++i)
+    stats_[joined[i]].a = reduce_result(*joined[i], ps[i].result(accs[i]));
   return Status::ok();
 }
 
@@ -142,40 +203,74 @@ StatusOr<Stitcher::Stats> Stitcher::row_stats(const Node& n, const Coords& xc, i
     st.b = fresh("rstd");
     line(0, fmt::format("const {0} {1} = {2}(({0})1 / ({3} / {4} + {5}));", ct, st.b, fnm(ct, "sqrt"), sq,
                         len, literal(n.attr_float("epsilon", 1e-5f), ct)));
-  } else {  // Reduce*
-    std::string result;
-    if (op == "ReduceMax" || op == "ReduceMin" || op == "GlobalMaxPool") {
-      const bool mx = op != "ReduceMin";
-      ASSIGN_OR_RETURN(result, pass(ct, extreme_literal(mx, ct),
-                                    mx ? "stitch_dev::Max()" : "stitch_dev::Min()", xv, pass_cols));
-    } else if (op == "ReduceProd") {
-      ASSIGN_OR_RETURN(result, pass(ct, literal(1, ct), "stitch_dev::Prod()", xv, pass_cols));
-    } else if (op == "ReduceLogSumExp") {
-      ASSIGN_OR_RETURN(std::string mx, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv, pass_cols));
-      const std::string shift = fresh("shift");
-      line(0, fmt::format("const {0} {1} = isinf({2}) ? ({0})0 : {2};", ct, shift, mx));
-      ASSIGN_OR_RETURN(std::string sum,
-                       pass(ct, literal(0, ct), "stitch_dev::Sum()", xf([&, shift](const std::string& e) {
-                              return fmt::format("{}({} - {})", fnm(ct, "exp"), e, shift);
-                            }),
-                            pass_cols));
-      result = fmt::format("{}({}) + {}", fnm(ct, "log"), sum, shift);
-    } else {
-      std::function<std::string(const std::string&)> f = [](const std::string& e) { return e; };
-      if (op == "ReduceL1") f = [ct](const std::string& e) { return magnitude(e, ct); };
-      if (op == "ReduceL2" || op == "ReduceSumSquare")
-        f = [](const std::string& e) { return fmt::format("{0} * {0}", e); };
-      ASSIGN_OR_RETURN(std::string sum, pass(ct, literal(0, ct), "stitch_dev::Sum()", xf(f), pass_cols));
-      result = sum;
-      if (op == "ReduceMean" || op == "GlobalAveragePool") result = fmt::format("{} / {}", sum, len);
-      if (op == "ReduceL2") result = fmt::format("{}({})", fnm(ct, "sqrt"), sum);
-      if (op == "ReduceLogSum") result = fmt::format("{}({})", fnm(ct, "log"), sum);
-    }
-    st.a = fresh("r");
-    line(0, fmt::format("const {} {} = {};  // {} '{}'", compute_type(n.output(0)->dtype), st.a, result, op,
-                        n.name));
+  } else if (op == "ReduceLogSumExp") {
+    ASSIGN_OR_RETURN(std::string mx, pass(ct, literal(-INFINITY, ct), "stitch_dev::Max()", xv, pass_cols));
+    const std::string shift = fresh("shift");
+    line(0, fmt::format("const {0} {1} = isinf({2}) ? ({0})0 : {2};", ct, shift, mx));
+    ASSIGN_OR_RETURN(std::string sum,
+                     pass(ct, literal(0, ct), "stitch_dev::Sum()", xf([&, shift](const std::string& e) {
+                            return fmt::format("{}({} - {})", fnm(ct, "exp"), e, shift);
+                          }),
+                          pass_cols));
+    st.a = reduce_result(n, fmt::format("{}({}) + {}", fnm(ct, "log"), sum, shift));
+  } else {
+    ASSIGN_OR_RETURN(OnePass p, one_pass(n, xc, cols));
+    ASSIGN_OR_RETURN(std::string acc, pass(p.r.ct, p.r.init, p.r.op, p.r.elem, pass_cols));
+    st.a = reduce_result(n, p.result(acc));
   }
   return st;
+}
+
+StatusOr<Stitcher::OnePass> Stitcher::one_pass(const Node& n, const Coords& xc, int64_t cols) {
+  STITCH_CHECK(single_pass_reduction(n), "{} is not a reduction of one pass", n.describe());
+  const Value* x = n.input(0);
+  const std::string ct = compute_type(x->dtype);
+  const std::string& op = n.op_type;
+  auto elem = [this, x, xc](std::function<std::string(const std::string&)> f) {
+    return [this, x, xc, f]() -> StatusOr<std::string> {
+      ASSIGN_OR_RETURN(SExpr e, at(x, xc));
+      return f(e.s);
+    };
+  };
+  auto same = [](const std::string& e) { return e; };
+  OnePass p;
+  p.r.ct = ct;
+  p.result = same;
+  if (op == "ReduceMax" || op == "ReduceMin" || op == "GlobalMaxPool") {
+    const bool mx = op != "ReduceMin";
+    p.r.init = extreme_literal(mx, ct);
+    p.r.op = mx ? "stitch_dev::Max()" : "stitch_dev::Min()";
+    p.r.elem = elem(same);
+    return p;
+  }
+  if (op == "ReduceProd") {
+    p.r.init = literal(1, ct);
+    p.r.op = "stitch_dev::Prod()";
+    p.r.elem = elem(same);
+    return p;
+  }
+  std::function<std::string(const std::string&)> f = same;
+  if (op == "ReduceL1") f = [ct](const std::string& e) { return magnitude(e, ct); };
+  if (op == "ReduceL2" || op == "ReduceSumSquare")
+    f = [](const std::string& e) { return fmt::format("{0} * {0}", e); };
+  p.r.init = literal(0, ct);
+  p.r.op = "stitch_dev::Sum()";
+  p.r.elem = elem(f);
+  const std::string len = fmt::format("({}){}", ct, cols);
+  if (op == "ReduceMean" || op == "GlobalAveragePool")
+    p.result = [len](const std::string& sum) { return fmt::format("{} / {}", sum, len); };
+  if (op == "ReduceL2")
+    p.result = [ct](const std::string& sum) { return fmt::format("{}({})", fnm(ct, "sqrt"), sum); };
+  if (op == "ReduceLogSum")
+    p.result = [ct](const std::string& sum) { return fmt::format("{}({})", fnm(ct, "log"), sum); };
+  return p;
+}
+
+std::string Stitcher::reduce_result(const Node& n, const std::string& result) {
+  const std::string r = fresh("r");
+  line(0, fmt::format("const {} {} = {};  // {} '{}'", compute_type(n.output(0)->dtype), r, result, n.op_type,
+                      n.name));
+  return r;
 }
 
 bool Stitcher::wide_vectorizable(const std::vector<const Value*>& vs, int64_t width) const {
@@ -329,8 +424,11 @@ Status Stitcher::emit_rows() {
     const Value* x = n->input(0);
     if (std::any_of(readers.begin(), readers.end(), [&](const auto& r) { return r.first == x; })) continue;
     int count = 0;
+    std::set<const Node*> counted;  // passes counted (a shared pass once, by the row op that leads it)
     for (const Node* m : nodes_)
       if (stitch_role(*m) == StitchRole::kRow && !info_.is_outer(m) && pulls(m->input(0), x)) {
+        auto shared = info_.shared_pass.find(m);
+        if (!counted.insert(shared == info_.shared_pass.end() ? m : shared->second).second) continue;
         ASSIGN_OR_RETURN(RowOpInfo ri, row_op_info(*m));
         count += ri.passes;
       }
@@ -515,13 +613,17 @@ Status Stitcher::emit_rows() {
       if (info_.reduced[k]) over += fmt::format("{}{}", over.size() > 5 ? "," : "", k);
   }
   k_.mapping = fmt::format(
-      "{}: {} {} of {} over {} of {}; {} passes per {}, {} nodes stitched "
+      "{}: {} {} of {} over {} of {}; {} pass{} per {}, {} nodes stitched "
       "({} stitching){}",
       row_mapping_text(map_), info_.rows, info_.column ? "columns" : "rows", info_.cols, over,
-      dims_to_string(d), passes_, info_.column ? "column" : "row", nodes_.size(),
+      dims_to_string(d), passes_, passes_ == 1 ? "" : "es", info_.column ? "column" : "row", nodes_.size(),
       map_.split() ? "global: partials through global memory and a grid barrier per pass" : "regional",
       cached.empty() ? "" : fmt::format("; {} cached in shared memory", cached));
   if (wide_vec_) k_.mapping += "; wide values 4 per thread a step, as 128-bit loads and stores";
+  for (const Node* n : nodes_)
+    if (auto it = info_.shared_pass.find(n); it != info_.shared_pass.end())
+      k_.mapping += fmt::format("; {} reduced in the pass of {}{}", n->describe(), it->second->describe(),
+                                map_.split() ? ", at its grid barrier" : "");
   for (const StitchInfo::Outer& o : info_.outer)
     k_.mapping += fmt::format("; {} over rows of {} of its own, each row's in the row (an outer reduction{})",
                               o.node->describe(), o.cols,

@@ -361,6 +361,25 @@ class Stitcher {
   // (an outer reduction's row) when given.
   StatusOr<std::string> pass(const std::string& ct, const std::string& init, const std::string& op,
                              const std::function<StatusOr<std::string>()>& elem, int64_t cols = -1);
+  // One reduction of a pass: its accumulator's type and first value, the functor combining two,
+  // and the element it takes at the loop's coordinate.
+  struct Reduction {
+    std::string ct, init, op;
+    std::function<StatusOr<std::string>()> elem;
+  };
+  // A pass of several reductions over the kernel's rows (StitchInfo::shared_pass), or of one over
+  // `cols` elements: one loop taking every reduction's element (what their inputs share computed
+  // once), a tree each, and in a row split over blocks one grid barrier for all. The accumulators.
+  StatusOr<std::vector<std::string>> shared_pass(const std::vector<Reduction>& rs, int64_t cols = -1);
+  // A reduction of one pass (single_pass_reduction) over its input read at `xc` (a row of `cols`):
+  // its Reduction, and its result from the accumulator (a mean's division, a norm's square root).
+  struct OnePass {
+    Reduction r;
+    std::function<std::string(const std::string&)> result;
+  };
+  StatusOr<OnePass> one_pass(const Node& n, const Coords& xc, int64_t cols);
+  // Declares row op n's result, a value per row, as `result`; its name.
+  std::string reduce_result(const Node& n, const std::string& result);
 
   // A row op's statistics (below) from its passes over its input read at `xc` (the domain's
   // coordinates, or an outer reduction's over its own row of `cols`).

@@ -82,7 +82,8 @@ Cost tiled_cost(const codegen::GemmTile& t, int64_t bytes, double epilogue_flops
 }  // namespace
 
 RowShape row_shape(const codegen::RowMapping& m, int64_t rows, int passes, int reductions,
-                   const DeviceSpec& d) {
+                   const DeviceSpec& d, int shared) {
+  const int trees = reductions + shared;
   const int64_t lanes = m.lanes();
   const int64_t iters = (m.segment + lanes - 1) / lanes;
   RowShape r;
@@ -92,13 +93,13 @@ RowShape row_shape(const codegen::RowMapping& m, int64_t rows, int passes, int r
   } else if (m.column) {  // tiles of rows_per_block columns; two barriers per reduction and wave
     const int64_t blocks = (rows + m.rows_per_block - 1) / m.rows_per_block;
     r.threads = blocks * m.block;
-    r.barrier_time = 2.0 * reductions * ((blocks + d.sms - 1) / d.sms) * d.barrier;
+    r.barrier_time = 2.0 * trees * ((blocks + d.sms - 1) / d.sms) * d.barrier;
   } else if (!m.split()) {
     r.threads = rows * m.block * m.replicas;
-    r.barrier_time = 2.0 * reductions * ((rows * m.replicas + d.sms - 1) / d.sms) * d.barrier;
+    r.barrier_time = 2.0 * trees * ((rows * m.replicas + d.sms - 1) / d.sms) * d.barrier;
   } else {
     r.threads = rows * m.segments * m.block;
-    r.barrier_time = reductions * (2 * d.barrier + d.grid_barrier);
+    r.barrier_time = 2.0 * trees * d.barrier + reductions * d.grid_barrier;
   }
   return r;
 }
@@ -370,7 +371,8 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
     const codegen::RowMapping m = codegen::row_mapping(info);
     bool full_store = false;  // a store pass over the rows (analyze_stitch counts it in passes)
     for (const Value* v : info.stored) full_store |= info.full_row(v);
-    const RowShape rs = row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0), d);
+    const RowShape rs = row_shape(m, info.rows, info.passes, info.passes - (full_store ? 1 : 0), d,
+                                  static_cast<int>(info.shared_pass.size()));
     threads = rs.threads;
     barrier_time = rs.barrier_time;
     // Later passes read the row inputs again: from shared memory when they fit the cache budget,

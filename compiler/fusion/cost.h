@@ -134,13 +134,15 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
 // flight per thread, and the tree) and its barrier time (block trees and tiled columns: two
 // block-wide barriers per reduction and per wave of blocks; a row split over blocks: a grid-wide
 // barrier per reduction). Tiled column kernels split each column over mapping.lanes() threads.
+// `shared` more reductions end in a tree of their own in one of those passes (StitchInfo::
+// shared_pass): their block-wide barriers are charged, and no grid-wide one.
 struct RowShape {
   int64_t threads = 0;
   double trips = 0;
   double barrier_time = 0;
 };
 RowShape row_shape(const codegen::RowMapping& m, int64_t rows, int passes, int reductions,
-                   const DeviceSpec& d);
+                   const DeviceSpec& d, int shared = 0);
 
 // Calibration: measured kernel times with their bytes and launch counts; fits launch and bw_eff.
 struct Measurement {

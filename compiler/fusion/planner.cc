@@ -384,8 +384,12 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
   if (info.row) {
     const codegen::RowMapping rm = codegen::row_mapping(info);
     if (rm.split()) grp.scheme = "global";
-    grp.mapping = fmt::format("{}, {} {} x {}, {} passes", codegen::row_mapping_text(rm), info.rows,
-                              info.column ? "columns" : "rows", info.cols, info.passes);
+    grp.mapping =
+        fmt::format("{}, {} {} x {}, {} pass{}", codegen::row_mapping_text(rm), info.rows,
+                    info.column ? "columns" : "rows", info.cols, info.passes, info.passes == 1 ? "" : "es");
+    for (size_t i : m)  // in the group's order: shared_pass is keyed by address
+      if (auto it = info.shared_pass.find(nodes_[i]); it != info.shared_pass.end())
+        grp.mapping += fmt::format(", {} in the pass of {}", nodes_[i]->describe(), it->second->describe());
     for (int64_t width : info.wide_widths) grp.mapping += fmt::format(", a store loop of {} per row", width);
     for (const codegen::StitchInfo::Outer& o : info.outer)
       grp.mapping += fmt::format(", {} over its own {} rows x {} first in each row (an outer reduction)",

@@ -60,7 +60,7 @@ const Pattern kPatterns[] = {
   output %mx
   output %sm
 })",
-     2},
+     1},  // the maximum and the sum in one pass (StitchInfo::shared_pass)
     // Two leading axes reduced, the inner one kept.
     {"two_leading_axes", R"(graph "g" opset 18 {
   input %x: f32[6,20,33]

@@ -165,4 +165,21 @@ __device__ __forceinline__ T grid_row_reduce(T v, Op op, W* slot, long long seg,
   return r;
 }
 
+// A pass with several reductions (row ops whose inputs need nothing the others compute, such as
+// a tensor's maximum and minimum) waits at one grid barrier for all of them: grid_row_publish of
+// each block partial into its reduction's slot, one grid_sync, then grid_row_combine of each. `v`
+// gives the result's type; the combine is grid_row_reduce's, in segment order.
+template <typename T, typename W>
+__device__ __forceinline__ void grid_row_publish(T v, W* slot, long long seg) {
+  if (threadIdx.x == 0) slot[seg] = static_cast<W>(v);
+}
+__device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
+template <typename T, typename W, typename Op>
+__device__ __forceinline__ T grid_row_combine(T v, Op op, const W* slot, long long segs) {
+  (void)v;
+  T r = static_cast<T>(slot[0]);
+  for (long long s = 1; s < segs; ++s) r = op(r, static_cast<T>(slot[s]));
+  return r;
+}
+
 }  // namespace stitch_dev
