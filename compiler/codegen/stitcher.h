@@ -433,7 +433,7 @@ class Stitcher {
   int64_t outer_group_ = 1;
   std::set<std::string> outer_scratch_;
   std::string ws_type_ = "float";                 // element type of a split kernel's partials
-  int64_t split_passes_ = 0;
+  int64_t split_passes_ = 0;  // a split kernel's reductions so far: a slot of partials per row each
   std::map<const Value*, std::string> cache_;
   std::map<std::string, std::string> a_rows_;  // A rows in shared memory by value and row (a_row)
   std::set<const Value*> cached_ready_;
