@@ -1,6 +1,8 @@
 // Row ops of one pass sharing the pass of an earlier one (StitchInfo::shared_pass): which ones
 // may, what the kernel emits (one loop, one grid barrier when the row is split), what the plan
 // says, and their results on emu against the reference on every row mapping.
+#include <random>
+
 #include "codegen/stitch.h"
 #include "fusion_test_util.h"
 
@@ -238,13 +240,13 @@ TEST_CASE("kernels with shared passes compile with nvcc, warnings as errors", "[
   output %r
 })",
                                 R"(graph "g" opset 18 {
-  input %x: f16[200,40]
+  input %x: f32[300,50]
   const %a0: i64[1] = [0]
-  %e = Exp(%x) @"exp"
-  %mx = ReduceMax(%e, %a0) @"colmax"
-  %sm = ReduceSum(%e, %a0) @"colsum"
-  output %mx
-  output %sm
+  %t = Tanh(%x) @"tanh"
+  %lo = ReduceMin(%t, %a0) @"colmin"
+  %sq = ReduceSumSquare(%t, %a0) @"colsq"
+  %y = Add(%lo, %sq) @"both"
+  output %y
 })"};
   const auto dir =
       std::filesystem::temp_directory_path() / ("stitch_unit_shared_" + std::to_string(getpid()));
@@ -257,6 +259,58 @@ TEST_CASE("kernels with shared passes compile with nvcc, warnings as errors", "[
     test::nvcc_compiles_cleanly(k, dir);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("seeded random graphs of reductions of one pass: fused equals the reference, and passes are shared",
+          "[stitch][fusion][emu]") {
+  // Rows of 37 (warp), 1500 (block), 5000 in 2 rows (split over blocks) and columns of 300
+  // (tiled): reductions of x, of values computed from x, and of values computed from earlier
+  // reductions' results, so that some can share a pass and some cannot.
+  const char* shapes[] = {"6,37", "70,1500", "2,5000", "300,40"};
+  const char* ops[] = {"ReduceSum", "ReduceMean",      "ReduceMax", "ReduceMin",
+                       "ReduceL1",  "ReduceSumSquare", "ReduceL2"};
+  const char* unary[] = {"Tanh", "Neg", "Sigmoid", "Abs"};
+  std::mt19937 rng(2026);
+  size_t shared = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    INFO("trial " << trial);
+    const std::string shape = shapes[trial % 4];
+    const bool columns = trial % 4 == 3;
+    std::string text = fmt::format("graph \"r\" opset 18 {{\n  input %x: f32[{}]\n", shape);
+    text += fmt::format("  const %ax: i64[1] = [{}]\n", columns ? 0 : -1);
+    std::vector<std::string> full = {"%x"}, stats;
+    for (int k = 0; k < 6; ++k) {
+      const std::string a = full[rng() % full.size()];
+      if (rng() % 3 == 0 && !stats.empty()) {  // a value of the rows' shape that needs a statistic
+        text += fmt::format("  %f{0} = Sub({1}, {2}) @\"f{0}\"\n", k, a, stats[rng() % stats.size()]);
+        full.push_back(fmt::format("%f{}", k));
+      } else if (rng() % 3 == 0) {
+        text += fmt::format("  %f{0} = {1}({2}) @\"f{0}\"\n", k, unary[rng() % 4], a);
+        full.push_back(fmt::format("%f{}", k));
+      }
+      text +=
+          fmt::format("  %s{0} = {1}({2}, %ax) @\"s{0}\"\n", k, ops[rng() % 7], full[rng() % full.size()]);
+      stats.push_back(fmt::format("%s{}", k));
+    }
+    // Every statistic reaches one output, a value of the rows' shape another (apart, so that a
+    // difference near 0 is not scaled up by the sums).
+    std::string sum = stats[0];
+    for (size_t i = 1; i < stats.size(); ++i) {
+      text += fmt::format("  %t{0} = Add({1}, {2}) @\"t{0}\"\n", i, sum, stats[i]);
+      sum = fmt::format("%t{}", i);
+    }
+    text += fmt::format("  %rows = Tanh({}) @\"rows\"\n  output {}\n  output %rows\n}}\n", full.back(), sum);
+    INFO(text);
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    auto info = test::whole_graph_analysis(*g);
+    if (info.is_ok()) {
+      shared += info->shared_pass.size();
+      CHECK(test::one_group_matches_reference(*g, 300 + trial));
+    }
+    CHECK(test::fused_matches_reference(*g, 400 + trial) >= 1);
+  }
+  CHECK(shared > 0);  // some trials shared passes
 }
 
 }  // namespace stitch
