@@ -121,6 +121,10 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
   const StitchRole role = stitch_role(n);
   const Dims& od = dims(v);
   if (role == StitchRole::kPointwise) {
+    if (op == "Round") {
+      ASSIGN_OR_RETURN(std::optional<SExpr> rq, round_quotient(n, c, k));
+      if (rq) return *rq;
+    }
     std::vector<std::string> args;
     std::vector<int> levels;
     int level = 0;

@@ -231,6 +231,10 @@ class Stitcher {
   }
 
   StatusOr<SExpr> compute(const Node& n, const Value* v, const Coords& c, const std::string& k);
+  // Round `n` of a float32 Div by a value fixed outside the loop (QuantizeLinear's x / scale) at
+  // `c`: stitch_dev::round_quotient, a product with the divisor's reciprocal, and the division only
+  // where the product cannot decide the integer. nullopt where the pattern does not apply.
+  StatusOr<std::optional<SExpr>> round_quotient(const Node& n, const Coords& c, const std::string& k);
   StatusOr<SExpr> concat(const Node& n, const Coords& c, const std::string& k);
   // The load of `v` at `c` as an expression, unbound, when v is read from outside the group
   // (directly or through views of such a value) and not from a row cache; nullopt otherwise.

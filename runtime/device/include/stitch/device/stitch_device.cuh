@@ -113,6 +113,27 @@ __device__ __forceinline__ T floor_mod(T a, T b) {
   return r == T(0) ? copysign(T(0), b) : r;
 }
 
+// The integer, as a float, that rintf(x / s) gives (round half to even of the correctly rounded
+// quotient), given r = RN(1 / s) as a normal number (NaN sends every x to the division). The
+// product q = RN(x r) is within |q| 2^-22 of RN(x / s): r and q each round once (relative 2^-24),
+// and so does the quotient. So where q is farther than |q| 2^-21 from every half-integer, both lie
+// strictly between the same two half-integers and round to the same integer. q - t is exact for
+// |q| < 2^23, and |q| >= 2^22, infinities and NaN fail the test: the division decides those, and
+// the few elements near a half-integer (about 2^-12 of them for an 8-bit quantization's range).
+// __fmul_rn keeps q a rounded product; contracted into q - t it would not be.
+__device__ __forceinline__ float round_quotient(float x, float s, float r) {
+  const float q = __fmul_rn(x, r);
+  const float t = rintf(q);
+  if (fabsf(fabsf(q - t) - 0.5f) > fabsf(q) * 0x1p-21f) return t;
+  return rintf(x / s);
+}
+// round_quotient's r for a divisor computed at run time: RN(1 / s) where that is a normal number,
+// else NaN.
+__device__ __forceinline__ float quotient_reciprocal(float s) {
+  const float r = 1.0f / s;
+  return fabsf(r) >= 0x1p-126f && fabsf(r) <= 0x1.fffffep127f ? r : __int_as_float(0x7fc00000);
+}
+
 // All 32 lanes of the warp must call it; every lane gets the result.
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op) {
