@@ -13,6 +13,9 @@
 # LLaMA's RMSNorm + SiLU gate at 64 rows of LLaMA-7B (bench/gpu/make_subgraphs.py). Kernels are
 # compiled for ARCH (default sm_90) by nvcc here.
 #   bench/gpu/prepare.sh [BUNDLE]      (default build/gpu_bundle; needs build/cli/stitchc, python3 + onnx)
+# BASE=STITCHC2: also time/NAME.base, each shipped model (those named in BASE_MODELS, default all)
+# compiled by STITCHC2, an earlier build, at NAME's timing shapes; run.sh times NAME against it in
+# both orders (a change's effect on a whole model, on the same GPU in one run).
 # DRY_RUN=1: small shapes everywhere and the emulation libraries built, so that
 # `BACKEND=emu bench/gpu/run.sh` exercises the whole path on a machine without a GPU (with
 # NO_NVCC=1 as well: no kernel binaries, quicker).
@@ -31,6 +34,11 @@ rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/check" "$BUNDLE/time" "$BUNDLE/models"
 cp "$STITCHC" "$BUNDLE/bin/"
 strip --strip-debug "$BUNDLE/bin/stitchc"
+if [ -n "${BASE:-}" ]; then
+  [ -x "$BASE" ] || { echo "prepare: BASE=$BASE is not an executable stitchc" >&2; exit 2; }
+  cp "$BASE" "$BUNDLE/bin/stitchc_base"
+  strip --strip-debug "$BUNDLE/bin/stitchc_base"
+fi
 ldd "$STITCHC" | awk '/=> \//{print $3}' |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so|/cuda' |
   while read -r lib; do cp -L "$lib" "$BUNDLE/lib/" && strip --strip-debug "$BUNDLE/lib/$(basename "$lib")"; done
@@ -52,7 +60,7 @@ compile() {  # compile OUT MODEL [flags...]
   shift 2
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || failed=1; done
   # shellcheck disable=SC2086
-  { "$STITCHC" compile "$model" -o "$out" --arch "$ARCH" $emu_flag "$@" >"$out.log" 2>&1 ||
+  { "${COMPILER:-$STITCHC}" compile "$model" -o "$out" --arch "$ARCH" $emu_flag "$@" >"$out.log" 2>&1 ||
     { echo "prepare: compiling $model failed:" >&2; tail -5 "$out.log" >&2; exit 1; }; } &
 }
 settle() {
@@ -93,6 +101,10 @@ for dir in "$ROOT"/models/*/; do
   compile "$BUNDLE/time/$m" "$dir/model.onnx" $large
   # shellcheck disable=SC2086
   compile "$BUNDLE/time/$m.none" "$dir/model.onnx" $large --fusion none
+  if [ -n "${BASE:-}" ] && [[ -z "${BASE_MODELS:-}" || " $BASE_MODELS " == *" $m "* ]]; then
+    # shellcheck disable=SC2086
+    COMPILER=$BUNDLE/bin/stitchc_base compile "$BUNDLE/time/$m.base" "$dir/model.onnx" $large
+  fi
   if [ "${m%_genai}" != "$m" ]; then
     large=$(genai_shapes 128 1 63)
     [ "$m" = gptoss_tiny_genai ] && large=$(gptoss_shapes 128 1 63)

@@ -7,7 +7,9 @@
 #   3. every time artifact with `stitchc bench --steps --against NAME.none`: the whole schedule
 #      (CUDA Graph replay, CUDA events, median of ITERS after warm-up, seeded random inputs) and
 #      each step alone beside the unfused steps of the same nodes, per kind (norm, softmax, GELU),
-#      with achieved bandwidth against a measured device-to-device copy.
+#      with achieved bandwidth against a measured device-to-device copy;
+#   4. where the bundle has time/NAME.base (prepare.sh's BASE: an earlier stitchc), NAME against it
+#      and it against NAME (the two orders, since medians drift by a few percent over a run).
 # Writes DEVICE.txt, every log and JSON under $OUT (default /tmp/gpu_bench) and prints a table last.
 #   bench/gpu/run.sh [BUNDLE]     (default build/gpu_bundle)
 set -uo pipefail
@@ -50,7 +52,7 @@ for f in "$BUNDLE"/fault/*/; do
 done
 for d in "$BUNDLE"/time/*/; do
   name=$(basename "$d")
-  case $name in *.none) continue ;; esac
+  case $name in *.none | *.base) continue ;; esac
   # ffn1_gelu.tiled and ln_ffn1_gelu.nohoist are set beside the same baselines as ffn1_gelu and
   # ln_ffn1_gelu; a genai model's decoding step (NAME.step) beside NAME.step.none
   base=${name%.tiled}
@@ -58,6 +60,13 @@ for d in "$BUNDLE"/time/*/; do
   "$STITCHC" bench "$d" --backend "$BACKEND" --iters "$ITERS" --warmup 20 --against "$BUNDLE/time/$base.none" \
     --json "$OUT/bench_$name.json" >"$OUT/bench_$name.txt" 2>&1 ||
     { echo "bench $name: FAILED"; tail -5 "$OUT/bench_$name.txt"; fails=$((fails + 1)); }
+  [ -d "$BUNDLE/time/$name.base" ] || continue
+  for pair in "$name:$name.base" "$name.base:$name"; do
+    a=${pair%%:*} b=${pair#*:}
+    "$STITCHC" bench "$BUNDLE/time/$a" --backend "$BACKEND" --iters "$ITERS" --warmup 20 --against "$BUNDLE/time/$b" \
+      --json "$OUT/base_${a}_vs_$b.json" >"$OUT/base_${a}_vs_$b.txt" 2>&1 ||
+      { echo "bench $a against $b: FAILED"; tail -5 "$OUT/base_${a}_vs_$b.txt"; fails=$((fails + 1)); }
+  done
 done
 cat "$OUT/DEVICE.txt"
 python3 - "$OUT" <<'PY'
@@ -76,6 +85,21 @@ print(f"device-to-device copy: {max(copy):.0f} GB/s" if copy else "device-to-dev
 print("| artifact | fused run us | --fusion none us | speedup | per kind: fused steps vs the same nodes unfused |")
 print("|---|---|---|---|---|")
 print("\n".join(rows))
+base = []  # this build (NAME) against the earlier one (NAME.base), timed in both orders
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "base_*.base_vs_*.json"))):
+    name = os.path.basename(f)[5:-5].split(".base_vs_")[0]
+    other = os.path.join(sys.argv[1], f"base_{name}_vs_{name}.base.json")
+    if not os.path.exists(other):
+        continue
+    old_first, new_first = json.load(open(f)), json.load(open(other))
+    now = [new_first["run_ms_median"], old_first["against"]["run_ms_median"]]
+    was = [new_first["against"]["run_ms_median"], old_first["run_ms_median"]]
+    base.append(f"| {name} | {now[0]*1e3:.1f} / {now[1]*1e3:.1f} | {was[0]*1e3:.1f} / {was[1]*1e3:.1f} | "
+                f"{was[0]/now[0]:.2f}x / {was[1]/now[1]:.2f}x |")
+if base:
+    print("| model | this build us (timed first / second) | earlier build us (second / first) | speedup |")
+    print("|---|---|---|---|")
+    print("\n".join(base))
 PY
 echo "failures: $fails"
 [ "$fails" -eq 0 ]
