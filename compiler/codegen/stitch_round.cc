@@ -2,6 +2,7 @@
 // division where a product with the reciprocal decides it (stitch_dev::round_quotient).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/stitcher.h"
@@ -28,15 +29,15 @@ StatusOr<std::optional<SExpr>> Stitcher::round_quotient(const Node& n, const Coo
     for (size_t d = 0; d < id.size(); ++d) ci.push_back(id[d] == 1 ? SExpr{"0", 0} : c[d + off]);
     return at(in, ci);
   };
+  // Once pulled, the operands are used here whatever the form: a second pull through the general
+  // path would name new index variables for some index maps and leave these unused.
   ASSIGN_OR_RETURN(SExpr a, operand(x));
   ASSIGN_OR_RETURN(SExpr b, operand(s));
-  if (b.level >= a.level) return none;  // a divisor per element: its reciprocal would cost the division
   std::string r;
-  if (s->is_constant() && s->constant->size() == 1) {  // the reciprocal of a constant, rounded once here
+  if (b.level < a.level && s->is_constant() && s->constant->size() == 1) {  // rounded once, here
     const float rc = 1.0f / static_cast<float>(s->constant->get_f64(0));
-    if (!std::isnormal(rc)) return none;
-    r = literal(rc, "float");
-  } else {
+    if (std::isnormal(rc)) r = literal(rc, "float");
+  } else if (b.level < a.level) {
     const std::string rk = "quotient_reciprocal:" + b.s;
     const SExpr* found = find(rk);
     r = found ? found->s
@@ -44,6 +45,12 @@ StatusOr<std::optional<SExpr>> Stitcher::round_quotient(const Node& n, const Coo
                      "reciprocal, NaN where not a normal number")
                     .s;
   }
+  // A divisor per element (its reciprocal would cost the division), or a constant without a normal
+  // reciprocal: the division and the Round as the general path writes them.
+  if (r.empty())
+    return std::optional<SExpr>(bind(k, "float", fmt::format("rintf({} / {})", a.s, b.s),
+                                     std::max(a.level, b.level),
+                                     fmt::format("Round '{}' of Div '{}'", n.name, div.name)));
   const std::string note = fmt::format(
       "Round '{}' of Div '{}': the reciprocal's product where it decides the integer", n.name, div.name);
   const SExpr v =

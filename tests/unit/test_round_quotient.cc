@@ -135,4 +135,35 @@ TEST_CASE("a Round of a quotient by a value per element keeps the division", "[s
   CHECK(test::one_group_matches_reference(*g, 61));
 }
 
+TEST_CASE("a blocked scale computed at run time: the division, its Gather's index variables used once",
+          "[stitch][emu][nvcc][quantize]") {
+  // The scale per element is a Gather of its blocks, whose index map names a fresh variable each
+  // time it is pulled: the Round's kernel pulls the Div's operands once and uses them (a second
+  // pull through the general path left the first unused, which nvcc's warnings-as-errors build of
+  // the ONNX node tests refused).
+  auto g = test::parse_or_die(R"(graph "g" opset 21 {
+  input %x: f32[2,5]
+  input %s0: f32[2,3]
+  const %two: f32[] = [2.0]
+  %s = Add(%s0, %two) @"positive"
+  %y = QuantizeLinear(%x, %s) {axis = 1, block_size = 2, output_dtype = 3} @"q"
+  output %y
+})");
+  test::run_frontend_or_die(*g);
+  auto plan = fusion::make_plan(*g, test::opts("beam"));
+  REQUIRE(plan.is_ok());
+  auto s = test::schedule_of(*g, *plan);
+  REQUIRE(s.is_ok());
+  const auto dir = std::filesystem::temp_directory_path() / ("stitch_unit_rqb_" + std::to_string(getpid()));
+  bool divides = false;
+  for (const codegen::Kernel& k : s->kernels) {
+    divides |=
+        k.source.find("rintf(") != std::string::npos && k.source.find(" of Div '") != std::string::npos;
+    test::nvcc_compiles_cleanly(k, dir);
+  }
+  std::filesystem::remove_all(dir);
+  CHECK(divides);
+  CHECK(test::plan_matches_reference(*g, *plan, 62) == s->kernels.size());
+}
+
 }  // namespace stitch
