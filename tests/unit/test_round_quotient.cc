@@ -142,11 +142,12 @@ TEST_CASE("a blocked scale computed at run time: the division, its Gather's inde
   // pull through the general path left the first unused, which nvcc's warnings-as-errors build of
   // the ONNX node tests refused).
   auto g = test::parse_or_die(R"(graph "g" opset 21 {
-  input %x: f32[2,5]
-  input %s0: f32[2,3]
-  const %two: f32[] = [2.0]
-  %s = Add(%s0, %two) @"positive"
-  %y = QuantizeLinear(%x, %s) {axis = 1, block_size = 2, output_dtype = 3} @"q"
+  input %x: f32[3,7]
+  input %s0: f32[3,3]
+  const %half: f32[] = [0.5]
+  %m = Abs(%s0) @"magnitude"
+  %s = Add(%m, %half) @"away_from_zero"
+  %y = QuantizeLinear(%x, %s) {axis = 1, block_size = 3} @"q"
   output %y
 })");
   test::run_frontend_or_die(*g);
