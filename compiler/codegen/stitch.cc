@@ -139,9 +139,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
       if (op == "BatchNormalization" && i > 0) {
         ci = {c[1]};
       } else {
-        const Dims& id = dims(in);
-        const size_t off = od.size() - id.size();
-        for (size_t d = 0; d < id.size(); ++d) ci.push_back(id[d] == 1 ? SExpr{"0", 0} : c[d + off]);
+        ci = broadcast_coords(c, dims(in));
       }
       ASSIGN_OR_RETURN(SExpr a, at(in, ci));
       level = std::max(level, a.level);
@@ -173,13 +171,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
     for (size_t d = 0; d < perm.size(); ++d) ci[perm[d]] = c[d];
     return at(n.input(0), ci);
   }
-  if (op == "Expand") {
-    const Dims& id = dims(n.input(0));
-    const size_t off = od.size() - id.size();
-    Coords ci;
-    for (size_t d = 0; d < id.size(); ++d) ci.push_back(id[d] == 1 ? SExpr{"0", 0} : c[d + off]);
-    return at(n.input(0), ci);
-  }
+  if (op == "Expand") return at(n.input(0), broadcast_coords(c, dims(n.input(0))));
   if (op == "Pad") {  // constant mode selects the fill where a padded coordinate is outside
     ASSIGN_OR_RETURN(PadCoords pc, pad_coords(n, c));
     ASSIGN_OR_RETURN(SExpr v, at(n.input(0), pc.coords));

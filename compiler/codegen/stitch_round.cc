@@ -21,18 +21,10 @@ StatusOr<std::optional<SExpr>> Stitcher::round_quotient(const Node& n, const Coo
   const Value* s = div.input(1);
   if (x == nullptr || s == nullptr || x->dtype != DType::kF32 || s->dtype != DType::kF32) return none;
   // The Div's operands at the Round's coordinates (the same shape), broadcast as the Div reads them.
-  const Dims& od = dims(q);
-  auto operand = [&](const Value* in) -> StatusOr<SExpr> {
-    const Dims& id = dims(in);
-    const size_t off = od.size() - id.size();
-    Coords ci;
-    for (size_t d = 0; d < id.size(); ++d) ci.push_back(id[d] == 1 ? SExpr{"0", 0} : c[d + off]);
-    return at(in, ci);
-  };
-  // Once pulled, the operands are used here whatever the form: a second pull through the general
-  // path would name new index variables for some index maps and leave these unused.
-  ASSIGN_OR_RETURN(SExpr a, operand(x));
-  ASSIGN_OR_RETURN(SExpr b, operand(s));
+  // Once pulled, they are used here whatever the form: a second pull through the general path
+  // would name new index variables for some index maps and leave these unused.
+  ASSIGN_OR_RETURN(SExpr a, at(x, broadcast_coords(c, dims(x))));
+  ASSIGN_OR_RETURN(SExpr b, at(s, broadcast_coords(c, dims(s))));
   std::string r;
   if (b.level < a.level && s->is_constant() && s->constant->size() == 1) {  // rounded once, here
     const float rc = 1.0f / static_cast<float>(s->constant->get_f64(0));

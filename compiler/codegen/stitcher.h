@@ -175,6 +175,14 @@ class Stitcher {
     for (const SExpr& e : c) l = std::max(l, e.level);
     return l;
   }
+  // Coordinates `c` of a value broadcast (numpy style) into it, read in `in`'s own dims: its axes
+  // align with c's trailing ones, and an axis of 1 is read at 0.
+  static Coords broadcast_coords(const Coords& c, const Dims& in) {
+    const size_t off = c.size() - in.size();
+    Coords ci;
+    for (size_t d = 0; d < in.size(); ++d) ci.push_back(in[d] == 1 ? SExpr{"0", 0} : c[d + off]);
+    return ci;
+  }
   std::string key(const Value* v, const Coords& c) {
     std::string k = fmt::format("{}@", static_cast<const void*>(v));
     for (const SExpr& e : c) k += e.s + ",";

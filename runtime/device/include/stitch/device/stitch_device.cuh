@@ -172,24 +172,14 @@ __device__ __forceinline__ T tile_column_reduce(T v, Op op, T* tile) {
   return r;
 }
 
-// Global stitching: a row split over `segs` blocks of a cooperative launch. Every thread of every
-// block calls it with its block's partial (block_reduce's result); thread 0 publishes it at
-// slot[seg], the grid waits at a grid-wide barrier (which orders those writes before the reads),
-// and every thread combines the row's partials in segment order, so every block of the row gets
-// the same bits. `slot` is this pass's row of partials in global memory; each pass uses its own.
-template <typename T, typename W, typename Op>
-__device__ __forceinline__ T grid_row_reduce(T v, Op op, W* slot, long long seg, long long segs) {
-  if (threadIdx.x == 0) slot[seg] = static_cast<W>(v);
-  cooperative_groups::this_grid().sync();
-  T r = static_cast<T>(slot[0]);
-  for (long long s = 1; s < segs; ++s) r = op(r, static_cast<T>(slot[s]));
-  return r;
-}
-
-// A pass with several reductions (row ops whose inputs need nothing the others compute, such as
-// a tensor's maximum and minimum) waits at one grid barrier for all of them: grid_row_publish of
-// each block partial into its reduction's slot, one grid_sync, then grid_row_combine of each. `v`
-// gives the result's type; the combine is grid_row_reduce's, in segment order.
+// Global stitching: a row split over `segs` blocks of a cooperative launch, in three parts.
+// Thread 0 of each block publishes its block's partial (block_reduce's result) at slot[seg]; the
+// grid waits at a grid-wide barrier (which orders those writes before the reads); every thread
+// combines the row's partials in segment order, so every block of the row gets the same bits
+// (`v` gives the result's type). `slot` is one reduction's row of partials in global memory; each
+// reduction uses its own. A pass with several reductions (row ops whose inputs need nothing the
+// others compute, such as a tensor's maximum and minimum) publishes all of them, then waits at one
+// barrier for all.
 template <typename T, typename W>
 __device__ __forceinline__ void grid_row_publish(T v, W* slot, long long seg) {
   if (threadIdx.x == 0) slot[seg] = static_cast<W>(v);
@@ -201,6 +191,14 @@ __device__ __forceinline__ T grid_row_combine(T v, Op op, const W* slot, long lo
   T r = static_cast<T>(slot[0]);
   for (long long s = 1; s < segs; ++s) r = op(r, static_cast<T>(slot[s]));
   return r;
+}
+
+// A pass of one reduction: every thread of every block calls it with its block's partial.
+template <typename T, typename W, typename Op>
+__device__ __forceinline__ T grid_row_reduce(T v, Op op, W* slot, long long seg, long long segs) {
+  grid_row_publish(v, slot, seg);
+  grid_sync();
+  return grid_row_combine(v, op, slot, segs);
 }
 
 }  // namespace stitch_dev
