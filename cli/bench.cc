@@ -7,7 +7,12 @@
 // for the kernel over its time) as a share of a measured device-to-device copy. --against DIR
 // (an artifact of the same model, e.g. compiled with --fusion none) times that one too and sets
 // each step beside the steps of DIR that run the same ONNX nodes, and sums them per kind of
-// subgraph: normalization (layer norm, RMSNorm), softmax, GELU. --json writes every number.
+// subgraph: normalization (layer norm, RMSNorm), softmax, GELU. --rounds N times the whole
+// schedule in N rounds that alternate which artifact runs first, and gives each round's median and
+// the ratio of the two in each round: a device whose speed drifts by a few percent over a run
+// (bert_tiny's whole-schedule median moved from 137.7 to 142.9-152.4 us between two runs on an
+// H200, with every step within 1 us) shows it as spread rather than as a change.
+// --json writes every number.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -141,27 +147,47 @@ std::vector<StepMeta> step_meta(const std::string& dir) {
   return out;
 }
 
-struct Measured {
+// One artifact under timing: its session, with the seeded inputs set once, and what its files say
+// about its steps. `profile` is round 0's (steps and copy there), with the whole-schedule runs of
+// every later round appended; `round_ms` is each round's median.
+struct Timed {
   std::string describe;
-  rt::Profile profile;
+  std::unique_ptr<rt::Session> session;
   std::vector<StepMeta> meta;
+  rt::Profile profile;
+  std::vector<double> round_ms;
 };
 
-Measured measure(const std::shared_ptr<const rt::Model>& model, const BenchArgs& a, bool steps, bool copy) {
-  const std::string& dir = model->dir();
+Timed open_timed(const std::shared_ptr<const rt::Model>& model, const BenchArgs& a) {
   rt::SessionOptions opts;
   opts.cuda_graph = !a.no_cuda_graph;
-  rt::Session session(model, rt::parse_backend(a.backend), opts);
+  Timed t;
+  t.session = std::make_unique<rt::Session>(model, rt::parse_backend(a.backend), opts);
   std::mt19937 rng(a.seed);
-  for (const rt::TensorInfo& t : model->inputs()) {
-    const std::vector<uint8_t> v = random_input(t, rng);
-    session.set_input(t.name, t.dtype, t.dims, v.data(), v.size());
+  for (const rt::TensorInfo& i : model->inputs()) {
+    const std::vector<uint8_t> v = random_input(i, rng);
+    t.session->set_input(i.name, i.dtype, i.dims, v.data(), v.size());
   }
-  Measured m;
-  m.describe = session.describe();
-  m.profile = session.profile(a.warmup, a.iters, steps, copy);
-  m.meta = step_meta(dir);
-  return m;
+  t.describe = t.session->describe();
+  t.meta = step_meta(model->dir());
+  return t;
+}
+
+// One round of `t`: its warm-up runs, then its timed runs (each step alone too, and the copy, when
+// asked: round 0 only).
+void time_round(Timed& t, const BenchArgs& a, bool steps, bool copy) {
+  rt::Profile p = t.session->profile(a.warmup, a.iters, steps, copy);
+  t.round_ms.push_back(median(p.run_ms));
+  if (t.round_ms.size() == 1)
+    t.profile = std::move(p);
+  else
+    t.profile.run_ms.insert(t.profile.run_ms.end(), p.run_ms.begin(), p.run_ms.end());
+}
+
+std::string joined_ms(const std::vector<double>& v) {
+  std::string s;
+  for (double x : v) s += fmt::format("{}{:.4f}", s.empty() ? "" : " ", x);
+  return s;
 }
 
 std::string gbps(int64_t bytes, double ms) {
@@ -171,8 +197,8 @@ std::string gbps(int64_t bytes, double ms) {
 }  // namespace
 
 int run_bench(const BenchArgs& a) {
-  if (a.iters < 1 || a.warmup < 0)
-    return report(Status::user("--iters must be at least 1 and --warmup at least 0"));
+  if (a.iters < 1 || a.warmup < 0 || a.rounds < 1)
+    return report(Status::user("--iters and --rounds must be at least 1 and --warmup at least 0"));
   try {
     // Both artifacts and the --json file are checked before anything runs.
     auto model = rt::Model::load(a.dir);
@@ -185,34 +211,56 @@ int run_bench(const BenchArgs& a) {
     }
     const bool steps = a.steps || !a.against.empty();
     const bool device = a.backend == "cuda";
-    Measured m = measure(model, a, steps, steps && device);
+    Timed m = open_timed(model, a);
+    Timed base;
+    if (against) base = open_timed(against, a);
+    // Rounds alternate which artifact goes first (this one, then the other; the other, then this
+    // one; ...), so that a drift of the device's speed over the run falls on both alike. Steps
+    // alone and the copy are timed in round 0.
+    json rounds = json::array();
+    for (int r = 0; r < a.rounds; ++r) {
+      const bool this_first = r % 2 == 0 || !against;
+      if (this_first) time_round(m, a, r == 0 && steps, r == 0 && steps && device);
+      if (against) time_round(base, a, r == 0, false);
+      if (!this_first) time_round(m, a, false, false);
+      json j = {{"first", this_first ? "this" : "against"}, {"run_ms_median", m.round_ms.back()}};
+      if (against)
+        j["against_run_ms_median"] = base.round_ms.back(),
+        j["ratio"] = base.round_ms.back() / std::max(m.round_ms.back(), 1e-12);
+      rounds.push_back(j);
+    }
     const rt::Profile& p = m.profile;
     std::vector<double> sorted = p.run_ms;
     std::sort(sorted.begin(), sorted.end());
     const double mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / sorted.size();
     fmt::print("{} on {}\n", a.dir, m.describe);
     fmt::print("timed with {}, seeded random inputs (seed {})\n", p.clock, a.seed);
-    fmt::print("run(): {} iterations after {} warm-up: min {:.4f} ms, median {:.4f} ms, mean {:.4f} ms\n",
-               a.iters, a.warmup, sorted.front(), sorted[sorted.size() / 2], mean);
+    fmt::print("run(): {} iterations after {} warm-up{}: min {:.4f} ms, median {:.4f} ms, mean {:.4f} ms\n",
+               a.iters, a.warmup, a.rounds > 1 ? fmt::format(", in each of {} rounds", a.rounds) : "",
+               sorted.front(), sorted[sorted.size() / 2], mean);
     json out = {{"artifact", a.dir},
                 {"backend", m.describe},
                 {"clock", p.clock},
                 {"seed", a.seed},
                 {"iters", a.iters},
                 {"warmup", a.warmup},
+                {"rounds", rounds},
                 {"run_ms_median", median(p.run_ms)},
                 {"run_ms_min", sorted.front()}};
+    if (a.rounds > 1) {
+      const auto [lo, hi] = std::minmax_element(m.round_ms.begin(), m.round_ms.end());
+      fmt::print("median per round: {} ms (spread {:.1f}% of the median)\n", joined_ms(m.round_ms),
+                 100 * (*hi - *lo) / std::max(median(m.round_ms), 1e-12));
+    }
     if (p.copy_bytes_per_s > 0) {
       fmt::print("device-to-device copy: {:.1f} GB/s (bytes read + written)\n", p.copy_bytes_per_s / 1e9);
       out["copy_gb_per_s"] = p.copy_bytes_per_s / 1e9;
     }
     std::vector<double> step_med;
     for (const auto& s : p.step_ms) step_med.push_back(median(s));
-    Measured base;
     std::vector<double> base_med;
     std::vector<int> owner;  // per step of the baseline: the step here that runs its first node, or -1
-    if (!a.against.empty()) {
-      base = measure(against, a, true, false);
+    if (against) {
       for (const auto& s : base.profile.step_ms) base_med.push_back(median(s));
       std::map<std::string, int> step_of_node;
       for (size_t i = 0; i < m.meta.size(); ++i)
@@ -229,6 +277,18 @@ int run_bench(const BenchArgs& a) {
       fmt::print("against {}: run() median {:.4f} ms ({:.2f}x)\n", a.against, median(base.profile.run_ms),
                  median(base.profile.run_ms) / std::max(median(p.run_ms), 1e-12));
       out["against"] = {{"artifact", a.against}, {"run_ms_median", median(base.profile.run_ms)}};
+      // The ratio of each round's medians: a drift between rounds moves both sides of it alike.
+      std::vector<double> ratio;
+      for (const json& r : rounds) ratio.push_back(r.at("ratio").get<double>());
+      std::sort(ratio.begin(), ratio.end());
+      out["against"]["ratio_min"] = ratio.front();
+      out["against"]["ratio_median"] = median(ratio);
+      out["against"]["ratio_max"] = ratio.back();
+      if (a.rounds > 1) {
+        fmt::print("against, median per round: {} ms\n", joined_ms(base.round_ms));
+        fmt::print("ratio per round (against / this): min {:.3f}, median {:.3f}, max {:.3f}\n", ratio.front(),
+                   median(ratio), ratio.back());
+      }
     }
     if (steps) {
       std::vector<double> same(m.meta.size(), 0.0);

@@ -4,7 +4,7 @@
 //   stitchc compile MODEL -o DIR [--shape ...] [--arch sm_80,sm_90] [--fusion none] [--report-json F]
 //   stitchc MODEL -o DIR  (the same)
 //   stitchc bench DIR [--backend cuda|emu] [--iters N] [--warmup N] [--no-cuda-graph] [--steps]
-//                     [--against DIR] [--json FILE] [--seed N]
+//                     [--against DIR] [--rounds N] [--json FILE] [--seed N]
 //   stitchc ops
 // Exit codes: 0 ok, 1 verification mismatch, 2 user error, 3 internal error.
 #include <CLI/CLI.hpp>
@@ -268,6 +268,11 @@ int main(int argc, char** argv) {
           "another artifact of the same model (e.g. --fusion none): time it too and set the steps that "
           "run the same ONNX nodes side by side")
       ->check(CLI::ExistingDirectory);
+  bench
+      ->add_option("--rounds", ba.rounds,
+                   "time the whole schedule in this many rounds of --warmup and --iters runs, alternating "
+                   "which artifact goes first with --against, and give each round's median and ratio")
+      ->default_val(1);
   bench->add_option("--json", ba.json, "write every number to this JSON file");
   bench->add_option("--seed", ba.seed, "seed of the random inputs")->default_val(1);
 

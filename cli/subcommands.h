@@ -62,6 +62,7 @@ int run_calibrate(const CalibrateArgs& a);
 struct BenchArgs {
   std::string dir, backend = "cuda";
   int iters = 100, warmup = 10;
+  int rounds = 1;  // alternating rounds of this artifact and --against's, each warm-up + iters
   bool no_cuda_graph = false;
   bool steps = false;   // time each step alone
   std::string against;  // another artifact of the same model to set beside this one

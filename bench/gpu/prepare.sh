@@ -15,7 +15,7 @@
 #   bench/gpu/prepare.sh [BUNDLE]      (default build/gpu_bundle; needs build/cli/stitchc, python3 + onnx)
 # BASE=STITCHC2: also time/NAME.base, each shipped model (those named in BASE_MODELS, default all)
 # compiled by STITCHC2, an earlier build, at NAME's timing shapes; run.sh times NAME against it in
-# both orders (a change's effect on a whole model, on the same GPU in one run).
+# rounds that alternate the order (a change's effect on a whole model, on the same GPU in one run).
 # DRY_RUN=1: small shapes everywhere and the emulation libraries built, so that
 # `BACKEND=emu bench/gpu/run.sh` exercises the whole path on a machine without a GPU (with
 # NO_NVCC=1 as well: no kernel binaries, quicker).

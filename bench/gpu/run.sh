@@ -9,13 +9,15 @@
 #      each step alone beside the unfused steps of the same nodes, per kind (norm, softmax, GELU),
 #      with achieved bandwidth against a measured device-to-device copy;
 #   4. where the bundle has time/NAME.base (prepare.sh's BASE: an earlier stitchc), NAME against it
-#      and it against NAME (the two orders, since medians drift by a few percent over a run).
+#      in ROUNDS rounds (default 6) that alternate which goes first, since medians drift by a few
+#      percent over a run: each round's ratio, and their least, median and greatest.
 # Writes DEVICE.txt, every log and JSON under $OUT (default /tmp/gpu_bench) and prints a table last.
 #   bench/gpu/run.sh [BUNDLE]     (default build/gpu_bundle)
 set -uo pipefail
 BUNDLE=${1:-build/gpu_bundle}
 OUT=${OUT:-/tmp/gpu_bench}
 ITERS=${ITERS:-200}
+ROUNDS=${ROUNDS:-6}
 BACKEND=${BACKEND:-cuda}  # emu: a dry run of this script on a machine without a GPU
 mkdir -p "$OUT"
 cudnn=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(os.path.dirname(nvidia.cudnn.__file__), 'lib'))" 2>/dev/null || true)
@@ -61,12 +63,9 @@ for d in "$BUNDLE"/time/*/; do
     --json "$OUT/bench_$name.json" >"$OUT/bench_$name.txt" 2>&1 ||
     { echo "bench $name: FAILED"; tail -5 "$OUT/bench_$name.txt"; fails=$((fails + 1)); }
   [ -d "$BUNDLE/time/$name.base" ] || continue
-  for pair in "$name:$name.base" "$name.base:$name"; do
-    a=${pair%%:*} b=${pair#*:}
-    "$STITCHC" bench "$BUNDLE/time/$a" --backend "$BACKEND" --iters "$ITERS" --warmup 20 --against "$BUNDLE/time/$b" \
-      --json "$OUT/base_${a}_vs_$b.json" >"$OUT/base_${a}_vs_$b.txt" 2>&1 ||
-      { echo "bench $a against $b: FAILED"; tail -5 "$OUT/base_${a}_vs_$b.txt"; fails=$((fails + 1)); }
-  done
+  "$STITCHC" bench "$d" --backend "$BACKEND" --iters "$ITERS" --warmup 20 --rounds "$ROUNDS" \
+    --against "$BUNDLE/time/$name.base" --json "$OUT/base_$name.json" >"$OUT/base_$name.txt" 2>&1 ||
+    { echo "bench $name against $name.base: FAILED"; tail -5 "$OUT/base_$name.txt"; fails=$((fails + 1)); }
 done
 cat "$OUT/DEVICE.txt"
 python3 - "$OUT" <<'PY'
@@ -85,20 +84,15 @@ print(f"device-to-device copy: {max(copy):.0f} GB/s" if copy else "device-to-dev
 print("| artifact | fused run us | --fusion none us | speedup | per kind: fused steps vs the same nodes unfused |")
 print("|---|---|---|---|---|")
 print("\n".join(rows))
-base = []  # this build (NAME) against the earlier one (NAME.base), timed in both orders
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "base_*.base_vs_*.json"))):
-    name = os.path.basename(f)[5:-5].split(".base_vs_")[0]
-    other = os.path.join(sys.argv[1], f"base_{name}_vs_{name}.base.json")
-    if not os.path.exists(other):
-        continue
-    old_first, new_first = json.load(open(f)), json.load(open(other))
-    now = [new_first["run_ms_median"], old_first["against"]["run_ms_median"]]
-    was = [new_first["against"]["run_ms_median"], old_first["run_ms_median"]]
-    base.append(f"| {name} | {now[0]*1e3:.1f} / {now[1]*1e3:.1f} | {was[0]*1e3:.1f} / {was[1]*1e3:.1f} | "
-                f"{was[0]/now[0]:.2f}x / {was[1]/now[1]:.2f}x |")
+base = []  # this build (NAME) against the earlier one (NAME.base), in rounds alternating the order
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "base_*.json"))):
+    j = json.load(open(f))
+    a = j["against"]
+    base.append(f"| {os.path.basename(f)[5:-5]} | {j['run_ms_median']*1e3:.1f} | {a['run_ms_median']*1e3:.1f} | "
+                f"{len(j['rounds'])} | {a['ratio_min']:.3f} / {a['ratio_median']:.3f} / {a['ratio_max']:.3f} |")
 if base:
-    print("| model | this build us (timed first / second) | earlier build us (second / first) | speedup |")
-    print("|---|---|---|---|")
+    print("| model | this build us | earlier build us | rounds | earlier / this per round: min / median / max |")
+    print("|---|---|---|---|---|")
     print("\n".join(base))
 PY
 echo "failures: $fails"

@@ -528,7 +528,28 @@ expect "bench --against a folder that is no artifact" 2 "manifest.json" -- \
   "$STITCHC" bench "$B" --backend emu --iters 1 --against "$TMP"
 expect "bench --json into a missing folder" 2 "cannot write --json" -- \
   "$STITCHC" bench "$B" --backend emu --iters 1 --json "$TMP/no/such/dir/b.json"
-expect "bench with zero iterations" 2 "--iters must be at least 1" -- "$STITCHC" bench "$B" --backend emu --iters 0
+expect "bench with zero iterations" 2 "--iters and --rounds must be at least 1" -- \
+  "$STITCHC" bench "$B" --backend emu --iters 0
+expect "bench with zero rounds" 2 "--iters and --rounds must be at least 1" -- \
+  "$STITCHC" bench "$B" --backend emu --rounds 0
+# Rounds alternate which artifact runs first; each round gives both medians and their ratio, and
+# the steps alone are timed in the first.
+expect "bench --rounds alone: a median per round" 0 "median per round: [0-9.]+ [0-9.]+ ms \\(spread" -- \
+  "$STITCHC" bench "$B" --backend emu --iters 2 --warmup 0 --rounds 2
+expect "bench --rounds 3 --against the unfused artifact" 0 \
+  "ratio per round \\(against / this\\): min [0-9.]+, median [0-9.]+, max [0-9.]+" -- \
+  "$STITCHC" bench "$B" --backend emu --iters 2 --warmup 0 --rounds 3 --against "$TMP/bert_none" \
+  --json "$TMP/rounds.json"
+check "bench --rounds --json: the order, medians and ratio of each round" python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+r, a = j['rounds'], j['against']
+assert [x['first'] for x in r] == ['this', 'against', 'this'], r
+for x in r:
+    assert x['run_ms_median'] > 0 and abs(x['ratio'] - x['against_run_ms_median'] / x['run_ms_median']) < 1e-9, x
+ratios = sorted(x['ratio'] for x in r)
+assert (a['ratio_min'], a['ratio_median'], a['ratio_max']) == (ratios[0], ratios[1], ratios[2]), a
+assert len(j['steps']) == 19 and all(s['median_us'] > 0 for s in j['steps'])" "$TMP/rounds.json"
 expect "example: unknown backend" 2 "unknown backend 'tpu'" -- "$EXAMPLE" "$B" tpu
 
 echo "backend e2e: $pass passed, $fail failed"
