@@ -13,6 +13,7 @@
 #include <regex>
 #include <sstream>
 
+#include "codegen/embedded_headers.h"
 #include "codegen/stitch.h"
 #include "stitch/artifact_format.h"
 #include "support/check.h"
@@ -46,19 +47,16 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
 // The emulation header, as the host compiler finds it on the include path.
 constexpr const char* kEmuHeader = "stitch/emu/emu.h";
 
-// `wrapper` (a header -include takes, its .gch beside it) when that .gch exists and no header it
-// was made from has changed since; otherwise none, and the emulation header is read itself.
+// `wrapper` (a header -include takes, its .gch beside it) when that .gch was made from the headers
+// this stitchc carries: the digest the build wrote beside it is theirs. Otherwise none, and the
+// emulation header is read itself.
 std::optional<std::string> usable_precompiled_header(const std::string& wrapper) {
+  if (wrapper.empty()) return std::nullopt;
+  std::ifstream f(wrapper + ".gch.digest");
+  std::string digest;
   std::error_code ec;
-  const auto made = fs::last_write_time(fs::path(wrapper).concat(".gch"), ec);
-  if (wrapper.empty() || ec) return std::nullopt;
-  for (const char* dir : {STITCH_EMU_INCLUDE_DIR "/stitch/emu", STITCH_DEVICE_INCLUDE_DIR "/stitch/device"}) {
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      const auto changed = e.last_write_time(ec);
-      if (ec || changed > made) return std::nullopt;
-    }
-    if (ec) return std::nullopt;
-  }
+  if (!(f >> digest) || digest != embedded_headers_digest() || !fs::is_regular_file(wrapper + ".gch", ec))
+    return std::nullopt;
   return wrapper;
 }
 
@@ -67,6 +65,17 @@ Status write_file(const fs::path& p, const std::string& text) {
   f << text;
   f.close();
   if (!f) return Status::user(fmt::format("cannot write '{}': check the output directory is writable", p.string()));
+  return Status::ok();
+}
+
+// Every embedded header, written under `dir` by its path there.
+Status write_headers(const fs::path& dir) {
+  for (const EmbeddedFile& h : embedded_headers()) {
+    const fs::path to = dir / h.path;
+    std::error_code ec;
+    fs::create_directories(to.parent_path(), ec);
+    RETURN_IF_ERROR(write_file(to, std::string(h.text)));
+  }
   return Status::ok();
 }
 
@@ -123,7 +132,17 @@ std::string annotate_nvcc_errors(const std::string& log) {
 
 }  // namespace
 
-std::string build_emu_pch_header() { return STITCH_EMU_PCH_HEADER; }
+std::string default_emu_pch_header() {
+  // Installed (cmake --install): PREFIX/lib/stitch/emu_pch, beside PREFIX/bin/stitchc.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed =
+        exe.parent_path().parent_path() / STITCH_INSTALL_LIBDIR / "stitch" / "emu_pch" / kEmuHeader;
+    if (fs::is_regular_file(installed, ec)) return installed.string();
+  }
+  return STITCH_EMU_PCH_HEADER;
+}
 
 StatusOr<std::string> find_nvcc() {
   std::vector<fs::path> candidates;
@@ -221,18 +240,16 @@ struct Writer {
       unity += fmt::format("#include \"{}.cu\"\n", k.name);
     }
     RETURN_IF_ERROR(put(artifact::kUnityFile, unity));
-    // stitchc reads the device headers from the source tree it was built from.
-    for (const char* h : {"stitch_device.cuh", "compat.cuh"}) {
-      const fs::path from = fs::path(STITCH_DEVICE_INCLUDE_DIR) / "stitch" / "device" / h;
-      std::error_code ec;
-      fs::copy_file(from, tmp / artifact::kKernelsDir / h, ec);
-      if (ec)
-        return Status::user(
-            fmt::format("cannot copy the device header '{}' into the artifact ({}): stitchc reads it from "
-                        "the source tree it was built from; restore that tree or build stitchc again where "
-                        "the tree now is",
-                        from.string(), ec.message()));
-    }
+    // The device headers the kernels include by name, next to them (from those stitchc carries).
+    const std::string_view device_dir = "stitch/device/";
+    bool wrote = false;
+    for (const EmbeddedFile& h : embedded_headers())
+      if (h.path.substr(0, device_dir.size()) == device_dir) {
+        RETURN_IF_ERROR(
+            write_file(tmp / artifact::kKernelsDir / h.path.substr(device_dir.size()), std::string(h.text)));
+        wrote = true;
+      }
+    STITCH_CHECK(wrote, "stitchc was built without the device headers");
     return Status::ok();
   }
 
@@ -262,6 +279,9 @@ struct Writer {
 
   Status emu() {
     fs::create_directories(tmp / "emu");
+    // The emulation and device headers, for this build only (removed after it).
+    const fs::path include = tmp / "emu" / "include";
+    RETURN_IF_ERROR(write_headers(include));
     std::string src = "// The kernels for the CPU emulation layer: same sources, plus entry points by name.\n"
                       "#include \"../kernels/all_kernels.cu\"\n";
     for (const Kernel& k : s.kernels) src += fmt::format("STITCH_EMU_EXPORT_KERNEL({});\n", k.name);
@@ -271,16 +291,15 @@ struct Writer {
       if (prelude != kEmuHeader) argv.push_back("-H");  // lists the headers: "! X.gch" when it took the .gch
       std::istringstream flags(STITCH_EMU_CXX_FLAGS);
       for (std::string f; flags >> f;) argv.push_back(f);
-      argv.insert(argv.end(),
-                  {"-shared", "-w", "-include", prelude, "-I", STITCH_EMU_INCLUDE_DIR, "-I",
-                   STITCH_DEVICE_INCLUDE_DIR, "-isystem", STITCH_CUDA_INCLUDE_DIR, "-o",
-                   (tmp / artifact::kEmuLibrary).string(), (tmp / "emu" / "kernels_emu.cc").string()});
+      argv.insert(argv.end(), {"-shared", "-w", "-include", prelude, "-I", include.string(), "-isystem",
+                               STITCH_CUDA_INCLUDE_DIR, "-o", (tmp / artifact::kEmuLibrary).string(),
+                               (tmp / "emu" / "kernels_emu.cc").string()});
       return run_command(argv, log);
     };
     std::string log;
     auto t0 = std::chrono::steady_clock::now();
     const std::optional<std::string> pch =
-        usable_precompiled_header(o.emu_pch.value_or(build_emu_pch_header()));
+        usable_precompiled_header(o.emu_pch.value_or(default_emu_pch_header()));
     int rc = -1;
     if (pch) {
       rc = build(*pch, &log);
@@ -296,6 +315,8 @@ struct Writer {
       rc = build(kEmuHeader, &log);
     }
     summary->emu_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::error_code ec;
+    fs::remove_all(include, ec);
     if (rc != 0)
       return Status::internal(fmt::format("building the emulation library failed (exit {}):\n{}", rc, log));
     return Status::ok();

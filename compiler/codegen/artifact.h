@@ -22,15 +22,17 @@ struct CompileOptions {
   std::string plan_text;                     // the fusion plan explained (written as plan.txt)
   std::map<std::string, std::string> group_reasons;  // first node of a group -> why it is so
   // The precompiled emulation header, by the header -include names with its .gch beside it:
-  // unset, the build's (build_emu_pch_header()); empty, none.
+  // unset, default_emu_pch_header(); empty, none.
   std::optional<std::string> emu_pch;
   // float32 GEMM and convolution calls on TF32 tensor cores (--tf32), written into schedule.json;
   // by default they compute in float32.
   bool tf32 = false;
 };
 
-// The build's precompiled emulation header (the wrapper that -include takes).
-std::string build_emu_pch_header();
+// The precompiled emulation header stitchc uses unless told (the wrapper that -include takes): the
+// one installed beside it (PREFIX/lib/stitch/emu_pch), else the build tree's. Either is used only
+// when made from the headers this stitchc carries (codegen/embedded_headers.h).
+std::string default_emu_pch_header();
 
 // ptxas's resource use of one kernel for one arch.
 struct KernelResources {

@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "backend_test_util.h"
 #include "codegen/artifact.h"
 #include "codegen/cuda_writer.h"
+#include "codegen/embedded_headers.h"
 #include "codegen/library.h"
 #include "codegen/lower.h"
 #include "codegen/scalar_ops.h"
@@ -487,6 +489,28 @@ TEST_CASE("batched MatMuls become fewer, larger GEMMs with the same result", "[c
   }
 }
 
+TEST_CASE("stitchc carries every device and emulation header as the source tree has it", "[codegen]") {
+  // Each header under the two include directories, by its path there, with the same bytes; and
+  // nothing else. An artifact's kernels/ holds the device headers from this copy.
+  std::map<std::string, std::string> tree;
+  for (const char* root : {"runtime/emu/include", "runtime/device/include"}) {
+    const fs::path dir = fs::path(STITCH_SOURCE_DIR) / root;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file() && (e.path().extension() == ".h" || e.path().extension() == ".cuh"))
+        tree[fs::relative(e.path(), dir).string()] = test::read_text_file(e.path());
+  }
+  std::map<std::string, std::string> carried;
+  for (const EmbeddedFile& h : embedded_headers()) {
+    INFO(h.path);
+    CHECK(carried.emplace(std::string(h.path), std::string(h.text)).second);  // no path twice
+  }
+  CHECK(tree.size() >= 9);
+  CHECK(tree.count("stitch/emu/emu.h") == 1);
+  CHECK(tree.count("stitch/device/stitch_device.cuh") == 1);
+  CHECK(carried == tree);
+  CHECK(embedded_headers_digest().size() == 64);
+}
+
 TEST_CASE("the emulation library builds on the precompiled header when it can, and on the header when not",
           "[codegen][emu]") {
   auto g = test::parse_or_die(R"(graph "g" opset 17 {
@@ -528,19 +552,26 @@ TEST_CASE("the emulation library builds on the precompiled header when it can, a
     fs::remove_all(dir);
     return summary.emu_precompiled_header;
   };
-  const fs::path built = build_emu_pch_header();
+  const fs::path built = default_emu_pch_header();
   REQUIRE(fs::exists(fs::path(built).concat(".gch")));
   CHECK(build_and_run(std::nullopt));  // the build's
   CHECK_FALSE(build_and_run(""));      // none asked for
-  // A copy elsewhere is used from there; made before the headers changed, it is not.
+  // A copy elsewhere is used from there (an installed stitchc's, under PREFIX/lib/stitch); made
+  // from other headers than those stitchc carries (its digest is theirs), or with no digest, it is
+  // not.
   const fs::path copy = scratch / "copy" / "stitch" / "emu" / "emu.h";
+  const fs::path digest = fs::path(copy).concat(".gch.digest");
   fs::create_directories(copy.parent_path());
   fs::copy_file(built, copy);
   fs::copy_file(fs::path(built).concat(".gch"), fs::path(copy).concat(".gch"));
+  fs::copy_file(fs::path(built).concat(".gch.digest"), digest);
+  CHECK(test::read_text_file(digest) == std::string(embedded_headers_digest()) + "\n");
   CHECK(build_and_run(copy.string()));
-  fs::last_write_time(fs::path(copy).concat(".gch"),
-                      fs::file_time_type::clock::now() - std::chrono::days(365 * 30));
+  { std::ofstream(digest, std::ios::trunc) << std::string(64, '0') << "\n"; }
   CHECK_FALSE(build_and_run(copy.string()));
+  fs::remove(digest);
+  CHECK_FALSE(build_and_run(copy.string()));
+  fs::copy_file(fs::path(built).concat(".gch.digest"), digest);
   // One that is not a precompiled header the compiler skips; one cut short fails the compiler, and
   // the library is built again on the header itself.
   { std::ofstream(fs::path(copy).concat(".gch"), std::ios::trunc) << "not a precompiled header"; }
