@@ -213,7 +213,6 @@ int run_bench(const BenchArgs& a) {
     const bool device = a.backend == "cuda";
     Timed m = open_timed(model, a);
     Timed base;
-    if (against && a.rounds > 1) base = open_timed(against, a);
     // Rounds alternate which artifact goes first (this one, then the other; the other, then this
     // one; ...), so that a drift of the device's speed over the run falls on both alike; both
     // sessions stay open. Steps alone and the copy are timed in round 0. One round holds one
@@ -222,11 +221,11 @@ int run_bench(const BenchArgs& a) {
     for (int r = 0; r < a.rounds; ++r) {
       const bool this_first = r % 2 == 0 || !against;
       if (this_first) time_round(m, a, r == 0 && steps, r == 0 && steps && device);
-      if (against && a.rounds == 1) {
-        m.session.reset();
-        base = open_timed(against, a);
+      if (against) {
+        if (a.rounds == 1) m.session.reset();
+        if (!base.session) base = open_timed(against, a);
+        time_round(base, a, r == 0, false);
       }
-      if (against) time_round(base, a, r == 0, false);
       if (!this_first) time_round(m, a, false, false);
       json j = {{"first", this_first ? "this" : "against"}, {"run_ms_median", m.round_ms.back()}};
       if (against)

@@ -68,14 +68,19 @@ Status write_file(const fs::path& p, const std::string& text) {
   return Status::ok();
 }
 
-// Every embedded header, written under `dir` by its path there.
-Status write_headers(const fs::path& dir) {
+// The embedded headers whose paths start with `prefix`, written under `dir` by the rest of their
+// paths. At least one must be.
+Status write_headers(const fs::path& dir, std::string_view prefix) {
+  bool wrote = false;
   for (const EmbeddedFile& h : embedded_headers()) {
-    const fs::path to = dir / h.path;
+    if (h.path.substr(0, prefix.size()) != prefix) continue;
+    const fs::path to = dir / h.path.substr(prefix.size());
     std::error_code ec;
     fs::create_directories(to.parent_path(), ec);
     RETURN_IF_ERROR(write_file(to, std::string(h.text)));
+    wrote = true;
   }
+  STITCH_CHECK(wrote, "stitchc was built without the headers under '{}'", prefix);
   return Status::ok();
 }
 
@@ -241,16 +246,7 @@ struct Writer {
     }
     RETURN_IF_ERROR(put(artifact::kUnityFile, unity));
     // The device headers the kernels include by name, next to them (from those stitchc carries).
-    const std::string_view device_dir = "stitch/device/";
-    bool wrote = false;
-    for (const EmbeddedFile& h : embedded_headers())
-      if (h.path.substr(0, device_dir.size()) == device_dir) {
-        RETURN_IF_ERROR(
-            write_file(tmp / artifact::kKernelsDir / h.path.substr(device_dir.size()), std::string(h.text)));
-        wrote = true;
-      }
-    STITCH_CHECK(wrote, "stitchc was built without the device headers");
-    return Status::ok();
+    return write_headers(tmp / artifact::kKernelsDir, "stitch/device/");
   }
 
   Status nvcc() {
@@ -281,7 +277,7 @@ struct Writer {
     fs::create_directories(tmp / "emu");
     // The emulation and device headers, for this build only (removed after it).
     const fs::path include = tmp / "emu" / "include";
-    RETURN_IF_ERROR(write_headers(include));
+    RETURN_IF_ERROR(write_headers(include, ""));
     std::string src = "// The kernels for the CPU emulation layer: same sources, plus entry points by name.\n"
                       "#include \"../kernels/all_kernels.cu\"\n";
     for (const Kernel& k : s.kernels) src += fmt::format("STITCH_EMU_EXPORT_KERNEL({});\n", k.name);
