@@ -189,10 +189,10 @@ inline void nvcc_compiles_cleanly(const codegen::Kernel& k, const std::filesyste
   std::filesystem::create_directories(dir);
   const std::filesystem::path cu = dir / (k.name + ".cu"), log = dir / (k.name + ".log");
   std::ofstream(cu) << k.source;
-  const std::string cmd =
-      fmt::format("'{}' -arch=sm_90 -cubin -Werror all-warnings -I '{}' -o '{}' '{}' > '{}' 2>&1", *nvcc,
-                  std::string(STITCH_SOURCE_DIR) + "/runtime/device/include/stitch/device",
-                  (dir / (k.name + ".cubin")).string(), cu.string(), log.string());
+  const std::string cmd = fmt::format(
+      "'{}' -arch=sm_90 -cubin -Werror all-warnings -I '{}/runtime/device/include/stitch/device' "
+      "-o '{}' '{}' > '{}' 2>&1",
+      *nvcc, STITCH_SOURCE_DIR, (dir / (k.name + ".cubin")).string(), cu.string(), log.string());
   const int rc = std::system(cmd.c_str());
   std::ifstream in(log);
   INFO(k.name << ": " << k.mapping << "\n" << k.source);
