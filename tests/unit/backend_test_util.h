@@ -127,15 +127,14 @@ inline TensorMap emu_run(const Graph& g, const codegen::NodeGroups* groups, cons
   return out;
 }
 
-// emu_run on seeded inputs, every output checked against the reference within `tol`. Returns the
-// kernel count. `max_abs`, when given, receives the largest absolute difference over all outputs.
-inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
-                                    const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr,
-                                    const codegen::FoldOptions& fold_gemms = {},
-                                    const std::function<void(codegen::Schedule&)>& edit = {},
-                                    double* max_abs = nullptr) {
-  TensorMap feed;
-  for (const Value* v : g.inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+// emu_run on `feed`, every output checked against the reference within `tol`. Returns the kernel
+// count. `max_abs`, when given, receives the largest absolute difference over all outputs.
+inline size_t emu_matches_reference_on(const Graph& g, const codegen::NodeGroups* groups,
+                                       const TensorMap& feed, const Tolerance& tol,
+                                       const std::vector<int>* packs = nullptr,
+                                       const codegen::FoldOptions& fold_gemms = {},
+                                       const std::function<void(codegen::Schedule&)>& edit = {},
+                                       double* max_abs = nullptr) {
   size_t kernels = 0;
   const TensorMap got = emu_run(g, groups, feed, &kernels, packs, fold_gemms, edit);
   auto want = run_reference(g, feed);
@@ -154,6 +153,17 @@ inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* g
     CHECK(r.ok);
   }
   return kernels;
+}
+
+// emu_matches_reference_on seeded inputs.
+inline size_t emu_matches_reference(const Graph& g, const codegen::NodeGroups* groups, uint32_t seed,
+                                    const Tolerance& tol = kEmuF32, const std::vector<int>* packs = nullptr,
+                                    const codegen::FoldOptions& fold_gemms = {},
+                                    const std::function<void(codegen::Schedule&)>& edit = {},
+                                    double* max_abs = nullptr) {
+  TensorMap feed;
+  for (const Value* v : g.inputs) feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+  return emu_matches_reference_on(g, groups, feed, tol, packs, fold_gemms, edit, max_abs);
 }
 
 // Writes `s` as an artifact in a fresh temporary directory named after `tag`, every kernel
