@@ -431,10 +431,16 @@ struct Writer {
       for (const Node* n : k.nodes) nodes.push_back({{"name", n->name}, {"op", n->op_type}});
       const bool gemm = is_gemm_kernel(k);
       memory_intensive += !gemm;
-      ordered_json j = {{"name", k.name},       {"kind", gemm ? "gemm" : "memory-intensive"},
-                        {"nodes", nodes},       {"mapping", k.mapping},
-                        {"grid", k.grid},       {"block", k.block},
-                        {"smem", k.smem_bytes}, {"bytes_moved", k.bytes_moved}};
+      ordered_json j = {{"name", k.name},
+                        {"kind", gemm ? "gemm" : "memory-intensive"},
+                        {"nodes", nodes},
+                        {"mapping", k.mapping},
+                        {"grid", k.grid},
+                        {"block", k.block},
+                        {"smem", k.smem_bytes},
+                        {"bytes_moved", k.bytes_moved},
+                        {"evaluations", k.evaluations},
+                        {"source_bytes", k.source.size()}};
       ordered_json res = ordered_json::array();
       for (const KernelResources& r : summary->resources)
         if (r.kernel == k.name)

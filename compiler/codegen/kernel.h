@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,11 @@ struct Kernel {
   bool cooperative = false;
   std::shared_ptr<Value> workspace;
   std::vector<KernelFault> faults;  // its run-time checks, when it takes the fault word
+  // Stitched kernels: how many times its code computes a node's value (views aside). Each node
+  // once per vector lane and pass, and once more at each further position its value is read at
+  // (through gathers, slices, transposes...): chains of such reads multiply the copies.
+  int64_t evaluations = 0;
+  std::map<const Node*, int64_t> node_evaluations;  // the same per node (looked up, not iterated)
 };
 
 // The session's fault word: two uint64 (a fault's code, then its value), one for the whole

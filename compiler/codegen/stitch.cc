@@ -94,6 +94,10 @@ StatusOr<SExpr> Stitcher::at(const Value* v, const Coords& c) {
   const Node& n = *pit->second;
   if (cache_.count(v) && same(c, dom_) && cached_ready_.count(v))
     return bind(k, ct, fmt::format("{}[cache_row + j]", cache_.at(v)), 1, "cached by an earlier pass");
+  if (stitch_role(n) != StitchRole::kView) {
+    ++k_.evaluations;
+    ++k_.node_evaluations[&n];
+  }
   ASSIGN_OR_RETURN(SExpr r, compute(n, v, c, k));
   maybe_cache(v, c, r);
   return r;

@@ -76,6 +76,8 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
     mapping += fmt::format("; blocks [{}, {}): {}", blocks, blocks + ks[i].grid[0], ks[i].mapping);
     blocks += ks[i].grid[0];
     out.bytes_moved += ks[i].bytes_moved;
+    out.evaluations += ks[i].evaluations;
+    out.node_evaluations.insert(ks[i].node_evaluations.begin(), ks[i].node_evaluations.end());
   }
   out.grid = {blocks, 1, 1};
   out.mapping = mapping;
