@@ -21,6 +21,86 @@
 #include "importer/onnx_importer.h"
 
 namespace stitch::cli {
+namespace {
+
+// Fused kernels of `sched` whose code computes their nodes more than `budget` times
+// (codegen::Kernel::evaluations) are planned again with fewer copies, each with a line in
+// `replans`. Copies multiply where a value is read at other positions than its readers' own (a
+// resampling's taps): the most copied node with readers copied fewer times is kept apart from
+// those readers, so that it is stored once and read. A kernel without such a node (or packed
+// parts, each within the budget) is split as ptxas's re-plans split: its nodes kept apart, or its
+// groups no longer packed. Whether any kernel was.
+bool keep_large_kernels_apart(const codegen::Schedule& sched, int64_t budget, fusion::FusionOptions& fo,
+                              std::vector<std::string>& replans) {
+  const size_t before = replans.size();
+  for (const codegen::Kernel& k : sched.kernels) {
+    if (k.evaluations <= budget || k.nodes.size() < 2) continue;
+    auto copies = [&](const Node* n) {
+      auto it = k.node_evaluations.find(n);
+      return it == k.node_evaluations.end() ? int64_t{0} : it->second;
+    };
+    // The kernel's readers of each node's value, through views (which compute nothing).
+    auto readers = [&](const Node* p) {
+      std::vector<const Node*> out;
+      std::vector<const Value*> values(p->outputs.begin(), p->outputs.end());
+      for (size_t i = 0; i < values.size(); ++i)
+        for (const Node* r : k.nodes)
+          if (values[i] && std::find(r->inputs.begin(), r->inputs.end(), values[i]) != r->inputs.end()) {
+            if (codegen::stitch_role(*r) == codegen::StitchRole::kView)
+              values.push_back(r->output(0));
+            else if (std::find(out.begin(), out.end(), r) == out.end())
+              out.push_back(r);
+          }
+      return out;
+    };
+    const Node* most = nullptr;
+    std::vector<const Node*> cut;
+    for (const Node* p : k.nodes) {
+      if (most && copies(p) <= copies(most)) continue;
+      std::vector<const Node*> fewer;
+      for (const Node* r : readers(p))
+        if (copies(r) < copies(p)) fewer.push_back(r);
+      if (fewer.empty()) continue;
+      most = p;
+      cut = fewer;
+    }
+    if (most) {
+      std::vector<std::set<std::string>> pairs;
+      for (const Node* r : cut)
+        if (std::set<std::string> pair{most->name, r->name};
+            std::find(fo.keep_apart.begin(), fo.keep_apart.end(), pair) == fo.keep_apart.end())
+          pairs.push_back(pair);
+      if (!pairs.empty()) {
+        fo.keep_apart.insert(fo.keep_apart.end(), pairs.begin(), pairs.end());
+        replans.push_back(fmt::format(
+            "kernel {} ({} nodes) computes its nodes {} times in its code, over --max-evaluations {}: {} is "
+            "computed {} times, more than {} reader{} in the kernel; it is kept apart from {}",
+            k.name, k.nodes.size(), k.evaluations, budget, most->describe(), copies(most),
+            cut.size() == 1 ? "its" : fmt::format("{} of its", cut.size()), cut.size() == 1 ? "" : "s",
+            cut.size() == 1 ? "it" : "them"));
+        continue;
+      }
+    }
+    std::set<std::string> names;
+    for (const Node* n : k.nodes) names.insert(n->name);
+    const bool packed = k.name.find("_pack") != std::string::npos;
+    if (packed ? std::includes(fo.no_pack.begin(), fo.no_pack.end(), names.begin(), names.end())
+               : std::find(fo.keep_apart.begin(), fo.keep_apart.end(), names) != fo.keep_apart.end())
+      continue;
+    if (packed)
+      fo.no_pack.insert(names.begin(), names.end());
+    else
+      fo.keep_apart.push_back(names);
+    replans.push_back(
+        fmt::format("kernel {} ({} nodes) computes its nodes {} times in its code, over "
+                    "--max-evaluations {}: {}",
+                    k.name, names.size(), k.evaluations, budget,
+                    packed ? "its groups are no longer packed" : "its nodes are kept apart"));
+  }
+  return replans.size() != before;
+}
+
+}  // namespace
 
 int run_compile(const CompileArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
@@ -69,9 +149,17 @@ int run_compile(const CompileArgs& a) {
   o.tf32 = a.tf32;
   if (a.max_registers < 16 || a.max_registers > 255)
     return report(Status::user(fmt::format("--max-registers {}: give a per-thread budget from 16 to 255", a.max_registers)));
+  if (a.max_evaluations < 1)
+    return report(
+        Status::user(fmt::format("--max-evaluations {}: give a count of at least 1", a.max_evaluations)));
   // Plan, build, and check ptxas's report against the budget: a fused kernel that spills or uses
   // more than --max-registers is planned again with its nodes kept apart (a packed one with its
-  // groups unpacked first), at most kMaxReplans times.
+  // groups unpacked first), at most kMaxReplans times. Before that, and with --no-nvcc too, a fused
+  // kernel whose code computes its nodes more than --max-evaluations times is planned again
+  // (keep_large_kernels_apart), at most kMaxReplans times: chains of reads at other positions
+  // (resamplings' taps through gathers) multiply the copies of the values before them, and nvcc's
+  // time with them (seg_small's resamplings: 2809 evaluations and 370 KB of source in one kernel;
+  // the largest kernel of the other shipped models has 379).
   // The unfused baseline of --report-json is the graph as imported; then the rewrites before
   // planning (fusion/rewrites.h: GroupNorms with their channels apart, Gemms as MatMuls, flattened GEMMs
   // unflattened, constant scales
@@ -108,9 +196,11 @@ int run_compile(const CompileArgs& a) {
   StatusOr<fusion::FusionPlan> plan = Status::internal("not planned");
   StatusOr<codegen::Schedule> sched = Status::internal("not scheduled");
   codegen::ArtifactSummary summary;
-  std::vector<std::string> replans;
+  std::vector<std::string> replans, code_replans;
   codegen::RegisterRoom room;
   room.registers = a.max_registers;
+  // Rounds re-planned for ptxas and for code size, each at most kMaxReplans.
+  int ptxas_rounds = 0, code_rounds = 0;
   for (int round = 0;; ++round) {
     // The last judged rewrite's plan of the graph as it stands, when there is one (the options are
     // the same until ptxas asks for a re-plan).
@@ -135,13 +225,18 @@ int run_compile(const CompileArgs& a) {
     for (const std::string& line : (*g)->import_log) o.plan_text += "decided at import: " + line + "\n";
     o.plan_text += rewrites->text();
     o.plan_text += fusion::explain(*plan);
+    for (const std::string& r : code_replans) o.plan_text += "re-planned for code size: " + r + "\n";
     for (const std::string& r : replans) o.plan_text += "re-planned after ptxas: " + r + "\n";
     sched = codegen::build_schedule(**g, &groups, &packs, plan->gemm_folds, &room);
     if (!sched.is_ok()) return report(sched.status().with_context(a.model));
+    if (code_rounds < kMaxReplans && keep_large_kernels_apart(*sched, a.max_evaluations, fo, code_replans)) {
+      ++code_rounds;
+      continue;
+    }
     summary = {};
     Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);
     if (!st.is_ok()) return report(st);
-    if (!o.run_nvcc || round == kMaxReplans) break;
+    if (!o.run_nvcc || ptxas_rounds++ == kMaxReplans) break;
     const size_t before = replans.size();
     for (const auto& r : summary.resources) {
       const int spilled = r.spill_stores + r.spill_loads;
@@ -206,6 +301,7 @@ int run_compile(const CompileArgs& a) {
     };
     rep["fusion"] = {{"device", plan->device},
                      {"ptxas_replans", replans},
+                     {"code_size_replans", code_replans},
                      {"plan_seconds", plan->plan_seconds},
                      {"rewrite_seconds", plan->rewrite_seconds},
                      {"plan_steps", plan->work},
@@ -262,6 +358,7 @@ int run_compile(const CompileArgs& a) {
   } else {
     fmt::print("  nvcc: skipped (--no-nvcc); the artifact has sources only and cannot run on --backend cuda\n");
   }
+  for (const std::string& r : code_replans) fmt::print("  re-planned for code size: {}\n", r);
   for (const std::string& r : replans) fmt::print("  re-planned after ptxas: {}\n", r);
   if (o.build_emu)
     fmt::print("  emulation library: {:.1f} s{}\n", summary.emu_seconds,

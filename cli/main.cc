@@ -234,6 +234,13 @@ int main(int argc, char** argv) {
   compile->add_option("--max-registers", ca.max_registers,
                       "per-thread register budget: a fused kernel above it, or spilling, is planned again split")
       ->default_val(128);
+  compile
+      ->add_option(
+          "--max-evaluations", ca.max_evaluations,
+          "most node evaluations in one fused kernel's code (each node once per vector lane and pass, "
+          "and again wherever its value is read at other positions, as through a resampling's "
+          "gathers): a kernel above it is planned again split, before nvcc")
+      ->default_val(1024);
   compile->add_option("--report-json", ca.report_json, "also write the plan report here");
   compile->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass into this directory");
   compile->add_flag("--no-nvcc", ca.no_nvcc, "emit sources only; do not run nvcc");

@@ -48,6 +48,7 @@ struct CompileArgs {
   bool tf32 = false;
   std::string conv_transpose = "subpixel";
   int max_registers = 128;
+  int64_t max_evaluations = 1024;
   int64_t plan_budget = 50'000'000;
   double plan_time_limit = 60;
   bool no_nvcc = false, no_emu = false, explain = false;

@@ -55,8 +55,9 @@ struct FusionOptions {
   bool horizontal = true;                // pack independent stitched kernels into one launch
   bool approximate_gelu = false;         // erf-form GELU may run as cuBLASLt's tanh-form epilogue
   bool stitch_matmul = true;             // fine-grained MatMuls may join stitched kernels (codegen/stitch.h)
-  // ptxas feedback: no group may contain all nodes of one of these sets (a kernel of them spilled
-  // or went over the register budget), and no group holding one of no_pack is packed.
+  // Feedback from the kernels built: no group may contain all nodes of one of these sets (a kernel
+  // of them spilled, went over the register budget or computed its nodes more than
+  // --max-evaluations times), and no group holding one of no_pack is packed.
   std::vector<std::set<std::string>> keep_apart;
   std::set<std::string> no_pack;                  // beam searches windows of this many nodes, then greedy joins them
   int ilp_max_nodes = 16;                // larger components use beam under --fusion ilp

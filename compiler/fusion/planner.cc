@@ -141,8 +141,8 @@ const Eval& Planner::eval(const std::vector<int>& m) {
     for (const auto& apart : o_.keep_apart)
       if (std::includes(names.begin(), names.end(), apart.begin(), apart.end())) {
         e.why = fmt::format(
-            "ptxas reported spills or more registers than the budget for a kernel of {} of these nodes; "
-            "they are kept apart",
+            "a kernel of {} of these nodes went over a budget checked after planning (ptxas's registers "
+            "and spills, or --max-evaluations): they are kept apart",
             apart.size());
         return memo_[m] = e;
       }

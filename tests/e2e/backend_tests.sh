@@ -165,6 +165,32 @@ expect "re-planned artifact runs on emu and matches" 0 "all [0-9]+ output\(s\) m
 expect "--max-registers out of range" 2 "--max-registers 8: give a per-thread budget from 16 to 255" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/regs8" --shape batch=2 --shape sequence=16 \
   --max-registers 8
+# Code size: a kernel whose code computes its nodes more than --max-evaluations times is planned
+# again before nvcc. seg_small's four resamplings in one kernel computed the first one's values 192
+# times each (2809 evaluations, 370 KB of source, 18 s of nvcc); compiled above, it was re-planned.
+check "seg_small was re-planned for code size" \
+  grep -q "re-planned for code size: kernel .* over --max-evaluations 1024: .* is computed 192 times" \
+  "$TMP/seg_small/plan.txt"
+evaluations_within() {
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+most = max(k["evaluations"] for k in r["kernels"])
+sys.exit(0 if (most <= int(sys.argv[2])) == (sys.argv[3] == "within") else 1)' "$@"
+}
+check "every kernel of seg_small is within --max-evaluations" evaluations_within "$TMP/seg_small.json" 1024 within
+"$STITCHC" compile "$ROOT/models/seg_small/model.onnx" -o "$TMP/seg_large" --shape batch=2 --max-evaluations 100000 \
+  --no-nvcc --no-emu --report-json "$TMP/seg_large.json" >/dev/null
+check "with --max-evaluations 100000 seg_small keeps its large kernel" \
+  evaluations_within "$TMP/seg_large.json" 1024 over
+expect "a budget below every fused kernel re-plans bert_tiny" 0 "its nodes are kept apart" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/evals20" --shape batch=2 --shape sequence=16 \
+  --max-evaluations 20 --no-nvcc
+expect "bert_tiny re-planned for code size matches on emu" 0 "all [0-9]+ output\(s\) match" -- \
+  "$STITCHC" run "$TMP/evals20" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
+  --expect "$ROOT/models/bert_tiny/test_data_set_0"
+expect "--max-evaluations below 1" 2 "--max-evaluations 0: give a count of at least 1" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/evals0" --shape batch=2 --shape sequence=16 \
+  --max-evaluations 0
 # The kernel file holding node $2 also holds node $3 and says $4.
 same_kernel() {
   local f
