@@ -159,9 +159,12 @@ expect "ptxas over --max-registers: re-planned" 0 "re-planned after ptxas: kerne
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/regs" --shape batch=2 --shape sequence=16 \
   --max-registers 24
 check "the re-planned groups are in the plan" grep -q "re-planned after ptxas" "$TMP/regs/plan.txt"
-expect "re-planned artifact runs on emu and matches" 0 "all [0-9]+ output\(s\) match" -- \
-  "$STITCHC" run "$TMP/regs" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
-  --expect "$ROOT/models/bert_tiny/test_data_set_0"
+# bert_tiny compiled into $2 runs on emu and matches PyTorch's outputs.
+bert_tiny_matches() {
+  expect "$1" 0 "all [0-9]+ output\(s\) match" -- "$STITCHC" run "$2" --backend emu \
+    --inputs "$ROOT/models/bert_tiny/test_data_set_0" --expect "$ROOT/models/bert_tiny/test_data_set_0"
+}
+bert_tiny_matches "re-planned artifact runs on emu and matches" "$TMP/regs"
 expect "--max-registers out of range" 2 "--max-registers 8: give a per-thread budget from 16 to 255" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/regs8" --shape batch=2 --shape sequence=16 \
   --max-registers 8
@@ -185,9 +188,7 @@ check "with --max-evaluations 100000 seg_small keeps its large kernel" \
 expect "a budget below every fused kernel re-plans bert_tiny" 0 "its nodes are kept apart" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/evals20" --shape batch=2 --shape sequence=16 \
   --max-evaluations 20 --no-nvcc
-expect "bert_tiny re-planned for code size matches on emu" 0 "all [0-9]+ output\(s\) match" -- \
-  "$STITCHC" run "$TMP/evals20" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
-  --expect "$ROOT/models/bert_tiny/test_data_set_0"
+bert_tiny_matches "bert_tiny re-planned for code size matches on emu" "$TMP/evals20"
 expect "--max-evaluations below 1" 2 "--max-evaluations 0: give a count of at least 1" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/evals0" --shape batch=2 --shape sequence=16 \
   --max-evaluations 0
