@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
                             res.data(), gamma.data(), beta.data(), y.data(), cols, 1e-5f);
     const auto t1 = std::chrono::steady_clock::now();
     if (!result.ok()) {
-      std::fprintf(stderr, "launch failed: %s\n", result.message.c_str());
+      std::fprintf(stderr, "launch failed: %s\n", result.message);
       return 1;
     }
     if (r > 0) seconds.push_back(std::chrono::duration<double>(t1 - t0).count());

@@ -18,6 +18,6 @@ int main(int argc, char** argv) {
   const auto result =
       null ? stitch::emu::launch(null_write, dim3(1), dim3(32), 0, static_cast<float*>(nullptr))
            : stitch::emu::launch(out_of_bounds_write, dim3(1), dim3(32), 0, out.data(), n);
-  std::printf("launch returned: %s %s\n", stitch::emu::failure_name(result.failure), result.message.c_str());
+  std::printf("launch returned: %s %s\n", stitch::emu::failure_name(result.failure), result.message);
   return 0;  // reaching here means the sanitizer missed the write
 }

@@ -14,7 +14,7 @@ void require_failure(const Result& r, Failure kind, const std::vector<std::strin
   REQUIRE(r.failure == kind);
   for (const std::string& part : parts) {
     INFO("expected in message: " << part);
-    CHECK(r.message.find(part) != std::string::npos);
+    CHECK(std::string(r.message).find(part) != std::string::npos);
   }
 }
 
@@ -147,4 +147,13 @@ TEST_CASE("invalid launch configurations are rejected before running", "[emu][br
   require_failure(
       launch_cooperative(grid_sync_kernel, dim3(max_cooperative_blocks() + 1), dim3(32), 0, out.data()),
       Failure::kLaunchConfig, {"co-resident"});
+  // A message longer than Result's buffer is cut, and says so.
+  const std::string name(6000, 'k');
+  void* args[] = {nullptr};
+  float* none = nullptr;
+  args[0] = &none;
+  const Result r = launch_with_args(divergent_barrier, dim3(0), dim3(32), 0, args, false, name.c_str());
+  require_failure(r, Failure::kLaunchConfig, {"kernel 'kkk"});
+  CHECK(std::string(r.message).size() == sizeof r.message - 1);
+  CHECK(std::string(r.message).substr(sizeof r.message - 4) == "...");
 }

@@ -75,7 +75,7 @@ struct Launch {
   std::atomic<bool> abort{false};
 
   std::mutex fail_mu;
-  Result failure;
+  Result failure;  // its message cut to Result's buffer (failed)
   // Records the first failure and stops the launch; later failures are dropped.
   void fail(Failure kind, std::string message);
 

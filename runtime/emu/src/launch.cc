@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -65,14 +66,24 @@ const char* failure_name(Failure failure) {
 
 namespace detail {
 
+// A failed launch's Result, with `message` in its buffer.
+Result failed(Failure kind, const std::string& message) {
+  Result r;
+  r.failure = kind;
+  // Cut to the buffer, ending in "..." when it does not fit.
+  constexpr std::size_t kRoom = sizeof r.message - 1;
+  const std::string text = message.size() > kRoom ? message.substr(0, kRoom - 3) + "..." : message;
+  std::snprintf(r.message, sizeof r.message, "%s", text.c_str());
+  return r;
+}
+
 thread_local Worker* t_worker = nullptr;
 
 void Launch::fail(Failure kind, std::string message) {
   {
     std::lock_guard lock(fail_mu);
     if (failure.ok()) {
-      failure.failure = kind;
-      failure.message = std::move(message);
+      failure = failed(kind, message);
     }
   }
   abort.store(true);
@@ -349,7 +360,7 @@ Pool& pool() {
 }
 
 Result config_error(const std::string& name, const std::string& what) {
-  return Result{Failure::kLaunchConfig, "kernel '" + name + "': " + what};
+  return failed(Failure::kLaunchConfig, "kernel '" + name + "': " + what);
 }
 
 std::string dims(dim3 d) {

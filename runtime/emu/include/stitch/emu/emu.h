@@ -19,7 +19,6 @@
 #include <vector_functions.h>
 #include <vector_types.h>
 
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -78,20 +77,37 @@ inline void note_atomic() {
   if ((++t_thread->atomics & 63u) == 0) yield();
 }
 
+// Relaxed atomic loads and compare-and-swaps on plain memory, through the compiler's builtins
+// (what std::atomic_ref does; <atomic> itself cost every emulation library's compile about a tenth
+// of a second). `expected` takes the value found when the swap fails.
 template <class T>
-T atomic_add(T* address, T value) {
-  note_atomic();
-  return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
+T atomic_load(T* address) {
+  T value;
+  __atomic_load(address, &value, __ATOMIC_RELAXED);
+  return value;
+}
+template <class T>
+bool atomic_cas(T* address, T& expected, T desired, bool weak) {
+  return __atomic_compare_exchange(address, &expected, &desired, weak, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 template <class T, class F>
 T atomic_update(T* address, F f) {
   note_atomic();
-  std::atomic_ref<T> ref(*address);
-  T old = ref.load(std::memory_order_relaxed);
-  while (!ref.compare_exchange_weak(old, f(old), std::memory_order_relaxed)) {
+  T old = atomic_load(address);
+  while (!atomic_cas(address, old, f(old), true)) {
   }
   return old;
+}
+
+template <class T>
+T atomic_add(T* address, T value) {
+  if constexpr (std::is_integral_v<T>) {
+    note_atomic();
+    return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
+  } else {
+    return atomic_update(address, [value](T old) { return old + value; });
+  }
 }
 
 // 16-bit floating-point atomics through a 16-bit compare-and-swap.
@@ -99,12 +115,11 @@ template <class H, class F>
 H atomic_update16(H* address, F f) {
   static_assert(sizeof(H) == 2);
   note_atomic();
-  std::atomic_ref<std::uint16_t> ref(*reinterpret_cast<std::uint16_t*>(address));
-  std::uint16_t old = ref.load(std::memory_order_relaxed);
+  auto* bits = reinterpret_cast<std::uint16_t*>(address);
+  std::uint16_t old = atomic_load(bits);
   for (;;) {
     const H old_h = std::bit_cast<H>(old);
-    const std::uint16_t desired = std::bit_cast<std::uint16_t>(f(old_h));
-    if (ref.compare_exchange_weak(old, desired, std::memory_order_relaxed)) return old_h;
+    if (atomic_cas(bits, old, std::bit_cast<std::uint16_t>(f(old_h)), true)) return old_h;
   }
 }
 
@@ -128,9 +143,9 @@ inline int __syncthreads_or(int pred, STITCH_EMU_SITE) {
 inline void __syncwarp(unsigned mask = 0xffffffffu, STITCH_EMU_SITE) {
   ::stitch::emu::detail::warp_collective(::stitch::emu::detail::WarpOp::kSyncwarp, mask, 0, 32, site);
 }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __nanosleep(unsigned) { ::stitch::emu::detail::yield(); }
 [[noreturn]] inline void __trap(STITCH_EMU_SITE) { ::stitch::emu::detail::trap(site); }
 
@@ -227,7 +242,7 @@ STITCH_EMU_ATOMIC_FN(atomicDec, unsigned, ((o == 0u || o > v) ? v : o - 1u))
 template <class T>
 T stitch_emu_atomic_cas(T* a, T compare, T value) {
   ::stitch::emu::detail::note_atomic();
-  std::atomic_ref<T>(*a).compare_exchange_strong(compare, value, std::memory_order_relaxed);
+  ::stitch::emu::detail::atomic_cas(a, compare, value, false);
   return compare;
 }
 inline int atomicCAS(int* a, int c, int v) { return stitch_emu_atomic_cas(a, c, v); }

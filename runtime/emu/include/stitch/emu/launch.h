@@ -10,7 +10,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -52,7 +51,10 @@ const char* failure_name(Failure failure);
 
 struct [[nodiscard]] Result {
   Failure failure = Failure::kNone;
-  std::string message;
+  // What went wrong, NUL-terminated, cut to fit. A buffer, not a std::string: every artifact's
+  // emulation library is built on this header, and <string> (with <atomic>, which emu.h no longer
+  // includes either) was a third of the compile of a one-kernel library.
+  char message[4096] = {};
   bool ok() const { return failure == Failure::kNone; }
   explicit operator bool() const { return ok(); }
 };
