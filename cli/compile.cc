@@ -23,13 +23,30 @@
 namespace stitch::cli {
 namespace {
 
+// Splits kernel `k` at the next plan, as a budget checked after planning asks: a packed kernel's
+// groups are no longer packed, another kernel's nodes are kept apart. What was done, or nothing
+// when the same was asked before.
+std::optional<std::string> keep_kernel_apart(const codegen::Kernel& k, fusion::FusionOptions& fo) {
+  std::set<std::string> names;
+  for (const Node* n : k.nodes) names.insert(n->name);
+  const bool packed = k.name.find("_pack") != std::string::npos;
+  if (packed ? std::includes(fo.no_pack.begin(), fo.no_pack.end(), names.begin(), names.end())
+             : std::find(fo.keep_apart.begin(), fo.keep_apart.end(), names) != fo.keep_apart.end())
+    return std::nullopt;
+  if (packed)
+    fo.no_pack.insert(names.begin(), names.end());
+  else
+    fo.keep_apart.push_back(names);
+  return packed ? "its groups are no longer packed" : "its nodes are kept apart";
+}
+
 // Fused kernels of `sched` whose code computes their nodes more than `budget` times
 // (codegen::Kernel::evaluations) are planned again with fewer copies, each with a line in
 // `replans`. Copies multiply where a value is read at other positions than its readers' own (a
 // resampling's taps): the most copied node with readers copied fewer times is kept apart from
 // those readers, so that it is stored once and read. A kernel without such a node (or packed
-// parts, each within the budget) is split as ptxas's re-plans split: its nodes kept apart, or its
-// groups no longer packed. Whether any kernel was.
+// parts, each within the budget) is split as ptxas's re-plans split (keep_kernel_apart). Whether
+// any kernel was.
 bool keep_large_kernels_apart(const codegen::Schedule& sched, int64_t budget, fusion::FusionOptions& fo,
                               std::vector<std::string>& replans) {
   const size_t before = replans.size();
@@ -81,21 +98,10 @@ bool keep_large_kernels_apart(const codegen::Schedule& sched, int64_t budget, fu
         continue;
       }
     }
-    std::set<std::string> names;
-    for (const Node* n : k.nodes) names.insert(n->name);
-    const bool packed = k.name.find("_pack") != std::string::npos;
-    if (packed ? std::includes(fo.no_pack.begin(), fo.no_pack.end(), names.begin(), names.end())
-               : std::find(fo.keep_apart.begin(), fo.keep_apart.end(), names) != fo.keep_apart.end())
-      continue;
-    if (packed)
-      fo.no_pack.insert(names.begin(), names.end());
-    else
-      fo.keep_apart.push_back(names);
-    replans.push_back(
-        fmt::format("kernel {} ({} nodes) computes its nodes {} times in its code, over "
-                    "--max-evaluations {}: {}",
-                    k.name, names.size(), k.evaluations, budget,
-                    packed ? "its groups are no longer packed" : "its nodes are kept apart"));
+    if (const std::optional<std::string> done = keep_kernel_apart(k, fo))
+      replans.push_back(fmt::format(
+          "kernel {} ({} nodes) computes its nodes {} times in its code, over --max-evaluations {}: {}",
+          k.name, k.nodes.size(), k.evaluations, budget, *done));
   }
   return replans.size() != before;
 }
@@ -259,16 +265,11 @@ int run_compile(const CompileArgs& a) {
                         a.max_registers, k->block[0], *min_blocks));
         continue;
       }
-      const bool packed = k->name.find("_pack") != std::string::npos;
-      if (packed ? std::includes(fo.no_pack.begin(), fo.no_pack.end(), names.begin(), names.end())
-                 : std::find(fo.keep_apart.begin(), fo.keep_apart.end(), names) != fo.keep_apart.end())
-        continue;
-      if (packed) fo.no_pack.insert(names.begin(), names.end());
-      else fo.keep_apart.push_back(names);
-      replans.push_back(fmt::format("kernel {} ({} nodes) used {} registers and spilled {} bytes on {} (budget {} "
-                                    "registers, no spills): {}",
-                                    r.kernel, names.size(), r.registers, spilled, r.arch, a.max_registers,
-                                    packed ? "its groups are no longer packed" : "its nodes are kept apart"));
+      if (const std::optional<std::string> done = keep_kernel_apart(*k, fo))
+        replans.push_back(
+            fmt::format("kernel {} ({} nodes) used {} registers and spilled {} bytes on {} (budget {} "
+                        "registers, no spills): {}",
+                        r.kernel, names.size(), r.registers, spilled, r.arch, a.max_registers, *done));
     }
     if (replans.size() == before) break;
   }
