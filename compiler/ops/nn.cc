@@ -455,32 +455,53 @@ Status eval_pool(const Node& n, std::span<const Tensor* const> in, std::vector<T
   int64_t planes = xt.dims()[0] * xt.dims()[1], isz = num_elements(w.in), osz = num_elements(w.out);
   std::vector<double> x = xt.to_f64(), y(static_cast<size_t>(planes * osz));
   std::vector<int64_t> arg(y.size(), 0);
-  for (int64_t p = 0; p < planes; ++p) {
-    const double* xp = x.data() + p * isz;
-    std::vector<double> acc(osz, is_max ? -INFINITY : 0.0);
-    std::vector<int64_t> cnt(osz, 0), best(osz, 0);
-    for_each_window(w, [&](int64_t o, int64_t, int64_t off, const std::vector<int64_t>& oi,
-                           const std::vector<int64_t>& ki) {
-      if (off >= 0) {
-        if (is_max) {
-          if (xp[off] > acc[o]) acc[o] = xp[off], best[o] = p * isz + index_of(off);
-        } else {
-          acc[o] += xp[off];
-        }
-        ++cnt[o];
-        return;
+  // Per output position, only the window's positions inside the input are visited (a window of
+  // 1000 x 1000 over a 32 x 32 input touches at most 1024 of them): on each axis the kernel
+  // indices [lo, hi) that land inside, and `padded` of them inside the input or its explicit
+  // padding (not the ceil_mode overhang), which count_include_pad divides by. Kernel positions in
+  // row-major order, as the window is laid out: MaxPool's first maximum wins a tie.
+  std::vector<int64_t> oi(w.spatial, 0), lo(w.spatial), hi(w.spatial), ki(w.spatial), offs;
+  for (int64_t o = 0; o < osz; ++o) {
+    int64_t inside = 1, padded = 1;
+    for (int64_t d = 0; d < w.spatial; ++d) {
+      const int64_t start = oi[d] * w.strides[d] - w.pad_begin[d], dil = w.dilations[d];
+      lo[d] = start >= 0 ? 0 : (-start + dil - 1) / dil;
+      hi[d] = start >= w.in[d] ? 0 : std::min(w.kernel[d], (w.in[d] - 1 - start) / dil + 1);
+      hi[d] = std::max(hi[d], lo[d]);
+      const int64_t last = w.in[d] + w.pad_end[d] - 1 - start;
+      padded *= last < 0 ? 0 : std::min(w.kernel[d], last / dil + 1);
+      inside *= hi[d] - lo[d];
+    }
+    offs.clear();
+    for (ki = lo; inside > 0;) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < w.spatial; ++d)
+        off += (oi[d] * w.strides[d] + ki[d] * w.dilations[d] - w.pad_begin[d]) * row_strides[d];
+      offs.push_back(off);
+      int64_t d = w.spatial - 1;
+      for (; d >= 0; --d) {
+        if (++ki[d] < hi[d]) break;
+        ki[d] = lo[d];
       }
-      if (!include_pad || is_max) return;
-      bool in_pads = true;  // inside the explicit padding, not the ceil_mode overhang
-      for (int64_t d = 0; d < w.spatial; ++d) {
-        int64_t pos = oi[d] * w.strides[d] + ki[d] * w.dilations[d] - w.pad_begin[d];
-        in_pads = in_pads && pos < w.in[d] + w.pad_end[d];
+      if (d < 0) break;
+    }
+    const double count = static_cast<double>(std::max<int64_t>(include_pad ? padded : inside, 1));
+    for (int64_t p = 0; p < planes; ++p) {
+      const double* xp = x.data() + p * isz;
+      double acc = is_max ? -INFINITY : 0.0;
+      int64_t best = 0;
+      for (int64_t off : offs) {
+        if (!is_max)
+          acc += xp[off];
+        else if (xp[off] > acc)
+          acc = xp[off], best = p * isz + index_of(off);
       }
-      cnt[o] += in_pads;
-    });
-    for (int64_t o = 0; o < osz; ++o) {
-      y[p * osz + o] = is_max ? acc[o] : acc[o] / double(std::max<int64_t>(cnt[o], 1));
-      arg[p * osz + o] = best[o];
+      y[p * osz + o] = is_max ? acc : acc / count;
+      arg[p * osz + o] = best;
+    }
+    for (int64_t d = w.spatial - 1; d >= 0; --d) {
+      if (++oi[d] < w.out[d]) break;
+      oi[d] = 0;
     }
   }
   Dims od{xt.dims()[0], xt.dims()[1]};

@@ -3,7 +3,8 @@
 // against the reference running the op, whose definitions ONNX's node tests check (test_mvn,
 // test_compress_*, test_shrink_*, test_bitshift_*). Then what those tests leave open, found by the
 // model mutation fuzzer (tests/fuzz/model_fuzz.cc): Cast of NaN and of values past an integer
-// type's range, and integer reductions through exp, log and sqrt.
+// type's range, and integer reductions through exp, log and sqrt. Last, the reference's pooling
+// under a window far larger than its input (the mutation tests' kernel_shape of 1000).
 #include <cmath>
 
 #include "fault_test_util.h"
@@ -283,5 +284,48 @@ TEST_CASE("a float16 Sum of three rounds once on the reference and on emu", "[em
   for (const TensorMap* run : {static_cast<const TensorMap*>(&*ref), &got}) {
     CHECK(compare_tensors(run->at("s"), sum, kExact.rtol, kExact.atol).ok);
     CHECK(compare_tensors(run->at("m"), mean, kExact.rtol, kExact.atol).ok);
+  }
+}
+
+TEST_CASE("a pooling window far larger than its input: the reference visits only what lies inside",
+          "[pool]") {
+  // SAME_UPPER pads a 1000 x 1000 window so that every one of the 4 x 5 outputs covers the whole
+  // input: MaxPool gives each plane's maximum and its first position, AveragePool its mean, and
+  // with count_include_pad the sum over the window's 1000 x 1000 positions (999 padded on each
+  // axis). The reference takes each window's inside alone rather than its million positions.
+  auto g = parse_or_die(R"(graph "g" opset 19 {
+  input %x: f32[2,3,4,5]
+  %mx, %ix = MaxPool(%x) {kernel_shape = ints[1000, 1000], auto_pad = "SAME_UPPER"} @"max"
+  %avg = AveragePool(%x) {kernel_shape = ints[1000, 1000], auto_pad = "SAME_UPPER"} @"avg"
+  %pad = AveragePool(%x) {kernel_shape = ints[1000, 1000], auto_pad = "SAME_UPPER", count_include_pad = 1} @"pad"
+  %gmax = GlobalMaxPool(%x) @"gmax"
+  %gavg = GlobalAveragePool(%x) @"gavg"
+  output %mx
+  output %ix
+  output %avg
+  output %pad
+  output %gmax
+  output %gavg
+})");
+  run_frontend_or_die(*g);
+  const Tensor x = random_tensor(DType::kF32, {2, 3, 4, 5}, 11);
+  auto ref = run_reference(*g, {{"x", x}});
+  REQUIRE(ref.is_ok());
+  const TensorMap& r = *ref;
+  REQUIRE(r.at("mx").dims() == Dims{2, 3, 4, 5});
+  for (int64_t plane = 0; plane < 6; ++plane) {
+    int64_t first_max = plane * 20;
+    double sum = 0;
+    for (int64_t i = plane * 20; i < plane * 20 + 20; ++i) {
+      sum += x.get_f64(i);
+      if (x.get_f64(i) > x.get_f64(first_max)) first_max = i;
+    }
+    for (int64_t o = plane * 20; o < plane * 20 + 20; ++o) {
+      INFO("plane " << plane << ", output " << o);
+      CHECK(r.at("mx").get_f64(o) == r.at("gmax").get_f64(plane));
+      CHECK(r.at("ix").get_i64(o) == first_max);
+      CHECK(r.at("avg").get_f64(o) == Approx(r.at("gavg").get_f64(plane)).epsilon(1e-6));
+      CHECK(r.at("pad").get_f64(o) == Approx(sum / 1e6).epsilon(1e-6));
+    }
   }
 }
