@@ -120,17 +120,24 @@ int Planner::group_size(const std::vector<int>& m) const {
 
 const Eval& Planner::eval(const std::vector<int>& m) {
   work_ += kLookStep;
-  if (auto it = memo_.find(m); it != memo_.end()) return it->second;
+  if (auto it = memo_.find(m); it != memo_.end()) return *it->second;
+  // This planner's own verdicts (a single node's cost, a group it may not form) are kept in
+  // own_evals_; an analysis is kept once, in the Analyses the planners of one graph share, and the
+  // memo points at it (copying each analysis into every planner's memo was 4% of planning).
+  auto own = [&](Eval e) -> const Eval& {
+    own_evals_.push_back(std::move(e));
+    return *(memo_[m] = &own_evals_.back());
+  };
   Eval e;
   if (m.size() == 1) {
     e.ok = true;
     e.cost = single_[m[0]];
-    return memo_[m] = e;
+    return own(std::move(e));
   }
   if (group_size(m) > o_.max_group_size) {
     e.why =
         fmt::format("the group would exceed --max-group-size {} (nodes other than views)", o_.max_group_size);
-    return memo_[m] = e;
+    return own(std::move(e));
   }
   std::vector<const Node*> ns;
   // The members' names as a set only when some are to be kept apart: building it for every group
@@ -144,7 +151,7 @@ const Eval& Planner::eval(const std::vector<int>& m) {
             "a kernel of {} of these nodes went over a budget checked after planning (ptxas's registers "
             "and spills, or --max-evaluations): they are kept apart",
             apart.size());
-        return memo_[m] = e;
+        return own(std::move(e));
       }
   }
   for (int i : m) {
@@ -152,22 +159,24 @@ const Eval& Planner::eval(const std::vector<int>& m) {
       e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())
               : folded_[i] ? fmt::format("{} is {}", nodes_[i]->describe(), folds_.folded.at(nodes_[i]))
                            : fmt::format("{} cannot be stitched", nodes_[i]->describe());
-      return memo_[m] = e;
+      return own(std::move(e));
     }
     ns.push_back(nodes_[i]);
   }
-  if (auto it = analyses_->find(m); it != analyses_->end()) return memo_[m] = it->second;
+  if (auto it = analyses_->find(m); it != analyses_->end()) return *(memo_[m] = &it->second);
   work_ += kAnalysisStep * static_cast<int64_t>(m.size());
   auto info = codegen::analyze_stitch(ns, escaping(ns));
   if (!info.is_ok()) {
     e.why = info.status().message();
   } else {
     e.ok = true;
-    e.info = *info;
+    e.info = std::move(*info);
     e.cost = stitched_cost(ns, e.info, o_.device);
   }
-  (*analyses_)[m] = e;
-  return memo_[m] = e;
+  Eval& kept = (*analyses_)[m];  // elements of an unordered_map stay where they are as it grows
+  kept = std::move(e);
+  memo_[m] = &kept;
+  return kept;
 }
 
 std::set<const Value*> Planner::escaping(const std::vector<const Node*>& ns) const {
@@ -185,23 +194,39 @@ bool Planner::cycle(const Part& p, const std::vector<int>& ids) const {
   auto in = [&](int id) { return std::binary_search(ids.begin(), ids.end(), id); };
   int last = 0;
   for (int id : ids) last = std::max(last, p.groups[static_cast<size_t>(id)].back());
-  std::set<int> seen;
-  std::vector<int> stack;
+  // Groups seen, marked in cycle_marks_ (cleared before returning) and listed in cycle_seen_.
+  if (cycle_marks_.size() < p.groups.size()) cycle_marks_.assign(p.groups.size(), 0);
+  cycle_seen_.clear();
+  cycle_stack_.clear();
+  auto see = [&](int gi) {
+    char& mark = cycle_marks_[static_cast<size_t>(gi)];
+    if (mark) return;
+    mark = 1;
+    cycle_seen_.push_back(gi);
+    cycle_stack_.push_back(gi);
+  };
   for (int id : ids)
     for (int m : p.groups[static_cast<size_t>(id)])
       for (int s : succ_[m])
-        if (s < last && !in(p.gid[s]) && seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
-  while (!stack.empty()) {
-    const int gi = stack.back();
-    stack.pop_back();
-    for (int m : p.groups[static_cast<size_t>(gi)])
+        if (s < last && !in(p.gid[s])) see(p.gid[s]);
+  bool found = false;
+  while (!cycle_stack_.empty() && !found) {
+    const int gi = cycle_stack_.back();
+    cycle_stack_.pop_back();
+    for (int m : p.groups[static_cast<size_t>(gi)]) {
       for (int s : succ_[m]) {
         if (s > last) continue;
-        if (in(p.gid[s])) return true;
-        if (seen.insert(p.gid[s]).second) stack.push_back(p.gid[s]);
+        if (in(p.gid[s])) {
+          found = true;
+          break;
+        }
+        see(p.gid[s]);
       }
+      if (found) break;
+    }
   }
-  return false;
+  for (int gi : cycle_seen_) cycle_marks_[static_cast<size_t>(gi)] = 0;
+  return found;
 }
 
 std::string Planner::merge_check(const Part& p, int a, int b, const Eval** out) {
@@ -216,10 +241,20 @@ std::string Planner::merge_check(const Part& p, int a, int b, const Eval** out) 
 
 void Planner::apply(Part& p, int a, int b, double delta) {
   const int lo = std::min(a, b), hi = std::max(a, b);
-  std::vector<int> m = merged(p.groups.at(lo), p.groups.at(hi));
-  for (int x : m) p.gid[x] = lo;
-  p.groups[static_cast<size_t>(hi)].clear();
-  p.groups[static_cast<size_t>(lo)] = std::move(m);
+  std::vector<int>& into = p.groups.at(static_cast<size_t>(lo));
+  std::vector<int>& from = p.groups.at(static_cast<size_t>(hi));
+  for (int x : from) p.gid[x] = lo;
+  // Merged in place from the back (both sorted), so that the search's many merges and undos
+  // reuse the groups' storage rather than allocate (allocation was a fifth of planning time).
+  size_t i = into.size(), j = from.size();
+  into.resize(i + j);
+  for (size_t k = into.size(); j > 0;) {
+    if (i > 0 && into[i - 1] > from[j - 1])
+      into[--k] = into[--i];
+    else
+      into[--k] = from[--j];
+  }
+  from.clear();
   --p.count;
   p.cost += delta;
 }

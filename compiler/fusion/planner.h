@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -158,13 +159,19 @@ class Planner {
   std::vector<bool> fusible_;
   // connected()'s scratch, all 0 between calls (a Planner runs on one thread).
   mutable std::vector<char> member_marks_;
+  // cycle()'s scratch: marks by group id, all 0 between calls; the groups marked; the walk's stack.
+  mutable std::vector<char> cycle_marks_;
+  mutable std::vector<int> cycle_seen_, cycle_stack_;
   std::vector<bool> sized_;  // counts toward --max-group-size: every node but a view (no code in a kernel)
   std::set<const Node*> contract_;
   codegen::GemmFolds folds_;
   std::vector<bool> folded_;  // nodes a GEMM call takes over (codegen::find_gemm_folds)
   std::vector<Cost> single_;  // in this plan (zero for nodes a GEMM call takes over)
   std::vector<Cost> alone_;   // as its own step (the unfused figure)
-  std::unordered_map<std::vector<int>, Eval, MembersHash> memo_;  // references stay valid as it grows
+  // Every group looked at: its Eval in *analyses_ or in own_evals_ (deque and unordered_map
+  // elements stay where they are as they grow).
+  std::unordered_map<std::vector<int>, const Eval*, MembersHash> memo_;
+  std::deque<Eval> own_evals_;
   Analyses own_analyses_;
   Analyses* analyses_;  // own_analyses_ or a make_plan's
 };

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_set>
 
 #include "fusion/planner.h"
@@ -42,14 +43,20 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
     for (int v : win) k.push_back(x.gid[v]);
     return k;
   };
+  // A candidate move: its cost, the state it is made from, and its group ids (sorted), the
+  // `len` ints from `off` in cand_ids.
   struct Move {
     double cost;
     size_t state;
-    std::vector<int> ids;  // sorted group ids
+    size_t off, len;
   };
+  std::vector<int> cand_ids;
+  auto ids_of = [&](const Move& m) { return std::span<const int>(cand_ids.data() + m.off, m.len); };
   // A state is the moves that lead to it from `p`. The search keeps one partition, `p`, applies
   // a state's moves to look at it and undoes them after (a partition holds every group of the
-  // graph, and copying it per state was most of the time planning long graphs took).
+  // graph, and copying it per state was most of the time planning long graphs took). The undo
+  // log's entries, the moves' lists and the producer and consumer lists keep their storage from
+  // state to state: allocating them anew was a third of the search's own time.
   struct State {
     double cost = 0;
     std::vector<std::vector<int>> moves;
@@ -59,81 +66,110 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
     std::vector<int> lo_members, hi_members;
   };
   std::vector<Undo> log;
+  size_t logged = 0;
   auto enter = [&](const State& st) {
     for (const std::vector<int>& ids : st.moves) {
       const int lo = ids.front();
       for (int id : ids)
         if (id != lo) {
-          log.push_back({lo, id, p.groups.at(lo), p.groups.at(id)});
+          if (logged == log.size()) log.emplace_back();
+          Undo& u = log[logged++];
+          u.lo = lo;
+          u.hi = id;
+          const std::vector<int>&glo = p.groups.at(static_cast<size_t>(lo)),
+                &ghi = p.groups.at(static_cast<size_t>(id));
+          u.lo_members.assign(glo.begin(), glo.end());
+          u.hi_members.assign(ghi.begin(), ghi.end());
           apply(p, lo, id, 0);
         }
     }
     p.cost = st.cost;
   };
   auto leave = [&]() {
-    for (auto it = log.rbegin(); it != log.rend(); ++it) {
-      for (int x : it->hi_members) p.gid[x] = it->hi;
-      p.groups[static_cast<size_t>(it->hi)] = std::move(it->hi_members);
-      p.groups[static_cast<size_t>(it->lo)] = std::move(it->lo_members);
+    while (logged > 0) {
+      Undo& u = log[--logged];
+      for (int x : u.hi_members) p.gid[x] = u.hi;
+      p.groups[static_cast<size_t>(u.hi)].swap(u.hi_members);
+      p.groups[static_cast<size_t>(u.lo)].swap(u.lo_members);
       ++p.count;
     }
-    log.clear();
     p.cost = 0;
   };
   std::vector<State> frontier{State{}};
   State best;
+  // This state's moves: the first `n_moves` of `moves`.
   std::vector<std::vector<int>> moves;
-  std::map<int, std::vector<int>> ins, outs;
+  size_t n_moves = 0;
+  auto new_move = [&]() -> std::vector<int>& {
+    if (n_moves == moves.size()) moves.emplace_back();
+    std::vector<int>& m = moves[n_moves++];
+    m.clear();
+    return m;
+  };
+  // Producer and consumer groups of each group in the window, by group id; the ids with a list.
+  std::vector<std::vector<int>> ins(p.groups.size()), outs(p.groups.size());
+  std::vector<int> with_ins, with_outs;
   std::vector<int> members;
   while (!frontier.empty() && !out_of_time()) {
     std::vector<Move> cand;
+    cand_ids.clear();
     for (size_t si = 0; si < frontier.size(); ++si) {
       enter(frontier[si]);
       const Part& s = p;
       // Moves: two groups joined by an edge; a group with all its producer groups, or with all
       // its consumer groups, in the window (several at once reach groups whose pairwise steps
       // are illegal, e.g. one that would store two shapes until a third node joins).
-      moves.clear();
-      ins.clear();
-      outs.clear();
+      n_moves = 0;
+      for (int a : with_ins) ins[static_cast<size_t>(a)].clear();
+      for (int a : with_outs) outs[static_cast<size_t>(a)].clear();
+      with_ins.clear();
+      with_outs.clear();
       for (auto [u, v] : es) {
         const int a = s.gid[u], b = s.gid[v];
         if (a == b) continue;
-        moves.push_back({std::min(a, b), std::max(a, b)});
-        outs[a].push_back(b);
-        ins[b].push_back(a);
+        std::vector<int>& m = new_move();
+        m.push_back(std::min(a, b));
+        m.push_back(std::max(a, b));
+        std::vector<int>&out = outs[static_cast<size_t>(a)], &in = ins[static_cast<size_t>(b)];
+        if (out.empty()) with_outs.push_back(a);
+        if (in.empty()) with_ins.push_back(b);
+        out.push_back(b);
+        in.push_back(a);
       }
-      for (auto* side : {&ins, &outs})
-        for (auto& [a, others] : *side) {
+      for (auto [side, ids] : {std::pair{&ins, &with_ins}, std::pair{&outs, &with_outs}})
+        for (int a : *ids) {
+          std::vector<int>& others = (*side)[static_cast<size_t>(a)];
           std::sort(others.begin(), others.end());
           others.erase(std::unique(others.begin(), others.end()), others.end());
           if (others.size() < 2) continue;
-          std::vector<int> m = others;
+          std::vector<int>& m = new_move();
+          m.assign(others.begin(), others.end());
           m.insert(std::upper_bound(m.begin(), m.end(), a), a);
-          moves.push_back(std::move(m));
         }
       // A view alone in its group that nodes of other groups read too, with its producer group and
       // one consumer group at once: it joins neither alone (a kernel stores a view's result only for
       // readers of its own, of a value it computes: analyze_stitch). A view read by one group alone
       // joins it by the moves above.
-      for (const auto& [v, consumers] : outs) {
+      for (int v : with_outs) {
         const std::vector<int>& vg = s.groups[static_cast<size_t>(v)];
         if (vg.size() != 1 || sized_[static_cast<size_t>(vg.front())]) continue;
-        auto in = ins.find(v);
-        if (in == ins.end()) continue;
+        const std::vector<int>& in = ins[static_cast<size_t>(v)];
+        if (in.empty()) continue;
         const std::vector<int>& readers = succ_[static_cast<size_t>(vg.front())];
-        for (int b : consumers) {
+        for (int b : outs[static_cast<size_t>(v)]) {
           if (std::all_of(readers.begin(), readers.end(), [&](int r) { return s.gid[r] == b; })) continue;
-          for (int a : in->second) {
-            std::vector<int> m{a, v, b};
+          for (int a : in) {
+            std::vector<int>& m = new_move();
+            m.assign({a, v, b});
             std::sort(m.begin(), m.end());
-            moves.push_back(std::move(m));
           }
         }
       }
-      std::sort(moves.begin(), moves.end());
-      moves.erase(std::unique(moves.begin(), moves.end()), moves.end());
-      for (const std::vector<int>& ids : moves) {
+      const auto moves_end = moves.begin() + static_cast<std::ptrdiff_t>(n_moves);
+      std::sort(moves.begin(), moves_end);
+      n_moves = static_cast<size_t>(std::unique(moves.begin(), moves_end) - moves.begin());
+      for (size_t mi = 0; mi < n_moves; ++mi) {
+        const std::vector<int>& ids = moves[mi];
         members.clear();
         double apart = 0;
         for (int id : ids) {
@@ -148,21 +184,24 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
         if (delta > 1e-9)
           continue;  // equal cost: a view joining its consumer costs nothing and opens later merges
         if (cycle(s, ids)) continue;
-        cand.push_back({s.cost + delta, si, ids});
+        cand.push_back({s.cost + delta, si, cand_ids.size(), ids.size()});
+        cand_ids.insert(cand_ids.end(), ids.begin(), ids.end());
       }
       leave();
     }
-    std::sort(cand.begin(), cand.end(), [](const Move& x, const Move& y) {
+    std::sort(cand.begin(), cand.end(), [&](const Move& x, const Move& y) {
       if (x.cost != y.cost) return x.cost < y.cost;
       if (x.state != y.state) return x.state < y.state;
-      return x.ids < y.ids;
+      const auto a = ids_of(x), b = ids_of(y);
+      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
     });
     std::vector<State> children;
     std::set<std::vector<int>> seen;
     for (const Move& mv : cand) {
       if (children.size() >= static_cast<size_t>(o_.beam_width)) break;
       State c = frontier[mv.state];
-      c.moves.push_back(mv.ids);
+      const auto ids = ids_of(mv);
+      c.moves.emplace_back(ids.begin(), ids.end());
       c.cost = mv.cost;
       enter(c);
       const bool fresh = seen.insert(key(p)).second;
@@ -173,7 +212,7 @@ void Planner::beam_window(Part& p, const std::vector<int>& win) {
     frontier = std::move(children);
   }
   enter(best);  // kept
-  log.clear();
+  logged = 0;
 }
 
 bool Planner::connected(const std::vector<int>& m) const {
