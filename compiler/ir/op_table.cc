@@ -57,6 +57,7 @@ std::vector<OpDef> build_table() {
   ops::register_loss(t);
   ops::register_blocks(t);
   ops::register_nn(t);
+  ops::register_pool(t);
   ops::register_shape(t);
   std::sort(t.begin(), t.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   for (size_t i = 1; i < t.size(); ++i)

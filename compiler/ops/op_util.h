@@ -26,6 +26,7 @@ void register_normalization(std::vector<OpDef>& table);
 void register_layout(std::vector<OpDef>& table);
 void register_gather_scatter(std::vector<OpDef>& table);
 void register_nn(std::vector<OpDef>& table);
+void register_pool(std::vector<OpDef>& table);
 void register_shape(std::vector<OpDef>& table);
 void register_resize(std::vector<OpDef>& table);
 void register_einsum(std::vector<OpDef>& table);
