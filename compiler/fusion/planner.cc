@@ -209,22 +209,20 @@ bool Planner::cycle(const Part& p, const std::vector<int>& ids) const {
     for (int m : p.groups[static_cast<size_t>(id)])
       for (int s : succ_[m])
         if (s < last && !in(p.gid[s])) see(p.gid[s]);
-  bool found = false;
-  while (!cycle_stack_.empty() && !found) {
-    const int gi = cycle_stack_.back();
-    cycle_stack_.pop_back();
-    for (int m : p.groups[static_cast<size_t>(gi)]) {
-      for (int s : succ_[m]) {
-        if (s > last) continue;
-        if (in(p.gid[s])) {
-          found = true;
-          break;
+  auto walk = [&] {
+    while (!cycle_stack_.empty()) {
+      const int gi = cycle_stack_.back();
+      cycle_stack_.pop_back();
+      for (int m : p.groups[static_cast<size_t>(gi)])
+        for (int s : succ_[m]) {
+          if (s > last) continue;
+          if (in(p.gid[s])) return true;
+          see(p.gid[s]);
         }
-        see(p.gid[s]);
-      }
-      if (found) break;
     }
-  }
+    return false;
+  };
+  const bool found = walk();
   for (int gi : cycle_seen_) cycle_marks_[static_cast<size_t>(gi)] = 0;
   return found;
 }

@@ -237,7 +237,7 @@ void for_each_window(const Window& w, F f) {
         int64_t p = oi[d] * w.strides[d] + ki[d] * w.dilations[d] - w.pad_begin[d];
         off = (p < 0 || p >= w.in[d]) ? -1 : off + p * is[d];
       }
-      f(o, k, off, oi, ki);
+      f(o, k, off);
       for (int64_t d = w.spatial - 1; d >= 0; --d) {
         if (++ki[d] < w.kernel[d]) break;
         ki[d] = 0;
@@ -291,7 +291,7 @@ Status eval_conv(const Node& n, std::span<const Tensor* const> in, std::vector<T
   std::vector<double> bias = in.size() > 2 && in[2] ? in[2]->to_f64() : std::vector<double>(M, 0.0);
   // Precompute the (out, kernel) -> input offset table once; it is shared by every channel.
   std::vector<int64_t> table(static_cast<size_t>(osz * ksz));
-  for_each_window(w, [&](int64_t o, int64_t k, int64_t off, auto&, auto&) { table[o * ksz + k] = off; });
+  for_each_window(w, [&](int64_t o, int64_t k, int64_t off) { table[o * ksz + k] = off; });
   std::vector<double> y(static_cast<size_t>(N * M * osz));
   for (int64_t b = 0; b < N; ++b)
     for (int64_t m = 0; m < M; ++m) {
@@ -444,7 +444,7 @@ Status eval_col2im(const Node& n, std::span<const Tensor* const> in, std::vector
   std::vector<double> y(static_cast<size_t>(batch * c * plane), 0.0);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t ch = 0; ch < c; ++ch)
-      for_each_window(w, [&](int64_t o, int64_t kk, int64_t off, const auto&, const auto&) {
+      for_each_window(w, [&](int64_t o, int64_t kk, int64_t off) {
         if (off >= 0) y[(b * c + ch) * plane + off] += xv[((b * c + ch) * k + kk) * blocks + o];
       });
   out[0] = Tensor::from_f64(x.dtype(), od, y);
