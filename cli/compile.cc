@@ -205,20 +205,30 @@ int run_compile(const CompileArgs& a) {
   std::vector<std::string> replans, code_replans;
   codegen::RegisterRoom room;
   room.registers = a.max_registers;
-  // Rounds re-planned for ptxas and for code size, each at most kMaxReplans.
+  // nvcc's build of the round that stands: the artifact (weights, emulation library) is written
+  // once, after the last round, with it. Every nvcc run's seconds, for the summary.
+  std::optional<codegen::KernelBuild> built;
+  double nvcc_seconds = 0;
+  int nvcc_runs = 0;
+  // Rounds re-planned for ptxas and for code size, each at most kMaxReplans. A round that only
+  // gives kernels room for the budget keeps its plan: the options the plan depends on are the same.
   int ptxas_rounds = 0, code_rounds = 0;
+  bool plan_again = true;
   for (int round = 0;; ++round) {
     // The last judged rewrite's plan of the graph as it stands, when there is one (the options are
     // the same until ptxas asks for a re-plan).
-    const auto plan_start = std::chrono::steady_clock::now();
-    if (round == 0 && rewrites->plan)
-      plan = *rewrites->plan;
-    else
-      plan = fusion::make_plan(**g, fo);
-    if (!plan.is_ok()) return report(plan.status());
-    plan->rewrite_seconds = rewrite_seconds;
-    plan->plan_seconds = rewrite_seconds +
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count();
+    if (plan_again) {
+      const auto plan_start = std::chrono::steady_clock::now();
+      if (round == 0 && rewrites->plan)
+        plan = *rewrites->plan;
+      else
+        plan = fusion::make_plan(**g, fo);
+      if (!plan.is_ok()) return report(plan.status());
+      plan->rewrite_seconds = rewrite_seconds;
+      plan->plan_seconds =
+          rewrite_seconds +
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count();
+    }
     codegen::NodeGroups groups;
     std::vector<int> packs;
     o.group_reasons.clear();
@@ -237,14 +247,19 @@ int run_compile(const CompileArgs& a) {
     if (!sched.is_ok()) return report(sched.status().with_context(a.model));
     if (code_rounds < kMaxReplans && keep_large_kernels_apart(*sched, a.max_evaluations, fo, code_replans)) {
       ++code_rounds;
+      plan_again = true;
       continue;
     }
-    summary = {};
-    Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary);
-    if (!st.is_ok()) return report(st);
-    if (!o.run_nvcc || ptxas_rounds++ == kMaxReplans) break;
+    if (!o.run_nvcc) break;
+    auto build = codegen::build_kernels(**g, *sched, o, a.out);
+    if (!build.is_ok()) return report(build.status());
+    built = std::move(*build);
+    nvcc_seconds += built->seconds;
+    ++nvcc_runs;
+    if (ptxas_rounds++ == kMaxReplans) break;
     const size_t before = replans.size();
-    for (const auto& r : summary.resources) {
+    plan_again = false;
+    for (const auto& r : built->resources) {
       const int spilled = r.spill_stores + r.spill_loads;
       if (spilled == 0 && r.registers <= a.max_registers) continue;
       auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(), [&](const auto& x) { return x.name == r.kernel; });
@@ -265,14 +280,18 @@ int run_compile(const CompileArgs& a) {
                         a.max_registers, k->block[0], *min_blocks));
         continue;
       }
-      if (const std::optional<std::string> done = keep_kernel_apart(*k, fo))
+      if (const std::optional<std::string> done = keep_kernel_apart(*k, fo)) {
         replans.push_back(
             fmt::format("kernel {} ({} nodes) used {} registers and spilled {} bytes on {} (budget {} "
                         "registers, no spills): {}",
                         r.kernel, names.size(), r.registers, spilled, r.arch, a.max_registers, *done));
+        plan_again = true;
+      }
     }
     if (replans.size() == before) break;
   }
+  Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary, built ? &*built : nullptr);
+  if (!st.is_ok()) return report(st);
   if (a.explain) fmt::print("{}", o.plan_text);
   if (!a.report_json.empty()) {
     nlohmann::json rep = nlohmann::json::parse(summary.report_json);
@@ -354,8 +373,10 @@ int run_compile(const CompileArgs& a) {
       max_regs = std::max(max_regs, r.registers);
       spills += r.spill_stores + r.spill_loads;
     }
-    fmt::print("  nvcc ({}): {:.1f} s, {} kernel binaries, at most {} registers, {} bytes spilled\n",
-               fmt::join(o.archs, ","), summary.nvcc_seconds, summary.resources.size(), max_regs, spills);
+    fmt::print("  nvcc ({}): {:.1f} s{}, {} kernel binaries, at most {} registers, {} bytes spilled\n",
+               fmt::join(o.archs, ","), summary.nvcc_seconds,
+               nvcc_runs > 1 ? fmt::format(" ({} runs, {:.1f} s in all)", nvcc_runs, nvcc_seconds) : "",
+               summary.resources.size(), max_regs, spills);
   } else {
     fmt::print("  nvcc: skipped (--no-nvcc); the artifact has sources only and cannot run on --backend cuda\n");
   }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <utility>
 
 #include "codegen/embedded_headers.h"
 #include "codegen/stitch.h"
@@ -200,6 +201,8 @@ std::vector<KernelResources> parse_ptxas(const std::string& log) {
 
 namespace {
 
+constexpr const char* kNvccLog = "kernels/nvcc.log";
+
 struct Writer {
   const Graph& g;
   const Schedule& s;
@@ -209,6 +212,7 @@ struct Writer {
   std::map<const Value*, int> buffer_ids;
   ordered_json buffers = ordered_json::array();
   std::map<std::string, std::pair<size_t, uint64_t>> written;  // relative path -> bytes, checksum
+  std::string log;                                             // nvcc's, once it ran
 
   // Writes a file of the artifact and remembers its size and checksum for the manifest.
   Status put(const std::string& rel, const std::string& text) {
@@ -265,11 +269,30 @@ struct Writer {
     auto t0 = std::chrono::steady_clock::now();
     int rc = run_command(argv, &log);
     summary->nvcc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    RETURN_IF_ERROR(put("kernels/nvcc.log", log));
+    RETURN_IF_ERROR(put(kNvccLog, log));
+    this->log = log;
     if (rc != 0)
       return Status::internal(fmt::format("nvcc failed on the generated kernels (exit {}):\n{}{}", rc, log,
                                           annotate_nvcc_errors(log)));
     summary->resources = parse_ptxas(log);
+    return Status::ok();
+  }
+
+  // The fatbin and ptxas's report of a build of the same kernel sources, in place of nvcc's run.
+  Status take(const KernelBuild& b) {
+    std::map<std::string, uint64_t> sources;
+    for (const auto& [rel, sum] : written)
+      if (rel.ends_with(".cu")) sources[rel] = sum.second;
+    if (sources != b.sources)
+      return Status::internal("the kernels built by nvcc are not this schedule's: build them again");
+    std::error_code ec;
+    fs::copy_file(fs::path(b.dir) / artifact::kFatbinFile, tmp / artifact::kFatbinFile, ec);
+    if (ec)
+      return Status::user(
+          fmt::format("cannot copy the kernels' fatbin into '{}': {}", tmp.string(), ec.message()));
+    RETURN_IF_ERROR(put(kNvccLog, b.log));
+    summary->resources = b.resources;
+    summary->nvcc_seconds = b.seconds;
     return Status::ok();
   }
 
@@ -535,10 +558,10 @@ struct Writer {
   }
 };
 
-}  // namespace
-
-Status write_artifact(const Graph& g, const Schedule& s, const CompileOptions& o, const std::string& dir,
-                      ArtifactSummary* summary) {
+// A directory next to the artifact's `dir` (so that a rename moves it there), named after it with
+// `suffix` and a unique tail. `dir` itself must be absent, empty or an artifact directory.
+StatusOr<fs::path> sibling_directory(const std::string& dir, const std::string& suffix,
+                                     const CompileOptions& o) {
   std::error_code ec;
   const fs::path out(dir);
   if (fs::exists(out, ec)) {
@@ -552,14 +575,61 @@ Status write_artifact(const Graph& g, const Schedule& s, const CompileOptions& o
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
   if (ec) return Status::user(fmt::format("cannot create '{}': {}", parent.string(), ec.message()));
-  std::string templ = (parent / (out.filename().string() + ".tmp-XXXXXX")).string();
+  std::string templ = (parent / (out.filename().string() + suffix + "-XXXXXX")).string();
   if (mkdtemp(templ.data()) == nullptr)
     return Status::user(fmt::format("cannot create a directory next to '{}': check it is writable", dir));
-  Writer w{g, s, o, fs::path(templ), summary, {}, ordered_json::array(), {}};
+  return fs::path(templ);
+}
+
+void remove_scratch(std::string& dir) {
+  std::error_code ec;
+  if (!dir.empty()) fs::remove_all(dir, ec);
+  dir.clear();
+}
+
+}  // namespace
+
+KernelBuild& KernelBuild::operator=(KernelBuild&& o) noexcept {
+  if (this != &o) {
+    remove_scratch(dir);
+    resources = std::move(o.resources);
+    seconds = o.seconds;
+    log = std::move(o.log);
+    dir = std::exchange(o.dir, std::string());
+    sources = std::move(o.sources);
+  }
+  return *this;
+}
+
+KernelBuild::~KernelBuild() { remove_scratch(dir); }
+
+StatusOr<KernelBuild> build_kernels(const Graph& g, const Schedule& s, const CompileOptions& o,
+                                    const std::string& dir) {
+  ASSIGN_OR_RETURN(fs::path tmp, sibling_directory(dir, ".nvcc", o));
+  KernelBuild b;
+  b.dir = tmp.string();  // removed with `b`, on an error too
+  ArtifactSummary summary;
+  Writer w{g, s, o, tmp, &summary, {}, ordered_json::array(), {}, {}};
+  RETURN_IF_ERROR(w.kernels_dir());
+  RETURN_IF_ERROR(w.nvcc());
+  for (const auto& [rel, sum] : w.written)
+    if (rel.ends_with(".cu")) b.sources[rel] = sum.second;
+  b.resources = std::move(summary.resources);
+  b.seconds = summary.nvcc_seconds;
+  b.log = w.log;
+  return b;
+}
+
+Status write_artifact(const Graph& g, const Schedule& s, const CompileOptions& o, const std::string& dir,
+                      ArtifactSummary* summary, const KernelBuild* built) {
+  std::error_code ec;
+  const fs::path out(dir);
+  ASSIGN_OR_RETURN(const fs::path tmp, sibling_directory(dir, ".tmp", o));
+  Writer w{g, s, o, tmp, summary, {}, ordered_json::array(), {}, {}};
   auto body = [&]() -> Status {
     RETURN_IF_ERROR(w.kernels_dir());
     RETURN_IF_ERROR(w.weights());
-    if (o.run_nvcc) RETURN_IF_ERROR(w.nvcc());
+    if (o.run_nvcc) RETURN_IF_ERROR(built ? w.take(*built) : w.nvcc());
     if (o.build_emu) RETURN_IF_ERROR(w.emu());
     RETURN_IF_ERROR(w.put(artifact::kScheduleFile, w.schedule().dump(1) + "\n"));
     summary->report_json = w.report().dump(2) + "\n";

@@ -54,7 +54,34 @@ StatusOr<std::string> find_nvcc();
 // Parses `nvcc -Xptxas -v` output into per-kernel resources.
 std::vector<KernelResources> parse_ptxas(const std::string& log);
 
+// A schedule's kernels through nvcc ahead of the artifact (`stitchc compile` reads ptxas's report to
+// decide whether the plan stands, and builds the artifact once, from the round that stands). The
+// fatbin and nvcc's log sit in a scratch directory beside the artifact's, removed with this object.
+struct KernelBuild {
+  KernelBuild() = default;
+  KernelBuild(KernelBuild&& o) noexcept { *this = std::move(o); }
+  KernelBuild& operator=(KernelBuild&& o) noexcept;
+  KernelBuild(const KernelBuild&) = delete;
+  KernelBuild& operator=(const KernelBuild&) = delete;
+  ~KernelBuild();
+
+  std::vector<KernelResources> resources;
+  double seconds = 0;  // nvcc's run
+  std::string log;     // nvcc's output with -Xptxas -v
+  std::string dir;     // the scratch directory: kernels/ with the sources, and the fatbin
+  // Each kernel source's checksum, by its path in the artifact: write_artifact refuses a build of
+  // other sources than the schedule it writes.
+  std::map<std::string, uint64_t> sources;
+};
+
+// Runs nvcc on the kernels of `s` for o.archs, in a scratch directory beside `dir` (the artifact's,
+// which must be free for one as write_artifact requires). nvcc's errors as write_artifact gives them.
+StatusOr<KernelBuild> build_kernels(const Graph& g, const Schedule& s, const CompileOptions& o,
+                                    const std::string& dir);
+
+// Writes the artifact of `s` into `dir`. With o.run_nvcc, its fatbin is `built`'s when given (a
+// build of the same kernel sources, else an internal error), or nvcc's run now.
 Status write_artifact(const Graph& g, const Schedule& s, const CompileOptions& o, const std::string& dir,
-                      ArtifactSummary* summary);
+                      ArtifactSummary* summary, const KernelBuild* built = nullptr);
 
 }  // namespace stitch::codegen

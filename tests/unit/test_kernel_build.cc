@@ -1,0 +1,128 @@
+// The kernels through nvcc ahead of the artifact (codegen::build_kernels): write_artifact takes
+// that build's fatbin and ptxas report in place of a second nvcc run, refuses a build of other
+// kernel sources, and the build's scratch directory goes with it.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "backend_test_util.h"
+#include "codegen/artifact.h"
+#include "stitch/artifact_format.h"
+
+using namespace stitch;
+using namespace stitch::codegen;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The entries of `dir` whose names start with `prefix`.
+std::vector<std::string> entries_named(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("an artifact takes the fatbin nvcc built ahead of it for the same kernels only",
+          "[codegen][emu][nvcc]") {
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[3,37]
+  %e = Exp(%x) @"exp"
+  %y = Softmax(%e) @"softmax"
+  output %y
+}
+)");
+  test::run_frontend_or_die(*g);
+  // Each node a kernel of its own, and both in one.
+  auto apart = build_schedule(*g);
+  REQUIRE(apart.is_ok());
+  const NodeGroups one = {{g->nodes()[0].get(), g->nodes()[1].get()}};
+  auto fused = build_schedule(*g, &one);
+  REQUIRE(fused.is_ok());
+  REQUIRE(apart->kernels.size() == 2);
+  REQUIRE(fused->kernels.size() == 1);
+  const fs::path scratch =
+      fs::temp_directory_path() / ("stitch_unit_kernel_build_" + std::to_string(getpid()));
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  const fs::path dir = scratch / "artifact";
+  CompileOptions o;
+  o.archs = {"sm_90"};
+  o.model_path = "/dev/null";
+
+  std::string scratch_dir;
+  {
+    auto built = build_kernels(*g, *apart, o, dir.string());
+    INFO(built.status().message());
+    REQUIRE(built.is_ok());
+    // nvcc ran beside the artifact's directory, which is not made yet.
+    CHECK(entries_named(scratch, "artifact") ==
+          std::vector<std::string>{fs::path(built->dir).filename().string()});
+    CHECK(fs::exists(fs::path(built->dir) / artifact::kFatbinFile));
+    REQUIRE(built->resources.size() == 2);
+    for (const KernelResources& r : built->resources) {
+      CHECK(r.arch == "sm_90");
+      CHECK(r.registers > 0);
+    }
+    CHECK(built->log.find("registers") != std::string::npos);
+    CHECK(built->sources.size() == 3);  // the two kernels and the file that includes both
+    CHECK(built->seconds > 0);
+
+    // A schedule of other kernels is refused, and leaves nothing behind.
+    ArtifactSummary summary;
+    const Status other = write_artifact(*g, *fused, o, dir.string(), &summary, &*built);
+    CHECK(other.code() == Code::kInternal);
+    CHECK(other.message().find("not this schedule's") != std::string::npos);
+    CHECK(entries_named(scratch, "artifact").size() == 1);
+
+    // The same schedule's artifact holds that build's fatbin, log and report, and runs on emu.
+    summary = {};
+    const Status st = write_artifact(*g, *apart, o, dir.string(), &summary, &*built);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    CHECK(test::read_text_file(dir / artifact::kFatbinFile) ==
+          test::read_text_file(fs::path(built->dir) / artifact::kFatbinFile));
+    CHECK(test::read_text_file(dir / "kernels" / "nvcc.log") == built->log);
+    CHECK(summary.nvcc_seconds == built->seconds);
+    REQUIRE(summary.resources.size() == built->resources.size());
+    for (size_t i = 0; i < summary.resources.size(); ++i) {
+      CHECK(summary.resources[i].kernel == built->resources[i].kernel);
+      CHECK(summary.resources[i].registers == built->resources[i].registers);
+    }
+    CHECK(test::read_text_file(dir / artifact::kManifestFile).find(artifact::kFatbinFile) !=
+          std::string::npos);
+    const Tensor x = test::random_tensor(DType::kF32, {3, 37}, 11);
+    auto want = run_reference(*g, {{"x", x}});
+    REQUIRE(want.is_ok());
+    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+    session.set_input("x", std::string(dtype_name(x.dtype())), x.dims(), x.data(), x.byte_size());
+    session.run();
+    Tensor y(DType::kF32, {3, 37});
+    session.get_output("y", y.data(), y.byte_size());
+    CHECK(compare_tensors(y, want->at("y"), kEmuF32.rtol, kEmuF32.atol).ok);
+
+    // A moved build keeps its directory; the one moved from owns none.
+    KernelBuild moved = std::move(*built);
+    CHECK(built->dir.empty());
+    scratch_dir = moved.dir;
+    CHECK(fs::exists(scratch_dir));
+  }
+  // The build's scratch directory went with it; the artifact stays.
+  CHECK_FALSE(fs::exists(scratch_dir));
+  CHECK(entries_named(scratch, "artifact") == std::vector<std::string>{"artifact"});
+
+  // An output that is not an artifact directory is refused before nvcc runs.
+  const fs::path taken = scratch / "taken";
+  fs::create_directories(taken);
+  { std::ofstream(taken / "notes.txt") << "mine\n"; }
+  auto refused = build_kernels(*g, *apart, o, taken.string());
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().code() == Code::kUser);
+  CHECK(refused.status().message().find("is not a stitch artifact directory") != std::string::npos);
+  CHECK(entries_named(scratch, "taken") == std::vector<std::string>{"taken"});
+  fs::remove_all(scratch);
+}
