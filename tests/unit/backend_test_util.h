@@ -92,6 +92,24 @@ inline void write_emu_artifact(const Graph& g, const codegen::Schedule& s, const
   REQUIRE(st.is_ok());
 }
 
+// Runs the artifact of `g` in `dir` on the emu backend with `feed`; its outputs by name.
+inline TensorMap run_artifact_on_emu(const Graph& g, const std::filesystem::path& dir,
+                                     const TensorMap& feed) {
+  TensorMap out;
+  rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
+  for (const Value* v : g.inputs) {
+    const Tensor& t = feed.at(v->name);
+    session.set_input(v->name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
+  }
+  session.run();
+  for (const Value* v : g.outputs) {
+    Tensor got(v->dtype, *v->dims);
+    session.get_output(v->name, got.data(), got.byte_size());
+    out.emplace(v->name, std::move(got));
+  }
+  return out;
+}
+
 // Compiles `g` (emu only; `groups` from a fusion plan, or every node alone) and runs it on `feed`;
 // returns its outputs and sets `kernels` to the kernel count. `packs` (one id per group) packs
 // independent groups into one launch, as the plan says; `fold_gemms` lets GEMM calls take over
@@ -108,20 +126,7 @@ inline TensorMap emu_run(const Graph& g, const codegen::NodeGroups* groups, cons
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("stitch_unit_emu_" + std::to_string(getpid()));
   write_emu_artifact(g, *s, dir);
-  TensorMap out;
-  {
-    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
-    for (const Value* v : g.inputs) {
-      const Tensor& t = feed.at(v->name);
-      session.set_input(v->name, std::string(dtype_name(t.dtype())), t.dims(), t.data(), t.byte_size());
-    }
-    session.run();
-    for (const Value* v : g.outputs) {
-      Tensor got(v->dtype, *v->dims);
-      session.get_output(v->name, got.data(), got.byte_size());
-      out.emplace(v->name, std::move(got));
-    }
-  }
+  TensorMap out = run_artifact_on_emu(g, dir, feed);
   std::filesystem::remove_all(dir);
   if (kernels) *kernels = s->kernels.size();
   return out;

@@ -540,12 +540,8 @@ TEST_CASE("the emulation library builds on the precompiled header when it can, a
     const Status st = write_artifact(*g, *s, o, dir.string(), &summary);
     INFO(st.message());
     REQUIRE(st.is_ok());
-    rt::Session session(rt::Model::load(dir.string()), rt::Backend::kEmu);
-    session.set_input("x", std::string(dtype_name(x.dtype())), x.dims(), x.data(), x.byte_size());
-    session.run();
-    Tensor y(DType::kF32, {3, 37});
-    session.get_output("y", y.data(), y.byte_size());
-    CHECK(compare_tensors(y, want->at("y"), kEmuF32.rtol, kEmuF32.atol).ok);
+    const TensorMap got = test::run_artifact_on_emu(*g, dir, {{"x", x}});
+    CHECK(compare_tensors(got.at("y"), want->at("y"), kEmuF32.rtol, kEmuF32.atol).ok);
     CHECK(test::read_text_file(dir / "report.json")
               .find(fmt::format("\"emu_precompiled_header\": {}", summary.emu_precompiled_header)) !=
           std::string::npos);
