@@ -321,6 +321,8 @@ int run_compile(const CompileArgs& a) {
     };
     rep["fusion"] = {{"device", plan->device},
                      {"ptxas_replans", replans},
+                     {"nvcc_runs", nvcc_runs},
+                     {"nvcc_seconds_all_runs", nvcc_seconds},
                      {"code_size_replans", code_replans},
                      {"plan_seconds", plan->plan_seconds},
                      {"rewrite_seconds", plan->rewrite_seconds},

@@ -180,11 +180,18 @@ check "--no-pack leaves every group in its own launch" bash -c "! grep -q 'indep
 # again split (every fused kernel of bert_tiny uses more than 24 registers on sm_90).
 # Every round's nvcc run is counted in the summary; the artifact is written once, from the last.
 expect "ptxas over --max-registers: re-planned" 0 "re-planned after ptxas: kernel .*\(budget 24 registers" -- \
-  bash -c 'set -o pipefail; "$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --max-registers 24 |
-  tee "$2.out"' "$STITCHC" "$ROOT/models/bert_tiny/model.onnx" "$TMP/regs"
+  bash -c 'set -o pipefail; "$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --max-registers 24 \
+  --report-json "$2.json" | tee "$2.out"' "$STITCHC" "$ROOT/models/bert_tiny/model.onnx" "$TMP/regs"
 check "the re-planned groups are in the plan" grep -q "re-planned after ptxas" "$TMP/regs/plan.txt"
 check "the re-planned compile counts its nvcc runs" grep -qE "nvcc \(sm_90\): .* \([2-4] runs, .* s in all\)" \
   "$TMP/regs.out"
+check "report.json counts them too, one more than the ptxas rounds" python3 -c '
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+f = r["fusion"]
+runs = int(re.search(r"\((\d) runs, ", open(sys.argv[2]).read()).group(1))
+sys.exit(0 if f["nvcc_runs"] == runs and f["nvcc_seconds_all_runs"] > r["nvcc_seconds"] > 0 else 1)' \
+  "$TMP/regs.json" "$TMP/regs.out"
 # bert_tiny compiled into $2 runs on emu and matches PyTorch's outputs.
 bert_tiny_matches() {
   expect "$1" 0 "all [0-9]+ output\(s\) match" -- "$STITCHC" run "$2" --backend emu \
