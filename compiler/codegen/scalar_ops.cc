@@ -276,13 +276,14 @@ StatusOr<std::string> bit_cast(const Node& n, DType from, DType to, const std::s
     if (to == DType::kBool) return fmt::format("(({})({}) != 0)", c_int(from), a);
     return fmt::format("(({})({})({}))", ct, c_int(to), a);
   }
-  // 16-bit floats compute as float: their bits are those of the value rounded back (exactly).
+  // 16-bit floats compute as float: their bits are those of the value converted back, exactly, NaNs
+  // with their payloads too (stitch_dev::cvt keeps them both ways).
   std::string bits16 = c_int(from) ? fmt::format("((unsigned short){})", a)
                        : from == DType::kF16
-                           ? fmt::format("__half_as_ushort(__float2half_rn({}))", a)
-                           : fmt::format("__bfloat16_as_ushort(__float2bfloat16_rn({}))", a);
-  if (to == DType::kF16) return fmt::format("__half2float(__ushort_as_half({}))", bits16);
-  if (to == DType::kBF16) return fmt::format("__bfloat162float(__ushort_as_bfloat16({}))", bits16);
+                           ? fmt::format("__half_as_ushort(stitch_dev::cvt<__half>({}))", a)
+                           : fmt::format("__bfloat16_as_ushort(stitch_dev::cvt<__nv_bfloat16>({}))", a);
+  if (to == DType::kF16) return fmt::format("stitch_dev::cvt<float>(__ushort_as_half({}))", bits16);
+  if (to == DType::kBF16) return fmt::format("stitch_dev::cvt<float>(__ushort_as_bfloat16({}))", bits16);
   if (!c_int(to) || (from != DType::kF16 && from != DType::kBF16))
     return Status::internal(fmt::format("{}: no BitCast from {} to {}", n.describe(), dtype_name(from),
                                         dtype_name(to)));

@@ -72,7 +72,10 @@ uint16_t float_to_half_bits(float f) {
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t exp = (x >> 23) & 0xffu;
   uint32_t mant = x & 0x7fffffu;
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  // A NaN keeps its sign and its payload's top 10 bits (a quiet NaN when they are all 0), as the
+  // kernels' conversions do (stitch_device.cuh).
+  if (exp == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? ((mant >> 13) ? mant >> 13 : 0x200u) : 0u));
   int e = static_cast<int>(exp) - 127 + 15;
   if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
   if (e <= 0) {
@@ -117,7 +120,7 @@ float half_bits_to_float(uint16_t h) {
 
 uint16_t float_to_bf16_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
-  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) & 0x7fu ? x >> 16 : (x >> 16) | 0x40u);
   uint32_t lsb = (x >> 16) & 1u;
   x += 0x7fffu + lsb;
   return static_cast<uint16_t>(x >> 16);

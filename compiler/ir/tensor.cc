@@ -112,6 +112,37 @@ void Tensor::set_f64(int64_t i, double v) {
   }
 }
 
+float Tensor::get_f32(int64_t i) const {
+  switch (dtype_) {
+    case DType::kF32:
+      return data_as<float>()[i];
+    case DType::kF16:
+      return half_bits_to_float(data_as<uint16_t>()[i]);
+    case DType::kBF16:
+      return bf16_bits_to_float(data_as<uint16_t>()[i]);
+    default:
+      STITCH_CHECK(false, "get_f32 of a {} tensor", dtype_name(dtype_));
+      return 0;
+  }
+}
+
+void Tensor::set_f32(int64_t i, float v) {
+  uint8_t* p = own();
+  switch (dtype_) {
+    case DType::kF32:
+      reinterpret_cast<float*>(p)[i] = v;
+      return;
+    case DType::kF16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_half_bits(v);
+      return;
+    case DType::kBF16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16_bits(v);
+      return;
+    default:
+      STITCH_CHECK(false, "set_f32 of a {} tensor", dtype_name(dtype_));
+  }
+}
+
 void Tensor::set_i64(int64_t i, int64_t v) {
   uint8_t* p = own();
   switch (dtype_) {

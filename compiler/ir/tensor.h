@@ -61,6 +61,11 @@ class Tensor {
   int64_t get_i64(int64_t i) const;
   void set_f64(int64_t i, double v);
   void set_i64(int64_t i, int64_t v);
+  // Elements of float32, float16 and bfloat16 as float and back, with no double between: a
+  // signaling NaN keeps its bits (a double would quiet it), and a NaN's sign and payload go from
+  // one of these types to another as the kernels carry them (ir/dtype.cc's conversions).
+  float get_f32(int64_t i) const;
+  void set_f32(int64_t i, float v);
   std::vector<double> to_f64() const;
   std::vector<int64_t> to_i64() const;
   static Tensor from_f64(DType dtype, Dims dims, const std::vector<double>& v);

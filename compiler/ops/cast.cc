@@ -31,6 +31,14 @@ Status eval_cast(const Node& n, std::span<const Tensor* const> in, std::vector<T
   const Tensor& x = *in[0];
   Tensor y(to, x.dims());
   const bool src_float = is_float(x.dtype()), u64 = x.dtype() == DType::kU64;
+  // Between float32, float16 and bfloat16 through float alone, not double: a signaling NaN then
+  // keeps its bits as the kernels keep them (stitch_device.cuh), where a double would quiet it.
+  auto narrow_float = [](DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; };
+  if (narrow_float(x.dtype()) && narrow_float(to)) {
+    for (int64_t i = 0; i < x.size(); ++i) y.set_f32(i, x.get_f32(i));
+    out[0] = std::move(y);
+    return Status::ok();
+  }
   for (int64_t i = 0; i < x.size(); ++i) {
     if (src_float) {
       y.set_f64(i, x.get_f64(i));  // to an integer: saturated, NaN as 0 (set_f64)

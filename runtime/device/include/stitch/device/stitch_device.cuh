@@ -13,15 +13,36 @@
 namespace stitch_dev {
 
 // ---- conversions between storage and compute types ------------------------------------------
-// Half and bfloat16 compute in float; every other type computes in itself.
+// Half and bfloat16 compute in float; every other type computes in itself. A NaN keeps its sign and
+// payload both ways (the payload's top bits where float16 or bfloat16 has fewer; a quiet NaN where
+// none of them is left), by its bits rather than the conversion instructions: the GPU's and the host
+// library's conversions may give the canonical NaN instead, and a model that moves 16-bit values
+// unchanged or bit-casts them (BitCast, opset 26) must get its bits back. The reference
+// interpreter's conversions (ir/dtype.cc) follow the same rule.
 template <typename To, typename From>
 __device__ __forceinline__ To cvt(From x) { return static_cast<To>(x); }
-template <> __device__ __forceinline__ float cvt<float, __half>(__half x) { return __half2float(x); }
-template <> __device__ __forceinline__ __half cvt<__half, float>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ float cvt<float, __half>(__half x) {
+  const unsigned b = __half_as_ushort(x);
+  if ((b & 0x7fffu) > 0x7c00u)  // a NaN
+    return __uint_as_float(((b & 0x8000u) << 16) | 0x7f800000u | ((b & 0x3ffu) << 13));
+  return __half2float(x);
+}
+template <> __device__ __forceinline__ __half cvt<__half, float>(float x) {
+  if (x != x) {
+    const unsigned u = __float_as_uint(x), m = (u >> 13) & 0x3ffu;
+    return __ushort_as_half(
+        static_cast<unsigned short>(((u >> 16) & 0x8000u) | 0x7c00u | (m ? m : 0x200u)));
+  }
+  return __float2half_rn(x);
+}
 template <> __device__ __forceinline__ float cvt<float, __nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
+  return __uint_as_float(static_cast<unsigned>(__bfloat16_as_ushort(x)) << 16);  // exact, NaNs too
 }
 template <> __device__ __forceinline__ __nv_bfloat16 cvt<__nv_bfloat16, float>(float x) {
+  if (x != x) {
+    const unsigned u = __float_as_uint(x) >> 16;
+    return __ushort_as_bfloat16(static_cast<unsigned short>(u & 0x7fu ? u : u | 0x40u));
+  }
   return __float2bfloat16_rn(x);
 }
 
