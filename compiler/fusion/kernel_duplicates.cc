@@ -41,9 +41,31 @@ bool computes(const Node& n) {
   return r == codegen::StitchRole::kPointwise || r == codegen::StitchRole::kRow;
 }
 
+// The groups of `plan` (of `planned`) as groups of g's nodes, node for node by position: empty
+// when g is not `planned` node for node (another count, or a name that differs), or when the plan
+// holds a node `planned` does not.
+std::unordered_map<const Node*, size_t> groups_by_position(const FusionPlan& plan, const Graph& planned,
+                                                           const Graph& g) {
+  std::unordered_map<const Node*, size_t> out;
+  if (planned.nodes().size() != g.nodes().size()) return out;
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (planned.nodes()[i]->name != g.nodes()[i]->name) return out;
+    position[planned.nodes()[i].get()] = i;
+  }
+  for (size_t i = 0; i < plan.groups.size(); ++i)
+    for (const Node* n : plan.groups[i].nodes) {
+      auto it = position.find(n);
+      if (it == position.end()) return {};
+      out[g.nodes()[it->second].get()] = i;
+    }
+  return out;
+}
+
 }  // namespace
 
-StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const FusionOptions& o) {
+StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const FusionOptions& o,
+                                                           const FusionPlan* plan_of, const Graph* planned) {
   std::vector<std::string> lines;
   // Each value's representative: the output of the first node that computes it (by structure).
   std::unordered_map<const Value*, Value*> first_of;
@@ -74,12 +96,15 @@ StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const Fusio
     duplicates.push_back(n);
   }
   if (duplicates.empty()) return lines;
-  ASSIGN_OR_RETURN(FusionPlan plan, make_plan(g, o));
   // Every group: one that is no generated kernel (a call, a view, a node alone) holds one node, so
   // no reader shares it with the original.
   std::unordered_map<const Node*, size_t> group_of;
-  for (size_t i = 0; i < plan.groups.size(); ++i)
-    for (const Node* n : plan.groups[i].nodes) group_of[n] = i;
+  if (plan_of && planned) group_of = groups_by_position(*plan_of, *planned, g);
+  if (group_of.empty()) {
+    ASSIGN_OR_RETURN(FusionPlan plan, make_plan(g, o));
+    for (size_t i = 0; i < plan.groups.size(); ++i)
+      for (const Node* n : plan.groups[i].nodes) group_of[n] = i;
+  }
   auto users = g.users();
   for (Node* dup : duplicates) {
     Value* from = dup->output(0);
@@ -112,10 +137,12 @@ StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const Fusio
 }
 
 StatusOr<RewriteResult> share_kernel_duplicates_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
-                                                           const std::optional<Cost>& before) {
+                                                           const std::optional<Cost>& before,
+                                                           std::shared_ptr<const FusionPlan> g_plan) {
+  const Graph* planned = g.get();  // the rewrite's copy is a clone of it
   return rewrite_if_cheaper(
-      g, o, [&](Graph& c) { return share_kernel_duplicates(c, o); }, "--no-shared-duplicates",
-      /*strict=*/false, before);
+      g, o, [&](Graph& c) { return share_kernel_duplicates(c, o, g_plan.get(), planned); },
+      "--no-shared-duplicates", /*strict=*/false, before);
 }
 
 }  // namespace stitch::fusion

@@ -26,12 +26,19 @@ namespace stitch::fusion {
 // Plans `g` with `o`, then rewires each reader of a duplicate's output (a computing node: element-
 // wise or a row op, one output) that the plan puts in the kernel of the node it duplicates to read
 // that node's output, and removes the nodes left unread. Nodes named in o.no_fuse are left as they
-// are. Returns one line per duplicate whose readers were rewired.
-StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const FusionOptions& o);
+// are. Returns one line per duplicate whose readers were rewired. `plan_of`, when given, is a plan
+// with `o` of `planned`, a graph `g` was cloned from and equals (the same nodes, in the same order
+// and with the same names): its groups are taken node for node rather than planning `g` again.
+StatusOr<std::vector<std::string>> share_kernel_duplicates(Graph& g, const FusionOptions& o,
+                                                           const FusionPlan* plan_of = nullptr,
+                                                           const Graph* planned = nullptr);
 
 // share_kernel_duplicates through rewrite_if_cheaper (plan.h): kept when the plan of the rewritten
-// graph is estimated no slower.
-StatusOr<RewriteResult> share_kernel_duplicates_if_cheaper(std::unique_ptr<Graph>& g, const FusionOptions& o,
-                                                           const std::optional<Cost>& before = std::nullopt);
+// graph is estimated no slower. `g_plan`, when given, is the plan of *g with `o` (the judged
+// rewrites' plan of the graph as it stands), which the rewrite then reads instead of planning its
+// copy of g again.
+StatusOr<RewriteResult> share_kernel_duplicates_if_cheaper(
+    std::unique_ptr<Graph>& g, const FusionOptions& o, const std::optional<Cost>& before = std::nullopt,
+    std::shared_ptr<const FusionPlan> g_plan = nullptr);
 
 }  // namespace stitch::fusion

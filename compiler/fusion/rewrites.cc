@@ -238,7 +238,7 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     r.hoists.add_step("statistics computed again after the maxima below", copies);
   }
   if (on.shared_duplicates) {  // after the rewrites that copy chains, on a plan close to the final one
-    ASSIGN_OR_RETURN(r.duplicates, share_kernel_duplicates_if_cheaper(g, o, known));
+    ASSIGN_OR_RETURN(r.duplicates, share_kernel_duplicates_if_cheaper(g, o, known, known_plan));
     judged(r.duplicates);
   }
   if (on.output_copies) {

@@ -11,6 +11,7 @@
 #include "fusion/topk_rounds.h"
 #include "fusion/unflatten_gemms.h"
 #include "fusion_test_util.h"
+#include "ir/text.h"
 
 using namespace stitch;
 using namespace stitch::test;
@@ -82,6 +83,40 @@ TEST_CASE("a chain repeating another in the same kernel is read as the original"
   INFO(kept->verdict);
   CHECK(kept->lines == *lines);
   CHECK(kept->verdict.find("1 kernels against 1") != std::string::npos);
+  SECTION("with a plan of the graph it was cloned from") {
+    // The plan's groups are read node for node: the same rewrite from the graph's own plan, and
+    // none from a plan that keeps every node alone (so that plan, not a new one, was read).
+    auto with_plan = fusion::make_plan(*original, opts("beam"));
+    REQUIRE(with_plan.is_ok());
+    auto h = clone_graph(*original);
+    auto same = fusion::share_kernel_duplicates(*h, opts("beam"), &*with_plan, original.get());
+    REQUIRE(same.is_ok());
+    CHECK(*same == *lines);
+    CHECK(print_graph(*h) == print_graph(*g));
+    auto alone = fusion::make_plan(*original, opts("none"));
+    REQUIRE(alone.is_ok());
+    auto k = clone_graph(*original);
+    auto none = fusion::share_kernel_duplicates(*k, opts("beam"), &*alone, original.get());
+    REQUIRE(none.is_ok());
+    CHECK(none->empty());
+    // A plan of another graph (a node renamed) is not taken: the clone is planned itself.
+    auto other = clone_graph(*original);
+    other->nodes().front()->name += "/renamed";
+    auto m = clone_graph(*original);
+    auto planned_again = fusion::share_kernel_duplicates(*m, opts("beam"), &*alone, other.get());
+    REQUIRE(planned_again.is_ok());
+    CHECK(*planned_again == *lines);
+    // Judged with the plan of the graph as it stands, as the rewrites pass it.
+    auto judged_with_plan = clone_graph(*original);
+    auto its_plan = fusion::make_plan(*judged_with_plan, opts("beam"));
+    REQUIRE(its_plan.is_ok());
+    auto kept2 =
+        fusion::share_kernel_duplicates_if_cheaper(judged_with_plan, opts("beam"), its_plan->cost,
+                                                   std::make_shared<const fusion::FusionPlan>(*its_plan));
+    REQUIRE(kept2.is_ok());
+    CHECK(kept2->lines == *lines);
+    CHECK(kept2->verdict == kept->verdict);
+  }
 }
 
 TEST_CASE("a repeat read outside the original's kernel stays", "[fusion][emu]") {
