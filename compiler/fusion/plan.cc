@@ -434,8 +434,10 @@ StatusOr<RewriteResult> rewrite_if_cheaper(
   StatusOr<FusionPlan> after_or = make_plan(*copy, o);
   ASSIGN_OR_RETURN(auto estimate, estimate_before(before, g_plan));
   ASSIGN_OR_RETURN(FusionPlan after, std::move(after_or));
+  const Cost tried = after.cost;
   out = judge_rewrite(estimate.first, std::move(estimate.second), std::move(after), std::move(lines),
                       skip_flag, strict, no_more_kernels);
+  out.tried = tried;
   if (!out.lines.empty()) g = std::move(copy);  // the same Graph object: the kept plan's nodes are g's
   return out;
 }

@@ -130,6 +130,9 @@ struct RewriteResult {
   std::string verdict;
   std::optional<Cost> kept;
   std::shared_ptr<const FusionPlan> kept_plan;
+  // rewrite_if_cheaper: the estimate of the rewritten copy, kept or not (unset when the rewrite
+  // changed nothing), for a later judgement of the same rewrite together with another.
+  std::optional<Cost> tried;
   // One more judgement of the same rewrite, under `label` (a part of its candidates, or a second
   // look after other rewrites): its verdict after this one's, "; " between, its lines after these.
   // Nothing when the step had no candidate (an empty verdict). `kept` is left to the caller.

@@ -124,7 +124,8 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     std::unique_ptr<Graph> alone = clone_graph(*g), both = clone_graph(*g);
     ASSIGN_OR_RETURN(RewriteResult copies_alone, copy_shared_relayouts_if_cheaper(alone, o, known));
     ASSIGN_OR_RETURN(std::vector<std::string> slice_lines, split_to_slices(*both, o.no_fuse));
-    ASSIGN_OR_RETURN(RewriteResult copies_both, copy_shared_relayouts_if_cheaper(both, o));
+    // `both` is the copy the Slices' judgement above planned (g has not changed since): its estimate.
+    ASSIGN_OR_RETURN(RewriteResult copies_both, copy_shared_relayouts_if_cheaper(both, o, r.slices.tried));
     if (!copies_both.lines.empty()) {  // then copies_both.kept is the plan of `both`
       Cost c_alone;
       if (copies_alone.kept) {
