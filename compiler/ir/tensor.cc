@@ -48,10 +48,12 @@ Tensor Tensor::reshaped(Dims dims) const {
 double Tensor::get_f64(int64_t i) const {
   const uint8_t* p = data();
   switch (dtype_) {
-    case DType::kF32: return reinterpret_cast<const float*>(p)[i];
-    case DType::kF64: return reinterpret_cast<const double*>(p)[i];
-    case DType::kF16: return half_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
-    case DType::kBF16: return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+      return get_f32(i);
+    case DType::kF64:
+      return reinterpret_cast<const double*>(p)[i];
     case DType::kU64: return static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
     default: return static_cast<double>(get_i64(i));
   }
@@ -80,15 +82,12 @@ int64_t Tensor::get_i64(int64_t i) const {
 }
 
 void Tensor::set_f64(int64_t i, double v) {
+  if (dtype_ == DType::kF32 || dtype_ == DType::kF16 || dtype_ == DType::kBF16)
+    return set_f32(i, static_cast<float>(v));
   uint8_t* p = own();
   switch (dtype_) {
-    case DType::kF32: reinterpret_cast<float*>(p)[i] = static_cast<float>(v); return;
-    case DType::kF64: reinterpret_cast<double*>(p)[i] = v; return;
-    case DType::kF16:
-      reinterpret_cast<uint16_t*>(p)[i] = float_to_half_bits(static_cast<float>(v));
-      return;
-    case DType::kBF16:
-      reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16_bits(static_cast<float>(v));
+    case DType::kF64:
+      reinterpret_cast<double*>(p)[i] = v;
       return;
     case DType::kBool: reinterpret_cast<uint8_t*>(p)[i] = v != 0.0; return;
     // A float stored as an integer: toward zero, NaN as 0, a value past the type's range as its
