@@ -78,6 +78,14 @@ inline std::vector<const Node*> all_nodes(const Graph& g) {
   return all;
 }
 
+// The node of `g` named `name`; the test fails where there is none.
+inline const Node* node_named(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes())
+    if (n->name == name) return n.get();
+  FAIL("no node " << name);
+  return nullptr;
+}
+
 // The kernel the stitcher emits for every node of `g` as one group storing the graph's outputs.
 inline codegen::Kernel lower_whole_graph(const Graph& g) {
   const std::set<const Value*> stored(g.outputs.begin(), g.outputs.end());
@@ -267,6 +275,18 @@ inline void same_as_original(const Graph& original, const Graph& rewritten, uint
                  << " " << r.problem);
     CHECK(r.ok);
   }
+}
+
+// Every node of `text` that is `op` is gone after the front end, and the expanded graph computes
+// what the op did (its reference implementation against the expansion's, both in the interpreter).
+inline void expands_to_same(const std::string& text, const std::string& op, uint32_t seed,
+                            const Tolerance& tol = kRewriteReference) {
+  INFO(text);
+  auto original = parse_or_die(text);
+  auto g = parse_or_die(text);
+  run_frontend_or_die(*g);
+  for (const Node* n : all_nodes(*g)) CHECK(n->op_type != op);
+  same_as_original(*original, *g, seed, tol);
 }
 
 // A rewrite's graph `g` computes what `original` did on the reference, and every planner makes it

@@ -11,6 +11,8 @@
 namespace stitch {
 namespace {
 
+using test::node_named;
+
 // Softmax over the rows of sigmoid(x) . w, x [rows, k], w [k, n]; `a` replaces the sigmoid's
 // input when given (a plain read of x: no arithmetic to cache).
 std::unique_ptr<Graph> gated_rows(int rows, int k, int n, bool computed_a = true) {
@@ -25,13 +27,6 @@ std::unique_ptr<Graph> gated_rows(int rows, int k, int n, bool computed_a = true
                                           rows, k, n, computed_a ? "%a" : "%x"));
   test::run_frontend_or_die(*g);
   return g;
-}
-
-const Node* node_named(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes())
-    if (n->name == name) return n.get();
-  FAIL("no node " << name);
-  return nullptr;
 }
 
 }  // namespace

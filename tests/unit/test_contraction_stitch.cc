@@ -17,6 +17,7 @@
 namespace stitch {
 namespace {
 
+using test::node_named;
 using test::opts;
 
 // Scaled, masked attention scores and their softmax for B x H heads of S positions of size D;
@@ -37,13 +38,6 @@ std::string attention_text(int b, int h, int s, int d, const char* type = "f32")
   output %c
 }})",
                      b, h, s, d, type);
-}
-
-const Node* node_named(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes())
-    if (n->name == name) return n.get();
-  FAIL("no node " << name);
-  return nullptr;
 }
 
 // The plan's group holding node `name`.

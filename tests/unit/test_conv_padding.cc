@@ -10,6 +10,7 @@
 
 using namespace stitch;
 using stitch::test::count_op;
+using stitch::test::node_named;
 
 namespace {
 
@@ -35,13 +36,6 @@ std::unique_ptr<Graph> split(const std::string& text) {
   return g;
 }
 
-const Node& node_named(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes())
-    if (n->name == name) return *n;
-  FAIL("no node " << name);
-  throw;
-}
-
 // The rewritten graph computes what the Conv did, on the same inputs (the padded zeros add
 // nothing, so the reference's sums are the same to the bit).
 void check_same_as_conv(const std::string& text, uint32_t seed) {
@@ -59,9 +53,9 @@ TEST_CASE("a Conv padded more at one end gets a Pad of the difference and pads a
       conv_graph("[1,2,6,6]", "[4,2,3,3]", "pads = ints[0, 0, 1, 1], strides = ints[2, 2]");
   auto g = split(text);
   REQUIRE(count_op(*g, "Pad") == 1);
-  const Node& conv = node_named(*g, "conv");
+  const Node& conv = *node_named(*g, "conv");
   CHECK(conv.attr_ints("pads") == std::vector<int64_t>{0, 0, 0, 0});
-  const Node& pad = node_named(*g, "conv/pad");
+  const Node& pad = *node_named(*g, "conv/pad");
   CHECK(conv.input(0) == pad.output(0));
   CHECK(pad.input(1)->constant->to_i64() == std::vector<int64_t>{0, 0, 0, 0, 0, 0, 1, 1});
   CHECK(pad.output(0)->type_string() == "f32[1x2x7x7]");
@@ -72,8 +66,8 @@ TEST_CASE("a Conv padded more at one end gets a Pad of the difference and pads a
   // on the first axis, 2 and 1 on the second).
   const std::string both = conv_graph("[2,3,7,5]", "[2,3,3,2]", "pads = ints[1, 2, 2, 1]");
   auto bg = split(both);
-  CHECK(node_named(*bg, "conv").attr_ints("pads") == std::vector<int64_t>{1, 1, 1, 1});
-  CHECK(node_named(*bg, "conv/pad").input(1)->constant->to_i64() ==
+  CHECK(node_named(*bg, "conv")->attr_ints("pads") == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(node_named(*bg, "conv/pad")->input(1)->constant->to_i64() ==
         std::vector<int64_t>{0, 0, 0, 1, 0, 0, 1, 0});
   check_same_as_conv(both, 3);
 }
@@ -85,14 +79,14 @@ TEST_CASE("auto_pad SAME_UPPER and SAME_LOWER over an even kernel are split too,
     const std::string text = conv_graph("[1,2,5,6]", "[3,2,2,4]", fmt::format("auto_pad = \"{}\"", mode));
     auto g = split(text);
     REQUIRE(count_op(*g, "Pad") == 1);
-    const Node& conv = node_named(*g, "conv");
+    const Node& conv = *node_named(*g, "conv");
     CHECK_FALSE(conv.has_attr("auto_pad"));
     // Kernel 2 pads 1 in all, kernel 4 pads 3: the odd one goes after (UPPER) or before (LOWER).
     CHECK(conv.attr_ints("pads") == std::vector<int64_t>{0, 1, 0, 1});
     const std::vector<int64_t> extra = std::string(mode) == "SAME_UPPER"
                                            ? std::vector<int64_t>{0, 0, 0, 0, 0, 0, 1, 1}
                                            : std::vector<int64_t>{0, 0, 1, 1, 0, 0, 0, 0};
-    CHECK(node_named(*g, "conv/pad").input(1)->constant->to_i64() == extra);
+    CHECK(node_named(*g, "conv/pad")->input(1)->constant->to_i64() == extra);
     CHECK(g->find_value("y")->type_string() == "f32[1x3x5x6]");
     check_same_as_conv(text, 5);
   }

@@ -38,12 +38,6 @@ std::unique_ptr<Graph> layer_scaled(const std::string& scale, const std::string&
   return g;
 }
 
-const Node* node_named(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes())
-    if (n->name == name) return n.get();
-  return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE(

@@ -12,18 +12,6 @@ using namespace stitch::test;
 
 namespace {
 
-// Every node of `text` that is `op` is gone after the front end, and the expanded graph computes
-// what the op did (its reference implementation against the expansion's, both in the interpreter).
-void expands_to_same(const std::string& text, const std::string& op, uint32_t seed,
-                     const Tolerance& tol = kRewriteReference) {
-  INFO(text);
-  auto original = parse_or_die(text);
-  auto g = parse_or_die(text);
-  run_frontend_or_die(*g);
-  for (const Node* n : all_nodes(*g)) CHECK(n->op_type != op);
-  same_as_original(*original, *g, seed, tol);
-}
-
 // `count` seeded values in [-scale, scale) as an IR-text constant.
 std::string small_values(uint32_t& state, int64_t count, double scale) {
   std::string out;

@@ -12,19 +12,6 @@
 using namespace stitch;
 using namespace stitch::test;
 
-namespace {
-
-void expands_to_same(const std::string& text, const std::string& op, uint32_t seed) {
-  INFO(text);
-  auto original = parse_or_die(text);
-  auto g = parse_or_die(text);
-  run_frontend_or_die(*g);
-  for (const Node* n : all_nodes(*g)) CHECK(n->op_type != op);
-  same_as_original(*original, *g, seed, kRewriteReference);
-}
-
-}  // namespace
-
 TEST_CASE("Attention over an external cache masks each batch's padding and aligns causality to it",
           "[frontend]") {
   // nonpad_kv_seqlen [3, 7] of 7 cached keys: batch 0 sees 3 keys, its causal bound at 3 - 2 + i;

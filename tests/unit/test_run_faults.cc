@@ -22,19 +22,13 @@
 namespace stitch {
 namespace {
 
+using test::node_named;
 using test::parse_or_die;
 
 using test::checked_nodes;
 using test::compile_for_faults;
 using test::run_error;
 namespace fs = std::filesystem;
-
-const Node& node(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes())
-    if (n->name == name) return *n;
-  FAIL("no node " << name);
-  return *g.nodes().front();
-}
 
 TEST_CASE("a Gather's index outside its axis fails the run naming the node and the index, alone and stitched",
           "[runtime][emu][faults]") {
@@ -52,7 +46,7 @@ TEST_CASE("a Gather's index outside its axis fails the run naming the node and t
     f["i"] = Tensor::from_i64(DType::kI64, {2, 2}, idx);
     return f;
   };
-  const codegen::NodeGroups fused{{&node(*g, "emb"), &node(*g, "act")}};
+  const codegen::NodeGroups fused{{node_named(*g, "emb"), node_named(*g, "act")}};
   for (const bool stitched : {false, true}) {
     INFO((stitched ? "stitched" : "alone"));
     codegen::Schedule s;
@@ -93,7 +87,8 @@ TEST_CASE("GatherElements and GatherND check every index component, alone and st
                      {"j", Tensor::from_i64(DType::kI64, {3, 2}, j)},
                      {"k", Tensor::from_i64(DType::kI64, {2, 2}, k)}};
   };
-  const codegen::NodeGroups fused{{&node(*g, "ge"), &node(*g, "neg")}, {&node(*g, "gnd"), &node(*g, "neg2")}};
+  const codegen::NodeGroups fused{{node_named(*g, "ge"), node_named(*g, "neg")},
+                                  {node_named(*g, "gnd"), node_named(*g, "neg2")}};
   for (const bool stitched : {false, true}) {
     INFO((stitched ? "stitched" : "alone"));
     codegen::Schedule s;

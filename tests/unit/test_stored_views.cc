@@ -35,13 +35,6 @@ std::string router(bool row) {
       row ? "  %m = ReduceMax(%c, %last) {keepdims = 1} @\"best\"\n  output %m\n" : "  output %c\n");
 }
 
-const Node* node_named(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes())
-    if (n->name == name) return n.get();
-  FAIL("no node " << name);
-  return nullptr;
-}
-
 bool one_group_holds(const fusion::FusionPlan& p, const std::vector<std::string>& names) {
   for (const auto& grp : p.groups) {
     size_t found = 0;

@@ -13,14 +13,8 @@
 namespace stitch {
 namespace {
 
+using test::node_named;
 using test::opts;
-
-const Node* node_named(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes())
-    if (n->name == name) return n.get();
-  FAIL("no node " << name);
-  return nullptr;
-}
 
 std::vector<const Node*> named(const Graph& g, std::initializer_list<const char*> names) {
   std::vector<const Node*> out;
