@@ -3,15 +3,21 @@
 #   check NAME CMD...                   CMD must succeed
 #   write_i64 FILE NAME DIMS VALUES     an int64 tensor as a bare TensorProto with raw data: DIMS
 #                                       comma-separated, VALUES a Python list expression
+# A check that took a second or more says how long, so a slower CI run shows which step grew.
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0
 fail=0
 
+# " (N.N s)" for the time since $1 (an $EPOCHREALTIME), where it is a second or more.
+took() {
+  awk -v t0="$1" -v t1="$EPOCHREALTIME" 'BEGIN { d = t1 - t0; if (d >= 1) printf " (%.1f s)", d }'
+}
+
 expect() {
   local name=$1 code=$2 pattern=$3
   shift 4
-  local out rc
+  local out rc t0=$EPOCHREALTIME
   out=$("$@" 2>&1)
   rc=$?
   if [ "$rc" -ne "$code" ]; then
@@ -20,14 +26,14 @@ expect() {
   if [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
     echo "FAIL $name: output lacks /$pattern/"; echo "$out" | sed 's/^/    /' | head -20; fail=$((fail + 1)); return
   fi
-  echo "ok   $name"
+  echo "ok   $name$(took "$t0")"
   pass=$((pass + 1))
 }
 
 check() {
-  local name=$1
+  local name=$1 t0=$EPOCHREALTIME
   shift
-  if "$@"; then echo "ok   $name"; pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
+  if "$@"; then echo "ok   $name$(took "$t0")"; pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
 }
 
 write_i64() {
