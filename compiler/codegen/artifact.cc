@@ -305,6 +305,27 @@ struct Writer {
                       "#include \"../kernels/all_kernels.cu\"\n";
     for (const Kernel& k : s.kernels) src += fmt::format("STITCH_EMU_EXPORT_KERNEL({});\n", k.name);
     RETURN_IF_ERROR(put("emu/kernels_emu.cc", src));
+    auto t0 = std::chrono::steady_clock::now();
+    fs::path cached;
+    if (!o.emu_cache_dir.empty()) {
+      artifact::Checksum key;
+      key.update(src.data(), src.size());
+      for (const Kernel& k : s.kernels) {
+        key.update(k.name.data(), k.name.size() + 1);
+        key.update(k.source.data(), k.source.size() + 1);
+      }
+      const auto cu = written.find(artifact::kUnityFile);
+      STITCH_CHECK(cu != written.end(), "the emulation library is built after the kernels are written");
+      key.update(&cu->second.second, sizeof(cu->second.second));
+      cached = fs::path(o.emu_cache_dir) / (hex64(key.digest()) + ".so");
+      std::error_code ec;
+      if (fs::exists(cached, ec) && fs::copy_file(cached, tmp / artifact::kEmuLibrary, ec)) {
+        fs::remove_all(include, ec);
+        summary->emu_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        summary->emu_from_cache = true;
+        return Status::ok();
+      }
+    }
     auto build = [&](const std::string& prelude, std::string* log) {
       std::vector<std::string> argv = {STITCH_HOST_CXX};
       if (prelude != kEmuHeader) argv.push_back("-H");  // lists the headers: "! X.gch" when it took the .gch
@@ -316,7 +337,6 @@ struct Writer {
       return run_command(argv, log);
     };
     std::string log;
-    auto t0 = std::chrono::steady_clock::now();
     const std::optional<std::string> pch =
         usable_precompiled_header(o.emu_pch.value_or(default_emu_pch_header()));
     int rc = -1;
@@ -338,6 +358,13 @@ struct Writer {
     fs::remove_all(include, ec);
     if (rc != 0)
       return Status::internal(fmt::format("building the emulation library failed (exit {}):\n{}", rc, log));
+    if (!cached.empty()) {  // into the cache under a name of its own, then renamed: whole or absent
+      const fs::path part = cached.string() + fmt::format(".{}", getpid());
+      fs::create_directories(cached.parent_path(), ec);
+      if (fs::copy_file(tmp / artifact::kEmuLibrary, part, fs::copy_options::overwrite_existing, ec))
+        fs::rename(part, cached, ec);
+      if (ec) fs::remove(part, ec);
+    }
     return Status::ok();
   }
 

@@ -24,6 +24,11 @@ struct CompileOptions {
   // The precompiled emulation header, by the header -include names with its .gch beside it:
   // unset, default_emu_pch_header(); empty, none.
   std::optional<std::string> emu_pch;
+  // A directory of emulation libraries already built, each named by the checksum of the kernel
+  // sources it was built from: a build of the same sources copies that library instead of running
+  // the host compiler, and a new build is added. The key does not cover the emulation headers or
+  // the host compiler, so a cache is for one build of stitch (the unit tests keep one per run).
+  std::string emu_cache_dir;
   // float32 GEMM and convolution calls on TF32 tensor cores (--tf32), written into schedule.json;
   // by default they compute in float32.
   bool tf32 = false;
@@ -43,7 +48,9 @@ struct KernelResources {
 struct ArtifactSummary {
   std::vector<KernelResources> resources;
   double nvcc_seconds = 0, emu_seconds = 0;
-  bool emu_precompiled_header = false;  // the emulation library built on the precompiled header
+  bool emu_precompiled_header = false;
+  bool emu_from_cache = false;  // the emulation library copied from CompileOptions::emu_cache_dir  // the
+                                // emulation library built on the precompiled header
   std::string report_json;  // report.json's text
 };
 

@@ -81,11 +81,30 @@ inline std::pair<std::unique_ptr<Graph>, TensorMap> load_node_test(
   return {std::move(*g), std::move(feed)};
 }
 
+// The emulation libraries this run of the tests has built, by their kernels' sources: a test that
+// runs one graph under each planner often gets the same kernels from each, and about three in five
+// of the [emu] tests' builds were repeats. Removed when the run ends.
+inline const std::string& emu_cache_dir() {
+  struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("stitch_unit_emu_cache_" + std::to_string(getpid()));
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Dir dir;
+  static const std::string path = dir.path.string();
+  return path;
+}
+
 // Writes schedule `s` of `g` as an emu-only artifact (no nvcc) into `dir`; fails the test on error.
+// The emulation library comes from emu_cache_dir() where these kernels were built before.
 inline void write_emu_artifact(const Graph& g, const codegen::Schedule& s, const std::filesystem::path& dir) {
   codegen::CompileOptions o;
   o.run_nvcc = false;
   o.model_path = "/dev/null";
+  o.emu_cache_dir = emu_cache_dir();
   codegen::ArtifactSummary summary;
   Status st = codegen::write_artifact(g, s, o, dir.string(), &summary);
   INFO(st.message());

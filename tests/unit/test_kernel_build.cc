@@ -122,3 +122,60 @@ TEST_CASE("an artifact takes the fatbin nvcc built ahead of it for the same kern
   CHECK(entries_named(scratch, "taken") == std::vector<std::string>{"taken"});
   fs::remove_all(scratch);
 }
+
+TEST_CASE("an emulation library is taken from the cache for the same kernel sources only", "[codegen][emu]") {
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[5,33]
+  %s = Sigmoid(%x) @"sigmoid"
+  %y = LogSoftmax(%s) @"log_softmax"
+  output %y
+}
+)");
+  test::run_frontend_or_die(*g);
+  auto apart = build_schedule(*g);
+  REQUIRE(apart.is_ok());
+  const NodeGroups one = {{g->nodes()[0].get(), g->nodes()[1].get()}};
+  auto fused = build_schedule(*g, &one);
+  REQUIRE(fused.is_ok());
+  const fs::path scratch =
+      fs::temp_directory_path() / ("stitch_unit_emu_cache_test_" + std::to_string(getpid()));
+  fs::remove_all(scratch);
+  CompileOptions o;
+  o.run_nvcc = false;
+  o.model_path = "/dev/null";
+  o.emu_cache_dir = (scratch / "cache").string();
+  const TensorMap feed{{"x", random_tensor(DType::kF32, {5, 33}, 3)}};
+  auto want = run_reference(*g, feed);
+  REQUIRE(want.is_ok());
+  // Writes `s` into `name` and runs it on emu against the reference; whether its library came
+  // from the cache.
+  auto write_and_run = [&](const Schedule& s, const std::string& name) {
+    ArtifactSummary summary;
+    Status st = write_artifact(*g, s, o, (scratch / name).string(), &summary);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    const TensorMap got = test::run_artifact_on_emu(*g, scratch / name, feed);
+    CHECK(compare_tensors(got.at("y"), want->at("y"), kEmuF32.rtol, kEmuF32.atol).ok);
+    CHECK_FALSE(fs::exists(scratch / name / "emu" / "include"));
+    return summary.emu_from_cache;
+  };
+  CHECK_FALSE(write_and_run(*apart, "a1"));  // built, and added to the cache
+  CHECK(entries_named(scratch / "cache", "").size() == 1);
+  CHECK(write_and_run(*apart, "a2"));        // the same kernels: copied
+  CHECK_FALSE(write_and_run(*fused, "f1"));  // other kernels: built
+  CHECK(entries_named(scratch / "cache", "").size() == 2);
+  CHECK(write_and_run(*fused, "f2"));
+  // The copied library is the one built, byte for byte (and each artifact's manifest, which the
+  // runtime checked before running it, records its own copy).
+  auto bytes = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  CHECK(bytes(scratch / "a1" / artifact::kEmuLibrary) == bytes(scratch / "a2" / artifact::kEmuLibrary));
+  // A kernel's text edited, its name kept: built again, not the library of the text before.
+  Schedule edited = *fused;
+  edited.kernels.front().source += "\n// edited\n";
+  CHECK_FALSE(write_and_run(edited, "e1"));
+  CHECK(entries_named(scratch / "cache", "").size() == 3);
+  fs::remove_all(scratch);
+}
