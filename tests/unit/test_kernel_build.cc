@@ -25,26 +25,39 @@ std::vector<std::string> entries_named(const fs::path& dir, const std::string& p
   return out;
 }
 
-}  // namespace
-
-TEST_CASE("an artifact takes the fatbin nvcc built ahead of it for the same kernels only",
-          "[codegen][emu][nvcc]") {
-  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+// A Sigmoid and a LogSoftmax at [5, 33] through the front end, scheduled with each node a kernel
+// of its own (`apart`) and with both in one (`fused`).
+struct TwoSchedules {
+  std::unique_ptr<Graph> g;
+  std::optional<Schedule> apart, fused;
+};
+TwoSchedules sigmoid_log_softmax() {
+  TwoSchedules t;
+  t.g = test::parse_or_die(R"(graph "g" opset 17 {
   input %x: f32[5,33]
   %s = Sigmoid(%x) @"sigmoid"
   %y = LogSoftmax(%s) @"log_softmax"
   output %y
 }
 )");
-  test::run_frontend_or_die(*g);
-  // Each node a kernel of its own, and both in one.
-  auto apart = build_schedule(*g);
+  test::run_frontend_or_die(*t.g);
+  auto apart = build_schedule(*t.g);
   REQUIRE(apart.is_ok());
-  const NodeGroups one = {{g->nodes()[0].get(), g->nodes()[1].get()}};
-  auto fused = build_schedule(*g, &one);
+  const NodeGroups one = {{t.g->nodes()[0].get(), t.g->nodes()[1].get()}};
+  auto fused = build_schedule(*t.g, &one);
   REQUIRE(fused.is_ok());
   REQUIRE(apart->kernels.size() == 2);
   REQUIRE(fused->kernels.size() == 1);
+  t.apart = std::move(*apart);
+  t.fused = std::move(*fused);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("an artifact takes the fatbin nvcc built ahead of it for the same kernels only",
+          "[codegen][emu][nvcc]") {
+  auto [g, apart, fused] = sigmoid_log_softmax();
   const fs::path scratch =
       fs::temp_directory_path() / ("stitch_unit_kernel_build_" + std::to_string(getpid()));
   fs::remove_all(scratch);
@@ -124,19 +137,7 @@ TEST_CASE("an artifact takes the fatbin nvcc built ahead of it for the same kern
 }
 
 TEST_CASE("an emulation library is taken from the cache for the same kernel sources only", "[codegen][emu]") {
-  auto g = test::parse_or_die(R"(graph "g" opset 17 {
-  input %x: f32[5,33]
-  %s = Sigmoid(%x) @"sigmoid"
-  %y = LogSoftmax(%s) @"log_softmax"
-  output %y
-}
-)");
-  test::run_frontend_or_die(*g);
-  auto apart = build_schedule(*g);
-  REQUIRE(apart.is_ok());
-  const NodeGroups one = {{g->nodes()[0].get(), g->nodes()[1].get()}};
-  auto fused = build_schedule(*g, &one);
-  REQUIRE(fused.is_ok());
+  auto [g, apart, fused] = sigmoid_log_softmax();
   const fs::path scratch =
       fs::temp_directory_path() / ("stitch_unit_emu_cache_test_" + std::to_string(getpid()));
   fs::remove_all(scratch);
