@@ -48,9 +48,8 @@ struct KernelResources {
 struct ArtifactSummary {
   std::vector<KernelResources> resources;
   double nvcc_seconds = 0, emu_seconds = 0;
-  bool emu_precompiled_header = false;
-  bool emu_from_cache = false;  // the emulation library copied from CompileOptions::emu_cache_dir  // the
-                                // emulation library built on the precompiled header
+  bool emu_precompiled_header = false;  // the emulation library built on the precompiled header
+  bool emu_from_cache = false;          // the emulation library copied from CompileOptions::emu_cache_dir
   std::string report_json;  // report.json's text
 };
 
