@@ -1,7 +1,6 @@
 #include "codegen/artifact.h"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,7 +13,8 @@
 #include <sstream>
 #include <utility>
 
-#include "codegen/embedded_headers.h"
+#include "codegen/build_tools.h"
+#include "codegen/emu_build.h"
 #include "codegen/stitch.h"
 #include "stitch/artifact_format.h"
 #include "support/check.h"
@@ -24,66 +24,6 @@ namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
 namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
-
-// Runs argv (through /bin/sh with quoted words), capturing stdout and stderr together.
-int run_command(const std::vector<std::string>& argv, std::string* output) {
-  std::string cmd;
-  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
-  cmd += " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-// The emulation header, as the host compiler finds it on the include path.
-constexpr const char* kEmuHeader = "stitch/emu/emu.h";
-
-// `wrapper` (a header -include takes, its .gch beside it) when that .gch was made from the headers
-// this stitchc carries: the digest the build wrote beside it is theirs. Otherwise none, and the
-// emulation header is read itself.
-std::optional<std::string> usable_precompiled_header(const std::string& wrapper) {
-  if (wrapper.empty()) return std::nullopt;
-  std::ifstream f(wrapper + ".gch.digest");
-  std::string digest;
-  std::error_code ec;
-  if (!(f >> digest) || digest != embedded_headers_digest() || !fs::is_regular_file(wrapper + ".gch", ec))
-    return std::nullopt;
-  return wrapper;
-}
-
-Status write_file(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Status::user(fmt::format("cannot write '{}': check the output directory is writable", p.string()));
-  return Status::ok();
-}
-
-// The embedded headers whose paths start with `prefix`, written under `dir` by the rest of their
-// paths. At least one must be.
-Status write_headers(const fs::path& dir, std::string_view prefix) {
-  bool wrote = false;
-  for (const EmbeddedFile& h : embedded_headers()) {
-    if (h.path.substr(0, prefix.size()) != prefix) continue;
-    const fs::path to = dir / h.path.substr(prefix.size());
-    std::error_code ec;
-    fs::create_directories(to.parent_path(), ec);
-    RETURN_IF_ERROR(write_file(to, std::string(h.text)));
-    wrote = true;
-  }
-  STITCH_CHECK(wrote, "stitchc was built without the headers under '{}'", prefix);
-  return Status::ok();
-}
 
 // A file's size and checksum, read a chunk at a time (a model can be gigabytes).
 std::pair<size_t, uint64_t> file_digest(const fs::path& p) {
@@ -137,18 +77,6 @@ std::string annotate_nvcc_errors(const std::string& log) {
 }
 
 }  // namespace
-
-std::string default_emu_pch_header() {
-  // Installed (cmake --install): PREFIX/lib/stitch/emu_pch, beside PREFIX/bin/stitchc.
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path installed =
-        exe.parent_path().parent_path() / STITCH_INSTALL_LIBDIR / "stitch" / "emu_pch" / kEmuHeader;
-    if (fs::is_regular_file(installed, ec)) return installed.string();
-  }
-  return STITCH_EMU_PCH_HEADER;
-}
 
 StatusOr<std::string> find_nvcc() {
   std::vector<fs::path> candidates;
@@ -298,73 +226,26 @@ struct Writer {
 
   Status emu() {
     fs::create_directories(tmp / "emu");
-    // The emulation and device headers, for this build only (removed after it).
-    const fs::path include = tmp / "emu" / "include";
-    RETURN_IF_ERROR(write_headers(include, ""));
-    std::string src = "// The kernels for the CPU emulation layer: same sources, plus entry points by name.\n"
-                      "#include \"../kernels/all_kernels.cu\"\n";
-    for (const Kernel& k : s.kernels) src += fmt::format("STITCH_EMU_EXPORT_KERNEL({});\n", k.name);
-    RETURN_IF_ERROR(put("emu/kernels_emu.cc", src));
-    auto t0 = std::chrono::steady_clock::now();
-    fs::path cached;
-    if (!o.emu_cache_dir.empty()) {
-      artifact::Checksum key;
-      key.update(src.data(), src.size());
-      for (const Kernel& k : s.kernels) {
-        key.update(k.name.data(), k.name.size() + 1);
-        key.update(k.source.data(), k.source.size() + 1);
-      }
-      const auto cu = written.find(artifact::kUnityFile);
-      STITCH_CHECK(cu != written.end(), "the emulation library is built after the kernels are written");
-      key.update(&cu->second.second, sizeof(cu->second.second));
-      cached = fs::path(o.emu_cache_dir) / (hex64(key.digest()) + ".so");
+    std::vector<const Kernel*> kernels;
+    for (const Kernel& k : s.kernels) kernels.push_back(&k);
+    const std::string unit = emu_translation_unit("#include \"../kernels/all_kernels.cu\"\n", kernels);
+    RETURN_IF_ERROR(put("emu/kernels_emu.cc", unit));
+    const fs::path library = tmp / artifact::kEmuLibrary;
+    if (!o.emu_library.empty()) {
+      const auto t0 = std::chrono::steady_clock::now();
       std::error_code ec;
-      if (fs::exists(cached, ec) && fs::copy_file(cached, tmp / artifact::kEmuLibrary, ec)) {
-        fs::remove_all(include, ec);
-        summary->emu_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        summary->emu_from_cache = true;
-        return Status::ok();
-      }
+      if (!fs::copy_file(o.emu_library, library, ec))
+        return Status::user(fmt::format("cannot copy the emulation library '{}' into the artifact: {}",
+                                        o.emu_library, ec.message()));
+      summary->emu_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return Status::ok();
     }
-    auto build = [&](const std::string& prelude, std::string* log) {
-      std::vector<std::string> argv = {STITCH_HOST_CXX};
-      if (prelude != kEmuHeader) argv.push_back("-H");  // lists the headers: "! X.gch" when it took the .gch
-      std::istringstream flags(STITCH_EMU_CXX_FLAGS);
-      for (std::string f; flags >> f;) argv.push_back(f);
-      argv.insert(argv.end(), {"-shared", "-w", "-include", prelude, "-I", include.string(), "-isystem",
-                               STITCH_CUDA_INCLUDE_DIR, "-o", (tmp / artifact::kEmuLibrary).string(),
-                               (tmp / "emu" / "kernels_emu.cc").string()});
-      return run_command(argv, log);
-    };
-    std::string log;
-    const std::optional<std::string> pch =
-        usable_precompiled_header(o.emu_pch.value_or(default_emu_pch_header()));
-    int rc = -1;
-    if (pch) {
-      rc = build(*pch, &log);
-      const std::string took = "! " + *pch + ".gch\n";
-      summary->emu_precompiled_header =
-          rc == 0 && (log.rfind(took, 0) == 0 || log.find("\n" + took) != std::string::npos);
-    }
-    // Without the precompiled header, or again without it when the build on it failed: a header
-    // GCC cannot use is meant to be skipped, but a mismatch it does not detect can break the
-    // compiler itself, and the header alone then tells a real error from that.
-    if (rc != 0) {
-      log.clear();
-      rc = build(kEmuHeader, &log);
-    }
-    summary->emu_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::error_code ec;
-    fs::remove_all(include, ec);
-    if (rc != 0)
-      return Status::internal(fmt::format("building the emulation library failed (exit {}):\n{}", rc, log));
-    if (!cached.empty()) {  // into the cache under a name of its own, then renamed: whole or absent
-      const fs::path part = cached.string() + fmt::format(".{}", getpid());
-      fs::create_directories(cached.parent_path(), ec);
-      if (fs::copy_file(tmp / artifact::kEmuLibrary, part, fs::copy_options::overwrite_existing, ec))
-        fs::rename(part, cached, ec);
-      if (ec) fs::remove(part, ec);
-    }
+    ASSIGN_OR_RETURN(const EmuBuild b,
+                     build_emu_library(tmp / "emu" / "kernels_emu.cc", unit, kernels, library,
+                                       EmuBuildOptions{o.emu_pch, o.emu_cache_dir}));
+    summary->emu_seconds = b.seconds;
+    summary->emu_precompiled_header = b.precompiled_header;
+    summary->emu_from_cache = b.from_cache;
     return Status::ok();
   }
 

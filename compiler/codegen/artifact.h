@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/emu_build.h"
 #include "codegen/schedule.h"
 
 namespace stitch::codegen {
@@ -21,23 +22,18 @@ struct CompileOptions {
   std::vector<std::string> shape_bindings;   // as given on the command line
   std::string plan_text;                     // the fusion plan explained (written as plan.txt)
   std::map<std::string, std::string> group_reasons;  // first node of a group -> why it is so
-  // The precompiled emulation header, by the header -include names with its .gch beside it:
-  // unset, default_emu_pch_header(); empty, none.
+  // The emulation library's build (codegen/emu_build.h): its precompiled header
+  // (EmuBuildOptions::pch) and a cache of libraries built before (EmuBuildOptions::cache_dir).
   std::optional<std::string> emu_pch;
-  // A directory of emulation libraries already built, each named by the checksum of the kernel
-  // sources it was built from: a build of the same sources copies that library instead of running
-  // the host compiler, and a new build is added. The key does not cover the emulation headers or
-  // the host compiler, so a cache is for one build of stitch (the unit tests keep one per run).
   std::string emu_cache_dir;
+  // An emulation library built before (build_emu_library) that defines every kernel of the
+  // schedule under its name, and perhaps other artifacts' kernels: copied into the artifact in
+  // place of a build.
+  std::string emu_library;
   // float32 GEMM and convolution calls on TF32 tensor cores (--tf32), written into schedule.json;
   // by default they compute in float32.
   bool tf32 = false;
 };
-
-// The precompiled emulation header stitchc uses unless told (the wrapper that -include takes): the
-// one installed beside it (PREFIX/lib/stitch/emu_pch), else the build tree's. Either is used only
-// when made from the headers this stitchc carries (codegen/embedded_headers.h).
-std::string default_emu_pch_header();
 
 // ptxas's resource use of one kernel for one arch.
 struct KernelResources {

@@ -1,6 +1,7 @@
 // The kernels through nvcc ahead of the artifact (codegen::build_kernels): write_artifact takes
 // that build's fatbin and ptxas report in place of a second nvcc run, refuses a build of other
-// kernel sources, and the build's scratch directory goes with it.
+// kernel sources, and the build's scratch directory goes with it. Also the emulation library's build
+// (codegen/emu_build.h): its cache, and one library that serves several artifacts.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -178,5 +179,87 @@ TEST_CASE("an emulation library is taken from the cache for the same kernel sour
   edited.kernels.front().source += "\n// edited\n";
   CHECK_FALSE(write_and_run(edited, "e1"));
   CHECK(entries_named(scratch / "cache", "").size() == 3);
+  fs::remove_all(scratch);
+}
+
+TEST_CASE("one emulation library serves several artifacts whose kernels are named apart", "[codegen][emu]") {
+  auto [g, apart, fused] = sigmoid_log_softmax();
+  const fs::path scratch = fs::temp_directory_path() / ("stitch_unit_emu_shared_" + std::to_string(getpid()));
+  fs::remove_all(scratch);
+  fs::create_directories(scratch / "lib");
+  // The fused schedule's kernel takes a prefix, in its name and its source, as the node tests'
+  // batches rename theirs; the two schedules' kernels then differ in name.
+  for (Kernel& k : fused->kernels) {
+    for (size_t at = k.source.find(k.name); at != std::string::npos; at = k.source.find(k.name, at + 3))
+      k.source.insert(at, "f_");
+    k.name = "f_" + k.name;
+  }
+  std::vector<const Kernel*> kernels;
+  std::string code;
+  for (const Schedule* s : {&*apart, &*fused})
+    for (const Kernel& k : s->kernels) {
+      kernels.push_back(&k);
+      code += k.source + "\n";
+    }
+  REQUIRE(kernels.size() == 3);
+  const std::string unit = emu_translation_unit(code, kernels);
+  { std::ofstream(scratch / "lib" / "unit.cc") << unit; }
+  const fs::path library = scratch / "lib" / "kernels.so";
+  auto built = build_emu_library(scratch / "lib" / "unit.cc", unit, kernels, library, {});
+  INFO(built.status().message());
+  REQUIRE(built.is_ok());
+  CHECK_FALSE(built->from_cache);
+  CHECK_FALSE(fs::exists(scratch / "lib" / "include"));  // the headers went with the build
+
+  const TensorMap feed{{"x", random_tensor(DType::kF32, {5, 33}, 7)}};
+  auto want = run_reference(*g, feed);
+  REQUIRE(want.is_ok());
+  CompileOptions o;
+  o.run_nvcc = false;
+  o.model_path = "/dev/null";
+  o.emu_library = library.string();
+  for (const auto& [name, s] : {std::pair{"apart", &*apart}, std::pair{"fused", &*fused}}) {
+    INFO(name);
+    ArtifactSummary summary;
+    Status st = write_artifact(*g, *s, o, (scratch / name).string(), &summary);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    const TensorMap got = test::run_artifact_on_emu(*g, scratch / name, feed);
+    CHECK(compare_tensors(got.at("y"), want->at("y"), kEmuF32.rtol, kEmuF32.atol).ok);
+  }
+
+  // A library without the schedule's kernels is refused when the artifact loads, naming the kernel.
+  const fs::path lone = scratch / "lib" / "fused_only.so";
+  const std::vector<const Kernel*> fused_only = {&fused->kernels.front()};
+  const std::string unit2 = emu_translation_unit(fused->kernels.front().source, fused_only);
+  { std::ofstream(scratch / "lib" / "unit2.cc") << unit2; }
+  REQUIRE(build_emu_library(scratch / "lib" / "unit2.cc", unit2, fused_only, lone, {}).is_ok());
+  o.emu_library = lone.string();
+  ArtifactSummary summary;
+  REQUIRE(write_artifact(*g, *apart, o, (scratch / "wrong").string(), &summary).is_ok());
+  try {
+    rt::Session session(rt::Model::load((scratch / "wrong").string()), rt::Backend::kEmu);
+    FAIL("an emulation library without the artifact's kernels loaded");
+  } catch (const rt::Error& e) {
+    CHECK(std::string(e.what()).find("has no kernel '" + apart->kernels.front().name + "'") !=
+          std::string::npos);
+  }
+
+  // A library that does not exist is a user error naming it.
+  o.emu_library = (scratch / "lib" / "missing.so").string();
+  Status st = write_artifact(*g, *apart, o, (scratch / "none").string(), &summary);
+  CHECK(st.code() == Code::kUser);
+  CHECK(st.message().find("missing.so") != std::string::npos);
+  CHECK_FALSE(fs::exists(scratch / "none"));
+
+  // A host compiler error is an internal error with its output.
+  const std::vector<const Kernel*> none;
+  const std::string broken = emu_translation_unit("this is not C++;\n", none);
+  { std::ofstream(scratch / "lib" / "broken.cc") << broken; }
+  auto failed =
+      build_emu_library(scratch / "lib" / "broken.cc", broken, none, scratch / "lib" / "broken.so", {});
+  REQUIRE_FALSE(failed.is_ok());
+  CHECK(failed.status().code() == Code::kInternal);
+  CHECK(failed.status().message().find("building the emulation library failed") != std::string::npos);
   fs::remove_all(scratch);
 }

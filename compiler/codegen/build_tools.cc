@@ -1,0 +1,61 @@
+#include "codegen/build_tools.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "codegen/embedded_headers.h"
+#include "support/check.h"
+
+namespace stitch::codegen {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& argv, std::string* output) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+  cmd += " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Status write_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f)
+    return Status::user(fmt::format("cannot write '{}': check the output directory is writable", p.string()));
+  return Status::ok();
+}
+
+Status write_headers(const fs::path& dir, std::string_view prefix) {
+  bool wrote = false;
+  for (const EmbeddedFile& h : embedded_headers()) {
+    if (h.path.substr(0, prefix.size()) != prefix) continue;
+    const fs::path to = dir / h.path.substr(prefix.size());
+    std::error_code ec;
+    fs::create_directories(to.parent_path(), ec);
+    RETURN_IF_ERROR(write_file(to, std::string(h.text)));
+    wrote = true;
+  }
+  STITCH_CHECK(wrote, "stitchc was built without the headers under '{}'", prefix);
+  return Status::ok();
+}
+
+}  // namespace stitch::codegen

@@ -1,0 +1,138 @@
+#include "codegen/emu_build.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/build_tools.h"
+#include "codegen/embedded_headers.h"
+#include "stitch/artifact_format.h"
+
+namespace stitch::codegen {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The emulation header, as the host compiler finds it on the include path.
+constexpr const char* kEmuHeader = "stitch/emu/emu.h";
+
+// `wrapper` (a header -include takes, its .gch beside it) when that .gch was made from the headers
+// this stitchc carries: the digest the build wrote beside it is theirs. Otherwise none, and the
+// emulation header is read itself.
+std::optional<std::string> usable_precompiled_header(const std::string& wrapper) {
+  if (wrapper.empty()) return std::nullopt;
+  std::ifstream f(wrapper + ".gch.digest");
+  std::string digest;
+  std::error_code ec;
+  if (!(f >> digest) || digest != embedded_headers_digest() || !fs::is_regular_file(wrapper + ".gch", ec))
+    return std::nullopt;
+  return wrapper;
+}
+
+// The cache's name for a build of `unit` defining `kernels`: see EmuBuildOptions::cache_dir. The
+// host compiler is known by its resolved file's size and time, so that an upgrade of it, which
+// keeps its path, builds anew.
+std::string cache_key(const std::string& unit, const std::vector<const Kernel*>& kernels) {
+  artifact::Checksum key;
+  auto add = [&](std::string_view s) { key.update(s.data(), s.size() + 1); };  // with a separator
+  add(unit);
+  for (const Kernel* k : kernels) {
+    add(k->name);
+    add(k->source);
+  }
+  add(embedded_headers_digest());
+  add(STITCH_HOST_CXX);
+  add(STITCH_EMU_CXX_FLAGS);
+  std::error_code ec;
+  const fs::path cxx = fs::canonical(STITCH_HOST_CXX, ec);
+  if (!ec) {
+    const auto size = fs::file_size(cxx, ec);
+    const auto time = fs::last_write_time(cxx, ec).time_since_epoch().count();
+    add(fmt::format("{} {} {}", cxx.string(), size, time));
+  }
+  return fmt::format("{:016x}.so", key.digest());
+}
+
+}  // namespace
+
+std::string default_emu_pch_header() {
+  // Installed (cmake --install): PREFIX/lib/stitch/emu_pch, beside PREFIX/bin/stitchc.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed =
+        exe.parent_path().parent_path() / STITCH_INSTALL_LIBDIR / "stitch" / "emu_pch" / kEmuHeader;
+    if (fs::is_regular_file(installed, ec)) return installed.string();
+  }
+  return STITCH_EMU_PCH_HEADER;
+}
+
+std::string emu_translation_unit(const std::string& code, const std::vector<const Kernel*>& kernels) {
+  std::string src =
+      "// The kernels for the CPU emulation layer: same sources, plus entry points by name.\n" + code;
+  for (const Kernel* k : kernels) src += fmt::format("STITCH_EMU_EXPORT_KERNEL({});\n", k->name);
+  return src;
+}
+
+StatusOr<EmuBuild> build_emu_library(const fs::path& unit_path, const std::string& unit,
+                                     const std::vector<const Kernel*>& kernels, const fs::path& library,
+                                     const EmuBuildOptions& o) {
+  EmuBuild out;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto took = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::error_code ec;
+  fs::path cached;
+  if (!o.cache_dir.empty()) {
+    cached = fs::path(o.cache_dir) / cache_key(unit, kernels);
+    if (fs::exists(cached, ec) && fs::copy_file(cached, library, fs::copy_options::overwrite_existing, ec)) {
+      out.seconds = took();
+      out.from_cache = true;
+      return out;
+    }
+  }
+  // The emulation and device headers, for this build only.
+  const fs::path include = unit_path.parent_path() / "include";
+  RETURN_IF_ERROR(write_headers(include, ""));
+  auto build = [&](const std::string& prelude, std::string* log) {
+    std::vector<std::string> argv = {STITCH_HOST_CXX};
+    if (prelude != kEmuHeader) argv.push_back("-H");  // lists the headers: "! X.gch" when it took the .gch
+    std::istringstream flags(STITCH_EMU_CXX_FLAGS);
+    for (std::string f; flags >> f;) argv.push_back(f);
+    argv.insert(argv.end(), {"-shared", "-w", "-include", prelude, "-I", include.string(), "-I",
+                             (include / "stitch" / "device").string(), "-isystem", STITCH_CUDA_INCLUDE_DIR,
+                             "-o", library.string(), unit_path.string()});
+    return run_command(argv, log);
+  };
+  std::string log;
+  const std::optional<std::string> pch = usable_precompiled_header(o.pch.value_or(default_emu_pch_header()));
+  int rc = -1;
+  if (pch) {
+    rc = build(*pch, &log);
+    const std::string used = "! " + *pch + ".gch\n";
+    out.precompiled_header =
+        rc == 0 && (log.rfind(used, 0) == 0 || log.find("\n" + used) != std::string::npos);
+  }
+  // Without the precompiled header, or again without it when the build on it failed: a header
+  // GCC cannot use is meant to be skipped, but a mismatch it does not detect can break the
+  // compiler itself, and the header alone then tells a real error from that.
+  if (rc != 0) {
+    log.clear();
+    rc = build(kEmuHeader, &log);
+  }
+  out.seconds = took();
+  fs::remove_all(include, ec);
+  if (rc != 0)
+    return Status::internal(fmt::format("building the emulation library failed (exit {}):\n{}", rc, log));
+  if (!cached.empty()) {  // into the cache under a name of its own, then renamed: whole or absent
+    const fs::path part = cached.string() + fmt::format(".{}", getpid());
+    fs::create_directories(cached.parent_path(), ec);
+    if (fs::copy_file(library, part, fs::copy_options::overwrite_existing, ec)) fs::rename(part, cached, ec);
+    if (ec) fs::remove(part, ec);
+  }
+  return out;
+}
+
+}  // namespace stitch::codegen
