@@ -81,25 +81,18 @@ inline std::pair<std::unique_ptr<Graph>, TensorMap> load_node_test(
   return {std::move(*g), std::move(feed)};
 }
 
-// The emulation libraries this run of the tests has built, by their kernels' sources: a test that
-// runs one graph under each planner often gets the same kernels from each, and about three in five
-// of the [emu] tests' builds were repeats. Removed when the run ends.
+// The emulation libraries the unit tests have built, by everything their builds read
+// (EmuBuildOptions::cache_dir): a test that runs one graph under each planner often gets the same
+// kernels from each, and tests that CTest runs as processes of their own often share kernels too
+// (about two in three of the [emu] tests' builds were repeats). In the build tree; CTest empties
+// it before a run (tests/CMakeLists.txt).
 inline const std::string& emu_cache_dir() {
-  struct Dir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("stitch_unit_emu_cache_" + std::to_string(getpid()));
-    ~Dir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  };
-  static const Dir dir;
-  static const std::string path = dir.path.string();
+  static const std::string path = STITCH_UNIT_EMU_CACHE_DIR;
   return path;
 }
 
 // Writes schedule `s` of `g` as an emu-only artifact (no nvcc) into `dir`; fails the test on error.
-// The emulation library comes from emu_cache_dir() where these kernels were built before.
+// The emulation library comes from emu_cache_dir() where the same kernels were built before.
 inline void write_emu_artifact(const Graph& g, const codegen::Schedule& s, const std::filesystem::path& dir) {
   codegen::CompileOptions o;
   o.run_nvcc = false;
