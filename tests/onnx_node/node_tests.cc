@@ -9,8 +9,9 @@
 //
 // With --backend emu, each test is instead compiled by the back end (schedule, generated
 // kernels, emulation library) and run on the runtime's emu backend; tests with nodes the back
-// end does not claim are skipped. --nvcc-dir DIR also gathers every generated kernel (renamed
-// per test) into DIR/node_kernels.cu for one nvcc check of them all.
+// end does not claim are skipped. Tests run in batches of 32, their kernels renamed apart, with
+// one emulation library a batch. --nvcc-dir DIR also gathers every generated kernel into
+// DIR/node_kernels.cu for one nvcc check of them all.
 //
 //   stitch_node_tests [--known FILE] [--filter SUBSTR] [--verbose] [--backend emu] [--nvcc-dir D]
 //                     [--shard K/N] [--fusion none|greedy|beam|ilp] DIR...
@@ -115,9 +116,22 @@ int g_backend_skipped = 0;
 Status backend_skip(const std::string& why) { return Status::internal("backend-skip: " + why); }
 bool is_backend_skip(const Status& st) { return st.message().rfind("backend-skip: ", 0) == 0; }
 
-// Compiles the prepared graph and runs it on the emu backend.
-StatusOr<TensorMap> run_emu(const Graph& original, const TensorMap& feed, const fs::path& test_dir) {
-  for (const auto& n : original.nodes()) {
+// One data set of a test, read and through the front end; with the emu backend also rewritten,
+// planned and scheduled, waiting for the emulation library of its batch.
+struct SetRun {
+  std::string set_name;
+  fs::path test_dir;
+  bool by_onnxruntime = false;
+  std::unique_ptr<Graph> g;        // after the front end
+  std::unique_ptr<Graph> planned;  // emu: after the planner's rewrites; the schedule's graph
+  codegen::Schedule schedule;      // emu
+  TensorMap feed;
+  std::vector<Tensor> expected;
+};
+
+// Rewrites, plans and schedules `r.g` for the emu backend, as stitchc compile does.
+Status schedule_for_emu(SetRun& r) {
+  for (const auto& n : r.g->nodes()) {
     std::string why;
     if (codegen::classify_node(*n, &why) == codegen::NodeLowering::kUnsupported)
       return backend_skip(fmt::format("{}: {}", n->describe(), why));
@@ -127,11 +141,11 @@ StatusOr<TensorMap> run_emu(const Graph& original, const TensorMap& feed, const 
   codegen::FoldOptions folds;
   // With a planner: its rewrites (Gemms as MatMuls, ...), groups, packs and GEMM folds, as
   // stitchc compile uses them, on a copy of the graph.
-  std::unique_ptr<Graph> rewritten = clone_graph(original);
+  r.planned = clone_graph(*r.g);
   fusion::FusionOptions fo;
   fo.mode = g_fusion;
-  if (g_fusion != "none") RETURN_IF_ERROR(fusion::rewrite_for_planning(rewritten, fo).status());
-  const Graph& g = *rewritten;  // after the rewrites, which may replace the graph
+  if (g_fusion != "none") RETURN_IF_ERROR(fusion::rewrite_for_planning(r.planned, fo).status());
+  const Graph& g = *r.planned;  // after the rewrites, which may replace the graph
   if (g_fusion != "none") {
     ASSIGN_OR_RETURN(fusion::FusionPlan plan, fusion::make_plan(g, fo));
     for (const auto& grp : plan.groups) {
@@ -140,29 +154,29 @@ StatusOr<TensorMap> run_emu(const Graph& original, const TensorMap& feed, const 
     }
     folds = plan.gemm_folds;
   }
-  ASSIGN_OR_RETURN(codegen::Schedule s, g_fusion != "none" ? codegen::build_schedule(g, &groups, &packs, folds)
-                                                           : codegen::build_schedule(g));
+  ASSIGN_OR_RETURN(r.schedule, g_fusion != "none" ? codegen::build_schedule(g, &groups, &packs, folds)
+                                                  : codegen::build_schedule(g));
+  return Status::ok();
+}
+
+// Writes the artifact of `r` (its emulation library `library` when one was built for its batch,
+// else built here) and runs it on the emu backend.
+StatusOr<TensorMap> run_emu(const SetRun& r, const std::string& library) {
+  const Graph& g = *r.planned;
   codegen::CompileOptions o;
   o.run_nvcc = false;
-  o.model_path = (test_dir / "model.onnx").string();
-  const fs::path out = fs::temp_directory_path() / fmt::format("stitch_node_{}_{}", getpid(), test_dir.filename().string());
+  o.model_path = (r.test_dir / "model.onnx").string();
+  o.emu_library = library;
+  const fs::path out =
+      fs::temp_directory_path() / fmt::format("stitch_node_{}_{}", getpid(), r.test_dir.filename().string());
   codegen::ArtifactSummary summary;
-  RETURN_IF_ERROR(codegen::write_artifact(g, s, o, out.string(), &summary));
-  if (!g_nvcc_dir.empty()) {
-    const std::string prefix = fmt::format("t{:04d}_", g_kernel_sets++);
-    for (const codegen::Kernel& k : s.kernels) {
-      std::string src = k.source;
-      for (size_t at = src.find(k.name); at != std::string::npos; at = src.find(k.name, at + prefix.size() + 1))
-        src.insert(at, prefix);
-      g_all_kernels += fmt::format("// from {}\n{}\n", test_dir.filename().string(), src);
-    }
-  }
+  RETURN_IF_ERROR(codegen::write_artifact(g, r.schedule, o, out.string(), &summary));
   TensorMap got;
   try {
     auto model = rt::Model::load(out.string());
     rt::Session session(model, rt::Backend::kEmu);
     for (const rt::TensorInfo& t : model->inputs()) {
-      const Tensor& x = feed.at(t.name);
+      const Tensor& x = r.feed.at(t.name);
       session.set_input(t.name, std::string(dtype_name(x.dtype())), std::vector<int64_t>(x.dims().begin(), x.dims().end()),
                         x.data(), static_cast<size_t>(x.byte_size()));
     }
@@ -182,23 +196,12 @@ StatusOr<TensorMap> run_emu(const Graph& original, const TensorMap& feed, const 
   return got;
 }
 
-// Runs one test directory; returns ok or the reason it failed. stitch needs
-// shape operands (Reshape's shape, Slice's starts...) at compile time, while
-// node tests feed them as inputs: `freeze` turns integer inputs (1), every input
-// but the first (2: Resize's roi and float scales, with its data still fed at run
-// time) or all inputs (3) into constants, as a user's model would have them.
-Status run_test_once(const fs::path& dir, int freeze);
-
-Status run_test(const fs::path& dir) {
-  Status st = run_test_once(dir, 0);
-  for (int level = 1; level <= 3 && !st.is_ok() && needs_constant(st); ++level) {
-    st = run_test_once(dir, level);
-    if (st.is_ok()) ++g_frozen_runs;
-  }
-  return st;
-}
-
-Status run_test_once(const fs::path& dir, int freeze) {
+// Reads every data set of one test directory and takes each through the front end (and with the
+// emu backend, the planner and the schedule). stitch needs shape operands (Reshape's shape,
+// Slice's starts...) at compile time, while node tests feed them as inputs: `freeze` turns integer
+// inputs (1), every input but the first (2: Resize's roi and float scales, with its data still
+// fed at run time) or all inputs (3) into constants, as a user's model would have them.
+StatusOr<std::vector<SetRun>> prepare_test_once(const fs::path& dir, int freeze) {
   std::string model = (dir / "model.onnx").string();
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir))
@@ -206,17 +209,22 @@ Status run_test_once(const fs::path& dir, int freeze) {
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return Status::user("no test_data_set_* directory");
   const bool by_onnxruntime = imports_onnxruntime_domain(model);
+  std::vector<SetRun> runs;
   for (const auto& set : sets) {
-    ASSIGN_OR_RETURN(auto g, import_onnx_file(model));
+    SetRun r;
+    r.set_name = set.filename().string();
+    r.test_dir = dir;
+    r.by_onnxruntime = by_onnxruntime;
+    ASSIGN_OR_RETURN(r.g, import_onnx_file(model));
     ASSIGN_OR_RETURN(auto inputs, read_set(set, "input"));
-    ASSIGN_OR_RETURN(auto expected, read_set(set, "output"));
-    if (inputs.size() != g->inputs.size())
-      return Status::user(fmt::format("{} inputs in data, {} in model", inputs.size(), g->inputs.size()));
+    ASSIGN_OR_RETURN(r.expected, read_set(set, "output"));
+    Graph& g = *r.g;
+    if (inputs.size() != g.inputs.size())
+      return Status::user(fmt::format("{} inputs in data, {} in model", inputs.size(), g.inputs.size()));
     PassContext ctx;
-    TensorMap feed;
     std::vector<Value*> kept;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      Value* v = g->inputs[i];
+      Value* v = g.inputs[i];
       Tensor t = as_model_type(std::move(inputs[i]), v->dtype);
       if (freeze == 3 || (freeze == 2 && i > 0) || (freeze == 1 && !is_float(t.dtype()))) {
         v->dtype = t.dtype();
@@ -226,38 +234,158 @@ Status run_test_once(const fs::path& dir, int freeze) {
       }
       kept.push_back(v);
       ctx.bindings.by_input[v->name] = t.dims();
-      feed[v->name] = std::move(t);
+      r.feed[v->name] = std::move(t);
     }
-    g->inputs = kept;
-    RETURN_IF_ERROR(run_frontend(*g, ctx));
-    TensorMap got;
-    if (g_emu) {
-      ASSIGN_OR_RETURN(got, run_emu(*g, feed, dir));
-    } else {
-      ASSIGN_OR_RETURN(got, run_reference(*g, feed));
-    }
-    if (expected.size() != g->outputs.size())
-      return Status::user(fmt::format("{} outputs in data, {} in model", expected.size(), g->outputs.size()));
-    for (size_t i = 0; i < expected.size(); ++i) {
-      const std::string& name = g->outputs[i]->name;
-      Tensor want = as_model_type(std::move(expected[i]), g->outputs[i]->dtype);
-      // Several nodes after the front end (a composite op expanded, or a function body) round
-      // half-type intermediates at other points than ONNX's reference; one node rounds once.
-      const bool steps = g->nodes().size() > 1;
-      const Tolerance& tol = steps && want.dtype() == DType::kF16    ? kOnnxNodeTestF16
-                             : steps && want.dtype() == DType::kBF16 ? kOnnxNodeTestBF16
-                             : by_onnxruntime                        ? kOnnxRuntimeNodeTest
-                                                                     : kOnnxNodeTest;
-      CompareResult r = compare_tensors(got.at(name), want, tol.rtol, tol.atol);
-      if (!r.ok)
-        return Status::mismatch(fmt::format("{}: output '{}' {}", set.filename().string(), name,
-                                            !r.problem.empty() ? r.problem
-                                            : fmt::format("{} element(s) out of tolerance, max abs err {:.3g}, max rel err {:.3g}",
-                                                          r.mismatches, r.max_abs, r.max_rel)));
-    }
+    g.inputs = kept;
+    RETURN_IF_ERROR(run_frontend(g, ctx));
+    if (r.expected.size() != g.outputs.size())
+      return Status::user(
+          fmt::format("{} outputs in data, {} in model", r.expected.size(), g.outputs.size()));
+    if (g_emu) RETURN_IF_ERROR(schedule_for_emu(r));
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+StatusOr<std::vector<SetRun>> prepare_test(const fs::path& dir) {
+  auto runs = prepare_test_once(dir, 0);
+  for (int level = 1; level <= 3 && !runs.is_ok() && needs_constant(runs.status()); ++level) {
+    runs = prepare_test_once(dir, level);
+    if (runs.is_ok()) ++g_frozen_runs;
+  }
+  return runs;
+}
+
+// Runs one prepared data set (on the reference, or on emu with `library` when its batch has one)
+// and compares its outputs with the expected ones.
+Status finish_set(const SetRun& r, const std::string& library) {
+  TensorMap got;
+  if (g_emu) {
+    ASSIGN_OR_RETURN(got, run_emu(r, library));
+  } else {
+    ASSIGN_OR_RETURN(got, run_reference(*r.g, r.feed));
+  }
+  const Graph& g = *r.g;
+  for (size_t i = 0; i < r.expected.size(); ++i) {
+    const std::string& name = g.outputs[i]->name;
+    Tensor want = as_model_type(r.expected[i], g.outputs[i]->dtype);
+    // Several nodes after the front end (a composite op expanded, or a function body) round
+    // half-type intermediates at other points than ONNX's reference; one node rounds once.
+    const bool steps = g.nodes().size() > 1;
+    const Tolerance& tol = steps && want.dtype() == DType::kF16    ? kOnnxNodeTestF16
+                           : steps && want.dtype() == DType::kBF16 ? kOnnxNodeTestBF16
+                           : r.by_onnxruntime                      ? kOnnxRuntimeNodeTest
+                                                                   : kOnnxNodeTest;
+    CompareResult c = compare_tensors(got.at(name), want, tol.rtol, tol.atol);
+    if (!c.ok)
+      return Status::mismatch(fmt::format(
+          "{}: output '{}' {}", r.set_name, name,
+          !c.problem.empty()
+              ? c.problem
+              : fmt::format("{} element(s) out of tolerance, max abs err {:.3g}, max rel err {:.3g}",
+                            c.mismatches, c.max_abs, c.max_rel)));
   }
   return Status::ok();
 }
+
+// The kernels of one data set renamed apart from every other set's (for one emulation library, and
+// one nvcc check, of them all): each name and its uses in the source take a prefix.
+void rename_kernels(codegen::Schedule& s) {
+  const std::string prefix = fmt::format("t{:04d}_", g_kernel_sets++);
+  for (codegen::Kernel& k : s.kernels) {
+    std::string& src = k.source;
+    for (size_t at = src.find(k.name); at != std::string::npos; at = src.find(k.name, at + prefix.size() + 1))
+      src.insert(at, prefix);
+    k.name = prefix + k.name;
+  }
+}
+
+// The emulation libraries built for batches of tests, their seconds, and the batches whose
+// library did not build (each of their tests then built its own).
+int g_libraries = 0, g_library_fallbacks = 0;
+double g_library_seconds = 0;
+
+// Builds in `work` one emulation library for every kernel of `runs`; its path, or empty when it
+// did not build, and each test then builds its own, so that a kernel that does not compile fails
+// its own test.
+std::string build_batch_library(const std::vector<const SetRun*>& runs, const fs::path& work) {
+  std::string code;
+  std::vector<const codegen::Kernel*> kernels;
+  for (const SetRun* r : runs)
+    for (const codegen::Kernel& k : r->schedule.kernels) {
+      code += k.source + "\n";
+      kernels.push_back(&k);
+    }
+  if (kernels.empty()) return "";
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  fs::create_directories(work, ec);
+  const std::string unit = codegen::emu_translation_unit(code, kernels);
+  const fs::path unit_path = work / "kernels_emu.cc", library = work / "kernels_emu.so";
+  std::ofstream(unit_path, std::ios::binary) << unit;
+  auto built = codegen::build_emu_library(unit_path, unit, kernels, library, {});
+  g_library_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (built.is_ok()) {
+    ++g_libraries;
+    return library.string();
+  }
+  ++g_library_fallbacks;
+  const std::string why = built.status().message();
+  fmt::print(
+      "note: a batch's emulation library did not build, so each of its {} test runs builds its own: {}\n",
+      runs.size(), why.size() > 2000 ? why.substr(0, 2000) + "..." : why);
+  return "";
+}
+
+// Tests prepared one after another, then run together. With the emu backend, one emulation
+// library holds every kernel of the batch: most of a library's build is the host compiler's fixed
+// cost (its precompiled header loaded and the library linked: 0.13 s of a one-kernel library's
+// 0.2 s), paid here once a batch.
+struct Batch {
+  struct Test {
+    std::string name;
+    StatusOr<std::vector<SetRun>> runs = Status::internal("not prepared");
+    Status result;
+    double seconds = 0;  // its own: preparing it, writing its artifacts and running them
+  };
+  std::vector<Test> tests;
+
+  void add(const fs::path& dir) {
+    Test t;
+    t.name = dir.filename().string();
+    const auto start = std::chrono::steady_clock::now();
+    t.runs = prepare_test(dir);
+    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    tests.push_back(std::move(t));
+  }
+
+  // Runs every prepared test, with the batch's library built in `work` (removed after).
+  void run(const fs::path& work) {
+    std::vector<const SetRun*> runs;
+    for (Test& t : tests)
+      if (t.runs.is_ok())
+        for (SetRun& r : *t.runs) {
+          if (g_emu) rename_kernels(r.schedule);
+          if (!g_nvcc_dir.empty())
+            for (const codegen::Kernel& k : r.schedule.kernels)
+              g_all_kernels += fmt::format("// from {}\n{}\n", t.name, k.source);
+          runs.push_back(&r);
+        }
+    const std::string library = g_emu ? build_batch_library(runs, work) : "";
+    for (Test& t : tests) {
+      const auto start = std::chrono::steady_clock::now();
+      t.result = t.runs.status();
+      if (t.runs.is_ok())
+        for (const SetRun& r : *t.runs) {
+          t.result = finish_set(r, library);
+          if (!t.result.is_ok()) break;
+        }
+      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    std::error_code ec;
+    fs::remove_all(work, ec);
+  }
+};
 
 std::map<std::string, std::string> read_known(const std::string& path) {
   std::map<std::string, std::string> known;
@@ -308,6 +436,40 @@ int main(int argc, char** argv) {
   std::map<std::string, int> skipped_ops;
   std::vector<std::pair<double, std::string>> times;  // seconds per test run, to find what makes a shard slow
   double total_seconds = 0;
+  // Tests run in batches (Batch): a batch's results are reported once it has run.
+  constexpr size_t kBatchTests = 32;
+  Batch batch;
+  int batches = 0;
+  auto run_batch = [&] {
+    batch.run(fs::temp_directory_path() / fmt::format("stitch_node_batch_{}_{}", getpid(), batches++));
+    for (const Batch::Test& t : batch.tests) {
+      const std::string& name = t.name;
+      const Status& st = t.result;
+      total_seconds += t.seconds;
+      times.emplace_back(t.seconds, name);
+      if (is_backend_skip(st)) {
+        ++g_backend_skipped;
+        if (verbose) fmt::print("SKIP {} ({})\n", name, st.message());
+        continue;
+      }
+      bool is_known = known.count(name) != 0;
+      if (is_known) seen_known.insert(name);
+      if (st.is_ok() && !is_known) {
+        ++passed;
+        if (verbose) fmt::print("PASS {} ({:.2f} s)\n", name, t.seconds);
+      } else if (st.is_ok()) {
+        ++failed;
+        fmt::print("FAIL {}: listed in known failures but passes; remove it from the list\n", name);
+      } else if (is_known) {
+        ++xfail;
+        if (verbose) fmt::print("XFAIL {} ({}): {}\n", name, known[name], st.message());
+      } else {
+        ++failed;
+        fmt::print("FAIL {}: {}\n", name, st.message());
+      }
+    }
+    batch.tests.clear();
+  };
   for (const auto& root : roots) {
     if (!fs::is_directory(root)) {
       fmt::print(stderr, "node-tests: '{}' is not a directory (is libonnx-testdata installed?)\n", root);
@@ -324,33 +486,11 @@ int main(int argc, char** argv) {
         if (verbose) fmt::print("SKIP {} (unsupported: {})\n", name, fmt::join(missing, ", "));
         continue;
       }
-      const auto start = std::chrono::steady_clock::now();
-      Status st = run_test(dir);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      total_seconds += seconds;
-      times.emplace_back(seconds, name);
-      if (is_backend_skip(st)) {
-        ++g_backend_skipped;
-        if (verbose) fmt::print("SKIP {} ({})\n", name, st.message());
-        continue;
-      }
-      bool is_known = known.count(name) != 0;
-      if (is_known) seen_known.insert(name);
-      if (st.is_ok() && !is_known) {
-        ++passed;
-        if (verbose) fmt::print("PASS {} ({:.2f} s)\n", name, seconds);
-      } else if (st.is_ok()) {
-        ++failed;
-        fmt::print("FAIL {}: listed in known failures but passes; remove it from the list\n", name);
-      } else if (is_known) {
-        ++xfail;
-        if (verbose) fmt::print("XFAIL {} ({}): {}\n", name, known[name], st.message());
-      } else {
-        ++failed;
-        fmt::print("FAIL {}: {}\n", name, st.message());
-      }
+      batch.add(dir);
+      if (batch.tests.size() == kBatchTests) run_batch();
     }
   }
+  run_batch();
   for (const auto& [name, why] : known)
     if (!seen_known.count(name) && filter.empty() && shard_n == 1)
       fmt::print("note: known failure '{}' did not run (not found or its ops are unclaimed)\n", name);
@@ -360,7 +500,13 @@ int main(int argc, char** argv) {
   }
   fmt::print("known failures (listed with reasons): {}\n", xfail);
   fmt::print("tests run with shape operands frozen into constants: {}\n", g_frozen_runs);
-  if (g_emu) fmt::print("skipped because the back end does not claim a node: {}\n", g_backend_skipped);
+  if (g_emu) {
+    fmt::print("skipped because the back end does not claim a node: {}\n", g_backend_skipped);
+    fmt::print(
+        "emulation libraries: {} for batches of up to {} tests, {:.1f} s; {} batches fell back to a library "
+        "per test run\n",
+        g_libraries, kBatchTests, g_library_seconds, g_library_fallbacks);
+  }
   if (!g_nvcc_dir.empty()) {
     // One translation unit with every kernel the node tests generated, for nvcc.
     fs::create_directories(g_nvcc_dir);
@@ -369,7 +515,7 @@ int main(int argc, char** argv) {
     for (const char* h : {"stitch_device.cuh", "compat.cuh"})
       fs::copy_file(fs::path(STITCH_DEVICE_INCLUDE_DIR) / "stitch" / "device" / h, fs::path(g_nvcc_dir) / h,
                     fs::copy_options::overwrite_existing);
-    fmt::print("wrote the kernels of {} tests to {}/node_kernels.cu\n", g_kernel_sets, g_nvcc_dir);
+    fmt::print("wrote the kernels of {} test runs to {}/node_kernels.cu\n", g_kernel_sets, g_nvcc_dir);
   }
   const size_t slowest = std::min<size_t>(times.size(), 5);
   std::partial_sort(times.begin(), times.begin() + slowest, times.end(), std::greater<>());
