@@ -19,8 +19,6 @@
 namespace stitch::codegen {
 namespace {
 
-const Dims& dims(const Value* v) { return *v->dims; }
-
 bool only_reader(const Graph& g, const UsersMap& users, const Value* v, const Node* reader) {
   if (v == nullptr || g.is_graph_output(v)) return false;
   auto it = users.find(v);

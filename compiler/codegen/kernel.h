@@ -15,6 +15,9 @@
 
 namespace stitch::codegen {
 
+// A value's dims: every value the back end sees has them (shape inference ran).
+inline const Dims& dims(const Value* v) { return *v->dims; }
+
 struct KernelParam {
   std::string name;           // in the kernel signature
   const Value* value = nullptr;

@@ -13,8 +13,6 @@
 namespace stitch::codegen {
 namespace {
 
-const Dims& dims(const Value* v) { return *v->dims; }
-
 // y = broadcast of c to y's shape (Gemm's C operand before the beta-accumulating call).
 Kernel bias_fill_kernel(const Node& n, const Value* c, const Value* y, int index) {
   Kernel k;

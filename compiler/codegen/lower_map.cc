@@ -72,9 +72,6 @@ namespace {
 
 using ops::strides_of;
 
-
-const Dims& dims(const Value* v) { return *v->dims; }
-
 StatusOr<std::vector<int64_t>> const_input(const Node& n, size_t i, const char* what) {
   const Value* v = n.input(i);
   if (v == nullptr || !v->is_constant())

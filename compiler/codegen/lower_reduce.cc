@@ -33,8 +33,6 @@ using ops::strides_of;
 
 enum class Mapping { kWarp, kBlock, kTile, kThread };
 
-const Dims& dims(const Value* v) { return *v->dims; }
-
 struct Segments {
   Dims in;                    // input dims
   std::vector<bool> reduced;  // per input axis

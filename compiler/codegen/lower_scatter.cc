@@ -15,8 +15,6 @@ namespace {
 
 using ops::strides_of;
 
-const Dims& dims(const Value* v) { return *v->dims; }
-
 }  // namespace
 
 // ScatterElements / ScatterND: one block copies the data into the output, synchronises, then

@@ -14,8 +14,6 @@ namespace {
 
 using ops::strides_of;
 
-const Dims& dims(const Value* v) { return *v->dims; }
-
 // A Transpose that moves the input's innermost axis away from the output's innermost position
 // reads (or writes) with a stride: in a grid-stride copy, neighbouring threads touch addresses far
 // apart. Tiled instead: a block of 256 threads copies a 32 x 32 tile of the plane those two axes

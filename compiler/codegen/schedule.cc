@@ -38,7 +38,7 @@ const BufferRef& buffer_of(const Schedule& s, const Value* v) {
 namespace {
 
 int64_t bytes_of(const Value* v) { return num_elements(*v->dims) * dtype_size(v->dtype); }
-int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 // A row op alone whose rows are so few and long that the stitcher splits each over blocks; the
 // single-node segment kernels (lower_reduce.cc) would give each row one block.
@@ -240,7 +240,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
     if (!r->is_constant() || s.buffers.count(r)) return;
     s.buffers[r] = {Storage::kWeights, s.weights_bytes, 0};
     s.weights.push_back(r);
-    s.weights_bytes = align_up(s.weights_bytes + std::max<int64_t>(1, bytes_of(r)), kArenaAlignment);
+    s.weights_bytes = round_up(s.weights_bytes + std::max<int64_t>(1, bytes_of(r)), kArenaAlignment);
   };
   for (const Step& st : s.steps) {
     if (st.kind == Step::kKernel)

@@ -21,7 +21,6 @@ namespace {
 
 using ops::strides_of;
 
-const Dims& dims(const Value* v) { return *v->dims; }
 std::optional<std::vector<int64_t>> const_ints(const Value* v) {
   if (v == nullptr || !v->is_constant()) return std::nullopt;
   return v->constant->to_i64();

@@ -13,8 +13,6 @@
 namespace stitch::codegen {
 namespace {
 
-const Dims& dims(const Value* v) { return *v->dims; }
-
 // Row kernels: where each value computed from a row op's result lies in the domain (its frame, a
 // RowPiece per axis), so that a value pulled at coordinates of the current row reads that row only.
 // Row ops' results are in the domain's frame. After them:

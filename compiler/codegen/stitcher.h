@@ -32,8 +32,6 @@ inline constexpr int64_t kUnrolledLaneContraction = 64;
 
 using ops::strides_of;
 
-inline const Dims& dims(const Value* v) { return *v->dims; }
-
 // One term of a coordinate that is a sum of others: `weight` times (base / div) % extent, where
 // base (an atomic or parenthesised expression) lies in [0, base_extent). The remainder is left out
 // of the text when (base / div) stays below extent anyway (wraps() false).

@@ -15,7 +15,7 @@
 namespace stitch::fusion {
 namespace {
 
-const Dims& dims_of(const Value* v) { return *v->dims; }
+const Dims& head_dims(const Value* v) { return *v->dims; }
 
 Dims per_row(Dims d) {
   d.back() = 1;
@@ -66,7 +66,7 @@ bool last_axis_row_op(const Node& n) {
   if (codegen::stitch_role(n) != codegen::StitchRole::kRow) return false;
   auto ri = codegen::row_op_info(n);
   if (!ri.is_ok() || ri->column) return false;
-  const Dims& in = dims_of(n.input(0));
+  const Dims& in = head_dims(n.input(0));
   for (size_t k = 0; k + 1 < in.size(); ++k)
     if (ri->reduced[k] && in[k] != 1) return false;
   return ri->reduced.back();
@@ -94,7 +94,7 @@ struct Region {
 // order, so every value of the rows a node reads is known when the node is reached.
 std::optional<Region> region_of(const Graph& g, const Node& r, const std::set<std::string>& keep) {
   Value* y = r.outputs[0];
-  const Dims yd = dims_of(y);
+  const Dims yd = head_dims(y);
   const Dims yr = per_row(yd);
   Region reg;
   reg.values[y] = false;
@@ -113,7 +113,7 @@ std::optional<Region> region_of(const Graph& g, const Node& r, const std::set<st
         std::any_of(u->outputs.begin() + 1, u->outputs.end(), [](const Value* v) { return v != nullptr; }))
       return std::nullopt;
     Value* out = u->outputs[0];
-    if (out == nullptr || !out->has_static_shape() || (dims_of(out) != yd && dims_of(out) != yr) ||
+    if (out == nullptr || !out->has_static_shape() || (head_dims(out) != yd && head_dims(out) != yr) ||
         g.is_graph_output(out))
       return std::nullopt;
     const codegen::StitchRole role = codegen::stitch_role(*u);
@@ -126,7 +126,7 @@ std::optional<Region> region_of(const Graph& g, const Node& r, const std::set<st
       for (size_t i = 1; i < u->inputs.size(); ++i) {
         const Value* o = u->input(i);
         if (o && (reg.values.count(u->inputs[i]) || !o->has_static_shape() ||
-                  (!reduce && !along_rows_only(dims_of(o), yd))))
+                  (!reduce && !along_rows_only(head_dims(o), yd))))
           return std::nullopt;
       }
     } else if (role == codegen::StitchRole::kPointwise) {
@@ -134,7 +134,7 @@ std::optional<Region> region_of(const Graph& g, const Node& r, const std::set<st
         const Value* o = u->input(i);
         if (o == nullptr || reg.values.count(u->inputs[i])) continue;
         if (!o->has_static_shape()) return std::nullopt;
-        const Dims& od = dims_of(o);
+        const Dims& od = head_dims(o);
         if (along_rows_only(od, yd)) continue;
         if (od != yd && od != yr) return std::nullopt;
         reg.viewed.push_back({u, i});  // another value of the rows' arrangement: viewed as the rows
@@ -143,7 +143,7 @@ std::optional<Region> region_of(const Graph& g, const Node& r, const std::set<st
       return std::nullopt;
     }
     reg.nodes.push_back(u);
-    reg.values[out] = dims_of(out) == yr;
+    reg.values[out] = head_dims(out) == yr;
   }
   // Only rows some row op reduces: other element-wise work gains nothing from the heads apart.
   const bool rows = std::any_of(reg.nodes.begin(), reg.nodes.end(), [](const Node* n) {
@@ -178,11 +178,11 @@ StatusOr<std::vector<std::string>> split_head_rows(Graph& g, const std::set<std:
     if (done.count(r) || keep.count(r->name)) continue;
     const Value *x = r->input(0), *y = r->output(0);
     if (x == nullptr || y == nullptr || !x->has_static_shape() || !y->has_static_shape()) continue;
-    const std::optional<Dims> nd = unmerged(dims_of(x), dims_of(y));
+    const std::optional<Dims> nd = unmerged(head_dims(x), head_dims(y));
     if (!nd) continue;
     std::optional<Region> reg = region_of(g, *r, keep);
     if (!reg) continue;
-    const Dims yd = dims_of(y), nr = per_row(*nd);
+    const Dims yd = head_dims(y), nr = per_row(*nd);
     const std::string from = dims_to_string(yd);
     r->inputs.resize(2);
     r->inputs[1] = add_shape_constant(g, r->name + "/rows_apart", *nd);
@@ -192,7 +192,7 @@ StatusOr<std::vector<std::string>> split_head_rows(Graph& g, const std::set<std:
       if (codegen::stitch_role(*n) == codegen::StitchRole::kRow) set_last_axis(g, *n, last);
     for (const auto& [n, i] : reg->viewed) {
       Value* v = n->inputs[i];
-      const Dims vd = dims_of(v) == yd ? *nd : nr;
+      const Dims vd = head_dims(v) == yd ? *nd : nr;
       if (v->is_constant()) {
         Value* c = add_typed_value(g, v->name + "/rows_apart", v->dtype, vd);
         c->constant = v->constant->reshaped(vd);
@@ -214,7 +214,7 @@ StatusOr<std::vector<std::string>> split_head_rows(Graph& g, const std::set<std:
       done.insert(e);
       Value* ev = e->output(0);
       e->inputs.resize(2);
-      e->inputs[1] = add_shape_constant(g, e->name + "/shape", dims_of(ev));
+      e->inputs[1] = add_shape_constant(g, e->name + "/shape", head_dims(ev));
       Value* rows = e->inputs[0];
       auto it = users.find(ev);
       if (it == users.end()) continue;
@@ -226,8 +226,8 @@ StatusOr<std::vector<std::string>> split_head_rows(Graph& g, const std::set<std:
         done.insert(u);
         u->inputs.resize(2);
         u->inputs[0] = rows;
-        u->inputs[1] = add_shape_constant(g, u->name + "/shape", dims_of(u->output(0)));
-        if (dims_of(u->output(0)) == dims_of(rows) && !g.is_graph_output(u->output(0))) {
+        u->inputs[1] = add_shape_constant(g, u->name + "/shape", head_dims(u->output(0)));
+        if (head_dims(u->output(0)) == head_dims(rows) && !g.is_graph_output(u->output(0))) {
           g.replace_uses(u->output(0), rows);
           maybe_dead.insert(u);
         }

@@ -19,10 +19,10 @@ struct Rational {
 bool symbol_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool symbol_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
 
-class Parser {
+class DimParser {
  public:
   // `symbols` null: only collect the names read (every symbol then reads as 1).
-  Parser(std::string_view text, const std::map<std::string, int64_t>* symbols)
+  DimParser(std::string_view text, const std::map<std::string, int64_t>* symbols)
       : text_(text), symbols_(symbols) {}
 
   // The whole text as one expression; nullopt when it is not one (error() says why).
@@ -212,13 +212,13 @@ bool is_dim_symbol(std::string_view text) {
 
 std::optional<std::set<std::string>> dim_expr_symbols(std::string_view text) {
   if (is_dim_symbol(text)) return std::nullopt;
-  Parser p(text, nullptr);
+  DimParser p(text, nullptr);
   if (!p.parse()) return std::nullopt;
   return p.read();
 }
 
 StatusOr<int64_t> eval_dim_expr(std::string_view text, const std::map<std::string, int64_t>& symbols) {
-  Parser p(text, &symbols);
+  DimParser p(text, &symbols);
   std::optional<Rational> v = p.parse();
   if (!v) return Status::user(fmt::format("dimension '{}': {}", text, p.error()));
   if (v->den != 1)

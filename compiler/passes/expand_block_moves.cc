@@ -10,7 +10,7 @@ namespace stitch {
 
 namespace {
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_block_moves_node(Graph& g, Node& n) {
   Value *x = n.input(0), *y = n.output(0);
   if (!x || !y || !x->has_static_shape()) return false;
   ASSIGN_OR_RETURN(ops::BlockMove m, ops::block_move(n, *x->dims));
@@ -27,8 +27,8 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 }  // namespace
 
 StatusOr<bool> expand_block_moves(Graph& g, PassContext&) {
-  ASSIGN_OR_RETURN(bool d2s, expand_each(g, "DepthToSpace", expand));
-  ASSIGN_OR_RETURN(bool s2d, expand_each(g, "SpaceToDepth", expand));
+  ASSIGN_OR_RETURN(bool d2s, expand_each(g, "DepthToSpace", expand_block_moves_node));
+  ASSIGN_OR_RETURN(bool s2d, expand_each(g, "SpaceToDepth", expand_block_moves_node));
   return d2s || s2d;
 }
 

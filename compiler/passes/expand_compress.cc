@@ -12,7 +12,7 @@ namespace stitch {
 
 namespace {
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_compress_node(Graph& g, Node& n) {
   Value *x = n.input(0), *condition = n.input(1), *y = n.output(0);
   if (!x || !condition || !y || !condition->constant || !x->has_static_shape() || !y->has_static_shape())
     return false;
@@ -33,6 +33,8 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_compress(Graph& g, PassContext&) { return expand_each(g, "Compress", expand); }
+StatusOr<bool> expand_compress(Graph& g, PassContext&) {
+  return expand_each(g, "Compress", expand_compress_node);
+}
 
 }  // namespace stitch

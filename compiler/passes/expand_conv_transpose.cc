@@ -268,7 +268,7 @@ bool zero_stuffed(Graph& g, Node& n, const ops::Window& win, bool strided) {
   return true;
 }
 
-StatusOr<bool> expand(Graph& g, Node& n, const std::string& form) {
+StatusOr<bool> expand_conv_transpose_node(Graph& g, Node& n, const std::string& form) {
   Value *x = n.input(0), *w = n.input(1), *y = n.output(0);
   if (!x || !w || !y || !x->has_static_shape() || !w->has_static_shape() || !y->has_static_shape())
     return false;
@@ -289,8 +289,9 @@ StatusOr<bool> expand(Graph& g, Node& n, const std::string& form) {
 }  // namespace
 
 StatusOr<bool> expand_conv_transpose(Graph& g, PassContext& ctx) {
-  return expand_each(g, "ConvTranspose",
-                     [&](Graph& graph, Node& n) { return expand(graph, n, ctx.conv_transpose_form); });
+  return expand_each(g, "ConvTranspose", [&](Graph& graph, Node& n) {
+    return expand_conv_transpose_node(graph, n, ctx.conv_transpose_form);
+  });
 }
 
 }  // namespace stitch

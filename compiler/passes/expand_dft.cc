@@ -62,7 +62,7 @@ bool read_as_real(const Graph& g, const Value* y) {
   return true;
 }
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_dft_node(Graph& g, Node& n) {
   Value *x = n.input(0), *y = n.output(0);
   if (!x || !y || !x->has_static_shape()) return false;
   if ((n.input(1) && !n.input(1)->constant) || (n.input(2) && !n.input(2)->constant)) return false;
@@ -161,7 +161,7 @@ StatusOr<bool> expand_stft(Graph& g, Node& n) {
 
 StatusOr<bool> expand_dft(Graph& g, PassContext&) {
   ASSIGN_OR_RETURN(bool stft, expand_each(g, "STFT", expand_stft));
-  ASSIGN_OR_RETURN(bool dft, expand_each(g, "DFT", expand));
+  ASSIGN_OR_RETURN(bool dft, expand_each(g, "DFT", expand_dft_node));
   return stft || dft;
 }
 

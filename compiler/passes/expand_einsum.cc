@@ -180,7 +180,7 @@ struct Expander {
   }
 };
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_einsum_node(Graph& g, Node& n) {
   Value* y = n.output(0);
   std::vector<Dims> dims;
   for (Value* v : n.inputs) {
@@ -212,6 +212,6 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_einsum(Graph& g, PassContext&) { return expand_each(g, "Einsum", expand); }
+StatusOr<bool> expand_einsum(Graph& g, PassContext&) { return expand_each(g, "Einsum", expand_einsum_node); }
 
 }  // namespace stitch

@@ -128,7 +128,7 @@ Taps axis_taps(Builder& s, const ops::GridSampleSpec& spec, Value* g, int64_t d)
   return t;
 }
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_grid_sample_node(Graph& g, Node& n) {
   Value *x = n.input(0), *grid = n.input(1), *y = n.output(0);
   if (!x || !grid || !y || !x->has_static_shape() || !grid->has_static_shape()) return false;
   const Dims &xd = *x->dims, &gd = *grid->dims;
@@ -190,6 +190,8 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_grid_sample(Graph& g, PassContext&) { return expand_each(g, "GridSample", expand); }
+StatusOr<bool> expand_grid_sample(Graph& g, PassContext&) {
+  return expand_each(g, "GridSample", expand_grid_sample_node);
+}
 
 }  // namespace stitch

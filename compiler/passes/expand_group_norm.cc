@@ -19,7 +19,7 @@ namespace stitch {
 
 namespace {
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_group_norm_node(Graph& g, Node& n) {
   Value *x = n.input(0), *scale = n.input(1), *bias = n.input(2), *y = n.output(0);
   if (!x || !scale || !bias || !y || !x->has_static_shape() || !scale->has_static_shape() ||
       !bias->has_static_shape())
@@ -60,6 +60,8 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_group_norm(Graph& g, PassContext&) { return expand_each(g, "GroupNormalization", expand); }
+StatusOr<bool> expand_group_norm(Graph& g, PassContext&) {
+  return expand_each(g, "GroupNormalization", expand_group_norm_node);
+}
 
 }  // namespace stitch

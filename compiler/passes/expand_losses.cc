@@ -20,7 +20,7 @@ namespace stitch {
 
 namespace {
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_losses_node(Graph& g, Node& n) {
   const bool softmax = n.op_type == "SoftmaxCrossEntropyLoss";
   Value *x = n.input(0), *target = n.input(1), *weight = n.input(2), *y = n.output(0);
   if (!x || !target || !y || !x->has_static_shape() || !target->has_static_shape() ||
@@ -78,8 +78,8 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 }  // namespace
 
 StatusOr<bool> expand_losses(Graph& g, PassContext&) {
-  ASSIGN_OR_RETURN(bool nll, expand_each(g, "NegativeLogLikelihoodLoss", expand));
-  ASSIGN_OR_RETURN(bool sce, expand_each(g, "SoftmaxCrossEntropyLoss", expand));
+  ASSIGN_OR_RETURN(bool nll, expand_each(g, "NegativeLogLikelihoodLoss", expand_losses_node));
+  ASSIGN_OR_RETURN(bool sce, expand_each(g, "SoftmaxCrossEntropyLoss", expand_losses_node));
   return nll || sce;
 }
 

@@ -13,7 +13,7 @@ namespace stitch {
 
 namespace {
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_lrn_node(Graph& g, Node& n) {
   Value *x = n.input(0), *y = n.output(0);
   if (!x || !y || !x->has_static_shape()) return false;
   const Dims& xd = *x->dims;
@@ -45,6 +45,6 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_lrn(Graph& g, PassContext&) { return expand_each(g, "LRN", expand); }
+StatusOr<bool> expand_lrn(Graph& g, PassContext&) { return expand_each(g, "LRN", expand_lrn_node); }
 
 }  // namespace stitch

@@ -11,7 +11,7 @@ namespace stitch {
 
 namespace {
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_mvn_node(Graph& g, Node& n) {
   Value *x = n.input(0), *y = n.output(0);
   if (!x || !y || !x->has_static_shape()) return false;
   const Dims& xd = *x->dims;
@@ -39,7 +39,7 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 }  // namespace
 
 StatusOr<bool> expand_mvn(Graph& g, PassContext&) {
-  return expand_each(g, "MeanVarianceNormalization", expand);
+  return expand_each(g, "MeanVarianceNormalization", expand_mvn_node);
 }
 
 }  // namespace stitch

@@ -15,7 +15,7 @@ namespace stitch {
 
 namespace {
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_one_hot_node(Graph& g, Node& n) {
   Value *idx = n.input(0), *depth = n.input(1), *values = n.input(2), *y = n.output(0);
   if (!idx || !depth || !values || !y || !depth->constant || !idx->has_static_shape() ||
       !y->has_static_shape())
@@ -56,6 +56,8 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_one_hot(Graph& g, PassContext&) { return expand_each(g, "OneHot", expand); }
+StatusOr<bool> expand_one_hot(Graph& g, PassContext&) {
+  return expand_each(g, "OneHot", expand_one_hot_node);
+}
 
 }  // namespace stitch

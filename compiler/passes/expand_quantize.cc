@@ -28,7 +28,7 @@ namespace stitch {
 
 namespace {
 
-Value* scalar(NodeBuilder& b, const std::string& hint, double v) {
+Value* f32_scalar(NodeBuilder& b, const std::string& hint, double v) {
   return b.constant(hint, Tensor::from_f64(DType::kF32, {}, {v}));
 }
 
@@ -108,7 +108,8 @@ Value* quantize(NodeBuilder& b, Value* x, Value* scale, Value* zp, DType to, dou
   if (last->dtype != DType::kF32) last = b.cast(last, DType::kF32, "ratio_f32");
   last = b.node("Round", "round", {last}, DType::kF32, xd);
   if (zp) last = b.node("Add", "shifted", {last, zp}, DType::kF32, xd);
-  last = b.node("Clip", "saturate", {last, scalar(b, "min", lo), scalar(b, "max", hi)}, DType::kF32, xd);
+  last =
+      b.node("Clip", "saturate", {last, f32_scalar(b, "min", lo), f32_scalar(b, "max", hi)}, DType::kF32, xd);
   return b.cast(last, to, "quantized");
 }
 
@@ -133,18 +134,18 @@ StatusOr<bool> expand_dynamic_quantize(Graph& g, Node& n) {
   // in the kernel of the reductions; the op's scalar outputs are Reshapes of them.
   const Dims one(x->dims->size(), 1);
   const std::map<std::string, AttrValue> all{{"keepdims", int64_t{1}}};
-  Value* zero = scalar(b, "zero", 0.0);
+  Value* zero = f32_scalar(b, "zero", 0.0);
   Value* hi = b.node("Max", "max_or_zero", {b.node("ReduceMax", "max", {x}, DType::kF32, one, all), zero},
                      DType::kF32, one);
   Value* lo = b.node("Min", "min_or_zero", {b.node("ReduceMin", "min", {x}, DType::kF32, one, all), zero},
                      DType::kF32, one);
   Value* range = b.node("Sub", "range", {hi, lo}, DType::kF32, one);
   Value* empty = b.node("Equal", "empty_range", {range, zero}, DType::kBool, one);
-  range = b.node("Where", "range_or_one", {empty, scalar(b, "one", 1.0), range}, DType::kF32, one);
-  Value* scale = b.node("Div", "scale", {range, scalar(b, "levels", 255.0)}, DType::kF32, one);
+  range = b.node("Where", "range_or_one", {empty, f32_scalar(b, "one", 1.0), range}, DType::kF32, one);
+  Value* scale = b.node("Div", "scale", {range, f32_scalar(b, "levels", 255.0)}, DType::kF32, one);
   Value* zp = b.node("Neg", "zero_point_real", {b.node("Div", "min_steps", {lo, scale}, DType::kF32, one)},
                      DType::kF32, one);
-  zp = b.node("Clip", "zero_point_clip", {zp, zero, scalar(b, "top", 255.0)}, DType::kF32, one);
+  zp = b.node("Clip", "zero_point_clip", {zp, zero, f32_scalar(b, "top", 255.0)}, DType::kF32, one);
   zp = b.node("Round", "zero_point", {zp}, DType::kF32, one);
   Value* y = quantize(b, x, scale, zp, DType::kU8, 0, 255);
   Value* scale_out = b.reshape(scale, {}, "scale_scalar");

@@ -87,7 +87,7 @@ struct Steps {
   }
 };
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_recurrent_node(Graph& g, Node& n) {
   Value* x = n.input(0);
   std::vector<const Dims*> in_dims;
   for (const Value* v : n.inputs) {
@@ -263,7 +263,7 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 StatusOr<bool> expand_recurrent(Graph& g, PassContext&) {
   bool changed = false;
   for (const char* op : {"LSTM", "GRU", "RNN"}) {
-    ASSIGN_OR_RETURN(bool done, expand_each(g, op, expand));
+    ASSIGN_OR_RETURN(bool done, expand_each(g, op, expand_recurrent_node));
     changed = changed || done;
   }
   return changed;

@@ -32,7 +32,7 @@ const Tensor* constant_input(const Node& n, size_t i) {
 }
 
 // Writes the chain for `n`; returns false (and leaves the graph alone) when it does not apply.
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_resize_node(Graph& g, Node& n) {
   Value* x = n.input(0);
   Value* y = n.output(0);
   if (!x || !y || !x->has_static_shape() || !y->has_static_shape()) return false;
@@ -117,6 +117,6 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 
 }  // namespace
 
-StatusOr<bool> expand_resize(Graph& g, PassContext&) { return expand_each(g, "Resize", expand); }
+StatusOr<bool> expand_resize(Graph& g, PassContext&) { return expand_each(g, "Resize", expand_resize_node); }
 
 }  // namespace stitch

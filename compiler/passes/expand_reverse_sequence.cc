@@ -19,7 +19,7 @@ namespace stitch {
 
 namespace {
 
-StatusOr<bool> expand(Graph& g, Node& n) {
+StatusOr<bool> expand_reverse_sequence_node(Graph& g, Node& n) {
   Value *x = n.input(0), *lens = n.input(1), *y = n.output(0);
   if (!x || !lens || !y || !x->has_static_shape() || !lens->has_static_shape()) return false;
   const Dims& xd = *x->dims;
@@ -67,7 +67,7 @@ StatusOr<bool> expand(Graph& g, Node& n) {
 }  // namespace
 
 StatusOr<bool> expand_reverse_sequence(Graph& g, PassContext&) {
-  return expand_each(g, "ReverseSequence", expand);
+  return expand_each(g, "ReverseSequence", expand_reverse_sequence_node);
 }
 
 }  // namespace stitch
