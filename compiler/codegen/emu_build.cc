@@ -44,15 +44,18 @@ std::string cache_key(const std::string& unit, const std::vector<const Kernel*>&
     add(k->source);
   }
   add(embedded_headers_digest());
-  add(STITCH_HOST_CXX);
-  add(STITCH_EMU_CXX_FLAGS);
-  std::error_code ec;
-  const fs::path cxx = fs::canonical(STITCH_HOST_CXX, ec);
-  if (!ec) {
-    const auto size = fs::file_size(cxx, ec);
-    const auto time = fs::last_write_time(cxx, ec).time_since_epoch().count();
-    add(fmt::format("{} {} {}", cxx.string(), size, time));
-  }
+  static const std::string compiler = [] {  // looked up once a process
+    std::string id = fmt::format("{} {}", STITCH_HOST_CXX, STITCH_EMU_CXX_FLAGS);
+    std::error_code ec;
+    const fs::path cxx = fs::canonical(STITCH_HOST_CXX, ec);
+    if (!ec) {
+      const auto size = fs::file_size(cxx, ec);
+      const auto time = fs::last_write_time(cxx, ec).time_since_epoch().count();
+      id += fmt::format(" {} {} {}", cxx.string(), size, time);
+    }
+    return id;
+  }();
+  add(compiler);
   return fmt::format("{:016x}.so", key.digest());
 }
 
@@ -68,6 +71,15 @@ std::string default_emu_pch_header() {
     if (fs::is_regular_file(installed, ec)) return installed.string();
   }
   return STITCH_EMU_PCH_HEADER;
+}
+
+void prefix_kernel_names(std::vector<Kernel>& kernels, const std::string& prefix) {
+  for (Kernel& k : kernels) {
+    std::string& src = k.source;
+    for (size_t at = src.find(k.name); at != std::string::npos; at = src.find(k.name, at + prefix.size() + 1))
+      src.insert(at, prefix);
+    k.name = prefix + k.name;
+  }
 }
 
 std::string emu_translation_unit(const std::string& code, const std::vector<const Kernel*>& kernels) {

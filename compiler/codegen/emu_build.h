@@ -38,6 +38,10 @@ struct EmuBuild {
 // when made from the headers this stitchc carries (codegen/embedded_headers.h).
 std::string default_emu_pch_header();
 
+// Gives every kernel of `kernels` the name `prefix` + its name, in its source too, so that kernels
+// of several schedules can share one library (CompileOptions::emu_library) or one nvcc run.
+void prefix_kernel_names(std::vector<Kernel>& kernels, const std::string& prefix);
+
 // The translation unit of an emulation library: `code`, which defines `kernels` (their sources, or
 // #includes of them), and an entry point for each kernel by its name.
 std::string emu_translation_unit(const std::string& code, const std::vector<const Kernel*>& kernels);

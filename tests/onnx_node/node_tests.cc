@@ -31,6 +31,7 @@
 #include <set>
 
 #include "codegen/artifact.h"
+#include "codegen/build_tools.h"
 #include "codegen/lower.h"
 #include "codegen/schedule.h"
 #include "fusion/plan.h"
@@ -288,18 +289,6 @@ Status finish_set(const SetRun& r, const std::string& library) {
   return Status::ok();
 }
 
-// The kernels of one data set renamed apart from every other set's (for one emulation library, and
-// one nvcc check, of them all): each name and its uses in the source take a prefix.
-void rename_kernels(codegen::Schedule& s) {
-  const std::string prefix = fmt::format("t{:04d}_", g_kernel_sets++);
-  for (codegen::Kernel& k : s.kernels) {
-    std::string& src = k.source;
-    for (size_t at = src.find(k.name); at != std::string::npos; at = src.find(k.name, at + prefix.size() + 1))
-      src.insert(at, prefix);
-    k.name = prefix + k.name;
-  }
-}
-
 // The emulation libraries built for batches of tests, their seconds, and the batches whose
 // library did not build (each of their tests then built its own).
 int g_libraries = 0, g_library_fallbacks = 0;
@@ -322,8 +311,9 @@ std::string build_batch_library(const std::vector<const SetRun*>& runs, const fs
   fs::create_directories(work, ec);
   const std::string unit = codegen::emu_translation_unit(code, kernels);
   const fs::path unit_path = work / "kernels_emu.cc", library = work / "kernels_emu.so";
-  std::ofstream(unit_path, std::ios::binary) << unit;
-  auto built = codegen::build_emu_library(unit_path, unit, kernels, library, {});
+  const Status wrote = codegen::write_file(unit_path, unit);
+  auto built = wrote.is_ok() ? codegen::build_emu_library(unit_path, unit, kernels, library, {})
+                             : StatusOr<codegen::EmuBuild>(wrote);
   g_library_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (built.is_ok()) {
     ++g_libraries;
@@ -365,7 +355,9 @@ struct Batch {
     for (Test& t : tests)
       if (t.runs.is_ok())
         for (SetRun& r : *t.runs) {
-          if (g_emu) rename_kernels(r.schedule);
+          // Named apart from every other set's kernels, for one library and one nvcc check.
+          if (g_emu)
+            codegen::prefix_kernel_names(r.schedule.kernels, fmt::format("t{:04d}_", g_kernel_sets++));
           if (!g_nvcc_dir.empty())
             for (const codegen::Kernel& k : r.schedule.kernels)
               g_all_kernels += fmt::format("// from {}\n{}\n", t.name, k.source);

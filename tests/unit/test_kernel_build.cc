@@ -189,11 +189,7 @@ TEST_CASE("one emulation library serves several artifacts whose kernels are name
   fs::create_directories(scratch / "lib");
   // The fused schedule's kernel takes a prefix, in its name and its source, as the node tests'
   // batches rename theirs; the two schedules' kernels then differ in name.
-  for (Kernel& k : fused->kernels) {
-    for (size_t at = k.source.find(k.name); at != std::string::npos; at = k.source.find(k.name, at + 3))
-      k.source.insert(at, "f_");
-    k.name = "f_" + k.name;
-  }
+  prefix_kernel_names(fused->kernels, "f_");
   std::vector<const Kernel*> kernels;
   std::string code;
   for (const Schedule* s : {&*apart, &*fused})
