@@ -213,5 +213,6 @@ TEST_CASE("gpt2_tiny's Gemms as MatMuls: projections inside the layer-norm kerne
   REQUIRE(s.is_ok());
   CHECK(s->kernels.size() == 1 + 2 * 3);  // per layer: softmax, two layer norms; the final norm
   CHECK(s->calls.size() == 2 * 3);        // per layer: Q/K/V, P.V, c_fc
+  const IntInputsIn ids(-100, 99);  // token ids over the 100-entry vocabulary, negative ones from its end
   CHECK(plan_matches_reference(*g, *plan, 7) == s->kernels.size());
 }

@@ -114,6 +114,7 @@ TEST_CASE("an integer product whose sums pass 2^24 is a float64 GEMM, exact wher
   output %p
 }})",
                                        ints(state, 1024 * 3, 100, 127));
+  const IntInputsIn small_a(0, 6);
   written_out_matches_op(text, kIntegerOps, 7);
   CHECK(product_types(text) == std::vector<DType>{DType::kF64});
 }

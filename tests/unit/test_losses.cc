@@ -21,8 +21,8 @@ TEST_CASE(
     "more",
     "[losses][emu]") {
   // PyTorch's cross_entropy as exporters write it: ignore_index -100 for padding, the mean over
-  // the targets not ignored. The targets are 0..6 (the test inputs' integers) against 7 classes,
-  // those under 3 made -100.
+  // the targets not ignored. The targets are 0..6 against 7 classes, those under 3 made -100.
+  const IntInputsIn targets(0, 6);
   const fusion::FusionPlan plan = written_out_matches_op(R"(graph "g" opset 18 {
   input %scores: f32[24,7]
   input %t: i64[24]
@@ -39,7 +39,8 @@ TEST_CASE(
 }
 
 TEST_CASE("losses over extra axes, with weights, summed or kept, match the ops' reference", "[losses][emu]") {
-  // 7 classes: the test inputs' integers (0..6) are all targets.
+  // 7 classes: the targets are 0..6.
+  const IntInputsIn targets(0, 6);
   written_out_matches_op(R"(graph "g" opset 13 {
   input %x: f32[3,7,4,2]
   input %t: i32[3,4,2]

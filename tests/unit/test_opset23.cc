@@ -62,7 +62,10 @@ TEST_CASE("RotaryEmbedding becomes Slices of the halves, their rotation and a Co
   output %y
 })",
                   "RotaryEmbedding", 4);
-  expands_to_same(R"(graph "rope" opset 23 {
+  {
+    // Position ids index the caches' 7 rows.
+    const test::IntInputsIn positions(0, 6);
+    expands_to_same(R"(graph "rope" opset 23 {
   input %x: f32[2,5,12]
   const %c: f32[7,2] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4]
   const %s: f32[7,2] = [1.4, 1.3, 1.2, 1.1, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
@@ -70,8 +73,8 @@ TEST_CASE("RotaryEmbedding becomes Slices of the halves, their rotation and a Co
   %y = RotaryEmbedding(%x, %c, %s, %p) {num_heads = 3} @"rope"
   output %y
 })",
-                  "RotaryEmbedding", 5);
-  expands_to_same(R"(graph "rope" opset 23 {
+                    "RotaryEmbedding", 5);
+    expands_to_same(R"(graph "rope" opset 23 {
   input %x: f32[1,2,4,8]
   input %c: f32[7,2]
   input %s: f32[7,2]
@@ -79,7 +82,8 @@ TEST_CASE("RotaryEmbedding becomes Slices of the halves, their rotation and a Co
   %y = RotaryEmbedding(%x, %c, %s, %p) {interleaved = 1, rotary_embedding_dim = 4} @"rope"
   output %y
 })",
-                  "RotaryEmbedding", 6);
+                    "RotaryEmbedding", 6);
+  }
   expands_to_same(R"(graph "rope" opset 23 {
   input %x: f16[1,2,4,8]
   input %c: f16[1,4,4]

@@ -69,7 +69,7 @@ TEST_CASE("a QDQ layer: each quantize-dequantize pair fuses into the kernel besi
 TEST_CASE("scales per tensor, per axis and in blocks, constant or computed, match the ops' reference",
           "[quantize][emu]") {
   // Blocked constant scales are repeated at compile time; a blocked scale computed at run time
-  // is a Gather of its blocks. x is an integer input of 0..6 (the test inputs' integers).
+  // is a Gather of its blocks. q is a uint8 input over the whole type (the test inputs' integers).
   check_written_out(R"(graph "g" opset 21 {
   input %q: u8[2,5]
   const %s: f32[2,3] = [0.5, 0.25, 2.0, 1.5, 0.75, 0.125]

@@ -29,8 +29,9 @@ TEST_CASE("ReverseSequence, time- or batch-major, constant or run-time lengths: 
   written_out_matches_op(reverse_graph("f32[4,6,2,3]", "  const %lens: i64[4] = [6, 2, 1, 4]\n",
                                        "time_axis = 1, batch_axis = 0"),
                          {"ReverseSequence"}, 5);
-  // Lengths known at run time: the index is computed in the kernel (seeded lengths 0 to 6 over a
+  // Lengths known at run time: the index is computed in the kernel (seeded lengths 0 to 7 over a
   // time axis of 7).
+  const IntInputsIn lengths(0, 7);
   const fusion::FusionPlan r = written_out_matches_op(
       reverse_graph("f32[7,3,5]", "  input %lens: i64[3]\n", ""), {"ReverseSequence"}, 7);
   CHECK(r.cost.kernels == 1);

@@ -324,6 +324,7 @@ TEST_CASE("gpt2_tiny as stitchc compiles it: Q.K^T stitched, V read in place, 8 
   REQUIRE(s.is_ok());
   CHECK(s->kernels.size() == 1 + 2 * 3);  // per layer: softmax, two layer norms; the final norm
   CHECK(s->calls.size() == 2 * 5);        // per layer: Q/K/V, P.V, projection, c_fc, c_proj
+  const IntInputsIn ids(-100, 99);  // token ids over the 100-entry vocabulary, negative ones from its end
   CHECK(plan_matches_reference(*g, *plan, 5) == s->kernels.size());
 }
 

@@ -39,13 +39,51 @@ inline std::string frontend_error(const std::string& text) {
   return st.is_ok() ? "" : st.message();
 }
 
+// The range integer test inputs are drawn from: by default, a signed type's values either side
+// of 0 and an unsigned type's past the signed byte (the whole range for 8-bit types), so that
+// integer paths see negative and large values. A test whose integer inputs are indices, lengths or
+// positions (which must lie inside an axis) narrows it for its scope with IntInputsIn.
+struct IntRange {
+  int64_t lo = 0, hi = -1;  // empty: the type's default
+};
+inline IntRange& int_inputs_range() {
+  static IntRange r;
+  return r;
+}
+class IntInputsIn {
+ public:
+  IntInputsIn(int64_t lo, int64_t hi) : saved_(int_inputs_range()) { int_inputs_range() = {lo, hi}; }
+  ~IntInputsIn() { int_inputs_range() = saved_; }
+  IntInputsIn(const IntInputsIn&) = delete;
+  IntInputsIn& operator=(const IntInputsIn&) = delete;
+
+ private:
+  IntRange saved_;
+};
+inline IntRange default_int_range(DType t) {
+  switch (t) {
+    case DType::kBool:
+      return {0, 1};
+    case DType::kI8:
+      return {-128, 127};
+    case DType::kU8:
+      return {0, 255};
+    default:
+      return is_unsigned_int(t) ? IntRange{0, 2000} : IntRange{-1000, 1000};
+  }
+}
+
 inline Tensor random_tensor(DType t, Dims d, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-2.0, 2.0);
+  const IntRange set = int_inputs_range();
+  const IntRange r = set.lo <= set.hi && t != DType::kBool ? set : default_int_range(t);
+  const auto span = static_cast<uint64_t>(r.hi - r.lo) + 1;
   Tensor x(t, d);
   for (int64_t i = 0; i < x.size(); ++i) {
     if (is_float(t)) x.set_f64(i, u(rng));
-    else x.set_i64(i, static_cast<int64_t>(rng() % 7));
+    else
+      x.set_i64(i, r.lo + static_cast<int64_t>(rng() % span));
   }
   return x;
 }
