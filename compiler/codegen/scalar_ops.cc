@@ -172,11 +172,17 @@ StatusOr<std::string> binary(const Node& n, const std::string& op, const std::st
   if (op == "BitwiseAnd") return fmt::format("({} & {})", a, b);
   if (op == "BitwiseOr") return fmt::format("({} | {})", a, b);
   if (op == "BitwiseXor") return fmt::format("({} ^ {})", a, b);
-  if (op == "BitShift") {  // unsigned values; a shift past 63 is 0, one past the width the store truncates
-    const char* dir = n.attr_string("direction", "") == "RIGHT" ? ">>" : "<<";
+  if (op == "BitShift") {
+    // A shift past 63 (or a negative amount) is 0, one past the width the store truncates; a
+    // signed right shift is arithmetic and fills with the sign past 63 (the reference's apply_i).
+    const bool right = n.attr_string("direction", "") == "RIGHT";
+    if (right && is_signed_int(n.input(0)->dtype))
+      return fmt::format(
+          "((unsigned long long)({1}) >= 64ull ? ({2})({0} < 0 ? -1 : 0) : ({2})((long long)({0}) >> ({1})))",
+          a, b, ct);
     return fmt::format(
         "((unsigned long long)({1}) >= 64ull ? ({2})0 : ({2})((unsigned long long)({0}) {3} ({1})))", a, b,
-        ct, dir);
+        ct, right ? ">>" : "<<");
   }
   return Status::user(fmt::format("{}: no CUDA expression for this op", n.describe()));
 }

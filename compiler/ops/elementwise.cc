@@ -60,8 +60,31 @@ Status require_same_dtype(const InferContext& ctx, size_t from = 0, size_t to = 
 
 // ---- binary and variadic ---------------------------------------------------
 
-enum class Bin { kAdd, kSub, kMul, kDiv, kPow, kMod, kMin, kMax, kEq, kLt, kGt, kLe, kGe,
-                 kAnd, kOr, kXor, kPRelu, kBitAnd, kBitOr, kBitXor, kShiftLeft, kShiftRight };
+enum class Bin {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMod,
+  kMin,
+  kMax,
+  kEq,
+  kLt,
+  kGt,
+  kLe,
+  kGe,
+  kAnd,
+  kOr,
+  kXor,
+  kPRelu,
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kShiftLeft,
+  kShiftRight,
+  kShiftRightSigned
+};
 
 struct BinaryRow {
   const char* name;
@@ -88,9 +111,11 @@ bool is_compare(Bin b) { return b == Bin::kEq || b == Bin::kLt || b == Bin::kGt 
 bool is_logic(Bin b) { return b == Bin::kAnd || b == Bin::kOr || b == Bin::kXor; }
 bool is_bitwise(Bin b) { return b == Bin::kBitAnd || b == Bin::kBitOr || b == Bin::kBitXor; }
 
-// The row's op, BitShift's by its direction.
+// The row's op, BitShift's by its direction (a right shift of a signed type, from opset 28, is
+// arithmetic).
 Bin binary_op(const Node& n, const BinaryRow& r) {
-  if (r.op == Bin::kShiftLeft && n.attr_string("direction", "") == "RIGHT") return Bin::kShiftRight;
+  if (r.op == Bin::kShiftLeft && n.attr_string("direction", "") == "RIGHT")
+    return is_signed_int(n.input(0)->dtype) ? Bin::kShiftRightSigned : Bin::kShiftRight;
   return r.op;
 }
 
@@ -197,11 +222,16 @@ int64_t apply_i(Bin op, int64_t a, int64_t b, bool fmod_mode) {
     case Bin::kBitOr: return a | b;
     case Bin::kBitXor: return a ^ b;
     // Unsigned values (uint64's above 2^63 held as negative int64s); a shift past 63 gives 0, one
-    // past the type's width the store's truncation does.
+    // past the type's width the store's truncation does. Signed values (opset 28): a left shift
+    // drops the bits past the sign bit (the store's truncation), a right shift fills with the sign
+    // bit; a negative amount, or one of the width or more, gives what the fill alone does (ONNX's
+    // BitShift-28). Held as int64s, amounts from the width to 63 already do.
     case Bin::kShiftLeft:
       return static_cast<uint64_t>(b) >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
     case Bin::kShiftRight:
       return static_cast<uint64_t>(b) >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) >> b);
+    case Bin::kShiftRightSigned:
+      return static_cast<uint64_t>(b) >= 64 ? (a < 0 ? -1 : 0) : a >> b;
   }
   STITCH_UNREACHABLE();
 }
@@ -215,8 +245,11 @@ Status infer_binary(InferContext& ctx) {
   if (is_bitwise(r.op) && !is_int(t))
     return ctx.error(fmt::format("expects integer inputs, got {}", dtype_name(t)));
   if (r.op == Bin::kShiftLeft) {
-    if (!is_unsigned_int(t))
-      return ctx.error(fmt::format("expects unsigned integer inputs, got {}", dtype_name(t)));
+    if (!is_unsigned_int(t) && ctx.node().opset < 28)
+      return ctx.error(
+          fmt::format("expects unsigned integer inputs before opset 28 (the model's is {}), got {}; signed "
+                      "ones need opset 28",
+                      ctx.node().opset, dtype_name(t)));
     const std::string dir = ctx.node().attr_string("direction", "");
     if (dir != "LEFT" && dir != "RIGHT")
       return ctx.error(fmt::format("direction is '{}'; it must be LEFT or RIGHT", dir));
