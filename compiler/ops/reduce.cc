@@ -105,7 +105,16 @@ Status infer_reduce(InferContext& ctx) {
                       ctx.num_inputs(), n.opset, axes_input_since(n.op_type)));
     if (n.has_attr("axes")) axes = n.attr_ints("axes");
   }
-  if (ctx.dtype(0) == DType::kBool) return ctx.error("does not take bool inputs");
+  if (ctx.dtype(0) == DType::kBool) {
+    // ReduceMax and ReduceMin of bool (any and all) from opset 20.
+    const bool extreme = n.op_type == "ReduceMax" || n.op_type == "ReduceMin";
+    if (!extreme) return ctx.error("does not take bool inputs");
+    if (n.opset < 20)
+      return ctx.error(
+          fmt::format("takes bool inputs from opset 20 (the model's is {}): raise the model's opset or cast "
+                      "them to uint8",
+                      n.opset));
+  }
   ASSIGN_OR_RETURN(ReduceAxes r, reduce_axes(n, axes, ctx.rank(0)));
   ctx.set_output(0, ctx.dtype(0), reduced_dims(ctx.dims(0), r, n.attr_int("keepdims", 1) != 0));
   return Status::ok();
@@ -123,6 +132,17 @@ Status eval_reduce(const Node& n, std::span<const Tensor* const> in, std::vector
   const std::string& op = n.op_type;
   std::vector<int64_t> offs = output_offsets(x.dims(), r);
   const size_t m = static_cast<size_t>(y.size());
+  if (x.dtype() == DType::kBool) {  // ReduceMax: any; ReduceMin: all (true over no elements)
+    const bool any = op == "ReduceMax";
+    std::vector<int64_t> acc(m, any ? 0 : 1);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      int64_t& a = acc[offs[i]];
+      a = any ? (a | (x.get_i64(i) != 0)) : (a & (x.get_i64(i) != 0));
+    }
+    for (size_t i = 0; i < m; ++i) y.set_i64(static_cast<int64_t>(i), acc[i]);
+    out[0] = std::move(y);
+    return Status::ok();
+  }
   if (is_int(x.dtype()) && op != "ReduceLogSumExp") {
     // Integers reduce exactly, as the kernels do: sums (of elements, magnitudes or squares) and
     // products wrap (in unsigned arithmetic, which has the same bits); uint64's maximum and minimum

@@ -48,6 +48,7 @@ StatusOr<bool> fold_single_choices(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_resize(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_einsum(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_mvn(Graph& g, PassContext& ctx);
+StatusOr<bool> expand_bool_reductions(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_reverse_sequence(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_dft(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_recurrent(Graph& g, PassContext& ctx);

@@ -65,6 +65,9 @@ constexpr PassInfo kFrontend[] = {
      "writes each ReverseSequence as a GatherElements along its time axis of an index Expanded from its time "
      "and batch axes",
      expand_reverse_sequence},
+    {"expand_bool_reductions",
+     "writes each ReduceMax or ReduceMin of bool as the reduction of the values cast to uint8, cast back",
+     expand_bool_reductions},
     {"expand_mvn",
      "writes each MeanVarianceNormalization as its mean, centered values, variance, Sqrt and Div over its "
      "axes",
