@@ -79,6 +79,16 @@ const std::map<std::string, ExprFn>& unary_table() {
       {"ThresholdedRelu", [](const Node& n, const Args& a, const std::string& ct) {
          return fmt::format("({0} > {2} ? {0} : ({1})0)", a[0], ct, f_attr(n, "alpha", 1.0f, ct)); }},
       {"Shrink", [](const Node& n, const Args& a, const std::string& ct) {
+         if (ct == "long long" || ct == "unsigned long long") {  // in double, as the reference's shrink_int
+           const std::string l = f_attr(n, "lambd", 0.5f, "double"), b = f_attr(n, "bias", 0.0f, "double");
+           const std::string v = fmt::format("(double)({})", a[0]);
+           const std::string r = fmt::format(
+               "fmax(-9223372036854775808.0, fmin(({0} < -({1}) ? {0} + ({2}) : ({0} > ({1}) ? {0} - ({2}) : 0.0)), "
+               "18446744073709549568.0))",
+               v, l, b);
+           return fmt::format("(({1})(({0}) < 0.0 ? (long long)({0}) : (long long)(unsigned long long)({0})))", r,
+                              ct);
+         }
          const std::string l = f_attr(n, "lambd", 0.5f, ct), b = f_attr(n, "bias", 0.0f, ct);
          return fmt::format("({0} < -({2}) ? {0} + ({3}) : ({0} > ({2}) ? {0} - ({3}) : ({1})0))", a[0], ct, l, b); }},
       {"HardSigmoid", [](const Node& n, const Args& a, const std::string& ct) {

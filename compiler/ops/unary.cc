@@ -26,6 +26,20 @@ double erf_(double x) { return std::erf(x); }
 int64_t wrapped_neg(int64_t x) { return static_cast<int64_t>(0 - static_cast<uint64_t>(x)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
+// Shrink of an integer x (ONNX computes x + bias and x - bias in floating point, then converts
+// back): in double, truncated toward zero, clamped to [-2^63, 2^64) so that the conversion is
+// defined, then wrapped into the type by the store; uint64's above 2^63, held as negative int64s,
+// are read as unsigned. The kernels compute the same (codegen/scalar_ops.cc).
+I64 shrink_int(const Node& n) {
+  const double l = n.attr_float("lambd", 0.5f), b = n.attr_float("bias", 0.0f);
+  const bool u64 = n.input(0)->dtype == DType::kU64;
+  return [l, b, u64](int64_t x) {
+    const double v = u64 ? static_cast<double>(static_cast<uint64_t>(x)) : static_cast<double>(x);
+    double r = v < -l ? v + b : (v > l ? v - b : 0.0);
+    r = std::fmax(-9223372036854775808.0, std::fmin(r, 18446744073709549568.0));
+    return r < 0 ? static_cast<int64_t>(r) : static_cast<int64_t>(static_cast<uint64_t>(r));
+  };
+}
 
 const UnaryRow kUnary[] = {
     {"Abs", 1, [](const Node&) -> F64 { return [](double x) { return std::fabs(x); }; },
@@ -101,7 +115,7 @@ const UnaryRow kUnary[] = {
        double l = n.attr_float("lambd", 0.5f), b = n.attr_float("bias", 0.0f);
        return [l, b](double x) { return x < -l ? x + b : (x > l ? x - b : 0.0); };
      },
-     nullptr},
+     shrink_int},
     {"HardSigmoid", 1,
      [](const Node& n) -> F64 {
        double a = n.attr_float("alpha", 0.2f), b = n.attr_float("beta", 0.5f);
@@ -148,10 +162,14 @@ const UnaryRow& unary_row(const Node& n) {
   STITCH_UNREACHABLE("no unary row for {}", n.op_type);
 }
 
-// Abs and Sign take unsigned integers too (ONNX's types for them are every numeric type), and an
-// integer-only row (no make_f: BitwiseNot) every integer type.
+// Abs and Sign of an unsigned integer: the value itself, and 1 unless 0.
+bool unsigned_identity(const UnaryRow& r) {
+  return std::string_view(r.name) == "Abs" || std::string_view(r.name) == "Sign";
+}
+// Abs, Sign and Shrink take unsigned integers too (ONNX's types for them are every numeric type),
+// and an integer-only row (no make_f: BitwiseNot) every integer type.
 bool takes_unsigned(const UnaryRow& r) {
-  return !r.make_f || std::string_view(r.name) == "Abs" || std::string_view(r.name) == "Sign";
+  return !r.make_f || unsigned_identity(r) || std::string_view(r.name) == "Shrink";
 }
 
 Status infer_unary(InferContext& ctx) {
@@ -177,7 +195,7 @@ Status eval_unary(const Node& n, std::span<const Tensor* const> in, std::vector<
   if (is_float(x.dtype())) {
     F64 f = r.make_f(n);
     for (int64_t i = 0; i < x.size(); ++i) y.set_f64(i, f(x.get_f64(i)));
-  } else if (is_unsigned_int(x.dtype()) && r.make_f) {  // Abs: the value itself; Sign: 1 unless 0
+  } else if (is_unsigned_int(x.dtype()) && unsigned_identity(r)) {
     const bool sign = std::string_view(r.name) == "Sign";
     for (int64_t i = 0; i < x.size(); ++i) y.set_i64(i, sign ? x.get_i64(i) != 0 : x.get_i64(i));
   } else {

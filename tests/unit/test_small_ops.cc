@@ -1,6 +1,6 @@
 // Small ops ONNX's node tests cover: MeanVarianceNormalization written out by expand_mvn, Compress
-// by expand_compress, Shrink and BitShift as element ops; planned by beam search and run on emu
-// against the reference running the op, whose definitions ONNX's node tests check (test_mvn,
+// by expand_compress, Shrink (of floats and integers) and BitShift as element ops; planned by beam search and
+// run on emu against the reference running the op, whose definitions ONNX's node tests check (test_mvn,
 // test_compress_*, test_shrink_*, test_bitshift_*). Then what those tests leave open, found by the
 // model mutation fuzzer (tests/fuzz/model_fuzz.cc): Cast of NaN and of values past an integer
 // type's range, and integer reductions through exp, log and sqrt. Last, the reference's pooling
@@ -63,6 +63,39 @@ TEST_CASE("Shrink, soft and hard, with a negative lambd too, in one element kern
   }
 }
 
+TEST_CASE(
+    "Shrink of integers: x +- bias in floating point, truncated toward zero, on the reference and on emu",
+    "[shrink][emu]") {
+  // The expected values are what onnx 1.23.2's reference evaluator gives for these inputs.
+  auto g = parse_or_die(R"(graph "g" opset 18 {
+  input %a: i8[7]
+  input %b: u8[6]
+  input %c: i64[6]
+  %x = Shrink(%a) {lambd = 1.5, bias = 0.5} @"shrink_i8"
+  %y = Shrink(%b) {lambd = 1.0, bias = 2.0} @"shrink_u8"
+  %z = Shrink(%c) {lambd = 0.5, bias = 1.25} @"shrink_i64"
+  output %x
+  output %y
+  output %z
+})");
+  run_frontend_or_die(*g);
+  const TensorMap feed{{"a", Tensor::from_i64(DType::kI8, {7}, {-100, -3, -1, 0, 1, 2, 100})},
+                       {"b", Tensor::from_i64(DType::kU8, {6}, {0, 1, 2, 3, 200, 255})},
+                       {"c", Tensor::from_i64(DType::kI64, {6}, {-7, -2, 0, 2, 7, 1000000})}};
+  auto ref = run_reference(*g, feed);
+  REQUIRE(ref.is_ok());
+  const TensorMap got = planned_emu_run(*g, feed);
+  for (const TensorMap* out : {static_cast<const TensorMap*>(&*ref), &got}) {
+    CHECK(out->at("x").to_i64() == std::vector<int64_t>{-99, -2, 0, 0, 0, 1, 99});
+    CHECK(out->at("y").to_i64() == std::vector<int64_t>{0, 0, 0, 1, 198, 253});
+    CHECK(out->at("z").to_i64() == std::vector<int64_t>{-5, 0, 0, 0, 5, 999998});
+  }
+  // The kernels' text compiles with nvcc too (no node test holds an integer Shrink).
+  auto s = codegen::build_schedule(*g, nullptr);
+  REQUIRE(s.is_ok());
+  std::filesystem::remove_all(compile_without_spills(*g, *s, "shrink_int"));
+}
+
 TEST_CASE("BitShift both ways, past the type's width and past 63 bits, in one element kernel on emu",
           "[bitshift][emu]") {
   for (const std::string dir : {"LEFT", "RIGHT"}) {
@@ -111,6 +144,11 @@ TEST_CASE("BitShift both ways, past the type's width and past 63 bits, in one el
     const TensorMap got = planned_emu_run(*g, feed);
     CHECK(got.at("x").to_i64() == want_x);
     CHECK(got.at("y").to_i64() == want_y);
+    if (!left) {  // the arithmetic shift's text compiles with nvcc too (no node test shifts a signed type)
+      auto s = codegen::build_schedule(*g, nullptr);
+      REQUIRE(s.is_ok());
+      std::filesystem::remove_all(compile_without_spills(*g, *s, "shift_signed"));
+    }
   }
   CHECK(frontend_error(R"(graph "g" opset 11 {
   input %a: i32[4]
