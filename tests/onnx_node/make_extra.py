@@ -10,7 +10,9 @@ end than the other; DFT's one-sided, inverse one-sided, cut and padded forms and
 DepthToSpace and SpaceToDepth at blocksize 3 and SpaceToDepth's opset-28 CRD mode; ConvTranspose
 with a bias, groups, output_padding, SAME_UPPER and large pads; LSTM, GRU and RNN in both
 directions, batch first, with linear_before_reset, Relu and sequence_lens; integer reductions (uint64
-maxima and minima past 2^63, int32 sums that wrap, signed products). Expected outputs come from ONNX's
+maxima and minima past 2^63, int32 sums that wrap, signed products); types ONNX's own tests leave
+out (type_cases: signed BitShift, bool ReduceMax and ReduceMin, integer Shrink, int32 indices,
+starts and axes, Pow's exponent in another type, float16 Clip bounds and Mod). Expected outputs come from ONNX's
 reference implementation (onnx.reference.ReferenceEvaluator), or PyTorch where that is wrong (a
 grouped ConvTranspose) or does not apply (recurrences' activations and lengths), never from stitch. Tooling only; the files are committed.
 
@@ -26,7 +28,8 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
-        np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL, np.uint64: TensorProto.UINT64}
+        np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL, np.uint64: TensorProto.UINT64,
+        np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
 
 
 def resize_case(out, name, x, opset, attrs, roi=None, scales=None, sizes=None):
@@ -317,6 +320,65 @@ def main():
     node_case(out, "test_reduce_prod_stitch_int64_signed", "ReduceProd", [signed], 17, dict(axes=[2], keepdims=0))
     node_case(out, "test_reduce_mean_stitch_int32_truncates", "ReduceMean",
               [rng.integers(-50, 50, (4, 7)).astype(np.int32)], 17, dict(axes=[1]))
+    type_cases(out)
+
+
+def type_cases(out):
+    """Types ONNX's own tests leave out: BitShift of signed integers (opset 28), ReduceMax and
+    ReduceMin of bool (opset 20), Shrink of integers, and inputs other than the first in types other
+    than the usual (int32 indices, starts and axes; Pow's exponent in another type; a float OneHot
+    depth; float16 Clip bounds and Mod)."""
+    rng = np.random.default_rng(28)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    i8 = np.array([-128, -3, 100, -1, -5, 7], np.int8)
+    for d in ("LEFT", "RIGHT"):
+        node_case(out, f"test_bitshift_stitch_{d.lower()}_int8_28", "BitShift",
+                  [i8, np.array([0, 1, 7, 8, -1, 100], np.int8)], 28, dict(direction=d))
+        node_case(out, f"test_bitshift_stitch_{d.lower()}_int64_28", "BitShift",
+                  [np.array([-9, -3, -1, 5, -8, -2**63], np.int64), np.array([0, 1, 63, 64, -3, 2], np.int64)], 28,
+                  dict(direction=d))
+    b = rng.random((3, 5)) < 0.4
+    b[1] = False
+    b[2] = True
+    node_case(out, "test_reduce_max_stitch_bool_20", "ReduceMax", [b, np.array([1], np.int64)], 20, dict(keepdims=0))
+    node_case(out, "test_reduce_min_stitch_bool_20", "ReduceMin", [b, np.array([-1], np.int64)], 20, {})
+    node_case(out, "test_shrink_stitch_int8", "Shrink", [i8], 18, dict(lambd=1.5, bias=0.5))
+    node_case(out, "test_shrink_stitch_uint8", "Shrink", [np.array([0, 1, 2, 3, 200, 255], np.uint8)], 18,
+              dict(lambd=1.0, bias=2.0))
+    node_case(out, "test_shrink_stitch_int64", "Shrink", [np.array([-7, -2, 0, 2, 7, 10**6], np.int64)], 18,
+              dict(lambd=0.5, bias=1.25))
+    x = f(5, 4)
+    node_case(out, "test_gather_stitch_int32_indices", "Gather", [x, np.array([[4, -1], [0, 2]], np.int32)], 13,
+              dict(axis=0))
+    node_case(out, "test_gather_elements_stitch_int32_indices", "GatherElements",
+              [x, np.array([[3, 0], [-1, 2], [1, 1], [0, 0], [2, 3]], np.int32)], 13, dict(axis=1))
+    node_case(out, "test_scatter_elements_stitch_int32_indices", "ScatterElements",
+              [x, np.array([[3, 0], [-1, 2]], np.int32), f(2, 2)], 18, dict(axis=1))
+    node_case(out, "test_slice_stitch_int32_starts", "Slice",
+              [x, np.array([1, -1], np.int32), np.array([4, -4], np.int32), np.array([0, 1], np.int32),
+               np.array([2, -1], np.int32)], 13, {})
+    node_case(out, "test_cumsum_stitch_int32_axis", "CumSum", [x, np.array(1, np.int32)], 14, dict(reverse=1))
+    node_case(out, "test_pow_stitch_float_int64_exponent", "Pow", [x, np.array([2, 3, 0, 1], np.int64)], 15, {})
+    node_case(out, "test_pow_stitch_int64_float_exponent", "Pow",
+              [np.array([[2, 3, -4, 5]], np.int64), np.array([2.0, 0.5, 3.0, 1.0], np.float32)], 15, {})
+    node_case(out, "test_pow_stitch_float16_float_exponent", "Pow",
+              [x.astype(np.float16), np.array([2.0, 3.0, 1.0, 2.0], np.float32)], 15, {})
+    node_case(out, "test_onehot_stitch_int32_float_depth", "OneHot",
+              [np.array([0, 3, -1, 7], np.int32), np.array(5.0, np.float32), np.array([-1.0, 2.0], np.float32)], 11,
+              dict(axis=0))
+    node_case(out, "test_clip_stitch_float16_bounds", "Clip",
+              [x.astype(np.float16), np.array(-0.5, np.float16), np.array(0.75, np.float16)], 13, {})
+    node_case(out, "test_mod_stitch_float16_fmod", "Mod",
+              [x.astype(np.float16), np.array([0.7, -1.5, 2.0, 0.3], np.float16)], 13, dict(fmod=1))
+    node_case(out, "test_topk_stitch_int32_smallest", "TopK",
+              [np.array([[3, -1, 7, 2, -9]], np.int32), np.array([2], np.int64)], 11, dict(largest=0),
+              outputs=("values", "indices"))
+    node_case(out, "test_argmax_stitch_uint8_select_last", "ArgMax", [np.array([[3, 7, 7, 1]], np.uint8)], 13,
+              dict(axis=1, select_last_index=1))
+    node_case(out, "test_pad_stitch_reflect_int32", "Pad",
+              [np.arange(12, dtype=np.int32).reshape(3, 4), np.array([1, 2, 1, 2], np.int64)], 18, dict(mode="reflect"))
+    node_case(out, "test_pad_stitch_edge_bool", "Pad", [b, np.array([1, 0, 0, 1], np.int64)], 18, dict(mode="edge"))
+    node_case(out, "test_expand_stitch_bool", "Expand", [b[:, :1], np.array([3, 4], np.int64)], 13, {})
 
 
 if __name__ == "__main__":
