@@ -186,11 +186,10 @@ inline TensorMap planned_emu_run(const Graph& g, const TensorMap& feed, int* ker
 
 // `text` through the front end, where no node of an op type in `gone` may be left (ops the front
 // end writes out), planned by beam search and run on emu (seeded inputs from `seed`) against the
-// reference running `text` as written: every output within the tolerance `tol_of` gives for its
-// type (integer outputs exactly). Returns the plan.
+// reference running `text` as written: every output within `tol` (integer outputs exactly).
+// Returns the plan.
 inline fusion::FusionPlan written_out_matches_op(const std::string& text, const std::set<std::string>& gone,
-                                                 uint32_t seed,
-                                                 const std::function<Tolerance(DType)>& tol_of) {
+                                                 uint32_t seed, const Tolerance& tol = kEmuF32) {
   INFO(text);
   auto original = parse_or_die(text);
   auto g = parse_or_die(text);
@@ -210,18 +209,12 @@ inline fusion::FusionPlan written_out_matches_op(const std::string& text, const 
   auto want = run_reference(*original, feed);
   REQUIRE(want.is_ok());
   for (const Value* v : g->outputs) {
-    const Tolerance tol = tol_of(v->dtype);
     const CompareResult r = compare_tensors(got.at(v->name), want->at(v->name), tol.rtol, tol.atol);
     INFO(v->name << ": max abs " << r.max_abs << ", " << r.mismatches << " outside the tolerance "
                  << r.problem);
     CHECK(r.ok);
   }
   return std::move(plan).value();
-}
-// The same, every output within `tol`.
-inline fusion::FusionPlan written_out_matches_op(const std::string& text, const std::set<std::string>& gone,
-                                                 uint32_t seed, const Tolerance& tol = kEmuF32) {
-  return written_out_matches_op(text, gone, seed, [&](DType) { return tol; });
 }
 
 // Every planner makes `g` one kernel, which matches the reference interpreter on emu (a seed each,

@@ -5,6 +5,10 @@
 // that computed one differently, fails here naming the op and the type.
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/emu_build.h"
 #include "fusion_test_util.h"
 
 using namespace stitch;
@@ -189,6 +193,14 @@ Tolerance tolerance_for(DType t) {
 // comes to accept fails the test until it is taken off this list, and a refusal not on it fails.
 const std::map<std::pair<std::string, std::string>, std::string> kRefused = {};
 
+// One op's graph, as written and through the front end, with its schedule (kernels renamed apart
+// from the other ops') and seeded inputs.
+struct OpRun {
+  std::unique_ptr<Graph> original, graph;
+  codegen::Schedule schedule;
+  TensorMap feed;
+};
+
 TEST_CASE(
     "every type the ONNX spec allows an element-wise, broadcast, reduction or layout op runs on emu as the "
     "reference",
@@ -196,6 +208,7 @@ TEST_CASE(
   REQUIRE(kOpTypes.size() >= 120);
   uint32_t seed = 1;
   size_t nodes = 0, refused = 0;
+  std::vector<OpRun> runs;
   for (const OpTypes& e : kOpTypes) {
     // Each type alone through the front end first, so that one refusal does not hide the others.
     std::vector<std::string> accepted;
@@ -213,15 +226,76 @@ TEST_CASE(
       }
     }
     if (accepted.empty()) continue;
+    // Then one graph of the op's accepted types, planned by beam search.
     std::string text = fmt::format("graph \"{}\" opset 28 {{\n", e.op);
     for (const std::string& t : accepted) text += node_text(e.op, t);
     text += "}\n";
-    written_out_matches_op(text, {}, seed, tolerance_for);
-    seed += 100;
+    INFO(text);
+    OpRun r{parse_or_die(text), parse_or_die(text), {}, {}};
+    run_frontend_or_die(*r.graph);
+    auto plan = fusion::make_plan(*r.graph, opts("beam"));
+    INFO(plan.status().message());
+    REQUIRE(plan.is_ok());
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
+    auto s = codegen::build_schedule(*r.graph, &groups, &packs, plan->gemm_folds);
+    INFO(s.status().message());
+    REQUIRE(s.is_ok());
+    r.schedule = std::move(*s);
+    codegen::prefix_kernel_names(r.schedule.kernels, fmt::format("op{:03d}_", runs.size()));
+    for (const Value* v : r.graph->inputs) r.feed[v->name] = random_tensor(v->dtype, *v->dims, seed++);
+    runs.push_back(std::move(r));
     nodes += accepted.size();
   }
   CHECK(refused == kRefused.size());
   CHECK(nodes >= 950);
+
+  // Every op's kernels in one emulation library (the host compiler's fixed cost once, not per op),
+  // then each op's artifact on emu against the reference running its graph as written.
+  namespace fs = std::filesystem;
+  const fs::path scratch = fs::temp_directory_path() / ("stitch_unit_op_types_" + std::to_string(getpid()));
+  fs::remove_all(scratch);
+  fs::create_directories(scratch / "lib");
+  std::vector<const codegen::Kernel*> kernels;
+  std::string code;
+  for (const OpRun& r : runs)
+    for (const codegen::Kernel& k : r.schedule.kernels) {
+      kernels.push_back(&k);
+      code += k.source + "\n";
+    }
+  const std::string unit = codegen::emu_translation_unit(code, kernels);
+  { std::ofstream(scratch / "lib" / "unit.cc") << unit; }
+  const fs::path library = scratch / "lib" / "kernels.so";
+  codegen::EmuBuildOptions build;
+  build.cache_dir = emu_cache_dir();
+  auto built = codegen::build_emu_library(scratch / "lib" / "unit.cc", unit, kernels, library, build);
+  INFO(built.status().message());
+  REQUIRE(built.is_ok());
+  codegen::CompileOptions o;
+  o.run_nvcc = false;
+  o.model_path = "/dev/null";
+  o.emu_library = library.string();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const OpRun& r = runs[i];
+    INFO(r.graph->name);
+    const fs::path dir = scratch / std::to_string(i);
+    codegen::ArtifactSummary summary;
+    const Status st = codegen::write_artifact(*r.graph, r.schedule, o, dir.string(), &summary);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    const TensorMap got = run_artifact_on_emu(*r.graph, dir, r.feed);
+    auto want = run_reference(*r.original, r.feed);
+    INFO(want.status().message());
+    REQUIRE(want.is_ok());
+    for (const Value* v : r.graph->outputs) {
+      const Tolerance tol = tolerance_for(v->dtype);
+      const CompareResult c = compare_tensors(got.at(v->name), want->at(v->name), tol.rtol, tol.atol);
+      INFO(v->name << ": max abs " << c.max_abs << ", " << c.mismatches << " outside the tolerance "
+                   << c.problem);
+      CHECK(c.ok);
+    }
+  }
+  fs::remove_all(scratch);
 }
 
 TEST_CASE("ReduceMax and ReduceMin of bool are any and all, from opset 20, on the reference and on emu",
