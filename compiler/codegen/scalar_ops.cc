@@ -27,6 +27,8 @@ std::string f_attr(const Node& n, const char* k, float dflt, const std::string& 
   return literal(n.attr_float(k, dflt), ct);
 }
 
+bool is_int_type(const std::string& ct) { return ct == "long long" || ct == "unsigned long long"; }
+
 const std::map<std::string, ExprFn>& unary_table() {
   static const std::map<std::string, ExprFn> t = {
       {"Abs", [](const Node&, const Args& a, const std::string& ct) {
@@ -79,7 +81,7 @@ const std::map<std::string, ExprFn>& unary_table() {
       {"ThresholdedRelu", [](const Node& n, const Args& a, const std::string& ct) {
          return fmt::format("({0} > {2} ? {0} : ({1})0)", a[0], ct, f_attr(n, "alpha", 1.0f, ct)); }},
       {"Shrink", [](const Node& n, const Args& a, const std::string& ct) {
-         if (ct == "long long" || ct == "unsigned long long") {  // in double, as the reference's shrink_int
+         if (is_int_type(ct)) {  // in double, as the reference's shrink_int
            const std::string l = f_attr(n, "lambd", 0.5f, "double"), b = f_attr(n, "bias", 0.0f, "double");
            const std::string v = fmt::format("(double)({})", a[0]);
            const std::string r = fmt::format(
@@ -120,8 +122,6 @@ const std::map<std::string, ExprFn>& unary_table() {
   };
   return t;
 }
-
-bool is_int_type(const std::string& ct) { return ct == "long long" || ct == "unsigned long long"; }
 
 // Pow by a constant 2 of a floating-point base (RMSNorm's square, a variance by hand).
 bool pow_is_square(const Node& n) {

@@ -50,7 +50,8 @@ int onnx_code(const std::string& t) { return dtype_to_onnx(*dtype_from_name(t));
 
 // The IR text of one node of `op` on type `t` (inputs, constants, the node, its outputs), names
 // suffixed with the type. Inputs of the varied type are 3 x 5 unless the op needs more axes.
-std::string node_text(const std::string& op, const std::string& t) {
+std::string node_text(const OpTypes& e, const std::string& t) {
+  const std::string op = e.op;
   const std::string x = "%x_" + t, y = "%y_" + t, node = fmt::format("@\"{}_{}\"", op, t);
   auto input = [&](const std::string& name, const std::string& type, const std::string& dims) {
     return fmt::format("  input %{}_{}: {}[{}]\n", name, t, type, dims);
@@ -59,12 +60,16 @@ std::string node_text(const std::string& op, const std::string& t) {
                       const std::string& values) {
     return fmt::format("  const %{}_{}: {}[{}] = {}\n", name, t, type, dims, values);
   };
-  auto unary = [&](const std::string& attrs) {
-    return input("x", t, "3,5") + fmt::format("  {} = {}({}){} {}\n  output {}\n", y, op, x, attrs, node, y);
+  // x of `dims`, then `rest` (other inputs and constants), the node reading x and then `args`.
+  auto with = [&](const std::string& dims, const std::string& rest, const std::string& args,
+                  const std::string& attrs) {
+    return input("x", t, dims) + rest +
+           fmt::format("  {} = {}({}{}){} {}\n  output {}\n", y, op, x, args, attrs, node, y);
   };
-  auto binary = [&](const std::string& b, const std::string& attrs) {
-    return input("x", t, "3,5") + b +
-           fmt::format("  {} = {}({}, %b_{}){} {}\n  output {}\n", y, op, x, t, attrs, node, y);
+  const std::string b = "%b_" + t;
+  auto unary = [&](const std::string& attrs) { return with("3,5", "", "", attrs); };
+  auto binary = [&](const std::string& b_text, const std::string& attrs) {
+    return with("3,5", b_text, ", " + b, attrs);
   };
   auto normalization = [&](const std::string& dims, const std::string& channels, const std::string& inputs,
                            const std::string& attrs) {
@@ -93,16 +98,13 @@ std::string node_text(const std::string& op, const std::string& t) {
                "  {0}, %s_{1}, %z_{1} = DynamicQuantizeLinear({2}) {3}\n  output {0}\n  output %s_{1}\n"
                "  output %z_{1}\n",
                y, t, x, node);
-  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
-    return input("x", t, "2,3,4,5") + fmt::format("  {} = {}({}) {}\n  output {}\n", y, op, x, node, y);
-  }
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return with("2,3,4,5", "", "", "");
   if (op == "GroupNormalization") return normalization("2,4,3", "4", "scale bias", " {num_groups = 2}");
   if (op == "InstanceNormalization") return normalization("2,3,5", "3", "scale bias", "");
   if (op == "LayerNormalization") return normalization("3,5", "5", "scale bias", "");
   if (op == "RMSNormalization") return normalization("3,5", "5", "scale", "");
   if (op == "BatchNormalization") return normalization("2,3,4", "3", "scale bias mean var", "");
-  if (op == "MeanVarianceNormalization")
-    return input("x", t, "2,3,2,5") + fmt::format("  {} = {}({}) {}\n  output {}\n", y, op, x, node, y);
+  if (op == "MeanVarianceNormalization") return with("2,3,2,5", "", "", "");
   if (op == "NegativeLogLikelihoodLoss" || op == "SoftmaxCrossEntropyLoss")
     return binary(constant("b", "i64", "3", "[0, 4, 2]"), "");
   if (op == "TopK")
@@ -125,12 +127,6 @@ std::string node_text(const std::string& op, const std::string& t) {
   if (op == "Pow") return binary(constant("b", t, "5", "[2, 3, 0, 1, 2]"), "");
   if (op.rfind("Reduce", 0) == 0) return binary(constant("b", "i64", "1", "[1]"), "");
   // Layout ops: constant indices, shapes and axes, so that every index lies inside its axis.
-  auto with = [&](const std::string& dims, const std::string& rest, const std::string& args,
-                  const std::string& attrs) {
-    return input("x", t, dims) + rest +
-           fmt::format("  {} = {}({}{}){} {}\n  output {}\n", y, op, x, args, attrs, node, y);
-  };
-  const std::string b = "%b_" + t;
   if (op == "Compress")
     return with("3,5", constant("b", "bool", "5", "[1, 0, 1, 1, 0]"), ", " + b, " {axis = 1}");
   if (op == "Concat") return with("3,5", input("b", t, "3,2"), ", " + b, " {axis = 1}");
@@ -170,12 +166,7 @@ std::string node_text(const std::string& op, const std::string& t) {
   if (op == "Unsqueeze") return with("3,5", constant("b", "i64", "1", "[1]"), ", " + b, "");
   if (op == "Tile") return with("3,5", constant("b", "i64", "2", "[2, 1]"), ", " + b, "");
   if (op == "Transpose") return with("3,5", "", "", " {perm = ints[1, 0]}");
-  const std::string category = [&] {
-    for (const OpTypes& e : kOpTypes)
-      if (e.op == op) return std::string(e.category);
-    return std::string();
-  }();
-  if (category == "broadcast") return binary(input("b", t, "5"), "");
+  if (std::string_view(e.category) == "broadcast") return binary(input("b", t, "5"), "");
   return unary("");  // element-wise ops, row ops along the last axis (Softmax, Trilu, ...), Identity, Dropout
 }
 
@@ -213,7 +204,7 @@ TEST_CASE(
     // Each type alone through the front end first, so that one refusal does not hide the others.
     std::vector<std::string> accepted;
     for (const std::string& t : e.types) {
-      const std::string one = fmt::format("graph \"{}\" opset 28 {{\n{}}}\n", e.op, node_text(e.op, t));
+      const std::string one = fmt::format("graph \"{}\" opset 28 {{\n{}}}\n", e.op, node_text(e, t));
       INFO(one);
       const std::string error = frontend_error(one);
       const auto known = kRefused.find({e.op, t});
@@ -228,7 +219,7 @@ TEST_CASE(
     if (accepted.empty()) continue;
     // Then one graph of the op's accepted types, planned by beam search.
     std::string text = fmt::format("graph \"{}\" opset 28 {{\n", e.op);
-    for (const std::string& t : accepted) text += node_text(e.op, t);
+    for (const std::string& t : accepted) text += node_text(e, t);
     text += "}\n";
     INFO(text);
     OpRun r{parse_or_die(text), parse_or_die(text), {}, {}};
