@@ -178,7 +178,7 @@ struct QuantSpec {
   int64_t param_index(int64_t i) const;
 };
 StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& in, bool quantize);
-// `v` rounded to float type `t`: float32 arithmetic's result, or a half type's.
+// `v` rounded to float type `t`: float32 arithmetic's result, a half type's, or `v` itself for float64.
 double round_to(DType t, double v);
 // The range of quantized type `t` (int8, uint8, int16, uint16; int32's otherwise).
 std::pair<double, double> int_range(DType t);

@@ -3,7 +3,8 @@
 //   DequantizeLinear (11-25)  y = (x - zero_point) * scale, in float32, rounded to the scale's type
 //                             (or output_dtype) at the end
 //   QuantizeLinear (11-25)    y = clamp(round_half_even(x / scale) + zero_point) to the quantized
-//                             type's range, the division in the scale's precision (or `precision`)
+//                             type's range, the division in the scale's precision (or `precision`;
+//                             float64 for an int32 scale)
 //   DynamicQuantizeLinear (11+)  uint8 y with the scale and zero point of x's range widened to
 //                             hold 0: scale = (max - min) / 255 (1 / 255 when max = min),
 //                             zero_point = round(clamp(-min / scale, 0, 255))
@@ -88,6 +89,7 @@ int64_t QuantSpec::param_index(int64_t i) const {
 }
 
 double round_to(DType t, double v) {
+  if (t == DType::kF64) return v;
   const float f = static_cast<float>(v);
   if (t == DType::kF16) return half_bits_to_float(float_to_half_bits(f));
   if (t == DType::kBF16) return bf16_bits_to_float(float_to_bf16_bits(f));
@@ -114,9 +116,10 @@ StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& i
   QuantSpec q;
   const QuantOperand &x = in[0], &scale = in[1];
   const QuantOperand* zp = in.size() > 2 && in[2].dims ? &in[2] : nullptr;
-  if (!is_float(scale.type) || scale.type == DType::kF64)
-    return node_error(
-        n, fmt::format("expects a float, float16 or bfloat16 scale, got {}", dtype_name(scale.type)));
+  // QuantizeLinear's scale may be int32 (x's type at opset 21, one of its own from opset 23).
+  if ((!is_float(scale.type) || scale.type == DType::kF64) && !(quantize && scale.type == DType::kI32))
+    return node_error(n, fmt::format("expects a float, float16 or bfloat16 scale{}, got {}",
+                                     quantize ? " (or int32)" : "", dtype_name(scale.type)));
   // One value each may differ in rank (ONNX Runtime's quantizer writes a [1] scale and a scalar zero point).
   if (zp && *zp->dims != *scale.dims && !(num_elements(*zp->dims) == 1 && num_elements(*scale.dims) == 1))
     return node_error(n, fmt::format("its zero point's shape {} differs from its scale's {}",
@@ -142,7 +145,15 @@ StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& i
           n, fmt::format("quantizing to {} is not supported: int8, uint8, int16 or uint16", dtype_name(q.q)));
     ASSIGN_OR_RETURN(std::optional<DType> precision,
                      n.opset >= 23 ? float_attr(n, "precision") : std::optional<DType>{});
-    q.real = precision ? *precision : (x.type == scale.type ? x.type : DType::kF32);
+    // The division's precision: `precision`, else the scale's type when x has it too, float32 for
+    // mixed float types, float64 for an int32 scale (ONNX's reference divides in numpy's promotion,
+    // which gives float64 for int32 over anything, and float32 would round an int32 quotient).
+    if (precision)
+      q.real = *precision;
+    else if (scale.type == DType::kI32)
+      q.real = DType::kF64;
+    else
+      q.real = x.type == scale.type ? x.type : DType::kF32;
   } else {
     if (!quantized_int(x.type) && x.type != DType::kI32)
       return node_error(n,

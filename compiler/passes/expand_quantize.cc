@@ -100,16 +100,18 @@ StatusOr<bool> expand_dequantize(Graph& g, Node& n) {
 }
 
 // round(x / scale) + zero point, clamped to [lo, hi] and cast to `to`; `scale` and `zp` (or null)
-// broadcast to x, `scale` of the division's type.
+// broadcast to x, `scale` of the division's type, `zp` of float32 (float64 when the division is:
+// a float64 quotient rounded to float32 first could land on a half and round the other way).
 Value* quantize(NodeBuilder& b, Value* x, Value* scale, Value* zp, DType to, double lo, double hi) {
   const Dims& xd = *x->dims;
+  const DType work = scale->dtype == DType::kF64 ? DType::kF64 : DType::kF32;
   if (x->dtype != scale->dtype) x = b.cast(x, scale->dtype, "precise");
   Value* last = b.node("Div", "ratio", {x, scale}, scale->dtype, xd);
-  if (last->dtype != DType::kF32) last = b.cast(last, DType::kF32, "ratio_f32");
-  last = b.node("Round", "round", {last}, DType::kF32, xd);
-  if (zp) last = b.node("Add", "shifted", {last, zp}, DType::kF32, xd);
-  last =
-      b.node("Clip", "saturate", {last, f32_scalar(b, "min", lo), f32_scalar(b, "max", hi)}, DType::kF32, xd);
+  if (last->dtype != work) last = b.cast(last, work, "ratio_f32");
+  last = b.node("Round", "round", {last}, work, xd);
+  if (zp) last = b.node("Add", "shifted", {last, zp}, work, xd);
+  auto bound = [&](const char* name, double v) { return b.constant(name, Tensor::from_f64(work, {}, {v})); };
+  last = b.node("Clip", "saturate", {last, bound("min", lo), bound("max", hi)}, work, xd);
   return b.cast(last, to, "quantized");
 }
 
@@ -121,7 +123,8 @@ StatusOr<bool> expand_quantize_linear(Graph& g, Node& n) {
   const Dims& xd = *x->dims;
   NodeBuilder b{g, n};
   Value* s = broadcastable(b, scale, q, xd, q.real, "scale");
-  Value* z = zp ? broadcastable(b, zp, q, xd, DType::kF32, "zero_point") : nullptr;
+  Value* z = zp ? broadcastable(b, zp, q, xd, q.real == DType::kF64 ? DType::kF64 : DType::kF32, "zero_point")
+                : nullptr;
   b.finish(quantize(b, x, s, z, q.q, q.lo, q.hi), y);
   return true;
 }

@@ -29,7 +29,8 @@ from onnx.reference import ReferenceEvaluator
 
 ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
         np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL, np.uint64: TensorProto.UINT64,
-        np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
+        np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.int16: TensorProto.INT16,
+        np.uint16: TensorProto.UINT16}
 
 
 def resize_case(out, name, x, opset, attrs, roi=None, scales=None, sizes=None):
@@ -327,7 +328,7 @@ def type_cases(out):
     """Types ONNX's own tests leave out: BitShift of signed integers (opset 28), ReduceMax and
     ReduceMin of bool (opset 20), Shrink of integers, and inputs other than the first in types other
     than the usual (int32 indices, starts and axes; Pow's exponent in another type; a float OneHot
-    depth; float16 Clip bounds and Mod)."""
+    depth; float16 Clip bounds and Mod; QuantizeLinear's int32 scale)."""
     rng = np.random.default_rng(28)
     f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
     i8 = np.array([-128, -3, 100, -1, -5, 7], np.int8)
@@ -379,6 +380,15 @@ def type_cases(out):
               [np.arange(12, dtype=np.int32).reshape(3, 4), np.array([1, 2, 1, 2], np.int64)], 18, dict(mode="reflect"))
     node_case(out, "test_pad_stitch_edge_bool", "Pad", [b, np.array([1, 0, 0, 1], np.int64)], 18, dict(mode="edge"))
     node_case(out, "test_expand_stitch_bool", "Expand", [b[:, :1], np.array([3, 4], np.int64)], 13, {})
+    # QuantizeLinear of int32 by an int32 scale (x's type at opset 21; its own constraint from opset 23):
+    # ties at the halves round to even, large values saturate.
+    xi = np.array([[-70000, -6, -2, 6, 10, 14], [1001, 2**31 - 1, -2**31, 0, 2, 3]], np.int32)
+    node_case(out, "test_quantize_linear_stitch_int32_21", "QuantizeLinear",
+              [xi, np.array(4, np.int32), np.array(-3, np.int16)], 21, {})
+    node_case(out, "test_quantize_linear_stitch_float_int32_scale_28", "QuantizeLinear",
+              [f(2, 3) * 20, np.array([3, 1, 7], np.int32), np.array([5, 0, -2], np.int8)], 28, dict(axis=1))
+    node_case(out, "test_quantize_linear_stitch_int32_scale_precision_28", "QuantizeLinear",
+              [xi, np.array(3, np.int32), np.array(1, np.uint16)], 28, dict(precision=TensorProto.FLOAT))
 
 
 if __name__ == "__main__":

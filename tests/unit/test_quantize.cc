@@ -291,6 +291,42 @@ TEST_CASE("quantization ops that do not fit are refused, naming the node", "[qua
   %y = QuantizeLinear(%x, %s) {axis = 1, block_size = -2} @"q"
   output %y
 })") == "node 'q' (QuantizeLinear): block_size must be positive, got -2");
+  CHECK(frontend_error(R"(graph "g" opset 23 {
+  input %x: f32[2,3]
+  const %s: f64[] = [1.0]
+  %y = QuantizeLinear(%x, %s) @"q"
+  output %y
+})") == "node 'q' (QuantizeLinear): expects a float, float16 or bfloat16 scale (or int32), got f64");
+  CHECK(frontend_error(R"(graph "g" opset 23 {
+  input %x: i8[2,3]
+  const %s: i32[] = [2]
+  %y = DequantizeLinear(%x, %s) @"dq"
+  output %y
+})") == "node 'dq' (DequantizeLinear): expects a float, float16 or bfloat16 scale, got i32");
+}
+
+TEST_CASE("QuantizeLinear by an int32 scale divides in float64, as ONNX's reference does",
+          "[quantize][emu]") {
+  // Ties at the halves go to even. In float32 the first two would be ties too (65568769 is 1000.5
+  // times 65536, plus 1, which float32 cannot hold) and round to 997 and -1003. The expected values
+  // are what onnx 1.23.2's reference evaluator gives for these inputs.
+  auto g = parse_or_die(R"(graph "g" opset 21 {
+  input %x: i32[8]
+  const %s: i32[] = [65536]
+  const %z: i16[] = [-3]
+  %y = QuantizeLinear(%x, %s, %z) @"q"
+  output %y
+})");
+  const TensorMap feed{{"x", Tensor::from_i64(DType::kI32, {8},
+                                              {65568769, -65568769, 65568768, 98304, 163840, -98304,
+                                               2147483647, -2147483648LL})}};
+  const std::vector<int64_t> want{998, -1004, 997, -1, -1, -5, 32765, -32768};
+  auto ref = run_reference(*g, feed);
+  REQUIRE(ref.is_ok());
+  CHECK(ref->at("y").dtype() == DType::kI16);
+  CHECK(ref->at("y").to_i64() == want);
+  run_frontend_or_die(*g);
+  CHECK(planned_emu_run(*g, feed).at("y").to_i64() == want);
 }
 
 TEST_CASE("the shipped QDQ models as stitchc compiles them: every quantize-dequantize pair inside a kernel",
