@@ -35,6 +35,7 @@ class Importer {
     RETURN_IF_ERROR(read_inputs(gp));
     RETURN_IF_ERROR(read_nodes(gp));
     RETURN_IF_ERROR(read_outputs(gp));
+    read_declared_types(gp);
     RETURN_IF_ERROR(g_->topo_sort());
     RETURN_IF_ERROR(expand_contrib_ops(*g_));
     RETURN_IF_ERROR(g_->topo_sort());
@@ -297,6 +298,20 @@ class Importer {
       g_->outputs.push_back(v);
     }
     return Status::ok();
+  }
+
+  // The element types the model declares for node outputs (graph outputs, value_info), for
+  // infer_shapes to check. Types stitch lacks, and names no node produces, are left to the checks
+  // that own them.
+  void read_declared_types(const onnx::GraphProto& gp) {
+    auto declare = [&](const onnx::ValueInfoProto& vi) {
+      if (!vi.type().has_tensor_type() || vi.type().tensor_type().elem_type() == 0) return;
+      Value* v = g_->find_value(vi.name());
+      const auto dt = dtype_from_onnx(vi.type().tensor_type().elem_type());
+      if (v && v->producer && dt) v->declared = *dt;
+    };
+    for (const auto& vi : gp.value_info()) declare(vi);
+    for (const auto& o : gp.output()) declare(o);
   }
 
   onnx::ModelProto& model_;

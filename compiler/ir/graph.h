@@ -35,6 +35,9 @@ struct Value {
   std::vector<std::string> dim_params;  // graph inputs: symbolic dim names ("" if none)
   Node* producer = nullptr;             // null for graph inputs and constants
   std::optional<Tensor> constant;       // compile-time value, if known
+  // The element type the model declares for a node's output (graph outputs and value_info), or
+  // kUndefined; infer_shapes checks it against the op's rule once and then clears it.
+  DType declared = DType::kUndefined;
 
   bool has_static_shape() const;
   bool is_constant() const { return constant.has_value(); }

@@ -8,7 +8,8 @@
 // is what lets PyTorch's Shape -> Gather -> Unsqueeze -> Concat -> Reshape
 // chains resolve once the input shapes are bound; fold_constants then removes
 // those nodes. An output with no elements is a constant too (an empty tensor has no values to
-// compute). Assumes bound input shapes; guarantees static types everywhere.
+// compute). An output whose type the model declares (a graph output, value_info) must have that
+// type. Assumes bound input shapes; guarantees static types everywhere.
 #include <fmt/format.h>
 
 #include "ir/legacy_forms.h"
@@ -60,12 +61,19 @@ StatusOr<bool> infer_shapes(Graph& g, PassContext&) {
                         n.describe(), o->name, dims_to_string(*o->dims)));
       if (o->dtype == DType::kUndefined || !o->has_static_shape())
         return Status::internal(fmt::format("{}: the shape rule left output {} untyped", n.describe(), i));
+      if (o->declared != DType::kUndefined && o->declared != o->dtype)
+        return Status::user(fmt::format(
+            "{}: output '{}' is {} by the op's type rule, but the model declares it {}; correct the model's "
+            "declaration, or Cast the op's inputs or output to the types the model means",
+            n.describe(), o->name, dtype_name(o->dtype), dtype_name(o->declared)));
       if (!fits_in_memory(*o->dims))
         return Status::user(fmt::format("{}: output '{}' would have shape {}, too large to exist; check the "
                                         "--shape bindings and the model's shape constants",
                                         n.describe(), o->name, dims_to_string(*o->dims)));
       changed |= before[i].first != o->dtype || before[i].second != o->dims;
     }
+    for (Value* o : n.outputs)
+      if (o) o->declared = DType::kUndefined;  // checked once: later passes may retype a value
     // Outputs with no elements are known without computing them: constants, so that no kernel or
     // library call is planned over an empty tensor.
     if (std::all_of(n.outputs.begin(), n.outputs.end(),

@@ -501,3 +501,42 @@ TEST_CASE("Ifs stitch cannot decide, and bad --constant-input values, name what 
   CHECK((*both)->inputs.empty());
   CHECK((*both)->find_value("x")->constant->get_f64(1) == -2.0);
 }
+
+TEST_CASE("an output type the model declares must be the op's, checked once the types are known",
+          "[importer]") {
+  // x: f32 -> Relu -> y, Cast to int64 -> z (both graph outputs), with y declared in value_info too.
+  auto model = [](int y_declared, int z_declared) {
+    onnx::ModelProto m = base_model();
+    auto* g = m.mutable_graph();
+    g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(y_declared);
+    auto* cast = add_node(g, "Cast", {"y"}, {"z"}, "cast");
+    auto* to = cast->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(7);
+    *g->add_output() = tensor_info("z", z_declared, {"batch", "4"});
+    return m;
+  };
+  auto frontend = [](const onnx::ModelProto& m) {
+    auto g = import_onnx_bytes(m.SerializeAsString(), temp_dir().string(), "m.onnx");
+    REQUIRE(g.is_ok());
+    PassContext ctx;
+    REQUIRE(parse_shape_binding("batch=2", ctx.bindings).is_ok());
+    return run_frontend(**g, ctx);
+  };
+  CHECK(frontend(model(1, 7)).is_ok());
+  CHECK(frontend(model(0, 0)).is_ok());  // undeclared types are the op's to give
+  Status st = frontend(model(1, 6));
+  CHECK(st.code() == Code::kUser);
+  CHECK(st.message() ==
+        "node 'cast' (Cast): output 'z' is i64 by the op's type rule, but the model declares it i32; correct "
+        "the "
+        "model's declaration, or Cast the op's inputs or output to the types the model means");
+  // A value_info entry counts too.
+  onnx::ModelProto m = model(0, 7);
+  *m.mutable_graph()->add_value_info() = tensor_info("y", 10, {"batch", "4"});
+  st = frontend(m);
+  CHECK_THAT(st.message(),
+             Catch::StartsWith("node 'relu' (Relu): output 'y' is f32 by the op's type rule, but "
+                               "the model declares it f16"));
+}
