@@ -362,6 +362,9 @@ StatusOr<bool> expand_attention(Graph& g, Node& n) {
   if (st != t) p = b.cast(p, t, "to_input_type");
   if (mode == 3) qk_out = p;
   const Dims od{batch, hq, sq, (*vh->dims)[3]};
+  // V may be of another float type than Q (T2; present_value keeps it); Y is Q's type, and so is the
+  // product (ONNX's own function body multiplies the two types, which MatMul does not allow).
+  if (vh->dtype != t) vh = b.cast(vh, t, "v_to_query_type");
   Value* out = b.node("MatMul", "output", {p, vh}, t, od);
   if (three) out = b.reshape(transpose(b, out, {0, 2, 1, 3}, "output_transposed"), *y->dims, "output_hidden");
   Value* extra[3] = {n.outputs.size() > 1 ? n.output(1) : nullptr,

@@ -328,7 +328,7 @@ def type_cases(out):
     """Types ONNX's own tests leave out: BitShift of signed integers (opset 28), ReduceMax and
     ReduceMin of bool (opset 20), Shrink of integers, and inputs other than the first in types other
     than the usual (int32 indices, starts and axes; Pow's exponent in another type; a float OneHot
-    depth; float16 Clip bounds and Mod; QuantizeLinear's int32 scale)."""
+    depth; float16 Clip bounds and Mod; QuantizeLinear's int32 scale; Attention's V of another type)."""
     rng = np.random.default_rng(28)
     f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
     i8 = np.array([-128, -3, 100, -1, -5, 7], np.int8)
@@ -389,6 +389,13 @@ def type_cases(out):
               [f(2, 3) * 20, np.array([3, 1, 7], np.int32), np.array([5, 0, -2], np.int8)], 28, dict(axis=1))
     node_case(out, "test_quantize_linear_stitch_int32_scale_precision_28", "QuantizeLinear",
               [xi, np.array(3, np.int32), np.array(1, np.uint16)], 28, dict(precision=TensorProto.FLOAT))
+    # Attention with V of another float type than Q and K (T2): Y and the product are Q's type. The
+    # float16 output's V is positive, so that no output is a small difference of float16 terms.
+    node_case(out, "test_attention_stitch_float_q_float16_v", "Attention",
+              [f(1, 2, 4, 8), f(1, 2, 6, 8), f(1, 2, 6, 8).astype(np.float16)], 23, {})
+    node_case(out, "test_attention_stitch_float16_q_float_v_mask", "Attention",
+              [f(1, 2, 4, 8).astype(np.float16), f(1, 2, 6, 8).astype(np.float16), np.abs(f(1, 2, 6, 8)) + 0.5,
+               rng.random((4, 6)) < 0.8], 23, dict(is_causal=0))
 
 
 if __name__ == "__main__":
