@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "ir/op_table.h"
@@ -47,6 +48,40 @@ Status verify_graph(const Graph& g, const VerifyOptions& opts) {
       if (v->dtype == DType::kUndefined) return fail(fmt::format("'{}' has no element type", v->name));
       if (!v->has_static_shape()) return fail(fmt::format("'{}' has no static shape: {}", v->name, v->type_string()));
     }
+  }
+  return Status::ok();
+}
+
+Status verify_node_types(Graph& g) {
+  for (const auto& np : g.nodes()) {
+    Node& n = *np;
+    if (!n.def || !n.def->infer) continue;
+    const auto known = [](const Value* v) {
+      return !v || (v->dtype != DType::kUndefined && v->has_static_shape());
+    };
+    if (!std::all_of(n.inputs.begin(), n.inputs.end(), known) ||
+        std::any_of(n.outputs.begin(), n.outputs.end(), [](const Value* v) { return v && v->constant; }))
+      continue;
+    std::vector<std::pair<DType, std::optional<Dims>>> given;
+    for (const Value* o : n.outputs)
+      given.emplace_back(o ? o->dtype : DType::kUndefined, o ? o->dims : std::nullopt);
+    InferContext ctx(n);
+    const Status rule = n.def->infer(ctx);
+    std::string wrong;
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      Value* o = n.outputs[i];
+      if (!o) continue;
+      if (rule.is_ok() && wrong.empty() && (o->dtype != given[i].first || o->dims != given[i].second))
+        wrong =
+            fmt::format("output '{}' is {}[{}] but the op's rule gives {}[{}]", o->name,
+                        dtype_name(given[i].first), given[i].second ? dims_to_string(*given[i].second) : "?",
+                        dtype_name(o->dtype), o->dims ? dims_to_string(*o->dims) : "?");
+      o->dtype = given[i].first;
+      o->dims = given[i].second;
+      o->constant.reset();  // a rule may record a value computed from shapes alone
+    }
+    if (!rule.is_ok()) wrong = "the op's rule refuses it: " + rule.message();
+    if (!wrong.empty()) return Status::internal(fmt::format("IR verifier: {}: {}", n.describe(), wrong));
   }
   return Status::ok();
 }

@@ -14,4 +14,10 @@ struct VerifyOptions {
 
 Status verify_graph(const Graph& g, const VerifyOptions& opts = {});
 
+// Once every value is typed: each node's outputs have the type and shape its op's rule gives for its
+// inputs, and the rule accepts the node. Passes build nodes with their output types given, not
+// inferred, so a pass that wires two types into a MatMul would otherwise go unnoticed. Nodes with a
+// constant output are left out (their values were computed). The graph is left as it was.
+Status verify_node_types(Graph& g);
+
 }  // namespace stitch

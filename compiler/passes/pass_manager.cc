@@ -139,6 +139,7 @@ Status run_frontend(Graph& g, PassContext& ctx) {
       VerifyOptions vo;
       vo.require_static_types = inferred;
       Status st = verify_graph(g, vo);
+      if (st.is_ok() && inferred && changed) st = verify_node_types(g);
       if (!st.is_ok()) return st.with_context(fmt::format("after pass {}", p.name));
     }
     RETURN_IF_ERROR(dump(g, ctx.dump_dir, index++, p.name));

@@ -131,3 +131,28 @@ TEST_CASE("topo_sort names the nodes of a cycle") {
   CHECK(st.code() == Code::kUser);
   CHECK_THAT(st.message(), Catch::Contains("cycle") && Catch::Contains("'Neg'") && Catch::Contains("'Relu'"));
 }
+
+TEST_CASE("verifier catches a node whose output type its op's rule does not give, as a pass might build it",
+          "[verifier]") {
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[2,3]
+  %r: f32[2,3] = Relu(%x) @"relu"
+  output %r
+})");
+  CHECK(verify_node_types(*g).is_ok());
+  g->find_value("r")->dtype = DType::kF16;  // what a pass that typed the output by hand could do
+  Status st = verify_node_types(*g);
+  CHECK(st.code() == Code::kInternal);
+  CHECK(st.message() == "IR verifier: node 'relu' (Relu): output 'r' is f16[2x3] but the op's rule gives f32[2x3]");
+  CHECK(g->find_value("r")->dtype == DType::kF16);  // left as it was
+  // Attention's product before the fix: probabilities of one type times V of another.
+  auto mm = test::parse_or_die(R"(graph "g" opset 17 {
+  input %p: f32[2,3]
+  input %v: f16[3,4]
+  %o: f32[2,4] = MatMul(%p, %v) @"output"
+  output %o
+})");
+  CHECK(verify_node_types(*mm).message() ==
+        "IR verifier: node 'output' (MatMul): the op's rule refuses it: node 'output' (MatMul): inputs must share one "
+        "element type");
+}
