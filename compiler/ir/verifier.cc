@@ -53,12 +53,12 @@ Status verify_graph(const Graph& g, const VerifyOptions& opts) {
 }
 
 Status verify_node_types(Graph& g) {
+  const auto known = [](const Value* v) {
+    return !v || (v->dtype != DType::kUndefined && v->has_static_shape());
+  };
   for (const auto& np : g.nodes()) {
     Node& n = *np;
     if (!n.def || !n.def->infer) continue;
-    const auto known = [](const Value* v) {
-      return !v || (v->dtype != DType::kUndefined && v->has_static_shape());
-    };
     if (!std::all_of(n.inputs.begin(), n.inputs.end(), known) ||
         std::any_of(n.outputs.begin(), n.outputs.end(), [](const Value* v) { return v && v->constant; }))
       continue;

@@ -117,7 +117,8 @@ StatusOr<QuantSpec> quant_spec(const Node& n, const std::vector<QuantOperand>& i
   const QuantOperand &x = in[0], &scale = in[1];
   const QuantOperand* zp = in.size() > 2 && in[2].dims ? &in[2] : nullptr;
   // QuantizeLinear's scale may be int32 (x's type at opset 21, one of its own from opset 23).
-  if ((!is_float(scale.type) || scale.type == DType::kF64) && !(quantize && scale.type == DType::kI32))
+  const bool half_or_float = is_float(scale.type) && scale.type != DType::kF64;
+  if (!half_or_float && !(quantize && scale.type == DType::kI32))
     return node_error(n, fmt::format("expects a float, float16 or bfloat16 scale{}, got {}",
                                      quantize ? " (or int32)" : "", dtype_name(scale.type)));
   // One value each may differ in rank (ONNX Runtime's quantizer writes a [1] scale and a scalar zero point).

@@ -99,12 +99,16 @@ StatusOr<bool> expand_dequantize(Graph& g, Node& n) {
   return true;
 }
 
+// The type a quantization rounds, adds its zero point and clamps in after a division in `division`:
+// float32, or float64 after a float64 division (its quotient rounded to float32 first could land on
+// a half and round the other way).
+DType rounding_type(DType division) { return division == DType::kF64 ? DType::kF64 : DType::kF32; }
+
 // round(x / scale) + zero point, clamped to [lo, hi] and cast to `to`; `scale` and `zp` (or null)
-// broadcast to x, `scale` of the division's type, `zp` of float32 (float64 when the division is:
-// a float64 quotient rounded to float32 first could land on a half and round the other way).
+// broadcast to x, `scale` of the division's type, `zp` of rounding_type(the division's).
 Value* quantize(NodeBuilder& b, Value* x, Value* scale, Value* zp, DType to, double lo, double hi) {
   const Dims& xd = *x->dims;
-  const DType work = scale->dtype == DType::kF64 ? DType::kF64 : DType::kF32;
+  const DType work = rounding_type(scale->dtype);
   if (x->dtype != scale->dtype) x = b.cast(x, scale->dtype, "precise");
   Value* last = b.node("Div", "ratio", {x, scale}, scale->dtype, xd);
   if (last->dtype != work) last = b.cast(last, work, "ratio_f32");
@@ -123,8 +127,7 @@ StatusOr<bool> expand_quantize_linear(Graph& g, Node& n) {
   const Dims& xd = *x->dims;
   NodeBuilder b{g, n};
   Value* s = broadcastable(b, scale, q, xd, q.real, "scale");
-  Value* z = zp ? broadcastable(b, zp, q, xd, q.real == DType::kF64 ? DType::kF64 : DType::kF32, "zero_point")
-                : nullptr;
+  Value* z = zp ? broadcastable(b, zp, q, xd, rounding_type(q.real), "zero_point") : nullptr;
   b.finish(quantize(b, x, s, z, q.q, q.lo, q.hi), y);
   return true;
 }

@@ -337,19 +337,14 @@ const std::map<std::pair<std::string, std::string>, std::string> kRefused = [] {
   std::map<std::pair<std::string, std::string>, std::string> refused;
   // Integer GEMMs: the reference computes them, but no kernel or library call does (cuBLAS has no
   // integer GEMM but int8's, and the generated loops and tiles accumulate in float).
+  const std::string back_end = "is not supported by the back end (f32, f16, bf16 and f64 are)";
   for (const char* t : {"i64", "i32", "u64", "u32"}) {
-    refused[{"MatMul", t}] = fmt::format(
-        "node 'MatMul_{0}' (MatMul): MatMul on {0} is not supported by the back end (f32, f16, bf16 and f64 "
-        "are)",
-        t);
+    refused[{"MatMul", t}] = fmt::format("node 'MatMul_{0}' (MatMul): MatMul on {0} {1}", t, back_end);
     refused[{"Gemm", t}] = fmt::format("node 'Gemm_{0}' (Gemm): expects floating-point input 0, got {0}", t);
   }
   for (const char* t : {"i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8"})
-    refused[{"Einsum", t}] = fmt::format(
-        "node 'Einsum_{0}/matmul0' (MatMul): MatMul on {0} is not supported by the back end (f32, f16, bf16 "
-        "and "
-        "f64 are)",
-        t);
+    refused[{"Einsum", t}] =
+        fmt::format("node 'Einsum_{0}/matmul0' (MatMul): MatMul on {0} {1}", t, back_end);
   return refused;
 }();
 
@@ -368,10 +363,10 @@ struct BatchRun {
 };
 
 // Puts each variant alone through the front end and the back end's check of its nodes (so that one
-// refusal does not hide another), then
-// each batch's accepted variants as one graph planned by beam search; all the batches' kernels go
-// into one emulation library (the host compiler's fixed cost once), and each batch runs on emu
-// against the reference running its graph as written. Returns the number of nodes run.
+// refusal does not hide another), then each batch's accepted variants as one graph planned by beam
+// search; all the batches' kernels go into one emulation library (the host compiler's fixed cost
+// once), and each batch runs on emu against the reference running its graph as written. Returns
+// the number of nodes run.
 size_t check_batches(const std::vector<Batch>& batches, const std::string& scratch_name) {
   uint32_t seed = 1;
   size_t nodes = 0, refused = 0;
