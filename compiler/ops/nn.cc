@@ -106,9 +106,30 @@ Status eval_matmul(const Node& node, std::span<const Tensor* const> in, std::vec
 
 // ---- Gemm ---------------------------------------------------------------------------------
 
+// Gemm of int32, int64, uint32 and uint64: computed exactly, wrapping as MatMul of
+// integers does, and so only with alpha and beta of 1 (ONNX's reference scales the integer product
+// by a float alpha and truncates, which is no integer arithmetic).
+bool gemm_integer_type(DType t) {
+  return t == DType::kI32 || t == DType::kI64 || t == DType::kU32 || t == DType::kU64;
+}
+
 Status infer_gemm(InferContext& ctx) {
-  RETURN_IF_ERROR(require_float(ctx, 0));
   const Node& n = ctx.node();
+  if (gemm_integer_type(ctx.dtype(0))) {
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      if (ctx.has_input(i) && ctx.dtype(i) != ctx.dtype(0))
+        return ctx.error(fmt::format("input {} is {}, but A is {}: Gemm's inputs share one type", i,
+                                     dtype_name(ctx.dtype(i)), dtype_name(ctx.dtype(0))));
+    for (const char* f : {"alpha", "beta"})
+      if (n.attr_float(f, 1.0f) != 1.0f && (f[0] == 'a' || ctx.has_input(2)))
+        return ctx.error(
+            fmt::format("{} is {} on {} inputs; stitch computes an integer Gemm exactly, which takes alpha "
+                        "and beta of 1: "
+                        "scale the inputs, or Cast them to a float type",
+                        f, n.attr_float(f, 1.0f), dtype_name(ctx.dtype(0))));
+  } else {
+    RETURN_IF_ERROR(require_float(ctx, 0));
+  }
   if (ctx.rank(0) != 2 || ctx.rank(1) != 2) return ctx.error("A and B must be matrices");
   bool ta = n.attr_int("transA", 0), tb = n.attr_int("transB", 0);
   int64_t m = ctx.dims(0)[ta ? 1 : 0], k = ctx.dims(0)[ta ? 0 : 1];
@@ -134,7 +155,38 @@ std::vector<double> transposed(const std::vector<double>& x, int64_t r, int64_t 
   return t;
 }
 
+// An integer Gemm (alpha and beta 1, infer_gemm): the product wrapping as integer_matmul's, plus C.
+Tensor integer_gemm(const Node& n, std::span<const Tensor* const> in) {
+  const bool ta = n.attr_int("transA", 0), tb = n.attr_int("transB", 0);
+  const Dims &da = in[0]->dims(), &db = in[1]->dims();
+  const int64_t m = ta ? da[1] : da[0], k = ta ? da[0] : da[1], nn = tb ? db[0] : db[1];
+  const std::vector<int64_t> a = in[0]->to_i64(), b = in[1]->to_i64();
+  std::vector<int64_t> c(static_cast<size_t>(m * nn));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < nn; ++j) {
+      uint64_t acc = 0;
+      for (int64_t l = 0; l < k; ++l)
+        acc += static_cast<uint64_t>(a[static_cast<size_t>(ta ? l * m + i : i * k + l)]) *
+               static_cast<uint64_t>(b[static_cast<size_t>(tb ? j * k + l : l * nn + j)]);
+      c[static_cast<size_t>(i * nn + j)] = static_cast<int64_t>(acc);
+    }
+  if (in.size() > 2 && in[2]) {
+    const std::vector<int64_t> cv = in[2]->to_i64();
+    BroadcastWalker({m, nn}, {broadcast_strides(in[2]->dims(), {m, nn})})
+        .run([&](int64_t i, const std::vector<int64_t>& o) {
+          c[static_cast<size_t>(i)] =
+              static_cast<int64_t>(static_cast<uint64_t>(c[static_cast<size_t>(i)]) +
+                                   static_cast<uint64_t>(cv[static_cast<size_t>(o[0])]));
+        });
+  }
+  return Tensor::from_i64(in[0]->dtype(), {m, nn}, c);
+}
+
 Status eval_gemm(const Node& n, std::span<const Tensor* const> in, std::vector<Tensor>& out) {
+  if (!is_float(in[0]->dtype())) {
+    out[0] = integer_gemm(n, in);
+    return Status::ok();
+  }
   bool ta = n.attr_int("transA", 0), tb = n.attr_int("transB", 0);
   double alpha = n.attr_float("alpha", 1.0f), beta = n.attr_float("beta", 1.0f);
   std::vector<double> a = in[0]->to_f64(), b = in[1]->to_f64();

@@ -120,6 +120,9 @@ std::vector<double> dft_matrix(const DftSpec& s);
 // The largest weight matrix a DFT is written with (expand_dft): 64 MiB of float32. A longer
 // transform stays a DFT, which the back end refuses.
 inline constexpr int64_t kMaxDftWeights = int64_t{1} << 24;
+// The most products an integer MatMul is written as (expand_integer_matmuls): outputs x K. The
+// reference interpreter and an unfused plan hold them as one tensor (2^26 of int64 are 512 MiB).
+inline constexpr int64_t kMaxIntegerProducts = int64_t{1} << 26;
 
 // STFT (opset 17): the signal [batch, length, 1 or 2] (or [batch, length], real) cut into `frames` frames of
 // `frame` values, one every `step`, each weighted by the window and transformed by `dft` (the forward DFT

@@ -68,6 +68,7 @@ StatusOr<bool> expand_tensor_scatter(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_scatter_nd(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_scatter_elements(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_swiglu(Graph& g, PassContext& ctx);
+StatusOr<bool> expand_integer_matmuls(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_conv_transpose(Graph& g, PassContext& ctx);
 StatusOr<bool> split_conv_padding(Graph& g, PassContext& ctx);
 StatusOr<bool> check_divisors(Graph& g, PassContext& ctx);

@@ -93,6 +93,10 @@ constexpr PassInfo kFrontend[] = {
      "writes each ScatterElements of constant indices as a Gather of its updates and a Where over the data",
      expand_scatter_elements},
     {"expand_swiglu", "writes each SwiGLU as Swish of its gate times its value", expand_swiglu},
+    {"expand_integer_matmuls",
+     "writes each MatMul or Gemm of integers as a Mul of its operands along a new K axis and a ReduceSum "
+     "over it",
+     expand_integer_matmuls},
     {"expand_conv_transpose",
      "writes each ConvTranspose of constant weights as a Conv of its input with zeros between the values",
      expand_conv_transpose},

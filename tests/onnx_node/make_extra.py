@@ -30,7 +30,7 @@ from onnx.reference import ReferenceEvaluator
 ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
         np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL, np.uint64: TensorProto.UINT64,
         np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.int16: TensorProto.INT16,
-        np.uint16: TensorProto.UINT16}
+        np.uint16: TensorProto.UINT16, np.uint32: TensorProto.UINT32}
 
 
 def resize_case(out, name, x, opset, attrs, roi=None, scales=None, sizes=None):
@@ -322,6 +322,7 @@ def main():
     node_case(out, "test_reduce_mean_stitch_int32_truncates", "ReduceMean",
               [rng.integers(-50, 50, (4, 7)).astype(np.int32)], 17, dict(axes=[1]))
     type_cases(out)
+    integer_matmul_cases(out)
 
 
 def type_cases(out):
@@ -397,6 +398,46 @@ def type_cases(out):
               [f(1, 2, 4, 8).astype(np.float16), f(1, 2, 6, 8).astype(np.float16), np.abs(f(1, 2, 6, 8)) + 0.5,
                rng.random((4, 6)) < 0.8], 23, dict(is_causal=0))
 
+
+def integer_matmul_cases(out):
+    """MatMul and Gemm of the integer types ONNX allows (int32, int64, uint32, uint64) and Einsum of int8, over
+    the whole range of each type, so that the products and the sums wrap as numpy's do; batch axes
+    that broadcast, 1-D operands, and a contraction longer than a loop per output takes."""
+    rng = np.random.default_rng(29)
+
+    def full(t, *shape):
+        info = np.iinfo(t)
+        return rng.integers(info.min, info.max, shape, dtype=t, endpoint=True)
+
+    node_case(out, "test_matmul_stitch_int32_wraps", "MatMul", [full(np.int32, 3, 5, 7), full(np.int32, 7, 4)], 13, {})
+    node_case(out, "test_matmul_stitch_uint32_wraps", "MatMul", [full(np.uint32, 5, 7), full(np.uint32, 7, 4)], 13, {})
+    node_case(out, "test_matmul_stitch_int64_batch_broadcast", "MatMul",
+              [full(np.int64, 2, 1, 4, 5), full(np.int64, 3, 5, 6)], 13, {})
+    node_case(out, "test_matmul_stitch_uint64_past_2_63", "MatMul",
+              [rng.integers(0, 2**64 - 1, (4, 3), dtype=np.uint64, endpoint=True),
+               rng.integers(0, 3, (3, 5), dtype=np.uint64, endpoint=True)], 13, {})
+    node_case(out, "test_matmul_stitch_int32_long_k", "MatMul",
+              [rng.integers(-1000, 1000, (37, 300)).astype(np.int32),
+               rng.integers(-1000, 1000, (300, 33)).astype(np.int32)], 13, {})
+    node_case(out, "test_matmul_stitch_int64_1d_2d", "MatMul", [full(np.int64, 6), full(np.int64, 2, 6, 3)], 13, {})
+    node_case(out, "test_matmul_stitch_int32_2d_1d", "MatMul", [full(np.int32, 4, 6), full(np.int32, 6)], 13, {})
+    node_case(out, "test_matmul_stitch_int64_1d_1d", "MatMul", [full(np.int64, 9), full(np.int64, 9)], 13, {})
+    node_case(out, "test_einsum_stitch_int8_batch_matmul", "Einsum", [full(np.int8, 2, 3, 4), full(np.int8, 2, 4, 5)],
+              12, dict(equation="bij,bjk->bik"))
+    # ONNX's reference scales an integer Gemm's product by float alpha and beta, and casts back: past
+    # 2^53 (int64) or where the sum with C leaves the type, that is not the wrapped integer sum numpy
+    # computes, which is the oracle here (alpha and beta 1).
+    def wrapped_gemm(ta, tb):
+        return lambda a, b, c=None: [(a.T if ta else a) @ (b.T if tb else b) + (0 if c is None else c)]
+
+    node_case(out, "test_gemm_stitch_int32_trans_a_b", "Gemm",
+              [full(np.int32, 6, 4), full(np.int32, 5, 6), full(np.int32, 5)], 13, dict(transA=1, transB=1),
+              oracle=wrapped_gemm(True, True))
+    node_case(out, "test_gemm_stitch_int64_column_c", "Gemm",
+              [full(np.int64, 4, 6), full(np.int64, 6, 5), full(np.int64, 4, 1)], 13, {},
+              oracle=wrapped_gemm(False, False))
+    node_case(out, "test_gemm_stitch_uint32_no_c", "Gemm", [full(np.uint32, 3, 7), full(np.uint32, 7, 2)], 11,
+              dict(transB=0), oracle=wrapped_gemm(False, False))
 
 if __name__ == "__main__":
     main()

@@ -15,12 +15,12 @@ namespace {
 
 // Lines that stay 64-bit: an index read from an index tensor until it is checked in range (`j`),
 // integer reductions' initial values.
-const std::vector<std::string> kWide = {"long long j", "if (j", "9223372036854775807LL"};
+const std::vector<std::string> kWideNodeLines = {"long long j", "if (j", "9223372036854775807LL"};
 
 // Runs `g` unfused on emu against the reference twice: as lowered, checking that every kernel
 // indexes in 32 bits, and with every kernel's text replaced by its 64-bit form. Returns the
 // mappings of the kernels checked in both forms.
-std::string both_forms_match(const Graph& g, uint32_t seed) {
+std::string unfused_forms_match(const Graph& g, uint32_t seed) {
   int narrow = 0;
   std::string mappings;
   auto check_narrow = [&](codegen::Schedule& s) {
@@ -29,7 +29,7 @@ std::string both_forms_match(const Graph& g, uint32_t seed) {
       CHECK(k.scheme == "single node");
       CHECK(k.source.find("for (long long") == std::string::npos);
       CHECK_FALSE(std::regex_search(k.source, std::regex(R"(const long long \w+ =)")));
-      CHECK(test::wide_literals(k.source, kWide) == 0);
+      CHECK(test::wide_literals(k.source, kWideNodeLines) == 0);
       ++narrow;
     }
   };
@@ -129,7 +129,7 @@ TEST_CASE("unfused kernels index in 32 bits when their tensors fit, the 64-bit f
     test::run_frontend_or_die(*g);
     CHECK(test::count_op(*g, "ScatterElements") == 1);
     CHECK(test::count_op(*g, "ScatterND") == 1);
-    const std::string m = both_forms_match(*g, 11);
+    const std::string m = unfused_forms_match(*g, 11);
     CHECK_THAT(m, Catch::Contains("with 128-bit loads and stores"));
     CHECK_THAT(m, Catch::Contains("tiled transpose"));
     CHECK_THAT(m, Catch::Contains("reflect padding"));
@@ -179,7 +179,7 @@ TEST_CASE("unfused kernels index in 32 bits when their tensors fit, the 64-bit f
 }
 )");
     test::run_frontend_or_die(*g);
-    const std::string m = both_forms_match(*g, 12);
+    const std::string m = unfused_forms_match(*g, 12);
     CHECK_THAT(m, Catch::Contains("thread per segment"));
     CHECK_THAT(m, Catch::Contains("warp per segment"));
     CHECK_THAT(m, Catch::Contains("block per segment"));
