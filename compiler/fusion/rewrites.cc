@@ -19,6 +19,7 @@
 #include "fusion/split_slices.h"
 #include "fusion/topk_rounds.h"
 #include "fusion/unflatten_gemms.h"
+#include "ir/verifier.h"
 
 namespace stitch::fusion {
 namespace {
@@ -246,6 +247,11 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     ASSIGN_OR_RETURN(r.outputs, copy_output_cones_if_cheaper(g, o, known));
     judged(r.outputs);
   }
+  // The nodes the kept rewrites built, with the types and shapes they were given: each must be what
+  // its op's rule gives (as after each front-end pass), or planning would reason about a graph the
+  // kernels do not compute.
+  if (Status st = verify_node_types(*g); !st.is_ok())
+    return st.with_context("after the rewrites before planning");
   r.plan = known_plan;
   return r;
 }
