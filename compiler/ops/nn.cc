@@ -69,20 +69,24 @@ void gemm_kernel(const double* a, const double* b, double* c, int64_t m, int64_t
 // The integer product, wrapping as the kernels' 64-bit arithmetic does (through doubles, products
 // and sums past 2^53 would be rounded); a narrower type keeps the low bits, which wrapping at every
 // step would give too.
+// c[m,n] = sum_k a[m,k] * b[k,n] wrapping in 64 bits, for row-major matrices.
+void integer_gemm_kernel(const int64_t* a, const int64_t* b, int64_t* c, int64_t m, int64_t k, int64_t n) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      uint64_t acc = 0;
+      for (int64_t l = 0; l < k; ++l)
+        acc += static_cast<uint64_t>(a[i * k + l]) * static_cast<uint64_t>(b[l * n + j]);
+      c[i * n + j] = static_cast<int64_t>(acc);
+    }
+}
+
 Tensor integer_matmul(const MatMulShape& s, const Tensor& x, const Tensor& y) {
   const std::vector<int64_t> a = x.to_i64(), b = y.to_i64();
   std::vector<int64_t> c(static_cast<size_t>(num_elements(s.batch) * s.m * s.n));
   Dims sa = broadcast_strides(s.a_batch, s.batch), sb = broadcast_strides(s.b_batch, s.batch);
   BroadcastWalker(s.batch, {sa, sb}).run([&](int64_t bi, const std::vector<int64_t>& o) {
-    const int64_t* ap = a.data() + o[0] * s.m * s.k;
-    const int64_t* bp = b.data() + o[1] * s.k * s.n;
-    for (int64_t i = 0; i < s.m; ++i)
-      for (int64_t j = 0; j < s.n; ++j) {
-        uint64_t acc = 0;
-        for (int64_t l = 0; l < s.k; ++l)
-          acc += static_cast<uint64_t>(ap[i * s.k + l]) * static_cast<uint64_t>(bp[l * s.n + j]);
-        c[static_cast<size_t>((bi * s.m + i) * s.n + j)] = static_cast<int64_t>(acc);
-      }
+    integer_gemm_kernel(a.data() + o[0] * s.m * s.k, b.data() + o[1] * s.k * s.n, c.data() + bi * s.m * s.n,
+                        s.m, s.k, s.n);
   });
   return Tensor::from_i64(x.dtype(), s.out, c);
 }
@@ -120,13 +124,14 @@ Status infer_gemm(InferContext& ctx) {
       if (ctx.has_input(i) && ctx.dtype(i) != ctx.dtype(0))
         return ctx.error(fmt::format("input {} is {}, but A is {}: Gemm's inputs share one type", i,
                                      dtype_name(ctx.dtype(i)), dtype_name(ctx.dtype(0))));
-    for (const char* f : {"alpha", "beta"})
-      if (n.attr_float(f, 1.0f) != 1.0f && (f[0] == 'a' || ctx.has_input(2)))
-        return ctx.error(
-            fmt::format("{} is {} on {} inputs; stitch computes an integer Gemm exactly, which takes alpha "
-                        "and beta of 1: "
-                        "scale the inputs, or Cast them to a float type",
-                        f, n.attr_float(f, 1.0f), dtype_name(ctx.dtype(0))));
+    auto not_one = [&](const char* f) {
+      return ctx.error(fmt::format(
+          "{} is {} on {} inputs; stitch computes an integer Gemm exactly, which takes alpha and beta of 1: "
+          "scale the inputs, or Cast them to a float type",
+          f, n.attr_float(f, 1.0f), dtype_name(ctx.dtype(0))));
+    };
+    if (n.attr_float("alpha", 1.0f) != 1.0f) return not_one("alpha");
+    if (ctx.has_input(2) && n.attr_float("beta", 1.0f) != 1.0f) return not_one("beta");  // beta scales C
   } else {
     RETURN_IF_ERROR(require_float(ctx, 0));
   }
@@ -148,8 +153,9 @@ Status infer_gemm(InferContext& ctx) {
   return Status::ok();
 }
 
-std::vector<double> transposed(const std::vector<double>& x, int64_t r, int64_t c) {
-  std::vector<double> t(x.size());
+template <typename T>
+std::vector<T> transposed(const std::vector<T>& x, int64_t r, int64_t c) {
+  std::vector<T> t(x.size());
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) t[j * r + i] = x[i * c + j];
   return t;
@@ -160,16 +166,11 @@ Tensor integer_gemm(const Node& n, std::span<const Tensor* const> in) {
   const bool ta = n.attr_int("transA", 0), tb = n.attr_int("transB", 0);
   const Dims &da = in[0]->dims(), &db = in[1]->dims();
   const int64_t m = ta ? da[1] : da[0], k = ta ? da[0] : da[1], nn = tb ? db[0] : db[1];
-  const std::vector<int64_t> a = in[0]->to_i64(), b = in[1]->to_i64();
+  std::vector<int64_t> a = in[0]->to_i64(), b = in[1]->to_i64();
+  if (ta) a = transposed(a, da[0], da[1]);
+  if (tb) b = transposed(b, db[0], db[1]);
   std::vector<int64_t> c(static_cast<size_t>(m * nn));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < nn; ++j) {
-      uint64_t acc = 0;
-      for (int64_t l = 0; l < k; ++l)
-        acc += static_cast<uint64_t>(a[static_cast<size_t>(ta ? l * m + i : i * k + l)]) *
-               static_cast<uint64_t>(b[static_cast<size_t>(tb ? j * k + l : l * nn + j)]);
-      c[static_cast<size_t>(i * nn + j)] = static_cast<int64_t>(acc);
-    }
+  integer_gemm_kernel(a.data(), b.data(), c.data(), m, k, nn);
   if (in.size() > 2 && in[2]) {
     const std::vector<int64_t> cv = in[2]->to_i64();
     BroadcastWalker({m, nn}, {broadcast_strides(in[2]->dims(), {m, nn})})

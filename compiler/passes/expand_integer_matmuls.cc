@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "ops/op_params.h"
+#include "ops/op_util.h"
 #include "passes/graph_builder.h"
 #include "passes/pass.h"
 
@@ -45,15 +46,9 @@ Value* products_sum(NodeBuilder& bld, Value* a, Value* b, DType t) {
   };
   Value* a3 = unsqueeze(a, -1, "a_by_k");  // [..., M, K, 1]
   Value* b3 = unsqueeze(b, -3, "b_by_k");  // [..., 1, K, N]
-  // The products' shape: the batch axes broadcast, then M, K, N.
-  const Dims &a3d = *a3->dims, &b3d = *b3->dims;
-  const size_t rank = std::max(a3d.size(), b3d.size());
-  Dims pd(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t x = i + a3d.size() >= rank ? a3d[i + a3d.size() - rank] : 1;
-    const int64_t z = i + b3d.size() >= rank ? b3d[i + b3d.size() - rank] : 1;
-    pd[i] = x == 1 ? z : x;
-  }
+  // The products' shape: the batch axes broadcast (MatMul's shape inference has checked them), then
+  // M, K, N.
+  const Dims pd = *ops::broadcast_dims(*a3->dims, *b3->dims);
   Value* p = bld.node("Mul", "products", {a3, b3}, t, pd);
   Dims sd = pd;
   sd.erase(sd.end() - 2);  // [..., M, N]
