@@ -103,9 +103,11 @@ StatusOr<std::vector<std::string>> all_expert_gemms(Graph& g, const std::set<std
     // [E, M, K] -> [K, E, M] (left) or [E, K, N] -> [K, E, N], then [K, E * M].
     Value* wt = add_typed_value(g, w->name + "/by_input", w->dtype, {k, e * m});
     const Dims ws = ops::strides_of(wd);
-    wt->constant = ops::copy_strided(*w->constant, {k, e, m}, 0,
-                                     left ? Dims{ws[2], ws[0], ws[1]} : Dims{ws[1], ws[0], ws[2]})
-                       .reshaped({k, e * m});
+    // Copied when first read (Tensor::deferred): the rewrite is judged on a copy of the graph.
+    const Dims from = left ? Dims{ws[2], ws[0], ws[1]} : Dims{ws[1], ws[0], ws[2]};
+    wt->constant = Tensor::deferred(w->dtype, {k, e * m}, [src = *w->constant, k, e, m, from] {
+      return ops::copy_strided(src, {k, e, m}, 0, from).reshaped({k, e * m});
+    });
     Value* y = add_op(g, "MatMul", base, {rows, wt}, out->dtype, {t, e * m});
     Value* per_expert =
         add_op(g, "Reshape", base + "/per_expert",

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <functional>
 #include <unordered_set>
 
 #include "fusion/expert_sums_match.h"
@@ -147,18 +148,25 @@ StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set
                             act->dtype, {m.t, m.e, fb});
       parts->producer->attrs["axis"] = int64_t{2};
       per_expert_rows = parts;
-      const std::vector<double> wv = b2->constant->to_f64(), bv = m.second_bias->constant->to_f64();
-      std::vector<double> out(static_cast<size_t>(m.e * fb * m.h));
-      for (int64_t x = 0; x < m.e; ++x)
-        for (int64_t y = 0; y < fb; ++y)
-          for (int64_t z = 0; z < m.h; ++z)
-            out[static_cast<size_t>((x * fb + y) * m.h + z)] =
-                y < m.f ? wv[static_cast<size_t>(y * m.e * m.h + x * m.h + z)]
-                        : bv[static_cast<size_t>(x * m.h + z)];
-      w2->constant = Tensor::from_f64(b2->dtype, {m.e * fb, m.h}, out);
+    }
+    // The weights' rows, computed when first read (Tensor::deferred): the rewrite is judged on a
+    // copy of the graph, which planning reads by shape.
+    std::function<Tensor()> expert_rows;
+    if (m.second_bias) {
+      expert_rows = [wt = *b2->constant, bt = *m.second_bias->constant, e = m.e, f = m.f, h = m.h, fb] {
+        const std::vector<double> wv = wt.to_f64(), bv = bt.to_f64();
+        std::vector<double> out(static_cast<size_t>(e * fb * h));
+        for (int64_t x = 0; x < e; ++x)
+          for (int64_t y = 0; y < fb; ++y)
+            for (int64_t z = 0; z < h; ++z)
+              out[static_cast<size_t>((x * fb + y) * h + z)] =
+                  y < f ? wv[static_cast<size_t>(y * e * h + x * h + z)] : bv[static_cast<size_t>(x * h + z)];
+        return Tensor::from_f64(wt.dtype(), {e * fb, h}, out);
+      };
     } else {
-      w2->constant = ops::copy_strided(*b2->constant, {m.e, m.f, m.h}, 0, {m.h, m.e * m.h, 1})
-                         .reshaped({m.e * m.f, m.h});
+      expert_rows = [wt = *b2->constant, e = m.e, f = m.f, h = m.h] {
+        return ops::copy_strided(wt, {e, f, h}, 0, {h, e * h, 1}).reshaped({e * f, h});
+      };
     }
     // A shared expert: its rows, times its gate, one more part of the rows, and its weights one
     // more part of the weights' rows; the same GEMM adds it.
@@ -189,14 +197,18 @@ StatusOr<std::vector<std::string>> expert_sums_as_gemms(Graph& g, const std::set
                       {m.t, routed + fs});
         rows->producer->attrs["axis"] = int64_t{1};
       }
-      const Tensor& wr = *w2->constant;
-      const Tensor& ws = *m.shared_weights->constant;
-      Tensor stacked(wr.dtype(), {routed + fs, m.h});
-      std::memcpy(stacked.data(), wr.data(), static_cast<size_t>(wr.byte_size()));
-      std::memcpy(stacked.data() + wr.byte_size(), ws.data(), static_cast<size_t>(ws.byte_size()));
+      // The shared expert's weights below the routed experts' rows.
+      expert_rows = [routed_rows = std::move(expert_rows), ws = *m.shared_weights->constant,
+                     rows = routed + fs, h = m.h] {
+        const Tensor wr = routed_rows();
+        Tensor stacked(wr.dtype(), {rows, h});
+        std::memcpy(stacked.data(), wr.data(), static_cast<size_t>(wr.byte_size()));
+        std::memcpy(stacked.data() + wr.byte_size(), ws.data(), static_cast<size_t>(ws.byte_size()));
+        return stacked;
+      };
       w2->dims = Dims{routed + fs, m.h};
-      w2->constant = std::move(stacked);
     }
+    w2->constant = Tensor::deferred(w2->dtype, *w2->dims, std::move(expert_rows));
     Value* y = add_op(g, "MatMul", base, {rows, w2}, act->dtype, {m.t, m.h});
     // The result: the sum's output, or with a shared expert the Add's.
     Node* last = m.shared_add ? m.shared_add : m.sum;

@@ -75,7 +75,9 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
       const Dims d{(*x->dims)[1], (*x->dims)[0]};
       if (x->is_constant()) {
         Value* v = add_typed_value(g, n->name + "/" + tag + "_transposed", t, d);
-        v->constant = transposed(*x->constant);
+        // Computed when first read, as the scaled constant below (Tensor::deferred): the rewrite is
+        // judged on a copy of the graph, which planning reads by shape.
+        v->constant = Tensor::deferred(t, d, [src = *x->constant] { return transposed(src); });
         note(fmt::format("{} transposed into a constant", tag));
         return v;
       }
@@ -92,7 +94,7 @@ StatusOr<std::vector<std::string>> gemms_as_matmuls(Graph& g, const std::set<std
     auto scale = [&](Value* x, double s, const std::string& what, const std::string& of) -> Value* {
       if (x->is_constant()) {
         Value* v = add_typed_value(g, n->name + "/" + what + "_scaled", t, *x->dims);
-        v->constant = scaled(*x->constant, s);
+        v->constant = Tensor::deferred(t, *x->dims, [src = *x->constant, s] { return scaled(src, s); });
         note(fmt::format("{} {} folded into the constant {}", what, static_cast<float>(s), of));
         return v;
       }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -15,6 +16,7 @@
 #include "fusion/decompose_norm.h"
 #include "fusion/graph_edit.h"
 #include "fusion/row_paths.h"
+#include "fusion/scaled_weight.h"
 #include "ops/op_util.h"
 
 namespace stitch::fusion {
@@ -352,32 +354,22 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
         scale[static_cast<size_t>(i)] =
             f.inverse ? scale[static_cast<size_t>(i)] / c : scale[static_cast<size_t>(i)] * c;
       }
-    // One pass over W: the new weight, and (below) the column sums of the new weight before it is
-    // rounded and the bias row b W (BERT-base's Q/K/V and FFN1 weights, at every judged try).
-    std::vector<double> sums, bw;
-    if (center) sums.assign(static_cast<size_t>(n), 0.0);
-    if (beta) bw.assign(static_cast<size_t>(n), 0.0);
-    const Tensor& w0 = *w->constant;
-    Tensor scaled(w->dtype, *w->dims);
-    const bool f32 = w->dtype == DType::kF32;
-    const float* w0f = f32 ? w0.data_as<float>() : nullptr;
-    float* scaledf = f32 ? scaled.data_as<float>() : nullptr;
-    for (int64_t i = 0; i < k; ++i) {
-      const double si = scale[static_cast<size_t>(i)];
-      const double bi = beta ? beta->constant->get_f64(beta->constant->size() == 1 ? 0 : i) : 0.0;
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t at = i * n + j;
-        const double x = f32 ? w0f[at] : w0.get_f64(at), v = x * si;
-        if (f32)
-          scaledf[at] = static_cast<float>(v);
-        else
-          scaled.set_f64(at, v);
-        if (center) sums[static_cast<size_t>(j)] += v;
-        if (beta) bw[static_cast<size_t>(j)] += bi * x;
-      }
-    }
+    // The new weight and, for a centering, the column sums of the new weight before it is rounded,
+    // and for a beta, the bias row b W: one pass over W (BERT-base's Q/K/V and FFN1 weights), run
+    // when one of them is first read. Planning reads their shapes alone, so a judged try that is
+    // thrown away computes none of them.
+    auto pass = std::make_shared<ScaledWeightPass>();
+    pass->w0 = *w->constant;
+    pass->scale = std::move(scale);
+    pass->center = center != nullptr;
+    if (beta)
+      for (int64_t i = 0; i < k; ++i)
+        pass->beta.push_back(beta->constant->get_f64(beta->constant->size() == 1 ? 0 : i));
     Value* w2 = add_typed_value(g, mm->name + "/scaled_weight", w->dtype, *w->dims);
-    w2->constant = std::move(scaled);
+    w2->constant = Tensor::deferred(w->dtype, *w->dims, [pass] {
+      pass->run();
+      return std::move(pass->scaled);
+    });
     Node* m2 = add_op_node(g, "MatMul", g.unique_name(mm->name + "/unscaled"));
     Value* z = add_typed_value(g, mm->name + "/unscaled_product", y->dtype, *y->dims);
     m2->inputs = {x, w2};
@@ -430,21 +422,29 @@ StatusOr<std::vector<std::string>> hoist(Graph& g, const std::set<std::string>& 
       auto cols = [&](const std::vector<double>& v) {
         return std::vector<double>(v.begin() + part.lo, v.begin() + part.hi);
       };
+      // This part's columns of the pass's sums or bias row, as a constant of the product's type.
+      auto pass_cols = [&](const std::string& hint, std::vector<double> ScaledWeightPass::*row) {
+        Value* c = add_typed_value(g, hint, y->dtype, {width});
+        c->constant = Tensor::deferred(y->dtype, {width}, [pass, row, lo = part.lo, t = y->dtype, width] {
+          pass->run();
+          const std::vector<double>& v = (*pass).*row;
+          return Tensor::from_f64(t, {width}, std::vector<double>(v.begin() + lo, v.begin() + lo + width));
+        });
+        return c;
+      };
       struct Step {
         std::string op;
         Value* operand;
       };
       std::vector<Step> steps;
       if (center) {
-        Value* c = add_constant(g, mm->name + "/weight_column_sums", y->dtype, {width}, cols(sums));
+        Value* c = pass_cols(mm->name + "/weight_column_sums", &ScaledWeightPass::sums);
         Dims md = *center->dims;
         md.back() = width;
         steps.push_back({"Sub", add_op(g, "Mul", mm->name + "/centering", {center, c}, y->dtype, md)});
       }
       for (const Factor& f : rows) steps.push_back({f.inverse ? "Div" : "Mul", f.value});
-      if (beta)
-        steps.push_back(
-            {"Add", add_constant(g, mm->name + "/bias_times_weight", y->dtype, {width}, cols(bw))});
+      if (beta) steps.push_back({"Add", pass_cols(mm->name + "/bias_times_weight", &ScaledWeightPass::bw)});
       if (bias_add)
         steps.push_back({"Add", add_constant(g, mm->name + "/bias", y->dtype, {width}, cols(bias_row))});
       Value* cur = z;

@@ -20,18 +20,19 @@ struct Sibling {
 };
 
 // Concatenates constant tensors of shape [rows, n_i] (or [n_i] when rows is 0) along the last axis.
-Tensor concat_columns(DType t, int64_t rows, const std::vector<const Tensor*>& parts) {
+Tensor concat_columns(DType t, int64_t rows, const std::vector<Tensor>& parts) {
   int64_t total = 0;
-  for (const Tensor* p : parts) total += p->dims().back();
+  for (const Tensor& p : parts) total += p.dims().back();
   Tensor out(t, rows ? Dims{rows, total} : Dims{total});
   const int64_t esz = dtype_size(t);
   const int64_t r = rows ? rows : 1;
   int64_t col = 0;
-  for (const Tensor* p : parts) {
-    const int64_t n = p->dims().back();
+  uint8_t* to = out.data();
+  for (const Tensor& p : parts) {
+    const int64_t n = p.dims().back();
+    const uint8_t* from = p.data();
     for (int64_t i = 0; i < r; ++i)
-      std::memcpy(out.data() + (i * total + col) * esz, p->data() + i * n * esz,
-                  static_cast<size_t>(n * esz));
+      std::memcpy(to + (i * total + col) * esz, from + i * n * esz, static_cast<size_t>(n * esz));
     col += n;
   }
   return out;
@@ -82,21 +83,25 @@ StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g, const std::set<
     Value* a = sib.front().mm->input(0);
     const DType t = a->dtype;
     const int64_t k = a->dims->back();
-    std::vector<const Tensor*> ws, bs;
+    std::vector<Tensor> ws, bs;  // copies that share the weights' bytes
     std::vector<int64_t> ns;
     std::string names, sizes;
     const std::string merged_name = sib.front().mm->name + "/merged";
     int64_t total = 0;
     for (const Sibling& s : sib) {
-      ws.push_back(&*s.mm->input(1)->constant);
-      if (s.bias) bs.push_back(&*s.bias->constant);
+      ws.push_back(*s.mm->input(1)->constant);
+      if (s.bias) bs.push_back(*s.bias->constant);
       ns.push_back(s.n);
       total += s.n;
       names += (names.empty() ? "" : ", ") + s.mm->describe();
       sizes += (sizes.empty() ? "" : "+") + std::to_string(s.n);
     }
     Value* w = add_typed_value(g, merged_name + "/weight", t, {k, total});
-    w->constant = concat_columns(t, k, ws);
+    // Concatenated when first read: a judged rewrite after this one (hoist_layer_norms) may fold
+    // a scale into the merged weight on a copy of the graph, and its own new weight is computed
+    // only if that copy is kept (Tensor::deferred).
+    w->constant =
+        Tensor::deferred(t, {k, total}, [t, k, ws = std::move(ws)] { return concat_columns(t, k, ws); });
     Dims out_dims = *a->dims;
     out_dims.back() = total;
     Node* mm = add_op_node(g, "MatMul", g.unique_name(merged_name));
@@ -106,7 +111,7 @@ StatusOr<std::vector<std::string>> merge_sibling_gemms(Graph& g, const std::set<
     y->producer = mm;
     if (key.second) {
       Value* b = add_typed_value(g, merged_name + "/bias", t, {total});
-      b->constant = concat_columns(t, 0, bs);
+      b->constant = concat_columns(t, 0, bs);  // small: a bias row
       Node* add = add_op_node(g, "Add", g.unique_name(merged_name + "/bias_add"));
       Value* yb = add_typed_value(g, merged_name + "/biased", t, out_dims);
       add->inputs = {y, b};

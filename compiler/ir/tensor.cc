@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "support/check.h"
 
@@ -24,17 +25,51 @@ std::string dims_to_string(const Dims& dims) {
 }
 
 Tensor::Tensor(DType dtype, Dims dims)
-    : dtype_(dtype),
-      dims_(std::move(dims)),
-      bytes_(std::make_shared<std::vector<uint8_t>>(
-          static_cast<size_t>(num_elements(dims_) * dtype_size(dtype)))) {
+    : dtype_(dtype), dims_(std::move(dims)), bytes_(std::make_shared<Bytes>()) {
   for (int64_t d : dims_) STITCH_CHECK(d >= 0, "negative dim in {}", dims_to_string(dims_));
+  bytes_->size = static_cast<size_t>(num_elements(dims_) * dtype_size(dtype));
+  bytes_->v.resize(bytes_->size);
+}
+
+Tensor Tensor::deferred(DType dtype, Dims dims, std::function<Tensor()> compute) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  for (int64_t d : t.dims_) STITCH_CHECK(d >= 0, "negative dim in {}", dims_to_string(t.dims_));
+  t.bytes_ = std::make_shared<Bytes>();
+  t.bytes_->size = static_cast<size_t>(num_elements(t.dims_) * dtype_size(dtype));
+  t.bytes_->dtype = dtype;
+  t.bytes_->dims = t.dims_;
+  t.bytes_->compute = std::move(compute);
+  t.bytes_->ready.store(false, std::memory_order_release);
+  return t;
+}
+
+void Tensor::Bytes::materialize() {
+  std::lock_guard<std::mutex> lock(compute_lock);
+  if (ready.load(std::memory_order_acquire)) return;  // another thread computed them
+  Tensor t = compute();
+  STITCH_CHECK(t.dtype_ == dtype && t.dims_ == dims && t.bytes_ && t.bytes_->size == size,
+               "a deferred tensor's computation gave {} {} for {} {}", dtype_name(t.dtype_),
+               dims_to_string(t.dims_), dtype_name(dtype), dims_to_string(dims));
+  if (t.bytes_.use_count() == 1 && t.bytes_->ready.load(std::memory_order_acquire))
+    v = std::move(t.bytes_->v);
+  else
+    v.assign(std::as_const(t).data(), std::as_const(t).data() + size);
+  compute = nullptr;  // and with it the tensors it read
+  ready.store(true, std::memory_order_release);
 }
 
 uint8_t* Tensor::own() {
   if (!bytes_) return nullptr;
-  if (bytes_.use_count() > 1) bytes_ = std::make_shared<std::vector<uint8_t>>(*bytes_);
-  return bytes_->data();
+  bytes_->get();  // a deferred tensor's bytes first
+  if (bytes_.use_count() > 1) {
+    auto b = std::make_shared<Bytes>();
+    b->v = bytes_->v;
+    b->size = bytes_->size;
+    bytes_ = std::move(b);
+  }
+  return bytes_->v.data();
 }
 
 Tensor Tensor::reshaped(Dims dims) const {

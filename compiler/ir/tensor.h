@@ -11,11 +11,19 @@
 // data_as<T>(), set_f64, set_i64) takes a private copy first when the bytes
 // are shared, so a pointer from a non-const accessor must not outlive a copy
 // of its tensor made after it; read through a const Tensor to avoid the copy.
+//
+// A deferred tensor (Tensor::deferred) computes its bytes when they are first read, by any
+// accessor, once for it and all its copies: the judged rewrites before planning build new weights
+// (a row scale folded into a GEMM's weight, sibling weights concatenated) on graph copies that
+// planning looks at by shape alone, and most of those copies are thrown away.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,15 +41,22 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, Dims dims);  // zero-filled
+  // A tensor of `dtype` and `dims` whose bytes are `compute`'s result (a tensor of the same type
+  // and dims), computed when first read: from any thread, once. `compute` must own what it reads
+  // (copies of tensors, which share their bytes), since it may run after the graph it was built
+  // for has changed; it may read other deferred tensors.
+  static Tensor deferred(DType dtype, Dims dims, std::function<Tensor()> compute);
+  // Whether the bytes are still to be computed (for tests and statistics; reading computes them).
+  bool pending() const { return bytes_ && !bytes_->ready.load(std::memory_order_acquire); }
 
   DType dtype() const { return dtype_; }
   const Dims& dims() const { return dims_; }
   int64_t rank() const { return static_cast<int64_t>(dims_.size()); }
   int64_t size() const { return num_elements(dims_); }
-  int64_t byte_size() const { return bytes_ ? static_cast<int64_t>(bytes_->size()) : 0; }
+  int64_t byte_size() const { return bytes_ ? static_cast<int64_t>(bytes_->size) : 0; }
 
   uint8_t* data() { return own(); }
-  const uint8_t* data() const { return bytes_ ? bytes_->data() : nullptr; }
+  const uint8_t* data() const { return bytes_ ? bytes_->get() : nullptr; }
   template <typename T>
   T* data_as() {
     return reinterpret_cast<T*>(own());
@@ -86,9 +101,26 @@ class Tensor {
   // The bytes for writing: a private copy first when another tensor shares them.
   uint8_t* own();
 
+  // The bytes that copies share; for a deferred tensor, what computes them and a lock for that.
+  struct Bytes {
+    std::vector<uint8_t> v;
+    size_t size = 0;  // v's size, known before a deferred tensor's bytes are computed
+    std::atomic<bool> ready{true};
+    std::mutex compute_lock;
+    std::function<Tensor()> compute;  // set while not ready
+    DType dtype = DType::kUndefined;  // what compute must return
+    Dims dims;
+
+    const uint8_t* get() {
+      if (!ready.load(std::memory_order_acquire)) materialize();
+      return v.data();
+    }
+    void materialize();
+  };
+
   DType dtype_ = DType::kUndefined;
   Dims dims_;
-  std::shared_ptr<std::vector<uint8_t>> bytes_;  // null for a default-constructed tensor
+  std::shared_ptr<Bytes> bytes_;  // null for a default-constructed tensor
 };
 
 }  // namespace stitch

@@ -1,6 +1,9 @@
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "ir/dtype.h"
 #include "ir/graph.h"
@@ -80,6 +83,75 @@ TEST_CASE("a cloned graph shares its constants' bytes until it writes them") {
   cw->constant->set_f64(0, -1);
   CHECK(w->constant->get_f64(0) == 1);
   CHECK(cw->constant->get_f64(0) == -1);
+}
+
+TEST_CASE("a deferred tensor computes its bytes once, when first read") {
+  std::atomic<int> runs{0};
+  const Tensor src = Tensor::from_f64(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto doubled = [&runs, src] {
+    ++runs;
+    std::vector<double> v = src.to_f64();
+    for (double& x : v) x *= 2;
+    return Tensor::from_f64(DType::kF32, {2, 3}, v);
+  };
+  SECTION("shape and size without computing; copies share the result") {
+    const Tensor d = Tensor::deferred(DType::kF32, {2, 3}, doubled);
+    const Tensor copy = d;
+    const Tensor flat = d.reshaped({6});
+    CHECK(d.pending());
+    CHECK(d.dims() == Dims{2, 3});
+    CHECK(d.byte_size() == 24);
+    CHECK(copy.shares_bytes_with(d));
+    CHECK(runs == 0);
+    CHECK(flat.get_f64(5) == 12);  // through a copy of other dims: the bytes of the dims it was made with
+    CHECK(runs == 1);
+    CHECK_FALSE(d.pending());
+    CHECK_FALSE(copy.pending());
+    CHECK(d.get_f64(0) == 2);
+    CHECK(copy.to_f64() == std::vector<double>{2, 4, 6, 8, 10, 12});
+    CHECK(d.same_as(Tensor::from_f64(DType::kF32, {2, 3}, {2, 4, 6, 8, 10, 12})));
+    CHECK(runs == 1);
+  }
+  SECTION("writing a copy computes first, then takes a private copy") {
+    const Tensor d = Tensor::deferred(DType::kF32, {2, 3}, doubled);
+    Tensor w = d;
+    w.set_f64(0, -1);
+    CHECK(runs == 1);
+    CHECK(w.get_f64(0) == -1);
+    CHECK(w.get_f64(1) == 4);
+    CHECK(d.get_f64(0) == 2);
+    CHECK(runs == 1);
+  }
+  SECTION("threads reading at once compute it once and read the same values") {
+    const Tensor d = Tensor::deferred(DType::kF32, {2, 3}, doubled);
+    std::vector<double> sums(4, 0.0);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < sums.size(); ++i)
+      threads.emplace_back([&d, &sums, i] {
+        for (int64_t j = 0; j < 6; ++j) sums[i] += d.get_f64(j);
+      });
+    for (std::thread& t : threads) t.join();
+    CHECK(runs == 1);
+    CHECK(sums == std::vector<double>(4, 42.0));
+  }
+  SECTION("a deferred tensor may read another, and a cloned graph's constant shares it") {
+    const Tensor first = Tensor::deferred(DType::kF32, {2, 3}, doubled);
+    Graph g;
+    Value* w = g.add_value("w");
+    w->dtype = DType::kF32;
+    w->dims = Dims{3, 2};
+    w->constant = Tensor::deferred(DType::kF32, {3, 2}, [first] { return first.reshaped({3, 2}); });
+    auto copy = clone_graph(g);
+    const Value* cw = copy->values().front().get();
+    REQUIRE(cw->constant);
+    CHECK(cw->constant->pending());
+    CHECK(runs == 0);
+    CHECK(cw->constant->get_f64(3) == 8);
+    CHECK_FALSE(w->constant->pending());
+    CHECK_FALSE(first.pending());
+    CHECK(w->constant->get_f64(5) == 12);
+    CHECK(runs == 1);
+  }
 }
 
 TEST_CASE("dtype names and ONNX codes round-trip") {

@@ -116,3 +116,28 @@ TEST_CASE("the second LayerNorm decision is judged against the graph the first o
   CHECK(r->plan->cost.time == fresh->cost.time);
   CHECK(described_groups(*r->plan) == described_groups(*fresh));
 }
+
+TEST_CASE("the weights the rewrites build are computed when read, not when planned", "[fusion][plan]") {
+  // LayerNorms moved past their GEMMs fold the norms' scales into new weights (of merged sibling
+  // weights, themselves new): each judged try builds them on a copy of the graph, which planning
+  // reads by shape. They stay to be computed through the rewrites and the plan, and the rewritten
+  // graph, run, computes what the original did.
+  auto m = llama(1, 128, 2, 1, 256, QkNorm::kNone, "f32", true, 1, 8);
+  const auto original = clone_graph(*m.graph);
+  auto r = fusion::rewrite_for_planning(m.graph, opts("beam"));
+  REQUIRE(r.is_ok());
+  INFO(r->text());
+  REQUIRE(fusion::make_plan(*m.graph, opts("beam")).is_ok());
+  std::vector<const Value*> built;
+  for (const auto& v : m.graph->values())
+    if (v->constant && (v->name.find("/scaled_weight") != std::string::npos ||
+                        v->name.find("/merged/weight") != std::string::npos))
+      built.push_back(v.get());
+  REQUIRE(built.size() >= 2);
+  for (const Value* v : built) {
+    INFO(v->name);
+    CHECK(v->constant->pending());
+  }
+  same_as_original(*original, *m.graph, 11);
+  for (const Value* v : built) CHECK_FALSE(v->constant->pending());
+}
