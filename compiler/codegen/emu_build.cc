@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -32,10 +33,30 @@ std::optional<std::string> usable_precompiled_header(const std::string& wrapper)
   return wrapper;
 }
 
-// The cache's name for a build of `unit` defining `kernels`: see EmuBuildOptions::cache_dir. The
-// host compiler is known by its resolved file's size and time, so that an upgrade of it, which
-// keeps its path, builds anew.
-std::string cache_key(const std::string& unit, const std::vector<const Kernel*>& kernels) {
+bool executable(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
+}
+
+// `name` in the first directory of $PATH that has it as an executable file; "" when none does.
+std::string on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && executable(fs::path(dir) / name)) return (fs::path(dir) / name).string();
+  return "";
+}
+
+bool has_cuda_headers(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "cuda_fp16.h", ec) && fs::is_regular_file(dir / "cuda_bf16.h", ec);
+}
+
+// The cache's name for a build of `unit` defining `kernels` by the host compiler `cxx`: see
+// EmuBuildOptions::cache_dir. The compiler is known by its resolved file's size and time, so that
+// an upgrade of it, which keeps its path, builds anew.
+std::string cache_key(const std::string& unit, const std::vector<const Kernel*>& kernels,
+                      const std::string& cxx) {
   artifact::Checksum key;
   auto add = [&](std::string_view s) { key.update(s.data(), s.size() + 1); };  // with a separator
   add(unit);
@@ -44,22 +65,64 @@ std::string cache_key(const std::string& unit, const std::vector<const Kernel*>&
     add(k->source);
   }
   add(embedded_headers_digest());
-  static const std::string compiler = [] {  // looked up once a process
-    std::string id = fmt::format("{} {}", STITCH_HOST_CXX, STITCH_EMU_CXX_FLAGS);
-    std::error_code ec;
-    const fs::path cxx = fs::canonical(STITCH_HOST_CXX, ec);
-    if (!ec) {
-      const auto size = fs::file_size(cxx, ec);
-      const auto time = fs::last_write_time(cxx, ec).time_since_epoch().count();
-      id += fmt::format(" {} {} {}", cxx.string(), size, time);
-    }
-    return id;
-  }();
+  std::string compiler = fmt::format("{} {}", cxx, STITCH_EMU_CXX_FLAGS);
+  std::error_code ec;
+  if (const fs::path resolved = fs::canonical(cxx, ec); !ec) {
+    const auto size = fs::file_size(resolved, ec);
+    const auto time = fs::last_write_time(resolved, ec).time_since_epoch().count();
+    compiler += fmt::format(" {} {} {}", resolved.string(), size, time);
+  }
   add(compiler);
   return fmt::format("{:016x}.so", key.digest());
 }
 
 }  // namespace
+
+StatusOr<std::string> find_host_cxx(const std::string& built_in) {
+  if (const char* env = std::getenv("STITCH_HOST_CXX"); env && *env) {
+    const std::string want = env;
+    const std::string found = want.find('/') == std::string::npos ? on_path(want)
+                              : executable(want)                  ? want
+                                                                  : "";
+    if (!found.empty()) return found;
+    return Status::user(fmt::format(
+        "STITCH_HOST_CXX is '{}', which is not {}: point it at a C++20 compiler (g++), or unset it to use {}",
+        want, want.find('/') == std::string::npos ? "an executable on PATH" : "an executable file",
+        built_in));
+  }
+  if (executable(built_in)) return built_in;
+  for (const char* name : {"c++", "g++"})
+    if (std::string found = on_path(name); !found.empty()) return found;
+  return Status::user(
+      fmt::format("the emu backend builds the kernels with a host C++ compiler, and there is none: {} (the "
+                  "one stitchc was "
+                  "built with) is gone and neither c++ nor g++ is on PATH; install g++, or set "
+                  "STITCH_HOST_CXX to a C++20 "
+                  "compiler",
+                  built_in));
+}
+
+StatusOr<std::string> find_host_cxx() { return find_host_cxx(STITCH_HOST_CXX); }
+
+StatusOr<std::string> find_cuda_include(const std::string& built_in) {
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
+    const fs::path dir = fs::path(home) / "include";
+    if (has_cuda_headers(dir)) return dir.string();
+    return Status::user(fmt::format(
+        "the emu backend includes the CUDA toolkit's cuda_fp16.h and cuda_bf16.h, which are not in {} (from "
+        "CUDA_HOME): point CUDA_HOME at a CUDA toolkit",
+        dir.string()));
+  }
+  for (const fs::path& dir : {fs::path(built_in), fs::path("/usr/local/cuda/include")})
+    if (has_cuda_headers(dir)) return dir.string();
+  return Status::user(fmt::format(
+      "the emu backend includes the CUDA toolkit's cuda_fp16.h and cuda_bf16.h, and neither {} (the toolkit "
+      "stitchc was built with) nor /usr/local/cuda/include has them: install the CUDA toolkit, or set "
+      "CUDA_HOME",
+      built_in));
+}
+
+StatusOr<std::string> find_cuda_include() { return find_cuda_include(STITCH_CUDA_INCLUDE_DIR); }
 
 std::string default_emu_pch_header() {
   // Installed (cmake --install): PREFIX/lib/stitch/emu_pch, beside PREFIX/bin/stitchc.
@@ -93,12 +156,15 @@ StatusOr<EmuBuild> build_emu_library(const fs::path& unit_path, const std::strin
                                      const std::vector<const Kernel*>& kernels, const fs::path& library,
                                      const EmuBuildOptions& o) {
   EmuBuild out;
+  ASSIGN_OR_RETURN(const std::string cxx, find_host_cxx());
+  ASSIGN_OR_RETURN(const std::string cuda_include, find_cuda_include());
+  const char* user_cxx = std::getenv("STITCH_HOST_CXX");
   const auto t0 = std::chrono::steady_clock::now();
   auto took = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   std::error_code ec;
   fs::path cached;
   if (!o.cache_dir.empty()) {
-    cached = fs::path(o.cache_dir) / cache_key(unit, kernels);
+    cached = fs::path(o.cache_dir) / cache_key(unit, kernels, cxx);
     if (fs::exists(cached, ec) && fs::copy_file(cached, library, fs::copy_options::overwrite_existing, ec)) {
       out.seconds = took();
       out.from_cache = true;
@@ -109,13 +175,13 @@ StatusOr<EmuBuild> build_emu_library(const fs::path& unit_path, const std::strin
   const fs::path include = unit_path.parent_path() / "include";
   RETURN_IF_ERROR(write_headers(include, ""));
   auto build = [&](const std::string& prelude, std::string* log) {
-    std::vector<std::string> argv = {STITCH_HOST_CXX};
+    std::vector<std::string> argv = {cxx};
     if (prelude != kEmuHeader) argv.push_back("-H");  // lists the headers: "! X.gch" when it took the .gch
     std::istringstream flags(STITCH_EMU_CXX_FLAGS);
     for (std::string f; flags >> f;) argv.push_back(f);
     argv.insert(argv.end(), {"-shared", "-w", "-include", prelude, "-I", include.string(), "-I",
-                             (include / "stitch" / "device").string(), "-isystem", STITCH_CUDA_INCLUDE_DIR,
-                             "-o", library.string(), unit_path.string()});
+                             (include / "stitch" / "device").string(), "-isystem", cuda_include, "-o",
+                             library.string(), unit_path.string()});
     return run_command(argv, log);
   };
   std::string log;
@@ -136,8 +202,15 @@ StatusOr<EmuBuild> build_emu_library(const fs::path& unit_path, const std::strin
   }
   out.seconds = took();
   fs::remove_all(include, ec);
+  if (rc != 0 && user_cxx && *user_cxx)
+    return Status::user(
+        fmt::format("building the emulation library with {} (from STITCH_HOST_CXX) failed (exit {}): it "
+                    "needs a C++20 compiler "
+                    "that takes GCC's flags ({}); unset STITCH_HOST_CXX to use {}:\n{}",
+                    cxx, rc, STITCH_EMU_CXX_FLAGS, STITCH_HOST_CXX, log));
   if (rc != 0)
-    return Status::internal(fmt::format("building the emulation library failed (exit {}):\n{}", rc, log));
+    return Status::internal(
+        fmt::format("building the emulation library with {} failed (exit {}):\n{}", cxx, rc, log));
   if (!cached.empty()) {  // into the cache under a name of its own, then renamed: whole or absent
     const fs::path part = cached.string() + fmt::format(".{}", getpid());
     fs::create_directories(cached.parent_path(), ec);

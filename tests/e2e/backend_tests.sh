@@ -446,6 +446,20 @@ expect "nvcc missing" 2 "nvcc not found at /nonexistent/bin/nvcc" -- \
   env CUDA_HOME=/nonexistent "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nonvcc" \
   --shape batch=1 --shape sequence=4
 check "no directory left when nvcc is missing" test -z "$(ls "$TMP" | grep nonvcc)"
+# The emulation library's build finds its host compiler and the CUDA headers where it runs
+# (codegen/emu_build.h): a choice the user made that does not work is refused, naming it.
+expect "CUDA headers missing for the emulation build" 2 \
+  "cuda_fp16.h and cuda_bf16.h, which are not in /nonexistent/include \(from CUDA_HOME\)" -- \
+  env CUDA_HOME=/nonexistent "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nocudainc" \
+  --shape batch=1 --shape sequence=4 --no-nvcc
+check "no directory left when the CUDA headers are missing" test ! -e "$TMP/nocudainc"
+expect "a host compiler that is not there" 2 "STITCH_HOST_CXX is '/nonexistent/g\+\+', which is not an executable file" -- \
+  env STITCH_HOST_CXX=/nonexistent/g++ "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nocxx" \
+  --shape batch=1 --shape sequence=4 --no-nvcc
+expect "a host compiler that fails" 2 "building the emulation library with /bin/false \(from STITCH_HOST_CXX\) failed" -- \
+  env STITCH_HOST_CXX=/bin/false "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/badcxx" \
+  --shape batch=1 --shape sequence=4 --no-nvcc
+check "no directory left when the host compiler fails" test ! -e "$TMP/badcxx"
 mkdir -p "$TMP/notart" && echo hi >"$TMP/notart/keep.txt"
 expect "refuses to overwrite a non-artifact directory" 2 "exists and is not a stitch artifact" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/notart" --shape batch=1 --shape sequence=4 --no-nvcc

@@ -36,6 +36,14 @@ check "the artifact's device headers are the source tree's" \
 check "the emulation build left no headers in the artifact" test ! -e "$TMP/bert/emu/include"
 expect "the moved stitchc runs it on emu against PyTorch's outputs" 0 "" -- \
   "$P/bin/stitchc" run "$TMP/bert" --backend emu --inputs "$M/test_data_set_0" --expect "$M/test_data_set_0"
+# The host compiler is found where it runs: named by STITCH_HOST_CXX and looked up on PATH (the
+# build's own compiler may be elsewhere on the machine the prefix moved to).
+cxx_dir=$(dirname "$(command -v g++)")
+expect "the moved stitchc builds with STITCH_HOST_CXX=g++ from PATH" 0 "" -- \
+  env STITCH_HOST_CXX=g++ PATH="$cxx_dir:/usr/bin:/bin" "$P/bin/stitchc" compile "$M/model.onnx" -o "$TMP/bert_cxx" \
+  --shape batch=2 --shape sequence=16 --no-nvcc
+expect "and that artifact runs on emu against PyTorch's outputs" 0 "" -- \
+  "$P/bin/stitchc" run "$TMP/bert_cxx" --backend emu --inputs "$M/test_data_set_0" --expect "$M/test_data_set_0"
 # The header beside it is the one it takes: with another digest there, it takes none.
 cp "$P/lib/stitch/emu_pch/stitch/emu/emu.h.gch.digest" "$TMP/digest"
 echo 0000 >"$P/lib/stitch/emu_pch/stitch/emu/emu.h.gch.digest"

@@ -5,10 +5,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "backend_test_util.h"
 #include "codegen/artifact.h"
+#include "codegen/build_tools.h"
 #include "stitch/artifact_format.h"
 
 using namespace stitch;
@@ -258,4 +261,118 @@ TEST_CASE("one emulation library serves several artifacts whose kernels are name
   CHECK(failed.status().code() == Code::kInternal);
   CHECK(failed.status().message().find("building the emulation library failed") != std::string::npos);
   fs::remove_all(scratch);
+}
+
+namespace {
+
+// Sets (or, with nullptr, unsets) an environment variable for a scope, then puts it back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST_CASE("the emulation build finds its host compiler and the CUDA headers where it runs",
+          "[codegen][emu]") {
+  // An installed stitchc moved to another machine: the compiler and toolkit it was built with may
+  // be elsewhere there.
+  const fs::path dir = fs::temp_directory_path() / fmt::format("stitch_find_tools_{}", getpid());
+  fs::create_directories(dir / "bin");
+  fs::create_directories(dir / "cuda" / "include");
+  const fs::path fake = dir / "bin" / "g++";
+  REQUIRE(write_file(fake, "#!/bin/sh\nexit 0\n").is_ok());
+  fs::permissions(fake, fs::perms::owner_all);
+  REQUIRE(write_file(dir / "cuda" / "include" / "cuda_fp16.h", "").is_ok());
+  REQUIRE(write_file(dir / "cuda" / "include" / "cuda_bf16.h", "").is_ok());
+  const std::string gone = (dir / "gone" / "c++").string();
+  SECTION("the compiler stitchc was built with, while it is there") {
+    ScopedEnv unset("STITCH_HOST_CXX", nullptr);
+    auto cxx = find_host_cxx(fake.string());
+    REQUIRE(cxx.is_ok());
+    CHECK(*cxx == fake.string());
+  }
+  SECTION("else c++ or g++ on PATH") {
+    ScopedEnv unset("STITCH_HOST_CXX", nullptr);
+    ScopedEnv path("PATH", (dir / "bin").c_str());
+    auto cxx = find_host_cxx(gone);
+    REQUIRE(cxx.is_ok());
+    CHECK(*cxx == fake.string());
+  }
+  SECTION("neither: a user error that says what to install or set") {
+    ScopedEnv unset("STITCH_HOST_CXX", nullptr);
+    ScopedEnv path("PATH", (dir / "cuda").c_str());
+    auto cxx = find_host_cxx(gone);
+    REQUIRE_FALSE(cxx.is_ok());
+    CHECK(cxx.status().code() == Code::kUser);
+    CHECK_THAT(cxx.status().message(),
+               Catch::Contains(gone) && Catch::Contains("install g++, or set STITCH_HOST_CXX"));
+  }
+  SECTION("STITCH_HOST_CXX, a path or a name on PATH, comes first and has no fallback") {
+    ScopedEnv path("PATH", (dir / "bin").c_str());
+    {
+      ScopedEnv set("STITCH_HOST_CXX", "g++");
+      auto cxx = find_host_cxx("/usr/bin/c++");
+      REQUIRE(cxx.is_ok());
+      CHECK(*cxx == fake.string());
+    }
+    {
+      ScopedEnv set("STITCH_HOST_CXX", gone.c_str());
+      auto cxx = find_host_cxx(fake.string());
+      REQUIRE_FALSE(cxx.is_ok());
+      CHECK(cxx.status().code() == Code::kUser);
+      CHECK_THAT(cxx.status().message(), Catch::Contains("STITCH_HOST_CXX is '" + gone + "'"));
+    }
+    {
+      ScopedEnv set("STITCH_HOST_CXX", "clang-none");
+      auto cxx = find_host_cxx(fake.string());
+      REQUIRE_FALSE(cxx.is_ok());
+      CHECK_THAT(cxx.status().message(), Catch::Contains("not an executable on PATH"));
+    }
+  }
+  SECTION("the CUDA headers: CUDA_HOME's, else the build's toolkit, else /usr/local/cuda") {
+    {
+      ScopedEnv home("CUDA_HOME", (dir / "cuda").c_str());
+      auto inc = find_cuda_include("/nonexistent/include");
+      REQUIRE(inc.is_ok());
+      CHECK(*inc == (dir / "cuda" / "include").string());
+    }
+    {
+      ScopedEnv home("CUDA_HOME", (dir / "gone").c_str());
+      auto inc = find_cuda_include((dir / "cuda" / "include").string());
+      REQUIRE_FALSE(inc.is_ok());
+      CHECK(inc.status().code() == Code::kUser);
+      CHECK_THAT(inc.status().message(), Catch::Contains("(from CUDA_HOME)"));
+    }
+    {
+      ScopedEnv home("CUDA_HOME", nullptr);
+      auto inc = find_cuda_include((dir / "cuda" / "include").string());
+      REQUIRE(inc.is_ok());
+      CHECK(*inc == (dir / "cuda" / "include").string());
+      // The build's toolkit gone: /usr/local/cuda's, which every machine of this project has.
+      if (fs::exists("/usr/local/cuda/include/cuda_fp16.h")) {
+        auto fallback = find_cuda_include("/nonexistent/include");
+        REQUIRE(fallback.is_ok());
+        CHECK(*fallback == "/usr/local/cuda/include");
+      }
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
