@@ -1,5 +1,6 @@
 // stitchc compile: ONNX model -> artifact directory (schedule, kernels, weights, binaries, report).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -109,6 +110,7 @@ bool keep_large_kernels_apart(const codegen::Schedule& sched, int64_t budget, fu
 }  // namespace
 
 int run_compile(const CompileArgs& a) {
+  namespace fs = std::filesystem;
   auto t0 = std::chrono::steady_clock::now();
   codegen::CompileOptions o;
   o.archs.clear();
@@ -118,6 +120,16 @@ int run_compile(const CompileArgs& a) {
   if (o.archs.empty()) return report(Status::user("--arch needs at least one target, for example sm_90"));
   o.run_nvcc = !a.no_nvcc;
   o.build_emu = !a.no_emu;
+  if (!a.build_cache.empty()) {
+    std::error_code ec;
+    fs::create_directories(a.build_cache, ec);
+    if (!fs::is_directory(a.build_cache, ec) || access(a.build_cache.c_str(), W_OK) != 0)
+      return report(Status::user(fmt::format(
+          "--build-cache '{}': not a directory stitchc can write; give a writable directory, or leave it out",
+          a.build_cache)));
+    o.nvcc_cache_dir = (fs::path(a.build_cache) / "nvcc").string();
+    o.emu_cache_dir = (fs::path(a.build_cache) / "emu").string();
+  }
   o.fusion = a.fusion;
   o.model_path = a.model;
   o.shape_bindings = a.shapes;
@@ -375,8 +387,9 @@ int run_compile(const CompileArgs& a) {
       max_regs = std::max(max_regs, r.registers);
       spills += r.spill_stores + r.spill_loads;
     }
-    fmt::print("  nvcc ({}): {:.1f} s{}, {} kernel binaries, at most {} registers, {} bytes spilled\n",
+    fmt::print("  nvcc ({}): {:.1f} s{}{}, {} kernel binaries, at most {} registers, {} bytes spilled\n",
                fmt::join(o.archs, ","), summary.nvcc_seconds,
+               summary.nvcc_from_cache ? " (from the build cache)" : "",
                nvcc_runs > 1 ? fmt::format(" ({} runs, {:.1f} s in all)", nvcc_runs, nvcc_seconds) : "",
                summary.resources.size(), max_regs, spills);
   } else {
@@ -386,7 +399,9 @@ int run_compile(const CompileArgs& a) {
   for (const std::string& r : replans) fmt::print("  re-planned after ptxas: {}\n", r);
   if (o.build_emu)
     fmt::print("  emulation library: {:.1f} s{}\n", summary.emu_seconds,
-               summary.emu_precompiled_header ? "" : " (without the precompiled emulation header)");
+               summary.emu_from_cache           ? " (from the build cache)"
+               : summary.emu_precompiled_header ? ""
+                                                : " (without the precompiled emulation header)");
   fmt::print("  total {:.1f} s\n", secs);
   return 0;
 }

@@ -245,6 +245,11 @@ int main(int argc, char** argv) {
   compile->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass into this directory");
   compile->add_flag("--no-nvcc", ca.no_nvcc, "emit sources only; do not run nvcc");
   compile->add_flag("--no-emu", ca.no_emu, "do not build the CPU emulation library");
+  compile->add_option(
+      "--build-cache", ca.build_cache,
+      "a directory of kernel builds (nvcc's fatbins, emulation libraries), each named by a checksum "
+      "of everything its build read: a compile of the same kernels with the same tools copies them "
+      "instead of building, and adds what it builds; compiles may share one");
 
   CalibrateArgs cal;
   CLI::App* calibrate = app.add_subcommand("calibrate",

@@ -22,7 +22,7 @@ struct RunArgs {
 int run_run(const RunArgs& a);
 
 struct CompileArgs {
-  std::string model, out, arch = "sm_90", fusion = "beam", report_json, dump_dir, device_spec;
+  std::string model, out, arch = "sm_90", fusion = "beam", report_json, dump_dir, device_spec, build_cache;
   std::vector<std::string> shapes, no_fuse, constant_inputs;
   int max_group_size = 128, beam_width = 8;
   bool no_pack = false;

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "codegen/build_tools.h"
+#include "codegen/embedded_headers.h"
 #include "codegen/emu_build.h"
 #include "codegen/stitch.h"
 #include "stitch/artifact_format.h"
@@ -192,9 +193,33 @@ struct Writer {
     }
     // PTX of the newest arch too, so newer GPUs can JIT it.
     argv.push_back(fmt::format("-gencode=arch=compute_{0},code=compute_{0}", highest));
-    argv.insert(argv.end(), {"-o", (tmp / artifact::kFatbinFile).string(), (tmp / artifact::kUnityFile).string()});
-    std::string log;
     auto t0 = std::chrono::steady_clock::now();
+    const fs::path fatbin = tmp / artifact::kFatbinFile;
+    // The build cache (CompileOptions::nvcc_cache_dir): by nvcc, its arguments (the paths aside),
+    // the device headers and every kernel source, the fatbin and nvcc's log of a build before.
+    std::string key;
+    if (!o.nvcc_cache_dir.empty()) {
+      artifact::Checksum k;
+      auto add = [&](std::string_view x) { k.update(x.data(), x.size() + 1); };  // with a separator
+      add(tool_identity(nvcc));
+      for (size_t i = 1; i < argv.size(); ++i) add(argv[i]);
+      add(embedded_headers_digest());
+      for (const auto& [rel, sum] : written)
+        if (rel.ends_with(".cu")) add(fmt::format("{} {:016x}", rel, sum.second));
+      key = fmt::format("{:016x}", k.digest());
+      if (take_from_cache(o.nvcc_cache_dir, key, {{".fatbin", fatbin}, {".log", tmp / kNvccLog}})) {
+        std::ifstream f(tmp / kNvccLog, std::ios::binary);
+        const std::string cached((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        RETURN_IF_ERROR(put(kNvccLog, cached));
+        this->log = cached;
+        summary->nvcc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        summary->nvcc_from_cache = true;
+        summary->resources = parse_ptxas(cached);
+        return Status::ok();
+      }
+    }
+    argv.insert(argv.end(), {"-o", fatbin.string(), (tmp / artifact::kUnityFile).string()});
+    std::string log;
     int rc = run_command(argv, &log);
     summary->nvcc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     RETURN_IF_ERROR(put(kNvccLog, log));
@@ -203,6 +228,7 @@ struct Writer {
       return Status::internal(fmt::format("nvcc failed on the generated kernels (exit {}):\n{}{}", rc, log,
                                           annotate_nvcc_errors(log)));
     summary->resources = parse_ptxas(log);
+    if (!key.empty()) put_in_cache(o.nvcc_cache_dir, key, {{".fatbin", fatbin}, {".log", tmp / kNvccLog}});
     return Status::ok();
   }
 
@@ -221,6 +247,7 @@ struct Writer {
     RETURN_IF_ERROR(put(kNvccLog, b.log));
     summary->resources = b.resources;
     summary->nvcc_seconds = b.seconds;
+    summary->nvcc_from_cache = b.from_cache;
     return Status::ok();
   }
 
@@ -406,8 +433,10 @@ struct Writer {
               {"arena_buffers", s.requests.size()},
               {"weights_bytes", s.weights_bytes}}},
             {"nvcc_seconds", summary->nvcc_seconds},
+            {"nvcc_from_cache", summary->nvcc_from_cache},
             {"emu_build_seconds", summary->emu_seconds},
             {"emu_precompiled_header", summary->emu_precompiled_header},
+            {"emu_from_cache", summary->emu_from_cache},
             {"groups", groups},
             {"kernels", kernels},
             {"library_calls_detail", calls}};
@@ -502,6 +531,7 @@ KernelBuild& KernelBuild::operator=(KernelBuild&& o) noexcept {
     remove_scratch(dir);
     resources = std::move(o.resources);
     seconds = o.seconds;
+    from_cache = o.from_cache;
     log = std::move(o.log);
     dir = std::exchange(o.dir, std::string());
     sources = std::move(o.sources);
@@ -524,6 +554,7 @@ StatusOr<KernelBuild> build_kernels(const Graph& g, const Schedule& s, const Com
     if (rel.ends_with(".cu")) b.sources[rel] = sum.second;
   b.resources = std::move(summary.resources);
   b.seconds = summary.nvcc_seconds;
+  b.from_cache = summary.nvcc_from_cache;
   b.log = w.log;
   return b;
 }

@@ -26,6 +26,10 @@ struct CompileOptions {
   // (EmuBuildOptions::pch) and a cache of libraries built before (EmuBuildOptions::cache_dir).
   std::optional<std::string> emu_pch;
   std::string emu_cache_dir;
+  // A cache of nvcc's builds (`stitchc compile --build-cache DIR`, DIR/nvcc): the fatbin and log of
+  // the same kernel sources built before by the same nvcc with the same arguments, copied in place
+  // of a run; a new build is added (codegen/build_tools.h, put_in_cache).
+  std::string nvcc_cache_dir;
   // An emulation library built before (build_emu_library) that defines every kernel of the
   // schedule under its name, and perhaps other artifacts' kernels: copied into the artifact in
   // place of a build.
@@ -46,6 +50,7 @@ struct ArtifactSummary {
   double nvcc_seconds = 0, emu_seconds = 0;
   bool emu_precompiled_header = false;  // the emulation library built on the precompiled header
   bool emu_from_cache = false;          // the emulation library copied from CompileOptions::emu_cache_dir
+  bool nvcc_from_cache = false;         // the fatbin copied from CompileOptions::nvcc_cache_dir
   std::string report_json;  // report.json's text
 };
 
@@ -68,8 +73,9 @@ struct KernelBuild {
   ~KernelBuild();
 
   std::vector<KernelResources> resources;
-  double seconds = 0;  // nvcc's run
-  std::string log;     // nvcc's output with -Xptxas -v
+  double seconds = 0;       // nvcc's run
+  bool from_cache = false;  // copied from CompileOptions::nvcc_cache_dir instead
+  std::string log;          // nvcc's output with -Xptxas -v
   std::string dir;     // the scratch directory: kernels/ with the sources, and the fatbin
   // Each kernel source's checksum, by its path in the artifact: write_artifact refuses a build of
   // other sources than the schedule it writes.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -33,6 +34,39 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
   int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::string tool_identity(const std::string& tool) {
+  std::string id = tool;
+  std::error_code ec;
+  if (const fs::path resolved = fs::canonical(tool, ec); !ec) {
+    const auto size = fs::file_size(resolved, ec);
+    const auto time = fs::last_write_time(resolved, ec).time_since_epoch().count();
+    id += fmt::format(" {} {} {}", resolved.string(), size, time);
+  }
+  return id;
+}
+
+bool take_from_cache(const fs::path& dir, const std::string& key,
+                     const std::vector<std::pair<std::string, fs::path>>& files) {
+  std::error_code ec;
+  for (const auto& [suffix, to] : files)
+    if (!fs::is_regular_file(dir / (key + suffix), ec)) return false;
+  for (const auto& [suffix, to] : files)
+    if (!fs::copy_file(dir / (key + suffix), to, fs::copy_options::overwrite_existing, ec)) return false;
+  return true;
+}
+
+void put_in_cache(const fs::path& dir, const std::string& key,
+                  const std::vector<std::pair<std::string, fs::path>>& files) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  for (const auto& [suffix, from] : files) {
+    const fs::path entry = dir / (key + suffix);
+    const fs::path part = entry.string() + fmt::format(".{}", getpid());
+    if (fs::copy_file(from, part, fs::copy_options::overwrite_existing, ec)) fs::rename(part, entry, ec);
+    if (ec) fs::remove(part, ec);
+  }
 }
 
 Status write_file(const fs::path& p, const std::string& text) {

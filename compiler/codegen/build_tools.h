@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "support/status.h"
@@ -14,6 +15,20 @@ namespace stitch::codegen {
 // Runs argv (through /bin/sh with quoted words), capturing stdout and stderr together into
 // `output`; the exit status, or -1 when it could not run or did not exit.
 int run_command(const std::vector<std::string>& argv, std::string* output);
+
+// What identifies a tool for a build cache's key: its path and the resolved file's path, size and
+// time, so that an upgrade that keeps the path builds anew.
+std::string tool_identity(const std::string& tool);
+
+// A build cache (EmuBuildOptions::cache_dir, CompileOptions::nvcc_cache_dir): files named by a
+// checksum of everything their build read. take_from_cache copies `dir`/`key``suffix` to each
+// destination and says whether all were there; put_in_cache copies the files in, each under a name
+// of its own first and then renamed, so that processes sharing the directory see it whole or not
+// at all. A cache that cannot be written is skipped.
+bool take_from_cache(const std::filesystem::path& dir, const std::string& key,
+                     const std::vector<std::pair<std::string, std::filesystem::path>>& files);
+void put_in_cache(const std::filesystem::path& dir, const std::string& key,
+                  const std::vector<std::pair<std::string, std::filesystem::path>>& files);
 
 // Writes `text` into `p`; a user error naming the file when it cannot.
 Status write_file(const std::filesystem::path& p, const std::string& text);

@@ -53,8 +53,7 @@ bool has_cuda_headers(const fs::path& dir) {
 }
 
 // The cache's name for a build of `unit` defining `kernels` by the host compiler `cxx`: see
-// EmuBuildOptions::cache_dir. The compiler is known by its resolved file's size and time, so that
-// an upgrade of it, which keeps its path, builds anew.
+// EmuBuildOptions::cache_dir.
 std::string cache_key(const std::string& unit, const std::vector<const Kernel*>& kernels,
                       const std::string& cxx) {
   artifact::Checksum key;
@@ -65,15 +64,9 @@ std::string cache_key(const std::string& unit, const std::vector<const Kernel*>&
     add(k->source);
   }
   add(embedded_headers_digest());
-  std::string compiler = fmt::format("{} {}", cxx, STITCH_EMU_CXX_FLAGS);
-  std::error_code ec;
-  if (const fs::path resolved = fs::canonical(cxx, ec); !ec) {
-    const auto size = fs::file_size(resolved, ec);
-    const auto time = fs::last_write_time(resolved, ec).time_since_epoch().count();
-    compiler += fmt::format(" {} {} {}", resolved.string(), size, time);
-  }
+  const std::string compiler = fmt::format("{} {}", tool_identity(cxx), STITCH_EMU_CXX_FLAGS);
   add(compiler);
-  return fmt::format("{:016x}.so", key.digest());
+  return fmt::format("{:016x}.so", key.digest());  // the entry's whole name
 }
 
 }  // namespace
@@ -162,14 +155,11 @@ StatusOr<EmuBuild> build_emu_library(const fs::path& unit_path, const std::strin
   const auto t0 = std::chrono::steady_clock::now();
   auto took = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   std::error_code ec;
-  fs::path cached;
-  if (!o.cache_dir.empty()) {
-    cached = fs::path(o.cache_dir) / cache_key(unit, kernels, cxx);
-    if (fs::exists(cached, ec) && fs::copy_file(cached, library, fs::copy_options::overwrite_existing, ec)) {
-      out.seconds = took();
-      out.from_cache = true;
-      return out;
-    }
+  const std::string key = o.cache_dir.empty() ? "" : cache_key(unit, kernels, cxx);
+  if (!key.empty() && take_from_cache(o.cache_dir, key, {{"", library}})) {
+    out.seconds = took();
+    out.from_cache = true;
+    return out;
   }
   // The emulation and device headers, for this build only.
   const fs::path include = unit_path.parent_path() / "include";
@@ -211,12 +201,7 @@ StatusOr<EmuBuild> build_emu_library(const fs::path& unit_path, const std::strin
   if (rc != 0)
     return Status::internal(
         fmt::format("building the emulation library with {} failed (exit {}):\n{}", cxx, rc, log));
-  if (!cached.empty()) {  // into the cache under a name of its own, then renamed: whole or absent
-    const fs::path part = cached.string() + fmt::format(".{}", getpid());
-    fs::create_directories(cached.parent_path(), ec);
-    if (fs::copy_file(library, part, fs::copy_options::overwrite_existing, ec)) fs::rename(part, cached, ec);
-    if (ec) fs::remove(part, ec);
-  }
+  if (!key.empty()) put_in_cache(o.cache_dir, key, {{"", library}});
   return out;
 }
 

@@ -140,6 +140,49 @@ TEST_CASE("an artifact takes the fatbin nvcc built ahead of it for the same kern
   fs::remove_all(scratch);
 }
 
+TEST_CASE("nvcc's build is taken from the build cache for the same kernels and arguments only",
+          "[codegen][nvcc]") {
+  auto [g, apart, fused] = sigmoid_log_softmax();
+  const fs::path scratch = fs::temp_directory_path() / ("stitch_unit_nvcc_cache_" + std::to_string(getpid()));
+  fs::remove_all(scratch);
+  CompileOptions o;
+  o.archs = {"sm_90"};
+  o.build_emu = false;
+  o.model_path = "/dev/null";
+  o.nvcc_cache_dir = (scratch / "cache").string();
+  // Builds `s` ahead and writes its artifact into `name`: whether nvcc's run came from the cache.
+  auto build = [&](const Schedule& s, const std::string& name) {
+    auto built = build_kernels(*g, s, o, (scratch / name).string());
+    INFO(built.status().message());
+    REQUIRE(built.is_ok());
+    REQUIRE(built->resources.size() == s.kernels.size() * o.archs.size());
+    ArtifactSummary summary;
+    const Status st = write_artifact(*g, s, o, (scratch / name).string(), &summary, &*built);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    CHECK(summary.nvcc_from_cache == built->from_cache);
+    CHECK(test::read_text_file(scratch / name / "report.json")
+              .find(fmt::format("\"nvcc_from_cache\": {}", built->from_cache)) != std::string::npos);
+    return built->from_cache;
+  };
+  CHECK_FALSE(build(*apart, "a1"));  // built, and added: a fatbin and a log
+  CHECK(entries_named(scratch / "cache", "").size() == 2);
+  CHECK(build(*apart, "a2"));  // the same kernels: copied
+  CHECK(test::read_text_file(scratch / "a1" / artifact::kFatbinFile) ==
+        test::read_text_file(scratch / "a2" / artifact::kFatbinFile));
+  CHECK(test::read_text_file(scratch / "a1" / "kernels" / "nvcc.log") ==
+        test::read_text_file(scratch / "a2" / "kernels" / "nvcc.log"));
+  CHECK_FALSE(build(*fused, "f1"));  // other kernels: built
+  CHECK(build(*fused, "f2"));
+  Schedule edited = *fused;  // a kernel's text edited, its name kept: built again
+  edited.kernels.front().source += "\n// edited\n";
+  CHECK_FALSE(build(edited, "e1"));
+  o.archs = {"sm_80"};  // another target: built again
+  CHECK_FALSE(build(*fused, "f3"));
+  CHECK(entries_named(scratch / "cache", "").size() == 8);
+  fs::remove_all(scratch);
+}
+
 TEST_CASE("an emulation library is taken from the cache for the same kernel sources only", "[codegen][emu]") {
   auto [g, apart, fused] = sigmoid_log_softmax();
   const fs::path scratch =
