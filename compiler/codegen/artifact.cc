@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -195,14 +196,17 @@ struct Writer {
     argv.push_back(fmt::format("-gencode=arch=compute_{0},code=compute_{0}", highest));
     auto t0 = std::chrono::steady_clock::now();
     const fs::path fatbin = tmp / artifact::kFatbinFile;
-    // The build cache (CompileOptions::nvcc_cache_dir): by nvcc, its arguments (the paths aside),
-    // the device headers and every kernel source, the fatbin and nvcc's log of a build before.
+    // The build cache (CompileOptions::nvcc_cache_dir): by nvcc, its arguments (the paths aside,
+    // the environment's flags in), the device headers and every kernel source, the fatbin and
+    // nvcc's log of a build before.
     std::string key;
     if (!o.nvcc_cache_dir.empty()) {
       artifact::Checksum k;
       auto add = [&](std::string_view x) { k.update(x.data(), x.size() + 1); };  // with a separator
       add(tool_identity(nvcc));
       for (size_t i = 1; i < argv.size(); ++i) add(argv[i]);
+      for (const char* var : {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"})  // flags nvcc takes from them
+        add(std::getenv(var) ? std::getenv(var) : "");
       add(embedded_headers_digest());
       for (const auto& [rel, sum] : written)
         if (rel.ends_with(".cu")) add(fmt::format("{} {:016x}", rel, sum.second));
