@@ -302,7 +302,8 @@ TEST_CASE("one emulation library serves several artifacts whose kernels are name
       build_emu_library(scratch / "lib" / "broken.cc", broken, none, scratch / "lib" / "broken.so", {});
   REQUIRE_FALSE(failed.is_ok());
   CHECK(failed.status().code() == Code::kInternal);
-  CHECK(failed.status().message().find("building the emulation library failed") != std::string::npos);
+  CHECK_THAT(failed.status().message(),
+             Catch::Contains("building the emulation library with ") && Catch::Contains(" failed (exit "));
   fs::remove_all(scratch);
 }
 
