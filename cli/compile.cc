@@ -206,6 +206,8 @@ int run_compile(const CompileArgs& a) {
   switches.split_head_rows = !a.no_split_head_rows;
   // Planning time: the rewrites (each judged one plans the graph with it and without) and the plan.
   const auto rewrite_start = std::chrono::steady_clock::now();
+  const int64_t computed_before = Tensor::deferred_computed();
+  int64_t computed_while_planning = 0;  // deferred weights (ir/tensor.h): planning reads shapes
   auto rewrites = fusion::rewrite_for_planning(*g, fo, switches);
   if (!rewrites.is_ok()) return report(rewrites.status().with_context(a.model));
   const double rewrite_seconds =
@@ -236,6 +238,7 @@ int run_compile(const CompileArgs& a) {
       else
         plan = fusion::make_plan(**g, fo);
       if (!plan.is_ok()) return report(plan.status());
+      if (round == 0) computed_while_planning = Tensor::deferred_computed() - computed_before;
       plan->rewrite_seconds = rewrite_seconds;
       plan->plan_seconds =
           rewrite_seconds +
@@ -338,6 +341,7 @@ int run_compile(const CompileArgs& a) {
                      {"code_size_replans", code_replans},
                      {"plan_seconds", plan->plan_seconds},
                      {"rewrite_seconds", plan->rewrite_seconds},
+                     {"weights_computed_while_planning", computed_while_planning},
                      {"plan_steps", plan->work},
                      {"budget_spent", plan->budget_spent},
                      {"timed_out", plan->timed_out},

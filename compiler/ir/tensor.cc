@@ -31,6 +31,12 @@ Tensor::Tensor(DType dtype, Dims dims)
   bytes_->v.resize(bytes_->size);
 }
 
+namespace {
+std::atomic<int64_t> deferred_count{0};
+}  // namespace
+
+int64_t Tensor::deferred_computed() { return deferred_count.load(std::memory_order_relaxed); }
+
 Tensor Tensor::deferred(DType dtype, Dims dims, std::function<Tensor()> compute) {
   Tensor t;
   t.dtype_ = dtype;
@@ -57,6 +63,7 @@ void Tensor::Bytes::materialize() {
   else
     v.assign(std::as_const(t).data(), std::as_const(t).data() + size);
   compute = nullptr;  // and with it the tensors it read
+  deferred_count.fetch_add(1, std::memory_order_relaxed);
   ready.store(true, std::memory_order_release);
 }
 

@@ -48,6 +48,9 @@ class Tensor {
   static Tensor deferred(DType dtype, Dims dims, std::function<Tensor()> compute);
   // Whether the bytes are still to be computed (for tests and statistics; reading computes them).
   bool pending() const { return bytes_ && !bytes_->ready.load(std::memory_order_acquire); }
+  // How many deferred tensors this process has computed so far: `stitchc compile` reports those
+  // computed while it planned (none, when planning reads weights by shape only).
+  static int64_t deferred_computed();
 
   DType dtype() const { return dtype_; }
   const Dims& dims() const { return dims_; }

@@ -41,6 +41,8 @@ for m in "$ROOT"/models/*/; do
     --header "stitch/device/stitch_device.cuh=$ROOT/runtime/device/include/stitch/device/stitch_device.cuh" \
     "$TMP/$name"/kernels/k*.cu
   check "report of $name counts launches and the arena" grep -q '"kernel_launches"' "$TMP/$name.json"
+  # The judged rewrites' new weights are computed when written, not by the trials planning judges.
+  check "planning $name computed no weight" grep -q '"weights_computed_while_planning": 0' "$TMP/$name.json"
 done
 # nvcc runs beside the artifact while ptxas's report may still re-plan; its scratch directories go.
 check "no nvcc scratch directory is left beside the artifacts" bash -c "! compgen -G '$TMP/*.nvcc-*' >/dev/null"
