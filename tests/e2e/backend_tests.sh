@@ -448,39 +448,6 @@ expect "nvcc missing" 2 "nvcc not found at /nonexistent/bin/nvcc" -- \
   env CUDA_HOME=/nonexistent "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nonvcc" \
   --shape batch=1 --shape sequence=4
 check "no directory left when nvcc is missing" test -z "$(ls "$TMP" | grep nonvcc)"
-# The emulation library's build finds its host compiler and the CUDA headers where it runs
-# (codegen/emu_build.h): a choice the user made that does not work is refused, naming it.
-expect "CUDA headers missing for the emulation build" 2 \
-  "cuda_fp16.h and cuda_bf16.h, which are not in /nonexistent/include \(from CUDA_HOME\)" -- \
-  env CUDA_HOME=/nonexistent "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nocudainc" \
-  --shape batch=1 --shape sequence=4 --no-nvcc
-check "no directory left when the CUDA headers are missing" test ! -e "$TMP/nocudainc"
-expect "a host compiler that is not there" 2 "STITCH_HOST_CXX is '/nonexistent/g\+\+', which is not an executable file" -- \
-  env STITCH_HOST_CXX=/nonexistent/g++ "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/nocxx" \
-  --shape batch=1 --shape sequence=4 --no-nvcc
-expect "a host compiler that fails" 2 "building the emulation library with /bin/false \(from STITCH_HOST_CXX\) failed" -- \
-  env STITCH_HOST_CXX=/bin/false "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/badcxx" \
-  --shape batch=1 --shape sequence=4 --no-nvcc
-check "no directory left when the host compiler fails" test ! -e "$TMP/badcxx"
-# A build cache: the second compile of the same model copies nvcc's fatbin and the emulation
-# library instead of building them, and its artifact is the first's.
-expect "a compile that fills the build cache" 0 "" -- \
-  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/cache1" --shape batch=2 --shape sequence=16 \
-  --build-cache "$TMP/build_cache"
-expect "the same compile again takes both builds from it" 0 \
-  "nvcc \(sm_90\): [0-9.]+ s \(from the build cache\).*emulation library: [0-9.]+ s \(from the build cache\)" -- \
-  bash -c "'$STITCHC' compile '$ROOT/models/bert_tiny/model.onnx' -o '$TMP/cache2' --shape batch=2 \
-    --shape sequence=16 --build-cache '$TMP/build_cache' | tr '\n' ' '"
-check "the cached build's fatbin is the first build's" cmp "$TMP/cache1/kernels/kernels.fatbin" \
-  "$TMP/cache2/kernels/kernels.fatbin"
-check "and the report says where it came from" grep -q '"nvcc_from_cache": true' "$TMP/cache2/report.json"
-expect "the cached build runs on emu against PyTorch's outputs" 0 "" -- \
-  "$STITCHC" run "$TMP/cache2" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
-  --expect "$ROOT/models/bert_tiny/test_data_set_0"
-echo not-a-directory >"$TMP/cache_file"
-expect "a build cache that is a file" 2 "--build-cache '$TMP/cache_file': not a directory stitchc can write" -- \
-  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/cache3" --shape batch=2 --shape sequence=16 \
-  --build-cache "$TMP/cache_file"
 mkdir -p "$TMP/notart" && echo hi >"$TMP/notart/keep.txt"
 expect "refuses to overwrite a non-artifact directory" 2 "exists and is not a stitch artifact" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/notart" --shape batch=1 --shape sequence=4 --no-nvcc
