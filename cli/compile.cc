@@ -14,6 +14,7 @@
 #include "cli/common.h"
 #include "cli/subcommands.h"
 #include "codegen/artifact.h"
+#include "codegen/build_tools.h"
 #include "codegen/lower.h"
 #include "codegen/schedule.h"
 #include "codegen/stitch.h"
@@ -120,6 +121,8 @@ int run_compile(const CompileArgs& a) {
   if (o.archs.empty()) return report(Status::user("--arch needs at least one target, for example sm_90"));
   o.run_nvcc = !a.no_nvcc;
   o.build_emu = !a.no_emu;
+  if (!(a.build_cache_max_mb > 0))
+    return report(Status::user("--build-cache-max-size must be more than 0 MB"));
   if (!a.build_cache.empty()) {
     std::error_code ec;
     fs::create_directories(a.build_cache, ec);
@@ -307,6 +310,11 @@ int run_compile(const CompileArgs& a) {
   }
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary, built ? &*built : nullptr);
   if (!st.is_ok()) return report(st);
+  // The build cache kept to its size, the entries least recently added or used going first.
+  uint64_t pruned = 0;
+  if (!a.build_cache.empty())
+    pruned =
+        codegen::prune_build_cache(a.build_cache, static_cast<uint64_t>(a.build_cache_max_mb * 1024 * 1024));
   if (a.explain) fmt::print("{}", o.plan_text);
   if (!a.report_json.empty()) {
     nlohmann::json rep = nlohmann::json::parse(summary.report_json);
@@ -406,6 +414,9 @@ int run_compile(const CompileArgs& a) {
                summary.emu_from_cache           ? " (from the build cache)"
                : summary.emu_precompiled_header ? ""
                                                 : " (without the precompiled emulation header)");
+  if (pruned > 0)
+    fmt::print("  build cache: {} of older entries removed to keep it within --build-cache-max-size {} MB\n",
+               human_bytes(static_cast<int64_t>(pruned)), a.build_cache_max_mb);
   fmt::print("  total {:.1f} s\n", secs);
   return 0;
 }

@@ -250,6 +250,12 @@ int main(int argc, char** argv) {
       "a directory of kernel builds (nvcc's fatbins, emulation libraries), each named by a checksum "
       "of everything its build read: a compile of the same kernels with the same tools copies them "
       "instead of building, and adds what it builds; compiles may share one");
+  compile
+      ->add_option(
+          "--build-cache-max-size", ca.build_cache_max_mb,
+          "the build cache's size in MB, kept after each compile by removing the entries least recently "
+          "added or used")
+      ->default_val(2048);
 
   CalibrateArgs cal;
   CLI::App* calibrate = app.add_subcommand("calibrate",

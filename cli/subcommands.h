@@ -52,6 +52,7 @@ struct CompileArgs {
   int64_t plan_budget = 50'000'000;
   double plan_time_limit = 60;
   bool no_nvcc = false, no_emu = false, explain = false;
+  double build_cache_max_mb = 2048;
 };
 int run_compile(const CompileArgs& a);
 

@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "codegen/embedded_headers.h"
 #include "support/check.h"
@@ -54,7 +56,43 @@ bool take_from_cache(const fs::path& dir, const std::string& key,
     if (!fs::is_regular_file(dir / (key + suffix), ec)) return false;
   for (const auto& [suffix, to] : files)
     if (!fs::copy_file(dir / (key + suffix), to, fs::copy_options::overwrite_existing, ec)) return false;
+  for (const auto& [suffix, to] : files)  // used now: the last to go when the cache is pruned
+    fs::last_write_time(dir / (key + suffix), fs::file_time_type::clock::now(), ec);
   return true;
+}
+
+uint64_t prune_build_cache(const fs::path& root, uint64_t max_bytes) {
+  struct Entry {
+    fs::file_time_type used = fs::file_time_type::min();  // its clock's zero is not the earliest
+    uint64_t bytes = 0;
+    std::vector<fs::path> files;
+  };
+  std::map<std::string, Entry> entries;  // by directory and key (a file's name up to its first dot)
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string name = it->path().filename().string();
+    Entry& e = entries[(it->path().parent_path() / name.substr(0, name.find('.'))).string()];
+    const uint64_t bytes = it->file_size(ec);
+    e.bytes += bytes;
+    total += bytes;
+    e.used = std::max(e.used, it->last_write_time(ec));
+    e.files.push_back(it->path());
+  }
+  if (total <= max_bytes) return 0;
+  std::vector<const Entry*> order;
+  for (const auto& [key, e] : entries) order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Entry* a, const Entry* b) { return a->used < b->used; });
+  uint64_t removed = 0;
+  for (const Entry* e : order) {
+    if (total - removed <= max_bytes) break;
+    for (const fs::path& f : e->files) fs::remove(f, ec);
+    removed += e->bytes;
+  }
+  return removed;
 }
 
 void put_in_cache(const fs::path& dir, const std::string& key,

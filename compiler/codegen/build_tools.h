@@ -2,6 +2,7 @@
 // compiler) and writing files and the headers stitchc carries.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -29,6 +30,11 @@ bool take_from_cache(const std::filesystem::path& dir, const std::string& key,
                      const std::vector<std::pair<std::string, std::filesystem::path>>& files);
 void put_in_cache(const std::filesystem::path& dir, const std::string& key,
                   const std::vector<std::pair<std::string, std::filesystem::path>>& files);
+
+// Keeps the build cache under `root` (its nvcc/ and emu/ directories) at most `max_bytes`: the
+// entries least recently added or taken (take_from_cache marks an entry it copies) go first, an
+// entry's files (a fatbin and its log) together. Returns the bytes removed.
+uint64_t prune_build_cache(const std::filesystem::path& root, uint64_t max_bytes);
 
 // Writes `text` into `p`; a user error naming the file when it cannot.
 Status write_file(const std::filesystem::path& p, const std::string& text);

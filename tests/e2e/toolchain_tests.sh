@@ -44,6 +44,15 @@ echo not-a-directory >"$TMP/cache_file"
 expect "a build cache that is a file" 2 "--build-cache '$TMP/cache_file': not a directory stitchc can write" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/cache3" --shape batch=2 --shape sequence=16 \
   --build-cache "$TMP/cache_file"
+# The cache kept to --build-cache-max-size after each compile, the least recently used entries first.
+expect "a compile with a tiny --build-cache-max-size prunes the cache" 0 \
+  "build cache: .* removed to keep it within --build-cache-max-size 0.001 MB" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/cache4" --shape batch=2 --shape sequence=16 \
+  --build-cache "$TMP/build_cache" --build-cache-max-size 0.001
+check "which then holds no entry, each being larger than that" bash -c "[ -z \"\$(find '$TMP/build_cache' -type f)\" ]"
+expect "a --build-cache-max-size of 0" 2 "--build-cache-max-size must be more than 0 MB" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/cache5" --shape batch=2 --shape sequence=16 \
+  --build-cache "$TMP/build_cache" --build-cache-max-size 0
 
 echo "toolchain e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -420,3 +420,38 @@ TEST_CASE("the emulation build finds its host compiler and the CUDA headers wher
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
+
+TEST_CASE("the build cache is kept to its size, the entries least recently used going first", "[codegen]") {
+  const fs::path root = fs::temp_directory_path() / fmt::format("stitch_prune_cache_{}", getpid());
+  fs::remove_all(root);
+  fs::create_directories(root / "nvcc");
+  fs::create_directories(root / "emu");
+  const auto now = fs::file_time_type::clock::now();
+  // An entry of `bytes` in `dir` (its files `key` + each suffix), last used `age` seconds ago.
+  auto entry = [&](const std::string& dir, const std::string& key, const std::vector<std::string>& suffixes,
+                   size_t bytes, int age) {
+    for (const std::string& suffix : suffixes) {
+      const fs::path p = root / dir / (key + suffix);
+      REQUIRE(write_file(p, std::string(bytes / suffixes.size(), 'x')).is_ok());
+      fs::last_write_time(p, now - std::chrono::seconds(age));
+    }
+  };
+  entry("nvcc", "aaaa", {".fatbin", ".log"}, 4000, 300);  // the oldest
+  entry("emu", "bbbb", {".so"}, 3000, 200);
+  entry("nvcc", "cccc", {".fatbin", ".log"}, 2000, 100);
+  entry("emu", "dddd", {".so"}, 1000, 10);     // the newest
+  CHECK(prune_build_cache(root, 10000) == 0);  // within the size: nothing goes
+  CHECK(entries_named(root / "nvcc", "").size() == 4);
+  // Taking an entry marks it used: the oldest becomes the newest.
+  REQUIRE(take_from_cache(root / "nvcc", "aaaa",
+                          {{".fatbin", root / "taken.fatbin"}, {".log", root / "taken.log"}}));
+  fs::remove(root / "taken.fatbin");
+  fs::remove(root / "taken.log");
+  CHECK(prune_build_cache(root, 6000) == 5000);  // bbbb, then cccc with both its files
+  CHECK(entries_named(root / "nvcc", "") == std::vector<std::string>{"aaaa.fatbin", "aaaa.log"});
+  CHECK(entries_named(root / "emu", "") == std::vector<std::string>{"dddd.so"});
+  CHECK(prune_build_cache(root, 1) == 5000);  // over even one entry's size: all go
+  CHECK(entries_named(root / "nvcc", "").empty());
+  CHECK(entries_named(root / "emu", "").empty());
+  fs::remove_all(root);
+}
