@@ -81,7 +81,6 @@ std::string annotate_nvcc_errors(const std::string& log) {
 }  // namespace
 
 StatusOr<std::string> find_nvcc() {
-  std::vector<fs::path> candidates;
   if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
     // An explicit CUDA_HOME is the user's choice: no silent fallback to another toolkit.
     const fs::path nvcc = fs::path(home) / "bin" / "nvcc";
@@ -89,15 +88,8 @@ StatusOr<std::string> find_nvcc() {
     return Status::user(fmt::format("nvcc not found at {} (from CUDA_HOME): point CUDA_HOME at a CUDA toolkit, or "
                                     "pass --no-nvcc to emit sources only", nvcc.string()));
   }
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream ss(path);
-    std::string dir;
-    while (std::getline(ss, dir, ':'))
-      if (!dir.empty()) candidates.push_back(fs::path(dir) / "nvcc");
-  }
-  candidates.push_back("/usr/local/cuda/bin/nvcc");
-  for (const auto& c : candidates)
-    if (access(c.c_str(), X_OK) == 0) return c.string();
+  if (std::string found = on_path("nvcc"); !found.empty()) return found;
+  if (executable("/usr/local/cuda/bin/nvcc")) return std::string("/usr/local/cuda/bin/nvcc");
   return Status::user("nvcc not found (looked in $CUDA_HOME/bin, PATH and /usr/local/cuda/bin): install the CUDA "
                       "toolkit, set CUDA_HOME, or pass --no-nvcc to emit sources only");
 }

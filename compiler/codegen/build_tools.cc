@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "codegen/embedded_headers.h"
 #include "support/check.h"
@@ -36,6 +38,19 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
   int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool executable(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
+}
+
+std::string on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && executable(fs::path(dir) / name)) return (fs::path(dir) / name).string();
+  return "";
 }
 
 std::string tool_identity(const std::string& tool) {

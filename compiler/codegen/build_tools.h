@@ -17,6 +17,12 @@ namespace stitch::codegen {
 // `output`; the exit status, or -1 when it could not run or did not exit.
 int run_command(const std::vector<std::string>& argv, std::string* output);
 
+// Whether `p` is a regular file this process may execute.
+bool executable(const std::filesystem::path& p);
+
+// `name` in the first directory of $PATH that has it as an executable file; "" when none does.
+std::string on_path(const std::string& name);
+
 // What identifies a tool for a build cache's key: its path and the resolved file's path, size and
 // time, so that an upgrade that keeps the path builds anew.
 std::string tool_identity(const std::string& tool);

@@ -33,20 +33,6 @@ std::optional<std::string> usable_precompiled_header(const std::string& wrapper)
   return wrapper;
 }
 
-bool executable(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
-}
-
-// `name` in the first directory of $PATH that has it as an executable file; "" when none does.
-std::string on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');)
-    if (!dir.empty() && executable(fs::path(dir) / name)) return (fs::path(dir) / name).string();
-  return "";
-}
-
 bool has_cuda_headers(const fs::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / "cuda_fp16.h", ec) && fs::is_regular_file(dir / "cuda_bf16.h", ec);
