@@ -78,15 +78,15 @@ StatusOr<std::vector<std::string>> Stitcher::shared_pass(const std::vector<Reduc
                          lit(map_.segments));
     };
     if (rs.size() == 1) {
-      line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, {2}, seg, {3});", accs[0], rs[0].op,
-                          slot(0), lit(map_.segments)));
+      line(0, fmt::format("{0} = stitch_dev::grid_row_reduce({0}, {1}, {2}, seg, {3}, scratch_{4});", accs[0],
+                          rs[0].op, slot(0), lit(map_.segments), type_tag(rs[0].ct)));
     } else {  // every reduction's partial published, one barrier for all, then each combined
       for (size_t i = 0; i < rs.size(); ++i)
         line(0, fmt::format("stitch_dev::grid_row_publish({}, {}, seg);", accs[i], slot(i)));
       line(0, "stitch_dev::grid_sync();");
       for (size_t i = 0; i < rs.size(); ++i)
-        line(0, fmt::format("{0} = stitch_dev::grid_row_combine({0}, {1}, {2}, {3});", accs[i], rs[i].op,
-                            slot(i), lit(map_.segments)));
+        line(0, fmt::format("{0} = stitch_dev::grid_row_combine({0}, {1}, {2}, {3}, scratch_{4});", accs[i],
+                            rs[i].op, slot(i), lit(map_.segments), type_tag(rs[i].ct)));
     }
     split_passes_ += static_cast<int64_t>(rs.size());
   }

@@ -123,6 +123,20 @@ TEST_CASE(
   %y = LayerNormalization(%h, %s, %b) {axis = -1} @"ln"
   output %y
 })",
+      // 128 segments of 1094 elements (all four warps of a block hold partials in the combine), and
+      // 68 segments (two warps and 4 lanes of a third).
+      R"(graph "wide_sum" opset 18 {
+  input %x: f32[1,140000]
+  const %ax: i64[1] = [-1]
+  %s = ReduceSum(%x, %ax) @"sum"
+  output %s
+})",
+      R"(graph "wide_max" opset 18 {
+  input %x: f32[1,70000]
+  const %ax: i64[1] = [-1]
+  %m = ReduceMax(%x, %ax) @"max"
+  output %m
+})",
       // %rs is a per-row output: one block of each row stores it.
       R"(graph "rmsnorm" opset 18 {
   input %x: f32[3,4096]

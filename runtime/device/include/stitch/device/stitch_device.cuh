@@ -195,31 +195,51 @@ __device__ __forceinline__ T tile_column_reduce(T v, Op op, T* tile) {
 
 // Global stitching: a row split over `segs` blocks of a cooperative launch, in three parts.
 // Thread 0 of each block publishes its block's partial (block_reduce's result) at slot[seg]; the
-// grid waits at a grid-wide barrier (which orders those writes before the reads); every thread
-// combines the row's partials in segment order, so every block of the row gets the same bits
-// (`v` gives the result's type). `slot` is one reduction's row of partials in global memory; each
-// reduction uses its own. A pass with several reductions (row ops whose inputs need nothing the
-// others compute, such as a tensor's maximum and minimum) publishes all of them, then waits at one
-// barrier for all.
+// grid waits at a grid-wide barrier (which orders those writes before the reads); every block
+// combines the row's partials (`v` gives the result's type). `slot` is one reduction's row of
+// partials in global memory; each reduction uses its own. A pass with several reductions (row ops
+// whose inputs need nothing the others compute, such as a tensor's maximum and minimum) publishes
+// all of them, then waits at one barrier for all.
 template <typename T, typename W>
 __device__ __forceinline__ void grid_row_publish(T v, W* slot, long long seg) {
   if (threadIdx.x == 0) slot[seg] = static_cast<W>(v);
 }
 __device__ __forceinline__ void grid_sync() { cooperative_groups::this_grid().sync(); }
+// The combine is a tree over the block's threads: thread t reads partial t (and t + blockDim.x...
+// where there are more partials than threads), each warp folds its lanes' partials with
+// __shfl_down_sync, and the warps' results are folded in warp order through `scratch` (32 values
+// in shared memory, left free for the next call). Every block folds in the same order, so every
+// block of the row gets the same bits. The partials are read at once rather than one after
+// another: one thread reading 128 partials from L2 in turn took about 5 us on an H200 (2026-12-04,
+// bench/gpu/grid_barrier.cu). Every thread of the block must call it.
 template <typename T, typename W, typename Op>
-__device__ __forceinline__ T grid_row_combine(T v, Op op, const W* slot, long long segs) {
+__device__ __forceinline__ T grid_row_combine(T v, Op op, const W* slot, long long segs, T* scratch) {
   (void)v;
-  T r = static_cast<T>(slot[0]);
-  for (long long s = 1; s < segs; ++s) r = op(r, static_cast<T>(slot[s]));
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5, threads = blockDim.x;
+  const int n = static_cast<int>(segs);
+  T r = static_cast<T>(slot[t < n ? t : 0]);
+  for (int s = t + threads; s < n; s += threads) r = op(r, static_cast<T>(slot[s]));
+  const int held = n < threads ? n : threads;  // threads 0 .. held - 1 hold partials
+  const int in_warp = held - warp * 32;        // lanes of this warp that do (all 32 when >= 32)
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const T other = __shfl_down_sync(0xffffffffu, r, o);
+    if (lane + o < in_warp) r = op(r, other);  // lane + o holds partials only below in_warp
+  }
+  if (lane == 0 && in_warp > 0) scratch[warp] = r;
+  __syncthreads();
+  r = scratch[0];
+  for (int w = 1; w < (held + 31) / 32; ++w) r = op(r, scratch[w]);
+  __syncthreads();
   return r;
 }
 
 // A pass of one reduction: every thread of every block calls it with its block's partial.
 template <typename T, typename W, typename Op>
-__device__ __forceinline__ T grid_row_reduce(T v, Op op, W* slot, long long seg, long long segs) {
+__device__ __forceinline__ T grid_row_reduce(T v, Op op, W* slot, long long seg, long long segs, T* scratch) {
   grid_row_publish(v, slot, seg);
   grid_sync();
-  return grid_row_combine(v, op, slot, segs);
+  return grid_row_combine(v, op, slot, segs, scratch);
 }
 
 }  // namespace stitch_dev
