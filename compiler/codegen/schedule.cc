@@ -11,6 +11,7 @@
 #include <set>
 
 #include "codegen/lower.h"
+#include "codegen/nan_bits.h"
 #include "codegen/scalar_ops.h"
 #include "codegen/stitch.h"
 #include "ops/op_util.h"
@@ -109,6 +110,7 @@ StatusOr<Schedule> build_schedule(const Graph& g, const NodeGroups* groups, cons
     }
     for (const KernelParam& p : k.params)
       if (p.output && p.value != fault_word()) producer_step[p.value] = static_cast<int>(s.steps.size());
+    use_plain_conversions_where_bits_cannot_show(k);
     s.steps.push_back({Step::kKernel, static_cast<int>(s.kernels.size())});
     s.kernels.push_back(std::move(k));
   };

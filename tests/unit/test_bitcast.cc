@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -189,6 +190,89 @@ TEST_CASE("16-bit float NaNs keep their bits through kernels that move or conver
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("stitch_unit_nan_bits_{}", getpid());
   nvcc_compiles_cleanly(*k, dir);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "kernels whose outputs only arithmetic computes convert 16-bit floats plainly, those that move them by "
+    "bits",
+    "[emu]") {
+  // A layer norm and a softmax compute their outputs (a NaN among their inputs gives the canonical
+  // NaN whatever its bits), and so does a Where choosing between the softmax and a constant 0: the
+  // first graph's kernels convert plainly. A Transpose and a Where choosing an input element pass
+  // elements on unchanged: the second graph's kernels keep a NaN's bits. Each graph as the beam
+  // search plans it, checked on emu against the reference with NaNs of several payloads among the
+  // inputs (the computed outputs compared as NaN, the moved ones by their bits).
+  const char* computed = R"(graph "computed" opset 18 {
+  input %h: f16[4,64]
+  input %s: f16[64]
+  input %b: f16[64]
+  const %zero: f16[] = [0]
+  %ln = LayerNormalization(%h, %s, %b) {axis = -1} @"ln"
+  %sm = Softmax(%h) {axis = -1} @"sm"
+  %isn = IsNaN(%sm) @"isnan"
+  %w = Where(%isn, %zero, %sm) @"fill"
+  output %ln
+  output %w
+})";
+  const char* moved = R"(graph "moved" opset 18 {
+  input %h: f16[4,64]
+  input %s: f16[64]
+  input %b: f16[64]
+  const %zero: f16[] = [0]
+  %t = Transpose(%h) {perm = ints[1, 0]} @"move"
+  %m = Greater(%h, %zero) @"positive"
+  %p = Where(%m, %h, %s) @"pick"
+  output %t
+  output %p
+})";
+  TensorMap feed;
+  Tensor h(DType::kF16, {4, 64}), sc(DType::kF16, {64}), bi(DType::kF16, {64});
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  const uint16_t nans[] = {0x7c01, 0xfe55, 0x7dff};
+  for (int64_t i = 0; i < h.size(); ++i) {
+    h.set_f32(i, u(rng));
+    if (i % 50 == 7) std::memcpy(h.data() + i * 2, &nans[i % 3], 2);
+  }
+  for (int64_t i = 0; i < 64; ++i) sc.set_f32(i, u(rng)), bi.set_f32(i, u(rng));
+  feed["h"] = h, feed["s"] = sc, feed["b"] = bi;
+  for (const char* text : {computed, moved}) {
+    auto g = parse_or_die(text);
+    run_frontend_or_die(*g);
+    const bool plain = g->name == "computed";
+    INFO(g->name);
+    auto plan = fusion::make_plan(*g, opts("beam"));
+    REQUIRE(plan.is_ok());
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
+    auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+    REQUIRE(s.is_ok());
+    for (const codegen::Kernel& k : s->kernels) {
+      INFO(k.name);
+      CHECK((k.source.find("stitch_dev::cvt_plain<") != std::string::npos) == plain);
+      CHECK((k.source.find("stitch_dev::cvt<") != std::string::npos) == !plain);
+    }
+    auto want = run_reference(*g, feed);
+    REQUIRE(want.is_ok());
+    const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
+    int nans_out = 0;
+    for (const Value* v : g->outputs) {
+      INFO(v->name);
+      const Tensor &x = got.at(v->name), &y = want->at(v->name);
+      REQUIRE(x.byte_size() == y.byte_size());
+      if (!plain) {
+        CHECK(std::memcmp(x.data(), y.data(), static_cast<size_t>(x.byte_size())) == 0);
+        continue;
+      }
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const double a = x.get_f64(i), b = y.get_f64(i);
+        CHECK(std::isnan(a) == std::isnan(b));
+        if (!std::isnan(b)) CHECK(std::fabs(a - b) <= 0.02 + 0.02 * std::fabs(b));
+        nans_out += std::isnan(b);
+      }
+    }
+    if (plain) CHECK(nans_out > 0);  // the NaNs reached the arithmetic
+  }
 }
 
 TEST_CASE("a BitCast between types of different widths is refused with the node named", "[frontend]") {
