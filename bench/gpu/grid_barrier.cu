@@ -25,18 +25,10 @@
 #include <random>
 #include <vector>
 
+#include "cuda_check.h"
 #include "stitch/device/stitch_device.cuh"
 
 namespace cg = cooperative_groups;
-
-#define CHECK(x)                                                                               \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 __global__ void barriers(int k, int* sink) {
   for (int i = 0; i < k; ++i) cg::this_grid().sync();

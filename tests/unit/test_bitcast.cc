@@ -243,9 +243,7 @@ TEST_CASE(
     INFO(g->name);
     auto plan = fusion::make_plan(*g, opts("beam"));
     REQUIRE(plan.is_ok());
-    const auto groups = groups_of(*plan);
-    const auto packs = packs_of(*plan);
-    auto s = codegen::build_schedule(*g, &groups, &packs, plan->gemm_folds);
+    auto s = schedule_of(*g, *plan);
     REQUIRE(s.is_ok());
     for (const codegen::Kernel& k : s->kernels) {
       INFO(k.name);
@@ -254,6 +252,8 @@ TEST_CASE(
     }
     auto want = run_reference(*g, feed);
     REQUIRE(want.is_ok());
+    const auto groups = groups_of(*plan);
+    const auto packs = packs_of(*plan);
     const TensorMap got = emu_run(*g, &groups, feed, nullptr, &packs, plan->gemm_folds);
     int nans_out = 0;
     for (const Value* v : g->outputs) {
