@@ -1,12 +1,12 @@
 // Which kernels need stitch_dev::cvt's bitwise NaN handling for float16 and bfloat16
 // (runtime/device/include/stitch/device/stitch_device.cuh). The GPU's own conversions give the
 // canonical NaN (bench/gpu/nan_cvt.cu, on an H200), so cvt keeps a NaN's sign and payload by its
-// bits, at a few integer instructions for every element converted: 6% of gpt2_tiny_f16's time at
-// batch 128 x sequence 64 (bench/gpu/results/2026-12-04-h200, call 4). The bits matter only where
-// a value goes from a kernel's input to its output unchanged (a view, a copy, a select, a sign
-// change, a maximum, a cast, BitCast): arithmetic gives the canonical NaN whatever its operands'
-// payloads. A kernel none of whose outputs can hold such a value converts with cvt_plain, the
-// conversion instructions alone.
+// bits, at a few integer instructions for every element converted: about 1 us of each of
+// gpt2_tiny_f16's 5.7 us layer-norm kernels at batch 128 x sequence 64
+// (bench/gpu/results/2026-12-04-h200, calls 4 and 5). The bits matter only where a value goes from
+// a kernel's input to its output unchanged (a view, a copy, a select, a sign change, a maximum, a
+// cast, BitCast): arithmetic gives the canonical NaN whatever its operands' payloads. A kernel none
+// of whose outputs can hold such a value converts with cvt_plain, the conversion instructions alone.
 #pragma once
 
 #include <cmath>
@@ -22,45 +22,13 @@ namespace stitch::codegen {
 // Ops whose float outputs are computed, never one of their inputs' elements passed on (a NaN
 // input gives the canonical NaN). Ops not listed are taken to pass elements on.
 inline bool computes_fresh_values(const std::string& op) {
-  static const std::set<std::string> kOps = {"Add",
-                                             "Sub",
-                                             "Mul",
-                                             "Div",
-                                             "Pow",
-                                             "Sqrt",
-                                             "Reciprocal",
-                                             "Exp",
-                                             "Log",
-                                             "Tanh",
-                                             "Sigmoid",
-                                             "Erf",
-                                             "Sin",
-                                             "Cos",
-                                             "Softplus",
-                                             "Softsign",
-                                             "Gelu",
-                                             "FastGelu",
-                                             "BiasGelu",
-                                             "QuickGelu",
-                                             "Softmax",
-                                             "LogSoftmax",
-                                             "LayerNormalization",
-                                             "RMSNormalization",
-                                             "SimplifiedLayerNormalization",
-                                             "SkipLayerNormalization",
-                                             "SkipSimplifiedLayerNormalization",
-                                             "ReduceSum",
-                                             "ReduceMean",
-                                             "ReduceProd",
-                                             "ReduceL1",
-                                             "ReduceL2",
-                                             "ReduceSumSquare",
-                                             "ReduceLogSum",
-                                             "ReduceLogSumExp",
-                                             "MatMul",
-                                             "Gemm",
-                                             "DequantizeLinear"};
-  return kOps.count(op) > 0;
+  static const std::string kOps =
+      " Add Sub Mul Div Pow Sqrt Reciprocal Exp Log Tanh Sigmoid Erf Sin Cos Softplus Softsign Gelu FastGelu"
+      " BiasGelu QuickGelu Softmax LogSoftmax LayerNormalization RMSNormalization "
+      "SimplifiedLayerNormalization"
+      " SkipLayerNormalization SkipSimplifiedLayerNormalization ReduceSum ReduceMean ReduceProd ReduceL1"
+      " ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp MatMul Gemm DequantizeLinear ";
+  return !op.empty() && op.find(' ') == std::string::npos && kOps.find(" " + op + " ") != std::string::npos;
 }
 
 // Whether one of `k`'s outputs can hold an element of one of its inputs unchanged, by the ops on

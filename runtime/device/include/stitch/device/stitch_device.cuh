@@ -48,8 +48,8 @@ template <> __device__ __forceinline__ __nv_bfloat16 cvt<__nv_bfloat16, float>(f
 
 // The conversion instructions alone, which give the canonical NaN: for kernels none of whose outputs
 // can hold one of their inputs' elements unchanged (codegen/nan_bits.h), where only arithmetic
-// produces the NaNs they store. Measured on an H200, cvt's bitwise NaN handling cost gpt2_tiny_f16
-// 6% of its time (2026-12-04).
+// produces the NaNs they store. On an H200, cvt's bitwise NaN handling took gpt2_tiny_f16's
+// layer-norm kernels from 5.7 to 6.7 us (2026-12-04).
 template <typename To, typename From>
 __device__ __forceinline__ To cvt_plain(From x) { return cvt<To>(x); }
 template <> __device__ __forceinline__ float cvt_plain<float, __half>(__half x) { return __half2float(x); }
