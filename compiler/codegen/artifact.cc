@@ -188,11 +188,12 @@ struct Writer {
     argv.push_back(fmt::format("-gencode=arch=compute_{0},code=compute_{0}", highest));
     auto t0 = std::chrono::steady_clock::now();
     const fs::path fatbin = tmp / artifact::kFatbinFile;
-    // The build cache (CompileOptions::nvcc_cache_dir): by nvcc, its arguments (the paths aside,
-    // the environment's flags in), the device headers and every kernel source, the fatbin and
-    // nvcc's log of a build before.
+    // The build's key: nvcc, its arguments (the paths aside, the environment's flags in), the
+    // device headers and every kernel source. It names the directory nvcc builds in
+    // (run_nvcc_by_content) and the build cache's entry (CompileOptions::nvcc_cache_dir: the fatbin
+    // and nvcc's log of a build before).
     std::string key;
-    if (!o.nvcc_cache_dir.empty()) {
+    {
       artifact::Checksum k;
       auto add = [&](std::string_view x) { k.update(x.data(), x.size() + 1); };  // with a separator
       add(tool_identity(nvcc));
@@ -203,7 +204,8 @@ struct Writer {
       for (const auto& [rel, sum] : written)
         if (rel.ends_with(".cu")) add(fmt::format("{} {:016x}", rel, sum.second));
       key = fmt::format("{:016x}", k.digest());
-      if (take_from_cache(o.nvcc_cache_dir, key, {{".fatbin", fatbin}, {".log", tmp / kNvccLog}})) {
+      if (!o.nvcc_cache_dir.empty() &&
+          take_from_cache(o.nvcc_cache_dir, key, {{".fatbin", fatbin}, {".log", tmp / kNvccLog}})) {
         std::ifstream f(tmp / kNvccLog, std::ios::binary);
         const std::string cached((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
         RETURN_IF_ERROR(put(kNvccLog, cached));
@@ -214,9 +216,9 @@ struct Writer {
         return Status::ok();
       }
     }
-    argv.insert(argv.end(), {"-o", fatbin.string(), (tmp / artifact::kUnityFile).string()});
     std::string log;
-    int rc = run_command(argv, &log);
+    const fs::path unity = tmp / artifact::kUnityFile;
+    int rc = run_nvcc_by_content(argv, unity.parent_path(), unity.filename().string(), fatbin, key, &log);
     summary->nvcc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     RETURN_IF_ERROR(put(kNvccLog, log));
     this->log = log;
@@ -224,7 +226,8 @@ struct Writer {
       return Status::internal(fmt::format("nvcc failed on the generated kernels (exit {}):\n{}{}", rc, log,
                                           annotate_nvcc_errors(log)));
     summary->resources = parse_ptxas(log);
-    if (!key.empty()) put_in_cache(o.nvcc_cache_dir, key, {{".fatbin", fatbin}, {".log", tmp / kNvccLog}});
+    if (!o.nvcc_cache_dir.empty())
+      put_in_cache(o.nvcc_cache_dir, key, {{".fatbin", fatbin}, {".log", tmp / kNvccLog}});
     return Status::ok();
   }
 

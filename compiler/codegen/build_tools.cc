@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -120,6 +121,41 @@ void put_in_cache(const fs::path& dir, const std::string& key,
     if (fs::copy_file(from, part, fs::copy_options::overwrite_existing, ec)) fs::rename(part, entry, ec);
     if (ec) fs::remove(part, ec);
   }
+}
+
+int run_nvcc_by_content(std::vector<std::string> argv, const fs::path& sources, const std::string& unity,
+                        const fs::path& fatbin, const std::string& key, std::string* log) {
+  std::error_code ec;
+  const fs::path dir = fs::temp_directory_path(ec) / fmt::format("stitch-nvcc-{}-{}", getuid(), key);
+  // Another build of the same key holds the directory while it runs; one left by a build that died
+  // is taken back after an hour.
+  if (!ec && fs::exists(dir, ec)) {
+    const auto age = fs::file_time_type::clock::now() - fs::last_write_time(dir, ec);
+    if (!ec && age > std::chrono::hours(1)) fs::remove_all(dir, ec);
+  }
+  const bool own = !ec && fs::create_directory(dir, ec) && !ec;
+  bool copied = own;
+  if (own) {
+    for (const auto& e : fs::directory_iterator(sources, ec)) {
+      std::error_code fe;
+      if (e.is_regular_file(fe) && !fs::copy_file(e.path(), dir / e.path().filename(), fe)) copied = false;
+      if (fe) copied = false;
+    }
+    if (ec) copied = false;
+  }
+  const fs::path from = copied ? dir : sources;
+  argv.insert(argv.end(), {"-o", (copied ? dir / "out.fatbin" : fatbin).string(), (from / unity).string()});
+  std::string out;
+  int rc = run_command(argv, &out);
+  if (copied && rc == 0 &&
+      !fs::copy_file(dir / "out.fatbin", fatbin, fs::copy_options::overwrite_existing, ec))
+    rc = -1, out += fmt::format("could not copy the fatbin to {}: {}\n", fatbin.string(), ec.message());
+  if (copied)  // the log names the artifact's files, not the copies
+    for (size_t at = out.find(dir.string()); at != std::string::npos; at = out.find(dir.string(), at))
+      out.replace(at, dir.string().size(), sources.string()), at += sources.string().size();
+  if (own) fs::remove_all(dir, ec);
+  *log += out;
+  return rc;
 }
 
 Status write_file(const fs::path& p, const std::string& text) {

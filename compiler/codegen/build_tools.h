@@ -42,6 +42,17 @@ void put_in_cache(const std::filesystem::path& dir, const std::string& key,
 // entry's files (a fatbin and its log) together. Returns the bytes removed.
 uint64_t prune_build_cache(const std::filesystem::path& root, uint64_t max_bytes);
 
+// Runs nvcc (`argv`, without its output and input) on `sources`/`unity` into `fatbin`, from a copy
+// of `sources` (its files, not its subdirectories) in a temporary directory named by `key`, a
+// checksum of everything the build reads. nvcc's output depends on the source file's absolute
+// directory (4 bytes of a fatbin built in another directory differ, nvcc 13.0), so builds of the same
+// sources from the same key give the same bytes wherever the artifact goes. Where that directory
+// is in use by another build, or cannot be made, nvcc runs on `sources` in place. The log names
+// the files as they are in `sources`. Returns nvcc's exit status as run_command does.
+int run_nvcc_by_content(std::vector<std::string> argv, const std::filesystem::path& sources,
+                        const std::string& unity, const std::filesystem::path& fatbin, const std::string& key,
+                        std::string* log);
+
 // Writes `text` into `p`; a user error naming the file when it cannot.
 Status write_file(const std::filesystem::path& p, const std::string& text);
 

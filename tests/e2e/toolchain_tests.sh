@@ -2,7 +2,8 @@
 # End-to-end tests of the toolchain stitchc runs for a compile: the emulation library's host
 # compiler and CUDA headers, found where stitchc runs (a choice of the user's that does not work is
 # refused with exit 2, naming it, and leaves no output), and the build cache (`--build-cache`)
-# that lets a second compile of the same kernels copy nvcc's fatbin and the emulation library.
+# that lets a second compile of the same kernels copy nvcc's fatbin and the emulation library, and
+# the same fatbin from nvcc whatever the artifact's directory.
 # (nvcc itself missing: backend_tests.sh; an installed stitchc moved elsewhere: install_tests.sh.)
 #   tests/e2e/toolchain_tests.sh STITCHC REPO_ROOT
 set -u
@@ -40,6 +41,13 @@ check "and the report says where it came from" grep -q '"nvcc_from_cache": true'
 expect "the cached build runs on emu against PyTorch's outputs" 0 "" -- \
   "$STITCHC" run "$TMP/cache2" --backend emu --inputs "$ROOT/models/bert_tiny/test_data_set_0" \
   --expect "$ROOT/models/bert_tiny/test_data_set_0"
+# nvcc's output depends on its source file's directory; stitchc builds in a directory named by the
+# build's key, so another compile of the same kernels, into another artifact, gives the same bytes.
+expect "the same compile into another directory, without the cache" 0 "" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/again/elsewhere" --shape batch=2 \
+  --shape sequence=16 --no-emu
+check "builds the same fatbin byte for byte" cmp "$TMP/cache1/kernels/kernels.fatbin" \
+  "$TMP/again/elsewhere/kernels/kernels.fatbin"
 echo not-a-directory >"$TMP/cache_file"
 expect "a build cache that is a file" 2 "--build-cache '$TMP/cache_file': not a directory stitchc can write" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/cache3" --shape batch=2 --shape sequence=16 \
