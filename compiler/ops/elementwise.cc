@@ -1,7 +1,8 @@
 // Elementwise and broadcasting ops: binary arithmetic, comparisons and logic, variadic
 // Sum/Mean/Min/Max, SwiGLU, Where, Clip (the unary ops are in unary.cc, the casts in cast.cc). Floating types
-// compute in double, integer and bool types in int64 (uint64 as unsigned where the order matters), then store
-// back to the output type.
+// compute in double (Min and Max of the narrower ones in float), integer and bool types in int64 (uint64 as
+// unsigned where the order matters), then store back to the output type.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -119,6 +120,14 @@ Bin binary_op(const Node& n, const BinaryRow& r) {
   return r.op;
 }
 
+// Min and Max of floats as the kernels take them (stitch_dev::Min and Max): a NaN operand itself
+// with its bits (a where both are NaN), as numpy's minimum and maximum give it, and b between two
+// zeros of opposite signs.
+template <typename F>
+F min_max(F a, F b, bool max) {
+  return std::isnan(a) || (max ? a > b : a < b) ? a : b;
+}
+
 double apply_f(Bin op, double a, double b, bool fmod_mode) {
   switch (op) {
     case Bin::kAdd: return a + b;
@@ -132,8 +141,10 @@ double apply_f(Bin op, double a, double b, bool fmod_mode) {
       if (!fmod_mode && r == 0) r = std::copysign(0.0, b);
       return r;
     }
-    case Bin::kMin: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-    case Bin::kMax: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case Bin::kMin:
+      return min_max(a, b, false);
+    case Bin::kMax:
+      return min_max(a, b, true);
     case Bin::kEq: return a == b;
     case Bin::kLt: return a < b;
     case Bin::kGt: return a > b;
@@ -269,6 +280,23 @@ Status eval_binary_op(Bin op, bool fmod_mode, DType out_t, std::span<const Tenso
   result = Tensor(out_t, broadcast_eval(ins));
   bool use_float = false;
   for (const Tensor* t : ins) use_float |= is_float(t->dtype());
+  // Min and Max of float32, float16 and bfloat16 in float: a double would quiet a signaling NaN,
+  // which the kernels pass on with its bits.
+  const bool narrow_float =
+      use_float && out_t != DType::kF64 &&
+      std::all_of(ins.begin(), ins.end(), [&](const Tensor* t) { return t->dtype() == out_t; });
+  if ((op == Bin::kMin || op == Bin::kMax) && narrow_float) {
+    broadcast_apply<float>(
+        ins, result,
+        [](const Tensor& t) {
+          std::vector<float> v(static_cast<size_t>(t.size()));
+          for (int64_t i = 0; i < t.size(); ++i) v[static_cast<size_t>(i)] = t.get_f32(i);
+          return v;
+        },
+        [](Tensor& o, int64_t i, float v) { o.set_f32(i, v); },
+        [&](const std::vector<float>& a) { return min_max(a[0], a[1], op == Bin::kMax); });
+    return Status::ok();
+  }
   // Pow with an integer base and float exponent: compute in double.
   if (use_float) {
     broadcast_apply<double>(
@@ -319,10 +347,10 @@ Status eval_variadic(const Node& n, std::span<const Tensor* const> in, std::vect
   // them (rounding every partial sum to the half type would round up to n - 1 times more).
   const DType t = in[0]->dtype();
   const bool half = t == DType::kF16 || t == DType::kBF16;
-  auto widened = [&](const Tensor& x) {
+  auto widened = [&](const Tensor& x) {  // in float: every value, NaNs with their bits, exactly
     if (!half) return x;
     Tensor w(DType::kF32, x.dims());
-    for (int64_t i = 0; i < x.size(); ++i) w.set_f64(i, x.get_f64(i));
+    for (int64_t i = 0; i < x.size(); ++i) w.set_f32(i, x.get_f32(i));
     return w;
   };
   Tensor acc = widened(*in[0]);
@@ -338,7 +366,7 @@ Status eval_variadic(const Node& n, std::span<const Tensor* const> in, std::vect
   }
   if (half) {
     Tensor y(t, acc.dims());
-    for (int64_t i = 0; i < acc.size(); ++i) y.set_f64(i, acc.get_f64(i));
+    for (int64_t i = 0; i < acc.size(); ++i) y.set_f32(i, acc.get_f32(i));
     acc = std::move(y);
   }
   out[0] = std::move(acc);

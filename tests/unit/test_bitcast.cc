@@ -199,7 +199,9 @@ TEST_CASE(
   // A layer norm and a softmax compute their outputs (a NaN among their inputs gives the canonical
   // NaN whatever its bits), and so does a Where choosing between the softmax and a constant 0: the
   // first graph's kernels convert plainly. A Transpose and a Where choosing an input element pass
-  // elements on unchanged: the second graph's kernels keep a NaN's bits. Each graph as the beam
+  // elements on unchanged, and so do Max and Min (a NaN operand with its bits, b between zeros of
+  // opposite signs, in the reference as in the kernels): the second graph's kernels keep a NaN's
+  // bits. Each graph as the beam
   // search plans it, checked on emu against the reference with NaNs of several payloads among the
   // inputs (the computed outputs compared as NaN, the moved ones by their bits).
   const char* computed = R"(graph "computed" opset 18 {
@@ -222,8 +224,12 @@ TEST_CASE(
   %t = Transpose(%h) {perm = ints[1, 0]} @"move"
   %m = Greater(%h, %zero) @"positive"
   %p = Where(%m, %h, %s) @"pick"
+  %x = Max(%h, %zero) @"max"
+  %n = Min(%zero, %h, %s) @"min"
   output %t
   output %p
+  output %x
+  output %n
 })";
   TensorMap feed;
   Tensor h(DType::kF16, {4, 64}), sc(DType::kF16, {64}), bi(DType::kF16, {64});
@@ -233,6 +239,7 @@ TEST_CASE(
   for (int64_t i = 0; i < h.size(); ++i) {
     h.set_f32(i, u(rng));
     if (i % 50 == 7) std::memcpy(h.data() + i * 2, &nans[i % 3], 2);
+    if (i % 50 == 11) h.set_f32(i, i % 100 == 11 ? -0.0f : 0.0f);
   }
   for (int64_t i = 0; i < 64; ++i) sc.set_f32(i, u(rng)), bi.set_f32(i, u(rng));
   feed["h"] = h, feed["s"] = sc, feed["b"] = bi;
