@@ -479,4 +479,44 @@ def more_models(t):
              "llama_dec": "gpt2", "mistral_dec": "gpt2", "qwen2_dec": "gpt2", "bert_f16": "bert",
              "llama_bf16": "gpt2", "bert_op23": "bert", "llama_op23": "gpt2"}
     t.update({n + "_ort": ort_optimized(t[n], model_type, 0, 0) for n, model_type in sweep.items()})
+    # Architectures new in transformers 5.25 or not tried before (2026-12-05, same small sizes).
+    # Dense: Ministral and Ministral 3, NanoChat, Jais 2, CWM, Mellum, Youtu, MiniCPM3 (latent
+    # attention), Gemma 4's text model, the pre-norm RoBERTa, Data2Vec's text encoder, CamemBERT.
+    # Mixtures of experts: DeepSeek-V2, GLM-4 MoE Lite, Cohere 2 MoE, EXAONE MoE, LFM2 MoE,
+    # GraniteMoE with a shared expert, AFMoE, MiniMax-M2, Solar Open.
+    t.update({
+        "ministral": hf("ministral", tf.MinistralConfig, tf.MinistralModel, **gqa, head_dim=32, sliding_window=16),
+        "ministral3": hf("ministral3", tf.Ministral3Config, tf.Ministral3Model, **gqa, head_dim=32),
+        "nanochat": hf("nanochat", tf.NanoChatConfig, tf.NanoChatModel, **gqa),
+        "jais2": hf("jais2", tf.Jais2Config, tf.Jais2Model, **gqa),
+        "cwm": hf("cwm", tf.CwmConfig, tf.CwmModel, **gqa, head_dim=32, sliding_window=16),
+        "mellum": hf("mellum", tf.MellumConfig, tf.MellumModel, **moe, **gqa, num_local_experts=4,
+                     moe_intermediate_size=128),
+        "youtu": hf("youtu", tf.YoutuConfig, tf.YoutuModel),
+        "minicpm3": hf("minicpm3", tf.MiniCPM3Config, tf.MiniCPM3Model, q_lora_rank=64, kv_lora_rank=32,
+                       qk_nope_head_dim=16, qk_rope_head_dim=16, v_head_dim=32),
+        "gemma4_text": hf("gemma4_text", tf.Gemma4TextConfig, tf.Gemma4TextModel, num_key_value_heads=1,
+                          head_dim=32, sliding_window=16),
+        "roberta_prenorm": hf("roberta_prenorm", tf.RobertaPreLayerNormConfig, tf.RobertaPreLayerNormModel),
+        "data2vec_text": hf("data2vec_text", tf.Data2VecTextConfig, tf.Data2VecTextModel),
+        "camembert": hf("camembert", tf.CamembertConfig, tf.CamembertModel),
+        "deepseek_v2": hf("deepseek_v2", tf.DeepseekV2Config, tf.DeepseekV2Model, **moe, kv_lora_rank=32,
+                          q_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=32, n_routed_experts=4,
+                          first_k_dense_replace=1, moe_intermediate_size=128, n_group=1, topk_group=1),
+        "glm4_moe_lite": hf("glm4_moe_lite", tf.Glm4MoeLiteConfig, tf.Glm4MoeLiteModel, **moe, n_routed_experts=4,
+                            first_k_dense_replace=1, moe_intermediate_size=128, n_group=1, topk_group=1),
+        "cohere2_moe": hf("cohere2_moe", tf.Cohere2MoeConfig, tf.Cohere2MoeModel, **moe, **gqa, num_experts=4,
+                          sliding_window=16),
+        "exaone_moe": hf("exaone_moe", tf.ExaoneMoeConfig, tf.ExaoneMoeModel, **moe, **gqa, num_experts=4,
+                         moe_intermediate_size=128, sliding_window=16),
+        "lfm2_moe": hf("lfm2_moe", tf.Lfm2MoeConfig, tf.Lfm2MoeModel, **moe, **gqa, num_experts=4,
+                       moe_intermediate_size=128, layer_types=["conv", "full_attention"]),
+        "granitemoe_shared": hf("granitemoe_shared", tf.GraniteMoeSharedConfig, tf.GraniteMoeSharedModel, **moe,
+                                **gqa, num_local_experts=4, shared_intermediate_size=256),
+        "afmoe": hf("afmoe", tf.AfmoeConfig, tf.AfmoeModel, **moe, **gqa, num_experts=4, moe_intermediate_size=128),
+        "minimax_m2": hf("minimax_m2", tf.MiniMaxM2Config, tf.MiniMaxM2Model, **moe, **gqa, num_local_experts=4,
+                         head_dim=32),
+        "solar_open": hf("solar_open", tf.SolarOpenConfig, tf.SolarOpenModel, **moe, **gqa, n_routed_experts=4,
+                         moe_intermediate_size=128),
+    })
     return t
