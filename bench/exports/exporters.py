@@ -19,7 +19,7 @@ MORE_SHAPES = [(1, 7), (3, 45)]
 # Exported only when named on the command line: too large for every run.
 NAMED_ONLY = {"bert_base_12l", "bert_base_12l_f16", "llama_wide", "phi3_wide", "gemma2_wide", "olmo_wide",
               "stablelm_wide", "vit_base_2l", "dinov2_base_2l", "gpt2_wide", "gpt_neox_wide", "bloom_wide",
-              "opt_wide", "falcon_wide", "qwen3_wide"}
+              "opt_wide", "falcon_wide", "qwen3_wide", "ministral3_wide", "nanochat_wide", "jais2_wide"}
 
 
 def save_case(out, names_in, inputs, names_out, outputs, k=0):

@@ -519,4 +519,16 @@ def more_models(t):
         "solar_open": hf("solar_open", tf.SolarOpenConfig, tf.SolarOpenModel, **moe, **gqa, n_routed_experts=4,
                          moe_intermediate_size=128),
     })
+    # Three of them at hidden 1024 with 16 heads (named only, as text_models.py's wide entries), for
+    # the per-layer counts at a deployed width.
+    wide = dict(hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=2816,
+                vocab_size=1000)
+    t.update({
+        n: text(n, (lambda cfg, model, extra: lambda: model(cfg(**{**wide, **extra})))(cfg, model, extra))
+        for n, cfg, model, extra in [
+            ("ministral3_wide", tf.Ministral3Config, tf.Ministral3Model, dict(num_key_value_heads=4, head_dim=64)),
+            ("nanochat_wide", tf.NanoChatConfig, tf.NanoChatModel, dict(num_key_value_heads=4)),
+            ("jais2_wide", tf.Jais2Config, tf.Jais2Model, dict(num_key_value_heads=4)),
+        ]
+    })
     return t
