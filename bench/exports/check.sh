@@ -5,6 +5,8 @@
 # planning time and the comparison; then each further data set (test_data_set_1... at other
 # bindings of batch and sequence, or of batch and past for a decoding step) compiled at its shapes
 # (without nvcc) and run on emu against PyTorch.
+# Where the first data set does not match, onnxruntime's outputs on the same file are compared
+# too (PYTHON names an interpreter with onnx and onnxruntime; without them this is skipped).
 # Usage: bench/exports/check.sh DIR [NAME ...]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,6 +33,18 @@ for n in "${names[@]}"; do
     continue
   fi
   res=$("$STITCHC" run "$out/a" --backend emu --inputs "$m/test_data_set_0" --expect "$m/test_data_set_0" 2>&1 | tail -1)
+  # Not PyTorch's outputs: onnxruntime on the same file as a second oracle ($PYTHON with onnx and
+  # onnxruntime; skipped without them), to tell an export that differs from PyTorch from stitch.
+  if [[ $res != *" match"* ]] && "${PYTHON:-python3}" -c "import onnxruntime" 2>/dev/null; then
+    if "${PYTHON:-python3}" "$ROOT/bench/exports/ort_outputs.py" "$m/model.onnx" "$m/test_data_set_0" "$out/ort" \
+        >"$out/log_ort" 2>&1; then
+      if "$STITCHC" run "$out/a" --backend emu --inputs "$out/ort" --expect "$out/ort" >"$out/log_ort" 2>&1; then
+        res="differs from PyTorch, matches onnxruntime on the same file (the export differs from PyTorch)"
+      else
+        res="$res; differs from onnxruntime too"
+      fi
+    fi
+  fi
   more=""
   for d in "$m"/test_data_set_*; do
     [ "$d" = "$m/test_data_set_0" ] && continue
