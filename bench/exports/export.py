@@ -9,7 +9,7 @@ and batch 3, sequence 45), CNNs at 1x3x224x224.
     venv/bin/pip install diffusers    # only for the unet2d entries
     venv/bin/python bench/exports/export.py OUT [NAME ...]   # bert_base_12l(_f16) only when named
     bash bench/exports/check.sh OUT [NAME ...]     # compile, run on emu against PyTorch
-    PYTHON=venv/bin/python bash bench/exports/check.sh OUT ...  # and onnxruntime where PyTorch differs
+    PYTHON=venv/bin/python bash bench/exports/check.sh OUT ...  # + onnxruntime (pip) where PyTorch differs
 
 The table of models is in text_models.py and more_models.py, the helpers that export them in
 exporters.py. Tooling only: nothing in the compiler or the runtime imports Python.
