@@ -519,6 +519,29 @@ def more_models(t):
         "solar_open": hf("solar_open", tf.SolarOpenConfig, tf.SolarOpenModel, **moe, **gqa, n_routed_experts=4,
                          moe_intermediate_size=128),
     })
+    # A second batch the same day: Laguna, Flint, HY-V3, Mistral 4 (latent attention), GLM-MoE-DSA
+    # (DeepSeek's sparse attention indexer), LongCat-Flash (zero-computation experts), MiMo-V2-Flash,
+    # ZAYA (one expert a token), ModernBERT's decoder, and the hybrids with gated delta-rule linear
+    # attention, Qwen3.5 (dense and MoE) and OLMo hybrid (a linear-attention layer, then a full one).
+    E = dict(num_experts=4, n_routed_experts=4, num_local_experts=4, moe_intermediate_size=128)
+    hybrid = dict(layer_types=["linear_attention", "full_attention"])
+    t.update({
+        "laguna": hf("laguna", tf.LagunaConfig, tf.LagunaModel, **moe, **gqa, **E),
+        "flint": hf("flint", tf.FlintConfig, tf.FlintModel, **gqa),
+        "hyv3": hf("hyv3", tf.HYV3Config, tf.HYV3Model, **moe, **gqa, **E),
+        "mistral4": hf("mistral4", tf.Mistral4Config, tf.Mistral4Model, **moe, **E),
+        "glm_moe_dsa": hf("glm_moe_dsa", tf.GlmMoeDsaConfig, tf.GlmMoeDsaModel, **moe, **E),
+        "longcat_flash": hf("longcat_flash", tf.LongcatFlashConfig, tf.LongcatFlashModel, **moe, **E),
+        "mimo_v2_flash": hf("mimo_v2_flash", tf.MiMoV2FlashConfig, tf.MiMoV2FlashModel, **moe, **gqa, **E),
+        "zaya": hf("zaya", tf.ZayaConfig, tf.ZayaModel, **{**moe, "num_experts_per_tok": 1}, **gqa, **E),
+        "modernbert_decoder": hf("modernbert_decoder", tf.ModernBertDecoderConfig, tf.ModernBertDecoderModel,
+                                 pad_token_id=0),
+        "qwen3_5_text": hf("qwen3_5_text", tf.Qwen3_5TextConfig, tf.Qwen3_5TextModel, **gqa, head_dim=32, **hybrid),
+        "qwen3_5_moe_text": hf("qwen3_5_moe_text", tf.Qwen3_5MoeTextConfig, tf.Qwen3_5MoeTextModel, **moe, **gqa,
+                               head_dim=32, num_experts=4, moe_intermediate_size=128,
+                               shared_expert_intermediate_size=128, **hybrid),
+        "olmo_hybrid": hf("olmo_hybrid", tf.OlmoHybridConfig, tf.OlmoHybridModel, **gqa, pad_token_id=0),
+    })
     # Three of them at hidden 1024 with 16 heads (named only, as text_models.py's wide entries), for
     # the per-layer counts at a deployed width.
     wide = dict(hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=2816,

@@ -8,9 +8,20 @@
 // (both run here when a choice was folded). Then a Where whose condition is a constant of one
 // value (all true or all false) is the input it selects, when that input has the Where's type and
 // shape: the masked scores are the scores. Nodes with a graph output are left as they are.
+//
+// A ReduceMax or ReduceMin whose reduced axes hold one element between them is that element, a
+// Reshape; a ReduceSum or ReduceMean is 0 plus it (an Add of 0: so a -0 sums to +0, as a sum that
+// starts from 0 does, and as numpy and PyTorch give), then the Reshape. Top-1 mixtures of experts
+// sum their one slot so; the stitcher takes no reduction of axes of size 1, so each was a kernel
+// of its own between kernels that could have been one. Their outputs keep their values, graph
+// outputs included.
 #include <algorithm>
+#include <set>
+#include <string>
 
+#include "ops/op_params.h"
 #include "ops/op_util.h"
+#include "passes/graph_builder.h"
 #include "passes/pass.h"
 
 namespace stitch {
@@ -47,9 +58,39 @@ std::optional<bool> uniform(const Tensor& c) {
   return first;
 }
 
+// Whether `n` is a ReduceSum, ReduceMean, ReduceMax or ReduceMin (constant axes, static shapes)
+// whose reduced axes hold one element between them.
+bool reduces_one_element(const Node& n) {
+  static const std::set<std::string> kOps = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"};
+  if (!n.domain.empty() || !kOps.count(n.op_type) || n.outputs.size() != 1) return false;
+  const Value *x = n.input(0), *y = n.output(0);
+  if (!x || !y || !x->has_static_shape() || !y->has_static_shape() || y->dtype != x->dtype) return false;
+  auto axes = ops::constant_reduce_axes(n, static_cast<int64_t>(x->dims->size()));
+  if (!axes.is_ok() || axes->identity) return false;
+  int64_t count = 1;
+  for (size_t d = 0; d < axes->reduced.size(); ++d)
+    if (axes->reduced[d]) count *= (*x->dims)[d];
+  return count == 1 && num_elements(*x->dims) == num_elements(*y->dims);
+}
+
+void reduction_as_element(Graph& g, Node& n) {
+  NodeBuilder b{g, n};
+  Value *x = n.input(0), *y = n.output(0);
+  Value* v = x;
+  if (n.op_type == "ReduceSum" || n.op_type == "ReduceMean")
+    v = b.node("Add", "plus_zero", {x, b.constant("zero", Tensor(x->dtype, Dims{}))}, x->dtype, *x->dims);
+  if (v == x || *v->dims != *y->dims) v = b.reshape(v, *y->dims, "one_element");
+  b.finish(v, y);
+}
+
 }  // namespace
 
 StatusOr<bool> fold_single_choices(Graph& g, PassContext& ctx) {
+  std::vector<Node*> one_element;
+  for (const auto& np : g.nodes())
+    if (reduces_one_element(*np)) one_element.push_back(np.get());
+  for (Node* n : one_element) reduction_as_element(g, *n);
+  if (!one_element.empty()) RETURN_IF_ERROR(g.topo_sort());
   std::vector<Node*> dead;
   for (const auto& np : g.nodes()) {
     Node& n = *np;
@@ -91,7 +132,7 @@ StatusOr<bool> fold_single_choices(Graph& g, PassContext& ctx) {
     g.remove_nodes(dead);
     changed = true;
   }
-  return changed;
+  return changed || !one_element.empty();
 }
 
 }  // namespace stitch

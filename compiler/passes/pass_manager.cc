@@ -16,7 +16,8 @@ constexpr PassInfo kFrontend[] = {
     {"fold_constants", "replaces nodes whose outputs are known by constants", fold_constants},
     {"fold_single_choices",
      "makes a TopK, ArgMax or ArgMin over one element its input and zeros, a Where of a constant "
-     "condition of one value the input it selects",
+     "condition of one value the input it selects, a ReduceSum, ReduceMean, ReduceMax or ReduceMin over "
+     "one element that element (plus 0 for a sum or mean)",
      fold_single_choices},
     // Once before the expansions too, so that they see through no-ops (a KV cache grown by a zero Pad
     // is the cache itself, which the TensorScatter expansion may then leave to be written in place).

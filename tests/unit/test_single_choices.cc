@@ -4,6 +4,9 @@
 // plain top-k routing. Each graph keeps the reference interpreter's results.
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "fusion_test_util.h"
 #include "passes/pass.h"
 #include "reference/compare.h"
 #include "test_util.h"
@@ -157,4 +160,106 @@ TEST_CASE("choices that are not over one element, or that write graph outputs, s
   CHECK(has_node(*g, "over_two"));
   CHECK(has_node(*g, "read_out"));
   CHECK(has_node(*g, "select_out"));
+}
+
+TEST_CASE("a reduction over one element is that element, plus 0 for a sum or mean") {
+  // Top-1 MoE models sum their one slot so (ZAYA). Each op, with and without keepdims, its output
+  // read by a Neg and a graph output itself; the reference keeps every value (NaNs of several
+  // payloads, zeros of both signs, infinities) bit for bit against the op as written.
+  uint32_t seed = 16;
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"})
+    for (int keep : {0, 1}) {
+      INFO(op << " keepdims " << keep);
+      const std::string text = fmt::format(R"(graph "g" opset 18 {{
+  input %x: f32[3,1,4]
+  const %ax: i64[1] = [1]
+  %r = {}(%x, %ax) {{keepdims = {}}} @"one"
+  %y = Neg(%r) @"neg"
+  output %y
+  output %r
+}}
+)",
+                                           op, keep);
+      auto g = folded_and_checked(text, seed++);
+      const bool extreme = std::string(op) == "ReduceMax" || std::string(op) == "ReduceMin";
+      CHECK(count_op(*g, op) == 0);
+      CHECK(count_op(*g, "Add") ==
+            (std::string(op) == "ReduceSum" || std::string(op) == "ReduceMean" ? 1 : 0));
+      auto before = test::parse_or_die(text);
+      PassContext raw;
+      REQUIRE(bind_shapes(*before, raw).is_ok());
+      REQUIRE(infer_shapes(*before, raw).is_ok());
+      Tensor x(DType::kF32, {3, 1, 4});
+      const uint32_t bits[12] = {0x80000000u, 0x00000000u, 0x7fc00001u, 0xffc12345u,
+                                 0x7f800000u, 0xff800000u, 0x3fc00000u, 0xbf800000u,
+                                 0x00000001u, 0x7f7fffffu, 0x7fd00000u, 0x80000001u};
+      std::copy(bits, bits + 12, x.data_as<uint32_t>());
+      auto a = run_reference(*before, {{"x", x}});
+      auto b = run_reference(*g, {{"x", x}});
+      REQUIRE(a.is_ok());
+      REQUIRE(b.is_ok());
+      for (const char* out : {"r", "y"}) {
+        INFO(out);
+        const Tensor &ta = a->at(out), &tb = b->at(out);
+        REQUIRE(ta.size() == 12);
+        REQUIRE(tb.size() == 12);
+        for (int64_t i = 0; i < 12; ++i) {
+          INFO("element " << i << ": 0x" << std::hex << bits[i]);
+          const uint32_t got = tb.data_as<uint32_t>()[i], want = ta.data_as<uint32_t>()[i];
+          if (extreme && std::isnan(ta.data_as<float>()[i])) {
+            // The reference's ReduceMax and ReduceMin give the canonical NaN; a kernel's fold
+            // (stitch_dev::Max from -inf) passes the NaN element itself on, as the Reshape does.
+            CHECK(std::isnan(tb.data_as<float>()[i]));
+            if (std::string(out) == "r") CHECK(got == bits[i]);
+          } else {
+            CHECK(got == want);
+          }
+        }
+      }
+    }
+}
+
+TEST_CASE("reductions over more than one element, or over none, stay") {
+  // Two elements along the axis; an empty axis (the identity: 0 for a sum); noop_with_empty_axes.
+  auto g = folded_and_checked(R"(graph "g" opset 18 {
+  input %x: f32[3,2,4]
+  input %e: f32[3,0,4]
+  const %ax: i64[1] = [1]
+  const %none: i64[0] = []
+  %r = ReduceSum(%x, %ax) {keepdims = 0} @"two"
+  %s = ReduceSum(%e, %ax) {keepdims = 0} @"empty"
+  %t = ReduceMax(%x, %none) {keepdims = 1, noop_with_empty_axes = 1} @"noop"
+  output %r
+  output %s
+  output %t
+}
+)",
+                              40);
+  CHECK(has_node(*g, "two"));
+  CHECK(has_node(*g, "empty"));
+}
+
+TEST_CASE("a top-1 MoE's sum over its one slot joins the kernel around it on emu") {
+  // ZAYA's form: each token's expert output times its routing weight, summed over the k = 1 slot
+  // axis, then scaled (a product, not a residual Add: in float16 the reference rounds the weighted
+  // value where the kernel does not, and a sum that cancels would turn that into a relative
+  // error of any size). The sum was a kernel of its own between two others.
+  for (const char* dtype : {"f32", "f16"}) {
+    INFO(dtype);
+    auto plan =
+        test::written_out_matches_op(fmt::format(R"(graph "g" opset 18 {{
+  input %e: {0}[64,1,128]
+  input %w: {0}[64,1,1]
+  input %h: {0}[64,128]
+  const %ax: i64[1] = [1]
+  %p = Mul(%e, %w) @"weighted"
+  %s = ReduceSum(%p, %ax) {{keepdims = 0}} @"slot_sum"
+  %y = Mul(%s, %h) @"scaled"
+  output %y
+}}
+)",
+                                                 dtype),
+                                     {"ReduceSum"}, 41, std::string(dtype) == "f16" ? kEmuF16Chain : kEmuF32);
+    CHECK(plan.cost.kernels == 1);
+  }
 }
