@@ -13,8 +13,10 @@
 // Reshape; a ReduceSum or ReduceMean is 0 plus it (an Add of 0: so a -0 sums to +0, as a sum that
 // starts from 0 does, and as numpy and PyTorch give), then the Reshape. Top-1 mixtures of experts
 // sum their one slot so; the stitcher takes no reduction of axes of size 1, so each was a kernel
-// of its own between kernels that could have been one. Their outputs keep their values, graph
-// outputs included.
+// of its own between kernels that could have been one. A Softmax or LogSoftmax over one element
+// (the attention of a first decoding step, over its one key) is x - x, plus 1 for the softmax: 1
+// and 0 where x is finite, NaN where it is not, as the op's exp(x - max) / sum gives. Their outputs
+// keep their values, graph outputs included.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -73,6 +75,35 @@ bool reduces_one_element(const Node& n) {
   return count == 1 && num_elements(*x->dims) == num_elements(*y->dims);
 }
 
+// Whether `n` is a Softmax or LogSoftmax (static shape) over one element: its axis of size 1, or
+// before opset 13 the axes it flattens from its axis on holding one element between them.
+bool softmax_of_one_element(const Node& n) {
+  if (!n.domain.empty() || (n.op_type != "Softmax" && n.op_type != "LogSoftmax") || n.outputs.size() != 1)
+    return false;
+  const Value *x = n.input(0), *y = n.output(0);
+  if (!x || !y || !x->has_static_shape() || y->dtype != x->dtype || !is_float(x->dtype)) return false;
+  const Dims& d = *x->dims;
+  const bool legacy = n.opset < 13;
+  auto axis = ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), static_cast<int64_t>(d.size()));
+  if (!axis.is_ok()) return false;
+  int64_t count = 1;
+  for (size_t a = static_cast<size_t>(*axis); a < (legacy ? d.size() : static_cast<size_t>(*axis) + 1); ++a)
+    count *= d[a];
+  return count == 1;
+}
+
+// A softmax over one element is 1, a log-softmax 0, where the element is finite; NaN where it is
+// infinite or NaN, as exp(x - max) / sum gives: x - x, plus 1 for the softmax.
+void softmax_as_element(Graph& g, Node& n) {
+  NodeBuilder b{g, n};
+  Value *x = n.input(0), *y = n.output(0);
+  Value* v = b.node("Sub", "self_difference", {x, x}, x->dtype, *x->dims);
+  if (n.op_type == "Softmax")
+    v = b.node("Add", "plus_one", {v, b.constant("one", Tensor::from_f64(x->dtype, {}, {1.0}))}, x->dtype,
+               *x->dims);
+  b.finish(v, y);
+}
+
 void reduction_as_element(Graph& g, Node& n) {
   NodeBuilder b{g, n};
   Value *x = n.input(0), *y = n.output(0);
@@ -88,8 +119,13 @@ void reduction_as_element(Graph& g, Node& n) {
 StatusOr<bool> fold_single_choices(Graph& g, PassContext& ctx) {
   std::vector<Node*> one_element;
   for (const auto& np : g.nodes())
-    if (reduces_one_element(*np)) one_element.push_back(np.get());
-  for (Node* n : one_element) reduction_as_element(g, *n);
+    if (reduces_one_element(*np) || softmax_of_one_element(*np)) one_element.push_back(np.get());
+  for (Node* n : one_element) {
+    if (n->op_type == "Softmax" || n->op_type == "LogSoftmax")
+      softmax_as_element(g, *n);
+    else
+      reduction_as_element(g, *n);
+  }
   if (!one_element.empty()) RETURN_IF_ERROR(g.topo_sort());
   std::vector<Node*> dead;
   for (const auto& np : g.nodes()) {

@@ -17,7 +17,8 @@ constexpr PassInfo kFrontend[] = {
     {"fold_single_choices",
      "makes a TopK, ArgMax or ArgMin over one element its input and zeros, a Where of a constant "
      "condition of one value the input it selects, a ReduceSum, ReduceMean, ReduceMax or ReduceMin over "
-     "one element that element (plus 0 for a sum or mean)",
+     "one element that element (plus 0 for a sum or mean), a Softmax or LogSoftmax over one element x - x "
+     "(plus 1)",
      fold_single_choices},
     // Once before the expansions too, so that they see through no-ops (a KV cache grown by a zero Pad
     // is the cache itself, which the TensorScatter expansion may then leave to be written in place).

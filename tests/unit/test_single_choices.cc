@@ -263,3 +263,80 @@ TEST_CASE("a top-1 MoE's sum over its one slot joins the kernel around it on emu
     CHECK(plan.cost.kernels == 1);
   }
 }
+
+TEST_CASE("a softmax over one element is 1, a log-softmax 0, NaN where the element is not finite") {
+  // The attention of a first decoding step over its one key (a cache of 0 rows), in float32 and
+  // float16, the legacy form (opset 11: the axes from 1 on flattened, one element between them)
+  // and opset 13's; against the op as written, bit for bit, with infinities, NaN, zeros of both
+  // signs and the largest and smallest values among the inputs.
+  struct Case {
+    const char* op;
+    int opset;
+    const char* type;
+    const char* axis;
+  };
+  const Case cases[] = {{"Softmax", 18, "f32", "-1"}, {"LogSoftmax", 18, "f32", "-1"},
+                        {"Softmax", 18, "f16", "3"},  {"LogSoftmax", 13, "f16", "-1"},
+                        {"Softmax", 11, "f32", "1"},  {"LogSoftmax", 11, "f32", "2"}};
+  uint32_t seed = 50;
+  for (const Case& c : cases) {
+    INFO(c.op << " opset " << c.opset << " " << c.type << " axis " << c.axis);
+    const std::string text = fmt::format(R"(graph "g" opset {} {{
+  input %x: {}[2,1,1,1]
+  %p = {}(%x) {{axis = {}}} @"over_one"
+  %y = Neg(%p) @"neg"
+  output %y
+  output %p
+}}
+)",
+                                         c.opset, c.type, c.op, c.axis);
+    auto g = folded_and_checked(text, seed++);
+    CHECK(count_op(*g, c.op) == 0);
+    auto before = test::parse_or_die(text);
+    PassContext raw;
+    REQUIRE(bind_shapes(*before, raw).is_ok());
+    REQUIRE(infer_shapes(*before, raw).is_ok());
+    const bool half = std::string(c.type) == "f16";
+    const std::vector<double> values = {INFINITY, -INFINITY, NAN,  -0.0, 0.0,
+                                        65504.0,  -65504.0,  6e-8, 1.5,  -2.0};
+    for (double v : values) {
+      INFO("x = " << v);
+      const Tensor x = Tensor::from_f64(half ? DType::kF16 : DType::kF32, {2, 1, 1, 1}, {v, -v});
+      auto a = run_reference(*before, {{"x", x}});
+      auto b = run_reference(*g, {{"x", x}});
+      REQUIRE(a.is_ok());
+      REQUIRE(b.is_ok());
+      for (const char* out : {"p", "y"}) {
+        INFO(out);
+        CHECK(b->at(out).same_as(a->at(out)));
+      }
+    }
+  }
+  // Over two elements it stays.
+  auto g = folded_and_checked(R"(graph "g" opset 18 {
+  input %x: f32[2,2]
+  %p = Softmax(%x) {axis = -1} @"over_two"
+  output %p
+}
+)",
+                              60);
+  CHECK(has_node(*g, "over_two"));
+}
+
+TEST_CASE("a first decoding step's softmax over its one key joins the kernel around it on emu") {
+  // The scores of one query against one key, masked, the softmax, and the NaN guard transformers'
+  // exports put after it: one kernel (the softmax was one of its own before).
+  auto plan = test::written_out_matches_op(R"(graph "g" opset 18 {
+  input %s: f32[2,4,1,1]
+  input %m: f32[2,1,1,1]
+  const %zero: f32[] = [0]
+  %a = Add(%s, %m) @"masked"
+  %p = Softmax(%a) {axis = -1} @"softmax"
+  %n = IsNaN(%p) @"is_nan"
+  %y = Where(%n, %zero, %p) @"guard"
+  output %y
+}
+)",
+                                           {"Softmax"}, 61);
+  CHECK(plan.cost.kernels == 1);
+}
