@@ -382,11 +382,8 @@ StatusOr<Kernel> lower_topk(const Node& n, int index, IndexWidth ix) {
 StatusOr<Segments> softmax_segments(const Node& n) {
   const Dims& d = dims(n.input(0));
   const int64_t r = static_cast<int64_t>(d.size());
-  const bool legacy = n.opset < 13;
-  ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), r));
-  std::vector<bool> red(r, false);
-  for (int64_t dd = axis; dd < (legacy ? r : axis + 1); ++dd) red[dd] = true;
-  return make_segments(d, red);
+  ASSIGN_OR_RETURN(ops::ReduceAxes axes, ops::softmax_axes(n, r));
+  return make_segments(d, axes.reduced);
 }
 
 // Hardmax: 1 at the first maximum of each segment, 0 elsewhere; one thread per segment.

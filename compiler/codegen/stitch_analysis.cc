@@ -226,9 +226,8 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
     for (int64_t d = 2; d < r; ++d) red[d] = true;
     passes = op == "InstanceNormalization" ? 2 : 1;
   } else if (op == "Softmax" || op == "LogSoftmax") {
-    const bool legacy = n.opset < 13;
-    ASSIGN_OR_RETURN(int64_t axis, ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), r));
-    for (int64_t d = axis; d < (legacy ? r : axis + 1); ++d) red[d] = true;
+    ASSIGN_OR_RETURN(ops::ReduceAxes axes, ops::softmax_axes(n, r));
+    red = axes.reduced;
   } else if (op == "LayerNormalization") {
     if (n.outputs.size() > 1 && (n.output(1) || (n.outputs.size() > 2 && n.output(2))))
       return Status::user(fmt::format("{} also returns its statistics", n.describe()));

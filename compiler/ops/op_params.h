@@ -44,6 +44,10 @@ StatusOr<ReduceAxes> reduce_axes(const Node& n, std::optional<std::vector<int64_
 // The same from the node itself (attribute or input 1 by opset); the input must be a constant
 // (code generation).
 StatusOr<ReduceAxes> constant_reduce_axes(const Node& n, int64_t rank);
+// Softmax, LogSoftmax and Hardmax: the axes each normalization runs over. From opset 13 the one
+// axis `axis` (default -1); before, the input flattened to 2-D at `axis` (default 1), so every axis
+// from it on.
+StatusOr<ReduceAxes> softmax_axes(const Node& n, int64_t rank);
 // For each element of an input of dims `in` (row-major), the offset of its reduction's result in
 // the output (`r`'s axes kept as size 1).
 std::vector<int64_t> output_offsets(const Dims& in, const ReduceAxes& r);

@@ -20,6 +20,15 @@ std::vector<int64_t> output_offsets(const Dims& in, const ReduceAxes& r) {
   return offs;
 }
 
+StatusOr<ReduceAxes> softmax_axes(const Node& n, int64_t rank) {
+  const bool legacy = n.opset < 13;
+  ASSIGN_OR_RETURN(int64_t axis, norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), rank));
+  ReduceAxes r;
+  r.reduced.assign(static_cast<size_t>(rank), false);
+  for (int64_t d = axis; d < (legacy ? rank : axis + 1); ++d) r.reduced[static_cast<size_t>(d)] = true;
+  return r;
+}
+
 namespace {
 
 // Opset from which each Reduce op takes its axes as input 1 instead of an attribute.

@@ -60,35 +60,21 @@ std::optional<bool> uniform(const Tensor& c) {
   return first;
 }
 
-// Whether `n` is a ReduceSum, ReduceMean, ReduceMax or ReduceMin (constant axes, static shapes)
-// whose reduced axes hold one element between them.
-bool reduces_one_element(const Node& n) {
-  static const std::set<std::string> kOps = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"};
+// Whether `n` is a ReduceSum, ReduceMean, ReduceMax or ReduceMin (constant axes), a Softmax or a
+// LogSoftmax, of static shapes, whose reduced axes hold one element between them.
+bool over_one_element(const Node& n) {
+  static const std::set<std::string> kOps = {"ReduceSum", "ReduceMean", "ReduceMax",
+                                             "ReduceMin", "Softmax",    "LogSoftmax"};
   if (!n.domain.empty() || !kOps.count(n.op_type) || n.outputs.size() != 1) return false;
   const Value *x = n.input(0), *y = n.output(0);
   if (!x || !y || !x->has_static_shape() || !y->has_static_shape() || y->dtype != x->dtype) return false;
-  auto axes = ops::constant_reduce_axes(n, static_cast<int64_t>(x->dims->size()));
+  const int64_t rank = static_cast<int64_t>(x->dims->size());
+  const bool softmax = n.op_type == "Softmax" || n.op_type == "LogSoftmax";
+  auto axes = softmax ? ops::softmax_axes(n, rank) : ops::constant_reduce_axes(n, rank);
   if (!axes.is_ok() || axes->identity) return false;
   int64_t count = 1;
   for (size_t d = 0; d < axes->reduced.size(); ++d)
     if (axes->reduced[d]) count *= (*x->dims)[d];
-  return count == 1 && num_elements(*x->dims) == num_elements(*y->dims);
-}
-
-// Whether `n` is a Softmax or LogSoftmax (static shape) over one element: its axis of size 1, or
-// before opset 13 the axes it flattens from its axis on holding one element between them.
-bool softmax_of_one_element(const Node& n) {
-  if (!n.domain.empty() || (n.op_type != "Softmax" && n.op_type != "LogSoftmax") || n.outputs.size() != 1)
-    return false;
-  const Value *x = n.input(0), *y = n.output(0);
-  if (!x || !y || !x->has_static_shape() || y->dtype != x->dtype || !is_float(x->dtype)) return false;
-  const Dims& d = *x->dims;
-  const bool legacy = n.opset < 13;
-  auto axis = ops::norm_axis(n, n.attr_int("axis", legacy ? 1 : -1), static_cast<int64_t>(d.size()));
-  if (!axis.is_ok()) return false;
-  int64_t count = 1;
-  for (size_t a = static_cast<size_t>(*axis); a < (legacy ? d.size() : static_cast<size_t>(*axis) + 1); ++a)
-    count *= d[a];
   return count == 1;
 }
 
@@ -119,7 +105,7 @@ void reduction_as_element(Graph& g, Node& n) {
 StatusOr<bool> fold_single_choices(Graph& g, PassContext& ctx) {
   std::vector<Node*> one_element;
   for (const auto& np : g.nodes())
-    if (reduces_one_element(*np) || softmax_of_one_element(*np)) one_element.push_back(np.get());
+    if (over_one_element(*np)) one_element.push_back(np.get());
   for (Node* n : one_element) {
     if (n->op_type == "Softmax" || n->op_type == "LogSoftmax")
       softmax_as_element(g, *n);
