@@ -10,6 +10,7 @@ and batch 3, sequence 45), CNNs at 1x3x224x224.
     venv/bin/python bench/exports/export.py OUT [NAME ...]   # bert_base_12l(_f16) only when named
     bash bench/exports/check.sh OUT [NAME ...]     # compile, run on emu against PyTorch
     PYTHON=venv/bin/python bash bench/exports/check.sh OUT ...  # + onnxruntime (pip) where PyTorch differs
+    venv/bin/python bench/exports/bisect_export.py NAME   # where an export departs from PyTorch
 
 The table of models is in text_models.py and more_models.py, the helpers that export them in
 exporters.py. Tooling only: nothing in the compiler or the runtime imports Python.

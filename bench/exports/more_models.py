@@ -5,8 +5,8 @@ import torch
 
 from exporters import (AsDict, LegacyBert, Seq2Seq, WhisperLogMel, converted, export_cnn, export_diffusers_unet,
                        export_tensor, ort_optimized, quantized, save_case)
-from text_models import (bert_small, dec, gpt2, gqa, hf, llama, random_expert_biases, small, swin, t5, tensor, text,
-                         vit)
+from text_models import (bert_small, dec, gpt2, gqa, hf, llama, random_expert_biases, random_router_gates, small,
+                         swin, t5, tensor, text, vit)
 
 
 def more_models(t):
@@ -513,7 +513,9 @@ def more_models(t):
                        moe_intermediate_size=128, layer_types=["conv", "full_attention"]),
         "granitemoe_shared": hf("granitemoe_shared", tf.GraniteMoeSharedConfig, tf.GraniteMoeSharedModel, **moe,
                                 **gqa, num_local_experts=4, shared_intermediate_size=256),
-        "afmoe": hf("afmoe", tf.AfmoeConfig, tf.AfmoeModel, **moe, **gqa, num_experts=4, moe_intermediate_size=128),
+        # its router's weights are zero as initialized: random ones (random_router_gates)
+        "afmoe": hf("afmoe", tf.AfmoeConfig, lambda c: random_router_gates(tf.AfmoeModel(c)), **moe, **gqa,
+                    num_experts=4, moe_intermediate_size=128),
         "minimax_m2": hf("minimax_m2", tf.MiniMaxM2Config, tf.MiniMaxM2Model, **moe, **gqa, num_local_experts=4,
                          head_dim=32),
         "solar_open": hf("solar_open", tf.SolarOpenConfig, tf.SolarOpenModel, **moe, **gqa, n_routed_experts=4,

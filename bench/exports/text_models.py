@@ -47,6 +47,19 @@ def random_expert_biases(model):
     return model
 
 
+def random_router_gates(model):
+    """Router weights drawn at random where the model's own initialization leaves them zero (AFMoE):
+    with every expert's score equal, which experts TopK picks is only its tie-break, and ONNX's
+    TopK takes the lower index where PyTorch's need not, so the data sets would test the tie-break
+    instead of the model. Trained checkpoints have no such ties."""
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".router.gate." in name and name.endswith("weight") and not p.any():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+    return model
+
+
 def text_models():
     import transformers as tf
     bert_base = dict(hidden_size=768, num_hidden_layers=2, num_attention_heads=12, intermediate_size=3072)
