@@ -15,6 +15,7 @@
 #include "ops/index_check.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
+#include "ops/row_substitution.h"
 #include "ops/value_range.h"
 #include "stitch/artifact_format.h"
 #include "support/check.h"
@@ -170,6 +171,7 @@ NodeLowering classify_node(const Node& n, std::string* why) {
     return NodeLowering::kKernel;
   }
   if (op == "Dropout") return NodeLowering::kKernel;  // with its mask output
+  if (op == ops::kRowSubstitution) return NodeLowering::kKernel;
   // The front end writes a DFT as a GEMM by its weights (expand_dft) unless they are too many.
   if (op == "DFT")
     return unsupported(
@@ -191,6 +193,7 @@ NodeLowering classify_node(const Node& n, std::string* why) {
 StatusOr<Kernel> lower_node(const Node& n, int index, int64_t index32_limit) {
   const IndexWidth ix = index_width({&n}, index32_limit);
   if (n.def && n.def->category == OpCategory::kReduction) return lower_reduce(n, index, ix);
+  if (n.op_type == ops::kRowSubstitution) return lower_reduce(n, index, ix);
   if (n.op_type == "MaxPool" || n.op_type == "AveragePool") return lower_pool(n, index, ix);
   if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") return lower_reduce(n, index, ix);
   return lower_map(n, index, ix);

@@ -24,6 +24,7 @@
 #include "codegen/scalar_ops.h"
 #include "ops/op_params.h"
 #include "ops/op_util.h"
+#include "ops/row_substitution.h"
 #include "support/check.h"
 
 namespace stitch::codegen {
@@ -527,6 +528,41 @@ StatusOr<Kernel> lower_cumsum(const Node& n, int index, IndexWidth ix) {
   return k.finish(prod ? "running product" : "running sum");
 }
 
+// ---- StitchRowSubstitution (ops/row_substitution.h) ------------------------------------------
+
+// A thread per column of each matrix (the segments along the row axis): it copies its column,
+// then runs the steps in order, each the sum of row i's products with the column's rows above it
+// (its own earlier results, or the input's rows before `first`) added to row i's own element. Row i
+// is read from the input: no step before step i writes it. The products are rounded before they
+// are summed (__fmul_rn), as the written-out steps' Mul rounds them.
+StatusOr<Kernel> lower_row_substitution(const Node& n, int index, IndexWidth ix) {
+  const Value* x = n.input(0);
+  const Dims& d = dims(x);
+  const int64_t r = static_cast<int64_t>(d.size()), size = d.back();
+  const int64_t first = n.attr_int("first", 0), last = n.attr_int("last", 0);
+  std::vector<bool> red(static_cast<size_t>(r), false);
+  red[static_cast<size_t>(r - 2)] = true;
+  SegmentKernel k(n, index, make_segments(d, red), Mapping::kThread, "steps", ix);
+  const char* t = k.ix().type();
+  const std::string y = k.param(n.output(0), true);
+  k.w().line("const {} col = o % {};", t, k.lit(size));
+  k.w().line("const {} mat = base - col;", t);
+  k.w().open("for ({} i = 0; i < {}; ++i)", t, k.lit(size));
+  k.w().line("{}", k.store(n.output(0), fmt::format("base + i * {}", k.lit(size)),
+                           k.load(x, fmt::format("base + i * {}", k.lit(size)), "float")));
+  k.w().close();
+  k.w().open("for ({0} i = col + 1 > {1} ? col + 1 : {1}; i <= {2}; ++i)", t, k.lit(first), k.lit(last));
+  k.w().line("const {} row = mat + i * {};", t, k.lit(size));
+  k.w().line("float sum = 0.0f;");
+  k.w().open("for ({} j = 0; j < i; ++j)", t);
+  k.w().line("sum += __fmul_rn({}, {}[mat + j * {} + col]);", k.load(x, "row + j", "float"), y, k.lit(size));
+  k.w().close();
+  k.w().line("{}", k.store(n.output(0), fmt::format("base + i * {}", k.lit(size)),
+                           fmt::format("{} + sum", k.load(x, "row + col", "float"))));
+  k.w().close();
+  return k.finish(fmt::format("steps {} to {} of a row-by-row triangular solve, in order", first, last));
+}
+
 }  // namespace
 
 StatusOr<SegmentShape> segment_shape(const Node& n) {
@@ -570,6 +606,7 @@ StatusOr<Kernel> lower_reduce(const Node& n, int index, IndexWidth ix) {
   if (op == "TopK") return lower_topk(n, index, ix);
   if (op == "Hardmax") return lower_hardmax(n, index, ix);
   if (op == "CumSum" || op == "CumProd") return lower_cumsum(n, index, ix);
+  if (op == ops::kRowSubstitution) return lower_row_substitution(n, index, ix);
   return lower_reduction(n, index, ix);
 }
 

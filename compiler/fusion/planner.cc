@@ -9,6 +9,7 @@
 
 #include "codegen/lower.h"
 #include "ops/op_util.h"
+#include "ops/row_substitution.h"
 #include "support/check.h"
 
 namespace stitch::fusion {
@@ -158,7 +159,9 @@ const Eval& Planner::eval(const std::vector<int>& m) {
     if (!fusible_[i]) {
       e.why = o_.no_fuse.count(nodes_[i]->name) ? fmt::format("{} is in --no-fuse", nodes_[i]->describe())
               : folded_[i] ? fmt::format("{} is {}", nodes_[i]->describe(), folds_.folded.at(nodes_[i]))
-                           : fmt::format("{} cannot be stitched", nodes_[i]->describe());
+              : nodes_[i]->op_type == ops::kRowSubstitution
+                  ? fmt::format("{} runs its steps in order in a kernel of its own", nodes_[i]->describe())
+                  : fmt::format("{} cannot be stitched", nodes_[i]->describe());
       return own(std::move(e));
     }
     ns.push_back(nodes_[i]);
@@ -407,6 +410,13 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
                                 ? fmt::format("the update written into input '{}' in place (not stitched "
                                               "with other ops; the present cache is that input's buffer)",
                                               n->input(0)->name)
+                            : n->op_type == ops::kRowSubstitution
+                                ? fmt::format("steps {} to {} of a triangular solve written out row by "
+                                              "row (up to node '{}'), each reading the rows the steps "
+                                              "before it wrote: a kernel of their own that runs them "
+                                              "in order",
+                                              n->attr_int("first", 0), n->attr_int("last", 0),
+                                              n->attr_string("steps_of", n->name))
                                 : "an op the stitcher does not take (own kernel)")
                          : "no merge with a neighbour is legal and cheaper (see rejected merges)";
     }

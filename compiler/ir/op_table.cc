@@ -56,6 +56,7 @@ std::vector<OpDef> build_table() {
   ops::register_grid_sample(t);
   ops::register_loss(t);
   ops::register_blocks(t);
+  ops::register_row_substitution(t);
   ops::register_nn(t);
   ops::register_pool(t);
   ops::register_shape(t);

@@ -38,6 +38,7 @@ void register_integer_gemm(std::vector<OpDef>& table);
 void register_grid_sample(std::vector<OpDef>& table);
 void register_loss(std::vector<OpDef>& table);
 void register_blocks(std::vector<OpDef>& table);
+void register_row_substitution(std::vector<OpDef>& table);
 
 inline Status node_error(const Node& n, const std::string& msg) {
   return Status::user(fmt::format("{}: {}", n.describe(), msg));

@@ -44,6 +44,7 @@ struct PassInfo {
 StatusOr<bool> bind_shapes(Graph& g, PassContext& ctx);
 StatusOr<bool> infer_shapes(Graph& g, PassContext& ctx);
 StatusOr<bool> fold_constants(Graph& g, PassContext& ctx);
+StatusOr<bool> fold_row_substitutions(Graph& g, PassContext& ctx);
 StatusOr<bool> fold_single_choices(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_resize(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_einsum(Graph& g, PassContext& ctx);

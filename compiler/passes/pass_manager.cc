@@ -14,6 +14,10 @@ constexpr PassInfo kFrontend[] = {
     {"bind_shapes", "binds symbolic input dimensions from --shape", bind_shapes},
     {"infer_shapes", "infers every dtype and static shape, propagating constants", infer_shapes},
     {"fold_constants", "replaces nodes whose outputs are known by constants", fold_constants},
+    {"fold_row_substitutions",
+     "writes a triangular solve written out row by row (the chunked gated delta rule's: each step a row's "
+     "prefix plus its products with the rows above, scattered back) as one StitchRowSubstitution",
+     fold_row_substitutions},
     {"fold_single_choices",
      "makes a TopK, ArgMax or ArgMin over one element its input and zeros, a Where of a constant "
      "condition of one value the input it selects, a ReduceSum, ReduceMean, ReduceMax or ReduceMin over "
