@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "fusion_test_util.h"
+#include "ir/legacy_forms.h"
+#include "ir/op_table.h"
 #include "passes/pass.h"
 #include "reference/compare.h"
 #include "test_util.h"
@@ -236,5 +238,35 @@ TEST_CASE("the row-by-row solve is one kernel on emu and matches the steps as wr
                    << r.problem);
       CHECK(r.ok);
     }
+  }
+}
+
+TEST_CASE("a model cannot hold the compiler's own StitchRowSubstitution", "[importer]") {
+  // The op is the compiler's: the importer does not know it, `stitchc ops` leaves it out, and its
+  // shape rule refuses what the fold never writes (as an internal error: no model reaches it).
+  CHECK(find_model_op("", "StitchRowSubstitution", 18) == nullptr);
+  REQUIRE(find_op("", "StitchRowSubstitution", 18) != nullptr);
+  CHECK(find_op("", "StitchRowSubstitution", 18)->internal);
+  for (const char* text : {R"(graph "g" opset 18 {
+  input %s: f32[3,4,5]
+  %y = StitchRowSubstitution(%s) {first = 1, last = 3}
+  output %y
+})",
+                           R"(graph "g" opset 18 {
+  input %s: f32[4,4]
+  %y = StitchRowSubstitution(%s) {first = 0, last = 3}
+  output %y
+})",
+                           R"(graph "g" opset 18 {
+  input %s: f16[4,4]
+  %y = StitchRowSubstitution(%s) {first = 1, last = 3}
+  output %y
+})"}) {
+    INFO(text);
+    auto g = test::parse_or_die(text);
+    PassContext ctx;
+    REQUIRE(bind_shapes(*g, ctx).is_ok());
+    const Status st = infer_shapes(*g, ctx).status();
+    CHECK(st.code() == Code::kInternal);
   }
 }
