@@ -60,6 +60,7 @@ StatusOr<bool> expand_losses(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_lrn(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_block_moves(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_one_hot(Graph& g, PassContext& ctx);
+StatusOr<bool> expand_trilu(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_compress(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_group_norm(Graph& g, PassContext& ctx);
 StatusOr<bool> expand_rms_norm(Graph& g, PassContext& ctx);

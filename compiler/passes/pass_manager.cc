@@ -41,6 +41,10 @@ constexpr PassInfo kFrontend[] = {
     {"expand_one_hot",
      "writes each OneHot as an Equal of its indices against the positions and a Where of its values",
      expand_one_hot},
+    {"expand_trilu",
+     "writes each Trilu of a static shape as a Where of a constant mask of its last two axes (at most "
+     "65536 elements), x and 0",
+     expand_trilu},
     {"expand_compress", "writes each Compress of a constant condition as a Gather of the positions it keeps",
      expand_compress},
     {"expand_dft",

@@ -192,7 +192,7 @@ TEST_CASE("an emulation library is taken from the cache for the same kernel sour
   o.run_nvcc = false;
   o.model_path = "/dev/null";
   o.emu_cache_dir = (scratch / "cache").string();
-  const TensorMap feed{{"x", random_tensor(DType::kF32, {5, 33}, 3)}};
+  const TensorMap feed{{"x", test::random_tensor(DType::kF32, {5, 33}, 3)}};
   auto want = run_reference(*g, feed);
   REQUIRE(want.is_ok());
   // Writes `s` into `name` and runs it on emu against the reference; whether its library came
@@ -253,7 +253,7 @@ TEST_CASE("one emulation library serves several artifacts whose kernels are name
   CHECK_FALSE(built->from_cache);
   CHECK_FALSE(fs::exists(scratch / "lib" / "include"));  // the headers went with the build
 
-  const TensorMap feed{{"x", random_tensor(DType::kF32, {5, 33}, 7)}};
+  const TensorMap feed{{"x", test::random_tensor(DType::kF32, {5, 33}, 7)}};
   auto want = run_reference(*g, feed);
   REQUIRE(want.is_ok());
   CompileOptions o;
