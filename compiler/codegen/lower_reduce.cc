@@ -560,7 +560,17 @@ StatusOr<Kernel> lower_row_substitution(const Node& n, int index, IndexWidth ix)
   k.w().line("{}", k.store(n.output(0), fmt::format("base + i * {}", k.lit(size)),
                            fmt::format("{} + sum", k.load(x, "row + col", "float"))));
   k.w().close();
-  return k.finish(fmt::format("steps {} to {} of a row-by-row triangular solve, in order", first, last));
+  const Value* addend = n.input(1);
+  if (addend) {  // the constant added to the result (the solve's identity), once every step is done
+    k.w().open("for ({} i = 0; i < {}; ++i)", t, k.lit(size));
+    k.w().line("const {} at = base + i * {};", t, k.lit(size));
+    k.w().line("{}", k.store(n.output(0), "at",
+                             fmt::format("{}[at] + {}", y,
+                                         k.load(addend, fmt::format("i * {} + col", k.lit(size)), "float"))));
+    k.w().close();
+  }
+  return k.finish(fmt::format("steps {} to {} of a row-by-row triangular solve, in order{}", first, last,
+                              addend ? ", then a constant added" : ""));
 }
 
 }  // namespace

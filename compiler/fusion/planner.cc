@@ -404,21 +404,24 @@ FusionGroup Planner::describe(const std::vector<int>& m) {
         break;
       default:
         grp.scheme = "single";
-        grp.reason = !fusible_[m[0]]
-                         ? (o_.no_fuse.count(n->name) ? "in --no-fuse"
-                            : ops::tensor_scatter_in_place(g_, *n)
-                                ? fmt::format("the update written into input '{}' in place (not stitched "
-                                              "with other ops; the present cache is that input's buffer)",
-                                              n->input(0)->name)
-                            : n->op_type == ops::kRowSubstitution
-                                ? fmt::format("steps {} to {} of a triangular solve written out row by "
-                                              "row (up to node '{}'), each reading the rows the steps "
-                                              "before it wrote: a kernel of their own that runs them "
-                                              "in order",
-                                              n->attr_int("first", 0), n->attr_int("last", 0),
-                                              n->attr_string("steps_of", n->name))
-                                : "an op the stitcher does not take (own kernel)")
-                         : "no merge with a neighbour is legal and cheaper (see rejected merges)";
+        grp.reason =
+            !fusible_[m[0]]
+                ? (o_.no_fuse.count(n->name) ? "in --no-fuse"
+                   : ops::tensor_scatter_in_place(g_, *n)
+                       ? fmt::format("the update written into input '{}' in place (not stitched "
+                                     "with other ops; the present cache is that input's buffer)",
+                                     n->input(0)->name)
+                   : n->op_type == ops::kRowSubstitution
+                       ? fmt::format(
+                             "steps {} to {} of a triangular solve written out row by "
+                             "row (up to node '{}'), each reading the rows the steps "
+                             "before it wrote: a kernel of their own that runs them "
+                             "in order{}",
+                             n->attr_int("first", 0), n->attr_int("last", 0),
+                             n->attr_string("steps_of", n->name),
+                             n->input(1) ? fmt::format(", then adds constant '{}'", n->input(1)->name) : "")
+                       : "an op the stitcher does not take (own kernel)")
+                : "no merge with a neighbour is legal and cheaper (see rejected merges)";
     }
     return grp;
   }

@@ -10,6 +10,15 @@
 
 namespace stitch::ops {
 
+bool row_substitution_addend(const Value* v, int64_t size) {
+  if (!v || !v->constant || v->dtype != DType::kF32 || !v->has_static_shape()) return false;
+  const Dims& d = *v->dims;
+  if (d.size() < 2 || d[d.size() - 1] != size || d[d.size() - 2] != size) return false;
+  for (size_t k = 0; k + 2 < d.size(); ++k)
+    if (d[k] != 1) return false;
+  return true;
+}
+
 namespace {
 
 Status infer_row_substitution(InferContext& ctx) {
@@ -25,6 +34,12 @@ Status infer_row_substitution(InferContext& ctx) {
   if (first < 1 || last < first || last >= d.back())
     return Status::internal(
         fmt::format("{}: steps {} to {} do not lie in [1, {})", n.describe(), first, last, d.back()));
+  if (ctx.num_inputs() > 1 && ctx.has_input(1)) {
+    const Value* c = n.input(1);
+    if (!row_substitution_addend(c, d.back()) || c->dims->size() > d.size())
+      return Status::internal(fmt::format("{}: input 1 is not a float32 constant of {} x {} elements",
+                                          n.describe(), d.back(), d.back()));
+  }
   return same_as_input0(ctx);
 }
 
@@ -46,6 +61,8 @@ Status eval_row_substitution(const Node& n, std::span<const Tensor* const> in, s
         mat[i * size + k] = a[static_cast<size_t>(k)] + static_cast<float>(sum);
       }
     }
+    if (in.size() > 1 && in[1])
+      for (int64_t e = 0; e < size * size; ++e) mat[e] = mat[e] + in[1]->data_as<float>()[e];
   }
   out[0] = std::move(y);
   return Status::ok();

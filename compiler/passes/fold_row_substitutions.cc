@@ -263,6 +263,24 @@ StatusOr<bool> fold_row_substitutions(Graph& g, PassContext& ctx) {
   if (runs.empty()) return false;
   for (const Run& r : runs) {
     Node* old = const_cast<Node*>(r.last_write);
+    // A constant added to the result and read nowhere else (the solve's `+ torch.eye(chunk_size)`)
+    // is the op's addend: the kernel adds it as it finishes.
+    Node* plus = nullptr;
+    Value* addend = nullptr;
+    if (auto it = users.find(r.out);
+        it != users.end() && it->second.size() == 1 && !g.is_graph_output(r.out)) {
+      Node* u = it->second[0];
+      if (u->op_type == "Add" && u->domain.empty() && u->inputs.size() == 2 && u->output(0) &&
+          u->output(0)->has_static_shape() && *u->output(0)->dims == *r.out->dims &&
+          u->output(0)->dtype == DType::kF32) {
+        Value* other = u->input(0) == r.out ? u->input(1) : u->input(0);
+        if (other != r.out && ops::row_substitution_addend(other, r.out->dims->back()) &&
+            other->dims->size() <= r.out->dims->size()) {
+          plus = u;
+          addend = other;
+        }
+      }
+    }
     auto n = std::make_unique<Node>();
     n->name = g.unique_name(old->name + "/row_substitution");
     n->op_type = ops::kRowSubstitution;
@@ -274,6 +292,11 @@ StatusOr<bool> fold_row_substitutions(Graph& g, PassContext& ctx) {
     n->attrs["steps_of"] = old->name;
     g.remove_nodes({old});
     n->outputs = {r.out};
+    if (plus) {
+      n->inputs.push_back(addend);
+      n->outputs = {plus->output(0)};
+      g.remove_nodes({plus});
+    }
     g.add_node(std::move(n));
   }
   g.remove_dead_nodes();

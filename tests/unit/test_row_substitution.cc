@@ -27,6 +27,7 @@ struct StepVariant {
   int64_t escape_step = -1;  // a step whose matrix is also a graph output
   std::string dtype = "f32";
   bool transposes = true;  // the slice_scatter between Transposes (the export's form)
+  bool plus_eye = false;   // the identity added to the result (attn + torch.eye(n))
 };
 
 // The steps first..last of an n x n solve over leading dims `lead`, as torch.onnx writes them once
@@ -86,6 +87,13 @@ std::string solve_steps(const std::vector<int64_t>& lead, int64_t n, int64_t fir
                     k, s, row_axis);
     s = "%s" + k;
     if (i == v.escape_step) outputs.push_back(s);
+  }
+  if (v.plus_eye) {
+    std::string eye;
+    for (int64_t e = 0; e < n * n; ++e) eye += fmt::format("{}{}", e ? ", " : "", e % (n + 1) == 0 ? 1 : 0);
+    consts += fmt::format("  const %eye: {}[{},{}] = [{}]\n", t, n, n, eye);
+    body += fmt::format("  %solved = Add({}, %eye) @\"plus_eye\"\n", s);
+    s = "%solved";
   }
   outputs.push_back(s);
   std::string out;
@@ -150,6 +158,20 @@ TEST_CASE("a triangular solve written out row by row is one StitchRowSubstitutio
     CHECK(count_op(*g, "ScatterND") == 0);
     CHECK(count_op(*g, "ReduceSum") == 0);
   }
+}
+
+TEST_CASE("the identity added to the solve's result is the op's addend") {
+  // Read by nothing else, the Add of the constant goes into the op (its kernel adds it as it
+  // finishes); with the solve's result also an output, the Add stays.
+  StepVariant v;
+  v.plus_eye = true;
+  auto g = solve_folded_exactly(solve_steps({2, 3}, 8, 1, 7, v), 500);
+  CHECK(count_op(*g, "StitchRowSubstitution") == 1);
+  CHECK(count_op(*g, "Add") == 0);
+  v.escape_step = 7;
+  auto kept = solve_folded_exactly(solve_steps({2, 3}, 8, 1, 7, v), 510);
+  CHECK(count_op(*kept, "StitchRowSubstitution") == 1);
+  CHECK(count_op(*kept, "Add") == 1);
 }
 
 TEST_CASE("a run of row steps breaks where a matrix between them is read elsewhere or a step is missing") {
@@ -217,7 +239,9 @@ TEST_CASE("the row-by-row solve is one kernel on emu and matches the steps as wr
        std::vector<std::tuple<std::vector<int64_t>, int64_t, int64_t, int64_t>>{{{2, 1}, 64, 1, 63},
                                                                                 {{3}, 7, 2, 5}}) {
     INFO("n " << n);
-    const std::string text = solve_steps(lead, n, first, last);
+    StepVariant v;
+    v.plus_eye = n == 64;  // Qwen3.5's form adds the identity after the solve
+    const std::string text = solve_steps(lead, n, first, last, v);
     auto original = steps_as_written(text);
     auto g = test::parse_or_die(text);
     test::run_frontend_or_die(*g);
