@@ -264,6 +264,7 @@ StatusOr<SExpr> Stitcher::compute(const Node& n, const Value* v, const Coords& c
   }
   if (role == StitchRole::kRow) return row_value(n, c, k);
   if (role == StitchRole::kContraction) return contraction(n, c, k);
+  if (role == StitchRole::kScan) return scan(n, c, k);
   if (role == StitchRole::kTiledGemm)  // emit_tiled binds its product at the kernel's coordinates
     return Status::internal(fmt::format("{} is read at coordinates other than its tile's", n.describe()));
   return Status::user(fmt::format("{} cannot be stitched", n.describe()));
@@ -348,6 +349,38 @@ StatusOr<SExpr> Stitcher::contraction(const Node& n, const Coords& c, const std:
   line(outer, fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1}) {{", ix(), step, lit(len)));
   for (const std::string& l : body) line(outer, "  " + l);
   line(outer, fmt::format("  {} += {} * {};", acc, ea->s, eb->s));
+  line(outer, "}");
+  return bind(k, ct, acc, outer, note);
+}
+
+StatusOr<SExpr> Stitcher::scan(const Node& n, const Coords& c, const std::string& k) {
+  const std::optional<ScanInfo> s = scan_info(n);
+  if (!s) return Status::internal(fmt::format("{} is not a running sum or product", n.describe()));
+  const std::string ct = compute_type(n.output(0)->dtype);
+  const int level = static_cast<int>(scopes_.size());
+  const std::string step = fresh("kk");
+  const std::string pos = c[static_cast<size_t>(s->axis)].s;
+  // Step t reads element t of the axis (len - 1 - t reversed); the element at `pos` runs pos + 1
+  // steps (len - pos reversed), one fewer when exclusive.
+  Coords cx = c;
+  cx[static_cast<size_t>(s->axis)] =
+      SExpr{s->reverse ? fmt::format("({} - {})", lit(s->len - 1), step) : step, level};
+  const std::string count = s->reverse ? fmt::format("{} - ({})", lit(s->len - (s->exclusive ? 1 : 0)), pos)
+                                       : fmt::format("({}){}", pos, s->exclusive ? "" : " + 1");
+  scopes_.emplace_back();
+  StatusOr<SExpr> ex = at(n.input(0), cx);
+  std::vector<std::string> body = std::move(scopes_.back().lines);
+  scopes_.pop_back();
+  if (!ex.is_ok()) return ex.status();
+  int outer = level_of(c);
+  if (ex->level < level) outer = std::max(outer, ex->level);
+  const std::string acc = fresh("run");
+  const std::string note = fmt::format("{} '{}'", n.op_type, n.name);
+  line(outer, fmt::format("{} {} = ({}){};  // {}: {} of {} elements", ct, acc, ct, s->product ? 1 : 0, note,
+                          s->exclusive ? "those before this one" : "those up to this one", s->len));
+  line(outer, fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1}) {{", ix(), step, count));
+  for (const std::string& l : body) line(outer, "  " + l);
+  line(outer, fmt::format("  {} {}= {};", acc, s->product ? "*" : "+", ex->s));
   line(outer, "}");
   return bind(k, ct, acc, outer, note);
 }

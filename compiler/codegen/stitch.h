@@ -58,7 +58,7 @@
 
 namespace stitch::codegen {
 
-enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow, kContraction, kTiledGemm };
+enum class StitchRole { kNone, kPointwise, kLayout, kView, kRow, kContraction, kTiledGemm, kScan };
 // How `n` can take part in a stitched kernel.
 StitchRole stitch_role(const Node& n);
 
@@ -79,6 +79,19 @@ bool generatable_matmul(const Node& n);
 // (which reads a weight once, the loop once per row) is the cost model's call.
 inline constexpr int64_t kMaxContraction = 256;
 std::optional<int64_t> contraction_length(const Node& n);
+
+// A floating-point running sum or product (CumSum, CumProd) along one axis (a constant) of a
+// static length up to kMaxScan, which an element kernel computes as a loop per element over the
+// elements before it (after it, reversed; itself left out, exclusive), in the order the op's own
+// kernel adds them (lower_cumsum): the same result bit for bit. The loop's length grows with the
+// position, so a line of the axis costs len (len + 1) / 2 steps; the cost model weighs them. Row
+// kernels do not take scans.
+inline constexpr int64_t kMaxScan = 256;
+struct ScanInfo {
+  int64_t axis = 0, len = 0;
+  bool exclusive = false, reverse = false, product = false;
+};
+std::optional<ScanInfo> scan_info(const Node& n);
 
 // Row ops reduce the trailing `axes` axes of their input 0 (dims `in`) in `passes` passes; or,
 // when `column`, axes before the innermost one of more than one element, which is kept (a column
@@ -168,7 +181,7 @@ struct StitchInfo {
   // Fine-grained GEMMs in the group: multiply-adds per evaluation of the kernel's values (per
   // pass in row kernels), and the bytes those loops load beyond the first read of each outside
   // value (each value the B operand is computed from once per element and step, the A operand's
-  // shared by a warp's 32 lanes), served by the caches.
+  // shared by a warp's 32 lanes), served by the caches. A scan's steps count as multiply-adds.
   double contraction_macs = 0;
   double contraction_ops = 0;  // evaluations of the operands' producers inside those loops (instructions)
   int64_t contraction_reads = 0;

@@ -90,7 +90,8 @@ std::map<const Value*, const Node*> producers(const std::vector<const Node*>& no
 // operand: once per evaluation and step of the outer one). Each step also evaluates the operands'
 // producers in the group (a head transpose's index arithmetic, a scaling, a rotary embedding) and
 // loads the values they read from outside; an A operand whose row a row kernel caches
-// (a_row_cached) once per row and step.
+// (a_row_cached) once per row and step. A running sum or product (scan_info) counts the same way:
+// (len + 1) / 2 steps an evaluation on average, each evaluating its input's producers in the group.
 void count_contractions(const std::vector<const Node*>& nodes,
                         const std::map<const Value*, const Node*>& producer, int64_t domain,
                         StitchInfo& info) {
@@ -104,10 +105,20 @@ void count_contractions(const std::vector<const Node*>& nodes,
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* n = *it;
     const std::optional<int64_t> k = contraction_length(*n);
-    if (!k) continue;
+    const std::optional<ScanInfo> scan = stitch_role(*n) == StitchRole::kScan ? scan_info(*n) : std::nullopt;
+    if (!k && !scan) continue;
     int64_t evals = std::max(num_elements(dims(n->output(0))), domain);
     for (const Outer& o : outers)
       if (o.inside.count(n)) evals = std::max(evals, o.steps);
+    if (scan) {  // (len + 1) / 2 steps an element on average, each evaluating the input's cone
+      Cone x = operand_cone(n->input(0), producer);
+      const int64_t steps = evals * (scan->len + 1) / 2;
+      info.contraction_macs += static_cast<double>(steps);
+      info.contraction_ops += static_cast<double>(steps) * static_cast<double>(x.ops);
+      info.contraction_reads += steps * dtype_size(n->input(0)->dtype) * x.loads;
+      outers.push_back({steps, std::move(x.nodes)});
+      continue;
+    }
     Cone a = operand_cone(n->input(0), producer), b = operand_cone(n->input(1), producer);
     const int64_t es = dtype_size(n->input(0)->dtype);
     const double steps = static_cast<double>(evals) * static_cast<double>(*k);
@@ -262,6 +273,24 @@ StatusOr<RowOpInfo> row_op_info(const Node& n) {
   return with_extents(std::move(info));
 }
 
+std::optional<ScanInfo> scan_info(const Node& n) {
+  if ((n.op_type != "CumSum" && n.op_type != "CumProd") || !n.domain.empty()) return std::nullopt;
+  const Value *x = n.input(0), *a = n.input(1), *y = n.output(0);
+  if (!x || !a || !y || !x->has_static_shape() || !is_float(x->dtype) || y->dtype != x->dtype ||
+      !a->is_constant() || a->constant->size() != 1)
+    return std::nullopt;
+  const Dims& d = dims(x);
+  auto axis = ops::norm_axis(n, a->constant->get_i64(0), static_cast<int64_t>(d.size()));
+  if (!axis.is_ok() || num_elements(d) == 0 || d[*axis] > kMaxScan) return std::nullopt;
+  ScanInfo s;
+  s.axis = *axis;
+  s.len = d[*axis];
+  s.exclusive = n.attr_int("exclusive", 0) != 0;
+  s.reverse = n.attr_int("reverse", 0) != 0;
+  s.product = n.op_type == "CumProd";
+  return s;
+}
+
 bool generatable_matmul(const Node& n) {
   if (n.op_type != "MatMul" || n.inputs.size() != 2 || n.output(0) == nullptr) return false;
   const Value *a = n.input(0), *b = n.input(1), *y = n.output(0);
@@ -302,6 +331,7 @@ StitchRole compute_role(const Node& n) {
   if (op == "Slice") return stitch_slice(n).is_ok() ? StitchRole::kLayout : StitchRole::kNone;
   if (op == "Concat") return StitchRole::kLayout;
   if (is_gather(n)) return StitchRole::kLayout;
+  if (scan_info(n)) return StitchRole::kScan;
   if (row_op_info(n).is_ok()) return StitchRole::kRow;
   return StitchRole::kNone;
 }
@@ -447,6 +477,11 @@ StatusOr<StitchInfo> analyze_members(const std::vector<const Node*>& nodes,
     return Status::user(
         fmt::format("{} would join a row kernel: a tiled GEMM's epilogue is element-wise only",
                     rows.front()->describe()));
+  for (const Node* n : nodes)
+    if (stitch_role(*n) == StitchRole::kScan)
+      return Status::user(
+          fmt::format("{} would join a row kernel: a running sum or product runs in element kernels only",
+                      n->describe()));
   info.row = true;
   // The kernel's rows are the first row op's; a row op over other rows may be an outer reduction
   // (StitchInfo::outer). When one is not, the last row op's rows are tried (an RMSNorm's

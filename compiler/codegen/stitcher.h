@@ -251,6 +251,11 @@ class Stitcher {
   // depend on the step are computed in a scope of their own one level deeper (the loop body);
   // those that do not are hoisted to the level where they belong, before the loop.
   StatusOr<SExpr> contraction(const Node& n, const Coords& c, const std::string& k);
+  // A running sum or product's value at c (scan_info): a loop over the elements of its axis up to
+  // c's (from the end when reversed; c's own left out when exclusive), in the order the op's own
+  // kernel adds them, pulling the input at each; as contraction(), values that depend on the step
+  // are computed in the loop's body, the others hoisted before it.
+  StatusOr<SExpr> scan(const Node& n, const Coords& c, const std::string& k);
   // In a vectorised element kernel, a product read by the 4 lanes at 4 neighbouring columns
   // (its inner coordinate the domain's, maybe shifted by a multiple of 4, as vector_component
   // requires) with B an f32 operand of the kernel whose columns are the product's: lane 0 runs one
