@@ -51,6 +51,7 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
     // A path between two of a kept component's groups through nodes whose groups changed.
     if (!pl.acyclic(p)) return plan_once(g, o, mode, contract, analyses, nullptr, out);
   }
+  const Part start = p;
   for (size_t i = 0; i < comps.size(); ++i) {
     const std::vector<int>& comp = comps[i];
     if (comp.size() < 2 || kept[i]) continue;
@@ -70,6 +71,11 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
     // Pairs of neighbouring groups cut anew where that is cheaper (Planner::recut), then merged
     // further, kept when the finished plan is estimated cheaper: a cut that lowers the groups' sum
     // may leave fewer independent kernels to share a launch (packing comes after the search).
+    // For the same reason greedy's partition of every component, which beam weighs against its
+    // own per component before packing, is finished too and kept when it is cheaper: so the beam
+    // plan is never estimated slower than greedy's of the same graph.
+    Part best = p;
+    FusionPlan best_plan = pl.finish(p, mode);
     Part q = p;
     bool changed = false;
     for (size_t i = 0; i < comps.size(); ++i)
@@ -78,11 +84,24 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
         changed = true;
       }
     if (changed) {
-      FusionPlan before = pl.finish(p, mode), after = pl.finish(q, mode);
-      const bool recut = after.cost.time < before.cost.time - 1e-15;
-      if (out) out->gid = recut ? q.gid : p.gid;
-      return recut ? after : before;
+      FusionPlan after = pl.finish(q, mode);
+      if (after.cost.time < best_plan.cost.time - 1e-15) {
+        best = std::move(q);
+        best_plan = std::move(after);
+      }
     }
+    if (!pl.out_of_time()) {
+      Part gr = start;
+      for (size_t i = 0; i < comps.size(); ++i)
+        if (comps[i].size() >= 2 && !kept[i]) pl.greedy(gr, comps[i]);
+      FusionPlan greedy_plan = pl.finish(gr, mode);
+      if (greedy_plan.cost.time < best_plan.cost.time - 1e-15) {
+        best = std::move(gr);
+        best_plan = std::move(greedy_plan);
+      }
+    }
+    if (out) out->gid = best.gid;
+    return best_plan;
   }
   if (out) out->gid = p.gid;
   return pl.finish(p, mode);

@@ -102,7 +102,9 @@ class Planner {
   void beam_window(Part& p, const std::vector<int>& win);
   // Beam search per window of `beam_window` nodes in graph order (a transformer's layers are
   // separate windows, so the search grows linearly with depth), then greedy merges across window
-  // boundaries; greedy over the whole component is kept as a candidate, so beam is never worse.
+  // boundaries; greedy over the whole component is kept as a candidate, so beam is never worse
+  // before packing (plan_once also finishes greedy's partition of every component, packs
+  // included, and keeps it when that plan is cheaper).
   void beam(Part& p, const std::vector<int>& comp);
   // Local improvement of a partition the beam search finished (plan.cc keeps it when the finished
   // plan, packs included, is estimated cheaper): for two groups joined by an edge, cuts of their
