@@ -102,20 +102,11 @@ std::string solve_steps(const std::vector<int64_t>& lead, int64_t n, int64_t fir
                      body, out);
 }
 
-// `text` as written: only bound and inferred.
-std::unique_ptr<Graph> steps_as_written(const std::string& text) {
-  auto g = test::parse_or_die(text);
-  PassContext raw;
-  REQUIRE(bind_shapes(*g, raw).is_ok());
-  REQUIRE(infer_shapes(*g, raw).is_ok());
-  return g;
-}
-
 // The front end's graph of `text`, whose outputs the reference computes bit for bit as the graph
 // as written does (on `inputs` seeded inputs and a strictly lower-triangular one, the delta rule's).
 std::unique_ptr<Graph> solve_folded_exactly(const std::string& text, uint32_t seed) {
   INFO(text);
-  auto before = steps_as_written(text);
+  auto before = test::as_written(text);
   auto after = test::parse_or_die(text);
   test::run_frontend_or_die(*after);
   for (int round = 0; round < 3; ++round) {
@@ -129,14 +120,7 @@ std::unique_ptr<Graph> solve_folded_exactly(const std::string& text, uint32_t se
       }
       in[v->name] = x;
     }
-    auto a = run_reference(*before, in);
-    auto b = run_reference(*after, in);
-    REQUIRE(a.is_ok());
-    REQUIRE(b.is_ok());
-    for (const Value* o : before->outputs) {
-      INFO(o->name);
-      CHECK(b->at(o->name).same_as(a->at(o->name)));
-    }
+    test::same_reference_outputs(*before, *after, in, true);
   }
   return after;
 }
@@ -242,7 +226,7 @@ TEST_CASE("the row-by-row solve is one kernel on emu and matches the steps as wr
     StepVariant v;
     v.plus_eye = n == 64;  // Qwen3.5's form adds the identity after the solve
     const std::string text = solve_steps(lead, n, first, last, v);
-    auto original = steps_as_written(text);
+    auto original = test::as_written(text);
     auto g = test::parse_or_die(text);
     test::run_frontend_or_die(*g);
     CHECK(count_op(*g, "ScatterElements") == 0);

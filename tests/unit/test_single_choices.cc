@@ -17,30 +17,14 @@ using stitch::test::has_node;
 
 namespace {
 
-// `text` as written: only bound and inferred.
-std::unique_ptr<Graph> as_written(const std::string& text) {
-  auto g = test::parse_or_die(text);
-  PassContext raw;
-  REQUIRE(bind_shapes(*g, raw).is_ok());
-  REQUIRE(infer_shapes(*g, raw).is_ok());
-  return g;
-}
-
 // Runs the pipeline on `text` and compares with the graph as written, on random inputs.
 std::unique_ptr<Graph> folded_and_checked(const std::string& text, uint32_t seed) {
-  auto before = as_written(text);
+  auto before = test::as_written(text);
   auto after = test::parse_or_die(text);
   test::run_frontend_or_die(*after);
   TensorMap in;
   for (const Value* v : before->inputs) in[v->name] = test::random_tensor(v->dtype, *v->dims, seed++);
-  auto a = run_reference(*before, in);
-  auto b = run_reference(*after, in);
-  REQUIRE(a.is_ok());
-  REQUIRE(b.is_ok());
-  for (const Value* o : before->outputs) {
-    INFO(o->name);
-    CHECK(compare_tensors(b->at(o->name), a->at(o->name), 0, 0).ok);
-  }
+  test::same_reference_outputs(*before, *after, in, false);
   return after;
 }
 
@@ -191,7 +175,7 @@ TEST_CASE("a reduction over one element is that element, plus 0 for a sum or mea
       CHECK(count_op(*g, op) == 0);
       CHECK(count_op(*g, "Add") ==
             (std::string(op) == "ReduceSum" || std::string(op) == "ReduceMean" ? 1 : 0));
-      auto before = as_written(text);
+      auto before = test::as_written(text);
       Tensor x(DType::kF32, {3, 1, 4});
       const uint32_t bits[12] = {0x80000000u, 0x00000000u, 0x7fc00001u, 0xffc12345u,
                                  0x7f800000u, 0xff800000u, 0x3fc00000u, 0xbf800000u,
@@ -295,7 +279,7 @@ TEST_CASE("a softmax over one element is 1, a log-softmax 0, NaN where the eleme
                                          c.opset, c.type, c.op, c.axis);
     auto g = folded_and_checked(text, seed++);
     CHECK(count_op(*g, c.op) == 0);
-    auto before = as_written(text);
+    auto before = test::as_written(text);
     const bool half = std::string(c.type) == "f16";
     const std::vector<double> values = {INFINITY, -INFINITY, NAN,  -0.0, 0.0,
                                         65504.0,  -65504.0,  6e-8, 1.5,  -2.0};

@@ -9,6 +9,7 @@
 
 #include "ir/text.h"
 #include "passes/pass.h"
+#include "reference/compare.h"
 #include "reference/interpreter.h"
 
 namespace stitch::test {
@@ -29,6 +30,32 @@ inline void run_frontend_or_die(Graph& g, PassContext& ctx) {
 inline void run_frontend_or_die(Graph& g) {
   PassContext ctx;
   run_frontend_or_die(g, ctx);
+}
+
+// IR text `text` as written: its shapes bound and inferred, no other pass run (the oracle that a
+// front-end rewrite is checked against).
+inline std::unique_ptr<Graph> as_written(const std::string& text) {
+  auto g = parse_or_die(text);
+  PassContext raw;
+  REQUIRE(bind_shapes(*g, raw).is_ok());
+  REQUIRE(infer_shapes(*g, raw).is_ok());
+  return g;
+}
+
+// The reference's outputs of `before` and `after` on `in`: each of before's outputs the same in
+// after, bit for bit when `bits`, else as compare_tensors with no tolerance (NaN equal to NaN).
+inline void same_reference_outputs(const Graph& before, const Graph& after, const TensorMap& in, bool bits) {
+  auto a = run_reference(before, in);
+  auto b = run_reference(after, in);
+  REQUIRE(a.is_ok());
+  REQUIRE(b.is_ok());
+  for (const Value* o : before.outputs) {
+    INFO(o->name);
+    if (bits)
+      CHECK(b->at(o->name).same_as(a->at(o->name)));
+    else
+      CHECK(compare_tensors(b->at(o->name), a->at(o->name), 0, 0).ok);
+  }
 }
 
 // The front end's error message for IR text `text`, or "" when it succeeds.
