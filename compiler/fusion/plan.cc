@@ -94,10 +94,12 @@ StatusOr<FusionPlan> plan_once(const Graph& g, const FusionOptions& o, const std
       Part gr = start;
       for (size_t i = 0; i < comps.size(); ++i)
         if (comps[i].size() >= 2 && !kept[i]) pl.greedy(gr, comps[i]);
-      FusionPlan greedy_plan = pl.finish(gr, mode);
-      if (greedy_plan.cost.time < best_plan.cost.time - 1e-15) {
-        best = std::move(gr);
-        best_plan = std::move(greedy_plan);
+      if (gr.gid != best.gid) {  // beam often keeps greedy's partition: nothing to finish again
+        FusionPlan greedy_plan = pl.finish(gr, mode);
+        if (greedy_plan.cost.time < best_plan.cost.time - 1e-15) {
+          best = std::move(gr);
+          best_plan = std::move(greedy_plan);
+        }
       }
     }
     if (out) out->gid = best.gid;
