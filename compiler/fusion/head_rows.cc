@@ -84,6 +84,7 @@ bool along_rows_only(const Dims& od, const Dims& yd) {
 
 struct Region {
   std::vector<Node*> nodes;                      // element-wise nodes and row ops
+  std::vector<Node*> rows;                       // the row ops among them
   std::map<Value*, bool> values;                 // each value of the rows' shape -> whether per row
   std::vector<Node*> ends;                       // the Reshapes reading them
   std::vector<std::pair<Node*, size_t>> viewed;  // outside operands of the rows' own dims
@@ -143,13 +144,11 @@ std::optional<Region> region_of(const Graph& g, const Node& r, const std::set<st
       return std::nullopt;
     }
     reg.nodes.push_back(u);
+    if (role == codegen::StitchRole::kRow) reg.rows.push_back(u);
     reg.values[out] = head_dims(out) == yr;
   }
   // Only rows some row op reduces: other element-wise work gains nothing from the heads apart.
-  const bool rows = std::any_of(reg.nodes.begin(), reg.nodes.end(), [](const Node* n) {
-    return codegen::stitch_role(*n) == codegen::StitchRole::kRow;
-  });
-  if (reg.ends.empty() || !rows || g.is_graph_output(y)) return std::nullopt;
+  if (reg.ends.empty() || reg.rows.empty() || g.is_graph_output(y)) return std::nullopt;
   return reg;
 }
 
@@ -186,10 +185,12 @@ StatusOr<std::vector<std::string>> split_head_rows(Graph& g, const std::set<std:
     const std::string from = dims_to_string(yd);
     r->inputs.resize(2);
     r->inputs[1] = add_shape_constant(g, r->name + "/rows_apart", *nd);
+    // The row ops as region_of found them: with the new dims and the old axes a row op may no
+    // longer be one (a reduction over an axis of one element, as Ergo's RMSNorm after a ReduceSum
+    // over [N, 1, D] has), so its role is not asked again until its axis is set.
     for (auto& [v, row] : reg->values) v->dims = row ? nr : *nd;
     const int64_t last = static_cast<int64_t>(nd->size()) - 1;
-    for (Node* n : reg->nodes)
-      if (codegen::stitch_role(*n) == codegen::StitchRole::kRow) set_last_axis(g, *n, last);
+    for (Node* n : reg->rows) set_last_axis(g, *n, last);
     for (const auto& [n, i] : reg->viewed) {
       Value* v = n->inputs[i];
       const Dims vd = head_dims(v) == yd ? *nd : nr;
@@ -202,8 +203,8 @@ StatusOr<std::vector<std::string>> split_head_rows(Graph& g, const std::set<std:
                               {v, add_shape_constant(g, v->name + "/rows_apart_shape", vd)}, v->dtype, vd);
       }
     }
-    for (Node* n : reg->nodes)
-      if (codegen::stitch_role(*n) == codegen::StitchRole::kRow && !last_axis_row_op(*n))
+    for (Node* n : reg->rows)
+      if (!last_axis_row_op(*n))
         return Status::internal(
             fmt::format("split_head_rows: {} no longer reduces the last axis alone", n->describe()));
     // The Reshapes that read the rows: their targets spelled out (a 0 copied the merged axis), and

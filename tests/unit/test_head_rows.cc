@@ -9,6 +9,7 @@
 #include "fusion/head_rows.h"
 #include "fusion/rewrites.h"
 #include "fusion_test_util.h"
+#include "ir/verifier.h"
 
 using namespace stitch;
 using namespace stitch::test;
@@ -274,6 +275,46 @@ TEST_CASE("split_head_rows takes a decoding step's one token, whose merged rows 
   REQUIRE(lines.is_ok());
   REQUIRE(lines->size() == 1);
   CHECK(lines->front().find("rows 2x4x8 as 2x1x4x8") != std::string::npos);
+  same_as_original(*original, *g, seed++);
+  one_kernel_in_every_planner(*g, seed);
+}
+
+TEST_CASE("split_head_rows sets a row op's axis that reduced a positive axis before the rows were apart",
+          "[fusion][emu]") {
+  // Ergo's per-expert RMSNorm: x [N, D] viewed as [N, 1, D], summed over the axis of one (the
+  // front end makes that a Reshape back to [N, D]), then an RMSNorm over axis 1, positive. With the
+  // rows as [N, 1, D] that axis is the one of one element, which is no row op: the ReduceMean must
+  // still be the one the region found, its axis set to 2.
+  uint32_t seed = 91;
+  auto original = frontend(R"(graph "ergo_expert_norm" opset 18 {
+  input %y: f32[6,16]
+  input %g: f32[16]
+  const %one: i64[3] = [6, 1, 16]
+  const %back: i64[3] = [2, 3, 16]
+  const %axis: i64[1] = [1]
+  const %two: f32[] = [2.0]
+  const %eps: f32[] = [0.000001]
+  %v = Reshape(%y, %one) @"view"
+  %s = ReduceSum(%v, %axis) {keepdims = 0} @"sum"
+  %p = Pow(%s, %two) @"pow"
+  %m = ReduceMean(%p, %axis) {keepdims = 1} @"mean"
+  %a = Add(%m, %eps) @"add_eps"
+  %r = Reciprocal(%a) @"inv"
+  %n = Mul(%s, %r) @"normalized"
+  %w = Mul(%n, %g) @"weighted"
+  %b = Reshape(%w, %back) @"back"
+  output %b
+})");
+  auto g = clone_graph(*original);
+  auto lines = fusion::split_head_rows(*g);
+  REQUIRE(lines.is_ok());
+  REQUIRE(lines->size() == 1);
+  CHECK(lines->front().find("rows 6x16 as 6x1x16") != std::string::npos);
+  const Status verified = verify_graph(*g);
+  INFO(verified.message());
+  REQUIRE(verified.is_ok());
+  for (const Node* n : all_nodes(*g))
+    if (n->op_type == "ReduceMean") CHECK(dims_to_string(*n->output(0)->dims) == "6x1x1");
   same_as_original(*original, *g, seed++);
   one_kernel_in_every_planner(*g, seed);
 }
