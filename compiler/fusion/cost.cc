@@ -328,24 +328,39 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
   // input is what the group reads of their result (one head of a Reshape of a merged GEMM's
   // columns); a Slice of a Slice keeps what the outer one keeps. A value the group stores is read
   // whole.
+  // The group's reads as (value, node, input) in node order, grouped by value: a walk over every
+  // node for every input was a fifth of the planning of an xLSTM export, whose element kernels
+  // hold hundreds of nodes. One sorted vector, as the cost runs for every candidate group.
   const std::set<const Value*> stored(info.stored.begin(), info.stored.end());
+  struct Read {
+    const Value* v;
+    const Node* n;
+    size_t i;
+  };
+  std::vector<Read> reads;
+  for (const Node* n : nodes)
+    for (size_t i = 0; i < n->inputs.size(); ++i)
+      if (n->inputs[i]) reads.push_back({n->inputs[i], n, i});
+  const auto by_value = [](const Read& a, const Read& b) { return std::less<const Value*>()(a.v, b.v); };
+  std::stable_sort(reads.begin(), reads.end(), by_value);
   std::function<int64_t(const Value*)> read_bytes = [&](const Value* v) {
     if (stored.count(v)) return bytes_of(v);
     int64_t part = 0;
-    for (const Node* n : nodes)
-      for (size_t i = 0; i < n->inputs.size(); ++i) {
-        if (n->inputs[i] != v) continue;
-        const Value* out = n->output(0);
-        const bool keeps_all =
-            i == 0 && out && num_elements(*out->dims) == num_elements(*v->dims) && out->dtype == v->dtype &&
-            (codegen::stitch_role(*n) == codegen::StitchRole::kView || n->op_type == "Transpose");
-        if (keeps_all)
-          part += read_bytes(out);
-        else if (reads_part(*n, i) && out)
-          part += std::min(bytes_of(out), read_bytes(out));
-        else
-          return bytes_of(v);
-      }
+    const auto [lo, hi] = std::equal_range(reads.begin(), reads.end(), Read{v, nullptr, 0}, by_value);
+    for (auto it = lo; it != hi; ++it) {
+      const Node* n = it->n;
+      const size_t i = it->i;
+      const Value* out = n->output(0);
+      const bool keeps_all =
+          i == 0 && out && num_elements(*out->dims) == num_elements(*v->dims) && out->dtype == v->dtype &&
+          (codegen::stitch_role(*n) == codegen::StitchRole::kView || n->op_type == "Transpose");
+      if (keeps_all)
+        part += read_bytes(out);
+      else if (reads_part(*n, i) && out)
+        part += std::min(bytes_of(out), read_bytes(out));
+      else
+        return bytes_of(v);
+    }
     return std::min(part, bytes_of(v));
   };
   // Row kernels with wide values: inputs no larger than the rows (narrow) are read by the row's
@@ -359,8 +374,9 @@ Cost stitched_cost(const std::vector<const Node*>& nodes, const codegen::StitchI
     for (size_t i = scatter ? 1 : 0; i < n->inputs.size(); ++i) {
       const Value* v = n->inputs[i];
       if (v && !made.count(v) && read.insert(v).second) {
-        in_bytes += read_bytes(v);
-        if (num_elements(*v->dims) <= num_elements(info.domain)) narrow_bytes += read_bytes(v);
+        const int64_t r = read_bytes(v);
+        in_bytes += r;
+        if (num_elements(*v->dims) <= num_elements(info.domain)) narrow_bytes += r;
       }
     }
     if (codegen::stitch_role(*n) != codegen::StitchRole::kView && !scatter)
