@@ -544,6 +544,28 @@ def more_models(t):
                                shared_expert_intermediate_size=128, **hybrid),
         "olmo_hybrid": hf("olmo_hybrid", tf.OlmoHybridConfig, tf.OlmoHybridModel, **gqa, pad_token_id=0),
     })
+    # Tried 2026-12-06 with transformers 5.25, each at the same fields (4 experts where it has them):
+    # DeepSeek-V4 (hyper-connections whose mixing matrices are Sinkhorn-normalized 4 x 4), MiniCPM5-MoE,
+    # xLSTM (mLSTM and sLSTM blocks), Lara-mini, Kolibri1, Ergo (a norm per routed expert), NeoMME,
+    # Granite with sliding windows (dense and MoE), Inkling2 and HRM. Param2MoE and Sarvam-MoE build
+    # GLM-4-MoE's model, InternLM3 and IQuest-Coder LLaMA's.
+    new = dict(**moe, **gqa, head_dim=32, **E)
+    t.update({
+        n: hf(n, cfg, model, **new)
+        for n, cfg, model in [
+            ("deepseek_v4", tf.DeepseekV4Config, tf.DeepseekV4Model),
+            ("minicpm5_moe", tf.MiniCPM5MoeConfig, tf.MiniCPM5MoeModel),
+            ("xlstm", tf.xLSTMConfig, tf.xLSTMModel),
+            ("lara_mini", tf.LaraMiniConfig, tf.LaraMiniModel),
+            ("kolibri1", tf.Kolibri1Config, tf.Kolibri1Model),
+            ("ergo", tf.ErgoConfig, tf.ErgoModel),
+            ("neomme", tf.NeoMMEConfig, tf.NeoMMEModel),
+            ("granite_swa", tf.GraniteSWAConfig, tf.GraniteSWAModel),
+            ("granitemoe_swa", tf.GraniteMoeSWAConfig, tf.GraniteMoeSWAModel),
+            ("inkling2_text", tf.Inkling2TextConfig, tf.Inkling2TextModel),
+            ("hrm_text", tf.HrmTextConfig, tf.HrmTextModel),
+        ]
+    })
     # Three of them at hidden 1024 with 16 heads (named only, as text_models.py's wide entries), for
     # the per-layer counts at a deployed width.
     wide = dict(hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=2816,
