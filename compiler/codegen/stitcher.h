@@ -1,7 +1,7 @@
 // The stitched-kernel generator (stitch.h), shared by its files: stitch.cc (pulling values,
-// element and tiled GEMM kernels, the entry points), stitch_rows.cc (row kernels) and
-// stitch_index.cc (flat indices and reshaped coordinates). Internal to codegen: include stitch.h
-// for the interface.
+// element and tiled GEMM kernels, the entry points), stitch_loops.cc (an element's contraction and
+// running-scan loops), stitch_rows.cc (row kernels) and stitch_index.cc (flat indices and reshaped
+// coordinates). Internal to codegen: include stitch.h for the interface.
 #pragma once
 
 #include <fmt/format.h>
