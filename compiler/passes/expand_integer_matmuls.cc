@@ -87,7 +87,7 @@ StatusOr<bool> expand_integer_matmul(Graph& g, Node& n) {
 
 // Gemm of integers (alpha and beta 1, ops/nn.cc): A and B transposed as it says, the products'
 // sum, plus C.
-StatusOr<bool> expand_integer_gemm(Graph& g, Node& n) {
+StatusOr<bool> expand_integer_gemm_op(Graph& g, Node& n) {
   if (!integer_node(n)) return false;
   Value *a = n.input(0), *b = n.input(1), *y = n.output(0);
   const bool ta = n.attr_int("transA", 0), tb = n.attr_int("transB", 0);
@@ -107,7 +107,7 @@ StatusOr<bool> expand_integer_gemm(Graph& g, Node& n) {
 
 StatusOr<bool> expand_integer_matmuls(Graph& g, PassContext&) {
   ASSIGN_OR_RETURN(bool matmuls, expand_each(g, "MatMul", expand_integer_matmul));
-  ASSIGN_OR_RETURN(bool gemms, expand_each(g, "Gemm", expand_integer_gemm));
+  ASSIGN_OR_RETURN(bool gemms, expand_each(g, "Gemm", expand_integer_gemm_op));
   return matmuls || gemms;
 }
 
