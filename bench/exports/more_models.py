@@ -566,6 +566,24 @@ def more_models(t):
             ("hrm_text", tf.HrmTextConfig, tf.HrmTextModel),
         ]
     })
+    # LFM3 (short convolutions) and HY-V4 (hyper-connections, an attention indexer), whose embeddings
+    # default to a padding index outside a vocabulary of 1000.
+    t.update({
+        n: hf(n, cfg, model, **new, pad_token_id=0)
+        for n, cfg, model in [
+            ("lfm3", tf.Lfm3Config, tf.Lfm3Model),
+            ("hy_v4", tf.HYV4Config, tf.HYV4Model),
+        ]
+    })
+    # Kimi Linear (Kimi delta attention: the delta rule's solve with a decay per channel) and Bailing's
+    # hybrid: a linear-attention layer, then a full one, and as many KV heads as heads.
+    t.update({
+        n: hf(n, cfg, model, **{**new, "num_key_value_heads": 4}, pad_token_id=0, **hybrid)
+        for n, cfg, model in [
+            ("kimi_linear", tf.KimiLinearConfig, tf.KimiLinearModel),
+            ("bailing_hybrid", tf.BailingHybridConfig, tf.BailingHybridModel),
+        ]
+    })
     # Three of them at hidden 1024 with 16 heads (named only, as text_models.py's wide entries), for
     # the per-layer counts at a deployed width.
     wide = dict(hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=2816,
