@@ -4,7 +4,6 @@
 // stitch_analysis.cc.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
 
 #include "codegen/lower.h"
