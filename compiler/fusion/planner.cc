@@ -27,6 +27,15 @@ Planner::Planner(const Graph& g, const FusionOptions& o, bool fold, std::set<con
     nodes_.push_back(n.get());
   }
   users_ = g.users();
+  output_uses_.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    for (const Value* v : nodes_[i]->outputs) {
+      if (!v) continue;
+      OutputUse use{v, g.is_graph_output(v), {}};
+      if (auto it = users_.find(v); it != users_.end())
+        for (const Node* u : it->second) use.readers.push_back(idx_.at(u));
+      output_uses_[i].push_back(std::move(use));
+    }
   if (fold) folds_ = codegen::find_gemm_folds(g, contract_, codegen::FoldOptions(true, o.approximate_gelu));
   const size_t n = nodes_.size();
   succ_.resize(n);
@@ -168,7 +177,7 @@ const Eval& Planner::eval(const std::vector<int>& m) {
   }
   if (auto it = analyses_->find(m); it != analyses_->end()) return *(memo_[m] = &it->second);
   work_ += kAnalysisStep * static_cast<int64_t>(m.size());
-  auto info = codegen::analyze_stitch(ns, escaping(ns));
+  auto info = codegen::analyze_stitch(ns, escaping(m));
   if (!info.is_ok()) {
     e.why = info.status().message();
   } else {
@@ -184,6 +193,20 @@ const Eval& Planner::eval(const std::vector<int>& m) {
 
 std::set<const Value*> Planner::escaping(const std::vector<const Node*>& ns) const {
   return codegen::group_outputs(g_, users_, ns);
+}
+
+std::set<const Value*> Planner::escaping(const std::vector<int>& m) const {
+  if (member_marks_.size() < nodes_.size()) member_marks_.assign(nodes_.size(), 0);
+  for (int x : m) member_marks_[static_cast<size_t>(x)] = 1;
+  std::set<const Value*> out;
+  for (int x : m)
+    for (const OutputUse& use : output_uses_[static_cast<size_t>(x)]) {
+      bool outside = use.graph_output;
+      for (int r : use.readers) outside = outside || !member_marks_[static_cast<size_t>(r)];
+      if (outside) out.insert(use.v);
+    }
+  for (int x : m) member_marks_[static_cast<size_t>(x)] = 0;
+  return out;
 }
 
 std::vector<int> Planner::merged(const std::vector<int>& a, const std::vector<int>& b) {

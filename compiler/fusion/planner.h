@@ -78,6 +78,9 @@ class Planner {
   int group_size(const std::vector<int>& m) const;
   // Outputs of `ns` read outside it (or graph outputs): what its kernel stores.
   std::set<const Value*> escaping(const std::vector<const Node*>& ns) const;
+  // The same for the nodes `m` (indices; what codegen::group_outputs gives): every group the search
+  // analyses asks, so it walks each member's readers by index rather than looking them up.
+  std::set<const Value*> escaping(const std::vector<int>& m) const;
   static std::vector<int> merged(const std::vector<int>& a, const std::vector<int>& b);
   // True when the groups `ids` (sorted; to become one) would sit on a cycle of the group graph: some path
   // leaves them and comes back through other groups.
@@ -116,7 +119,13 @@ class Planner {
   // groups ILP and brute force choose from are). Beam keeps the first merge that looked best in
   // each window: a norm that took a router's first nodes where the router's kernel would have
   // taken them all gives them back this way.
+  // A pair of more than kRecutWhole nodes is cut only where at most kRecutMove of its nodes change
+  // sides: every cut costs an analysis of both new groups, so trying them all grows with the square
+  // of the pair (an xLSTM export's element kernels of 250 nodes made recut 80% of a 100 s plan),
+  // while the moves that pay off on such pairs are near the boundary the search left (at most 36
+  // nodes on the exports measured; larger moves, up to 84 nodes, were on pairs of at most 174).
   static constexpr int kRecutRounds = 4;
+  static constexpr size_t kRecutWhole = 192, kRecutMove = 48;
   bool recut(Part& p, const std::vector<int>& comp);
   // Whether the nodes `m` (sorted) are joined by producer-consumer edges among themselves.
   bool connected(const std::vector<int>& m) const;
@@ -158,8 +167,15 @@ class Planner {
   std::map<const Node*, int> idx_;
   std::unordered_map<const Value*, std::vector<Node*>> users_;
   std::vector<std::vector<int>> succ_, pred_;
+  // Per node, its outputs: each with whether the graph returns it and the nodes that read it.
+  struct OutputUse {
+    const Value* v;
+    bool graph_output;
+    std::vector<int> readers;
+  };
+  std::vector<std::vector<OutputUse>> output_uses_;
   std::vector<bool> fusible_;
-  // connected()'s scratch, all 0 between calls (a Planner runs on one thread).
+  // connected()'s and escaping()'s scratch, all 0 between calls (a Planner runs on one thread).
   mutable std::vector<char> member_marks_;
   // cycle()'s scratch: marks by group id, all 0 between calls; the groups marked; the walk's stack.
   mutable std::vector<char> cycle_marks_;

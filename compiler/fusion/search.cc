@@ -239,6 +239,30 @@ bool Planner::connected(const std::vector<int>& m) const {
   return reached == m.size();
 }
 
+namespace {
+
+// How many of a pair's `n` nodes change sides when its groups become `head` and the rest, from
+// `first` and the rest (all sorted): the nodes in one of head and first only, or in both or
+// neither when the cut swaps the sides.
+size_t sides_changed(const std::vector<int>& head, const std::vector<int>& first, size_t n) {
+  size_t both = 0;
+  for (size_t i = 0, j = 0; i < head.size() && j < first.size();) {
+    if (head[i] < first[j]) {
+      ++i;
+    } else if (first[j] < head[i]) {
+      ++j;
+    } else {
+      ++both;
+      ++i;
+      ++j;
+    }
+  }
+  const size_t differ = head.size() + first.size() - 2 * both;
+  return std::min(differ, n - differ);
+}
+
+}  // namespace
+
 bool Planner::recut(Part& p, const std::vector<int>& comp) {
   const auto es = edges(comp);
   bool changed = false;
@@ -302,6 +326,7 @@ bool Planner::recut(Part& p, const std::vector<int>& comp) {
             head = how == 1 ? side : rest;
             tail = how == 1 ? rest : side;
           }
+          if (all.size() > kRecutWhole && sides_changed(head, ga, all.size()) > kRecutMove) continue;
           if (head == ga || head == gb || !tried.insert(head).second || !connected(head) || !connected(tail))
             continue;
           const Eval& eh = eval(head);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -133,4 +134,94 @@ TEST_CASE("connected follows producer-consumer edges among the members alone, ca
     CHECK(planner.connected(ids({"c", "d", "e"})));  // e joins them, as a consumer of both
     CHECK(planner.connected(ids({"d"})));
   }
+}
+
+TEST_CASE("escaping by node index names the same values as codegen::group_outputs", "[fusion]") {
+  std::mt19937 rng(77);
+  for (int trial = 0; trial < 6; ++trial) {
+    INFO("trial " << trial);
+    auto g = test::parse_or_die(random_rows(rng, "4", "37"));
+    test::run_frontend_or_die(*g);
+    fusion::Planner planner(*g, opts("beam"));
+    const size_t n = g->nodes().size();
+    for (int k = 0; k < 40; ++k) {
+      // A random set of nodes, connected or not: the answer depends only on who reads what.
+      std::vector<int> m;
+      std::vector<const Node*> ns;
+      for (size_t i = 0; i < n; ++i)
+        if (rng() % 3 == 0) {
+          m.push_back(static_cast<int>(i));
+          ns.push_back(g->nodes()[i].get());
+        }
+      if (m.empty()) continue;
+      CHECK(planner.escaping(m) == planner.escaping(ns));
+    }
+  }
+}
+
+TEST_CASE("a pair of groups past kRecutWhole nodes is cut at most kRecutMove nodes from where it was",
+          "[fusion]") {
+  // A chain of 240 element-wise ops and row reductions over [4, 37], cut into two groups at a
+  // seeded point: the recut keeps the pair legal and no dearer, and moves few nodes.
+  std::mt19937 rng(4242);
+  const char* unary[] = {"Relu", "Neg", "Tanh", "Sigmoid"};
+  std::string text =
+      "graph \"long\" opset 18 {\n  input %x: f32[4,37]\n  input %row: f32[4,1]\n  const %ax: i64[1] = "
+      "[-1]\n";
+  std::string last = "%x";
+  for (int k = 0; k < 240; ++k) {
+    const std::string v = fmt::format("%v{}", k);
+    if (k % 40 == 39)
+      text += fmt::format("  %red{0} = ReduceMax({1}, %ax) @\"r{0}\"\n  {2} = Sub({1}, %red{0}) @\"n{0}\"\n",
+                          k, last, v);
+    else if (k % 5 == 4)
+      text += fmt::format("  {} = Add({}, %row) @\"n{}\"\n", v, last, k);
+    else
+      text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 4], last, k);
+    last = v;
+  }
+  auto g = test::parse_or_die(text + "  output " + last + "\n}\n");
+  test::run_frontend_or_die(*g);
+  fusion::FusionOptions o = opts("beam", {}, 1000);
+  auto device = fusion::device_spec("sm_90");
+  REQUIRE(device.is_ok());
+  o.device = *device;
+  fusion::Planner planner(*g, o);
+  const auto comps = planner.components();
+  REQUIRE(comps.size() == 1);
+  const std::vector<int>& comp = comps.front();
+  REQUIRE(comp.size() > fusion::Planner::kRecutWhole);
+  int tried = 0;
+  for (size_t split : {3, 17, 90, 150, 230}) {
+    INFO("split " << split);
+    // The first `split` nodes in one group and the rest in the other, both legal.
+    std::vector<int> first(comp.begin(), comp.begin() + static_cast<std::ptrdiff_t>(split));
+    std::vector<int> second(comp.begin() + static_cast<std::ptrdiff_t>(split), comp.end());
+    if (!planner.eval(first).ok || !planner.eval(second).ok) continue;
+    ++tried;
+    fusion::Part p = planner.singletons();
+    for (size_t i = 1; i < first.size(); ++i) fusion::Planner::apply(p, p.gid[first[0]], p.gid[first[i]], 0);
+    for (size_t i = 1; i < second.size(); ++i)
+      fusion::Planner::apply(p, p.gid[second[0]], p.gid[second[i]], 0);
+    p.cost = planner.component_cost(p, comp);
+    const double before = p.cost;
+    const bool changed = planner.recut(p, comp);
+    CHECK(p.cost <= before + 1e-15);
+    CHECK(changed == (p.cost < before));
+    CHECK(planner.acyclic(p));
+    // The group holding the first node: the nodes that changed sides are the difference from
+    // `first` or from `second`, whichever is smaller.
+    const std::vector<int>& now = p.groups.at(p.gid[comp.front()]);
+    std::vector<int> moved;
+    std::set_symmetric_difference(now.begin(), now.end(), first.begin(), first.end(),
+                                  std::back_inserter(moved));
+    const size_t changed_sides = std::min(moved.size(), comp.size() - moved.size());
+    CHECK(changed_sides <= fusion::Planner::kRecutMove * fusion::Planner::kRecutRounds);
+    for (int x : comp) {
+      const std::vector<int>& m = p.groups.at(p.gid[x]);
+      CHECK(planner.eval(m).ok);
+      CHECK(planner.connected(m));
+    }
+  }
+  CHECK(tried >= 2);
 }
