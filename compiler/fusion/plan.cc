@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <future>
 #include <optional>
+#include <vector>
 
 #include "codegen/node_facts.h"
 #include "fusion/planner.h"
@@ -249,13 +250,14 @@ StatusOr<FusionPlan> run_planner(const Graph& g, const FusionOptions& o, const s
   Round last;         // the latest plan's, for the next
   ASSIGN_OR_RETURN(FusionPlan lib, plan_once(g, o, mode, {}, analyses, nullptr, &last));
   spent.add(lib);
-  std::set<const Node*> cands, tiled_cands;
+  std::set<const Node*> cands;
+  std::vector<const Node*> tiled_cands;     // in graph order, which their notes follow
   std::optional<codegen::GemmFolds> folds;  // the library plan's, once a tiled GEMM asks
   auto tiled_candidate = [&](const Node& n) {
     if (codegen::stitch_role(n) != codegen::StitchRole::kTiledGemm) return false;
     if (!folds) folds = codegen::find_gemm_folds(g, {}, codegen::FoldOptions(true, o.approximate_gelu));
     if (!epilogue_kernel(lib, *folds, n)) return false;
-    tiled_cands.insert(&n);
+    tiled_cands.push_back(&n);
     return true;
   };
   if (o.stitch_matmul)

@@ -381,6 +381,53 @@ TEST_CASE("a tiled GEMM candidate left as a call says why when its epilogue kern
                     "tiled GEMM's kernel stores its product's shape"));
 }
 
+TEST_CASE("the notes on tiled GEMM candidates left as calls follow graph order", "[fusion][tiled]") {
+  // Two FFN + erf GELU blocks, one after the other. The two MatMuls' contents are swapped, if need
+  // be, so that 'ffn_a', first in graph order, lives at the higher address: notes kept in the order
+  // of the nodes' addresses would name 'ffn_b' first (and could differ from one run to the next).
+  auto g = test::parse_or_die(R"(graph "g" opset 17 {
+  input %x: f32[1024,768]
+  input %wa: f32[768,3072]
+  input %ba: f32[3072]
+  input %wb: f32[3072,768]
+  input %bb: f32[768]
+  const %sqrt2: f32[] = [1.4142135]
+  %ha = MatMul(%x, %wa) @"ffn_a"
+  %za = Add(%ha, %ba) @"bias_a"
+  %da = Div(%za, %sqrt2) @"div_a"
+  %ea = Erf(%da) @"erf_a"
+  %ya = Mul(%za, %ea) @"mul_a"
+  %hb = MatMul(%ya, %wb) @"ffn_b"
+  %zb = Add(%hb, %bb) @"bias_b"
+  %db = Div(%zb, %sqrt2) @"div_b"
+  %eb = Erf(%db) @"erf_b"
+  %yb = Mul(%zb, %eb) @"mul_b"
+  output %yb
+})");
+  test::run_frontend_or_die(*g);
+  auto mutable_node = [&](const std::string& name) {
+    for (const auto& n : g->nodes())
+      if (n->name == name) return n.get();
+    FAIL("no node " << name);
+    return static_cast<Node*>(nullptr);
+  };
+  Node* first = mutable_node("ffn_a");
+  Node* second = mutable_node("ffn_b");
+  if (std::less<const Node*>()(first, second)) {
+    std::swap(*first, *second);
+    for (Node* n : {first, second})
+      for (Value* v : n->outputs) v->producer = n;
+    REQUIRE(g->topo_sort().is_ok());
+  }
+  REQUIRE(std::less<const Node*>()(node_named(*g, "ffn_b"), node_named(*g, "ffn_a")));
+  auto plan = fusion::make_plan(*g, opts("beam"));
+  REQUIRE(plan.is_ok());
+  INFO(fusion::explain(*plan));
+  REQUIRE(plan->tiled_notes.size() == 2);
+  CHECK_THAT(plan->tiled_notes[0], Catch::StartsWith("node 'ffn_a' (MatMul) stays a library call"));
+  CHECK_THAT(plan->tiled_notes[1], Catch::StartsWith("node 'ffn_b' (MatMul) stays a library call"));
+}
+
 TEST_CASE("a planned tiled GEMM compiles and matches the reference on emu", "[fusion][tiled][emu]") {
   auto g = ffn("2,40", 320, 96);
   test::run_frontend_or_die(*g);
