@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+#include <optional>
+
 #include "fusion/arg_reductions.h"
 #include "fusion/expert_gemms.h"
 #include "fusion/expert_sums.h"
@@ -118,6 +121,10 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     judged(r.slices);
   }
   bool copies_done = false;
+  // The copies judged on a copy of g below, when the Slices with them are not: what judging them on
+  // g itself would give (the same graph, the same estimate to beat), without planning it again.
+  std::optional<RewriteResult> copies_of_g;
+  std::unique_ptr<Graph> g_with_copies;
   if (on.split_slices && on.relayout_copies && r.slices.lines.empty() && !r.slices.verdict.empty()) {
     // Not cheaper alone, the Slices may pay with the per-reader copies of the relayouts they leave
     // shared (Falcon's K and V, Gathers of one Transpose of the fused QKV product): judged
@@ -158,10 +165,18 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
         r.copies = std::move(copies_alone);
       }
       copies_done = true;
+    } else {
+      copies_of_g = std::move(copies_alone);
+      g_with_copies = std::move(alone);
     }
   }
   if (on.relayout_copies && !copies_done) {
-    ASSIGN_OR_RETURN(r.copies, copy_shared_relayouts_if_cheaper(g, o, known));
+    if (copies_of_g) {
+      r.copies = std::move(*copies_of_g);
+      if (!r.copies.lines.empty()) g = std::move(g_with_copies);
+    } else {
+      ASSIGN_OR_RETURN(r.copies, copy_shared_relayouts_if_cheaper(g, o, known));
+    }
     judged(r.copies);
   }
   if (on.hoist_row_scales) {

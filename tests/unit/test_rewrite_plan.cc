@@ -6,6 +6,7 @@
 
 #include <regex>
 
+#include "fusion/relayout_copies.h"
 #include "fusion/rewrites.h"
 #include "fusion_test_util.h"
 #include "wide_layer_graphs.h"
@@ -140,4 +141,52 @@ TEST_CASE("the weights the rewrites build are computed when read, not when plann
   }
   same_as_original(*original, *m.graph, 11);
   for (const Value* v : built) CHECK_FALSE(v->constant->pending());
+}
+
+TEST_CASE("the relayout copies judged beside the Slices stand for their judgement on the graph itself",
+          "[fusion][plan]") {
+  // A Split the Slices do not beat (its readers kept apart by --no-fuse) and a Transpose read by a
+  // MatMul and by a node kept apart, whose copy for that node is not cheaper either. The copies
+  // were judged on a copy of the graph before the Slices were judged with them; neither pays, so
+  // that judgement is the copies' own: the same verdict as judging them on the graph alone, and
+  // the graph and the plan handed on are the graph's.
+  const char* text = R"(graph "g" opset 18 {
+  input %x: f32[4,96]
+  input %y: f32[64,32]
+  input %w: f32[64,16]
+  const %sizes: i64[3] = [32, 32, 32]
+  %a, %b, %c = Split(%x, %sizes) {axis = 1} @"split"
+  %ea = Exp(%a) @"r0"
+  %eb = Exp(%b) @"r1"
+  %ec = Exp(%c) @"r2"
+  %t = Transpose(%y) {perm = ints[1, 0]} @"t"
+  %m = MatMul(%t, %w) @"mm"
+  %n = Neg(%t) @"neg"
+  output %ea
+  output %eb
+  output %ec
+  output %m
+  output %n
+})";
+  const fusion::FusionOptions o = opts("beam", {"r0", "r1", "r2", "neg"});
+  auto g = parse_or_die(text);
+  run_frontend_or_die(*g);
+  auto alone = clone_graph(*g);
+  const size_t nodes = g->nodes().size();
+  auto r = fusion::rewrite_for_planning(g, o);
+  REQUIRE(r.is_ok());
+  INFO(r->text());
+  CHECK(r->slices.verdict.rfind("not applied: estimated", 0) == 0);
+  CHECK(r->copies.lines.empty());
+  auto copies = fusion::copy_shared_relayouts_if_cheaper(alone, o);
+  REQUIRE(copies.is_ok());
+  CHECK(copies->lines.empty());
+  CHECK(copies->verdict.rfind("not applied: estimated", 0) == 0);
+  CHECK(r->copies.verdict == copies->verdict);
+  CHECK(g->nodes().size() == nodes);
+  REQUIRE(r->plan);
+  auto fresh = fusion::make_plan(*g, o);
+  REQUIRE(fresh.is_ok());
+  CHECK(r->plan->cost.time == fresh->cost.time);
+  CHECK(described_groups(*r->plan) == described_groups(*fresh));
 }
