@@ -24,7 +24,7 @@
 // float, the products summed in double from 0 in order of j, rounded to float, then added to a[k];
 // then the addend, as a float Add.
 // Each column depends only on itself and on the rows' values before their steps, so the kernel
-// (codegen/lower_reduce.cc) runs a thread per column of each matrix through the steps in order.
+// (codegen/lower_segment_threads.cc) runs a thread per column of each matrix through the steps in order.
 #pragma once
 
 #include "ir/graph.h"
