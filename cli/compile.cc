@@ -230,6 +230,13 @@ int run_compile(const CompileArgs& a) {
   // Rounds re-planned for ptxas and for code size, each at most kMaxReplans. A round that only
   // gives kernels room for the budget keeps its plan: the options the plan depends on are the same.
   int ptxas_rounds = 0, code_rounds = 0;
+  // The budget is for occupancy: a kernel over it that does not spill, whose every block the
+  // device holds at once at the registers it uses, would run no more of its blocks at a time
+  // with fewer, so it is kept as it is.
+  auto resident = [&](const codegen::Kernel& k, int registers) {
+    return codegen::grid_resident(k, registers, fo.device.sms, fo.device.regs_per_sm,
+                                  fo.device.max_threads_per_sm);
+  };
   bool plan_again = true;
   for (int round = 0;; ++round) {
     // The last judged rewrite's plan of the graph as it stands, when there is one (the options are
@@ -282,6 +289,7 @@ int run_compile(const CompileArgs& a) {
       if (spilled == 0 && r.registers <= a.max_registers) continue;
       auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(), [&](const auto& x) { return x.name == r.kernel; });
       if (k == sched->kernels.end() || k->nodes.size() < 2) continue;
+      if (spilled == 0 && resident(*k, r.registers)) continue;  // kept: noted after the last round
       std::set<std::string> names;
       for (const Node* n : k->nodes) names.insert(n->name);
       // Spilled below the budget: ptxas aimed at more resident blocks than the kernel fits. Room
@@ -308,6 +316,27 @@ int run_compile(const CompileArgs& a) {
     }
     if (replans.size() == before) break;
   }
+  // The kernels of the artifact kept over the register budget, each with why.
+  std::vector<std::string> kept;
+  const std::vector<codegen::KernelResources> no_resources;
+  for (const auto& r : built ? built->resources : no_resources) {
+    if (r.spill_stores + r.spill_loads > 0 || r.registers <= a.max_registers) continue;
+    auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(),
+                          [&](const auto& x) { return x.name == r.kernel; });
+    if (k == sched->kernels.end() || k->nodes.size() < 2 || !resident(*k, r.registers)) continue;
+    const int64_t blocks = k->grid[0] * k->grid[1] * k->grid[2];
+    kept.push_back(fmt::format(
+        "kernel {} ({} nodes) uses {} registers on {} (budget {} registers) without spilling: kept, since "
+        "its {} "
+        "{} of {} threads are resident at once on the {} SM{} of {} at that count ({} per SM), and fewer "
+        "registers would not run more of them at a time",
+        r.kernel, k->nodes.size(), r.registers, r.arch, a.max_registers, blocks,
+        blocks == 1 ? "block" : "blocks", k->block[0] * k->block[1] * k->block[2], fo.device.sms,
+        fo.device.sms == 1 ? "" : "s", fo.device.name,
+        codegen::resident_blocks_per_sm(*k, r.registers, fo.device.regs_per_sm,
+                                        fo.device.max_threads_per_sm)));
+  }
+  for (const std::string& r : kept) o.plan_text += "kept after ptxas: " + r + "\n";
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary, built ? &*built : nullptr);
   if (!st.is_ok()) return report(st);
   // The build cache kept to its size, the entries least recently added or used going first.
@@ -344,6 +373,7 @@ int run_compile(const CompileArgs& a) {
     };
     rep["fusion"] = {{"device", plan->device},
                      {"ptxas_replans", replans},
+                     {"ptxas_kept", kept},
                      {"nvcc_runs", nvcc_runs},
                      {"nvcc_seconds_all_runs", nvcc_seconds},
                      {"code_size_replans", code_replans},
@@ -409,6 +439,7 @@ int run_compile(const CompileArgs& a) {
   }
   for (const std::string& r : code_replans) fmt::print("  re-planned for code size: {}\n", r);
   for (const std::string& r : replans) fmt::print("  re-planned after ptxas: {}\n", r);
+  for (const std::string& r : kept) fmt::print("  kept after ptxas: {}\n", r);
   if (o.build_emu)
     fmt::print("  emulation library: {:.1f} s{}\n", summary.emu_seconds,
                summary.emu_from_cache           ? " (from the build cache)"

@@ -240,6 +240,20 @@ bool give_register_room(Kernel& k, int registers) {
   return true;
 }
 
+int64_t resident_blocks_per_sm(const Kernel& k, int registers, int64_t regs_per_sm, int64_t threads_per_sm) {
+  const int64_t block = k.block[0] * k.block[1] * k.block[2];
+  if (block <= 0 || registers <= 0) return 0;
+  const int64_t warps = (block + 31) / 32;
+  const int64_t per_warp = (registers + 7) / 8 * 8 * 32;
+  const int64_t by_registers = regs_per_sm / (warps * per_warp);
+  return std::min({by_registers, threads_per_sm / (warps * 32), kMaxBlocksPerSm});
+}
+
+bool grid_resident(const Kernel& k, int registers, int64_t sms, int64_t regs_per_sm, int64_t threads_per_sm) {
+  const int64_t blocks = k.grid[0] * k.grid[1] * k.grid[2];
+  return blocks <= sms * resident_blocks_per_sm(k, registers, regs_per_sm, threads_per_sm);
+}
+
 void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count,
                const std::string& index_type) {
   const char* ll = index_type == "int" ? "" : "LL";

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "codegen/library.h"
 #include "codegen/lower.h"
@@ -208,6 +209,20 @@ StatusOr<DeviceSpec> load_device_spec(const std::string& path) {
   RETURN_IF_ERROR(num("clock", s.clock));
   RETURN_IF_ERROR(num("tiled_gemm_eff", s.tiled_gemm_eff));
   RETURN_IF_ERROR(num("loop_step", s.loop_step));
+  // The device's sizes, for a part the built-in specs do not describe (an H100 PCIe has 114 SMs):
+  // the cost model's parallelism and the register budget's check of resident blocks use them.
+  auto count = [&](const char* k, int64_t most, auto& out) -> Status {
+    if (!j.contains(k)) return Status::ok();
+    if (!j[k].is_number_integer() || j[k].get<int64_t>() <= 0 || j[k].get<int64_t>() > most)
+      return Status::user(fmt::format("{}: \"{}\" must be a whole number from 1 to {}", path, k, most));
+    out = static_cast<std::remove_reference_t<decltype(out)>>(j[k].get<int64_t>());
+    return Status::ok();
+  };
+  RETURN_IF_ERROR(count("sms", 100000, s.sms));
+  RETURN_IF_ERROR(count("max_threads_per_sm", 100000, s.max_threads_per_sm));
+  RETURN_IF_ERROR(count("smem_per_sm", int64_t{1} << 40, s.smem_per_sm));
+  RETURN_IF_ERROR(count("regs_per_sm", int64_t{1} << 40, s.regs_per_sm));
+  if (j.contains("name") && j["name"].is_string()) s.name = j["name"].get<std::string>();
   if (s.tiled_gemm_eff > 1)
     return Status::user(
         fmt::format("{}: \"tiled_gemm_eff\" is a fraction of the fp32 rate: at most 1", path));

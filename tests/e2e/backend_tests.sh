@@ -179,11 +179,15 @@ check "the plan lists independent packs" grep -q "pack 0: groups" "$TMP/explaine
   --no-pack --no-nvcc --no-emu >/dev/null
 check "--no-pack leaves every group in its own launch" bash -c "! grep -q 'independent packs' '$TMP/nopack/plan.txt'"
 # ptxas feedback: with a register budget below what the fused kernels need, they are planned
-# again split (every fused kernel of bert_tiny uses more than 24 registers on sm_90).
+# again split (every fused kernel of bert_tiny uses more than 24 registers on sm_90), unless the
+# device holds all their blocks at once at the registers they use. On a part with one SM, the
+# kernels of 16 blocks of 256 threads are not (8 such blocks fit at 32 registers).
 # Every round's nvcc run is counted in the summary; the artifact is written once, from the last.
+echo '{"arch": "sm_90", "name": "a part with one SM", "sms": 1}' >"$TMP/one_sm.json"
 expect "ptxas over --max-registers: re-planned" 0 "re-planned after ptxas: kernel .*\(budget 24 registers" -- \
   bash -c 'set -o pipefail; "$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --max-registers 24 \
-  --report-json "$2.json" | tee "$2.out"' "$STITCHC" "$ROOT/models/bert_tiny/model.onnx" "$TMP/regs"
+  --device-spec "$3" --report-json "$2.json" | tee "$2.out"' "$STITCHC" "$ROOT/models/bert_tiny/model.onnx" \
+  "$TMP/regs" "$TMP/one_sm.json"
 check "the re-planned groups are in the plan" grep -q "re-planned after ptxas" "$TMP/regs/plan.txt"
 check "the re-planned compile counts its nvcc runs" grep -qE "nvcc \(sm_90\): .* \([2-4] runs, .* s in all\)" \
   "$TMP/regs.out"
@@ -200,6 +204,22 @@ bert_tiny_matches() {
     --inputs "$ROOT/models/bert_tiny/test_data_set_0" --expect "$ROOT/models/bert_tiny/test_data_set_0"
 }
 bert_tiny_matches "re-planned artifact runs on emu and matches" "$TMP/regs"
+# On an H100's 132 SMs every block of those kernels is resident at once at 32 registers: fewer
+# would run no more of them at a time, so they are kept as planned, each with a line that says
+# why, and nvcc runs once.
+expect "ptxas over --max-registers with every block resident: kept" 0 \
+  "kept after ptxas: kernel .* uses [0-9]+ registers on sm_90 \(budget 24 registers\) without spilling: kept, since its [0-9]+ blocks? of 256 threads are resident at once on the 132 SMs of H100" -- \
+  bash -c 'set -o pipefail; "$0" compile "$1" -o "$2" --shape batch=2 --shape sequence=16 --max-registers 24 \
+  --report-json "$2.json" | tee "$2.out"' "$STITCHC" "$ROOT/models/bert_tiny/model.onnx" "$TMP/regs_kept"
+check "kernels kept over the budget are not re-planned, and nvcc runs once" bash -c \
+  '! grep -q "re-planned after ptxas" "$0/plan.txt" && grep -qE "nvcc \(sm_90\): [0-9.]+ s, " "$0.out"' \
+  "$TMP/regs_kept"
+check "plan.txt and report.json name the same kept kernels" python3 -c '
+import json, sys
+kept = json.load(open(sys.argv[1]))["fusion"]["ptxas_kept"]
+lines = [l[len("kept after ptxas: "):] for l in open(sys.argv[2]).read().splitlines() if l.startswith("kept after ptxas: ")]
+sys.exit(0 if kept and kept == lines else 1)' "$TMP/regs_kept.json" "$TMP/regs_kept/plan.txt"
+bert_tiny_matches "the artifact with kernels kept over the budget runs on emu and matches" "$TMP/regs_kept"
 expect "--max-registers out of range" 2 "--max-registers 8: give a per-thread budget from 16 to 255" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/regs8" --shape batch=2 --shape sequence=16 \
   --max-registers 8
@@ -467,6 +487,14 @@ echo '{' >"$TMP/bad_spec.json"
 expect "a device spec that is not JSON" 2 "not a device spec" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
   --device-spec "$TMP/bad_spec.json"
+echo '{"arch":"sm_90","sms":0}' >"$TMP/sms_spec.json"
+expect "a device spec with no SMs" 2 "\"sms\" must be a whole number from 1 to 100000" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --device-spec "$TMP/sms_spec.json"
+echo '{"arch":"sm_90","regs_per_sm":65536.5}' >"$TMP/regs_spec.json"
+expect "a device spec with a fraction of a register" 2 "\"regs_per_sm\" must be a whole number" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
+  --device-spec "$TMP/regs_spec.json"
 echo '{"arch":"sm_90","tiled_gemm_eff":1.5}' >"$TMP/tiled_spec.json"
 expect "a tiled GEMM efficiency above 1" 2 "\"tiled_gemm_eff\" is a fraction of the fp32 rate: at most 1" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
