@@ -584,6 +584,20 @@ def more_models(t):
             ("bailing_hybrid", tf.BailingHybridConfig, tf.BailingHybridModel),
         ]
     })
+    # Four that the round above could not export with these fields, with fields that fit them
+    # (2026-12-06, later): DeepSeek-V3.2, Mistral Large 4's text model and Sarvam's MLA model take
+    # DeepSeek-V3's latent-attention sizes; GLM-5-Next's text model as many KV heads as heads and a
+    # padding index inside the vocabulary. Sarvam-MLA has no model class of its own: AutoModel's.
+    mla = dict(kv_lora_rank=32, q_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=32)
+    t.update({
+        "deepseek_v32": hf("deepseek_v32", tf.DeepseekV32Config, tf.DeepseekV32Model, **moe, **E, **mla,
+                           n_group=1, topk_group=1, first_k_dense_replace=1),
+        "mistral_large4": hf("mistral_large4", tf.MistralLarge4TextConfig, tf.MistralLarge4TextModel, **moe, **E,
+                             **mla),
+        "sarvam_mla": hf("sarvam_mla", tf.SarvamMLAConfig, tf.AutoModel.from_config, **moe, **E, **mla),
+        "glm5_next": hf("glm5_next", tf.Glm5NextTextConfig, tf.Glm5NextTextModel, **moe, **E,
+                        num_key_value_heads=4, head_dim=32, pad_token_id=0),
+    })
     # Three of them at hidden 1024 with 16 heads (named only, as text_models.py's wide entries), for
     # the per-layer counts at a deployed width.
     wide = dict(hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=2816,
