@@ -98,17 +98,11 @@ class SegmentKernel {
     body_.close();
     if (map_ == Mapping::kWarp) body_.line("{0} = stitch_dev::warp_reduce({0}, {1});", acc, op);
     if (map_ == Mapping::kBlock) {
-      body_.line("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op,
-                 ct == "double"  ? "d"
-                 : ct == "float" ? "f"
-                                 : "i");
+      body_.line("{0} = stitch_dev::block_reduce({0}, {1}, scratch_{2});", acc, op, scratch_tag(ct));
       scratch_.insert(ct);
     }
     if (map_ == Mapping::kTile) {
-      body_.line("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, op,
-                 ct == "double"  ? "d"
-                 : ct == "float" ? "f"
-                                 : "i");
+      body_.line("{0} = stitch_dev::tile_column_reduce({0}, {1}, tile_{2});", acc, op, scratch_tag(ct));
       scratch_.insert(ct);
     }
   }
@@ -138,7 +132,7 @@ class SegmentKernel {
     w.raw_line(kernel_header(k_));
     open_kernel(w, k_, block_);
     for (const std::string& ct : scratch_) {
-      const char* tag = ct == "double" ? "d" : ct == "float" ? "f" : "i";
+      const char* tag = scratch_tag(ct);
       if (map_ == Mapping::kTile)
         w.line("__shared__ {} tile_{}[{}];", ct, tag, kTileBlock);
       else
@@ -183,6 +177,10 @@ class SegmentKernel {
   }
 
  private:
+  // The suffix of the shared scratch array of a compute type: scratch_d, scratch_f, scratch_i.
+  static const char* scratch_tag(const std::string& ct) {
+    return ct == "double" ? "d" : ct == "float" ? "f" : "i";
+  }
   std::string reduced_axes_text() const {
     std::string s;
     for (size_t d = 0; d < seg_.reduced.size(); ++d)

@@ -487,22 +487,18 @@ echo '{' >"$TMP/bad_spec.json"
 expect "a device spec that is not JSON" 2 "not a device spec" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
   --device-spec "$TMP/bad_spec.json"
-echo '{"arch":"sm_90","sms":0}' >"$TMP/sms_spec.json"
-expect "a device spec with no SMs" 2 "\"sms\" must be a whole number from 1 to 100000" -- \
-  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
-  --device-spec "$TMP/sms_spec.json"
-echo '{"arch":"sm_90","regs_per_sm":65536.5}' >"$TMP/regs_spec.json"
-expect "a device spec with a fraction of a register" 2 "\"regs_per_sm\" must be a whole number" -- \
-  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
-  --device-spec "$TMP/regs_spec.json"
-echo '{"arch":"sm_90","tiled_gemm_eff":1.5}' >"$TMP/tiled_spec.json"
-expect "a tiled GEMM efficiency above 1" 2 "\"tiled_gemm_eff\" is a fraction of the fp32 rate: at most 1" -- \
-  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
-  --device-spec "$TMP/tiled_spec.json"
-echo '{"arch":"sm_90","loop_step":-1}' >"$TMP/loop_spec.json"
-expect "a negative loop step" 2 "\"loop_step\" must be a positive number" -- \
-  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 \
-  --device-spec "$TMP/loop_spec.json"
+# A spec file with a field out of its range: refused with exit 2, naming the field.
+bad_spec() {
+  echo "$2" >"$TMP/bad_field_spec.json"
+  expect "$1" 2 "$3" -- "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 \
+    --shape sequence=4 --device-spec "$TMP/bad_field_spec.json"
+}
+bad_spec "a device spec with no SMs" '{"arch":"sm_90","sms":0}' '"sms" must be a whole number from 1 to 100000'
+bad_spec "a device spec with a fraction of a register" '{"arch":"sm_90","regs_per_sm":65536.5}' \
+  '"regs_per_sm" must be a whole number'
+bad_spec "a tiled GEMM efficiency above 1" '{"arch":"sm_90","tiled_gemm_eff":1.5}' \
+  '"tiled_gemm_eff" is a fraction of the fp32 rate: at most 1'
+bad_spec "a negative loop step" '{"arch":"sm_90","loop_step":-1}' '"loop_step" must be a positive number'
 expect "beam width 0" 2 "--beam-width must be at least 1" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/fz" --shape batch=1 --shape sequence=4 --beam-width 0
 expect "plan budget 0" 2 "--plan-budget must be at least 1 step" -- \
