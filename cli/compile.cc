@@ -233,9 +233,9 @@ int run_compile(const CompileArgs& a) {
   // The budget is for occupancy: a kernel over it that does not spill, whose every block the
   // device holds at once at the registers it uses, would run no more of its blocks at a time
   // with fewer, so it is kept as it is.
+  const codegen::SmLimits sm{fo.device.regs_per_sm, fo.device.max_threads_per_sm, fo.device.smem_per_sm};
   auto resident = [&](const codegen::Kernel& k, int registers) {
-    return codegen::grid_resident(k, registers, fo.device.sms, fo.device.regs_per_sm,
-                                  fo.device.max_threads_per_sm);
+    return codegen::grid_resident(k, registers, fo.device.sms, sm);
   };
   bool plan_again = true;
   for (int round = 0;; ++round) {
@@ -332,9 +332,7 @@ int run_compile(const CompileArgs& a) {
         "registers would not run more of them at a time",
         r.kernel, k->nodes.size(), r.registers, r.arch, a.max_registers, blocks,
         blocks == 1 ? "block" : "blocks", k->block[0] * k->block[1] * k->block[2], fo.device.sms,
-        fo.device.sms == 1 ? "" : "s", fo.device.name,
-        codegen::resident_blocks_per_sm(*k, r.registers, fo.device.regs_per_sm,
-                                        fo.device.max_threads_per_sm)));
+        fo.device.sms == 1 ? "" : "s", fo.device.name, codegen::resident_blocks_per_sm(*k, r.registers, sm)));
   }
   for (const std::string& r : kept) o.plan_text += "kept after ptxas: " + r + "\n";
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary, built ? &*built : nullptr);

@@ -240,18 +240,19 @@ bool give_register_room(Kernel& k, int registers) {
   return true;
 }
 
-int64_t resident_blocks_per_sm(const Kernel& k, int registers, int64_t regs_per_sm, int64_t threads_per_sm) {
+int64_t resident_blocks_per_sm(const Kernel& k, int registers, const SmLimits& sm) {
   const int64_t block = k.block[0] * k.block[1] * k.block[2];
   if (block <= 0 || registers <= 0) return 0;
   const int64_t warps = (block + 31) / 32;
   const int64_t per_warp = (registers + 7) / 8 * 8 * 32;
-  const int64_t by_registers = regs_per_sm / (warps * per_warp);
-  return std::min({by_registers, threads_per_sm / (warps * 32), kMaxBlocksPerSm});
+  const int64_t smem = k.smem_bytes + k.static_smem_bytes + kSmemReservedPerBlock;
+  return std::min(
+      {sm.registers / (warps * per_warp), sm.threads / (warps * 32), sm.smem / smem, kMaxBlocksPerSm});
 }
 
-bool grid_resident(const Kernel& k, int registers, int64_t sms, int64_t regs_per_sm, int64_t threads_per_sm) {
+bool grid_resident(const Kernel& k, int registers, int64_t sms, const SmLimits& sm) {
   const int64_t blocks = k.grid[0] * k.grid[1] * k.grid[2];
-  return blocks <= sms * resident_blocks_per_sm(k, registers, regs_per_sm, threads_per_sm);
+  return blocks <= sms * resident_blocks_per_sm(k, registers, sm);
 }
 
 void open_tile(CudaWriter& w, const std::string& block, const std::string& var, int64_t count,

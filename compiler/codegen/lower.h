@@ -50,17 +50,25 @@ void open_kernel(CudaWriter& w, const Kernel& k, int64_t block);
 inline constexpr int64_t kRegistersPerSm = 65536;  // sm_80 and sm_90 (CUDA C programming guide)
 std::optional<int64_t> register_room(const Kernel& k, int registers);
 bool give_register_room(Kernel& k, int registers);
+// What one SM holds: registers, threads and shared memory (sm_90's by default; the cost model's
+// device spec has a part's own).
+struct SmLimits {
+  int64_t registers = kRegistersPerSm;
+  int64_t threads = 2048;
+  int64_t smem = 228 * 1024;
+};
 // Blocks of k that one SM holds at once when each thread uses `registers`: registers go to a
-// warp in units of 256 (8 per thread), and an SM holds `regs_per_sm` registers, `threads_per_sm`
-// threads and kMaxBlocksPerSm blocks (CUDA C++ Programming Guide, "Compute Capabilities", and its
-// occupancy calculator's allocation unit, for compute capabilities 8.0 and 9.0). 0 when one block
-// does not fit.
+// warp in units of 256 (8 per thread), each block's shared memory comes with 1 KB the system
+// reserves, and an SM holds at most kMaxBlocksPerSm blocks (CUDA C++ Programming Guide, "Compute
+// Capabilities", and its occupancy calculator, for compute capabilities 8.0 and 9.0). 0 when one
+// block does not fit.
 inline constexpr int64_t kMaxBlocksPerSm = 32;
-int64_t resident_blocks_per_sm(const Kernel& k, int registers, int64_t regs_per_sm, int64_t threads_per_sm);
+inline constexpr int64_t kSmemReservedPerBlock = 1024;
+int64_t resident_blocks_per_sm(const Kernel& k, int registers, const SmLimits& sm);
 // Whether every block of k's grid is resident at once on `sms` SMs at `registers` per thread: then
 // fewer registers would not run more of its blocks at a time, and registers over a budget set for
 // occupancy cost it nothing (xLSTM's element kernels of 100 to 250 nodes run in 1 or 2 blocks).
-bool grid_resident(const Kernel& k, int registers, int64_t sms, int64_t regs_per_sm, int64_t threads_per_sm);
+bool grid_resident(const Kernel& k, int registers, int64_t sms, const SmLimits& sm);
 // The parameter list of k's entry: "const float* __restrict__ x0, float* __restrict__ y0".
 std::string kernel_signature(const Kernel& k);
 // A C identifier fragment from an op type: "LayerNormalization" -> "layernormalization".

@@ -102,11 +102,12 @@ TEST_CASE("ptxas feedback: a kernel given register room is declared with fewer b
 
 TEST_CASE("ptxas feedback: blocks resident per SM follow the registers a thread uses, in units of 8",
           "[codegen]") {
-  // An H100's SM: 65536 registers, 2048 threads, 32 blocks. A block of 256 threads is 8 warps;
-  // a warp at r registers per thread takes 32 * r rounded up to 256.
+  // An H100's SM: 65536 registers, 2048 threads, 228 KB of shared memory, 32 blocks. A block of
+  // 256 threads is 8 warps; a warp at r registers per thread takes 32 * r rounded up to 256.
+  const codegen::SmLimits h100{65536, 2048, 228 * 1024};
   codegen::Kernel k;
   k.block = {256, 1, 1};
-  auto per_sm = [&](int registers) { return codegen::resident_blocks_per_sm(k, registers, 65536, 2048); };
+  auto per_sm = [&](int registers) { return codegen::resident_blocks_per_sm(k, registers, h100); };
   CHECK(per_sm(16) == 8);   // the 2048 threads bound it, not the registers (16 blocks' worth)
   CHECK(per_sm(32) == 8);   // 8192 registers a block
   CHECK(per_sm(33) == 6);   // 40 per thread: 10240 a block
@@ -118,19 +119,27 @@ TEST_CASE("ptxas feedback: blocks resident per SM follow the registers a thread 
   CHECK(per_sm(65) == 0);  // 72 x 1024 registers do not fit in one SM
   k.block = {32, 1, 1};
   CHECK(per_sm(16) == 32);  // the 32-block limit
+  k.block = {256, 1, 1};
+  k.smem_bytes = 48 * 1024;  // 49 KB a block with the system's 1 KB: 4 fit in 228 KB
+  CHECK(per_sm(32) == 4);
+  k.static_smem_bytes = 8 * 1024;  // 57 KB: 4 still
+  CHECK(per_sm(32) == 4);
+  k.smem_bytes = 56 * 1024;  // 65 KB: 3
+  CHECK(per_sm(32) == 3);
+  k.smem_bytes = k.static_smem_bytes = 0;
   // Every block at once: on 132 SMs at 248 registers, blocks of 256 threads fit one per SM.
   k.block = {256, 1, 1};
   k.grid = {132, 1, 1};
-  CHECK(codegen::grid_resident(k, 248, 132, 65536, 2048));
+  CHECK(codegen::grid_resident(k, 248, 132, h100));
   k.grid = {133, 1, 1};
-  CHECK_FALSE(codegen::grid_resident(k, 248, 132, 65536, 2048));
-  CHECK(codegen::grid_resident(k, 128, 132, 65536, 2048));  // 2 per SM at the budget
+  CHECK_FALSE(codegen::grid_resident(k, 248, 132, h100));
+  CHECK(codegen::grid_resident(k, 128, 132, h100));         // 2 per SM at the budget
   k.grid = {2, 3, 4};                                       // 24 blocks on one SM: 8 at 32 registers
-  CHECK_FALSE(codegen::grid_resident(k, 32, 1, 65536, 2048));
-  CHECK(codegen::grid_resident(k, 32, 3, 65536, 2048));
+  CHECK_FALSE(codegen::grid_resident(k, 32, 1, h100));
+  CHECK(codegen::grid_resident(k, 32, 3, h100));
   k.block = {1024, 1, 1};
   k.grid = {1, 1, 1};
-  CHECK_FALSE(codegen::grid_resident(k, 65, 132, 65536, 2048));  // not even one block fits
+  CHECK_FALSE(codegen::grid_resident(k, 65, 132, h100));  // not even one block fits
 }
 
 TEST_CASE("kernels joined by a path are never packed, even through a library call", "[fusion]") {
