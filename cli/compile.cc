@@ -232,10 +232,19 @@ int run_compile(const CompileArgs& a) {
   int ptxas_rounds = 0, code_rounds = 0;
   // The budget is for occupancy: a kernel over it that does not spill, whose every block the
   // device holds at once at the registers it uses, would run no more of its blocks at a time
-  // with fewer, so it is kept as it is.
-  const codegen::SmLimits sm{fo.device.regs_per_sm, fo.device.max_threads_per_sm, fo.device.smem_per_sm};
-  auto resident = [&](const codegen::Kernel& k, int registers) {
-    return codegen::grid_resident(k, registers, fo.device.sms, sm);
+  // with fewer, so it is kept as it is. The device is the cost model's for its own arch, and the
+  // built-in spec of another --arch target's (an A100's 108 SMs for sm_80 beside an sm_90 spec).
+  auto device_of = [&](const std::string& arch) {
+    if (arch == fo.device.arch) return fo.device;
+    auto builtin = fusion::device_spec(arch);
+    return builtin.is_ok() ? *builtin : fo.device;
+  };
+  auto limits = [](const fusion::DeviceSpec& d) {
+    return codegen::SmLimits{d.regs_per_sm, d.max_threads_per_sm, d.smem_per_sm};
+  };
+  auto resident = [&](const codegen::Kernel& k, const codegen::KernelResources& r) {
+    const fusion::DeviceSpec d = device_of(r.arch);
+    return codegen::grid_resident(k, r.registers, d.sms, limits(d));
   };
   bool plan_again = true;
   for (int round = 0;; ++round) {
@@ -289,7 +298,7 @@ int run_compile(const CompileArgs& a) {
       if (spilled == 0 && r.registers <= a.max_registers) continue;
       auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(), [&](const auto& x) { return x.name == r.kernel; });
       if (k == sched->kernels.end() || k->nodes.size() < 2) continue;
-      if (spilled == 0 && resident(*k, r.registers)) continue;  // kept: noted after the last round
+      if (spilled == 0 && resident(*k, r)) continue;  // kept: noted after the last round
       std::set<std::string> names;
       for (const Node* n : k->nodes) names.insert(n->name);
       // Spilled below the budget: ptxas aimed at more resident blocks than the kernel fits. Room
@@ -323,7 +332,8 @@ int run_compile(const CompileArgs& a) {
     if (r.spill_stores + r.spill_loads > 0 || r.registers <= a.max_registers) continue;
     auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(),
                           [&](const auto& x) { return x.name == r.kernel; });
-    if (k == sched->kernels.end() || k->nodes.size() < 2 || !resident(*k, r.registers)) continue;
+    if (k == sched->kernels.end() || k->nodes.size() < 2 || !resident(*k, r)) continue;
+    const fusion::DeviceSpec d = device_of(r.arch);
     const int64_t blocks = k->grid[0] * k->grid[1] * k->grid[2];
     kept.push_back(fmt::format(
         "kernel {} ({} nodes) uses {} registers on {} (budget {} registers) without spilling: kept, since "
@@ -331,8 +341,8 @@ int run_compile(const CompileArgs& a) {
         "{} of {} threads are resident at once on the {} SM{} of {} at that count ({} per SM), and fewer "
         "registers would not run more of them at a time",
         r.kernel, k->nodes.size(), r.registers, r.arch, a.max_registers, blocks,
-        blocks == 1 ? "block" : "blocks", k->block[0] * k->block[1] * k->block[2], fo.device.sms,
-        fo.device.sms == 1 ? "" : "s", fo.device.name, codegen::resident_blocks_per_sm(*k, r.registers, sm)));
+        blocks == 1 ? "block" : "blocks", k->block[0] * k->block[1] * k->block[2], d.sms,
+        d.sms == 1 ? "" : "s", d.name, codegen::resident_blocks_per_sm(*k, r.registers, limits(d))));
   }
   for (const std::string& r : kept) o.plan_text += "kept after ptxas: " + r + "\n";
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary, built ? &*built : nullptr);

@@ -220,6 +220,12 @@ kept = json.load(open(sys.argv[1]))["fusion"]["ptxas_kept"]
 lines = [l[len("kept after ptxas: "):] for l in open(sys.argv[2]).read().splitlines() if l.startswith("kept after ptxas: ")]
 sys.exit(0 if kept and kept == lines else 1)' "$TMP/regs_kept.json" "$TMP/regs_kept/plan.txt"
 bert_tiny_matches "the artifact with kernels kept over the budget runs on emu and matches" "$TMP/regs_kept"
+# Each target's resources are judged on its own device: sm_80's on an A100's 108 SMs beside the
+# sm_90 spec the cost model plans with.
+expect "ptxas residency for a second --arch target on its own device" 0 \
+  "kept after ptxas: kernel .* on sm_80 \(budget 24 registers\) .* on the 108 SMs of A100" -- \
+  "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/regs_two" --shape batch=2 --shape sequence=16 \
+  --max-registers 24 --arch sm_80,sm_90 --no-emu
 expect "--max-registers out of range" 2 "--max-registers 8: give a per-thread budget from 16 to 255" -- \
   "$STITCHC" compile "$ROOT/models/bert_tiny/model.onnx" -o "$TMP/regs8" --shape batch=2 --shape sequence=16 \
   --max-registers 8
