@@ -246,6 +246,13 @@ int run_compile(const CompileArgs& a) {
     const fusion::DeviceSpec d = device_of(r.arch);
     return codegen::grid_resident(k, r.registers, d.sms, limits(d));
   };
+  // The fused kernel of this round's schedule that ptxas reported on: none for a single node's
+  // kernel, which no re-plan can split.
+  auto fused_kernel = [&](const codegen::KernelResources& r) -> const codegen::Kernel* {
+    auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(),
+                          [&](const auto& x) { return x.name == r.kernel; });
+    return k == sched->kernels.end() || k->nodes.size() < 2 ? nullptr : &*k;
+  };
   bool plan_again = true;
   for (int round = 0;; ++round) {
     // The last judged rewrite's plan of the graph as it stands, when there is one (the options are
@@ -296,8 +303,8 @@ int run_compile(const CompileArgs& a) {
     for (const auto& r : built->resources) {
       const int spilled = r.spill_stores + r.spill_loads;
       if (spilled == 0 && r.registers <= a.max_registers) continue;
-      auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(), [&](const auto& x) { return x.name == r.kernel; });
-      if (k == sched->kernels.end() || k->nodes.size() < 2) continue;
+      const codegen::Kernel* k = fused_kernel(r);
+      if (k == nullptr) continue;
       if (spilled == 0 && resident(*k, r)) continue;  // kept: noted after the last round
       std::set<std::string> names;
       for (const Node* n : k->nodes) names.insert(n->name);
@@ -330,9 +337,8 @@ int run_compile(const CompileArgs& a) {
   const std::vector<codegen::KernelResources> no_resources;
   for (const auto& r : built ? built->resources : no_resources) {
     if (r.spill_stores + r.spill_loads > 0 || r.registers <= a.max_registers) continue;
-    auto k = std::find_if(sched->kernels.begin(), sched->kernels.end(),
-                          [&](const auto& x) { return x.name == r.kernel; });
-    if (k == sched->kernels.end() || k->nodes.size() < 2 || !resident(*k, r)) continue;
+    const codegen::Kernel* k = fused_kernel(r);
+    if (k == nullptr || !resident(*k, r)) continue;
     const fusion::DeviceSpec d = device_of(r.arch);
     const int64_t blocks = k->grid[0] * k->grid[1] * k->grid[2];
     kept.push_back(fmt::format(
