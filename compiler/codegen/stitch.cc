@@ -62,6 +62,10 @@ StatusOr<SExpr> Stitcher::at(const Value* v, const Coords& c) {
   const Node& n = *pit->second;
   if (cache_.count(v) && same(c, dom_) && cached_ready_.count(v))
     return bind(k, ct, fmt::format("{}[cache_row + j]", cache_.at(v)), 1, "cached by an earlier pass");
+  if (xtile_ > 0) {
+    ASSIGN_OR_RETURN(std::optional<SExpr> x, from_lane(n, v, c, k));
+    if (x) return *x;
+  }
   if (stitch_role(n) != StitchRole::kView) {
     ++k_.evaluations;
     ++k_.node_evaluations[&n];
@@ -69,6 +73,31 @@ StatusOr<SExpr> Stitcher::at(const Value* v, const Coords& c) {
   ASSIGN_OR_RETURN(SExpr r, compute(n, v, c, k));
   maybe_cache(v, c, r);
   return r;
+}
+
+StatusOr<std::optional<SExpr>> Stitcher::from_lane(const Node& n, const Value* v, const Coords& c,
+                                                   const std::string& k) {
+  const std::optional<SExpr> none;
+  const StitchRole role = stitch_role(n);
+  if (role == StitchRole::kView || role == StitchRole::kLayout || dims(v) != info_.domain || same(c, dom_) ||
+      level_of(c) > 1)
+    return none;
+  const std::string ct = compute_type(v->dtype);
+  if (ct != "float" && ct != "double" && ct != "int" && ct != "long long") return none;
+  for (size_t a = 0; a < xaxis_; ++a)
+    if (c[a].s != dom_[a].s) return none;
+  ASSIGN_OR_RETURN(SExpr own, at(v, dom_));
+  if (own.level == 0) return std::optional<SExpr>(own);  // the same at every element
+  // Lanes hold consecutive elements from a multiple of 32 (the loop's start and stride are), so
+  // the tile's first lane is this lane with its place in the tile cleared.
+  const SExpr place =
+      flat_index(Coords(c.begin() + static_cast<std::ptrdiff_t>(xaxis_), c.end()),
+                 Dims(info_.domain.begin() + static_cast<std::ptrdiff_t>(xaxis_), info_.domain.end()));
+  const std::string src = fmt::format("(int)(threadIdx.x & {}u){}", 32 - xtile_,
+                                      place.s.empty() ? "" : fmt::format(" + (int)({})", place.s));
+  ++shuffles_;
+  return std::optional<SExpr>(bind(k, ct, fmt::format("__shfl_sync(live, {}, {})", own.s, src), 1,
+                                   fmt::format("'{}' from the lane of that element", v->name)));
 }
 
 std::optional<SExpr> Stitcher::outside_load(const Value* v, Coords c) {
@@ -334,7 +363,7 @@ Status Stitcher::emit_elements() {
   const Dims& d = info_.domain;
   const int64_t n = num_elements(d);
   const size_t inner_axis = domain_coords(d);
-  vec_ = vectorizable(d);
+  vec_ = xtile_ == 0 && vectorizable(d);  // exchange: a lane per element
   const int lanes = vec_ ? 4 : 1;
   const Coords base = dom_;
   if (vec_) {
@@ -381,10 +410,16 @@ Status Stitcher::emit_elements() {
                  "values",
                  dims_to_string(d), n, vec_loads_.size(), vec_stores)
            : fmt::format("one thread per element of {} ({} elements)", dims_to_string(d), n);
+  const std::string exchanged =
+      shuffles_ == 0 ? ""
+                     : fmt::format(
+                           "; {} values of other elements of each tile of {} (axes {} on) read from "
+                           "the lanes that computed them (warp shuffles)",
+                           shuffles_, xtile_, xaxis_);
   k_.mapping = fmt::format(
       "grid-stride loop, {}; {} nodes stitched, values pulled through registers and index maps "
-      "(local stitching)",
-      how, nodes_.size());
+      "(local stitching){}",
+      how, nodes_.size(), exchanged);
   CudaWriter w;
   open_entry(w, "//   scheme: element kernel (local stitching)\n", kMapBlock);
   for (const std::string& l : scopes_[0].lines) w.line("{}", l);
@@ -395,6 +430,12 @@ Status Stitcher::emit_elements() {
   else
     w.open("for ({} i = {} * blockDim.x + threadIdx.x; i < n; i += {} * blockDim.x)", ix(), block_index(),
            block_count());
+  if (shuffles_ > 0) {
+    // The lanes of this warp still in the loop: tiles are whole (n is a multiple of a tile, which
+    // divides 32), so every lane a shuffle reads from is among them.
+    w.line("const {} warp0 = i - (threadIdx.x & 31u);", ix());
+    w.line("const unsigned live = n - warp0 >= 32 ? 0xffffffffu : (1u << (int)(n - warp0)) - 1u;");
+  }
   for (const std::string& l : scopes_[1].lines) w.line("{}", l);
   w.close();
   w.close();
@@ -455,17 +496,38 @@ Status Stitcher::emit_tiled() {
 
 }  // namespace detail
 
+namespace {
+
+// The kernel of `nodes`. An element kernel that computes a value more than once per element (each
+// element of a small matrix per token reading the whole matrix through Slices: a row's sum as
+// Adds) is generated again with its tile's values exchanged between lanes (Stitcher's exchange),
+// and that form is kept when its evaluations and shuffles are fewer than the other's evaluations
+// per element.
+StatusOr<Kernel> stitch_kernel(const std::vector<const Node*>& nodes, const StitchInfo& info, int index,
+                               bool cache, const std::string& part_name, int64_t index32_limit) {
+  detail::Stitcher s(nodes, info, index, cache, part_name, index32_limit);
+  ASSIGN_OR_RETURN(Kernel k, s.run());
+  if (info.row || info.tile || detail::exchange_tile(info.domain).elements == 0) return k;
+  bool again = false;
+  for (const auto& [n, e] : k.node_evaluations) again = again || e > s.lanes();
+  if (!again) return k;
+  detail::Stitcher x(nodes, info, index, cache, part_name, index32_limit, /*exchange=*/true);
+  ASSIGN_OR_RETURN(Kernel kx, x.run());
+  if (x.shuffles() == 0 || kx.evaluations + x.shuffles() >= k.evaluations / s.lanes()) return k;
+  return kx;
+}
+
+}  // namespace
+
 StatusOr<Kernel> lower_stitched(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored,
                                 int index, bool cache, int64_t index32_limit) {
   ASSIGN_OR_RETURN(StitchInfo info, analyze_stitch(nodes, stored));
-  detail::Stitcher s(nodes, info, index, cache, "", index32_limit);
-  return s.run();
+  return stitch_kernel(nodes, info, index, cache, "", index32_limit);
 }
 
 StatusOr<Kernel> lower_stitched_part(const std::vector<const Node*>& nodes, const StitchInfo& info, int index,
                                      bool cache, const std::string& part_name) {
-  detail::Stitcher s(nodes, info, index, cache, part_name);
-  return s.run();
+  return stitch_kernel(nodes, info, index, cache, part_name, kIndex32Limit);
 }
 
 }  // namespace stitch::codegen

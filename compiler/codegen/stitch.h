@@ -11,7 +11,11 @@
 // Two kernel shapes, chosen by the group's dominant ops:
 //  - element (local stitching): no row op; one thread per element of the stored values' shape
 //    in a grid-stride loop. Layout ops inside the group cost index arithmetic, not a round trip
-//    through global memory.
+//    through global memory. A value read at other elements than its readers' own is computed
+//    again at each; where those elements lie in a tile of the domain's trailing axes that a warp
+//    holds whole (a 4 x 4 matrix per token, normalized by its row and column sums as Adds of
+//    Slices), each lane computes its own element once and the others are read from their lanes
+//    by warp shuffles (lower_stitched keeps that form when it evaluates less).
 //  - row (regional stitching): one or more row ops (Reduce* over trailing axes, Softmax,
 //    LogSoftmax, LayerNormalization, InstanceNormalization) over the same rows. A warp (rows shorter than
 //    1024) or a block (longer rows) owns a row and runs one pass per statistic (max, sum, mean, variance...),

@@ -79,6 +79,24 @@ inline std::string fnm(const std::string& ct, const char* name) {
   return ct == "float" ? std::string(name) + "f" : name;
 }
 
+// The tile within which an element kernel over `d` may exchange values between lanes: its trailing
+// axes, from `axis` on, whose `elements` (the most of 2 to 32 that are a power of two) tile a warp
+// exactly, a thread per element. elements 0: none.
+struct ExchangeTile {
+  int64_t elements = 0;
+  size_t axis = 0;
+};
+inline ExchangeTile exchange_tile(const Dims& d) {
+  ExchangeTile t;
+  int64_t p = 1;
+  for (size_t k = d.size(); k-- > 0;) {
+    p *= d[k];
+    if (p > 32) break;
+    if (d[k] != 1 && (p & (p - 1)) == 0) t = {p, k};  // from an axis of more than one element
+  }
+  return t;
+}
+
 // One stitched kernel's generator: values are pulled at coordinates (at, compute) into scopes of
 // lines per loop level, memoised by value and coordinates, then an emit_* method writes the kernel
 // around them (element, tiled GEMM or row kernel, or a part of a packed one).
@@ -86,9 +104,17 @@ class Stitcher {
  public:
   // part_name empty: a whole kernel. Otherwise a part of a packed kernel (lower_packed): a
   // __device__ function of that name taking the block index and block count as bid and nblk.
+  // exchange: an element kernel whose domain ends in a tile of 2 to 32 elements (exchange_tile)
+  // reads the values it computes at other elements of the thread's tile from the lanes that
+  // computed them (warp shuffles) instead of computing them again.
   Stitcher(const std::vector<const Node*>& nodes, const StitchInfo& info, int index, bool cache,
-           const std::string& part_name = "", int64_t index32_limit = kIndex32Limit)
+           const std::string& part_name = "", int64_t index32_limit = kIndex32Limit, bool exchange = false)
       : nodes_(computed(nodes, info)), info_(info), cache_allowed_(cache), part_(!part_name.empty()) {
+    if (exchange && !info.row && !info.tile) {
+      const ExchangeTile t = exchange_tile(info.domain);
+      xtile_ = t.elements;
+      xaxis_ = t.axis;
+    }
     for (const Node* n : nodes_) {
       for (const Value* v : n->outputs)
         if (v) producer_[v] = n;
@@ -108,6 +134,10 @@ class Stitcher {
   }
 
   StatusOr<Kernel> run();
+  // Elements each thread computes (4 in a vectorised element kernel).
+  int lanes() const { return vec_ ? 4 : 1; }
+  // Values read from another lane of the tile (exchange).
+  int64_t shuffles() const { return shuffles_; }
 
  private:
   struct Scope {
@@ -230,6 +260,11 @@ class Stitcher {
 
   // ---- pulling values ----
   StatusOr<SExpr> at(const Value* v, const Coords& c);
+  // Exchange: `v` (computed by `n`, of the domain's shape) at `c`, another element of this
+  // thread's tile, as the value the lane holding that element computed; nullopt where the
+  // exchange does not apply (c leaves the tile, or depends on a loop inside the element's).
+  StatusOr<std::optional<SExpr>> from_lane(const Node& n, const Value* v, const Coords& c,
+                                           const std::string& k);
   void maybe_cache(const Value* v, const Coords& c, const SExpr& r) {
     if (!cache_.count(v) || !same(c, dom_) || cached_ready_.count(v) || r.level != 1) return;
     line(1, fmt::format("{}[cache_row + j] = {};", cache_.at(v), r.s));
@@ -420,6 +455,10 @@ class Stitcher {
   const StitchInfo& info_;
   bool cache_allowed_;
   bool part_;
+  // Exchange: elements per tile (0: off), the tile's first axis of the domain, shuffles emitted.
+  int64_t xtile_ = 0;
+  size_t xaxis_ = 0;
+  int64_t shuffles_ = 0;
   // The kernel's index arithmetic: 32-bit when every tensor it touches has at most kIndex32Limit
   // elements (and a tiled GEMM's offsets are int too).
   IndexWidth width_;

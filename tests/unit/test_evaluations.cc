@@ -4,6 +4,7 @@
 // --max-evaluations (tests/e2e/backend_tests.sh checks seg_small's).
 #include <fmt/format.h>
 
+#include "fusion/short_reductions.h"
 #include "fusion_test_util.h"
 #include "test_util.h"
 
@@ -71,4 +72,78 @@ TEST_CASE("resamplings in one kernel multiply the copies of the values before th
   int64_t sum = 0;
   for (const auto& [n, count] : k.node_evaluations) sum += count;
   CHECK(sum == k.evaluations);
+}
+
+namespace {
+
+// `steps` Sinkhorn steps over the last two axes of `dims` (each divides by the row sums, then by
+// the column sums), the sums written as Adds of Slices (fusion::short_reductions_as_adds), after
+// an Exp of the input.
+std::unique_ptr<Graph> sinkhorn(const std::string& dims, int steps) {
+  std::string text = fmt::format(R"(graph "sinkhorn" opset 18 {{
+  input %x: f32[{}]
+  const %rows: i64[1] = [-1]
+  const %cols: i64[1] = [-2]
+  %m0 = Exp(%x) @"exp"
+)",
+                                 dims);
+  for (int s = 0; s < steps; ++s)
+    text += fmt::format(R"(  %rs{0} = ReduceSum(%m{0}, %rows) @"row_sum{0}"
+  %r{0} = Div(%m{0}, %rs{0}) @"by_rows{0}"
+  %cs{0} = ReduceSum(%r{0}, %cols) @"col_sum{0}"
+  %m{1} = Div(%r{0}, %cs{0}) @"by_cols{0}"
+)",
+                        s, s + 1);
+  text += fmt::format("  output %m{}\n}}\n", steps);
+  auto g = test::parse_or_die(text);
+  test::run_frontend_or_die(*g);
+  auto sums = fusion::short_reductions_as_adds(*g);
+  REQUIRE(sums.is_ok());
+  REQUIRE(sums->size() == static_cast<size_t>(2 * steps));
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("an element kernel reads the other elements of its tile from the lanes that computed them",
+          "[evaluations][emu]") {
+  // 3 matrices of 4 x 4: a tile of 16 elements, two to a warp, the second warp half empty. Each
+  // element's sums read its whole row and column, and the step before those its whole matrix: the
+  // lanes of a matrix each compute their own element once and exchange them by shuffles.
+  auto g = sinkhorn("3,1,4,4", 3);
+  const codegen::Kernel k = test::lower_whole_graph(*g);
+  INFO(k.source);
+  for (const auto& [n, count] : k.node_evaluations) {
+    INFO(n->describe());
+    CHECK(count == 1);
+  }
+  // Each of the 6 sums reads 4 elements of the value before it from their lanes.
+  CHECK(k.source.find("__shfl_sync(live, ") != std::string::npos);
+  CHECK(k.mapping.find("24 values of other elements of each tile of 16 (axes 2 on)") != std::string::npos);
+  uint32_t seed = 11;
+  CHECK(test::one_group_matches_reference(*g, seed));
+}
+
+TEST_CASE("a tile that does not divide a warp leaves its values computed again", "[evaluations][emu]") {
+  // Rows of 3 and matrices of 9: no tile of 2 to 32 elements that is a power of two, so each
+  // element computes the values of its row and column itself.
+  auto g = sinkhorn("2,5,3,3", 2);
+  const codegen::Kernel k = test::lower_whole_graph(*g);
+  CHECK(k.source.find("__shfl_sync") == std::string::npos);
+  CHECK(copies(k, "by_rows0") > 1);
+  uint32_t seed = 12;
+  CHECK(test::one_group_matches_reference(*g, seed));
+}
+
+TEST_CASE("an exchange that saves less than the vector lanes share is not kept", "[evaluations][emu]") {
+  // Matrices of 8 x 8: the tile is a row of 8 (64 elements do not fit a warp). With exchange the row
+  // sums would read their row from its lanes, but the column sums read the other rows, outside the
+  // tile, and each lane would compute them alone; 4 elements a thread share those (128-bit access).
+  auto g = sinkhorn("2,8,8", 1);
+  const codegen::Kernel k = test::lower_whole_graph(*g);
+  INFO(k.source);
+  CHECK(k.source.find("__shfl_sync") == std::string::npos);
+  CHECK(k.mapping.find("one thread per 4 elements") != std::string::npos);
+  uint32_t seed = 13;
+  CHECK(test::one_group_matches_reference(*g, seed));
 }
