@@ -28,6 +28,9 @@ outputs PyTorch itself computed (never stitch's own interpreter):
               experts of width 16 in 4 groups (each group's score the sum of its top 2, the best 2
               groups kept), the top 2 experts, a shared expert, a dense first layer, multi-head
               latent attention; torch.export-based exporter, opset 18; PyTorch's outputs
+  deepseek_v4_tiny  DeepSeek-V4 at llama_tiny's size (4 experts of width 32, the top 2): the
+              hyper-connections' 4 residual streams mixed per token by a 4 x 4 matrix normalized by
+              20 Sinkhorn steps; torch.export-based exporter, opset 18; PyTorch's outputs
   llama_tiny_dec  llama_tiny's config, one step of incremental decoding: the next token, the
               attention mask [batch, past + 1] (so torch.export names its length) and each
               layer's cached keys and values from a prefill of 16 tokens -> the last hidden state
@@ -449,6 +452,17 @@ def main():
                 experts_implementation="batched_mm"))
             return random_correction_bias(m)
         export_hidden(drawn_apart(9, deepseek_v3), "deepseek_v3_tiny")
+
+    # DeepSeek-V4: each layer's hyper-connections mix 4 residual streams by a 4 x 4 matrix per token,
+    # normalized by 20 Sinkhorn steps (a division by its row sums, then by its column sums).
+    if want("deepseek_v4_tiny"):
+        from transformers import DeepseekV4Config, DeepseekV4Model
+        cfg = DeepseekV4Config(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                               num_key_value_heads=2, head_dim=16, intermediate_size=64, n_routed_experts=4,
+                               num_experts_per_tok=2, moe_intermediate_size=32, max_position_embeddings=64,
+                               q_lora_rank=32, o_lora_rank=32, o_groups=2, index_n_heads=2, index_head_dim=16,
+                               index_topk=8, sliding_window=8, experts_implementation="batched_mm")
+        export_hidden(drawn_apart(13, lambda: DeepseekV4Model(cfg)), "deepseek_v4_tiny")
 
     # Incremental decoding, as a generation loop runs after the prompt: llama_tiny's own weights.
     if want("llama_tiny_dec"):

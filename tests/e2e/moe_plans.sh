@@ -139,6 +139,23 @@ assert f['short_maxima']['applied'] and len(f['short_maxima']['lines']) == 4, f[
 assert f['topk_rounds']['applied'] and f['arg_reductions']['applied'], (f['topk_rounds'], f['arg_reductions'])
 print(len(one), mi, file=sys.stderr)
 sys.exit(0 if len(one) == 1 and '(TopK) ->' not in text and mi <= 9 else 1)" "$TMP/deepseek_v3_tiny/plan.txt" "$TMP/deepseek_v3_tiny.json"
+# DeepSeek-V4's hyper-connections: each normalizes a 4 x 4 matrix per token by 20 Sinkhorn steps,
+# their row and column sums Adds of Slices. In an element kernel over the matrices each lane computes
+# its own element and reads the others of its matrix from their lanes (warp shuffles), so those
+# kernels compute each node about once per element, and no kernel is planned again for code size
+# (computed again at each element instead, they took twice the evaluations and a second nvcc run).
+# A plan test: it fails when the exchange goes or the count grows.
+check "deepseek_v4_tiny: Sinkhorn steps in kernels whose lanes exchange their matrix, 16 kernels" python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = r['fusion']
+assert f['short_reductions']['applied'], f['short_reductions']
+assert not f['code_size_replans'], f['code_size_replans']
+xs = [k for k in r['kernels'] if 'of each tile of 16 (axes 2 on) read from the lanes that computed them' in k['mapping']]
+divs = [sum(n['op'] == 'Div' for n in k['nodes']) for k in xs]
+print(len(xs), divs, [(len(k['nodes']), k['evaluations']) for k in xs], r['memory_intensive_kernels'], file=sys.stderr)
+assert all(k['evaluations'] <= 1.2 * len(k['nodes']) for k in xs)
+sys.exit(0 if len(xs) == 8 and sum(divs) >= 100 and r['memory_intensive_kernels'] <= 16 else 1)" "$TMP/deepseek_v4_tiny.json"
 # With --no-expert-sums the slot form stays: the sum of each token's expert outputs over its 2
 # slots (a ReduceSum over the middle axis: a kernel of its own as a row op) is written as Adds of
 # Slices, which join the residual and the next RMSNorm's kernel; the post-attention norm's row scale
