@@ -351,6 +351,13 @@ int run_compile(const CompileArgs& a) {
         d.sms == 1 ? "" : "s", d.name, codegen::resident_blocks_per_sm(*k, r.registers, limits(d))));
   }
   for (const std::string& r : kept) o.plan_text += "kept after ptxas: " + r + "\n";
+  // The kernels whose lanes exchange values: the plan computes those values once per element.
+  for (const codegen::Kernel& k : sched->kernels)
+    if (k.lane_exchanges > 0)
+      o.plan_text += fmt::format(
+          "lanes exchange values: kernel {} ({} nodes, from {}) reads {} values at other elements of its "
+          "tiles from the lanes that computed them (warp shuffles); its code computes its nodes {} times\n",
+          k.name, k.nodes.size(), k.nodes.front()->describe(), k.lane_exchanges, k.evaluations);
   Status st = codegen::write_artifact(**g, *sched, o, a.out, &summary, built ? &*built : nullptr);
   if (!st.is_ok()) return report(st);
   // The build cache kept to its size, the entries least recently added or used going first.

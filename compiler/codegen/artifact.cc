@@ -397,6 +397,7 @@ struct Writer {
                         {"smem", k.smem_bytes},
                         {"bytes_moved", k.bytes_moved},
                         {"evaluations", k.evaluations},
+                        {"lane_exchanges", k.lane_exchanges},
                         {"source_bytes", k.source.size()}};
       ordered_json res = ordered_json::array();
       for (const KernelResources& r : summary->resources)

@@ -64,6 +64,9 @@ struct Kernel {
   // (through gathers, slices, transposes...): chains of such reads multiply the copies.
   int64_t evaluations = 0;
   std::map<const Node*, int64_t> node_evaluations;  // the same per node (looked up, not iterated)
+  // Element kernels: values read from the lane that computed them (warp shuffles within a tile)
+  // instead of computed again (stitch.h).
+  int64_t lane_exchanges = 0;
 };
 
 // The session's fault word: two uint64 (a fault's code, then its value), one for the whole

@@ -416,6 +416,7 @@ Status Stitcher::emit_elements() {
                            "; {} values of other elements of each tile of {} (axes {} on) read from "
                            "the lanes that computed them (warp shuffles)",
                            shuffles_, xtile_, xaxis_);
+  k_.lane_exchanges = shuffles_;
   k_.mapping = fmt::format(
       "grid-stride loop, {}; {} nodes stitched, values pulled through registers and index maps "
       "(local stitching){}",

@@ -77,6 +77,7 @@ StatusOr<Kernel> lower_packed(const std::vector<StitchPart>& parts, int index) {
     blocks += ks[i].grid[0];
     out.bytes_moved += ks[i].bytes_moved;
     out.evaluations += ks[i].evaluations;
+    out.lane_exchanges += ks[i].lane_exchanges;
     out.node_evaluations.insert(ks[i].node_evaluations.begin(), ks[i].node_evaluations.end());
   }
   out.grid = {blocks, 1, 1};

@@ -152,10 +152,14 @@ f = r['fusion']
 assert f['short_reductions']['applied'], f['short_reductions']
 assert not f['code_size_replans'], f['code_size_replans']
 xs = [k for k in r['kernels'] if 'of each tile of 16 (axes 2 on) read from the lanes that computed them' in k['mapping']]
+assert [k['name'] for k in xs] == [k['name'] for k in r['kernels'] if k['lane_exchanges'] > 0]
+lines = [l for l in open(sys.argv[2]).read().splitlines() if l.startswith('lanes exchange values: kernel ')]
+assert len(lines) == len(xs), lines
 divs = [sum(n['op'] == 'Div' for n in k['nodes']) for k in xs]
 print(len(xs), divs, [(len(k['nodes']), k['evaluations']) for k in xs], r['memory_intensive_kernels'], file=sys.stderr)
 assert all(k['evaluations'] <= 1.2 * len(k['nodes']) for k in xs)
-sys.exit(0 if len(xs) == 8 and sum(divs) >= 100 and r['memory_intensive_kernels'] <= 16 else 1)" "$TMP/deepseek_v4_tiny.json"
+sys.exit(0 if len(xs) == 8 and sum(divs) >= 100 and r['memory_intensive_kernels'] <= 16 else 1)" \
+  "$TMP/deepseek_v4_tiny.json" "$TMP/deepseek_v4_tiny/plan.txt"
 # With --no-expert-sums the slot form stays: the sum of each token's expert outputs over its 2
 # slots (a ReduceSum over the middle axis: a kernel of its own as a row op) is written as Adds of
 # Slices, which join the residual and the next RMSNorm's kernel; the post-attention norm's row scale

@@ -120,6 +120,7 @@ TEST_CASE("an element kernel reads the other elements of its tile from the lanes
   // Each of the 6 sums reads 4 elements of the value before it from their lanes.
   CHECK(k.source.find("__shfl_sync(live, ") != std::string::npos);
   CHECK(k.mapping.find("24 values of other elements of each tile of 16 (axes 2 on)") != std::string::npos);
+  CHECK(k.lane_exchanges == 24);
   uint32_t seed = 11;
   CHECK(test::one_group_matches_reference(*g, seed));
 }
@@ -130,6 +131,7 @@ TEST_CASE("a tile that does not divide a warp leaves its values computed again",
   auto g = sinkhorn("2,5,3,3", 2);
   const codegen::Kernel k = test::lower_whole_graph(*g);
   CHECK(k.source.find("__shfl_sync") == std::string::npos);
+  CHECK(k.lane_exchanges == 0);
   CHECK(copies(k, "by_rows0") > 1);
   uint32_t seed = 12;
   CHECK(test::one_group_matches_reference(*g, seed));
