@@ -95,7 +95,7 @@ StatusOr<std::optional<SExpr>> Stitcher::from_lane(const Node& n, const Value* v
                  Dims(info_.domain.begin() + static_cast<std::ptrdiff_t>(xaxis_), info_.domain.end()));
   const std::string src = fmt::format("(int)(threadIdx.x & {}u){}", 32 - xtile_,
                                       place.s.empty() ? "" : fmt::format(" + (int)({})", place.s));
-  ++shuffles_;
+  ++k_.lane_exchanges;
   return std::optional<SExpr>(bind(k, ct, fmt::format("__shfl_sync(live, {}, {})", own.s, src), 1,
                                    fmt::format("'{}' from the lane of that element", v->name)));
 }
@@ -411,12 +411,11 @@ Status Stitcher::emit_elements() {
                  dims_to_string(d), n, vec_loads_.size(), vec_stores)
            : fmt::format("one thread per element of {} ({} elements)", dims_to_string(d), n);
   const std::string exchanged =
-      shuffles_ == 0 ? ""
-                     : fmt::format(
-                           "; {} values of other elements of each tile of {} (axes {} on) read from "
-                           "the lanes that computed them (warp shuffles)",
-                           shuffles_, xtile_, xaxis_);
-  k_.lane_exchanges = shuffles_;
+      k_.lane_exchanges == 0 ? ""
+                             : fmt::format(
+                                   "; {} values of other elements of each tile of {} (axes {} on) read from "
+                                   "the lanes that computed them (warp shuffles)",
+                                   k_.lane_exchanges, xtile_, xaxis_);
   k_.mapping = fmt::format(
       "grid-stride loop, {}; {} nodes stitched, values pulled through registers and index maps "
       "(local stitching){}",
@@ -431,7 +430,7 @@ Status Stitcher::emit_elements() {
   else
     w.open("for ({} i = {} * blockDim.x + threadIdx.x; i < n; i += {} * blockDim.x)", ix(), block_index(),
            block_count());
-  if (shuffles_ > 0) {
+  if (k_.lane_exchanges > 0) {
     // The lanes of this warp still in the loop: tiles are whole (n is a multiple of a tile, which
     // divides 32), so every lane a shuffle reads from is among them.
     w.line("const {} warp0 = i - (threadIdx.x & 31u);", ix());
@@ -514,7 +513,7 @@ StatusOr<Kernel> stitch_kernel(const std::vector<const Node*>& nodes, const Stit
   if (!again) return k;
   detail::Stitcher x(nodes, info, index, cache, part_name, index32_limit, /*exchange=*/true);
   ASSIGN_OR_RETURN(Kernel kx, x.run());
-  if (x.shuffles() == 0 || kx.evaluations + x.shuffles() >= k.evaluations / s.lanes()) return k;
+  if (kx.lane_exchanges == 0 || kx.evaluations + kx.lane_exchanges >= k.evaluations / s.lanes()) return k;
   return kx;
 }
 

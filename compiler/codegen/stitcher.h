@@ -136,8 +136,6 @@ class Stitcher {
   StatusOr<Kernel> run();
   // Elements each thread computes (4 in a vectorised element kernel).
   int lanes() const { return vec_ ? 4 : 1; }
-  // Values read from another lane of the tile (exchange).
-  int64_t shuffles() const { return shuffles_; }
 
  private:
   struct Scope {
@@ -455,10 +453,10 @@ class Stitcher {
   const StitchInfo& info_;
   bool cache_allowed_;
   bool part_;
-  // Exchange: elements per tile (0: off), the tile's first axis of the domain, shuffles emitted.
+  // Exchange: elements per tile (0: off) and the tile's first axis of the domain (the shuffles
+  // emitted are k_.lane_exchanges).
   int64_t xtile_ = 0;
   size_t xaxis_ = 0;
-  int64_t shuffles_ = 0;
   // The kernel's index arithmetic: 32-bit when every tensor it touches has at most kIndex32Limit
   // elements (and a tiled GEMM's offsets are int too).
   IndexWidth width_;
