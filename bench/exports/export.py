@@ -7,12 +7,13 @@ and batch 3, sequence 45), CNNs at 1x3x224x224.
 
     python3 -m venv venv && venv/bin/pip install torch transformers torchvision onnx onnxscript
     venv/bin/pip install diffusers    # only for the unet2d entries
+    venv/bin/pip install timm         # only for the timm_ entries (timm_models.py)
     venv/bin/python bench/exports/export.py OUT [NAME ...]   # bert_base_12l(_f16) only when named
     bash bench/exports/check.sh OUT [NAME ...]     # compile, run on emu against PyTorch
     PYTHON=venv/bin/python bash bench/exports/check.sh OUT ...  # + onnxruntime (pip) where PyTorch differs
     venv/bin/python bench/exports/bisect_export.py NAME   # where an export departs from PyTorch
 
-The table of models is in text_models.py and more_models.py, the helpers that export them in
+The table of models is in text_models.py, more_models.py and timm_models.py, the helpers that export them in
 exporters.py. Tooling only: nothing in the compiler or the runtime imports Python.
 """
 import os
@@ -21,11 +22,12 @@ import sys
 from exporters import NAMED_ONLY
 from more_models import more_models
 from text_models import text_models
+from timm_models import timm_models
 
 
 def models():
     """Name -> a function that exports that model into a directory."""
-    return more_models(text_models())
+    return timm_models(more_models(text_models()))
 
 
 def main():
