@@ -199,6 +199,7 @@ int run_compile(const CompileArgs& a) {
   switches.topk_rounds = !a.no_topk_rounds;
   switches.short_reductions = !a.no_short_reductions;
   switches.short_maxima = !a.no_short_reductions;
+  switches.pool_taps = !a.no_pool_taps;
   switches.shared_duplicates = !a.no_shared_duplicates;
   switches.arg_reductions = !a.no_arg_reductions;
   switches.relayout_copies = !a.no_relayout_copies;
@@ -423,6 +424,7 @@ int run_compile(const CompileArgs& a) {
                      {"expert_sums", rewrite(rewrites->expert_sums)},
                      {"arg_reductions", rewrite(rewrites->args)},
                      {"short_reductions", rewrite(rewrites->short_sums)},
+                     {"pool_taps", rewrite(rewrites->pools)},
                      {"topk_rounds", rewrite(rewrites->topks)},
                      {"short_maxima", rewrite(rewrites->short_maxima)},
                      {"shared_duplicates", rewrite(rewrites->duplicates)}};

@@ -181,6 +181,12 @@ int main(int argc, char** argv) {
       "TopK rounds, Slices combined by Max or Min, judged per row length, when the estimate is no "
       "higher with no more kernels)");
   compile->add_flag(
+      "--no-pool-taps", ca.no_pool_taps,
+      "keep each MaxPool and AveragePool a kernel of its own (by default a pool whose window has at most "
+      "9 positions becomes one strided Slice per position, of a Pad where the windows reach past the "
+      "input, combined by Max or Add, an average then divided by its count, so that the kernel of its "
+      "producer or its reader computes it, when the plan's estimate is lower)");
+  compile->add_flag(
       "--no-shared-duplicates", ca.no_shared_duplicates,
       "keep a node that repeats another (a norm's statistic computed again for a reader that scales a "
       "GEMM's product) where the plan puts its reader in the kernel computing the original (by "

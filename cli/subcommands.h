@@ -40,6 +40,7 @@ struct CompileArgs {
   bool no_expert_sums = false;
   bool no_topk_rounds = false;
   bool no_short_reductions = false;
+  bool no_pool_taps = false;
   bool no_shared_duplicates = false;
   bool no_arg_reductions = false;
   bool no_relayout_copies = false;

@@ -16,6 +16,7 @@
 #include "fusion/kernel_duplicates.h"
 #include "fusion/merge_gemms.h"
 #include "fusion/output_copies.h"
+#include "fusion/pool_taps.h"
 #include "fusion/relayout_copies.h"
 #include "fusion/row_statistics.h"
 #include "fusion/short_reductions.h"
@@ -195,6 +196,10 @@ StatusOr<Rewrites> rewrite_for_planning(std::unique_ptr<Graph>& g, const FusionO
     ASSIGN_OR_RETURN(r.short_sums, short_reductions_as_adds_if_cheaper(g, o, known));
     judged(r.short_sums);
   }
+  if (on.pool_taps) {
+    ASSIGN_OR_RETURN(r.pools, pools_as_taps_if_cheaper(g, o, known));
+    judged(r.pools);
+  }
   if (on.topk_rounds) {
     ASSIGN_OR_RETURN(r.topks, topk_as_rounds_if_cheaper(g, o, known));
     judged(r.topks);
@@ -318,6 +323,9 @@ std::string Rewrites::text() const {
   if (!short_sums.verdict.empty())
     section("sums and softmaxes over a few elements as element-wise ops (" + short_sums.verdict + ")",
             short_sums.lines);
+  if (!pools.verdict.empty())
+    section("pools over small windows as strided Slices combined element-wise (" + pools.verdict + ")",
+            pools.lines);
   if (!topks.verdict.empty())
     section("TopKs as rounds of row reductions (" + topks.verdict + ")", topks.lines);
   if (!short_maxima.verdict.empty())

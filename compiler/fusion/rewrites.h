@@ -11,7 +11,8 @@
 // GEMMs, then LayerNorms moved past GEMMs (hoist_scales.h), ArgMax and ArgMin as row reductions
 // with scatters of a few indices per row as selects (arg_reductions.h), sums and softmaxes over a few
 // elements as element-wise ops (short_reductions.h: after the rewrites that read a norm's
-// ReduceMean), TopKs of a few as rounds of row reductions (topk_rounds.h: late, judged on a plan
+// ReduceMean), pools over windows of a few positions as strided Slices combined element-wise
+// (pool_taps.h), TopKs of a few as rounds of row reductions (topk_rounds.h: late, judged on a plan
 // close to the final one, since the rewrites before it change the kernels its rounds would join),
 // maxima and minima over a few elements as element-wise ops (short_reductions.h: after the TopKs,
 // whose rounds they take, and after the row scales judged again; judged per row length, and kept
@@ -45,6 +46,7 @@ struct RewriteSwitches {  // each off with its --no-... flag
   bool expert_sums = true;
   bool topk_rounds = true;
   bool short_reductions = true;
+  bool pool_taps = true;
   bool short_maxima = true;  // --no-short-reductions too
   bool shared_duplicates = true;
   bool arg_reductions = true;
@@ -67,8 +69,8 @@ struct Rewrites {
   std::vector<std::string> unflattened;  // unflatten_gemms' lines
   std::vector<std::string> group_norms;  // split_group_norms' lines
   std::vector<std::string> head_rows;    // split_head_rows' lines
-  RewriteResult experts, expert_sums, args, short_sums, topks, short_maxima, duplicates, slices, copies,
-      outputs, hoists, norm_hoists;
+  RewriteResult experts, expert_sums, args, short_sums, pools, topks, short_maxima, duplicates, slices,
+      copies, outputs, hoists, norm_hoists;
   // The plan of the graph as the rewrites leave it, with the options they were given, when the
   // last rewrite that changed it was judged by planning it (or none changed it after a judged
   // rewrite planned it): make_plan would return the same plan. Null otherwise.

@@ -47,7 +47,8 @@ Status eval_pool(const Node& n, std::span<const Tensor* const> in, std::vector<T
   // 1000 x 1000 over a 32 x 32 input touches at most 1024 of them): on each axis the kernel
   // indices [lo, hi) that land inside, and `padded` of them inside the input or its explicit
   // padding (not the ceil_mode overhang), which count_include_pad divides by. Kernel positions in
-  // row-major order, as the window is laid out: MaxPool's first maximum wins a tie.
+  // row-major order, as the window is laid out: MaxPool's first maximum wins a tie, its first NaN
+  // any comparison (as the Max op, PyTorch's pool and the generated pool kernel have it).
   std::vector<int64_t> oi(w.spatial, 0), lo(w.spatial), hi(w.spatial), ki(w.spatial), offs;
   for (int64_t o = 0; o < osz; ++o) {
     int64_t inside = 1, padded = 1;
@@ -81,7 +82,7 @@ Status eval_pool(const Node& n, std::span<const Tensor* const> in, std::vector<T
       for (int64_t off : offs) {
         if (!is_max)
           acc += xp[off];
-        else if (xp[off] > acc)
+        else if (xp[off] > acc || (std::isnan(xp[off]) && !std::isnan(acc)))  // a NaN wins, as in Max
           acc = xp[off], best = p * isz + index_of(off);
       }
       y[p * osz + o] = is_max ? acc : acc / count;

@@ -340,9 +340,10 @@ TEST_CASE("the shipped QDQ models as stitchc compiles them: every quantize-dequa
   // onnxruntime's outputs are in tests/e2e/backend_tests.sh. 2026-11-30: with the pairs around
   // Reshapes and Transposes skipped (skip_requantize), bert_tiny_qdq is 12 kernels + 7 calls, the
   // second layer's attention output projection a call rather than a loop: estimated 96.4 us,
-  // against 100.6 us for 12 + 6 with the pairs.
+  // against 100.6 us for 12 + 6 with the pairs. 2026-12-06: cnn_small_qdq 11 + 9, its stem's
+  // MaxPool as taps (fusion/pool_taps.h) in the kernel of the pair before it.
   const std::map<std::string, std::pair<size_t, size_t>> most = {{"bert_tiny_qdq", {14, 7}},
-                                                                 {"cnn_small_qdq", {13, 9}}};
+                                                                 {"cnn_small_qdq", {11, 9}}};
   for (const auto& [name, limit] : most) {
     INFO(name);
     auto g = prepared_model(name);
