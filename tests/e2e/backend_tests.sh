@@ -148,6 +148,28 @@ sys.exit(0 if epi.count('residual_relu') >= 1 and epi.count('relu') >= 2 else 1)
 check "cnn_small: at most 7 generated kernels" python3 -c "
 import json, sys
 sys.exit(0 if json.load(open(sys.argv[1]))['fusion']['chosen']['kernel_launches'] <= 7 else 1)" "$TMP/cnn_small.json"
+# Pools as taps (fusion/pool_taps.h): cnn_small_qdq's stem MaxPool (3 x 3, stride 2, padded by 1)
+# reads a quantize-dequantize pair after the stem's convolution; as 9 strided Slices of a Pad
+# combined by Max it shares that pair's kernel. --no-pool-taps leaves it a kernel of its own.
+check "cnn_small_qdq: its MaxPool as taps in the kernel of the pair before it" python3 -c "
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+assert r['fusion']['pool_taps']['applied'], r['fusion']['pool_taps']
+text = open(sys.argv[2]).read()
+assert '(MaxPool)' not in text.split('fusion plan')[1]
+both = [g for g in re.split(r'\n  group ', text) if '(Max)' in g and '(Round)' in g]
+print(len(both), r['fusion']['chosen']['kernel_launches'], file=sys.stderr)
+sys.exit(0 if len(both) == 1 and r['fusion']['chosen']['kernel_launches'] <= 11 else 1)" \
+  "$TMP/cnn_small_qdq.json" "$TMP/cnn_small_qdq/plan.txt"
+expect "compile cnn_small_qdq --no-pool-taps" 0 "compiled" -- \
+  "$STITCHC" compile "$ROOT/models/cnn_small_qdq/model.onnx" -o "$TMP/cnn_qdq_pools" --shape batch=2 \
+  --no-nvcc --no-pool-taps --report-json "$TMP/cnn_qdq_pools.json"
+check "--no-pool-taps keeps cnn_small_qdq's MaxPool a kernel of its own" python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert not r['fusion']['pool_taps']['applied']
+assert \"(MaxPool)\" in open(sys.argv[2]).read().split('fusion plan')[1]
+sys.exit(0 if r['fusion']['chosen']['kernel_launches'] >= 12 else 1)" "$TMP/cnn_qdq_pools.json" "$TMP/cnn_qdq_pools/plan.txt"
 # float32 convolutions and GEMMs compute in float32 unless compiled with --tf32: the schedule says
 # which, the plan says so, and the emu backend rounds a --tf32 artifact's operands to TF32, so that
 # stitchc run --expect checks it at kModelTf32's tolerance.
