@@ -203,6 +203,11 @@ TEST_CASE("pools the taps do not take stay as they are", "[fusion]") {
   %y = AveragePool(%x) {kernel_shape = ints[4, 4], strides = ints[4, 4]} @"pool"
   output %y
 })"},
+      {"a dilation past the input (the pool reads one position of each window)", R"(graph "g" opset 18 {
+  input %x: f32[1,2,8,8]
+  %y = MaxPool(%x) {kernel_shape = ints[3, 3], dilations = ints[1, 9223372036854775807]} @"pool"
+  output %y
+})"},
       {"a max pool whose Indices are read", R"(graph "g" opset 18 {
   input %x: f32[1,2,8,8]
   %y, %i = MaxPool(%x) {kernel_shape = ints[2, 2], strides = ints[2, 2]} @"pool"
@@ -262,4 +267,72 @@ TEST_CASE("the planner keeps the taps where they save a kernel, and a lone pool'
     CHECK(r.pools.verdict.rfind("not applied", 0) == 0);
     CHECK(plan.cost.kernels == 1);
   }
+}
+
+TEST_CASE("seeded random pools written as taps compute what the pools did", "[fusion][emu]") {
+  // Windows of 1 to 3 positions an axis over 1 to 3 spatial axes (at most 9 positions, as the
+  // compiler takes them), strides 1 to 3, dilations 1 or 2, pads 0 to 2 on each side (below the
+  // dilated window, as ONNX asks), ceil_mode and count_include_pad either way, odd extents; after a
+  // Tanh so that the taps are inside a kernel. Each against the reference pool on the reference
+  // interpreter; every fourth planned on emu too. Windows the op refuses (no output) are skipped.
+  uint32_t state = 1300;
+  auto next = [&](int n) {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<int>((state >> 16) % static_cast<uint32_t>(n));
+  };
+  int tried = 0, rewritten_pools = 0;
+  uint32_t seed = 1400;
+  for (int trial = 0; trial < 48; ++trial) {
+    const int spatial = 1 + next(3);
+    std::vector<int64_t> kernel, strides, dil, pads_begin, pads_end, in;
+    int64_t taps = 1;
+    for (int d = 0; d < spatial; ++d) {
+      int64_t k = 1 + next(3);
+      while (taps * k > fusion::kMaxPoolTaps) --k;
+      taps *= k;
+      kernel.push_back(k);
+      strides.push_back(1 + next(3));
+      dil.push_back(1 + next(2));
+      const int64_t width = (k - 1) * dil.back() + 1;
+      pads_begin.push_back(std::min<int64_t>(next(3), width - 1));
+      pads_end.push_back(std::min<int64_t>(next(3), width - 1));
+      in.push_back(spatial == 3 ? 3 + next(4) : 4 + next(7));
+    }
+    const bool max = next(2) == 0;
+    const int ceil = next(2), include = next(2);
+    auto ints = [](const std::vector<int64_t>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", v[i]);
+      return s;
+    };
+    std::vector<int64_t> pads = pads_begin;
+    pads.insert(pads.end(), pads_end.begin(), pads_end.end());
+    std::string dims;
+    for (size_t i = 0; i < in.size(); ++i) dims += fmt::format(",{}", in[i]);
+    const std::string text =
+        fmt::format(R"(graph "g" opset 19 {{
+  input %x: f32[2,3{}]
+  %t = Tanh(%x)
+  %p = {}(%t) {{kernel_shape = ints[{}], strides = ints[{}], dilations = ints[{}], pads = ints[{}], ceil_mode = {}{}}} @"pool"
+  %y = Neg(%p)
+  output %y
+}})",
+                    dims, max ? "MaxPool" : "AveragePool", ints(kernel), ints(strides), ints(dil), ints(pads),
+                    ceil, max ? "" : fmt::format(", count_include_pad = {}", include));
+    INFO(text);
+    auto g = parse_or_die(text);
+    PassContext ctx;
+    if (!run_frontend(*g, ctx).is_ok()) continue;  // no output position: the op refuses the window
+    ++tried;
+    auto original = clone_graph(*g);
+    auto lines = fusion::pools_as_taps(*g);
+    REQUIRE(lines.is_ok());
+    REQUIRE(lines->size() == 1);
+    ++rewritten_pools;
+    same_as_original(*original, *g, seed++);
+    if (trial % 4 == 0) CHECK(fused_matches_reference(*g, seed++, "beam") == 1);
+  }
+  INFO(tried);
+  CHECK(tried >= 36);
+  CHECK(rewritten_pools == tried);
 }
