@@ -103,9 +103,8 @@ TEST_CASE("a pool between memory-intensive ops is one kernel with them", "[fusio
   %y = Sigmoid(%p)
   output %y
 })",
-       "node 'pool' (AveragePool): a 3 x 3 window as 9 strided Slices of a Pad combined by 8 Adds, then a "
-       "Div "
-       "by the count of each window (fewer outside the input)"},
+       "node 'pool' (AveragePool): a 3 x 3 window as 9 strided Slices of a Pad combined by 8 Adds, "
+       "then a Div by the count of each window (fewer outside the input)"},
       {"an average counting the padding, windows past it (ceil_mode)", R"(graph "g" opset 18 {
   input %x: f32[1,3,6,6]
   %n = Neg(%x)
@@ -113,9 +112,8 @@ TEST_CASE("a pool between memory-intensive ops is one kernel with them", "[fusio
   %y = Abs(%p)
   output %y
 })",
-       "node 'pool' (AveragePool): a 3 x 3 window as 9 strided Slices of a Pad combined by 8 Adds, then a "
-       "Div "
-       "by the count of each window (fewer past the padding)"},
+       "node 'pool' (AveragePool): a 3 x 3 window as 9 strided Slices of a Pad combined by 8 Adds, "
+       "then a Div by the count of each window (fewer past the padding)"},
       {"a float16 average (float32 inside, one rounding)", R"(graph "g" opset 18 {
   input %x: f16[1,2,6,6]
   %t = Neg(%x)
@@ -123,9 +121,8 @@ TEST_CASE("a pool between memory-intensive ops is one kernel with them", "[fusio
   %y = Relu(%p)
   output %y
 })",
-       "node 'pool' (AveragePool): a 2 x 2 window as 4 strided Slices combined by 3 Adds, then a Div by 4, "
-       "in "
-       "float32"},
+       "node 'pool' (AveragePool): a 2 x 2 window as 4 strided Slices combined by 3 Adds, "
+       "then a Div by 4, in float32"},
       {"a 1-D dilated max pool of stride 1", R"(graph "g" opset 18 {
   input %x: f32[2,3,11]
   %t = Tanh(%x)
