@@ -73,14 +73,10 @@ std::optional<ops::Window> tap_window(const Graph& g,
   if (n.outputs.size() > 1 && is_read(g, users, n.output(1))) return std::nullopt;  // MaxPool's Indices
   auto w = ops::pool_window(n, *x->dims);
   if (!w.is_ok()) return std::nullopt;
+  // pool_window has checked the window: positive extents, strides and dilations, pads not
+  // negative, and the dilated window and the padded input far inside 64 bits.
   int64_t taps = 1;
-  for (int64_t d = 0; d < w->spatial; ++d) {
-    const int64_t k = w->kernel[d], dil = w->dilations[d], s = w->strides[d];
-    if (k < 1 || dil < 1 || s < 1) return std::nullopt;
-    // A window wider than the padded input (a dilation past it: the pool reads one position of
-    // each window there) stays the pool's: its taps would pad the input by the window's width.
-    const int64_t padded = w->in[d] + w->pad_begin[d] + w->pad_end[d];
-    if (k > 1 && dil > padded / (k - 1)) return std::nullopt;
+  for (int64_t k : w->kernel) {
     if (k > max_taps / taps) return std::nullopt;
     taps *= k;
   }

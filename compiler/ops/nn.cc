@@ -2,6 +2,7 @@
 // ConvTranspose, with the windows they share with the pools (ops/pool.cc) and
 // Col2Im. The reference implementations are plain loops with double accumulation.
 #include <cmath>
+#include <limits>
 
 #include "ops/op_params.h"
 #include "ops/op_util.h"
@@ -253,7 +254,17 @@ StatusOr<Window> forward_window(const Node& n, Dims in, Dims kernel, bool ceil_m
   RETURN_IF_ERROR(read_window_attrs(n, w));
   const std::string autopad = n.attr_string("auto_pad", "NOTSET");
   for (int64_t i = 0; i < w.spatial; ++i) {
-    int64_t ek = w.dilations[i] * (w.kernel[i] - 1) + 1;
+    // The dilated window's extent and the padded input in 128 bits: a dilation or pad near 2^63
+    // would wrap them, and a window that does not fit would pass for one that does.
+    const __int128 wide_ek = static_cast<__int128>(w.dilations[i]) * (w.kernel[i] - 1) + 1;
+    const __int128 wide_padded = static_cast<__int128>(in[i]) + w.pad_begin[i] + w.pad_end[i];
+    constexpr __int128 kLargest = std::numeric_limits<int64_t>::max() / 4;
+    if (wide_ek > kLargest || wide_padded > kLargest)
+      return node_error(
+          n, fmt::format("the window ({} with dilation {}) or the padding ({} and {}) on spatial "
+                         "axis {} is out of range: check the exporter's kernel_shape, dilations and pads",
+                         w.kernel[i], w.dilations[i], w.pad_begin[i], w.pad_end[i], i));
+    int64_t ek = static_cast<int64_t>(wide_ek);
     if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
       int64_t o = (in[i] + w.strides[i] - 1) / w.strides[i];
       int64_t total = std::max<int64_t>(0, (o - 1) * w.strides[i] + ek - in[i]);

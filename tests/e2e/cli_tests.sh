@@ -111,6 +111,9 @@ expect "an attribute the op does not have" 2 "node 'sm' \(Softmax\): 'axes' is n
   "$STITCHC" compile "$B/softmax_axes.onnx" -o "$TMP/bad2" --no-nvcc
 expect "a negative pooling window" 2 "node 'pool' \(MaxPool\): the kernel's extent on spatial axis 0 is -3" -- \
   "$STITCHC" compile "$B/maxpool_negative_kernel.onnx" -o "$TMP/bad3" --no-nvcc
+expect "a pooling window whose dilation would wrap its extent" 2 \
+  "node 'pool' \(MaxPool\): the window \(3 with dilation 9223372036854775807\) or the padding \(0 and 0\) on spatial axis 1 is out of range: check the exporter.s kernel_shape, dilations and pads" -- \
+  "$STITCHC" compile "$B/maxpool_huge_dilation.onnx" -o "$TMP/bad3b" --no-nvcc
 expect "a constant ScatterND index out of range" 2 \
   "node 'put' \(ScatterND\): index 4 \(element 1 of its indices\) is out of range for axis 0 of size 4.*check the exporter's indices" -- \
   "$STITCHC" compile "$B/scatter_nd_index_out_of_range.onnx" -o "$TMP/bad4" --no-nvcc

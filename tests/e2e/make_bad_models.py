@@ -7,7 +7,7 @@ Each is refused with exit code 2 and a message naming its node; none is a valid 
 (onnx.checker.check_model refuses the first two as well; the scatters' indices point outside
 their data; the recurrences are valid ONNX that stitch cannot run, or weights of the wrong size; the
 quantizations have scales or zero points that do not fit x, or an element type stitch lacks; the
-GridSample names a mode it does not have; the loss has weights that are not one per class; the LRN's window is empty; the integer GEMMs have a zero point or bias
+GridSample names a mode it does not have; the loss has weights that are not one per class; the LRN's window is empty; the MaxPool's dilation would wrap its window's extent; the integer GEMMs have a zero point or bias
 that does not fit their rows or channels; the opset-1 Cast names no type; the Compress's
 condition is longer than its axis).
 """
@@ -49,6 +49,11 @@ def main(out):
         # A negative pooling window.
         "maxpool_negative_kernel": model(
             "maxpool_negative_kernel", helper.make_node("MaxPool", ["x"], ["y"], "pool", kernel_shape=[-3, 2]),
+            [x(1, 1, 5, 5)]),
+        # A pooling window whose dilation is 2^63 - 1: its extent would wrap a 64-bit integer.
+        "maxpool_huge_dilation": model(
+            "maxpool_huge_dilation",
+            helper.make_node("MaxPool", ["x"], ["y"], "pool", kernel_shape=[3, 3], dilations=[1, 2**63 - 1]),
             [x(1, 1, 5, 5)]),
         # Scatters whose constant indices point outside the data (the front end maps constant
         # indices at compile time, so it refuses them there).
