@@ -25,13 +25,12 @@ double lowest(DType t) {
 // window's positions the average divides by at each output position (count_include_pad: those
 // inside the input or its explicit padding; else those inside the input), as the reference does.
 struct Taps {
-  ops::Window w;
   std::vector<int64_t> pad_after;
   std::vector<std::vector<int64_t>> counts;  // [axis][output position]
 };
 
 Taps taps_of(const ops::Window& w, bool include_pad) {
-  Taps t{w, {}, {}};
+  Taps t;
   for (int64_t d = 0; d < w.spatial; ++d) {
     const int64_t in = w.in[d], k = w.kernel[d], s = w.strides[d], dil = w.dilations[d], pb = w.pad_begin[d];
     const int64_t reach = (w.out[d] - 1) * s + (k - 1) * dil - pb;  // the last position read, unpadded
@@ -101,15 +100,15 @@ std::string write_taps(Graph& g, Node& n, const ops::Window& w) {
   bool padded = false;
   for (int64_t d = 0; d < w.spatial; ++d) padded |= w.pad_begin[d] > 0 || taps.pad_after[d] > 0;
   if (padded) {
-    std::vector<double> pads(static_cast<size_t>(2 * rank), 0.0);
+    Dims pads(static_cast<size_t>(2 * rank), 0);
     Dims pd = *x->dims;
     for (int64_t d = 0; d < w.spatial; ++d) {
-      pads[static_cast<size_t>(2 + d)] = static_cast<double>(w.pad_begin[d]);
-      pads[static_cast<size_t>(rank + 2 + d)] = static_cast<double>(taps.pad_after[d]);
+      pads[static_cast<size_t>(2 + d)] = w.pad_begin[d];
+      pads[static_cast<size_t>(rank + 2 + d)] = taps.pad_after[d];
       pd[static_cast<size_t>(2 + d)] += w.pad_begin[d] + taps.pad_after[d];
     }
     Value* p = add_op(g, "Pad", h + "_padded",
-                      {src, add_constant(g, h + "_pads", DType::kI64, {2 * rank}, pads),
+                      {src, add_shape_constant(g, h + "_pads", pads),
                        add_constant(g, h + "_pad_value", t, {}, {max ? lowest(t) : 0.0})},
                       t, pd);
     p->producer->attrs["mode"] = std::string("constant");
@@ -125,41 +124,33 @@ std::string write_taps(Graph& g, Node& n, const ops::Window& w) {
   uniform_count = std::max<int64_t>(uniform_count, 1);
   const bool divide = !max && !(uniform && uniform_count == 1);
   const bool cast_back = half;
-  Dims part = *y->dims;
-  Value* spatial_axes = nullptr;
-  {
-    std::vector<double> ax;
-    for (int64_t d = 0; d < w.spatial; ++d) ax.push_back(static_cast<double>(2 + d));
-    spatial_axes = add_constant(g, h + "_axes", DType::kI64, {w.spatial}, ax);
-  }
-  Value* steps = nullptr;
-  {
-    std::vector<double> st;
-    for (int64_t d = 0; d < w.spatial; ++d) st.push_back(static_cast<double>(w.strides[d]));
-    steps = add_constant(g, h + "_steps", DType::kI64, {w.spatial}, st);
-  }
+  const bool combined_is_y = !divide && !cast_back;  // the last Slice or Max/Add writes the output
+  const Dims part = *y->dims;
+  Dims axes;
+  for (int64_t d = 0; d < w.spatial; ++d) axes.push_back(2 + d);
+  Value* spatial_axes = add_shape_constant(g, h + "_axes", axes);
+  Value* steps = add_shape_constant(g, h + "_steps", w.strides);
   int64_t count = 1;
   for (int64_t k : w.kernel) count *= k;
   Value* acc = nullptr;
   std::vector<int64_t> at(static_cast<size_t>(w.spatial), 0);
   for (int64_t tap = 0; tap < count; ++tap) {
-    std::vector<double> starts, ends;
+    Dims starts, ends;
     for (int64_t d = 0; d < w.spatial; ++d) {
-      const int64_t s = at[static_cast<size_t>(d)] * w.dilations[d];
-      starts.push_back(static_cast<double>(s));
-      ends.push_back(static_cast<double>(s + (w.out[d] - 1) * w.strides[d] + 1));
+      starts.push_back(at[static_cast<size_t>(d)] * w.dilations[d]);
+      ends.push_back(starts.back() + (w.out[d] - 1) * w.strides[d] + 1);
     }
     const bool last = tap + 1 == count;
     const std::string name = g.unique_name(fmt::format("{}_{}", h, tap));
     Node* sl = add_op_node(g, "Slice", name);
-    sl->inputs = {src, add_constant(g, name + "_starts", DType::kI64, {w.spatial}, starts),
-                  add_constant(g, name + "_ends", DType::kI64, {w.spatial}, ends), spatial_axes, steps};
-    Value* e = (last && acc == nullptr && !divide && !cast_back) ? y : add_typed_value(g, name, t, part);
+    sl->inputs = {src, add_shape_constant(g, name + "_starts", starts),
+                  add_shape_constant(g, name + "_ends", ends), spatial_axes, steps};
+    Value* e = (last && acc == nullptr && combined_is_y) ? y : add_typed_value(g, name, t, part);
     sl->outputs = {e};
     e->producer = sl;
     if (acc == nullptr) {
       acc = e;
-    } else if (last && !divide && !cast_back) {
+    } else if (last && combined_is_y) {
       add_op_writing(g, max ? "Max" : "Add", h + "_combined", {acc, e}, y);
       acc = y;
     } else {
