@@ -507,7 +507,7 @@ StatusOr<Kernel> stitch_kernel(const std::vector<const Node*>& nodes, const Stit
                                bool cache, const std::string& part_name, int64_t index32_limit) {
   detail::Stitcher s(nodes, info, index, cache, part_name, index32_limit);
   ASSIGN_OR_RETURN(Kernel k, s.run());
-  if (info.row || info.tile || detail::exchange_tile(info.domain).elements == 0) return k;
+  if (info.row || info.tile || exchange_tile(info.domain).elements == 0) return k;
   bool again = false;
   for (const auto& [n, e] : k.node_evaluations) again = again || e > s.lanes();
   if (!again) return k;

@@ -180,7 +180,7 @@ struct StitchInfo {
   bool full_row(const Value* v) const {
     return permuted.count(v) ? moved_width(v) == cols && !has_own_axes(v) : *v->dims == domain;
   }
-  int64_t recompute_elements = 0;  // element-wise evaluations beyond one per value element, in
+  int64_t recompute_elements = 0;  // evaluations beyond one per value element (element_evaluations), in
                                    // instructions (op_instructions)
   // Fine-grained GEMMs in the group: multiply-adds per evaluation of the kernel's values (per
   // pass in row kernels), and the bytes those loops load beyond the first read of each outside
@@ -233,6 +233,55 @@ struct StitchInfo {
 // among them writes its update in place (StitchInfo::scattered): the caller (the planner, which
 // sees the graph) lets only ops::tensor_scatter_in_place ones in.
 StatusOr<StitchInfo> analyze_stitch(const std::vector<const Node*>& nodes, const std::set<const Value*>& stored);
+
+// The tile within which an element kernel over `d` may exchange values between lanes: its trailing
+// axes, from `axis` on, whose `elements` (the most of 2 to 32 that are a power of two) tile a warp
+// exactly, a thread per element. elements 0: none.
+struct ExchangeTile {
+  int64_t elements = 0;
+  size_t axis = 0;
+};
+inline ExchangeTile exchange_tile(const Dims& d) {
+  ExchangeTile t;
+  int64_t p = 1;
+  for (size_t k = d.size(); k-- > 0;) {
+    p *= d[k];
+    if (p > 32) break;
+    if (d[k] != 1 && (p & (p - 1)) == 0) t = {p, k};  // from an axis of more than one element
+  }
+  return t;
+}
+
+// The sets of coordinates an element kernel of `nodes` storing `stored` over `domain` evaluates
+// each node at, in the order of `nodes`, followed from the stored values through each node's index
+// maps as the stitcher computes them (a Slice's start and step, a Transpose, a Pad, a Concat's
+// inputs, a Gather's index; a broadcast drops an axis): the stitcher computes a value once per
+// distinct set of coordinates (Kernel::node_evaluations). `sets` counts them (at most
+// kMaxCoordinateSets per value; 0 for a node only the operands of fine-grained GEMMs and scans
+// read, whose loops count_contractions counts), `per_element` the evaluations per element of the
+// domain: with `vector_inner` (the vector form's inner axis) a quarter for a set that does not
+// depend on that axis, which the thread's 4 elements share. With `exchange` (the exchange form,
+// a lane per element), a value of the domain's shape read at another element of its exchange tile
+// comes from the lane that computed it instead (one of `exchanges`).
+constexpr size_t kMaxCoordinateSets = 256;
+struct CoordinateSets {
+  std::vector<int64_t> sets;
+  std::vector<double> per_element;
+  int64_t exchanges = 0;
+};
+CoordinateSets coordinate_sets(const std::vector<const Node*>& nodes, const std::vector<const Value*>& stored,
+                               const Dims& domain, std::optional<size_t> vector_inner, bool exchange);
+
+// An element kernel of `nodes` (info from analyze_stitch): how many times its code computes each
+// node per element of the domain, in the order of `nodes` (coordinate_sets; StitchInfo::
+// recompute_elements counts those beyond one per element of the node's value), in the vector form
+// where the kernel takes it, and whether it takes the exchange form instead (as lower_stitched
+// chooses: where its evaluations and shuffles are fewer), a lane per element.
+struct ElementEvaluations {
+  std::vector<double> per_element;
+  bool exchange = false;
+};
+ElementEvaluations element_evaluations(const std::vector<const Node*>& nodes, const StitchInfo& info);
 
 // analyze_stitch of a group without in-place TensorScatters (stitch_scatter.cc splits them off):
 // the updates in `scattered` are stored values, which may be views' results. Another stored view's

@@ -79,24 +79,6 @@ inline std::string fnm(const std::string& ct, const char* name) {
   return ct == "float" ? std::string(name) + "f" : name;
 }
 
-// The tile within which an element kernel over `d` may exchange values between lanes: its trailing
-// axes, from `axis` on, whose `elements` (the most of 2 to 32 that are a power of two) tile a warp
-// exactly, a thread per element. elements 0: none.
-struct ExchangeTile {
-  int64_t elements = 0;
-  size_t axis = 0;
-};
-inline ExchangeTile exchange_tile(const Dims& d) {
-  ExchangeTile t;
-  int64_t p = 1;
-  for (size_t k = d.size(); k-- > 0;) {
-    p *= d[k];
-    if (p > 32) break;
-    if (d[k] != 1 && (p & (p - 1)) == 0) t = {p, k};  // from an axis of more than one element
-  }
-  return t;
-}
-
 // One stitched kernel's generator: values are pulled at coordinates (at, compute) into scopes of
 // lines per loop level, memoised by value and coordinates, then an emit_* method writes the kernel
 // around them (element, tiled GEMM or row kernel, or a part of a packed one).

@@ -1,0 +1,338 @@
+// codegen::coordinate_sets and element_evaluations: how many times an element kernel computes
+// each node per element, which the cost model charges as recomputation beyond one evaluation per
+// element of the node's value (StitchInfo::recompute_elements): once per distinct set of
+// coordinates it is read at, a quarter where the vector form's 4 lanes share it, and in the
+// exchange form its reads within a tile taken from other lanes. Checked against the copies the
+// stitcher's code really computes (Kernel::node_evaluations) on seeded random graphs and a pool's
+// taps, and against the planner's choice between computing a producer at every tap and storing it.
+#include <fmt/format.h>
+
+#include <random>
+
+#include "codegen/scalar_ops.h"
+#include "fusion/planner.h"
+#include "fusion/pool_taps.h"
+#include "fusion/rewrites.h"
+#include "fusion/short_reductions.h"
+#include "fusion_test_util.h"
+#include "test_util.h"
+
+using namespace stitch;
+
+namespace {
+
+// coordinate_sets of every node of `g` as one group storing its outputs (no vector form, no
+// exchange), by node.
+std::map<const Node*, int64_t> sets_in(const Graph& g) {
+  const std::vector<const Node*> nodes = test::all_nodes(g);
+  const codegen::CoordinateSets cs = codegen::coordinate_sets(nodes, {g.outputs.begin(), g.outputs.end()},
+                                                              *g.outputs[0]->dims, std::nullopt, false);
+  REQUIRE(cs.sets.size() == nodes.size());
+  std::map<const Node*, int64_t> by;
+  for (size_t k = 0; k < nodes.size(); ++k) by[nodes[k]] = cs.sets[k];
+  return by;
+}
+
+// What element_evaluations predicts of kernel `k` of every node of `g`, per node: copies per
+// thread (its evaluations per element times the elements a thread computes), and whether the
+// kernel takes the exchange form.
+struct Predicted {
+  std::map<const Node*, double> copies;
+  bool exchange = false;
+};
+Predicted predicted(const Graph& g, const codegen::Kernel& k) {
+  const std::vector<const Node*> nodes = test::all_nodes(g);
+  const codegen::StitchInfo info = test::whole_graph_info(g);
+  const codegen::ElementEvaluations ev = codegen::element_evaluations(nodes, info);
+  REQUIRE(ev.per_element.size() == nodes.size());
+  const double per_thread = k.mapping.find("one thread per 4 elements") != std::string::npos ? 4 : 1;
+  Predicted p;
+  p.exchange = ev.exchange;
+  for (size_t j = 0; j < nodes.size(); ++j) p.copies[nodes[j]] = ev.per_element[j] * per_thread;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("seeded random graphs: the coordinate sets counted are the copies the kernel computes",
+          "[evaluations][fusion]") {
+  // Values of [batch, 7, 7]: no tile of lanes (49 is no power of two), so each lane computes its
+  // elements alone, once per set of coordinates and element of its vector.
+  const char* unary[] = {"Tanh", "Sigmoid", "Neg", "Abs"};
+  const char* binary[] = {"Add", "Sub", "Mul", "Max"};
+  std::mt19937 rng(1207);
+  int nodes = 0, multi = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int batch = 1 + static_cast<int>(rng() % 3);
+    INFO(fmt::format("trial {}: batch {}", trial, batch));
+    std::string text = fmt::format(R"(graph "m" opset 18 {{
+  input %x: f32[{0},7,7]
+  input %w: f32[7,7]
+  const %lastax: i64[1] = [2]
+  const %s0: i64[1] = [0]
+  const %s1: i64[1] = [1]
+  const %s6: i64[1] = [6]
+  const %send: i64[1] = [7]
+  const %pads: i64[6] = [0, 1, 0, 0, 0, 0]
+)",
+                                   batch);
+    std::vector<std::string> made = {"%x"};
+    for (int k = 0; k < 10; ++k) {
+      const std::string v = fmt::format("%v{}", k), a = made[rng() % made.size()],
+                        b = made[rng() % made.size()];
+      switch (rng() % 6) {
+        case 0:
+          text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 4], a, k);
+          break;
+        case 1:
+          text +=
+              fmt::format("  {} = {}({}, {}) @\"n{}\"\n", v, binary[rng() % 4], a, rng() % 3 ? b : "%w", k);
+          break;
+        case 2:  // a rotation of the columns
+          text += fmt::format("  %tail{0} = Slice({1}, %s1, %send, %lastax) @\"tail{0}\"\n", k, a);
+          text += fmt::format("  %head{0} = Slice({1}, %s0, %s1, %lastax) @\"head{0}\"\n", k, a);
+          text += fmt::format("  {0} = Concat(%tail{1}, %head{1}) {{axis = 2}} @\"n{1}\"\n", v, k);
+          break;
+        case 3:
+          text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1]}} @\"n{}\"\n", v, a, k);
+          break;
+        case 4:  // shifted down a row, the first row zero
+          text += fmt::format("  %low{0} = Slice({1}, %s0, %s6, %s1) @\"low{0}\"\n", k, a);
+          text += fmt::format("  {0} = Pad(%low{1}, %pads) @\"n{1}\"\n", v, k);
+          break;
+        default:  // the same element read again through a view that moves nothing
+          text += fmt::format("  %same{0} = Slice({1}, %s0, %send, %lastax) @\"same{0}\"\n", k, a);
+          text += fmt::format("  {} = Add(%same{}, {}) @\"n{}\"\n", v, k, b, k);
+      }
+      made.push_back(v);
+    }
+    text += "  output " + made.back() + "\n}\n";
+    INFO(text);
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    REQUIRE(k.lane_exchanges == 0);
+    const Predicted p = predicted(*g, k);
+    CHECK(!p.exchange);
+    for (const auto& [n, count] : k.node_evaluations) {
+      const codegen::StitchRole role = codegen::stitch_role(*n);
+      if (role == codegen::StitchRole::kLayout || role == codegen::StitchRole::kView)
+        continue;  // no arithmetic
+      INFO(n->describe());
+      const double c = static_cast<double>(count);
+      CHECK(p.copies.at(n) == c);
+      ++nodes;
+      multi += c > p.copies.at(g->outputs[0]->producer);
+    }
+  }
+  // Many nodes computed more than once.
+  INFO(fmt::format("{} nodes, {} computed more than once", nodes, multi));
+  CHECK(multi >= nodes / 5);
+}
+
+TEST_CASE("a pool's taps compute its producer once per window position, and the estimate charges each",
+          "[evaluations][fusion]") {
+  // A 3 x 3 MaxPool of a Tanh, as taps (fusion::pools_as_taps): the Tanh is evaluated at nine
+  // positions for each output element, eight of them recomputation.
+  for (const auto& [window, strides, pads, taps] :
+       std::vector<std::tuple<std::string, std::string, std::string, int64_t>>{
+           {"3, 3", "1, 1", "1, 1, 1, 1", 9},
+           {"3, 3", "2, 2", "0, 0, 0, 0", 9},
+           {"2, 2", "2, 2", "0, 0, 0, 0", 4},
+           {"1, 3", "1, 1", "0, 1, 0, 1", 3}}) {
+    INFO(fmt::format("window {} strides {} pads {}", window, strides, pads));
+    auto g = test::parse_or_die(fmt::format(R"(graph "g" opset 18 {{
+  input %x: f32[1,2,9,9]
+  %t = Tanh(%x) @"tanh"
+  %p = MaxPool(%t) {{kernel_shape = ints[{}], strides = ints[{}], pads = ints[{}]}} @"pool"
+  %y = Neg(%p) @"neg"
+  output %y
+}})",
+                                            window, strides, pads));
+    test::run_frontend_or_die(*g);
+    auto lines = fusion::pools_as_taps(*g);
+    REQUIRE(lines.is_ok());
+    REQUIRE(lines->size() == 1);
+    const Node* tanh = test::node_named(*g, "tanh");
+    const std::map<const Node*, int64_t> sets = sets_in(*g);
+    CHECK(sets.at(tanh) == taps);
+    CHECK(sets.at(test::node_named(*g, "neg")) == 1);
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    const int64_t lanes = k.node_evaluations.at(g->outputs[0]->producer);
+    CHECK(k.node_evaluations.at(tanh) == taps * lanes);
+    // The estimate: the Tanh's evaluations beyond its own elements (none where strides skip as
+    // many as the window adds), the Neg's none; the taps' Max nodes are at the output's shape.
+    const codegen::StitchInfo info = test::whole_graph_info(*g);
+    const int64_t d = num_elements(*g->outputs[0]->dims), e = num_elements(*tanh->output(0)->dims);
+    CHECK(info.recompute_elements == std::max<int64_t>(taps * d - e, 0) * codegen::op_instructions(*tanh));
+  }
+}
+
+TEST_CASE("in the vector form a value broadcast along the inner axis is computed once for 4 elements",
+          "[evaluations][fusion]") {
+  // A per-row Exp broadcast over rows of 64 (4 elements a thread), and the same over rows of 63 (a
+  // lane per element): the first computes it once per thread, a quarter of an evaluation per
+  // element; the second once per element.
+  for (const int64_t cols : {64, 63}) {
+    INFO(cols);
+    auto g = test::parse_or_die(fmt::format(R"(graph "g" opset 18 {{
+  input %x: f32[8,{}]
+  input %s: f32[8,1]
+  %e = Exp(%s) @"exp"
+  %y = Mul(%x, %e) @"mul"
+  output %y
+}})",
+                                            cols));
+    test::run_frontend_or_die(*g);
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    const Node* exp = test::node_named(*g, "exp");
+    const Predicted p = predicted(*g, k);
+    const bool vec = cols % 4 == 0;
+    CHECK((k.mapping.find("one thread per 4 elements") != std::string::npos) == vec);
+    CHECK(k.node_evaluations.at(exp) == 1);
+    CHECK(k.node_evaluations.at(test::node_named(*g, "mul")) == (vec ? 4 : 1));
+    CHECK(p.copies.at(exp) == 1.0);
+    // The estimate: a quarter of the domain's evaluations (else all of them), beyond the 8 rows.
+    const codegen::StitchInfo info = test::whole_graph_info(*g);
+    const int64_t d = 8 * cols;
+    CHECK(info.recompute_elements == ((vec ? d / 4 : d) - 8) * codegen::op_instructions(*exp));
+  }
+}
+
+TEST_CASE("seeded random graphs within small matrices: the count follows the lanes' exchange",
+          "[evaluations][fusion]") {
+  // Values of [batch, rows, cols] with matrices of 4 to 32 elements, an exchange tile: sums over
+  // either axis as Adds of Slices, rotations of the columns, Transposes of square matrices. Where
+  // the stitcher's kernel reads the tile's values from other lanes, the count with the exchange
+  // domain is its copies; where it does not, the count without.
+  const std::pair<int, int> mats[] = {{4, 4}, {8, 2}, {2, 8}, {2, 2}, {16, 2}, {4, 2}};
+  const char* unary[] = {"Tanh", "Sigmoid", "Neg", "Abs"};
+  const char* binary[] = {"Add", "Sub", "Mul", "Max"};
+  std::mt19937 rng(1208);
+  int exchanged = 0, agreed = 0, nodes = 0;
+  const int trials = 40;
+  for (int trial = 0; trial < trials; ++trial) {
+    const auto [r, c] = mats[trial % 6];
+    const int batch = 1 + static_cast<int>(rng() % 5);
+    INFO(fmt::format("trial {}: {} x {} x {}", trial, batch, r, c));
+    std::string text = fmt::format(R"(graph "m" opset 18 {{
+  input %x: f32[{0},{1},{2}]
+  input %w: f32[{1},{2}]
+  const %rows: i64[1] = [1]
+  const %cols: i64[1] = [2]
+  const %lastax: i64[1] = [2]
+  const %s0: i64[1] = [0]
+  const %s1: i64[1] = [1]
+  const %send: i64[1] = [{2}]
+)",
+                                   batch, r, c);
+    std::vector<std::string> made = {"%x"};
+    for (int k = 0; k < 10; ++k) {
+      const std::string v = fmt::format("%v{}", k), a = made[rng() % made.size()],
+                        b = made[rng() % made.size()];
+      switch (rng() % 5) {
+        case 0:
+          text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 4], a, k);
+          break;
+        case 1:
+          text +=
+              fmt::format("  {} = {}({}, {}) @\"n{}\"\n", v, binary[rng() % 4], a, rng() % 3 ? b : "%w", k);
+          break;
+        case 2:
+          // Over an axis of at most 8 (short_reductions' limit): a longer sum would stay a row op.
+          text += fmt::format("  %sum{0} = ReduceSum({1}, {2}) @\"sum{0}\"\n", k, a,
+                              r <= 8 && rng() % 2 ? "%rows" : "%cols");
+          text += fmt::format("  {} = {}({}, %sum{}) @\"n{}\"\n", v, binary[rng() % 4], b, k, k);
+          break;
+        case 3:
+          text += fmt::format("  %tail{0} = Slice({1}, %s1, %send, %lastax) @\"tail{0}\"\n", k, a);
+          text += fmt::format("  %head{0} = Slice({1}, %s0, %s1, %lastax) @\"head{0}\"\n", k, a);
+          text += fmt::format("  {0} = Concat(%tail{1}, %head{1}) {{axis = 2}} @\"n{1}\"\n", v, k);
+          break;
+        default:
+          if (r == c)
+            text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1]}} @\"n{}\"\n", v, a, k);
+          else
+            text += fmt::format("  {} = Mul({}, {}) @\"n{}\"\n", v, a, b, k);
+      }
+      made.push_back(v);
+    }
+    text += "  output " + made.back() + "\n}\n";
+    INFO(text);
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    REQUIRE(fusion::short_reductions_as_adds(*g).is_ok());
+    const codegen::Kernel k = test::lower_whole_graph(*g);
+    const bool x = k.lane_exchanges > 0;
+    exchanged += x;
+    // The analysis' choice: the exchange form where it computes less.
+    const Predicted p = predicted(*g, k);
+    agreed += p.exchange == x;
+    if (p.exchange != x) continue;
+    for (const auto& [n, count] : k.node_evaluations) {
+      const codegen::StitchRole role = codegen::stitch_role(*n);
+      if (role == codegen::StitchRole::kLayout || role == codegen::StitchRole::kView) continue;
+      INFO(n->describe());
+      CHECK(p.copies.at(n) == static_cast<double>(count));
+      ++nodes;
+    }
+    if (x)
+      CHECK(codegen::coordinate_sets(test::all_nodes(*g), {g->outputs.begin(), g->outputs.end()},
+                                     *g->outputs[0]->dims, std::nullopt, true)
+                .exchanges == k.lane_exchanges);
+  }
+  // The choice of form as the kernel's but for a close call or so (the kernel counts both forms'
+  // copies per thread, the analysis its estimate of them).
+  INFO(fmt::format("{} of {} kernels exchanged, the analysis chose as the kernel in {}; {} nodes compared",
+                   exchanged, trials, agreed, nodes));
+  CHECK(exchanged >= trials / 5);
+  CHECK(agreed >= trials * 9 / 10);
+}
+
+TEST_CASE("the planner computes a costly producer once and stores it rather than at every tap of a pool",
+          "[fusion]") {
+  // A 3 x 3 MaxPool (as taps) between element-wise chains: a Mul before it is cheap to compute at
+  // nine positions, so it joins the taps' kernel; a long chain of transcendental functions costs
+  // more computed nine times than its round trip through memory, so its own kernel stores it once.
+  auto plan_of = [](const std::string& chain) {
+    auto g = test::parse_or_die(fmt::format(R"(graph "g" opset 18 {{
+  input %x: f32[8,32,32,32]
+  input %s: f32[1,32,1,1]
+{}
+  %p = MaxPool(%c) {{kernel_shape = ints[3, 3], pads = ints[1, 1, 1, 1]}} @"pool"
+  %y = Relu(%p) @"relu"
+  output %y
+}})",
+                                            chain));
+    test::run_frontend_or_die(*g);
+    auto r = fusion::rewrite_for_planning(g, test::opts("beam"));
+    REQUIRE(r.is_ok());
+    INFO(r->text());
+    REQUIRE(r->pools.lines.size() == 1);
+    auto plan = fusion::make_plan(*g, test::opts("beam"));
+    REQUIRE(plan.is_ok());
+    std::pair<std::unique_ptr<Graph>, fusion::FusionPlan> out{std::move(g), std::move(plan).value()};
+    return out;
+  };
+  auto group_of = [](const fusion::FusionPlan& plan, const std::string& name) {
+    for (size_t i = 0; i < plan.groups.size(); ++i)
+      for (const Node* n : plan.groups[i].nodes)
+        if (n->name == name) return static_cast<int>(i);
+    return -1;
+  };
+  SECTION("a scale: one kernel") {
+    auto [g, plan] = plan_of(R"(  %c = Mul(%x, %s) @"last")");
+    CHECK(plan.cost.kernels == 1);
+  }
+  SECTION("eight transcendental functions: stored once, then the taps") {
+    auto [g, plan] = plan_of(R"(  %a1 = Sin(%x)
+  %a2 = Exp(%a1)
+  %a3 = Log(%a2)
+  %a4 = Cos(%a3)
+  %a5 = Erf(%a4)
+  %a6 = Tanh(%a5)
+  %a7 = Sin(%a6)
+  %c = Erf(%a7) @"last")");
+    CHECK(plan.cost.kernels == 2);
+    CHECK(group_of(plan, "last") != group_of(plan, "relu"));
+  }
+}
