@@ -269,8 +269,12 @@ struct CoordinateSets {
   std::vector<double> per_element;
   int64_t exchanges = 0;
 };
+// With `rows`, a row kernel over `domain` (its rows' shape): each row op's input is read at the
+// domain's coordinates too (its passes), a norm or softmax reads its input where it is read, and a
+// statistic reads nothing where it is read.
 CoordinateSets coordinate_sets(const std::vector<const Node*>& nodes, const std::vector<const Value*>& stored,
-                               const Dims& domain, std::optional<size_t> vector_inner, bool exchange);
+                               const Dims& domain, std::optional<size_t> vector_inner, bool exchange,
+                               bool rows = false);
 
 // An element kernel of `nodes` (info from analyze_stitch): how many times its code computes each
 // node per element of the domain, in the order of `nodes` (coordinate_sets; StitchInfo::

@@ -228,7 +228,15 @@ bool input_coords(const Node& n, size_t i, size_t o, const Coord& c, Coord& ci, 
     return true;
   };
   if (contraction_length(n) || role == StitchRole::kScan || role == StitchRole::kTiledGemm) return false;
-  if (role == StitchRole::kPointwise || role == StitchRole::kRow || op == "Expand") return broadcast();
+  if (role == StitchRole::kRow) {  // row kernels: a norm or softmax reads its input where it is read
+    if (!row_op_keeps_shape(n)) return false;  // a statistic: its passes read the input (roots)
+    if (i == 0) {
+      ci = c;
+      return true;
+    }
+    return broadcast();
+  }
+  if (role == StitchRole::kPointwise || op == "Expand") return broadcast();
   if (role == StitchRole::kView) {
     // Blocks of axes whose extents multiply to the same on both sides: an input axis is a function
     // of its block's output coordinates (the digits of their flat index), the same coordinate where
@@ -372,7 +380,8 @@ bool input_coords(const Node& n, size_t i, size_t o, const Coord& c, Coord& ci, 
 }  // namespace
 
 CoordinateSets coordinate_sets(const std::vector<const Node*>& nodes, const std::vector<const Value*>& stored,
-                               const Dims& domain, std::optional<size_t> vector_inner, bool exchange) {
+                               const Dims& domain, std::optional<size_t> vector_inner, bool exchange,
+                               bool rows) {
   CoordinateSets r;
   r.sets.assign(nodes.size(), 0);
   r.per_element.assign(nodes.size(), 0.0);
@@ -396,11 +405,25 @@ CoordinateSets coordinate_sets(const std::vector<const Node*>& nodes, const std:
   // Each value's coordinate sets, flat (rank entries each), and how many.
   std::vector<std::vector<Sym>> at(first_out.back());
   std::vector<size_t> count(first_out.back(), 0);
-  for (const Value* v : stored)
-    if (size_t i = value_of(v); i != SIZE_MAX && dims(v) == domain) {
+  // The roots: the stored values at the domain's coordinates; in a row kernel also each row op's
+  // input, which its passes read there, and a value of the rows' rank broadcast from them.
+  std::vector<const Value*> roots(stored.begin(), stored.end());
+  if (rows)
+    for (const Node* n : nodes)
+      if (stitch_role(*n) == StitchRole::kRow && n->input(0)) roots.push_back(n->input(0));
+  for (const Value* v : roots) {
+    const size_t i = value_of(v);
+    if (i == SIZE_MAX) continue;
+    const Dims& vd = dims(v);
+    if (vd == domain) {
       at[i].insert(at[i].end(), dom.begin(), dom.end());
-      ++count[i];
+    } else if (rows && vd.size() == domain.size()) {
+      for (size_t k = 0; k < vd.size(); ++k) at[i].push_back(vd[k] == 1 ? 0 : dom[k]);
+    } else {
+      continue;
     }
+    ++count[i];
+  }
   Coord c, ci;  // reused for each read
   SliceSpecs specs;
   std::vector<std::pair<uint64_t, size_t>> keys;
@@ -671,9 +694,24 @@ StatusOr<StitchInfo> analyze_members(const std::vector<const Node*>& nodes,
   // (StitchInfo::outer). When one is not, the last row op's rows are tried (an RMSNorm's
   // statistics before the per-head norms of Q or K).
   StatusOr<StitchInfo> by_first = row_kernel(nodes, rows, rows.front(), info);
-  if (by_first.is_ok() || rows.back() == rows.front()) return by_first;
-  StatusOr<StitchInfo> by_last = row_kernel(nodes, rows, rows.back(), info);
-  return by_last.is_ok() ? by_last : by_first;
+  if (!by_first.is_ok() && rows.back() != rows.front()) {
+    StatusOr<StitchInfo> by_last = row_kernel(nodes, rows, rows.back(), info);
+    if (by_last.is_ok()) by_first = std::move(by_last);
+  }
+  if (!by_first.is_ok()) return by_first;
+  // Each pass evaluates the element-wise nodes once per element and set of coordinates they are
+  // read at (coordinate_sets): those beyond the first are recomputation, which the cost model
+  // charges per pass like the rest (a lower bound where a value is broadcast as well).
+  const CoordinateSets cs =
+      coordinate_sets(nodes, by_first->stored, by_first->domain, std::nullopt, false, /*rows=*/true);
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    const StitchRole role = stitch_role(*nodes[j]);
+    if (cs.sets[j] > 1 && role != StitchRole::kView && role != StitchRole::kLayout &&
+        role != StitchRole::kRow)
+      by_first->recompute_elements +=
+          (cs.sets[j] - 1) * num_elements(dims(nodes[j]->output(0))) * op_instructions(*nodes[j]);
+  }
+  return by_first;
 }
 
 namespace {

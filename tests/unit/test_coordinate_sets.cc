@@ -336,3 +336,83 @@ TEST_CASE("the planner computes a costly producer once and stores it rather than
     CHECK(group_of(plan, "last") != group_of(plan, "relu"));
   }
 }
+
+TEST_CASE("seeded random graphs before a softmax: each pass computes a node once per set of coordinates",
+          "[evaluations][fusion]") {
+  // Element-wise chains with rotations, shifts and Transposes over [batch, 8, 8], then a Softmax
+  // over the last axis: a row kernel whose passes (the maximum, the sum, the store) each evaluate
+  // the chain in front of it, once per set of coordinates a node is read at (row mode of
+  // coordinate_sets). Lowered without the shared-memory cache, so every pass computes again.
+  const char* unary[] = {"Tanh", "Sigmoid", "Neg", "Abs"};
+  const char* binary[] = {"Add", "Sub", "Mul", "Max"};
+  std::mt19937 rng(1209);
+  int nodes = 0, multi = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const int batch = 1 + static_cast<int>(rng() % 3);
+    INFO(fmt::format("trial {}: batch {}", trial, batch));
+    std::string text = fmt::format(R"(graph "m" opset 18 {{
+  input %x: f32[{0},8,8]
+  input %w: f32[8,8]
+  const %lastax: i64[1] = [2]
+  const %s0: i64[1] = [0]
+  const %s1: i64[1] = [1]
+  const %send: i64[1] = [8]
+)",
+                                   batch);
+    std::vector<std::string> made = {"%x"};
+    for (int k = 0; k < 8; ++k) {
+      const std::string v = fmt::format("%v{}", k), a = made[rng() % made.size()],
+                        b = made[rng() % made.size()];
+      switch (rng() % 4) {
+        case 0:
+          text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 4], a, k);
+          break;
+        case 1:
+          text +=
+              fmt::format("  {} = {}({}, {}) @\"n{}\"\n", v, binary[rng() % 4], a, rng() % 3 ? b : "%w", k);
+          break;
+        case 2:  // a rotation of the columns
+          text += fmt::format("  %tail{0} = Slice({1}, %s1, %send, %lastax) @\"tail{0}\"\n", k, a);
+          text += fmt::format("  %head{0} = Slice({1}, %s0, %s1, %lastax) @\"head{0}\"\n", k, a);
+          text += fmt::format("  {0} = Concat(%tail{1}, %head{1}) {{axis = 2}} @\"n{1}\"\n", v, k);
+          break;
+        default:
+          text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1]}} @\"n{}\"\n", v, a, k);
+      }
+      made.push_back(v);
+    }
+    text += "  %y = Softmax(" + made.back() + ") {axis = -1} @\"softmax\"\n  output %y\n}\n";
+    INFO(text);
+    auto g = test::parse_or_die(text);
+    test::run_frontend_or_die(*g);
+    const std::vector<const Node*> all = test::all_nodes(*g);
+    const std::set<const Value*> out(g->outputs.begin(), g->outputs.end());
+    auto k = codegen::lower_stitched(all, out, 0, /*cache=*/false);
+    REQUIRE(k.is_ok());
+    const codegen::StitchInfo info = test::whole_graph_info(*g);
+    REQUIRE(info.row);
+    const codegen::CoordinateSets cs =
+        codegen::coordinate_sets(all, info.stored, info.domain, std::nullopt, false, /*rows=*/true);
+    // The softmax's input: read by every pass at the row's own coordinates, one set.
+    const Node* last = test::node_named(*g, "softmax")->input(0)->producer;
+    const auto at = [&](const Node* n) {
+      for (size_t j = 0; j < all.size(); ++j)
+        if (all[j] == n) return cs.sets[j];
+      return int64_t{0};
+    };
+    REQUIRE(at(last) == 1);
+    const int64_t per_set = k->node_evaluations.at(last);
+    for (const auto& [n, count] : k->node_evaluations) {
+      const codegen::StitchRole role = codegen::stitch_role(*n);
+      if (role == codegen::StitchRole::kLayout || role == codegen::StitchRole::kView ||
+          role == codegen::StitchRole::kRow)
+        continue;
+      INFO(n->describe());
+      CHECK(at(n) * per_set == count);
+      ++nodes;
+      multi += count > per_set;
+    }
+  }
+  INFO(fmt::format("{} nodes, {} computed more than once per pass", nodes, multi));
+  CHECK(multi >= nodes / 5);
+}
