@@ -15,9 +15,11 @@
 #include "fusion/rewrites.h"
 #include "fusion/short_reductions.h"
 #include "fusion_test_util.h"
+#include "random_matrix_graphs.h"
 #include "test_util.h"
 
 using namespace stitch;
+using test::MatrixStep;
 
 namespace {
 
@@ -57,55 +59,16 @@ TEST_CASE("seeded random graphs: the coordinate sets counted are the copies the 
           "[evaluations][fusion]") {
   // Values of [batch, 7, 7]: no tile of lanes (49 is no power of two), so each lane computes its
   // elements alone, once per set of coordinates and element of its vector.
-  const char* unary[] = {"Tanh", "Sigmoid", "Neg", "Abs"};
-  const char* binary[] = {"Add", "Sub", "Mul", "Max"};
   std::mt19937 rng(1207);
   int nodes = 0, multi = 0;
   for (int trial = 0; trial < 40; ++trial) {
     const int batch = 1 + static_cast<int>(rng() % 3);
     INFO(fmt::format("trial {}: batch {}", trial, batch));
-    std::string text = fmt::format(R"(graph "m" opset 18 {{
-  input %x: f32[{0},7,7]
-  input %w: f32[7,7]
-  const %lastax: i64[1] = [2]
-  const %s0: i64[1] = [0]
-  const %s1: i64[1] = [1]
-  const %s6: i64[1] = [6]
-  const %send: i64[1] = [7]
-  const %pads: i64[6] = [0, 1, 0, 0, 0, 0]
-)",
-                                   batch);
-    std::vector<std::string> made = {"%x"};
-    for (int k = 0; k < 10; ++k) {
-      const std::string v = fmt::format("%v{}", k), a = made[rng() % made.size()],
-                        b = made[rng() % made.size()];
-      switch (rng() % 6) {
-        case 0:
-          text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 4], a, k);
-          break;
-        case 1:
-          text +=
-              fmt::format("  {} = {}({}, {}) @\"n{}\"\n", v, binary[rng() % 4], a, rng() % 3 ? b : "%w", k);
-          break;
-        case 2:  // a rotation of the columns
-          text += fmt::format("  %tail{0} = Slice({1}, %s1, %send, %lastax) @\"tail{0}\"\n", k, a);
-          text += fmt::format("  %head{0} = Slice({1}, %s0, %s1, %lastax) @\"head{0}\"\n", k, a);
-          text += fmt::format("  {0} = Concat(%tail{1}, %head{1}) {{axis = 2}} @\"n{1}\"\n", v, k);
-          break;
-        case 3:
-          text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1]}} @\"n{}\"\n", v, a, k);
-          break;
-        case 4:  // shifted down a row, the first row zero
-          text += fmt::format("  %low{0} = Slice({1}, %s0, %s6, %s1) @\"low{0}\"\n", k, a);
-          text += fmt::format("  {0} = Pad(%low{1}, %pads) @\"n{1}\"\n", v, k);
-          break;
-        default:  // the same element read again through a view that moves nothing
-          text += fmt::format("  %same{0} = Slice({1}, %s0, %send, %lastax) @\"same{0}\"\n", k, a);
-          text += fmt::format("  {} = Add(%same{}, {}) @\"n{}\"\n", v, k, b, k);
-      }
-      made.push_back(v);
-    }
-    text += "  output " + made.back() + "\n}\n";
+    const std::string text = test::random_matrix_graph(
+        rng, batch, 7, 7, 10,
+        {MatrixStep::kUnary, MatrixStep::kBinary, MatrixStep::kRotation, MatrixStep::kTransposeOrMul,
+         MatrixStep::kShiftDown, MatrixStep::kSameSlice},
+        "  output %v9\n");
     INFO(text);
     auto g = test::parse_or_die(text);
     test::run_frontend_or_die(*g);
@@ -205,8 +168,6 @@ TEST_CASE("seeded random graphs within small matrices: the count follows the lan
   // the stitcher's kernel reads the tile's values from other lanes, the count with the exchange
   // domain is its copies; where it does not, the count without.
   const std::pair<int, int> mats[] = {{4, 4}, {8, 2}, {2, 8}, {2, 2}, {16, 2}, {4, 2}};
-  const char* unary[] = {"Tanh", "Sigmoid", "Neg", "Abs"};
-  const char* binary[] = {"Add", "Sub", "Mul", "Max"};
   std::mt19937 rng(1208);
   int exchanged = 0, agreed = 0, nodes = 0;
   const int trials = 40;
@@ -214,49 +175,11 @@ TEST_CASE("seeded random graphs within small matrices: the count follows the lan
     const auto [r, c] = mats[trial % 6];
     const int batch = 1 + static_cast<int>(rng() % 5);
     INFO(fmt::format("trial {}: {} x {} x {}", trial, batch, r, c));
-    std::string text = fmt::format(R"(graph "m" opset 18 {{
-  input %x: f32[{0},{1},{2}]
-  input %w: f32[{1},{2}]
-  const %rows: i64[1] = [1]
-  const %cols: i64[1] = [2]
-  const %lastax: i64[1] = [2]
-  const %s0: i64[1] = [0]
-  const %s1: i64[1] = [1]
-  const %send: i64[1] = [{2}]
-)",
-                                   batch, r, c);
-    std::vector<std::string> made = {"%x"};
-    for (int k = 0; k < 10; ++k) {
-      const std::string v = fmt::format("%v{}", k), a = made[rng() % made.size()],
-                        b = made[rng() % made.size()];
-      switch (rng() % 5) {
-        case 0:
-          text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 4], a, k);
-          break;
-        case 1:
-          text +=
-              fmt::format("  {} = {}({}, {}) @\"n{}\"\n", v, binary[rng() % 4], a, rng() % 3 ? b : "%w", k);
-          break;
-        case 2:
-          // Over an axis of at most 8 (short_reductions' limit): a longer sum would stay a row op.
-          text += fmt::format("  %sum{0} = ReduceSum({1}, {2}) @\"sum{0}\"\n", k, a,
-                              r <= 8 && rng() % 2 ? "%rows" : "%cols");
-          text += fmt::format("  {} = {}({}, %sum{}) @\"n{}\"\n", v, binary[rng() % 4], b, k, k);
-          break;
-        case 3:
-          text += fmt::format("  %tail{0} = Slice({1}, %s1, %send, %lastax) @\"tail{0}\"\n", k, a);
-          text += fmt::format("  %head{0} = Slice({1}, %s0, %s1, %lastax) @\"head{0}\"\n", k, a);
-          text += fmt::format("  {0} = Concat(%tail{1}, %head{1}) {{axis = 2}} @\"n{1}\"\n", v, k);
-          break;
-        default:
-          if (r == c)
-            text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1]}} @\"n{}\"\n", v, a, k);
-          else
-            text += fmt::format("  {} = Mul({}, {}) @\"n{}\"\n", v, a, b, k);
-      }
-      made.push_back(v);
-    }
-    text += "  output " + made.back() + "\n}\n";
+    const std::string text =
+        test::random_matrix_graph(rng, batch, r, c, 10,
+                                  {MatrixStep::kUnary, MatrixStep::kBinary, MatrixStep::kShortSum,
+                                   MatrixStep::kRotation, MatrixStep::kTransposeOrMul},
+                                  "  output %v9\n");
     INFO(text);
     auto g = test::parse_or_die(text);
     test::run_frontend_or_die(*g);
@@ -343,45 +266,15 @@ TEST_CASE("seeded random graphs before a softmax: each pass computes a node once
   // over the last axis: a row kernel whose passes (the maximum, the sum, the store) each evaluate
   // the chain in front of it, once per set of coordinates a node is read at (row mode of
   // coordinate_sets). Lowered without the shared-memory cache, so every pass computes again.
-  const char* unary[] = {"Tanh", "Sigmoid", "Neg", "Abs"};
-  const char* binary[] = {"Add", "Sub", "Mul", "Max"};
   std::mt19937 rng(1209);
   int nodes = 0, multi = 0;
   for (int trial = 0; trial < 30; ++trial) {
     const int batch = 1 + static_cast<int>(rng() % 3);
     INFO(fmt::format("trial {}: batch {}", trial, batch));
-    std::string text = fmt::format(R"(graph "m" opset 18 {{
-  input %x: f32[{0},8,8]
-  input %w: f32[8,8]
-  const %lastax: i64[1] = [2]
-  const %s0: i64[1] = [0]
-  const %s1: i64[1] = [1]
-  const %send: i64[1] = [8]
-)",
-                                   batch);
-    std::vector<std::string> made = {"%x"};
-    for (int k = 0; k < 8; ++k) {
-      const std::string v = fmt::format("%v{}", k), a = made[rng() % made.size()],
-                        b = made[rng() % made.size()];
-      switch (rng() % 4) {
-        case 0:
-          text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 4], a, k);
-          break;
-        case 1:
-          text +=
-              fmt::format("  {} = {}({}, {}) @\"n{}\"\n", v, binary[rng() % 4], a, rng() % 3 ? b : "%w", k);
-          break;
-        case 2:  // a rotation of the columns
-          text += fmt::format("  %tail{0} = Slice({1}, %s1, %send, %lastax) @\"tail{0}\"\n", k, a);
-          text += fmt::format("  %head{0} = Slice({1}, %s0, %s1, %lastax) @\"head{0}\"\n", k, a);
-          text += fmt::format("  {0} = Concat(%tail{1}, %head{1}) {{axis = 2}} @\"n{1}\"\n", v, k);
-          break;
-        default:
-          text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1]}} @\"n{}\"\n", v, a, k);
-      }
-      made.push_back(v);
-    }
-    text += "  %y = Softmax(" + made.back() + ") {axis = -1} @\"softmax\"\n  output %y\n}\n";
+    const std::string text = test::random_matrix_graph(
+        rng, batch, 8, 8, 8,
+        {MatrixStep::kUnary, MatrixStep::kBinary, MatrixStep::kRotation, MatrixStep::kTransposeOrMul},
+        "  %y = Softmax(%v7) {axis = -1} @\"softmax\"\n  output %y\n");
     INFO(text);
     auto g = test::parse_or_die(text);
     test::run_frontend_or_die(*g);

@@ -6,6 +6,7 @@
 
 #include "fusion/short_reductions.h"
 #include "fusion_test_util.h"
+#include "random_matrix_graphs.h"
 #include "test_util.h"
 
 using namespace stitch;
@@ -157,58 +158,18 @@ TEST_CASE("seeded random graphs within small matrices: exchanged between lanes, 
   // element-wise ops between them. Batches of 1 to 7 leave warps partly empty. Lowered as one
   // kernel, run on emu against the reference interpreter, whichever form lower_stitched keeps.
   const std::pair<int, int> mats[] = {{4, 4}, {8, 2}, {2, 8}, {2, 2}, {16, 2}, {4, 2}};
-  const char* unary[] = {"Tanh", "Sigmoid", "Neg", "Abs"};
-  const char* binary[] = {"Add", "Sub", "Mul", "Max"};
   std::mt19937 rng(1206);
   int exchanged = 0;
   for (int trial = 0; trial < 24; ++trial) {
     const auto [r, c] = mats[trial % 6];
     const int batch = 1 + static_cast<int>(rng() % 7);
     INFO(fmt::format("trial {}: {} x {} x {}", trial, batch, r, c));
-    std::string text = fmt::format(R"(graph "m" opset 18 {{
-  input %x: f32[{0},{1},{2}]
-  input %w: f32[{1},{2}]
-  const %rows: i64[1] = [1]
-  const %cols: i64[1] = [2]
-  const %lastax: i64[1] = [2]
-  const %s0: i64[1] = [0]
-  const %s1: i64[1] = [1]
-  const %send: i64[1] = [{2}]
-)",
-                                   batch, r, c);
-    std::vector<std::string> made = {"%x"};
-    for (int k = 0; k < 12; ++k) {
-      const std::string v = fmt::format("%v{}", k), a = made[rng() % made.size()],
-                        b = made[rng() % made.size()];
-      switch (rng() % 5) {
-        case 0:
-          text += fmt::format("  {} = {}({}) @\"n{}\"\n", v, unary[rng() % 4], a, k);
-          break;
-        case 1:
-          text +=
-              fmt::format("  {} = {}({}, {}) @\"n{}\"\n", v, binary[rng() % 4], a, rng() % 3 ? b : "%w", k);
-          break;
-        case 2:
-          // Over an axis of at most 8 (short_reductions' limit): a longer sum would stay a row op.
-          text += fmt::format("  %sum{0} = ReduceSum({1}, {2}) @\"sum{0}\"\n", k, a,
-                              r <= 8 && (c > 8 || rng() % 2) ? "%rows" : "%cols");
-          text += fmt::format("  {} = {}({}, %sum{}) @\"n{}\"\n", v, binary[rng() % 4], b, k, k);
-          break;
-        case 3:
-          text += fmt::format("  %tail{0} = Slice({1}, %s1, %send, %lastax) @\"tail{0}\"\n", k, a);
-          text += fmt::format("  %head{0} = Slice({1}, %s0, %s1, %lastax) @\"head{0}\"\n", k, a);
-          text += fmt::format("  {0} = Concat(%tail{1}, %head{1}) {{axis = 2}} @\"n{1}\"\n", v, k);
-          break;
-        default:
-          if (r == c) {
-            text += fmt::format("  {} = Transpose({}) {{perm = ints[0, 2, 1]}} @\"n{}\"\n", v, a, k);
-          } else {
-            text += fmt::format("  {} = Mul({}, {}) @\"n{}\"\n", v, a, b, k);
-          }
-      }
-      made.push_back(v);
-    }
-    text += "  output " + made.back() + "\n}\n";
+    using test::MatrixStep;
+    const std::string text =
+        test::random_matrix_graph(rng, batch, r, c, 12,
+                                  {MatrixStep::kUnary, MatrixStep::kBinary, MatrixStep::kShortSum,
+                                   MatrixStep::kRotation, MatrixStep::kTransposeOrMul},
+                                  "  output %v11\n");
     auto g = test::parse_or_die(text);
     test::run_frontend_or_die(*g);
     REQUIRE(fusion::short_reductions_as_adds(*g).is_ok());
