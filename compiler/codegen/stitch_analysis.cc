@@ -699,17 +699,22 @@ StatusOr<StitchInfo> analyze_members(const std::vector<const Node*>& nodes,
     if (by_last.is_ok()) by_first = std::move(by_last);
   }
   if (!by_first.is_ok()) return by_first;
-  // Each pass evaluates the element-wise nodes once per element and set of coordinates they are
-  // read at (coordinate_sets): those beyond the first are recomputation, which the cost model
-  // charges per pass like the rest (a lower bound where a value is broadcast as well).
+  // Each pass evaluates the element-wise nodes once per element of the rows and set of
+  // coordinates they are read at (coordinate_sets): those beyond one per element of a node's value
+  // are recomputation, which the cost model charges per pass like the rest. A value wider than the
+  // rows (a Split's input) is spread over its sets; one smaller than the rows is computed once per
+  // row or element of its own and set (a lower bound where it is broadcast as well).
   const CoordinateSets cs =
       coordinate_sets(nodes, by_first->stored, by_first->domain, std::nullopt, false, /*rows=*/true);
+  const int64_t d = num_elements(by_first->domain);
   for (size_t j = 0; j < nodes.size(); ++j) {
     const StitchRole role = stitch_role(*nodes[j]);
-    if (cs.sets[j] > 1 && role != StitchRole::kView && role != StitchRole::kLayout &&
-        role != StitchRole::kRow)
-      by_first->recompute_elements +=
-          (cs.sets[j] - 1) * num_elements(dims(nodes[j]->output(0))) * op_instructions(*nodes[j]);
+    if (cs.sets[j] <= 1 || role == StitchRole::kView || role == StitchRole::kLayout ||
+        role == StitchRole::kRow)
+      continue;
+    const int64_t e = num_elements(dims(nodes[j]->output(0)));
+    const int64_t extra = e < d ? (cs.sets[j] - 1) * e : std::max<int64_t>(cs.sets[j] * d - e, 0);
+    by_first->recompute_elements += extra * op_instructions(*nodes[j]);
   }
   return by_first;
 }
