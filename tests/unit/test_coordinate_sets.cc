@@ -309,3 +309,28 @@ TEST_CASE("seeded random graphs before a softmax: each pass computes a node once
   INFO(fmt::format("{} nodes, {} computed more than once per pass", nodes, multi));
   CHECK(multi >= nodes / 5);
 }
+
+TEST_CASE("a row kernel's value wider than its rows is spread over the sets its Split reads",
+          "[evaluations][fusion]") {
+  // A Tanh over [4, 192] split into three [4, 64] parts summed before a Softmax over 64: each pass
+  // computes the Tanh at three offsets per element of the rows, each of its elements once. No
+  // recomputation is charged; each of the summing Adds is computed once per element.
+  auto g = test::parse_or_die(R"(graph "g" opset 18 {
+  input %x: f32[4,192]
+  %t = Tanh(%x) @"tanh"
+  %a, %b, %c = Split(%t) {axis = 1, num_outputs = 3} @"split"
+  %ab = Add(%a, %b) @"ab"
+  %y = Add(%ab, %c) @"abc"
+  %s = Softmax(%y) {axis = -1} @"softmax"
+  output %s
+})");
+  test::run_frontend_or_die(*g);
+  const codegen::StitchInfo info = test::whole_graph_info(*g);
+  REQUIRE(info.row);
+  CHECK(info.recompute_elements == 0);
+  const std::vector<const Node*> all = test::all_nodes(*g);
+  auto k = codegen::lower_stitched(all, {g->outputs.begin(), g->outputs.end()}, 0, /*cache=*/false);
+  REQUIRE(k.is_ok());
+  CHECK(k->node_evaluations.at(test::node_named(*g, "tanh")) ==
+        3 * k->node_evaluations.at(test::node_named(*g, "abc")));
+}
