@@ -82,8 +82,8 @@ StatusOr<std::optional<SExpr>> Stitcher::from_lane(const Node& n, const Value* v
   if (role == StitchRole::kView || role == StitchRole::kLayout || dims(v) != info_.domain || same(c, dom_) ||
       level_of(c) > 1)
     return none;
+  if (!lane_exchangeable(v->dtype)) return none;
   const std::string ct = compute_type(v->dtype);
-  if (ct != "float" && ct != "double" && ct != "int" && ct != "long long") return none;
   for (size_t a = 0; a < xaxis_; ++a)
     if (c[a].s != dom_[a].s) return none;
   ASSIGN_OR_RETURN(SExpr own, at(v, dom_));
@@ -327,22 +327,7 @@ std::optional<std::string> Stitcher::vector_component(const Value* v, const Coor
   return fmt::format("{}.{}", it->second, "xyzw"[lane_]);
 }
 
-bool Stitcher::vectorizable(const Dims& d) const {
-  const int64_t n = num_elements(d);
-  int64_t inner = 1;
-  for (size_t k = d.size(); k-- > 0;)
-    if (d[k] != 1) {
-      inner = d[k];
-      break;
-    }
-  if (part_ || n < 4 || n % 4 != 0 || inner % 4 != 0 || !info_.scattered.empty()) return false;
-  for (const Value* v : info_.stored)
-    if (is_word(v->dtype)) return true;
-  for (const Node* node : nodes_)
-    for (const Value* v : node->inputs)
-      if (v && !producer_.count(v) && dims(v) == d && is_word(v->dtype)) return true;
-  return false;
-}
+bool Stitcher::vectorizable() const { return !part_ && vector_axis(nodes_, info_).has_value(); }
 
 size_t Stitcher::domain_coords(const Dims& d, const std::string& flat) {
   const int64_t n = num_elements(d);
@@ -363,7 +348,7 @@ Status Stitcher::emit_elements() {
   const Dims& d = info_.domain;
   const int64_t n = num_elements(d);
   const size_t inner_axis = domain_coords(d);
-  vec_ = xtile_ == 0 && vectorizable(d);  // exchange: a lane per element
+  vec_ = xtile_ == 0 && vectorizable();  // exchange: a lane per element
   const int lanes = vec_ ? 4 : 1;
   const Coords base = dom_;
   if (vec_) {

@@ -252,6 +252,17 @@ inline ExchangeTile exchange_tile(const Dims& d) {
   return t;
 }
 
+// The inner axis of an element kernel's vector form, 4 elements of it a thread: the domain's last
+// axis of more than one element, a multiple of 4, with 128-bit access to a 4-byte value of the
+// domain's shape stored or read from outside (and no in-place scatter); nullopt where the kernel
+// has a lane per element. A packed part (lower_packed) has a lane per element too, which the
+// group's nodes cannot tell. The stitcher (Stitcher::vectorizable) and the analysis both ask it.
+std::optional<size_t> vector_axis(const std::vector<const Node*>& nodes, const StitchInfo& info);
+
+// Whether the exchange form reads a value of type `t` from another lane (warp shuffles of its
+// compute type: float, double, int, long long).
+bool lane_exchangeable(DType t);
+
 // The sets of coordinates an element kernel of `nodes` storing `stored` over `domain` evaluates
 // each node at, in the order of `nodes`, followed from the stored values through each node's index
 // maps as the stitcher computes them (a Slice's start and step, a Transpose, a Pad, a Concat's

@@ -332,12 +332,11 @@ class Stitcher {
   // on it (vector_component's condition). Nothing otherwise.
   std::optional<Coords> lane0_coords(const Coords& c, int kv, int64_t extent) const;
 
-  // Whether an element kernel over `d` moves 4 elements per thread with 128-bit accesses: a
-  // whole kernel (not a packed part) whose innermost extent is a multiple of 4 (so the 4 elements
-  // share every outer coordinate and stay inside one 16-byte-aligned vector of each operand of
-  // the domain's shape; buffers start 256-byte aligned), and with at least one such operand or
-  // stored value of a 4-byte type.
-  bool vectorizable(const Dims& d) const;
+  // Whether the element kernel moves 4 elements per thread with 128-bit accesses: a whole kernel
+  // (not a packed part) with a vector axis (vector_axis: its innermost extent a multiple of 4, so
+  // the 4 elements share every outer coordinate and stay inside one 16-byte-aligned vector of each
+  // operand of the domain's shape; buffers start 256-byte aligned).
+  bool vectorizable() const;
 
   // dom_: the coordinates of flat index `flat` in `d` (a size-1 axis at 0). Returns the innermost
   // axis of more than one element (d.size() when there is none).
